@@ -1,0 +1,245 @@
+/*
+ * 01_dot_product - a Python dictionary as hard attention, then relaxed.
+ *
+ * Part 1: keys, queries and values as one-hot vectors. The similarity of a
+ *         query to each key is a dot product that is 1 or 0, and multiplying
+ *         that row by the values picks out one value: capital["Japan"].
+ * Part 2: give the words real-valued vectors. Similarities become real
+ *         numbers and the answer becomes a blend of all the values.
+ * Part 3: a static layer Relu(W x + b) applies the same W to every input;
+ *         attention's weights are computed from the input itself.
+ *
+ * Legend: Q = number of queries, K = number of keys (= values), V = number
+ * of distinct values, W = vocabulary size, d = embedding size.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ops.h"
+#include "random.h"
+#include "tensor.h"
+
+#define PROG "dot_product"
+
+/* The dictionary of the story: capital = {"Japan": "Tokyo", ...}. */
+enum { NUM_KEYS = 3, VOCAB = 4, EMBED = 4, TOKENS = 3 };
+static const char *const values_text[NUM_KEYS] = {"Tokyo", "Washington D.C.", "London"};
+/* Every word the queries may use: the three keys first, then one that is not a key. */
+static const char *const vocabulary[VOCAB] = {"Japan", "USA", "British", "France"};
+
+static void usage(void)
+{
+    printf("usage: %s [--query WORD] [--seed N] [--help]\n"
+           "\n"
+           "A Python dictionary as attention: one-hot keys and queries, their dot\n"
+           "products as 0/1 similarities, then real-valued word vectors.\n"
+           "\n"
+           "  --query WORD  the word to look up: Japan, USA, British or France (default Japan)\n"
+           "  --seed N      seed for the word vectors and the static layer (default 0)\n"
+           "  --help        this text\n", PROG);
+}
+
+static int word_index(const char *word)
+{
+    for (int i = 0; i < VOCAB; i++)
+        if (strcmp(word, vocabulary[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* One-hot row for word i over the vocabulary: 1 at i, 0 elsewhere. */
+static void one_hot(float *row, int size, int i)
+{
+    for (int j = 0; j < size; j++)
+        row[j] = j == i ? 1.0f : 0.0f;
+}
+
+/* Part 1: the dictionary, with 0/1 similarities. */
+static void hard_lookup(int query)
+{
+    printf("Part 1. A dictionary is attention with 0/1 similarities\n\n");
+    printf("  capital = {\"Japan\": \"Tokyo\", \"USA\": \"Washington D.C.\", "
+           "\"British\": \"London\"}\n");
+    if (query < NUM_KEYS)
+        printf("  capital[\"%s\"]  ->  \"%s\"\n\n", vocabulary[query], values_text[query]);
+    else
+        printf("  capital[\"%s\"]  ->  KeyError: '%s'\n\n", vocabulary[query], vocabulary[query]);
+
+    /* keys (K, W): one-hot over the vocabulary [Japan, USA, British, France] */
+    Tensor *keys = tensor_zeros(SHAPE(NUM_KEYS, VOCAB));
+    for (int j = 0; j < NUM_KEYS; j++)
+        one_hot(&AT2(keys, j, 0), VOCAB, j);
+    /* values (K, V): one-hot over the three answers */
+    Tensor *values = tensor_zeros(SHAPE(NUM_KEYS, NUM_KEYS));
+    for (int j = 0; j < NUM_KEYS; j++)
+        one_hot(&AT2(values, j, 0), NUM_KEYS, j);
+    /* queries (1, W): the word asked for */
+    Tensor *queries = tensor_zeros(SHAPE(1, VOCAB));
+    one_hot(&AT2(queries, 0, 0), VOCAB, query);
+
+    printf("Words are one-hot vectors over the vocabulary [Japan, USA, British, France].\n");
+    tensor_print_named("keys   (3, 4)", keys);
+    tensor_print_named("values (3, 3)", values);
+    printf("query \"%s\":\n", vocabulary[query]);
+    tensor_print_named("queries (1, 4)", queries);
+
+    /* similarity (1, K) = queries (1, W) @ keys^T (W, K) */
+    Tensor *similarity = matmul_bt(queries, keys);
+    /* answer (1, V) = similarity (1, K) @ values (K, V) */
+    Tensor *answer = matmul(similarity, values);
+    tensor_print_named("similarity = queries @ keys^T", similarity);
+    tensor_print_named("answer = similarity @ values ", answer);
+
+    int picked = -1;
+    for (int v = 0; v < NUM_KEYS; v++)
+        if (AT2(answer, 0, v) == 1.0f)
+            picked = v;
+    if (picked >= 0)
+        printf("The answer row is one-hot at %d: \"%s\", exactly capital[\"%s\"].\n\n",
+               picked, values_text[picked], vocabulary[query]);
+    else
+        printf("The answer row is all zeros: \"%s\" matches no key, so attention returns\n"
+               "nothing, where the dictionary raises KeyError.\n\n", vocabulary[query]);
+
+    tensor_free(keys);
+    tensor_free(values);
+    tensor_free(queries);
+    tensor_free(similarity);
+    tensor_free(answer);
+}
+
+/* Part 2: real-valued word vectors; the answer is a blend of the values. */
+static void soft_lookup(int query, Rng *rng)
+{
+    printf("Part 2. Relaxing the similarities to real numbers\n\n");
+    /* embedding (W, d): one seeded random vector per word */
+    Tensor *embedding = tensor_normal(rng, 0.0f, 1.0f, SHAPE(VOCAB, EMBED));
+    /* keys (K, d) are the first K rows: the words that are keys */
+    Tensor *keys = tensor_from(embedding->data, SHAPE(NUM_KEYS, EMBED));
+    tensor_print_named("keys (3, 4): the vectors of Japan, USA, British", keys);
+
+    /* With queries = keys, similarity[i][j] = k_i . k_j = k_j . k_i */
+    Tensor *similarity = matmul_bt(keys, keys);
+    tensor_print_named("similarity = keys @ keys^T (3, 3)", similarity);
+    float asymmetry = 0.0f;
+    for (int i = 0; i < NUM_KEYS; i++)
+        for (int j = 0; j < NUM_KEYS; j++)
+            asymmetry = fmaxf(asymmetry, fabsf(AT2(similarity, i, j) - AT2(similarity, j, i)));
+    printf("With queries = keys the matrix is symmetric: max |S - S^T| = %g\n\n",
+           (double)asymmetry);
+
+    /* query (1, d): the vector of the asked word */
+    Tensor *queries = tensor_from(&AT2(embedding, query, 0), SHAPE(1, EMBED));
+    Tensor *scores = matmul_bt(queries, keys);   /* (1, K) */
+    printf("query \"%s\":\n", vocabulary[query]);
+    tensor_print_named("similarity to each key", scores);
+    printf("answer = ");
+    int best = 0;
+    for (int j = 0; j < NUM_KEYS; j++) {
+        float s = AT2(scores, 0, j);
+        printf("%s%.4f * \"%s\"", j == 0 ? "" : (s < 0 ? " - " : " + "),
+               (double)(j == 0 ? s : fabsf(s)), values_text[j]);
+        if (s > AT2(scores, 0, best))
+            best = j;
+    }
+    printf("\n");
+    printf("Every value takes part, weighted by its key's similarity; \"%s\" weighs most.\n"
+           "These weights can be negative and do not sum to 1: chapter 02 turns\n"
+           "scores into proper weights with softmax.\n\n", values_text[best]);
+
+    tensor_free(embedding);
+    tensor_free(keys);
+    tensor_free(similarity);
+    tensor_free(queries);
+    tensor_free(scores);
+}
+
+/* The attention weights of x (TOKENS, d): x @ x^T, computed from x itself. */
+static Tensor *attention_weights_of(const Tensor *x)
+{
+    return matmul_bt(x, x);
+}
+
+/* Part 3: a static layer against attention, on two inputs that differ only
+ * in their last token. */
+static void static_versus_attention(Rng *rng)
+{
+    printf("Part 3. Fixed weights versus weights computed from the input\n\n");
+    Tensor *weight = tensor_normal(rng, 0.0f, 0.5f, SHAPE(EMBED, EMBED));
+    Tensor *bias = tensor_normal(rng, 0.0f, 0.1f, SHAPE(EMBED));
+    Tensor *input_a = tensor_normal(rng, 0.0f, 1.0f, SHAPE(TOKENS, EMBED));
+    Tensor *input_b = tensor_copy(input_a);
+    for (int p = 0; p < EMBED; p++)       /* change only the last token */
+        AT2(input_b, TOKENS - 1, p) = rng_normal(rng);
+    tensor_print_named("input A (3 tokens, 4)", input_a);
+    tensor_print_named("input B: token 2 replaced", input_b);
+
+    /* static: y_i = Relu(W x_i + b), token by token, W fixed */
+    Tensor *static_a = linear(input_a, weight, bias);
+    Tensor *static_b = linear(input_b, weight, bias);
+    relu_inplace(static_a);
+    relu_inplace(static_b);
+    /* attention: Y = (X X^T) X, the weight matrix is made from X */
+    Tensor *weights_a = attention_weights_of(input_a);
+    Tensor *weights_b = attention_weights_of(input_b);
+    Tensor *attend_a = matmul(weights_a, input_a);
+    Tensor *attend_b = matmul(weights_b, input_b);
+
+    printf("Static layer Relu(W x + b): the same W for both inputs.\n");
+    tensor_print_named("output A", static_a);
+    tensor_print_named("output B", static_b);
+    printf("Attention X X^T: a new weight matrix for each input.\n");
+    tensor_print_named("weights A", weights_a);
+    tensor_print_named("weights B", weights_b);
+
+    float static_change = 0.0f, attend_change = 0.0f;
+    for (int p = 0; p < EMBED; p++) {
+        static_change = fmaxf(static_change, fabsf(AT2(static_a, 0, p) - AT2(static_b, 0, p)));
+        attend_change = fmaxf(attend_change, fabsf(AT2(attend_a, 0, p) - AT2(attend_b, 0, p)));
+    }
+    printf("Only token 2 changed. How much does the output of token 0 change?\n");
+    printf("  static layer: %.4f   (token 0 never sees token 2)\n", (double)static_change);
+    printf("  attention:    %.4f   (token 0 mixes in every token)\n", (double)attend_change);
+
+    tensor_free(weight);
+    tensor_free(bias);
+    tensor_free(input_a);
+    tensor_free(input_b);
+    tensor_free(static_a);
+    tensor_free(static_b);
+    tensor_free(weights_a);
+    tensor_free(weights_b);
+    tensor_free(attend_a);
+    tensor_free(attend_b);
+}
+
+int main(int argc, char **argv)
+{
+    const char *query_word = "Japan";
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "--help")) {
+            usage();
+            return 0;
+        } else if (cli_is(argv[i], "--query")) {
+            query_word = cli_value(PROG, argc, argv, &i);
+        } else if (cli_is(argv[i], "--seed")) {
+            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
+        } else {
+            cli_unknown(PROG, argv[i]);
+        }
+    }
+    int query = word_index(query_word);
+    if (query < 0)
+        cli_fail(PROG, "--query: '%s' is not in the vocabulary (Japan, USA, British, France)",
+                 query_word);
+
+    Rng rng = rng_new(seed);
+    hard_lookup(query);
+    soft_lookup(query, &rng);
+    static_versus_attention(&rng);
+    return 0;
+}

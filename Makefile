@@ -1,0 +1,109 @@
+# Attention in plain C: build, run, test.
+#
+#   make                 build every chapter program and the tests
+#   make run             run every chapter program in order, with its defaults
+#   make test            build and run the Criterion tests (installs Criterion if missing)
+#   make plots           write every heatmap into plots/ and render it with gnuplot
+#   make bench           the speed and memory benchmark
+#   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
+#   make clean           remove everything built
+#   make 03_self_attention   (any chapter folder) build and run that chapter
+#
+# OUT says where built files go; the default puts each program in its
+# chapter folder (./03_self_attention/self_attention). make sanitize builds
+# a second copy under build/sanitize so the two never mix.
+
+CC       ?= cc
+OUT      ?= .
+OPT      ?= -O2
+# -ffp-contract=off: a * b + c is rounded twice on every compiler, so the
+# numbers a chapter prints do not depend on whether gcc or clang built it.
+CFLAGS   ?= -std=c11 $(OPT) -g -Wall -Wextra -Werror -ffp-contract=off
+CPPFLAGS += -Icommon -MMD -MP
+LDLIBS   += -lm -lpthread
+SHELL    := /bin/bash
+
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
+TEST_SRC   := $(wildcard tests/*.c)
+
+# ---- the chapter programs ------------------------------------------------
+# A chapter's program is built from its main.c and named after the chapter;
+# an extra program (an experiment, an exercise solution) from its own file.
+PROGRAMS := \
+    $(OUT)/01_dot_product/dot_product \
+    $(OUT)/01_dot_product/noisy_query
+
+# What `make run` runs, in the order a learner reads them.
+RUN_ORDER := \
+    $(OUT)/01_dot_product/dot_product
+
+all: $(PROGRAMS) $(OUT)/tests/run_tests
+
+$(OUT)/01_dot_product/dot_product: 01_dot_product/main.c $(COMMON_OBJ)
+$(OUT)/01_dot_product/noisy_query: 01_dot_product/noisy_query.c $(COMMON_OBJ)
+
+$(PROGRAMS):
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+
+$(OUT)/build/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# ---- one target per chapter: build it and run it --------------------------
+CHAPTERS := 01_dot_product
+.PHONY: $(CHAPTERS)
+01_dot_product: $(OUT)/01_dot_product/dot_product
+	$<
+
+run: $(PROGRAMS)
+	@for p in $(RUN_ORDER); do \
+	  echo; echo "==================== $$p"; echo; \
+	  $$p || exit 1; \
+	done
+
+# ---- tests ----------------------------------------------------------------
+# The test binary finds the chapter programs under BIN_DIR.
+$(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
+
+test: $(PROGRAMS) $(OUT)/tests/run_tests
+	$(OUT)/tests/run_tests $(TEST_ARGS)
+
+# Criterion is Debian's libcriterion-dev. Installed here when missing and
+# we are root; otherwise the exact command is printed and make stops.
+criterion:
+	@if ! echo '#include <criterion/criterion.h>' | $(CC) -E -x c - >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Criterion is missing: installing libcriterion-dev with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null \
+	      || { echo "installing libcriterion-dev failed" >&2; exit 1; }; \
+	  else \
+	    echo "Criterion is missing. Install it with: sudo apt-get install libcriterion-dev" >&2; exit 1; \
+	  fi; \
+	fi
+
+# ---- sanitizers -----------------------------------------------------------
+# A leak makes LeakSanitizer exit non-zero in a program, but Criterion runs
+# each test in a child and does not fail it on a leak report: the log is
+# searched for one.
+SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
+             -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+sanitize:
+	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' all
+	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1; \
+	set -o pipefail; \
+	build/sanitize/tests/run_tests 2>&1 | tee build/sanitize/tests.log; \
+	if grep -q -E 'LeakSanitizer|AddressSanitizer|runtime error' build/sanitize/tests.log; then \
+	  echo "sanitize: a sanitizer report is in build/sanitize/tests.log" >&2; exit 1; fi; \
+	for p in $(patsubst $(OUT)/%,build/sanitize/%,$(RUN_ORDER)); do \
+	  echo "== $$p"; $$p >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
+	done; echo "sanitize: tests and programs clean"
+
+clean:
+	rm -rf build tests/run_tests $(PROGRAMS) plots
+
+.PHONY: all run test criterion sanitize clean
+-include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

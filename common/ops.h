@@ -1,0 +1,36 @@
+/*
+ * ops.h - matrix products and the linear layer (introduced in chapter 01).
+ *
+ * Legend: m, k, n are matrix sizes; B is a batch of independent matrices.
+ *   matmul     A (m, k) @ B (k, n)    -> C (m, n)     and batched (B, m, k) @ (B, k, n)
+ *   matmul_bt  A (m, k) @ B^T, B (n, k) -> C (m, n)   and batched (B, m, k) @ (B, n, k)^T
+ *   linear     x (..., in) @ W^T + b, W (out, in), b (out,) -> (..., out)
+ *
+ * Weights use PyTorch's nn.Linear layout (out_features, in_features), so
+ * weights exported from PyTorch load as they are.
+ *
+ * These are the clear versions: three loops in the order i, p, j, so the
+ * innermost loop adds a multiple of one row of B to one row of C. Both rows
+ * are contiguous, which lets the compiler turn that loop into vector
+ * instructions without reordering any sum (it stays exact IEEE arithmetic).
+ */
+#ifndef OPS_H
+#define OPS_H
+
+#include "tensor.h"
+
+/* Raw kernels on row-major arrays; c is overwritten. */
+void matmul_raw(const float *a, const float *b, float *c, int m, int k, int n);
+void matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n);
+
+/* New tensors. 2-D with 2-D, or 3-D with 3-D of the same batch size. */
+Tensor *matmul(const Tensor *a, const Tensor *b);
+Tensor *matmul_bt(const Tensor *a, const Tensor *b);
+
+/* y = x W^T + b over the last dimension of x (1 to 4 dims); bias may be NULL. */
+Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias);
+
+/* Elementwise helpers that chapters reuse. */
+void relu_inplace(Tensor *x);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * softmax.h - softmax over rows and masking by valid_lens (introduced in
+ * chapter 02).
+ *
+ * Legend: B = batch_size, T = num_queries, K = num_keys.
+ *
+ * Masks follow d2l's valid_lens: for a query, key j takes part when
+ * j < valid_len. valid_lens is either 1-D (B,), one length for every query
+ * of a sequence, or 2-D (B, T), one length per query. Masked scores are
+ * replaced, not added to, so their weights are exactly 0 and every row with
+ * at least one key agrees with d2l and PyTorch. A row with no valid key
+ * (valid_len 0) gets all-zero weights, as PyTorch 2's safe softmax gives.
+ * A valid_len below 0 or above K is an error.
+ */
+#ifndef SOFTMAX_H
+#define SOFTMAX_H
+
+#include "tensor.h"
+
+/* d2l's valid_lens tensor: integers, 1-D (B,) or 2-D (B, T). */
+typedef struct {
+    int ndim;        /* 1 or 2 */
+    int shape[2];    /* (B,) uses shape[0] only */
+    int *data;       /* shape[0] * (ndim == 2 ? shape[1] : 1) lengths */
+} ValidLens;
+
+ValidLens *valid_lens_1d(const int *lens, int batch);                    /* (B,)   */
+ValidLens *valid_lens_2d(const int *lens, int batch, int num_queries);  /* (B, T) */
+ValidLens *valid_lens_copy(const ValidLens *valid_lens);
+void valid_lens_free(ValidLens *valid_lens);   /* NULL is fine */
+/* The length that applies to query q of sequence b. */
+int valid_len_at(const ValidLens *valid_lens, int b, int q);
+/* Stop with a message naming func unless valid_lens fits scores of shape
+ * (B, T, K): 1-D of size B or 2-D of (B, T), every length in [0, K].
+ * NULL (no mask) always fits. */
+void valid_lens_check(const char *func, const ValidLens *valid_lens,
+                      int batch, int num_queries, int num_keys);
+/* Print like PyTorch: tensor([2, 3]) */
+void valid_lens_print_named(const char *name, const ValidLens *valid_lens);
+
+/* In place over one row of n scores: numerically stable softmax. */
+void softmax_row(float *row, int n);
+/* In place: keys at index >= valid_len get weight exactly 0, the first
+ * valid_len keys share the weight. valid_len 0 gives a row of zeros. */
+void masked_softmax_row(float *row, int n, int valid_len);
+
+/* New tensor: softmax over the last dimension of x (any number of dims). */
+Tensor *softmax(const Tensor *x);
+/* New tensor: x (B, T, K) -> weights (B, T, K); valid_lens may be NULL. */
+Tensor *masked_softmax(const Tensor *x, const ValidLens *valid_lens);
+
+#endif

@@ -1,0 +1,482 @@
+/* tensor.c - creation, shape, printing and comparison. See tensor.h. */
+#include "tensor.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Noreturn void die(const char *func, const char *fmt, ...)
+{
+    va_list args;
+    fflush(stdout);
+    fprintf(stderr, "%s: ", func);
+    va_start(args, fmt);
+    vfprintf(stderr, fmt, args);
+    va_end(args);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+void *checked_calloc(const char *func, size_t count, size_t elem)
+{
+    if (elem != 0 && count > SIZE_MAX / elem)
+        die(func, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
+    void *p = calloc(count ? count : 1, elem ? elem : 1);
+    if (p == NULL)
+        die(func, "out of memory allocating %zu bytes (%.1f MB)",
+            count * elem, (double)(count * elem) / 1e6);
+    return p;
+}
+
+void *checked_malloc(const char *func, size_t count, size_t elem)
+{
+    if (elem != 0 && count > SIZE_MAX / elem)
+        die(func, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
+    void *p = malloc(count * elem > 0 ? count * elem : 1);
+    if (p == NULL)
+        die(func, "out of memory allocating %zu bytes (%.1f MB)",
+            count * elem, (double)(count * elem) / 1e6);
+    return p;
+}
+
+char *shape_str(char *buf, size_t len, int ndim, const int *shape)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < ndim && used < len; i++) {
+        if (shape[i] < 0)
+            used += (size_t)snprintf(buf + used, len - used, "%s*", i ? ", " : "");
+        else
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", shape[i]);
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+size_t shape_size(int ndim, const int *shape, bool *overflow)
+{
+    size_t size = 1;
+    *overflow = false;
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS) {
+        *overflow = true;
+        return 0;
+    }
+    for (int i = 0; i < ndim; i++) {
+        /* sizeof(float) stays in the check so that size * 4 bytes fits too */
+        if (shape[i] <= 0 || size > SIZE_MAX / sizeof(float) / (size_t)shape[i]) {
+            *overflow = true;
+            return 0;
+        }
+        size *= (size_t)shape[i];
+    }
+    return size;
+}
+
+static Tensor *tensor_alloc(const char *func, int ndim, const int *shape, bool zero)
+{
+    char buf[80];
+    bool overflow;
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        die(func, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+    size_t size = shape_size(ndim, shape, &overflow);
+    if (overflow)
+        die(func, "cannot make a tensor of shape %s: every size must be positive "
+            "and the total must fit in memory", shape_str(buf, sizeof buf, ndim, shape));
+    Tensor *x = checked_malloc(func, 1, sizeof *x);
+    x->ndim = ndim;
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
+        x->shape[i] = i < ndim ? shape[i] : 1;
+    x->size = size;
+    x->data = zero ? calloc(size, sizeof(float)) : malloc(size * sizeof(float));
+    if (x->data == NULL) {
+        free(x);
+        die(func, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
+            shape_str(buf, sizeof buf, ndim, shape), size * sizeof(float),
+            (double)(size * sizeof(float)) / 1e6);
+    }
+    return x;
+}
+
+Tensor *tensor_zeros(int ndim, const int *shape)
+{
+    return tensor_alloc("tensor_zeros", ndim, shape, true);
+}
+
+Tensor *tensor_full(float value, int ndim, const int *shape)
+{
+    Tensor *x = tensor_alloc("tensor_full", ndim, shape, false);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = value;
+    return x;
+}
+
+Tensor *tensor_ones(int ndim, const int *shape)
+{
+    return tensor_full(1.0f, ndim, shape);
+}
+
+Tensor *tensor_from(const float *values, int ndim, const int *shape)
+{
+    Tensor *x = tensor_alloc("tensor_from", ndim, shape, false);
+    memcpy(x->data, values, x->size * sizeof(float));
+    return x;
+}
+
+Tensor *tensor_uniform(Rng *rng, float low, float high, int ndim, const int *shape)
+{
+    Tensor *x = tensor_alloc("tensor_uniform", ndim, shape, false);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = low + (high - low) * rng_uniform(rng);
+    return x;
+}
+
+Tensor *tensor_normal(Rng *rng, float mean, float std, int ndim, const int *shape)
+{
+    Tensor *x = tensor_alloc("tensor_normal", ndim, shape, false);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = mean + std * rng_normal(rng);
+    return x;
+}
+
+Tensor *tensor_arange(int ndim, const int *shape)
+{
+    Tensor *x = tensor_alloc("tensor_arange", ndim, shape, false);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (float)i;
+    return x;
+}
+
+Tensor *tensor_copy(const Tensor *x)
+{
+    return tensor_from(x->data, x->ndim, x->shape);
+}
+
+void tensor_free(Tensor *x)
+{
+    if (x == NULL)
+        return;
+    free(x->data);
+    free(x);
+}
+
+Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape)
+{
+    char want[80], have[80];
+    int resolved[TENSOR_MAX_DIMS];
+    int inferred = -1;
+    size_t known = 1;
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        die("tensor_reshape", "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+    for (int i = 0; i < ndim; i++) {
+        resolved[i] = shape[i];
+        if (shape[i] == -1 && inferred < 0) {
+            inferred = i;
+        } else if (shape[i] <= 0) {
+            die("tensor_reshape", "cannot view %s as %s: sizes must be positive (one may be -1)",
+                shape_str(have, sizeof have, x->ndim, x->shape),
+                shape_str(want, sizeof want, ndim, shape));
+        } else {
+            known *= (size_t)shape[i];
+        }
+    }
+    if (inferred >= 0) {
+        if (x->size % known != 0)
+            die("tensor_reshape", "cannot view %s as %s: %zu elements do not divide by %zu",
+                shape_str(have, sizeof have, x->ndim, x->shape),
+                shape_str(want, sizeof want, ndim, shape), x->size, known);
+        resolved[inferred] = (int)(x->size / known);
+        known *= (size_t)resolved[inferred];
+    }
+    if (known != x->size)
+        die("tensor_reshape", "cannot view %s (%zu elements) as %s (%zu elements)",
+            shape_str(have, sizeof have, x->ndim, x->shape), x->size,
+            shape_str(want, sizeof want, ndim, shape), known);
+    x->ndim = ndim;
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
+        x->shape[i] = i < ndim ? resolved[i] : 1;
+    return x;
+}
+
+Tensor *tensor_permute(const Tensor *x, const int *perm)
+{
+    int out_shape[TENSOR_MAX_DIMS] = {1, 1, 1, 1};
+    size_t in_stride[TENSOR_MAX_DIMS] = {0, 0, 0, 0};
+    size_t stride[TENSOR_MAX_DIMS];   /* input stride of each output dim */
+    bool used[TENSOR_MAX_DIMS] = {false};
+    int n = x->ndim;
+
+    for (int i = 0; i < n; i++) {
+        if (perm[i] < 0 || perm[i] >= n || used[perm[i]])
+            die("tensor_permute", "perm must list each of the %d dimensions once", n);
+        used[perm[i]] = true;
+    }
+    /* Row-major strides of the input: the last dimension has stride 1. */
+    in_stride[n - 1] = 1;
+    for (int i = n - 2; i >= 0; i--)
+        in_stride[i] = in_stride[i + 1] * (size_t)x->shape[i + 1];
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++) {
+        out_shape[i] = i < n ? x->shape[perm[i]] : 1;
+        stride[i] = i < n ? in_stride[perm[i]] : 0;
+    }
+
+    Tensor *out = tensor_zeros(n, out_shape);
+    /* Walk the output in its own row-major order; each element is fetched
+     * from the input with the permuted strides. Unused dims have size 1. */
+    size_t o = 0;
+    for (int a = 0; a < out_shape[0]; a++)
+        for (int b = 0; b < out_shape[1]; b++)
+            for (int c = 0; c < out_shape[2]; c++)
+                for (int d = 0; d < out_shape[3]; d++)
+                    out->data[o++] = x->data[a * stride[0] + b * stride[1]
+                                             + c * stride[2] + d * stride[3]];
+    return out;
+}
+
+bool tensor_has_shape(const Tensor *x, int ndim, const int *shape)
+{
+    if (x == NULL || x->ndim != ndim)
+        return false;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] != -1 && shape[i] != x->shape[i])
+            return false;
+    return true;
+}
+
+void tensor_check_shape(const char *func, const char *name, const Tensor *x,
+                        int ndim, const int *shape)
+{
+    char want[80], have[80];
+    if (x == NULL)
+        die(func, "%s is missing; expected shape %s", name,
+            shape_str(want, sizeof want, ndim, shape));
+    if (!tensor_has_shape(x, ndim, shape))
+        die(func, "%s expected shape %s, got %s", name,
+            shape_str(want, sizeof want, ndim, shape),
+            shape_str(have, sizeof have, x->ndim, x->shape));
+}
+
+/* ---- printing ---------------------------------------------------------- */
+
+/* PyTorch prints at most this many elements in full, then only the first
+ * and last EDGE_ITEMS along each long dimension, with "..." between. */
+enum { PRINT_THRESHOLD = 1000, EDGE_ITEMS = 3, LINE_WIDTH = 80 };
+
+typedef struct {
+    FILE *out;
+    const Tensor *x;
+    bool scientific;
+    bool summarize;
+    int width;
+} Printer;
+
+static int format_value(char *buf, size_t len, float v, bool scientific)
+{
+    if (isnan(v))
+        return snprintf(buf, len, "nan");
+    if (isinf(v))
+        return snprintf(buf, len, v > 0 ? "inf" : "-inf");
+    /* Print -0.0 as 0.0000, as PyTorch does for masked weights. */
+    if (v == 0.0f)
+        v = 0.0f;
+    return snprintf(buf, len, scientific ? "%.4e" : "%.4f", (double)v);
+}
+
+/* Indices of dimension dim that are printed: all, or the edges. */
+static bool skipped(const Printer *p, int dim, int i)
+{
+    int n = p->x->shape[dim];
+    return p->summarize && n > 2 * EDGE_ITEMS && i >= EDGE_ITEMS && i < n - EDGE_ITEMS;
+}
+
+static void print_dim(const Printer *p, int dim, size_t offset, int indent)
+{
+    const Tensor *x = p->x;
+    int n = x->shape[dim];
+    size_t stride = 1;
+    for (int i = dim + 1; i < x->ndim; i++)
+        stride *= (size_t)x->shape[i];
+
+    fputc('[', p->out);
+    if (dim == x->ndim - 1) {
+        /* Last dimension: values on a line, wrapped to fit LINE_WIDTH. */
+        int per_line = (LINE_WIDTH - indent - 1) / (p->width + 2);
+        if (per_line < 1)
+            per_line = 1;
+        int on_line = 0;
+        for (int i = 0; i < n; i++) {
+            char buf[48];
+            if (skipped(p, dim, i)) {
+                fprintf(p->out, "...,");
+                i = n - EDGE_ITEMS - 1;
+                on_line++;
+                if (on_line < per_line)
+                    fputc(' ', p->out);
+                continue;
+            }
+            if (on_line == per_line) {
+                fprintf(p->out, "\n%*s", indent + 1, "");
+                on_line = 0;
+            }
+            format_value(buf, sizeof buf, x->data[offset + (size_t)i], p->scientific);
+            fprintf(p->out, "%*s", p->width, buf);
+            on_line++;
+            if (i < n - 1)
+                fprintf(p->out, on_line < per_line ? ", " : ",");
+        }
+    } else {
+        int blank_lines = x->ndim - dim - 2;
+        for (int i = 0; i < n; i++) {
+            if (i > 0) {
+                fputc(',', p->out);
+                for (int k = 0; k < 1 + blank_lines; k++)
+                    fputc('\n', p->out);
+                fprintf(p->out, "%*s", indent + 1, "");
+            }
+            if (skipped(p, dim, i)) {
+                fprintf(p->out, "...");
+                i = n - EDGE_ITEMS - 1;
+                continue;
+            }
+            print_dim(p, dim + 1, offset + (size_t)i * stride, indent + 1);
+        }
+    }
+    fputc(']', p->out);
+}
+
+void tensor_fprint(FILE *out, const Tensor *x)
+{
+    Printer p = {out, x, false, x->size > PRINT_THRESHOLD, 1};
+    float max_abs = 0.0f;
+    for (size_t i = 0; i < x->size; i++)
+        if (isfinite(x->data[i]) && fabsf(x->data[i]) > max_abs)
+            max_abs = fabsf(x->data[i]);
+    /* Fixed point shows nothing useful for huge values: switch as PyTorch does. */
+    p.scientific = max_abs >= 1e8f;
+    for (size_t i = 0; i < x->size; i++) {
+        char buf[48];
+        int w = format_value(buf, sizeof buf, x->data[i], p.scientific);
+        if (w > p.width)
+            p.width = w;
+    }
+    fprintf(out, "tensor(");
+    print_dim(&p, 0, 0, (int)strlen("tensor("));
+    fprintf(out, ")");
+}
+
+void tensor_print(const Tensor *x)
+{
+    tensor_fprint(stdout, x);
+    fputc('\n', stdout);
+}
+
+void tensor_print_named(const char *name, const Tensor *x)
+{
+    /* One row fits after the name; a matrix starts on its own line so that
+     * its rows stay aligned under "tensor(" as PyTorch prints them. */
+    bool one_row = x->size == (size_t)x->shape[x->ndim - 1];
+    printf(one_row ? "%s = " : "%s =\n", name);
+    tensor_print(x);
+}
+
+/* ---- comparison -------------------------------------------------------- */
+
+static void index_str(char *buf, size_t len, size_t flat, int ndim, const int *shape)
+{
+    int idx[TENSOR_MAX_DIMS];
+    for (int i = ndim - 1; i >= 0; i--) {
+        idx[i] = (int)(flat % (size_t)shape[i]);
+        flat /= (size_t)shape[i];
+    }
+    shape_str(buf, len, ndim, idx);
+}
+
+static bool allclose_core(const float *actual, const float *expected, size_t n,
+                          int ndim, const int *shape, float atol, float rtol, FILE *report)
+{
+    enum { SHOW = 5 };
+    size_t bad = 0, worst = 0, first[SHOW];
+    double worst_excess = -1.0;
+    for (size_t i = 0; i < n; i++) {
+        double a = actual[i], e = expected[i];
+        double diff = fabs(a - e);
+        double allowed = atol + rtol * fabs(e);
+        bool ok = diff <= allowed || (a == e);   /* a == e lets inf match inf */
+        if (isnan(a) || isnan(e))
+            ok = false;
+        if (ok)
+            continue;
+        if (bad < SHOW)
+            first[bad] = i;
+        bad++;
+        double excess = isnan(diff) ? INFINITY : diff - allowed;
+        if (excess > worst_excess) {
+            worst_excess = excess;
+            worst = i;
+        }
+    }
+    if (bad == 0 || report == NULL)
+        return bad == 0;
+    char where[80];
+    fprintf(report, "allclose: %zu of %zu elements differ (atol %g, rtol %g)\n",
+            bad, n, (double)atol, (double)rtol);
+    index_str(where, sizeof where, worst, ndim, shape);
+    fprintf(report, "  worst at %s: actual %.8g, expected %.8g, |diff| %.3g\n", where,
+            (double)actual[worst], (double)expected[worst],
+            fabs((double)actual[worst] - (double)expected[worst]));
+    for (size_t k = 0; k < bad && k < SHOW; k++) {
+        index_str(where, sizeof where, first[k], ndim, shape);
+        fprintf(report, "  at %s: actual %.8g, expected %.8g\n", where,
+                (double)actual[first[k]], (double)expected[first[k]]);
+    }
+    return false;
+}
+
+bool tensor_allclose(const Tensor *actual, const Tensor *expected,
+                     float atol, float rtol, FILE *report)
+{
+    if (!tensor_has_shape(actual, expected->ndim, expected->shape)) {
+        char a[80], e[80];
+        if (report)
+            fprintf(report, "allclose: shapes differ: actual %s, expected %s\n",
+                    shape_str(a, sizeof a, actual->ndim, actual->shape),
+                    shape_str(e, sizeof e, expected->ndim, expected->shape));
+        return false;
+    }
+    return allclose_core(actual->data, expected->data, actual->size, actual->ndim,
+                         actual->shape, atol, rtol, report);
+}
+
+bool floats_allclose(const float *actual, const float *expected, size_t n,
+                     float atol, float rtol, FILE *report)
+{
+    int shape[1] = {(int)n};
+    return allclose_core(actual, expected, n, 1, shape, atol, rtol, report);
+}
+
+float tensor_max_abs_diff(const Tensor *a, const Tensor *b)
+{
+    char sa[80], sb[80];
+    if (!tensor_has_shape(a, b->ndim, b->shape))
+        die("tensor_max_abs_diff", "shapes differ: %s and %s",
+            shape_str(sa, sizeof sa, a->ndim, a->shape),
+            shape_str(sb, sizeof sb, b->ndim, b->shape));
+    float worst = 0.0f;
+    for (size_t i = 0; i < a->size; i++) {
+        float d = fabsf(a->data[i] - b->data[i]);
+        if (!(d <= worst))   /* also catches NaN */
+            worst = d;
+    }
+    return worst;
+}
+
+float tensor_max_abs(const Tensor *x)
+{
+    float m = 0.0f;
+    for (size_t i = 0; i < x->size; i++)
+        if (!(fabsf(x->data[i]) <= m))
+            m = fabsf(x->data[i]);
+    return m;
+}

@@ -1,0 +1,121 @@
+/*
+ * tensor.h - the Tensor every chapter builds on (introduced in chapter 01).
+ *
+ * Conventions, stated once here and tested in tests/test_tensor.c:
+ *   - float32, contiguous, row-major: the last index runs fastest, exactly
+ *     as in a PyTorch tensor that is_contiguous().
+ *   - at most 4 dimensions, written in PyTorch's order and PyTorch's words:
+ *     (batch_size, num_queries, num_hiddens).
+ *   - whoever creates a tensor frees it with tensor_free().
+ *   - a programming error (shapes that do not fit) or an allocation that
+ *     cannot succeed prints one line naming the function and both shapes,
+ *     then exits with status 1. Programs check user input before calling in.
+ *
+ * Shapes are passed with the SHAPE() macro, so a call reads like PyTorch:
+ *     Tensor *x = tensor_zeros(SHAPE(2, 3, 4));     // torch.zeros(2, 3, 4)
+ *     AT3(x, b, t, d) = 1.0f;                        // x[b][t][d] = 1
+ */
+#ifndef TENSOR_H
+#define TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "random.h"
+
+#define TENSOR_MAX_DIMS 4
+
+typedef struct {
+    int ndim;                     /* 1 to TENSOR_MAX_DIMS */
+    int shape[TENSOR_MAX_DIMS];   /* shape[ndim - 1] is the fastest index */
+    size_t size;                  /* product of the shape */
+    float *data;                  /* size floats, row-major */
+} Tensor;
+
+/* SHAPE(2, 3, 4) expands to "3, (const int[]){2, 3, 4}": a count and a list. */
+#define SHAPE(...) \
+    (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), (const int[]){__VA_ARGS__}
+
+/* Element access that reads like x[i][j], x[b][t][d], x[b][h][t][d].
+ * Each is an lvalue: AT2(w, i, j) = 0.5f; works. No bounds check. */
+#define AT2(x, i, j) \
+    ((x)->data[(size_t)(i) * (x)->shape[1] + (size_t)(j)])
+#define AT3(x, i, j, k) \
+    ((x)->data[((size_t)(i) * (x)->shape[1] + (size_t)(j)) * (x)->shape[2] + (size_t)(k)])
+#define AT4(x, i, j, k, l) \
+    ((x)->data[(((size_t)(i) * (x)->shape[1] + (size_t)(j)) * (x)->shape[2] + (size_t)(k)) \
+               * (x)->shape[3] + (size_t)(l)])
+
+/* ---- creation and destruction ---------------------------------------- */
+Tensor *tensor_zeros(int ndim, const int *shape);
+Tensor *tensor_ones(int ndim, const int *shape);
+Tensor *tensor_full(float value, int ndim, const int *shape);
+/* values holds product(shape) floats, copied in row-major order. */
+Tensor *tensor_from(const float *values, int ndim, const int *shape);
+/* Uniform in [low, high) and normal(mean, std) from the seeded generator. */
+Tensor *tensor_uniform(Rng *rng, float low, float high, int ndim, const int *shape);
+Tensor *tensor_normal(Rng *rng, float mean, float std, int ndim, const int *shape);
+/* 0, 1, ..., n-1 as floats, like torch.arange(n), then reshaped. */
+Tensor *tensor_arange(int ndim, const int *shape);
+Tensor *tensor_copy(const Tensor *x);
+void tensor_free(Tensor *x);   /* NULL is fine, as with free() */
+
+/* Checked malloc/calloc for scratch buffers: the failure message names the
+ * caller and the number of bytes asked for. count * elem is overflow-checked. */
+void *checked_calloc(const char *func, size_t count, size_t elem);
+void *checked_malloc(const char *func, size_t count, size_t elem);
+
+/* ---- shape ------------------------------------------------------------- */
+/* Product of a shape, or 0 with *overflow set when it does not fit size_t
+ * (or a dimension is not positive). */
+size_t shape_size(int ndim, const int *shape, bool *overflow);
+
+/* Reshape in place (the data does not move, like PyTorch's view on a
+ * contiguous tensor). One dimension may be -1: it is inferred. */
+Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape);
+
+/* New tensor with the dimensions reordered: out.shape[i] = x.shape[perm[i]],
+ * like x.permute(*perm).contiguous(). The data is copied. */
+Tensor *tensor_permute(const Tensor *x, const int *perm);
+
+/* true when x has this shape; -1 in shape matches any size. */
+bool tensor_has_shape(const Tensor *x, int ndim, const int *shape);
+
+/* Stop with "func: NAME expected shape (2, *, 4), got (2, 3, 5)" unless x
+ * has the shape; -1 in shape matches any size and prints as '*'. */
+void tensor_check_shape(const char *func, const char *name, const Tensor *x,
+                        int ndim, const int *shape);
+
+/* "(2, 3, 4)" into buf (at least 64 bytes); returns buf. */
+char *shape_str(char *buf, size_t len, int ndim, const int *shape);
+
+/* ---- printing ---------------------------------------------------------- */
+/* PyTorch-like: tensor([[0.4324, 0.5676, 0.0000]]), 4 decimals, nested
+ * brackets, columns aligned, a blank line between 2-D blocks. */
+void tensor_fprint(FILE *out, const Tensor *x);
+void tensor_print(const Tensor *x);   /* to stdout, with a newline */
+/* "name = tensor(...)" on stdout; a tensor of several rows starts on the
+ * next line so its rows stay aligned. */
+void tensor_print_named(const char *name, const Tensor *x);
+
+/* ---- comparison -------------------------------------------------------- */
+/* true when |actual - expected| <= atol + rtol * |expected| everywhere
+ * (shapes must match; NaN never matches). On failure, when report is not
+ * NULL, print the worst index and the first few mismatches to it. */
+bool tensor_allclose(const Tensor *actual, const Tensor *expected,
+                     float atol, float rtol, FILE *report);
+/* Same test on raw arrays of n floats; name labels the report. */
+bool floats_allclose(const float *actual, const float *expected, size_t n,
+                     float atol, float rtol, FILE *report);
+/* Largest |a - b| over all elements (shapes must match). */
+float tensor_max_abs_diff(const Tensor *a, const Tensor *b);
+/* Largest |x|. */
+float tensor_max_abs(const Tensor *x);
+
+/* ---- errors ------------------------------------------------------------ */
+/* Print "func: message" on stderr and exit(1). printf-style. */
+_Noreturn void die(const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,72 @@
+/* helpers.c - see helpers.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *read_text_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf == NULL)
+        return NULL;
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+RunResult run_program(const char *program, const char *args)
+{
+    RunResult r = {-1, NULL, NULL};
+    char out_path[] = "/tmp/attn_test_out_XXXXXX";
+    char err_path[] = "/tmp/attn_test_err_XXXXXX";
+    int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
+    if (out_fd < 0 || err_fd < 0)
+        return r;
+    close(out_fd);
+    close(err_fd);
+    size_t len = strlen(BIN_DIR) + strlen(program) + strlen(args) + 2 * sizeof out_path + 64;
+    char *cmd = malloc(len);
+    snprintf(cmd, len, "%s/%s %s </dev/null >%s 2>%s", BIN_DIR, program, args, out_path, err_path);
+    int status = system(cmd);
+    free(cmd);
+    if (status != -1 && WIFEXITED(status))
+        r.status = WEXITSTATUS(status);
+    else if (status != -1 && WIFSIGNALED(status))
+        r.status = 128 + WTERMSIG(status);
+    r.out = read_text_file(out_path, NULL);
+    r.err = read_text_file(err_path, NULL);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+void run_result_free(RunResult *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}

@@ -1,0 +1,36 @@
+/*
+ * helpers.h - what several test files need: running a chapter program and
+ * capturing what it prints, and comparing floats with a report.
+ */
+#ifndef TEST_HELPERS_H
+#define TEST_HELPERS_H
+
+#include <stddef.h>
+
+#include "tensor.h"
+
+#ifndef BIN_DIR
+#define BIN_DIR "."
+#endif
+
+typedef struct {
+    int status;      /* exit status, or 128 + signal number */
+    char *out;       /* everything written to stdout, NUL-terminated */
+    char *err;       /* everything written to stderr */
+} RunResult;
+
+/* Run "BIN_DIR/<program> <args>" through /bin/sh from the repository root.
+ * program is relative to BIN_DIR ("03_self_attention/self_attention"). */
+RunResult run_program(const char *program, const char *args);
+void run_result_free(RunResult *r);
+
+/* Read a whole file; NULL when it cannot be read. The caller frees. */
+char *read_text_file(const char *path, size_t *len);
+
+/* Criterion assertion that the tensors agree within atol + rtol * |expected|,
+ * printing the worst and first mismatches when they do not. */
+#define expect_close(actual, expected, atol, rtol) \
+    cr_expect(tensor_allclose((actual), (expected), (atol), (rtol), stderr), \
+              "%s differs from %s", #actual, #expected)
+
+#endif

@@ -1,0 +1,60 @@
+/* test_chapter01.c - the dictionary story runs and finds Tokyo. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "helpers.h"
+
+Test(chapter01, japan_gives_tokyo)
+{
+    RunResult r = run_program("01_dot_product/dot_product", "");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "capital[\"Japan\"]  ->  \"Tokyo\"") != NULL);
+    cr_expect(strstr(r.out, "similarity = queries @ keys^T = tensor([[1.0000, 0.0000, 0.0000]])") != NULL);
+    cr_expect(strstr(r.out, "one-hot at 0: \"Tokyo\"") != NULL);
+    cr_expect(strstr(r.out, "max |S - S^T| = 0\n") != NULL, "Q K^T with Q = K is exactly symmetric");
+    run_result_free(&r);
+}
+
+Test(chapter01, other_keys_and_a_missing_key)
+{
+    RunResult r = run_program("01_dot_product/dot_product", "--query USA");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "one-hot at 1: \"Washington D.C.\"") != NULL);
+    run_result_free(&r);
+    r = run_program("01_dot_product/dot_product", "--query France");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "KeyError: 'France'") != NULL);
+    cr_expect(strstr(r.out, "answer = similarity @ values  = tensor([[0.0000, 0.0000, 0.0000]])") != NULL);
+    run_result_free(&r);
+}
+
+Test(chapter01, bad_options_exit_2_with_one_line)
+{
+    const char *cases[][2] = {
+        {"--query Germany", "not in the vocabulary"},
+        {"--query", "--query needs a value"},
+        {"--seed -3", "--seed expects a whole number"},
+        {"--seed 12x", "--seed expects a whole number"},
+        {"--frobnicate", "unknown option '--frobnicate'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        RunResult r = run_program("01_dot_product/dot_product", cases[i][0]);
+        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
+        cr_expect(strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
+        cr_expect(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
+        run_result_free(&r);
+    }
+}
+
+Test(chapter01, noisy_query_solution)
+{
+    RunResult r = run_program("01_dot_product/noisy_query", "--trials 500");
+    cr_expect_eq(r.status, 0);
+    /* no noise: the right key always wins; a lot of noise: close to chance */
+    cr_expect(strstr(r.out, "   0.00      100.0%") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "(chance: 33.3%)") != NULL);
+    run_result_free(&r);
+    r = run_program("01_dot_product/noisy_query", "--keys 1");
+    cr_expect_eq(r.status, 2);
+    run_result_free(&r);
+}

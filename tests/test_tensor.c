@@ -1,0 +1,246 @@
+/* test_tensor.c - creation, reshape, permute, printing and allclose. */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "tensor.h"
+
+/* What tensor_fprint writes, as a string the test frees. */
+static char *print_to_string(const Tensor *x)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tensor_fprint(f, x);
+    fclose(f);
+    return buf;
+}
+
+static void expect_prints(const Tensor *x, const char *expected)
+{
+    char *got = print_to_string(x);
+    cr_expect_str_eq(got, expected, "printed:\n%s\nexpected:\n%s", got, expected);
+    free(got);
+}
+
+Test(tensor, creation_values_and_shape)
+{
+    Tensor *z = tensor_zeros(SHAPE(2, 3, 4));
+    cr_expect_eq(z->ndim, 3);
+    cr_expect_eq(z->shape[0], 2);
+    cr_expect_eq(z->shape[1], 3);
+    cr_expect_eq(z->shape[2], 4);
+    cr_expect_eq(z->size, 24);
+    for (size_t i = 0; i < z->size; i++)
+        cr_expect_eq(z->data[i], 0.0f);
+
+    Tensor *o = tensor_full(2.5f, SHAPE(5));
+    for (size_t i = 0; i < o->size; i++)
+        cr_expect_eq(o->data[i], 2.5f);
+
+    const float values[] = {1, -2, 3, -4, 5, -6};
+    Tensor *x = tensor_from(values, SHAPE(2, 3));
+    cr_expect_eq(AT2(x, 0, 0), 1.0f);
+    cr_expect_eq(AT2(x, 0, 2), 3.0f);
+    cr_expect_eq(AT2(x, 1, 0), -4.0f);
+    cr_expect_eq(AT2(x, 1, 2), -6.0f);
+
+    Tensor *c = tensor_copy(x);
+    AT2(c, 1, 1) = 100.0f;
+    cr_expect_eq(AT2(x, 1, 1), 5.0f, "a copy does not share data");
+
+    tensor_free(z);
+    tensor_free(o);
+    tensor_free(x);
+    tensor_free(c);
+}
+
+Test(tensor, at_macros_follow_row_major_order)
+{
+    Tensor *x = tensor_arange(SHAPE(2, 3, 4, 5));
+    /* flat index of [b][h][t][d] is ((b * 3 + h) * 4 + t) * 5 + d */
+    cr_expect_eq(AT4(x, 1, 2, 3, 4), 119.0f);
+    cr_expect_eq(AT4(x, 1, 0, 2, 1), (float)(((1 * 3 + 0) * 4 + 2) * 5 + 1));
+    tensor_reshape(x, SHAPE(6, 4, 5));
+    cr_expect_eq(AT3(x, 4, 1, 3), (float)((4 * 4 + 1) * 5 + 3));
+    tensor_free(x);
+}
+
+Test(tensor, seeded_uniform_and_normal_are_reproducible)
+{
+    Rng a = rng_new(11), b = rng_new(11);
+    Tensor *u1 = tensor_uniform(&a, -2.0f, 3.0f, SHAPE(100));
+    Tensor *u2 = tensor_uniform(&b, -2.0f, 3.0f, SHAPE(100));
+    cr_expect_eq(memcmp(u1->data, u2->data, 100 * sizeof(float)), 0);
+    for (size_t i = 0; i < u1->size; i++)
+        cr_expect(u1->data[i] >= -2.0f && u1->data[i] < 3.0f);
+    Tensor *n = tensor_normal(&a, 10.0f, 0.5f, SHAPE(2000));
+    double mean = 0;
+    for (size_t i = 0; i < n->size; i++)
+        mean += n->data[i];
+    mean /= (double)n->size;
+    cr_expect(fabs(mean - 10.0) < 0.05, "mean %g", mean);
+    tensor_free(u1);
+    tensor_free(u2);
+    tensor_free(n);
+}
+
+Test(tensor, reshape_infers_minus_one_and_keeps_data)
+{
+    Tensor *x = tensor_arange(SHAPE(2, 3, 4));
+    tensor_reshape(x, SHAPE(4, -1));
+    cr_expect_eq(x->ndim, 2);
+    cr_expect_eq(x->shape[0], 4);
+    cr_expect_eq(x->shape[1], 6);
+    cr_expect_eq(AT2(x, 2, 5), 17.0f, "row-major data does not move");
+    tensor_reshape(x, SHAPE(-1, 2, 2, 3));
+    cr_expect_eq(x->shape[0], 2);
+    cr_expect_eq(AT4(x, 1, 1, 0, 2), 20.0f);
+    tensor_free(x);
+}
+
+Test(tensor, reshape_to_wrong_size_stops, .exit_code = 1)
+{
+    Tensor *x = tensor_arange(SHAPE(2, 3));
+    tensor_reshape(x, SHAPE(4, -1));
+}
+
+Test(tensor, permute_moves_every_element)
+{
+    Tensor *x = tensor_arange(SHAPE(2, 3, 4));   /* x[i][j][k] = 12i + 4j + k */
+    Tensor *y = tensor_permute(x, (const int[]){2, 0, 1});
+    cr_expect_eq(y->shape[0], 4);
+    cr_expect_eq(y->shape[1], 2);
+    cr_expect_eq(y->shape[2], 3);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++)
+                cr_expect_eq(AT3(y, k, i, j), AT3(x, i, j, k), "y[%d][%d][%d]", k, i, j);
+    /* Row-major order of y, written out: y[0] = x[:, :, 0] */
+    const float first_row[] = {0, 4, 8, 12, 16, 20, 1, 5};
+    for (int i = 0; i < 8; i++)
+        cr_expect_eq(y->data[i], first_row[i]);
+
+    Tensor *w = tensor_arange(SHAPE(2, 3, 4, 5));
+    Tensor *v = tensor_permute(w, (const int[]){0, 2, 1, 3});  /* the head permute */
+    cr_expect_eq(AT4(v, 1, 3, 2, 4), AT4(w, 1, 2, 3, 4));
+    cr_expect_eq(AT4(v, 0, 1, 2, 0), AT4(w, 0, 2, 1, 0));
+    tensor_free(x);
+    tensor_free(y);
+    tensor_free(w);
+    tensor_free(v);
+}
+
+Test(tensor, shape_check_names_function_and_shapes, .exit_code = 1)
+{
+    Tensor *x = tensor_zeros(SHAPE(2, 3, 5));
+    tensor_check_shape("my_function", "keys", x, SHAPE(2, -1, 4));
+}
+
+Test(tensor, shape_strings)
+{
+    char buf[64];
+    cr_expect_str_eq(shape_str(buf, sizeof buf, SHAPE(2, 4, 100)), "(2, 4, 100)");
+    cr_expect_str_eq(shape_str(buf, sizeof buf, SHAPE(3)), "(3,)");
+    cr_expect_str_eq(shape_str(buf, sizeof buf, SHAPE(2, -1)), "(2, *)");
+    cr_expect(tensor_has_shape(&(Tensor){2, {2, 3, 1, 1}, 6, NULL}, SHAPE(-1, 3)));
+}
+
+Test(tensor, impossible_size_stops_with_a_message, .exit_code = 1)
+{
+    tensor_zeros(SHAPE(1 << 30, 1 << 30, 1 << 30));
+}
+
+Test(print, one_dimension)
+{
+    const float v[] = {0.4324f, 0.5676f, 0.0f, 0.0f};
+    Tensor *x = tensor_from(v, SHAPE(4));
+    expect_prints(x, "tensor([0.4324, 0.5676, 0.0000, 0.0000])");
+    tensor_free(x);
+}
+
+Test(print, two_dimensions_align_negative_values)
+{
+    const float v[] = {0.8063f, 0.5281f, 2.7724f, 1.4511f, -0.4305f, 1.3205f};
+    Tensor *x = tensor_from(v, SHAPE(2, 3));
+    expect_prints(x, "tensor([[ 0.8063,  0.5281,  2.7724],\n"
+                     "        [ 1.4511, -0.4305,  1.3205]])");
+    tensor_free(x);
+}
+
+Test(print, three_dimensions_leave_a_blank_line_between_blocks)
+{
+    const float v[] = {0.5f, 0.5f, 1.0f, 0.0f, 0.25f, 0.75f, -0.0f, 12.5f};
+    Tensor *x = tensor_from(v, SHAPE(2, 2, 2));
+    expect_prints(x, "tensor([[[ 0.5000,  0.5000],\n"
+                     "         [ 1.0000,  0.0000]],\n"
+                     "\n"
+                     "        [[ 0.2500,  0.7500],\n"
+                     "         [ 0.0000, 12.5000]]])");
+    tensor_free(x);
+}
+
+Test(print, nan_and_infinity)
+{
+    const float v[] = {NAN, INFINITY, -INFINITY, 1.0f};
+    Tensor *x = tensor_from(v, SHAPE(1, 4));
+    expect_prints(x, "tensor([[   nan,    inf,   -inf, 1.0000]])");
+    tensor_free(x);
+}
+
+Test(print, large_tensors_are_summarised_like_pytorch)
+{
+    Tensor *x = tensor_arange(SHAPE(1001));
+    tensor_reshape(x, SHAPE(1001));
+    char *got = print_to_string(x);
+    cr_expect(strncmp(got, "tensor([   0.0000,    1.0000,    2.0000, ...,  998.0000,", 55) == 0,
+              "got %.80s", got);
+    cr_expect(strstr(got, "1000.0000])") != NULL);
+    free(got);
+    tensor_free(x);
+}
+
+Test(allclose, passes_within_tolerance_and_fails_outside)
+{
+    const float e[] = {1.0f, -2.0f, 100.0f};
+    const float a_ok[] = {1.00001f, -2.00001f, 100.001f};
+    const float a_bad[] = {1.0f, -2.1f, 100.0f};
+    Tensor *expected = tensor_from(e, SHAPE(3));
+    Tensor *ok = tensor_from(a_ok, SHAPE(3));
+    Tensor *bad = tensor_from(a_bad, SHAPE(3));
+    cr_expect(tensor_allclose(ok, expected, 1e-4f, 1e-5f, NULL));
+    cr_expect_not(tensor_allclose(bad, expected, 1e-4f, 1e-5f, NULL));
+    /* rtol matters: 100.001 is within 1e-5 * 100 but not within atol alone */
+    cr_expect_not(tensor_allclose(ok, expected, 1e-4f, 0.0f, NULL));
+
+    char *report = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&report, &len);
+    cr_expect_not(tensor_allclose(bad, expected, 1e-4f, 1e-5f, f));
+    fclose(f);
+    cr_expect(strstr(report, "1 of 3 elements differ") != NULL, "report: %s", report);
+    cr_expect(strstr(report, "worst at (1,)") != NULL, "report: %s", report);
+    free(report);
+    tensor_free(expected);
+    tensor_free(ok);
+    tensor_free(bad);
+}
+
+Test(allclose, nan_and_shape_mismatch_never_match)
+{
+    const float e[] = {1.0f, 2.0f};
+    const float n[] = {1.0f, NAN};
+    Tensor *expected = tensor_from(e, SHAPE(2));
+    Tensor *with_nan = tensor_from(n, SHAPE(2));
+    Tensor *other_shape = tensor_from(e, SHAPE(1, 2));
+    cr_expect_not(tensor_allclose(with_nan, expected, 1.0f, 1.0f, NULL));
+    cr_expect_not(tensor_allclose(other_shape, expected, 1.0f, 1.0f, NULL));
+    cr_expect(isnan(tensor_max_abs_diff(with_nan, expected)));
+    tensor_free(expected);
+    tensor_free(with_nan);
+    tensor_free(other_shape);
+}
