@@ -1,0 +1,309 @@
+/*
+ * test_softmax.c - softmax and d2l's valid_lens masking (chapter 02).
+ *
+ * Hand-computed values, PyTorch references (fixtures/softmax_ref.h, made by
+ * fixtures/make_attention_fixtures.py), and properties on seeded inputs.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "fixtures/softmax_ref.h"
+#include "helpers.h"
+#include "random.h"
+#include "softmax.h"
+
+/* ---- softmax_row ---------------------------------------------------------- */
+
+Test(softmax, row_of_1_2_3_matches_hand_values)
+{
+    /* e^1, e^2, e^3 = 2.718282, 7.389056, 20.085537; sum 30.192875 */
+    float row[3] = {1.0f, 2.0f, 3.0f};
+    const float expected[3] = {0.09003057f, 0.24472847f, 0.66524096f};
+    softmax_row(row, 3);
+    cr_expect(floats_allclose(row, expected, 3, 1e-7f, 1e-6f, stderr));
+}
+
+Test(softmax, large_scores_give_no_inf_or_nan)
+{
+    Tensor *x = tensor_from(softmax_big, SHAPE(2, 3));
+    Tensor *expected = tensor_from(softmax_big_weights, SHAPE(2, 3));
+    Tensor *weights = softmax(x);
+    for (size_t i = 0; i < weights->size; i++)
+        cr_expect(isfinite(weights->data[i]), "weight %zu is %g", i, (double)weights->data[i]);
+    expect_close(weights, expected, 1e-7f, 1e-6f);
+    /* [1000, 1001, 1002] only differs from [1, 2, 3] by a constant. */
+    const float by_hand[3] = {0.09003057f, 0.24472847f, 0.66524096f};
+    cr_expect(floats_allclose(weights->data, by_hand, 3, 1e-7f, 1e-6f, stderr));
+    tensor_free(x);
+    tensor_free(expected);
+    tensor_free(weights);
+}
+
+Test(softmax, shift_invariance_is_exact_when_the_shift_is)
+{
+    /* Scores that are multiples of 2^-10 and shifts that keep them exact in
+     * float: then x + c - max(x + c) equals x - max(x) bit for bit, so the
+     * weights must be identical, not merely close. */
+    Rng rng = rng_new(7);
+    const float shifts[] = {-64.0f, 0.5f, 37.25f, 256.0f};
+    for (int trial = 0; trial < 20; trial++) {
+        enum { N = 9 };
+        float base[N], shifted[N];
+        for (int j = 0; j < N; j++)
+            base[j] = (float)((int)rng_below(&rng, 8193) - 4096) / 1024.0f;
+        for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
+            for (int j = 0; j < N; j++)
+                shifted[j] = base[j] + shifts[s];
+            float reference[N];
+            memcpy(reference, base, sizeof reference);
+            softmax_row(reference, N);
+            softmax_row(shifted, N);
+            cr_expect(memcmp(reference, shifted, sizeof reference) == 0,
+                      "trial %d: shifting by %g changed the weights", trial, (double)shifts[s]);
+        }
+    }
+}
+
+Test(softmax, empty_row_is_left_alone)
+{
+    float row[1] = {42.0f};
+    softmax_row(row, 0);
+    cr_expect_eq(row[0], 42.0f);
+}
+
+Test(softmax, any_number_of_dims_matches_pytorch)
+{
+    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    Tensor *expected = tensor_from(softmax_x_plain, SHAPE(2, 2, 4));
+    Tensor *weights = softmax(x);
+    expect_close(weights, expected, 1e-7f, 1e-6f);
+    /* The same numbers seen as 4 rows of 4, and as one 2-D row stack. */
+    Tensor *flat = tensor_reshape(tensor_copy(x), SHAPE(4, 4));
+    Tensor *flat_weights = softmax(flat);
+    cr_expect(floats_allclose(flat_weights->data, softmax_x_plain, 16, 1e-7f, 1e-6f, stderr));
+    /* masked_softmax without valid_lens is plain softmax. */
+    Tensor *unmasked = masked_softmax(x, NULL);
+    expect_close(unmasked, weights, 0.0f, 0.0f);
+    tensor_free(x);
+    tensor_free(expected);
+    tensor_free(weights);
+    tensor_free(flat);
+    tensor_free(flat_weights);
+    tensor_free(unmasked);
+}
+
+/* ---- masked_softmax: d2l's two examples against PyTorch ---------------- */
+
+Test(masked_softmax, d2l_example_1d_valid_lens_2_3)
+{
+    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    Tensor *expected = tensor_from(softmax_x_lens_2_3, SHAPE(2, 2, 4));
+    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 3}, 2);
+    Tensor *weights = masked_softmax(x, valid_lens);
+    expect_close(weights, expected, 1e-7f, 1e-6f);
+    tensor_free(x);
+    tensor_free(expected);
+    tensor_free(weights);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, d2l_example_2d_valid_lens_13_24)
+{
+    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    Tensor *expected = tensor_from(softmax_x_lens_13_24, SHAPE(2, 2, 4));
+    ValidLens *valid_lens = valid_lens_2d((const int[]){1, 3, 2, 4}, 2, 2);
+    Tensor *weights = masked_softmax(x, valid_lens);
+    expect_close(weights, expected, 1e-7f, 1e-6f);
+    /* valid_len 1 puts all the weight on the first key, exactly. */
+    cr_expect_eq(AT3(weights, 0, 0, 0), 1.0f);
+    tensor_free(x);
+    tensor_free(expected);
+    tensor_free(weights);
+    valid_lens_free(valid_lens);
+}
+
+/* Random scores (B, T, K) with a spread that makes masking bugs visible. */
+static Tensor *random_scores(Rng *rng, int batch, int num_queries, int num_keys)
+{
+    return tensor_normal(rng, 0.5f, 4.0f, SHAPE(batch, num_queries, num_keys));
+}
+
+Test(masked_softmax, masked_weights_are_exactly_zero_and_rows_sum_to_one)
+{
+    Rng rng = rng_new(11);
+    for (int trial = 0; trial < 30; trial++) {
+        int batch = 1 + (int)rng_below(&rng, 4);
+        int num_queries = 1 + (int)rng_below(&rng, 6);
+        int num_keys = 1 + (int)rng_below(&rng, 12);
+        Tensor *x = random_scores(&rng, batch, num_queries, num_keys);
+        int lens[4 * 6];
+        for (int i = 0; i < batch * num_queries; i++)
+            lens[i] = 1 + (int)rng_below(&rng, (uint32_t)num_keys);
+        ValidLens *valid_lens = valid_lens_2d(lens, batch, num_queries);
+        Tensor *weights = masked_softmax(x, valid_lens);
+        for (int b = 0; b < batch; b++)
+            for (int q = 0; q < num_queries; q++) {
+                int len = lens[b * num_queries + q];
+                double sum = 0.0;
+                for (int j = 0; j < num_keys; j++) {
+                    float w = AT3(weights, b, q, j);
+                    if (j >= len)
+                        cr_expect(w == 0.0f && !signbit(w),
+                                  "trial %d: masked weight [%d, %d, %d] is %g, not 0",
+                                  trial, b, q, j, (double)w);
+                    else
+                        cr_expect(w >= 0.0f && w <= 1.0f);
+                    sum += w;
+                }
+                cr_expect(fabs(sum - 1.0) <= 1e-6, "trial %d: row [%d, %d] sums to %.9f",
+                          trial, b, q, sum);
+            }
+        tensor_free(x);
+        tensor_free(weights);
+        valid_lens_free(valid_lens);
+    }
+}
+
+Test(masked_softmax, valid_lens_1d_means_the_same_length_for_every_query)
+{
+    Rng rng = rng_new(12);
+    Tensor *x = random_scores(&rng, 3, 4, 5);
+    ValidLens *per_sequence = valid_lens_1d((const int[]){2, 5, 3}, 3);
+    ValidLens *per_query = valid_lens_2d((const int[]){2, 2, 2, 2, 5, 5, 5, 5, 3, 3, 3, 3}, 3, 4);
+    Tensor *a = masked_softmax(x, per_sequence);
+    Tensor *b = masked_softmax(x, per_query);
+    expect_close(a, b, 0.0f, 0.0f);
+    tensor_free(x);
+    tensor_free(a);
+    tensor_free(b);
+    valid_lens_free(per_sequence);
+    valid_lens_free(per_query);
+}
+
+Test(masked_softmax, masked_scores_do_not_matter)
+{
+    /* Whatever sits past valid_len, even inf or NaN, cannot reach the
+     * weights: the mask replaces, it does not add. */
+    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    AT3(x, 0, 0, 3) = INFINITY;
+    AT3(x, 0, 1, 2) = NAN;
+    AT3(x, 1, 0, 3) = -INFINITY;
+    AT3(x, 1, 1, 3) = 1e30f;
+    Tensor *expected = tensor_from(softmax_x_lens_2_3, SHAPE(2, 2, 4));
+    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 3}, 2);
+    Tensor *weights = masked_softmax(x, valid_lens);
+    expect_close(weights, expected, 1e-7f, 1e-6f);
+    tensor_free(x);
+    tensor_free(expected);
+    tensor_free(weights);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, zero_valid_keys_give_a_row_of_zeros)
+{
+    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    ValidLens *valid_lens = valid_lens_2d((const int[]){0, 2, 4, 0}, 2, 2);
+    Tensor *weights = masked_softmax(x, valid_lens);
+    for (int j = 0; j < 4; j++) {
+        cr_expect(AT3(weights, 0, 0, j) == 0.0f, "[0, 0, %d] = %g", j, (double)AT3(weights, 0, 0, j));
+        cr_expect(AT3(weights, 1, 1, j) == 0.0f, "[1, 1, %d] = %g", j, (double)AT3(weights, 1, 1, j));
+    }
+    /* The other rows are untouched by their neighbours' empty masks. */
+    const float row_1_0[4] = {softmax_x_plain[8], softmax_x_plain[9], softmax_x_plain[10],
+                              softmax_x_plain[11]};
+    cr_expect(floats_allclose(&AT3(weights, 1, 0, 0), row_1_0, 4, 1e-7f, 1e-6f, stderr));
+    cr_expect(floats_allclose(&AT3(weights, 0, 1, 0), &softmax_x_lens_2_3[4], 4, 1e-7f, 1e-6f,
+                              stderr));
+    tensor_free(x);
+    tensor_free(weights);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, masked_softmax_row_by_itself)
+{
+    float row[5] = {3.0f, 1.0f, -2.0f, 8.0f, 0.5f};
+    masked_softmax_row(row, 5, 2);
+    /* softmax([3, 1]) = [1 / (1 + e^-2), e^-2 / (1 + e^-2)] */
+    const float expected[5] = {0.88079708f, 0.11920292f, 0.0f, 0.0f, 0.0f};
+    cr_expect(floats_allclose(row, expected, 5, 1e-7f, 1e-6f, stderr));
+}
+
+/* ---- valid_lens ------------------------------------------------------------ */
+
+Test(valid_lens, lookup_copy_and_shapes)
+{
+    ValidLens *one = valid_lens_1d((const int[]){2, 3}, 2);
+    ValidLens *two = valid_lens_2d((const int[]){1, 3, 2, 4}, 2, 2);
+    ValidLens *copy = valid_lens_copy(two);
+    cr_expect_eq(one->ndim, 1);
+    cr_expect_eq(one->shape[0], 2);
+    cr_expect_eq(valid_len_at(one, 1, 0), 3);
+    cr_expect_eq(valid_len_at(one, 1, 1), 3);
+    cr_expect_eq(two->ndim, 2);
+    cr_expect_eq(valid_len_at(two, 0, 1), 3);
+    cr_expect_eq(valid_len_at(two, 1, 0), 2);
+    cr_expect_eq(copy->ndim, 2);
+    cr_expect_eq(valid_len_at(copy, 1, 1), 4);
+    cr_expect_neq(copy->data, two->data);
+    valid_lens_check("test", one, 2, 7, 3);   /* fits: returns */
+    valid_lens_check("test", two, 2, 2, 4);
+    valid_lens_check("test", NULL, 5, 5, 5);
+    valid_lens_free(one);
+    valid_lens_free(two);
+    valid_lens_free(copy);
+    valid_lens_free(NULL);
+}
+
+/* Each of these is a programming error: the library stops with status 1. */
+static void run_masked(const ValidLens *valid_lens)
+{
+    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    Tensor *weights = masked_softmax(x, valid_lens);
+    tensor_free(weights);
+    tensor_free(x);
+}
+
+Test(masked_softmax, valid_len_above_num_keys_is_an_error, .exit_code = 1)
+{
+    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 5}, 2);
+    run_masked(valid_lens);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, negative_valid_len_is_an_error, .exit_code = 1)
+{
+    ValidLens *valid_lens = valid_lens_2d((const int[]){1, 3, -1, 4}, 2, 2);
+    run_masked(valid_lens);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, valid_lens_1d_of_wrong_batch_is_an_error, .exit_code = 1)
+{
+    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 3, 1}, 3);
+    run_masked(valid_lens);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, valid_lens_2d_of_wrong_num_queries_is_an_error, .exit_code = 1)
+{
+    ValidLens *valid_lens = valid_lens_2d((const int[]){1, 2, 3, 1, 2, 3}, 2, 3);
+    run_masked(valid_lens);
+    valid_lens_free(valid_lens);
+}
+
+Test(masked_softmax, row_valid_len_above_n_is_an_error, .exit_code = 1)
+{
+    float row[3] = {1.0f, 2.0f, 3.0f};
+    masked_softmax_row(row, 3, 4);
+}
+
+Test(masked_softmax, scores_must_be_3d_with_valid_lens, .exit_code = 1)
+{
+    Tensor *x = tensor_from(softmax_x, SHAPE(4, 4));
+    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 3, 1, 4}, 4);
+    Tensor *weights = masked_softmax(x, valid_lens);
+    tensor_free(weights);
+    tensor_free(x);
+    valid_lens_free(valid_lens);
+}
