@@ -5,6 +5,7 @@
  * fixtures/make_attention_fixtures.py), and properties on seeded inputs.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <math.h>
 #include <string.h>
 
@@ -255,55 +256,55 @@ Test(valid_lens, lookup_copy_and_shapes)
     valid_lens_free(NULL);
 }
 
-/* Each of these is a programming error: the library stops with status 1. */
-static void run_masked(const ValidLens *valid_lens)
+/* Each of these is a programming error: the library stops with status 1.
+ * What they allocate is kept in statics, still reachable when the process
+ * stops, so the leak checker does not count it. */
+static Tensor *kept_x;
+static ValidLens *kept_lens;
+
+static void run_masked(void)
 {
-    Tensor *x = tensor_from(softmax_x, SHAPE(2, 2, 4));
-    Tensor *weights = masked_softmax(x, valid_lens);
-    tensor_free(weights);
-    tensor_free(x);
+    kept_x = tensor_from(softmax_x, SHAPE(2, 2, 4));
+    masked_softmax(kept_x, kept_lens);
 }
 
-Test(masked_softmax, valid_len_above_num_keys_is_an_error, .exit_code = 1)
+Test(masked_softmax, valid_len_above_num_keys_is_an_error, .exit_code = 1,
+     .init = cr_redirect_stderr)
 {
-    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 5}, 2);
-    run_masked(valid_lens);
-    valid_lens_free(valid_lens);
+    kept_lens = valid_lens_1d((const int[]){2, 5}, 2);
+    run_masked();
 }
 
-Test(masked_softmax, negative_valid_len_is_an_error, .exit_code = 1)
+Test(masked_softmax, negative_valid_len_is_an_error, .exit_code = 1, .init = cr_redirect_stderr)
 {
-    ValidLens *valid_lens = valid_lens_2d((const int[]){1, 3, -1, 4}, 2, 2);
-    run_masked(valid_lens);
-    valid_lens_free(valid_lens);
+    kept_lens = valid_lens_2d((const int[]){1, 3, -1, 4}, 2, 2);
+    run_masked();
 }
 
-Test(masked_softmax, valid_lens_1d_of_wrong_batch_is_an_error, .exit_code = 1)
+Test(masked_softmax, valid_lens_1d_of_wrong_batch_is_an_error, .exit_code = 1,
+     .init = cr_redirect_stderr)
 {
-    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 3, 1}, 3);
-    run_masked(valid_lens);
-    valid_lens_free(valid_lens);
+    kept_lens = valid_lens_1d((const int[]){2, 3, 1}, 3);
+    run_masked();
 }
 
-Test(masked_softmax, valid_lens_2d_of_wrong_num_queries_is_an_error, .exit_code = 1)
+Test(masked_softmax, valid_lens_2d_of_wrong_num_queries_is_an_error, .exit_code = 1,
+     .init = cr_redirect_stderr)
 {
-    ValidLens *valid_lens = valid_lens_2d((const int[]){1, 2, 3, 1, 2, 3}, 2, 3);
-    run_masked(valid_lens);
-    valid_lens_free(valid_lens);
+    kept_lens = valid_lens_2d((const int[]){1, 2, 3, 1, 2, 3}, 2, 3);
+    run_masked();
 }
 
-Test(masked_softmax, row_valid_len_above_n_is_an_error, .exit_code = 1)
+Test(masked_softmax, row_valid_len_above_n_is_an_error, .exit_code = 1, .init = cr_redirect_stderr)
 {
     float row[3] = {1.0f, 2.0f, 3.0f};
     masked_softmax_row(row, 3, 4);
 }
 
-Test(masked_softmax, scores_must_be_3d_with_valid_lens, .exit_code = 1)
+Test(masked_softmax, scores_must_be_3d_with_valid_lens, .exit_code = 1,
+     .init = cr_redirect_stderr)
 {
-    Tensor *x = tensor_from(softmax_x, SHAPE(4, 4));
-    ValidLens *valid_lens = valid_lens_1d((const int[]){2, 3, 1, 4}, 4);
-    Tensor *weights = masked_softmax(x, valid_lens);
-    tensor_free(weights);
-    tensor_free(x);
-    valid_lens_free(valid_lens);
+    kept_x = tensor_from(softmax_x, SHAPE(4, 4));
+    kept_lens = valid_lens_1d((const int[]){2, 3, 1, 4}, 4);
+    masked_softmax(kept_x, kept_lens);
 }
