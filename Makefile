@@ -63,6 +63,34 @@ run: $(PROGRAMS)
 	  $$p || exit 1; \
 	done
 
+# ---- heatmaps ---------------------------------------------------------------
+# Every program listed here takes --plot DIR and writes NAME.dat + NAME.gp
+# into it (common/plot.h); a program joins by adding its path to the list.
+# gnuplot then renders each NAME.gp into NAME.png beside it.
+PLOT_DIR ?= plots
+GNUPLOT  ?= gnuplot
+PLOT_PROGRAMS :=
+
+plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
+	@mkdir -p $(PLOT_DIR)
+	@for p in $(PLOT_PROGRAMS); do \
+	  echo "$$p --plot $(PLOT_DIR)"; \
+	  $(OUT)/$$p --plot $(PLOT_DIR) >/dev/null || exit 1; \
+	done
+	@shopt -s nullglob; scripts=($(PLOT_DIR)/*.gp); \
+	if [ $${#scripts[@]} -eq 0 ]; then \
+	  echo "plots: no heatmap was written into $(PLOT_DIR)/"; \
+	elif ! command -v $(GNUPLOT) >/dev/null; then \
+	  echo "gnuplot is not installed: apt-get install gnuplot-nox"; \
+	  echo "the data and scripts are in $(PLOT_DIR)/; after installing, run: make plots"; \
+	else \
+	  for gp in "$${scripts[@]}"; do \
+	    $(GNUPLOT) "$$gp" || { echo "plots: gnuplot failed on $$gp" >&2; exit 1; }; \
+	    echo "$${gp%.gp}.png"; \
+	  done; \
+	fi
+.PHONY: plots
+
 # ---- tests ----------------------------------------------------------------
 # The test binary finds the chapter programs under BIN_DIR.
 $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion

@@ -1,0 +1,388 @@
+/*
+ * test_plot.c - heatmaps: the exact .dat text, a .gp script gnuplot runs
+ * from another directory, the terminal drawing, and failures that leave no
+ * file behind.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "plot.h"
+
+/* ---- a scratch directory per test --------------------------------------- */
+
+static char scratch[] = "/tmp/plot_test_XXXXXX";
+
+static void make_scratch(void)
+{
+    strcpy(scratch, "/tmp/plot_test_XXXXXX");
+    cr_assert_not_null(mkdtemp(scratch), "cannot make a scratch directory");
+}
+
+static void remove_scratch(void)
+{
+    DIR *d = opendir(scratch);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(scratch);
+}
+
+/* Names in the scratch directory, sorted and joined with spaces. */
+static char *scratch_listing(void)
+{
+    char *names[64];
+    int n = 0;
+    DIR *d = opendir(scratch);
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 64)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    for (int i = 1; i < n; i++)   /* insertion sort: a handful of names */
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *tmp = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = tmp;
+        }
+    char *out = calloc(1, 64 * 256);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            strcat(out, " ");
+        strncat(out, names[i], 200);
+        free(names[i]);
+    }
+    return out;
+}
+
+static char *scratch_file(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", scratch, name);
+    return read_text_file(path, NULL);
+}
+
+/* ---- capturing stderr ----------------------------------------------------- */
+
+typedef struct {
+    int saved_fd;
+    char path[32];
+} StderrCapture;
+
+static void capture_stderr(StderrCapture *c)
+{
+    strcpy(c->path, "/tmp/plot_err_XXXXXX");
+    int fd = mkstemp(c->path);
+    cr_assert_geq(fd, 0);
+    fflush(stderr);
+    c->saved_fd = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* Restore stderr; returns what was written meanwhile (the caller frees). */
+static char *captured_stderr(StderrCapture *c)
+{
+    fflush(stderr);
+    dup2(c->saved_fd, 2);
+    close(c->saved_fd);
+    char *text = read_text_file(c->path, NULL);
+    unlink(c->path);
+    return text;
+}
+
+/* ---- NAME.dat -------------------------------------------------------------- */
+
+Test(plot, dat_text_of_one_matrix, .init = make_scratch, .fini = remove_scratch)
+{
+    /* queries down, keys across: row t of the file is query t */
+    const float weights[] = {0.5f, 0.25f, 0.125f,
+                             0.0f, 1.0f, 0.1f};
+    Tensor *m = tensor_from(weights, SHAPE(2, 3));
+    cr_assert_eq(plot_heatmaps(scratch, "small", m, "Keys", "Queries", NULL), 0);
+
+    char *dat = scratch_file("small.dat");
+    cr_assert_not_null(dat);
+    cr_expect_str_eq(dat,
+                     "# small: 1 x 1 panels, each 2 rows x 3 columns\n"
+                     "# panel 0 (row 0, column 0)\n"
+                     "0.5 0.25 0.125\n"
+                     "0 1 0.1\n");
+    char *listing = scratch_listing();
+    cr_expect_str_eq(listing, "small.dat small.gp", "no temporary file is left");
+    free(listing);
+    free(dat);
+    tensor_free(m);
+}
+
+Test(plot, dat_text_of_a_grid_with_titles, .init = make_scratch, .fini = remove_scratch)
+{
+    /* (R, C, T, K) = (2, 2, 1, 2): panel p holds p/10 and p/10 + 0.05 */
+    const float weights[] = {0.0f, 0.05f, 0.1f, 0.15f, 0.2f, 0.25f, 0.3f, 0.35f};
+    const char *const titles[] = {"head 1", "head 2", "head 3", "head 4"};
+    Tensor *m = tensor_from(weights, SHAPE(2, 2, 1, 2));
+    cr_assert_eq(plot_heatmaps(scratch, "grid", m, "Keys", "Queries", titles), 0);
+
+    char *dat = scratch_file("grid.dat");
+    cr_assert_not_null(dat);
+    /* two blank lines end a block: gnuplot's "index p" finds panel p */
+    cr_expect_str_eq(dat,
+                     "# grid: 2 x 2 panels, each 1 rows x 2 columns\n"
+                     "# panel 0 (row 0, column 0): head 1\n"
+                     "0 0.05\n"
+                     "\n\n"
+                     "# panel 1 (row 0, column 1): head 2\n"
+                     "0.1 0.15\n"
+                     "\n\n"
+                     "# panel 2 (row 1, column 0): head 3\n"
+                     "0.2 0.25\n"
+                     "\n\n"
+                     "# panel 3 (row 1, column 1): head 4\n"
+                     "0.3 0.35\n");
+
+    /* the script plots every block once and draws a single colour bar */
+    char *gp = scratch_file("grid.gp");
+    cr_assert_not_null(gp);
+    int plots = 0, colorbars = 0;
+    for (const char *p = strstr(gp, "\nplot here."); p; p = strstr(p + 1, "\nplot here."))
+        plots++;
+    for (const char *p = strstr(gp, "set colorbox user"); p; p = strstr(p + 1, "set colorbox user"))
+        colorbars++;
+    cr_expect_eq(plots, 4);
+    cr_expect_eq(colorbars, 1);
+    cr_expect(strstr(gp, "'grid.dat' index 3 matrix") != NULL, "%s", gp);
+    cr_expect(strstr(gp, "set yrange [0.5:-0.5]") != NULL, "row 0 at the top:\n%s", gp);
+    cr_expect(strstr(gp, "set cbrange [0:1]") != NULL, "%s", gp);
+    cr_expect(strstr(gp, "set title 'head 4'") != NULL, "%s", gp);
+    free(gp);
+    free(dat);
+    tensor_free(m);
+}
+
+/* ---- NAME.gp through gnuplot ----------------------------------------------- */
+
+static bool have_gnuplot(void)
+{
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+/* Width and height of a PNG, from its IHDR chunk (big-endian at bytes 16..23). */
+static bool png_size(const char *path, unsigned *width, unsigned *height)
+{
+    unsigned char head[24];
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (got != sizeof head || memcmp(head, "\x89PNG\r\n\x1a\n", 8) != 0)
+        return false;
+    *width = (unsigned)head[16] << 24 | (unsigned)head[17] << 16 | (unsigned)head[18] << 8 | head[19];
+    *height = (unsigned)head[20] << 24 | (unsigned)head[21] << 16 | (unsigned)head[22] << 8 | head[23];
+    return true;
+}
+
+Test(plot, gnuplot_renders_the_script_from_any_directory, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed (apt-get install gnuplot-nox): not rendering");
+    const float weights[] = {0.9f, 0.1f, 0.0f,
+                             0.3f, 0.3f, 0.4f};
+    Tensor *m = tensor_from(weights, SHAPE(2, 3));
+    /* a quote in a label must not break the script */
+    cr_assert_eq(plot_heatmaps(scratch, "it's", m, "Keys", "the query's row", NULL), 0);
+
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd / && gnuplot \"%s/it's.gp\" 2>\"%s/gnuplot.err\"",
+             scratch, scratch);
+    cr_expect_eq(system(cmd), 0, "gnuplot failed on the script");
+    char *err = scratch_file("gnuplot.err");
+    cr_expect(err && *err == '\0', "gnuplot complained: %s", err ? err : "(nothing read)");
+    free(err);
+
+    /* the PNG sits next to the script, with the size the script asked for:
+     * cells of 40 pixels, panel 120 x 80, plus the margins of plot.c */
+    char png[512];
+    snprintf(png, sizeof png, "%s/it's.png", scratch);
+    unsigned width = 0, height = 0;
+    cr_expect(png_size(png, &width, &height), "no PNG was written at %s", png);
+    cr_expect_eq(width, 62 + 120 + 18 + 80);
+    cr_expect_eq(height, 10 + 80 + 48);
+    tensor_free(m);
+}
+
+Test(plot, gnuplot_renders_a_single_row_and_a_grid, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed (apt-get install gnuplot-nox): not rendering");
+    Rng rng = rng_new(7);
+    Tensor *row = tensor_uniform(&rng, 0.0f, 1.0f, SHAPE(1, 10));
+    Tensor *grid = tensor_uniform(&rng, 0.0f, 1.0f, SHAPE(2, 3, 4, 6));
+    cr_assert_eq(plot_heatmaps(scratch, "row", row, "Keys", "Queries", NULL), 0);
+    cr_assert_eq(plot_heatmaps(scratch, "grid", grid, "Keys", "Queries", NULL), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd \"%s\" && gnuplot row.gp grid.gp 2>gnuplot.err", scratch);
+    cr_expect_eq(system(cmd), 0, "gnuplot failed");
+    char *err = scratch_file("gnuplot.err");
+    cr_expect(err && *err == '\0', "gnuplot complained: %s", err ? err : "(nothing read)");
+    free(err);
+    char *listing = scratch_listing();
+    cr_expect_str_eq(listing, "gnuplot.err grid.dat grid.gp grid.png row.dat row.gp row.png");
+    free(listing);
+    tensor_free(row);
+    tensor_free(grid);
+}
+
+/* ---- failures -------------------------------------------------------------- */
+
+Test(plot, missing_directory_is_one_line_and_no_file, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const float weights[] = {0.25f, 0.75f};
+    Tensor *m = tensor_from(weights, SHAPE(1, 2));
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/missing", scratch);
+
+    StderrCapture cap;
+    capture_stderr(&cap);
+    int status = plot_heatmaps(dir, "w", m, "Keys", "Queries", NULL);
+    char *err = captured_stderr(&cap);
+
+    cr_expect_eq(status, -1);
+    char expected[600];
+    snprintf(expected, sizeof expected,
+             "plot_heatmaps: cannot write into '%s': No such file or directory\n", dir);
+    cr_expect_str_eq(err, expected);
+    char *listing = scratch_listing();
+    cr_expect_str_eq(listing, "", "nothing may be created");
+    free(listing);
+    free(err);
+    tensor_free(m);
+}
+
+Test(plot, nan_is_refused_and_the_old_files_stay, .init = make_scratch, .fini = remove_scratch)
+{
+    /* an earlier, good plot of the same name */
+    const float good[] = {0.25f, 0.75f};
+    Tensor *m = tensor_from(good, SHAPE(1, 2));
+    cr_assert_eq(plot_heatmaps(scratch, "w", m, "Keys", "Queries", NULL), 0);
+    char *before = scratch_file("w.dat");
+
+    AT2(m, 0, 1) = NAN;
+    StderrCapture cap;
+    capture_stderr(&cap);
+    int status = plot_heatmaps(scratch, "w", m, "Keys", "Queries", NULL);
+    char *err = captured_stderr(&cap);
+
+    cr_expect_eq(status, -1);
+    cr_expect_str_eq(err, "plot_heatmaps: w: element 1 of the matrices is nan; nothing was written\n");
+    char *after = scratch_file("w.dat");
+    cr_expect_str_eq(after, before, "the earlier file is untouched");
+    char *listing = scratch_listing();
+    cr_expect_str_eq(listing, "w.dat w.gp", "no temporary file is left");
+    free(listing);
+    free(before);
+    free(after);
+    free(err);
+    tensor_free(m);
+}
+
+Test(plot, bad_name_and_bad_shape_are_refused, .init = make_scratch, .fini = remove_scratch)
+{
+    const float values[] = {0.5f, 0.5f};
+    Tensor *vec = tensor_from(values, SHAPE(2));
+    Tensor *m = tensor_from(values, SHAPE(1, 2));
+    StderrCapture cap;
+    capture_stderr(&cap);
+    int by_name = plot_heatmaps(scratch, "sub/w", m, "Keys", "Queries", NULL);
+    int by_shape = plot_heatmaps(scratch, "v", vec, "Keys", "Queries", NULL);
+    char *err = captured_stderr(&cap);
+    cr_expect_eq(by_name, -1);
+    cr_expect_eq(by_shape, -1);
+    cr_expect_str_eq(err,
+                     "plot_heatmaps: 'sub/w' is not a plain file name (no '/', at most 200 characters)\n"
+                     "plot_heatmaps: v: matrices must be (T, K), (P, T, K) or (R, C, T, K), got (2,)\n");
+    char *listing = scratch_listing();
+    cr_expect_str_eq(listing, "");
+    free(listing);
+    free(err);
+    tensor_free(vec);
+    tensor_free(m);
+}
+
+/* ---- heatmap_terminal ---------------------------------------------------- */
+
+static char *terminal_drawing(const Tensor *m, const char *title)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    heatmap_terminal(f, m, title);
+    fclose(f);
+    return buf;
+}
+
+Test(plot, terminal_drawing_of_a_tiny_matrix)
+{
+    /* one value on each side of every shade boundary */
+    const float weights[] = {0.0f, 0.25f, 0.26f,
+                             0.5f, 0.75f, 1.0f};
+    Tensor *m = tensor_from(weights, SHAPE(2, 3));
+    char *got = terminal_drawing(m, "tiny");
+    cr_expect_str_eq(got,
+                     "tiny\n"
+                     "     0 1 2\n"
+                     "   ┌──────┐\n"
+                     " 0 │  ░░▒▒│\n"
+                     " 1 │▒▒▓▓██│\n"
+                     "   └──────┘\n"
+                     "   blank 0, ░ up to 0.25, ▒ up to 0.5, ▓ up to 0.75, █ up to 1\n",
+                     "drew:\n%s", got);
+    free(got);
+    tensor_free(m);
+}
+
+Test(plot, terminal_tiny_weights_are_not_blank_and_nan_shows)
+{
+    /* a weight of 1e-6 is not masked: only an exact 0 is blank */
+    const float weights[] = {1e-6f, 0.0f, NAN, 2.0f};
+    Tensor *m = tensor_from(weights, SHAPE(1, 4));
+    char *got = terminal_drawing(m, NULL);
+    cr_expect(strstr(got, " 0 │░░  ??██│\n") != NULL, "drew:\n%s", got);
+    cr_expect(strncmp(got, "     0 1 2 3\n", 13) == 0, "no title line when title is NULL:\n%s", got);
+    free(got);
+    tensor_free(m);
+}
+
+Test(plot, terminal_note_for_a_large_matrix)
+{
+    Tensor *m = tensor_zeros(SHAPE(HEATMAP_TERMINAL_MAX + 1, 3));
+    char *got = terminal_drawing(m, "weights");
+    cr_expect_str_eq(got, "weights (a 17 x 3 matrix is too large to draw here; at most 16 x 16)\n");
+    free(got);
+    tensor_free(m);
+
+    m = tensor_zeros(SHAPE(HEATMAP_TERMINAL_MAX, HEATMAP_TERMINAL_MAX));
+    got = terminal_drawing(m, NULL);
+    cr_expect(strstr(got, "15 │") != NULL, "16 x 16 is still drawn:\n%s", got);
+    free(got);
+    tensor_free(m);
+}
