@@ -32,16 +32,21 @@ TEST_SRC   := $(wildcard tests/*.c)
 # an extra program (an experiment, an exercise solution) from its own file.
 PROGRAMS := \
     $(OUT)/01_dot_product/dot_product \
-    $(OUT)/01_dot_product/noisy_query
+    $(OUT)/01_dot_product/noisy_query \
+    $(OUT)/04_transpose_qkv/transpose_qkv \
+    $(OUT)/04_transpose_qkv/exercise_head_split
 
 # What `make run` runs, in the order a learner reads them.
 RUN_ORDER := \
-    $(OUT)/01_dot_product/dot_product
+    $(OUT)/01_dot_product/dot_product \
+    $(OUT)/04_transpose_qkv/transpose_qkv
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
 $(OUT)/01_dot_product/dot_product: 01_dot_product/main.c $(COMMON_OBJ)
 $(OUT)/01_dot_product/noisy_query: 01_dot_product/noisy_query.c $(COMMON_OBJ)
+$(OUT)/04_transpose_qkv/transpose_qkv: 04_transpose_qkv/main.c $(COMMON_OBJ)
+$(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_split.c $(COMMON_OBJ)
 
 $(PROGRAMS):
 	@mkdir -p $(@D)
@@ -52,9 +57,11 @@ $(OUT)/build/common/%.o: common/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
-CHAPTERS := 01_dot_product
+CHAPTERS := 01_dot_product 04_transpose_qkv
 .PHONY: $(CHAPTERS)
 01_dot_product: $(OUT)/01_dot_product/dot_product
+	$<
+04_transpose_qkv: $(OUT)/04_transpose_qkv/transpose_qkv
 	$<
 
 run: $(PROGRAMS)

@@ -1,0 +1,117 @@
+/*
+ * heads.c - splitting into heads and merging back (introduced in chapter 04).
+ * See heads.h.
+ *
+ * Legend: B = batch_size, T = num_queries (or keys), H = num_heads,
+ * D = num_hiddens, d = D / H.
+ *
+ * The split is d2l's transpose_qkv: reshape, permute, reshape.
+ *
+ *   x (B, T, D), one sequence b, H = 2, d = 3:
+ *
+ *        hidden j:  0  1  2 | 3  4  5
+ *        token 0:  [a0 a1 a2|a3 a4 a5]        reshape (B, T, H, d):
+ *        token 1:  [b0 b1 b2|b3 b4 b5]        the row of each token is cut
+ *        token 2:  [c0 c1 c2|c3 c4 c5]        into H pieces of d; no data moves
+ *                   head 0    head 1
+ *
+ *   permute (B, H, T, d), the only step that moves data:
+ *
+ *        head 0:  [a0 a1 a2]      head 1:  [a3 a4 a5]
+ *                 [b0 b1 b2]               [b3 b4 b5]
+ *                 [c0 c1 c2]               [c3 c4 c5]
+ *
+ *   reshape (B*H, T, d): head h of sequence b is matrix b*H + h, a small
+ *   (T, d) problem that dot_product_attention solves like any other batch.
+ *
+ * Both directions are written here as one loop nest that reads the formula
+ * off the picture: x[b, t, h*d + i] <-> out[b*H + h, t, i]. The chapter's
+ * program does the same with tensor_reshape and tensor_permute, step by step,
+ * and checks the two agree.
+ */
+#include "heads.h"
+
+#include <stdlib.h>
+
+/* Stop unless D divides by H: every head must get the same size d. */
+static int head_size(const char *func, int num_hiddens, int num_heads)
+{
+    if (num_heads < 1)
+        die(func, "num_heads must be at least 1, got %d", num_heads);
+    if (num_hiddens % num_heads != 0)
+        die(func, "num_hiddens %d does not divide by num_heads %d: every head needs "
+            "the same size num_hiddens / num_heads", num_hiddens, num_heads);
+    return num_hiddens / num_heads;
+}
+
+/* x (B, T, D) -> out (B*H, T, d) */
+Tensor *transpose_qkv(const Tensor *x, int num_heads)
+{
+    tensor_check_shape("transpose_qkv", "x", x, SHAPE(-1, -1, -1));
+    const int B = x->shape[0], T = x->shape[1], D = x->shape[2], H = num_heads;
+    const int d = head_size("transpose_qkv", D, H);
+
+    Tensor *out = tensor_zeros(SHAPE(B * H, T, d));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                /* head h's d hiddens of token t: one contiguous piece of its row */
+                const float *piece = x->data + ((size_t)b * T + t) * D + (size_t)h * d;
+                float *head_row = out->data + (((size_t)b * H + h) * T + t) * d;
+                for (int i = 0; i < d; i++)
+                    head_row[i] = piece[i];
+            }
+    return out;
+}
+
+/* x (B*H, T, d) -> out (B, T, D) */
+Tensor *transpose_output(const Tensor *x, int num_heads)
+{
+    tensor_check_shape("transpose_output", "x", x, SHAPE(-1, -1, -1));
+    const int H = num_heads, T = x->shape[1], d = x->shape[2];
+    if (H < 1)
+        die("transpose_output", "num_heads must be at least 1, got %d", H);
+    if (x->shape[0] % H != 0)
+        die("transpose_output", "the first size %d of x (batch_size * num_heads) "
+            "does not divide by num_heads %d", x->shape[0], H);
+    const int B = x->shape[0] / H, D = H * d;
+
+    Tensor *out = tensor_zeros(SHAPE(B, T, D));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                const float *head_row = x->data + (((size_t)b * H + h) * T + t) * d;
+                /* back into place: head h fills hiddens h*d .. h*d + d - 1 */
+                float *piece = out->data + ((size_t)b * T + t) * D + (size_t)h * d;
+                for (int i = 0; i < d; i++)
+                    piece[i] = head_row[i];
+            }
+    return out;
+}
+
+/* valid_lens (B,) -> (B*H,), or (B, T) -> (B*H, T) */
+ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_heads)
+{
+    if (valid_lens == NULL)
+        return NULL;   /* no mask stays no mask */
+    const int H = num_heads, B = valid_lens->shape[0];
+    if (H < 1)
+        die("valid_lens_repeat_interleave", "num_heads must be at least 1, got %d", H);
+    const int per_row = valid_lens->ndim == 2 ? valid_lens->shape[1] : 1;
+
+    /* Row b*H + h is head h of sequence b, so sequence b's lengths are
+     * copied H times in a row: [3, 2] -> [3, 3, 2, 2] for H = 2. Tiling
+     * instead ([3, 2, 3, 2]) would give head 1 of sequence 0 the mask of
+     * sequence 1. */
+    int *lens = checked_malloc("valid_lens_repeat_interleave",
+                               (size_t)B * H * per_row, sizeof(int));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int q = 0; q < per_row; q++)
+                lens[((size_t)b * H + h) * per_row + q] = valid_lens->data[(size_t)b * per_row + q];
+
+    ValidLens *out = valid_lens->ndim == 2 ? valid_lens_2d(lens, B * H, per_row)
+                                           : valid_lens_1d(lens, B * H);
+    free(lens);
+    return out;
+}
