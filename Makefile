@@ -33,20 +33,35 @@ TEST_SRC   := $(wildcard tests/*.c)
 PROGRAMS := \
     $(OUT)/01_dot_product/dot_product \
     $(OUT)/01_dot_product/noisy_query \
+    $(OUT)/02_softmax_mask/softmax_mask \
+    $(OUT)/02_softmax_mask/exercise_causal_mask \
+    $(OUT)/03_self_attention/self_attention \
+    $(OUT)/03_self_attention/exercise_dropout_average \
     $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/04_transpose_qkv/exercise_head_split
+    $(OUT)/04_transpose_qkv/exercise_head_split \
+    $(OUT)/06_permutation_invariance/permutation_invariance \
+    $(OUT)/06_permutation_invariance/exercise_causal_order
 
 # What `make run` runs, in the order a learner reads them.
 RUN_ORDER := \
     $(OUT)/01_dot_product/dot_product \
-    $(OUT)/04_transpose_qkv/transpose_qkv
+    $(OUT)/02_softmax_mask/softmax_mask \
+    $(OUT)/03_self_attention/self_attention \
+    $(OUT)/04_transpose_qkv/transpose_qkv \
+    $(OUT)/06_permutation_invariance/permutation_invariance
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
 $(OUT)/01_dot_product/dot_product: 01_dot_product/main.c $(COMMON_OBJ)
 $(OUT)/01_dot_product/noisy_query: 01_dot_product/noisy_query.c $(COMMON_OBJ)
+$(OUT)/02_softmax_mask/softmax_mask: 02_softmax_mask/main.c $(COMMON_OBJ)
+$(OUT)/02_softmax_mask/exercise_causal_mask: 02_softmax_mask/exercise_causal_mask.c $(COMMON_OBJ)
+$(OUT)/03_self_attention/self_attention: 03_self_attention/main.c $(COMMON_OBJ)
+$(OUT)/03_self_attention/exercise_dropout_average: 03_self_attention/exercise_dropout_average.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/transpose_qkv: 04_transpose_qkv/main.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_split.c $(COMMON_OBJ)
+$(OUT)/06_permutation_invariance/permutation_invariance: 06_permutation_invariance/main.c $(COMMON_OBJ)
+$(OUT)/06_permutation_invariance/exercise_causal_order: 06_permutation_invariance/exercise_causal_order.c $(COMMON_OBJ)
 
 $(PROGRAMS):
 	@mkdir -p $(@D)
@@ -57,11 +72,17 @@ $(OUT)/build/common/%.o: common/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
-CHAPTERS := 01_dot_product 04_transpose_qkv
+CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 06_permutation_invariance
 .PHONY: $(CHAPTERS)
 01_dot_product: $(OUT)/01_dot_product/dot_product
 	$<
+02_softmax_mask: $(OUT)/02_softmax_mask/softmax_mask
+	$<
+03_self_attention: $(OUT)/03_self_attention/self_attention
+	$<
 04_transpose_qkv: $(OUT)/04_transpose_qkv/transpose_qkv
+	$<
+06_permutation_invariance: $(OUT)/06_permutation_invariance/permutation_invariance
 	$<
 
 run: $(PROGRAMS)
@@ -76,7 +97,7 @@ run: $(PROGRAMS)
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS :=
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 06_permutation_invariance/permutation_invariance
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)

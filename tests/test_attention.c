@@ -5,9 +5,14 @@
  * made by fixtures/make_attention_fixtures.py with d2l's
  * DotProductAttention in eval mode), and properties of dropout.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "attention.h"
 #include "fixtures/attention_ref.h"
@@ -309,4 +314,185 @@ Test(attention, valid_len_above_num_keys_is_an_error, .exit_code = 1,
 {
     kept_lens = valid_lens_1d((const int[]){2, 6}, 2);
     attention_with((const int[]){2, 5, 4}, (const int[]){2, 5, 3});
+}
+
+/* ---- the chapter 03 programs -------------------------------------------- */
+
+#define SELF_ATTENTION "03_self_attention/self_attention"
+
+/* The numbers on the line of the sqrt(d) table that starts with d. */
+static int sqrt_d_row(const char *out, int d, double *var, double *var_scaled, double *peak_plain,
+                      double *peak_scaled)
+{
+    char start[32];
+    snprintf(start, sizeof start, "\n  %4d   ", d);
+    const char *row = strstr(out, start);
+    if (row == NULL)
+        return 0;
+    int got_d;
+    return sscanf(row, " %d %lf %lf %lf %lf", &got_d, var, var_scaled, peak_plain, peak_scaled) == 5;
+}
+
+Test(chapter03, runs_with_defaults_and_checks_itself)
+{
+    RunResult r = run_program(SELF_ATTENTION, "");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "output shape (2, 1, 4)") != NULL);
+    cr_expect(strstr(r.out, "keys 6..9 have weight exactly 0: yes") != NULL);
+    const char *line = strstr(r.out, "over j < 6: largest difference ");
+    double diff = 1.0;
+    cr_assert(line);
+    cr_expect(sscanf(line, "over j < 6: largest difference %lf", &diff) == 1 && diff < 1e-6,
+              "output differs from its own weighted sum by %g", diff);
+
+    /* the essay's three tokens, unscaled, give what its PyTorch run printed */
+    cr_expect(strstr(r.out, "         [ 1.0429,  0.1725,  2.2049],\n"
+                            "         [ 1.3184, -0.5126, -0.8610]]])") != NULL);
+    cr_expect(strstr(r.out, "Largest difference 0.0001:") != NULL);
+    cr_expect(strstr(r.out, "softmax(X X^T / sqrt(3)) X:") != NULL);
+    cr_expect(strstr(r.out, "Token 1 attends most to token 0") != NULL);
+
+    /* the sqrt(d) table: variance grows like d, scaled stays near 1 */
+    static const int sizes[] = {2, 8, 32, 128, 512};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        double var, var_scaled, peak_plain, peak_scaled;
+        cr_assert(sqrt_d_row(r.out, sizes[i], &var, &var_scaled, &peak_plain, &peak_scaled),
+                  "no row for d = %d", sizes[i]);
+        /* 2000 pairs: the variance estimate is within about 3% (1 std) */
+        cr_expect(var > 0.8 * sizes[i] && var < 1.2 * sizes[i], "d %d: var %g", sizes[i], var);
+        cr_expect(var_scaled > 0.8 && var_scaled < 1.2, "d %d: scaled var %g", sizes[i],
+                  var_scaled);
+        cr_expect(peak_scaled > 0.2 && peak_scaled < 0.45, "d %d: scaled peak %g", sizes[i],
+                  peak_scaled);
+        if (sizes[i] >= 128)
+            cr_expect(peak_plain > 0.85, "d %d: unscaled peak %g", sizes[i], peak_plain);
+    }
+    cr_expect(strstr(r.out, "Try --dropout 0.5 --train.") != NULL);
+    run_result_free(&r);
+}
+
+Test(chapter03, dropout_in_training_mode)
+{
+    RunResult r = run_program(SELF_ATTENTION, "--dropout 0.5 --train");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "(no longer 1)") != NULL);
+    cr_expect(strstr(r.out, "every kept weight is its evaluation value times\n2 (largest "
+                            "deviation 0.0e+00)") != NULL, "%s", r.out);
+    run_result_free(&r);
+    /* --dropout without --train is evaluation mode: nothing is dropped */
+    r = run_program(SELF_ATTENTION, "--dropout 0.9");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "this run is in evaluation mode") != NULL);
+    cr_expect(strstr(r.out, "weights after dropout") == NULL);
+    run_result_free(&r);
+}
+
+Test(chapter03, random_tokens)
+{
+    RunResult r = run_program(SELF_ATTENTION, "--tokens 5 --hiddens 4 --seed 2");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "5 random tokens of size 4") != NULL);
+    cr_expect(strstr(r.out, "softmax(X X^T / sqrt(4)) X:") != NULL);
+    cr_expect(strstr(r.out, "X X^T is symmetric (largest |S - S^T| = 0)") != NULL);
+    run_result_free(&r);
+}
+
+Test(chapter03, cost_table_grows_by_four)
+{
+    RunResult r = run_program(SELF_ATTENTION, "--cost --cost-max 512 --hiddens 16");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "size d = 16") != NULL);
+    /* n, time, time ratio, MB, MB ratio: the bytes are exact */
+    const int ns[] = {256, 512};
+    const double mb[] = {0.26, 1.05};
+    for (int i = 0; i < 2; i++) {
+        char start[16];
+        snprintf(start, sizeof start, "\n    %d ", ns[i]);
+        const char *row = strstr(r.out, start);
+        cr_assert(row, "no row for n = %d", ns[i]);
+        int n;
+        double ms, ratio, megabytes, mb_ratio;
+        cr_assert(sscanf(row, " %d %lf %lf %lf %lf", &n, &ms, &ratio, &megabytes, &mb_ratio) == 5);
+        cr_expect(fabs(megabytes - mb[i]) < 0.006, "n %d: %g MB", n, megabytes);
+        cr_expect(mb_ratio == 4.0);
+        cr_expect(ms > 0.0 && ratio > 0.0);
+    }
+    cr_expect(strstr(r.out, "n = 141421") != NULL);
+    run_result_free(&r);
+}
+
+Test(chapter03, bad_options_give_one_line_and_status_2)
+{
+    const char *cases[][2] = {
+        {"--dropout 1", "--dropout must be below 1"},
+        {"--dropout -0.1", "--dropout expects a number from 0 to 1"},
+        {"--dropout nan", "--dropout expects a number"},
+        {"--hiddens 5", "--hiddens sizes random tokens: give --tokens N too"},
+        {"--tokens 0", "--tokens expects a whole number from 1 to 64"},
+        {"--cost --cost-max 100", "--cost-max expects a whole number from 128"},
+        {"--plot", "--plot needs a value"},
+        {"--plot /nonexistent/dir", "directory '/nonexistent/dir' does not exist"},
+        {"--scale", "unknown option '--scale'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        RunResult r = run_program(SELF_ATTENTION, cases[i][0]);
+        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
+        cr_expect(r.err && strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
+        cr_expect(r.err && strncmp(r.err, "self_attention: ", 16) == 0, "%s", r.err);
+        cr_expect(r.err && strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
+        run_result_free(&r);
+    }
+}
+
+Test(chapter03, help_lists_every_option)
+{
+    RunResult r = run_program(SELF_ATTENTION, "--help");
+    cr_expect_eq(r.status, 0);
+    const char *options[] = {"--seed", "--tokens", "--hiddens", "--dropout", "--train", "--cost",
+                             "--cost-max", "--plot", "--help"};
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        cr_expect(strstr(r.out, options[i]) != NULL, "--help does not mention %s", options[i]);
+    run_result_free(&r);
+}
+
+Test(chapter03, plot_writes_both_heatmaps)
+{
+    char dir[] = "/tmp/attn_plot_03_XXXXXX";
+    cr_assert(mkdtemp(dir) != NULL);
+    char args[128], path[128];
+    snprintf(args, sizeof args, "--plot %s", dir);
+    RunResult r = run_program(SELF_ATTENTION, args);
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    const char *files[] = {"self_attention.dat", "self_attention.gp", "d2l_check.dat",
+                           "d2l_check.gp"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        char *text = read_text_file(path, NULL);
+        cr_expect(text != NULL, "no %s", path);
+        if (text && i == 0)
+            cr_expect(strstr(text, "softmax(X X^T / sqrt(d))") != NULL);
+        free(text);
+        remove(path);
+    }
+    rmdir(dir);
+    run_result_free(&r);
+}
+
+Test(chapter03, dropout_average_solution)
+{
+    RunResult r = run_program("03_self_attention/exercise_dropout_average", "--draws 10000");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    double gap_10 = 0.0, gap_10000 = 1.0, g_out, scaled;
+    long draws;
+    const char *row = strstr(r.out, "\n       10 ");
+    cr_assert(row);
+    cr_assert(sscanf(row, " %ld %lf %lf %lf", &draws, &gap_10, &g_out, &scaled) == 4);
+    row = strstr(r.out, "\n    10000 ");
+    cr_assert(row);
+    cr_assert(sscanf(row, " %ld %lf %lf %lf", &draws, &gap_10000, &g_out, &scaled) == 4);
+    /* the mean converges to the evaluation weights */
+    cr_expect(gap_10000 < 0.03, "gap after 10000 draws: %g", gap_10000);
+    cr_expect(gap_10000 < gap_10 / 3.0, "gap %g after 10 draws, %g after 10000", gap_10,
+              gap_10000);
+    run_result_free(&r);
 }

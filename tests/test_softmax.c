@@ -4,10 +4,14 @@
  * Hand-computed values, PyTorch references (fixtures/softmax_ref.h, made by
  * fixtures/make_attention_fixtures.py), and properties on seeded inputs.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixtures/softmax_ref.h"
 #include "helpers.h"
@@ -307,4 +311,126 @@ Test(masked_softmax, scores_must_be_3d_with_valid_lens, .exit_code = 1,
     kept_x = tensor_from(softmax_x, SHAPE(4, 4));
     kept_lens = valid_lens_1d((const int[]){2, 3, 1, 4}, 4);
     masked_softmax(kept_x, kept_lens);
+}
+
+/* ---- the chapter 02 programs -------------------------------------------- */
+
+#define SOFTMAX_MASK "02_softmax_mask/softmax_mask"
+
+Test(chapter02, runs_with_defaults_and_shows_each_case)
+{
+    RunResult r = run_program(SOFTMAX_MASK, "");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    const char *expected[] = {
+        "  naive softmax = tensor([nan, nan, nan])",
+        "  softmax_row   = tensor([0.0900, 0.2447, 0.6652])",
+        "  softmax_row  ([-1000, -1001, -1002]) = tensor([0.6652, 0.2447, 0.0900])",
+        "valid_lens = tensor([2, 3])",
+        "valid_lens = tensor([[1, 3],\n                     [2, 4]])",
+        /* valid_len 1: all the weight on key 0, exactly */
+        "tensor([[[1.0000, 0.0000, 0.0000, 0.0000],",
+        "   weights = tensor([0.2500, 0.2500, 0.2500, 0.2500])",
+        "   weights = tensor([nan, nan, nan, nan])",
+        "   weights = tensor([0.0000, 0.0000, 0.0000, 0.0000])",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        cr_expect(strstr(r.out, expected[i]) != NULL, "output lacks: %s", expected[i]);
+    /* the additive mask lands within rounding of the unmasked softmax */
+    const char *diff = strstr(r.out, "largest difference ");
+    cr_assert(diff);
+    double d = -1.0;
+    cr_expect(sscanf(diff, "largest difference %lf", &d) == 1 && d >= 0.0 && d < 0.05,
+              "additive mask differs from unmasked by %g", d);
+    run_result_free(&r);
+}
+
+Test(chapter02, own_valid_lens_and_sizes)
+{
+    RunResult r = run_program(SOFTMAX_MASK, "--valid-lens 4,0");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    /* sequence 1 has no valid key: both of its rows are zeros */
+    cr_expect(strstr(r.out, "        [[0.0000, 0.0000, 0.0000, 0.0000],\n"
+                            "         [0.0000, 0.0000, 0.0000, 0.0000]]])") != NULL, "%s", r.out);
+    run_result_free(&r);
+    r = run_program(SOFTMAX_MASK, "--batch 1 --queries 3 --keys 5 --valid-lens 5,1,2");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "valid_lens = tensor([[5, 1, 2]])") != NULL);
+    cr_expect(strstr(r.out, " [1.0000, 0.0000, 0.0000, 0.0000, 0.0000],") != NULL);
+    run_result_free(&r);
+}
+
+Test(chapter02, bad_options_give_one_line_and_status_2)
+{
+    const char *cases[][2] = {
+        {"--valid-lens 2,5", "--valid-lens expects comma-separated whole numbers from 0 to 4"},
+        {"--valid-lens 2,-1", "--valid-lens expects comma-separated whole numbers from 0 to 4"},
+        {"--valid-lens 1,2,3", "--valid-lens: 3 lengths fit neither (batch,) = (2,)"},
+        {"--batch 3 --valid-lens 1,2", "--valid-lens: 2 lengths fit neither (batch,) = (3,)"},
+        {"--keys 0", "--keys expects a whole number from 1 to 16"},
+        {"--queries 17", "--queries expects a whole number from 1 to 16"},
+        {"--plot /nonexistent/dir", "directory '/nonexistent/dir' does not exist"},
+        {"--seed x", "--seed expects a whole number"},
+        {"--mask", "unknown option '--mask'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        RunResult r = run_program(SOFTMAX_MASK, cases[i][0]);
+        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
+        cr_expect(r.err && strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
+        cr_expect(r.err && strncmp(r.err, "softmax_mask: ", 14) == 0, "%s", r.err);
+        cr_expect(r.err && strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
+        run_result_free(&r);
+    }
+}
+
+Test(chapter02, help_lists_every_option)
+{
+    RunResult r = run_program(SOFTMAX_MASK, "--help");
+    cr_expect_eq(r.status, 0);
+    const char *options[] = {"--seed", "--batch", "--queries", "--keys", "--valid-lens", "--plot",
+                             "--help"};
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        cr_expect(strstr(r.out, options[i]) != NULL, "--help does not mention %s", options[i]);
+    run_result_free(&r);
+}
+
+Test(chapter02, plot_writes_the_two_examples_as_four_panels)
+{
+    char dir[] = "/tmp/attn_plot_02_XXXXXX";
+    cr_assert(mkdtemp(dir) != NULL);
+    char args[128], path[128];
+    snprintf(args, sizeof args, "--plot %s", dir);
+    RunResult r = run_program(SOFTMAX_MASK, args);
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    snprintf(path, sizeof path, "%s/masked_softmax.dat", dir);
+    char *dat = read_text_file(path, NULL);
+    cr_assert(dat, "no %s", path);
+    cr_expect(strstr(dat, "valid_lens [2, 3]: sequence 1") != NULL);
+    cr_expect(strstr(dat, "valid_lens [[1, 3], [2, 4]]: sequence 0") != NULL);
+    free(dat);
+    remove(path);
+    snprintf(path, sizeof path, "%s/masked_softmax.gp", dir);
+    char *gp = read_text_file(path, NULL);
+    cr_expect(gp != NULL, "no %s", path);
+    free(gp);
+    remove(path);
+    rmdir(dir);
+    run_result_free(&r);
+}
+
+Test(chapter02, causal_mask_solution)
+{
+    RunResult r = run_program("02_softmax_mask/exercise_causal_mask", "--tokens 6 --seed 3");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "valid_lens = tensor([[1, 2, 3, 4, 5, 6]])") != NULL);
+    cr_expect(strstr(r.out, "[1, 2, 3, 3, 3, 3]]") != NULL);
+    /* the program checks the triangle itself; both checks must say 0 */
+    const char *p = r.out;
+    int zero_checks = 0;
+    while ((p = strstr(p, "not exactly 0: 0\n")) != NULL) {
+        zero_checks++;
+        p++;
+    }
+    cr_expect_eq(zero_checks, 2, "%s", r.out);
+    cr_expect(strstr(r.out, "its weight is exactly 1: 1.0000") != NULL);
+    run_result_free(&r);
 }

@@ -1,0 +1,126 @@
+/*
+ * exercise_causal_mask - a worked solution to chapter 02's exercise 2.
+ *
+ * A decoder must not look ahead: query i may attend to keys 0..i only.
+ * That is a 2-D valid_lens with valid_len = i + 1 for query i, so
+ * masked_softmax needs no new code. Padding combines with it by taking the
+ * smaller of the two lengths.
+ *
+ * Legend: B = batch_size, n = number of tokens (T = K = n).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "plot.h"
+#include "random.h"
+#include "softmax.h"
+#include "tensor.h"
+
+#define PROG "exercise_causal_mask"
+
+static void usage(void)
+{
+    printf("usage: %s [--tokens N] [--seed N] [--help]\n"
+           "\n"
+           "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
+           "with padding.\n"
+           "\n"
+           "  --tokens N  number of tokens n, 2 to %d (default 5)\n"
+           "  --seed N    seed for the random scores (default 0)\n"
+           "  --help      this text\n", PROG, HEATMAP_TERMINAL_MAX);
+}
+
+/* weights (B, n, n): are the entries above the diagonal exactly 0, and
+ * does every row with a key sum to 1? Prints the verdict. */
+static int check_causal(const Tensor *weights)
+{
+    const int batch = weights->shape[0], n = weights->shape[1];
+    int above = 0, bad_rows = 0;
+    for (int b = 0; b < batch; b++)
+        for (int q = 0; q < n; q++) {
+            double sum = 0.0;
+            for (int k = 0; k < n; k++) {
+                sum += AT3(weights, b, q, k);
+                above += k > q && AT3(weights, b, q, k) != 0.0f;
+            }
+            bad_rows += sum < 1.0 - 1e-6 || sum > 1.0 + 1e-6;
+        }
+    printf("weights above the diagonal that are not exactly 0: %d\n", above);
+    printf("rows that do not sum to 1 (within 1e-6): %d\n", bad_rows);
+    return above + bad_rows;
+}
+
+int main(int argc, char **argv)
+{
+    int n = 5;
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "--help")) {
+            usage();
+            return 0;
+        } else if (cli_is(argv[i], "--tokens")) {
+            n = (int)cli_long(PROG, "--tokens", cli_value(PROG, argc, argv, &i), 2,
+                              HEATMAP_TERMINAL_MAX);
+        } else if (cli_is(argv[i], "--seed")) {
+            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
+        } else {
+            cli_unknown(PROG, argv[i]);
+        }
+    }
+    Rng rng = rng_new(seed);
+    /* scores (1, n, n), like Q K^T / sqrt(d) of a self-attention */
+    Tensor *scores = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, n, n));
+
+    printf("1. The causal mask: query i sees keys 0..i, so valid_len = i + 1.\n\n");
+    int *lens = checked_malloc(PROG, 2 * (size_t)n, sizeof(int));
+    for (int q = 0; q < n; q++)
+        lens[q] = q + 1;
+    ValidLens *causal = valid_lens_2d(lens, 1, n);
+    valid_lens_print_named("valid_lens", causal);
+    Tensor *weights = masked_softmax(scores, causal);
+    tensor_print_named("masked_softmax(scores, valid_lens)", weights);
+    Tensor *drawn = tensor_from(weights->data, SHAPE(n, n));
+    heatmap_terminal(stdout, drawn, "causal: a lower triangle");
+    int failures = check_causal(weights);
+    printf("Query 0 sees only itself, so its weight is exactly 1: %.4f\n\n",
+           (double)AT3(weights, 0, 0, 0));
+
+    /* Two sequences of the same scores: the second has only 3 real tokens.
+     * A key is allowed when it is not in the future AND not padding, so the
+     * length is min(i + 1, real length). */
+    const int real_lengths[2] = {n, n < 3 ? n : 3};
+    printf("2. Causal and padding together: sequence 1 has %d real tokens, then padding.\n"
+           "   valid_len = min(i + 1, real length).\n\n", real_lengths[1]);
+    Tensor *batch_scores = tensor_zeros(SHAPE(2, n, n));
+    for (int b = 0; b < 2; b++)
+        for (size_t i = 0; i < scores->size; i++)
+            batch_scores->data[(size_t)b * scores->size + i] = scores->data[i];
+    for (int b = 0; b < 2; b++)
+        for (int q = 0; q < n; q++)
+            lens[b * n + q] = q + 1 < real_lengths[b] ? q + 1 : real_lengths[b];
+    ValidLens *both = valid_lens_2d(lens, 2, n);
+    valid_lens_print_named("valid_lens", both);
+    Tensor *both_weights = masked_softmax(batch_scores, both);
+    Tensor *padded = tensor_from(&AT3(both_weights, 1, 0, 0), SHAPE(n, n));
+    tensor_print_named("weights of sequence 1", padded);
+    char title[80];
+    snprintf(title, sizeof title, "causal + padding: no weight on keys %d and later",
+             real_lengths[1]);
+    heatmap_terminal(stdout, padded, title);
+    failures += check_causal(both_weights);
+    printf("The padded queries (rows %d and later) still attend to the real tokens;\n"
+           "their outputs are ignored later, when the loss skips padding.\n",
+           real_lengths[1]);
+
+    tensor_free(scores);
+    tensor_free(weights);
+    tensor_free(drawn);
+    tensor_free(batch_scores);
+    tensor_free(both_weights);
+    tensor_free(padded);
+    valid_lens_free(causal);
+    valid_lens_free(both);
+    free(lens);
+    return failures == 0 ? 0 : 1;
+}
