@@ -38,17 +38,14 @@ PROGRAMS := \
     $(OUT)/03_self_attention/self_attention \
     $(OUT)/03_self_attention/exercise_dropout_average \
     $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/04_transpose_qkv/exercise_head_split \
-    $(OUT)/06_permutation_invariance/permutation_invariance \
-    $(OUT)/06_permutation_invariance/exercise_causal_order
+    $(OUT)/04_transpose_qkv/exercise_head_split
 
 # What `make run` runs, in the order a learner reads them.
 RUN_ORDER := \
     $(OUT)/01_dot_product/dot_product \
     $(OUT)/02_softmax_mask/softmax_mask \
     $(OUT)/03_self_attention/self_attention \
-    $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/06_permutation_invariance/permutation_invariance
+    $(OUT)/04_transpose_qkv/transpose_qkv
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
@@ -60,8 +57,6 @@ $(OUT)/03_self_attention/self_attention: 03_self_attention/main.c $(COMMON_OBJ)
 $(OUT)/03_self_attention/exercise_dropout_average: 03_self_attention/exercise_dropout_average.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/transpose_qkv: 04_transpose_qkv/main.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_split.c $(COMMON_OBJ)
-$(OUT)/06_permutation_invariance/permutation_invariance: 06_permutation_invariance/main.c $(COMMON_OBJ)
-$(OUT)/06_permutation_invariance/exercise_causal_order: 06_permutation_invariance/exercise_causal_order.c $(COMMON_OBJ)
 
 $(PROGRAMS):
 	@mkdir -p $(@D)
@@ -72,7 +67,7 @@ $(OUT)/build/common/%.o: common/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
-CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 06_permutation_invariance
+CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv
 .PHONY: $(CHAPTERS)
 01_dot_product: $(OUT)/01_dot_product/dot_product
 	$<
@@ -81,8 +76,6 @@ CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 06
 03_self_attention: $(OUT)/03_self_attention/self_attention
 	$<
 04_transpose_qkv: $(OUT)/04_transpose_qkv/transpose_qkv
-	$<
-06_permutation_invariance: $(OUT)/06_permutation_invariance/permutation_invariance
 	$<
 
 run: $(PROGRAMS)
@@ -97,7 +90,7 @@ run: $(PROGRAMS)
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 06_permutation_invariance/permutation_invariance
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)
