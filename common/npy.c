@@ -1,0 +1,759 @@
+/*
+ * npy.c - reading and writing NumPy's .npy files (introduced in chapter 05).
+ * See npy.h for what is read, what is written and how errors come back.
+ *
+ * Reading goes in passes over the bytes of the whole file:
+ *   pass 1: the preamble: magic string, version, header length;
+ *   pass 2: the header, a Python dict literal with exactly three keys;
+ *   pass 3: what the header promises: dtype, order, shape, data length;
+ *   pass 4: the numbers, converted one by one from little-endian bytes.
+ * Nothing is allocated for the numbers until pass 3 has checked that the
+ * file holds exactly as many bytes as the shape says, so a header that
+ * claims a huge shape cannot make the reader ask for huge memory.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "npy.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const unsigned char MAGIC[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+enum { MAGIC_LEN = 6, MAX_PARSED_DIMS = 64, ARRAY_ALIGN = 64 };
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Where an error line goes: "name: problem" into err, or onto stderr. */
+typedef struct {
+    const char *name;
+    char *err;
+    size_t err_len;
+} ErrSink;
+
+static int npy_fail(const ErrSink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int npy_fail(const ErrSink *sink, const char *fmt, ...)
+{
+    char message[NPY_ERR_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    if (sink->err != NULL) {
+        if (sink->err_len > 0)
+            snprintf(sink->err, sink->err_len, "%s: %s", sink->name, message);
+    } else {
+        fflush(stdout);
+        fprintf(stderr, "%s: %s\n", sink->name, message);
+    }
+    return -1;
+}
+
+static void clear_err(char *err, size_t err_len)
+{
+    if (err != NULL && err_len > 0)
+        err[0] = '\0';
+}
+
+/* Text from the file, made safe to print on one line: at most max
+ * characters, anything but printable ASCII shown as '?'. */
+static void printable(char *out, size_t out_len, const char *text, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < out_len; i++)
+        out[n++] = (text[i] >= 0x20 && text[i] < 0x7f) ? text[i] : '?';
+    out[n] = '\0';
+}
+
+/* ---- little-endian numbers --------------------------------------------- */
+
+/* Bytes are put together by hand, so the code is right on any machine,
+ * whatever its own byte order. */
+static uint32_t le_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le_u64(const unsigned char *p)
+{
+    return (uint64_t)le_u32(p) | (uint64_t)le_u32(p + 4) << 32;
+}
+
+static void put_le_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The bit patterns of IEEE floats, read as such (memcpy is the defined way
+ * to reinterpret bytes in C). */
+static float f32_from_bits(uint32_t bits)
+{
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+static double f64_from_bits(uint64_t bits)
+{
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* ---- the header dict ---------------------------------------------------- */
+
+typedef enum { DTYPE_F4, DTYPE_F8, DTYPE_I4, DTYPE_I8 } Dtype;
+
+static const struct {
+    const char *descr;
+    Dtype dtype;
+    size_t itemsize;
+    bool is_float;
+} DTYPES[] = {
+    {"<f4", DTYPE_F4, 4, true},
+    {"<f8", DTYPE_F8, 8, true},
+    {"<i4", DTYPE_I4, 4, false},
+    {"<i8", DTYPE_I8, 8, false},
+};
+
+/* What a header says, once parsed and checked. */
+typedef struct {
+    char descr[16];
+    int dtype_index;            /* into DTYPES */
+    int ndim;
+    int shape[TENSOR_MAX_DIMS];
+    size_t count;               /* product of the shape */
+    const unsigned char *data;  /* the numbers: count * itemsize bytes */
+} NpyArray;
+
+/* A cursor over the header text. */
+typedef struct {
+    const char *start, *p, *end;
+    const ErrSink *sink;
+} Cursor;
+
+static int malformed(const Cursor *c, const char *what)
+{
+    if (c->p >= c->end)
+        return npy_fail(c->sink, "malformed header: %s, but the header ends", what);
+    char seen[2];
+    printable(seen, sizeof seen, c->p, 1);
+    return npy_fail(c->sink, "malformed header: %s at byte %td of the header, found '%s'",
+                    what, c->p - c->start, seen);
+}
+
+static void skip_space(Cursor *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+/* Skip spaces, then expect ch. */
+static int expect_char(Cursor *c, char ch, const char *what)
+{
+    skip_space(c);
+    if (c->p >= c->end || *c->p != ch)
+        return malformed(c, what);
+    c->p++;
+    return 0;
+}
+
+/* A Python string in single or double quotes, without escapes (no key or
+ * dtype this reader accepts needs one). */
+static int parse_string(Cursor *c, char *out, size_t out_len, const char *what)
+{
+    skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
+        return malformed(c, what);
+    const char quote = *c->p++;
+    const char *text = c->p;
+    while (c->p < c->end && *c->p != quote && *c->p != '\\')
+        c->p++;
+    if (c->p >= c->end || *c->p == '\\')
+        return malformed(c, "expected the end of a quoted string");
+    size_t len = (size_t)(c->p - text);
+    c->p++;
+    if (len + 1 > out_len) {
+        char shown[40];
+        printable(shown, sizeof shown, text, len);
+        return npy_fail(c->sink, "malformed header: the string '%s...' is too long to be "
+                        "a key or a dtype", shown);
+    }
+    memcpy(out, text, len);
+    out[len] = '\0';
+    return 0;
+}
+
+/* True or False. */
+static int parse_bool(Cursor *c, bool *value)
+{
+    skip_space(c);
+    size_t left = (size_t)(c->end - c->p);
+    if (left >= 4 && memcmp(c->p, "True", 4) == 0) {
+        *value = true;
+        c->p += 4;
+    } else if (left >= 5 && memcmp(c->p, "False", 5) == 0) {
+        *value = false;
+        c->p += 5;
+    } else {
+        return malformed(c, "expected True or False for 'fortran_order'");
+    }
+    return 0;
+}
+
+/* One dimension: a whole number, with an optional L (files written by
+ * Python 2 say "3L"). A minus sign or a size past INT_MAX is refused here,
+ * with its own message. */
+static int parse_dim(Cursor *c, long long *dim)
+{
+    skip_space(c);
+    if (c->p < c->end && *c->p == '-') {
+        const char *digits = ++c->p;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && c->p - digits < 20)
+            c->p++;
+        char shown[24];
+        printable(shown, sizeof shown, digits, (size_t)(c->p - digits));
+        return npy_fail(c->sink, "bad shape: dimension -%s is negative", shown);
+    }
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9')
+        return malformed(c, "expected a whole number in 'shape'");
+    long long value = 0;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+        value = value * 10 + (*c->p - '0');
+        c->p++;
+        if (value > INT_MAX) {
+            return npy_fail(c->sink, "bad shape: a dimension is larger than %d, the most "
+                            "a tensor dimension can be", INT_MAX);
+        }
+    }
+    if (c->p < c->end && *c->p == 'L')
+        c->p++;
+    *dim = value;
+    return 0;
+}
+
+/* A tuple of dimensions: (), (3,), (2, 3), (2, 3,). "(3)" is not a tuple in
+ * Python, just the number 3, and NumPy refuses it too. */
+static int parse_shape(Cursor *c, long long *dims, int *ndim)
+{
+    *ndim = 0;
+    if (expect_char(c, '(', "expected '(' to start 'shape'") != 0)
+        return -1;
+    skip_space(c);
+    if (c->p < c->end && *c->p == ')') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        long long dim = 0;
+        if (parse_dim(c, &dim) != 0)
+            return -1;
+        if (*ndim == MAX_PARSED_DIMS)
+            return npy_fail(c->sink, "bad shape: more than %d dimensions", MAX_PARSED_DIMS);
+        dims[(*ndim)++] = dim;
+        skip_space(c);
+        if (c->p < c->end && *c->p == ')') {
+            if (*ndim == 1)
+                return malformed(c, "expected ',' after the only dimension, as in (3,)");
+            c->p++;
+            return 0;
+        }
+        if (expect_char(c, ',', "expected ',' or ')' in 'shape'") != 0)
+            return -1;
+        skip_space(c);
+        if (c->p < c->end && *c->p == ')') {
+            c->p++;
+            return 0;
+        }
+    }
+}
+
+/* "(2, 3)" or "(3,)" for messages, from the parsed dimensions. */
+static void dims_str(char *buf, size_t len, const long long *dims, int ndim)
+{
+    size_t used = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", dims[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, ndim == 1 ? ",)" : ")");
+}
+
+/* pass 2 and 3: the dict, then what it promises. */
+static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyArray *arr)
+{
+    Cursor cursor = {text, text, text + len, sink}, *c = &cursor;
+    bool have_descr = false, have_order = false, have_shape = false;
+    bool fortran_order = false;
+    long long dims[MAX_PARSED_DIMS];
+    int ndim = 0;
+
+    // pass 2: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+    if (expect_char(c, '{', "expected '{' at the start of the header") != 0)
+        return -1;
+    skip_space(c);
+    while (c->p < c->end && *c->p != '}') {
+        char key[32];
+        if (parse_string(c, key, sizeof key, "expected a quoted key") != 0)
+            return -1;
+        if (expect_char(c, ':', "expected ':' after a key") != 0)
+            return -1;
+        bool *seen = strcmp(key, "descr") == 0           ? &have_descr
+                     : strcmp(key, "fortran_order") == 0 ? &have_order
+                     : strcmp(key, "shape") == 0         ? &have_shape
+                                                         : NULL;
+        if (seen == NULL) {
+            char shown[40];
+            printable(shown, sizeof shown, key, strlen(key));
+            return npy_fail(sink, "header has an unexpected key '%s' (a .npy header has "
+                            "exactly 'descr', 'fortran_order' and 'shape')", shown);
+        }
+        if (*seen)
+            return npy_fail(sink, "header repeats the key '%s'", key);
+        *seen = true;
+        int status;
+        if (seen == &have_descr) {
+            skip_space(c);
+            if (c->p < c->end && (*c->p == '[' || *c->p == '('))
+                return npy_fail(sink, "structured dtypes (a list of fields in 'descr') are not "
+                                "supported; save a plain array of numbers");
+            status = parse_string(c, arr->descr, sizeof arr->descr,
+                                  "expected a quoted dtype such as '<f4' for 'descr'");
+        } else if (seen == &have_order) {
+            status = parse_bool(c, &fortran_order);
+        } else {
+            status = parse_shape(c, dims, &ndim);
+        }
+        if (status != 0)
+            return -1;
+        skip_space(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            skip_space(c);
+        } else if (c->p < c->end && *c->p != '}') {
+            return malformed(c, "expected ',' or '}' after a value");
+        }
+    }
+    if (expect_char(c, '}', "expected '}' at the end of the header") != 0)
+        return -1;
+    skip_space(c);   /* NumPy pads with spaces and ends with '\n' */
+    if (c->p != c->end)
+        return malformed(c, "expected only spaces after '}'");
+
+    // pass 3: what the header promises
+    if (!have_descr || !have_order || !have_shape)
+        return npy_fail(sink, "header has no '%s' key", !have_descr ? "descr"
+                        : !have_order ? "fortran_order" : "shape");
+    arr->dtype_index = -1;
+    for (int i = 0; i < (int)(sizeof DTYPES / sizeof DTYPES[0]); i++)
+        if (strcmp(arr->descr, DTYPES[i].descr) == 0)
+            arr->dtype_index = i;
+    if (arr->dtype_index < 0) {
+        char shown[24];
+        printable(shown, sizeof shown, arr->descr, strlen(arr->descr));
+        if (shown[0] == '>')
+            return npy_fail(sink, "big-endian data ('%s') is not supported; save it with "
+                            ".astype('<%s')", shown, shown + 1);
+        return npy_fail(sink, "unsupported dtype '%s' (this reader knows '<f4', '<f8', "
+                        "'<i4' and '<i8')", shown);
+    }
+    if (fortran_order)
+        return npy_fail(sink, "fortran_order is True; only C order is supported (save "
+                        "np.ascontiguousarray(x) instead)");
+    char shape_text[64 + 24 * TENSOR_MAX_DIMS];
+    dims_str(shape_text, sizeof shape_text, dims, ndim);
+    if (ndim == 0)
+        return npy_fail(sink, "shape () is a 0-d array; a tensor has 1 to %d dimensions "
+                        "(save it as np.array([x]))", TENSOR_MAX_DIMS);
+    if (ndim > TENSOR_MAX_DIMS)
+        return npy_fail(sink, "shape %s has %d dimensions; a tensor has at most %d",
+                        shape_text, ndim, TENSOR_MAX_DIMS);
+    const size_t itemsize = DTYPES[arr->dtype_index].itemsize;
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] == 0)
+            return npy_fail(sink, "shape %s is empty; a tensor holds at least one number",
+                            shape_text);
+        /* the byte count, count * itemsize, must fit in size_t too */
+        if (count > SIZE_MAX / itemsize / (size_t)dims[i])
+            return npy_fail(sink, "shape %s has too many elements: its size overflows",
+                            shape_text);
+        count *= (size_t)dims[i];
+        arr->shape[i] = (int)dims[i];
+    }
+    arr->ndim = ndim;
+    arr->count = count;
+    return 0;
+}
+
+/* ---- the whole file ------------------------------------------------------ */
+
+/* Passes 1 to 3 on the bytes of a file: fills arr, or fails. */
+static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink, NpyArray *arr)
+{
+    // pass 1: magic, version, header length
+    if (len == 0)
+        return npy_fail(sink, "the file is empty, not a .npy file");
+    if (memcmp(bytes, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0)
+        return npy_fail(sink, "not a .npy file (it does not start with \\x93NUMPY)");
+    if (len < MAGIC_LEN + 2)
+        return npy_fail(sink, "truncated: the file ends before the version bytes");
+    const int major = bytes[6], minor = bytes[7];
+    if (major < 1 || major > 3 || minor != 0)
+        return npy_fail(sink, "unknown .npy version %d.%d (this reader knows 1.0, 2.0 and 3.0)",
+                        major, minor);
+    /* version 1.0 counts the header in 2 bytes, 2.0 and 3.0 in 4 */
+    const size_t len_bytes = major == 1 ? 2 : 4;
+    const size_t header_start = MAGIC_LEN + 2 + len_bytes;
+    if (len < header_start)
+        return npy_fail(sink, "truncated: the file ends inside the header length");
+    const size_t header_len = major == 1 ? (size_t)(bytes[8] | bytes[9] << 8) : le_u32(bytes + 8);
+    if (header_len > len - header_start)
+        return npy_fail(sink, "truncated header: it should be %zu bytes, but only %zu follow",
+                        header_len, len - header_start);
+
+    // pass 2 and 3
+    if (parse_header((const char *)bytes + header_start, header_len, sink, arr) != 0)
+        return -1;
+
+    // the data must be exactly what the shape says
+    const size_t data_start = header_start + header_len;
+    const size_t have = len - data_start;
+    const size_t need = arr->count * DTYPES[arr->dtype_index].itemsize;
+    char shape_text[80];
+    shape_str(shape_text, sizeof shape_text, arr->ndim, arr->shape);
+    if (have < need)
+        return npy_fail(sink, "truncated data: shape %s of %s needs %zu bytes, but only %zu "
+                        "follow the header", shape_text, arr->descr, need, have);
+    if (have > need)
+        return npy_fail(sink, "data longer than the shape says: shape %s of %s needs %zu "
+                        "bytes, but %zu follow the header", shape_text, arr->descr, need, have);
+    arr->data = bytes + data_start;
+    return 0;
+}
+
+/* "element 5 (index [1, 2])" for the element at flat offset i. */
+static void element_str(char *buf, size_t len, size_t i, int ndim, const int *shape)
+{
+    size_t index[TENSOR_MAX_DIMS];
+    size_t rest = i;
+    for (int d = ndim - 1; d >= 0; d--) {
+        index[d] = rest % (size_t)shape[d];
+        rest /= (size_t)shape[d];
+    }
+    size_t used = (size_t)snprintf(buf, len, "element %zu (index [", i);
+    for (int d = 0; d < ndim && used < len; d++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%zu", d ? ", " : "", index[d]);
+    if (used < len)
+        snprintf(buf + used, len - used, "])");
+}
+
+Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len)
+{
+    const ErrSink sink = {name ? name : "<memory>", err, err_len};
+    NpyArray arr;
+    clear_err(err, err_len);
+    if (bytes == NULL && len > 0) {
+        npy_fail(&sink, "no bytes to read");
+        return NULL;
+    }
+    if (parse_npy(bytes, len, &sink, &arr) != 0)
+        return NULL;
+
+    // pass 4: the numbers, as float32
+    Tensor *x = tensor_zeros(arr.ndim, arr.shape);
+    const Dtype dtype = DTYPES[arr.dtype_index].dtype;
+    for (size_t i = 0; i < arr.count; i++) {
+        const unsigned char *item = arr.data + i * DTYPES[arr.dtype_index].itemsize;
+        char where[96];
+        if (dtype == DTYPE_F4) {
+            x->data[i] = f32_from_bits(le_u32(item));
+        } else if (dtype == DTYPE_F8) {
+            double v = f64_from_bits(le_u64(item));
+            /* checked before the conversion: a double beyond float's range
+             * has no float value (the conversion is undefined in C) */
+            if (isfinite(v) && fabs(v) > FLT_MAX) {
+                element_str(where, sizeof where, i, arr.ndim, arr.shape);
+                npy_fail(&sink, "%s = %g is outside the float32 range", where, v);
+                tensor_free(x);
+                return NULL;
+            }
+            x->data[i] = (float)v;
+        } else if (dtype == DTYPE_I4) {
+            x->data[i] = (float)(int32_t)le_u32(item);
+        } else {
+            x->data[i] = (float)(int64_t)le_u64(item);
+        }
+        if (!isfinite(x->data[i])) {
+            element_str(where, sizeof where, i, arr.ndim, arr.shape);
+            npy_fail(&sink, "%s is %s; the data must be finite", where,
+                     isnan(x->data[i]) ? "NaN" : x->data[i] > 0 ? "inf" : "-inf");
+            tensor_free(x);
+            return NULL;
+        }
+    }
+    return x;
+}
+
+int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
+                   char *err, size_t err_len)
+{
+    const ErrSink sink = {name ? name : "<memory>", err, err_len};
+    NpyArray arr;
+    clear_err(err, err_len);
+    memset(out, 0, sizeof *out);
+    if (bytes == NULL && len > 0)
+        return npy_fail(&sink, "no bytes to read");
+    if (parse_npy(bytes, len, &sink, &arr) != 0)
+        return -1;
+    if (DTYPES[arr.dtype_index].is_float)
+        return npy_fail(&sink, "holds floating-point data ('%s'), but integers were expected "
+                        "('<i4' or '<i8', such as np.array([3, 2]))", arr.descr);
+
+    // pass 4: the numbers, as ints, each checked to fit
+    int *data = checked_malloc("npy_parse_ints", arr.count, sizeof *data);
+    for (size_t i = 0; i < arr.count; i++) {
+        const unsigned char *item = arr.data + i * DTYPES[arr.dtype_index].itemsize;
+        int64_t v = DTYPES[arr.dtype_index].dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item)
+                                                              : (int64_t)le_u64(item);
+        if (v < INT_MIN || v > INT_MAX) {
+            char where[96];
+            element_str(where, sizeof where, i, arr.ndim, arr.shape);
+            free(data);
+            return npy_fail(&sink, "%s = %lld does not fit in an int", where, (long long)v);
+        }
+        data[i] = (int)v;
+    }
+    out->ndim = arr.ndim;
+    for (int d = 0; d < TENSOR_MAX_DIMS; d++)
+        out->shape[d] = d < arr.ndim ? arr.shape[d] : 1;
+    out->size = arr.count;
+    out->data = data;
+    return 0;
+}
+
+void npy_ints_free(NpyInts *ints)
+{
+    if (ints == NULL)
+        return;
+    free(ints->data);
+    memset(ints, 0, sizeof *ints);
+}
+
+/* The whole file in memory; NULL after an error. */
+static unsigned char *read_file(const char *path, size_t *len, const ErrSink *sink)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        npy_fail(sink, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        npy_fail(sink, "cannot read: %s", strerror(errno));
+        fclose(f);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        npy_fail(sink, "cannot read: %s", S_ISDIR(st.st_mode) ? "it is a directory"
+                                                             : "not a regular file");
+        fclose(f);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size;
+    unsigned char *bytes = malloc(size > 0 ? size : 1);
+    if (bytes == NULL) {
+        npy_fail(sink, "out of memory reading %zu bytes", size);
+        fclose(f);
+        return NULL;
+    }
+    size_t got = fread(bytes, 1, size, f);
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    if (failed || got != size) {
+        npy_fail(sink, "cannot read: %s", failed ? strerror(errno) : "the file changed size");
+        free(bytes);
+        return NULL;
+    }
+    *len = size;
+    return bytes;
+}
+
+Tensor *npy_load(const char *path, char *err, size_t err_len)
+{
+    const ErrSink sink = {path, err, err_len};
+    size_t len = 0;
+    clear_err(err, err_len);
+    unsigned char *bytes = read_file(path, &len, &sink);
+    if (bytes == NULL)
+        return NULL;
+    Tensor *x = npy_parse(bytes, len, path, err, err_len);
+    free(bytes);
+    return x;
+}
+
+int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len)
+{
+    const ErrSink sink = {path, err, err_len};
+    size_t len = 0;
+    clear_err(err, err_len);
+    memset(out, 0, sizeof *out);
+    unsigned char *bytes = read_file(path, &len, &sink);
+    if (bytes == NULL)
+        return -1;
+    int status = npy_parse_ints(bytes, len, path, out, err, err_len);
+    free(bytes);
+    return status;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* The preamble and header NumPy 1.24's np.save writes, byte for byte:
+ * the dict with its keys sorted, room for the first dimension to grow to
+ * 21 digits, then spaces so that the data starts at a multiple of 64
+ * bytes, and a final '\n'. Returns the length written into buf. */
+static size_t format_header(unsigned char *buf, size_t buf_len, const char *descr,
+                            int ndim, const int *shape)
+{
+    char dict[256];
+    int used = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                        descr);
+    for (int i = 0; i < ndim; i++)
+        used += snprintf(dict + used, sizeof dict - (size_t)used, "%s%d", i ? ", " : "", shape[i]);
+    used += snprintf(dict + used, sizeof dict - (size_t)used, "%s), }", ndim == 1 ? "," : "");
+    char first[16];
+    int growth = 21 - snprintf(first, sizeof first, "%d", shape[0]);
+    size_t text_len = (size_t)used + (size_t)growth + 1;   /* + '\n' */
+    /* like NumPy: a header already aligned still gets a full 64 spaces */
+    size_t pad = ARRAY_ALIGN - (MAGIC_LEN + 2 + 2 + text_len) % ARRAY_ALIGN;
+    size_t header_len = text_len + pad;
+    size_t total = MAGIC_LEN + 2 + 2 + header_len;
+    if (total > buf_len)
+        return 0;
+    memcpy(buf, MAGIC, MAGIC_LEN);
+    buf[6] = 1;   /* version 1.0 */
+    buf[7] = 0;
+    buf[8] = (unsigned char)(header_len & 0xff);
+    buf[9] = (unsigned char)(header_len >> 8);
+    memcpy(buf + 10, dict, (size_t)used);
+    memset(buf + 10 + used, ' ', (size_t)growth + pad);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+/* Header and data (count items of 4 bytes, already little-endian) into a
+ * temporary file beside path, renamed into place when complete. */
+static int write_npy(const char *path, const char *descr, int ndim, const int *shape,
+                     const unsigned char *data, size_t count, const ErrSink *sink)
+{
+    unsigned char header[512];
+    size_t header_len = format_header(header, sizeof header, descr, ndim, shape);
+    if (header_len == 0)
+        return npy_fail(sink, "internal error: header too long");
+
+    size_t temp_len = strlen(path) + sizeof ".tmpXXXXXX";
+    char *temp = malloc(temp_len);
+    if (temp == NULL)
+        return npy_fail(sink, "out of memory");
+    snprintf(temp, temp_len, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(temp);
+    if (fd < 0) {
+        int saved = errno;
+        free(temp);
+        return npy_fail(sink, "cannot create: %s", strerror(saved));
+    }
+    fchmod(fd, 0644);   /* mkstemp makes the file private (0600) */
+    FILE *f = fdopen(fd, "wb");
+    if (f == NULL) {
+        int saved = errno;
+        close(fd);
+        unlink(temp);
+        free(temp);
+        return npy_fail(sink, "cannot write: %s", strerror(saved));
+    }
+    bool ok = fwrite(header, 1, header_len, f) == header_len
+              && fwrite(data, 4, count, f) == count;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (ok && rename(temp, path) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(temp);
+        free(temp);
+        return npy_fail(sink, "cannot write: %s", strerror(saved));
+    }
+    free(temp);
+    return 0;
+}
+
+static int check_shape(int ndim, const int *shape, const ErrSink *sink, size_t *count)
+{
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        return npy_fail(sink, "cannot save %d dimensions; a tensor has 1 to %d",
+                        ndim, TENSOR_MAX_DIMS);
+    bool overflow;
+    *count = shape_size(ndim, shape, &overflow);
+    if (overflow) {
+        char buf[80];
+        return npy_fail(sink, "cannot save shape %s: every size must be positive",
+                        shape_str(buf, sizeof buf, ndim, shape));
+    }
+    return 0;
+}
+
+int npy_save(const char *path, const Tensor *x, char *err, size_t err_len)
+{
+    const ErrSink sink = {path, err, err_len};
+    size_t count;
+    clear_err(err, err_len);
+    if (check_shape(x->ndim, x->shape, &sink, &count) != 0)
+        return -1;
+    unsigned char *bytes = malloc(count * 4);
+    if (bytes == NULL)
+        return npy_fail(&sink, "out of memory for %zu bytes", count * 4);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x->data[i], 4);
+        put_le_u32(bytes + 4 * i, bits);
+    }
+    int status = write_npy(path, "<f4", x->ndim, x->shape, bytes, count, &sink);
+    free(bytes);
+    return status;
+}
+
+int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
+                  char *err, size_t err_len)
+{
+    const ErrSink sink = {path, err, err_len};
+    size_t count;
+    clear_err(err, err_len);
+    if (check_shape(ndim, shape, &sink, &count) != 0)
+        return -1;
+    unsigned char *bytes = malloc(count * 4);
+    if (bytes == NULL)
+        return npy_fail(&sink, "out of memory for %zu bytes", count * 4);
+    for (size_t i = 0; i < count; i++) {
+#if INT_MAX > INT32_MAX
+        if (values[i] < INT32_MIN || values[i] > INT32_MAX) {
+            free(bytes);
+            return npy_fail(&sink, "value %d at %zu does not fit in '<i4'", values[i], i);
+        }
+#endif
+        put_le_u32(bytes + 4 * i, (uint32_t)(int32_t)values[i]);
+    }
+    int status = write_npy(path, "<i4", ndim, shape, bytes, count, &sink);
+    free(bytes);
+    return status;
+}

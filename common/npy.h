@@ -1,0 +1,76 @@
+/*
+ * npy.h - reading and writing NumPy's .npy files (introduced in chapter 05).
+ *
+ * A .npy file is a short text header followed by the raw numbers:
+ *
+ *   \x93NUMPY  1 0  HLEN  {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+ *   magic      version    header: a Python dict, padded with spaces, ending in '\n'
+ *   then 2 * 3 little-endian float32 values, row-major.
+ *
+ * HLEN is 2 bytes in version 1.0 and 4 bytes in versions 2.0 and 3.0 (3.0
+ * allows UTF-8 in the header); both are little-endian. This is the file a
+ * learner gets from np.save(path, tensor.numpy()).
+ *
+ * What is read: versions 1.0, 2.0 and 3.0; dtypes '<f4' and '<f8' (both
+ * become float32, like torch's .float()) and '<i4' and '<i8' (integers, for
+ * valid_lens); C order; 1 to 4 dimensions, each at least 1. Refused, each
+ * with its own message: anything else, including big-endian data ('>f4'),
+ * fortran_order True, a 0-d array (shape ()), more than 4 dimensions, and
+ * empty arrays (a 0 in the shape: a Tensor holds at least one number).
+ * Floating-point data must be finite: a NaN or an infinity, or an '<f8'
+ * value too large for float32, is an error naming its index.
+ * What is written: version 1.0, '<f4' (npy_save) or '<i4' (npy_save_ints),
+ * as numpy.save would write it.
+ *
+ * Errors are returned, never fatal, so a program can report them its own
+ * way: every function takes a buffer err of err_len bytes and fills it
+ * with one line naming the file and the problem, for example
+ *     queries.npy: big-endian data ('>f4') is not supported; save it with .astype('<f4')
+ * When err is NULL the line is printed on stderr instead. A save writes a
+ * temporary file in the same directory and renames it into place, so a
+ * failed save leaves no half-written file.
+ */
+#ifndef NPY_H
+#define NPY_H
+
+#include <stddef.h>
+
+#include "tensor.h"
+
+/* Room for any message these functions write (longer paths are cut). */
+enum { NPY_ERR_LEN = 512 };
+
+/* Integers read from an '<i4' or '<i8' file, with the shape of the file. */
+typedef struct {
+    int ndim;
+    int shape[TENSOR_MAX_DIMS];
+    size_t size;   /* product of the shape */
+    int *data;     /* size values, row-major */
+} NpyInts;
+
+/* A float32 tensor from a floating-point file ('<f4' or '<f8') or an
+ * integer file ('<i4' or '<i8', converted like torch's .float()).
+ * NULL on error. The caller frees the tensor with tensor_free. */
+Tensor *npy_load(const char *path, char *err, size_t err_len);
+
+/* Integers from an '<i4' or '<i8' file; every value must fit in an int.
+ * A floating-point file is refused. Returns 0, or -1 on error.
+ * The caller frees out with npy_ints_free. */
+int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len);
+void npy_ints_free(NpyInts *ints);
+
+/* The same two readers on the bytes of a file already in memory; name is
+ * what the messages call it (NULL: "<memory>"). */
+Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len);
+int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
+                   char *err, size_t err_len);
+
+/* x as a version 1.0 '<f4' file. Returns 0, or -1 on error. */
+int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
+
+/* values (product(shape) ints) as a version 1.0 '<i4' file, shape with
+ * 1 to 4 positive dimensions. Returns 0, or -1 on error. */
+int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
+                  char *err, size_t err_len);
+
+#endif
