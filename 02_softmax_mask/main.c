@@ -323,8 +323,8 @@ int main(int argc, char **argv)
         memcpy(panels->data, w1->data, w1->size * sizeof(float));
         memcpy(panels->data + w1->size, w2->data, w2->size * sizeof(float));
         for (int b = 0; b < B; b++) {
-            snprintf(title_text[b], 64, "valid_lens [2, 3]: sequence %d", b);
-            snprintf(title_text[B + b], 64, "valid_lens [[1, 3], [2, 4]]: sequence %d", b);
+            snprintf(title_text[b], 64, "valid_lens [2, 3], seq %d", b);
+            snprintf(title_text[B + b], 64, "valid_lens [[1,3],[2,4]], seq %d", b);
         }
         tensor_free(w1);
         tensor_free(w2);

@@ -404,8 +404,8 @@ Test(chapter02, plot_writes_the_two_examples_as_four_panels)
     snprintf(path, sizeof path, "%s/masked_softmax.dat", dir);
     char *dat = read_text_file(path, NULL);
     cr_assert(dat, "no %s", path);
-    cr_expect(strstr(dat, "valid_lens [2, 3]: sequence 1") != NULL);
-    cr_expect(strstr(dat, "valid_lens [[1, 3], [2, 4]]: sequence 0") != NULL);
+    cr_expect(strstr(dat, "valid_lens [2, 3], seq 1") != NULL);
+    cr_expect(strstr(dat, "valid_lens [[1,3],[2,4]], seq 0") != NULL);
     free(dat);
     remove(path);
     snprintf(path, sizeof path, "%s/masked_softmax.gp", dir);
