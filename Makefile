@@ -151,6 +151,28 @@ sanitize:
 	  echo "== $$p"; $$p >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
 	done; echo "sanitize: tests and programs clean"
 
+# ---- fuzzing ----------------------------------------------------------------
+# libFuzzer feeds the .npy reader mutated files for FUZZ_SECONDS, starting
+# from tests/fuzz/seeds (see tests/fuzz/README.md). It needs clang. A crash,
+# a sanitizer report or a leak stops it with a non-zero status and leaves
+# the input in build/fuzz/: copy it into tests/fuzz/regressions/, where the
+# test suite reads it from then on.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_SRC     := tests/fuzz/npy_fuzz.c common/npy.c common/tensor.c common/random.c
+build/fuzz/npy_fuzz: $(FUZZ_SRC) common/npy.h common/tensor.h common/random.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 -O1 -g -Wall -Wextra -Werror -Icommon \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRC) -lm
+fuzz: build/fuzz/npy_fuzz
+	@mkdir -p build/fuzz/corpus
+	build/fuzz/npy_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  -dict=tests/fuzz/npy.dict -artifact_prefix=build/fuzz/ -print_final_stats=1 \
+	  build/fuzz/corpus tests/fuzz/seeds \
+	  || { echo "fuzz: the reader failed on the input saved in build/fuzz/;" \
+	            "copy it into tests/fuzz/regressions/ (tests/fuzz/README.md)" >&2; exit 1; }
+.PHONY: fuzz
+
 clean:
 	rm -rf build tests/run_tests $(PROGRAMS) plots
 
