@@ -37,7 +37,7 @@ enum { MAX_TOKENS = 64, MAX_HIDDENS = 1024, MAX_COST_N = 65536 };
 
 typedef struct {
     uint64_t seed;
-    int num_tokens;     /* 0: the essay's three tokens */
+    int num_tokens;     /* 0: the three fixed tokens */
     int num_hiddens;
     float dropout;
     bool train;
@@ -126,21 +126,21 @@ static Tensor *d2l_check(Rng *rng)
 
 /* ---- Part 2 -------------------------------------------------------------- */
 
-/* The three tokens (rows) of the essay's PyTorch example. */
-static const float essay_tokens[3 * 3] = {
+/* The three tokens (rows) of a worked PyTorch example of self-attention. */
+static const float example_tokens[3 * 3] = {
     0.8063f, 0.5281f, 2.7724f,
     1.4511f, -0.4305f, 1.3205f,
     1.3092f, -0.5249f, -1.0714f,
 };
 
-/* What the essay's run printed for softmax(X X^T) X. */
-static const float essay_output[3 * 3] = {
+/* What that example's PyTorch run printed for softmax(X X^T) X. */
+static const float example_output[3 * 3] = {
     0.8178f, 0.5111f, 2.7465f,
     1.0429f, 0.1725f, 2.2049f,
     1.3184f, -0.5126f, -0.8610f,
 };
 
-/* x (1, n, d) -> softmax(x x^T) x, the essay's formula without the scale.
+/* x (1, n, d) -> softmax(x x^T) x, the example's formula, without the scale.
  * The weights (1, n, n) go to *weights. */
 static Tensor *unscaled_self_attention(const Tensor *x, Tensor **weights)
 {
@@ -155,27 +155,27 @@ static void show_dropout(const Tensor *x, const Tensor *eval_weights, const Opti
 /* Returns the two weight matrices (2, n, n) for plotting. */
 static Tensor *self_attention(const Options *opt, Rng *rng)
 {
-    const bool essay = opt->num_tokens == 0;
-    const int n = essay ? 3 : opt->num_tokens;
-    const int d = essay ? 3 : opt->num_hiddens;
+    const bool fixed = opt->num_tokens == 0;
+    const int n = fixed ? 3 : opt->num_tokens;
+    const int d = fixed ? 3 : opt->num_hiddens;
     printf("Part 2. Self-attention: queries = keys = values = X\n\n");
-    Tensor *x = essay ? tensor_from(essay_tokens, SHAPE(1, n, d))
+    Tensor *x = fixed ? tensor_from(example_tokens, SHAPE(1, n, d))
                       : tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, n, d));
-    if (essay)
-        printf("Three tokens of size 3, one per row (the essay's example):\n");
+    if (fixed)
+        printf("Three tokens of size 3, one per row (a worked PyTorch example):\n");
     else
         printf("%d random tokens of size %d, one per row:\n", n, d);
     tensor_print_named("X (1, n, d)", x);
 
-    /* The essay computes softmax(X X^T) X, without 1/sqrt(d). */
+    /* The PyTorch example computes softmax(X X^T) X, without 1/sqrt(d). */
     Tensor *plain_weights = NULL;
     Tensor *plain = unscaled_self_attention(x, &plain_weights);
     printf("\nWithout the scale, softmax(X X^T) X:\n");
     tensor_print_named("weights", plain_weights);
     tensor_print_named("output ", plain);
-    if (essay) {
-        Tensor *printed = tensor_from(essay_output, SHAPE(1, 3, 3));
-        printf("The essay's PyTorch run printed\n");
+    if (fixed) {
+        Tensor *printed = tensor_from(example_output, SHAPE(1, 3, 3));
+        printf("The PyTorch example printed\n");
         tensor_print(printed);
         printf("Largest difference %.4f: its tokens were printed with 4 decimals, so this\n"
                "is as close as they allow.\n", (double)tensor_max_abs_diff(plain, printed));

@@ -345,7 +345,7 @@ Test(chapter03, runs_with_defaults_and_checks_itself)
     cr_expect(sscanf(line, "over j < 6: largest difference %lf", &diff) == 1 && diff < 1e-6,
               "output differs from its own weighted sum by %g", diff);
 
-    /* the essay's three tokens, unscaled, give what its PyTorch run printed */
+    /* the three fixed tokens, unscaled, give what the PyTorch example printed */
     cr_expect(strstr(r.out, "         [ 1.0429,  0.1725,  2.2049],\n"
                             "         [ 1.3184, -0.5126, -0.8610]]])") != NULL);
     cr_expect(strstr(r.out, "Largest difference 0.0001:") != NULL);
