@@ -121,18 +121,29 @@ $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 test: $(PROGRAMS) $(OUT)/tests/run_tests
 	$(OUT)/tests/run_tests $(TEST_ARGS)
 
-# Criterion is Debian's libcriterion-dev. Installed here when missing and
-# we are root; otherwise the exact command is printed and make stops.
-criterion:
-	@if ! echo '#include <criterion/criterion.h>' | $(CC) -E -x c - >/dev/null 2>&1; then \
+# What the tests and the fuzzer need from Debian is installed when missing
+# and we are root; otherwise the exact command is printed and make stops.
+# $(call install_if_missing,CHECK,PACKAGE): CHECK is a shell command that
+# succeeds when the thing is there.
+define install_if_missing
+	@if ! { $(1); } >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "Criterion is missing: installing libcriterion-dev with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null \
-	      || { echo "installing libcriterion-dev failed" >&2; exit 1; }; \
+	    echo "$(2) is missing: installing it with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null \
+	      || { echo "installing $(2) failed" >&2; exit 1; }; \
 	  else \
-	    echo "Criterion is missing. Install it with: sudo apt-get install libcriterion-dev" >&2; exit 1; \
+	    echo "$(2) is missing. Install it with: sudo apt-get install $(2)" >&2; exit 1; \
 	  fi; \
 	fi
+endef
+
+criterion:
+	$(call install_if_missing,echo '#include <criterion/criterion.h>' | $(CC) -E -x c -,libcriterion-dev)
+
+fuzz-tools:
+	$(call install_if_missing,command -v $(FUZZ_CC),clang)
+	$(call install_if_missing,echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
+	  | $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null,libclang-rt-dev)
 
 # ---- sanitizers -----------------------------------------------------------
 # A leak makes LeakSanitizer exit non-zero in a program, but Criterion runs
@@ -160,7 +171,7 @@ sanitize:
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_SRC     := tests/fuzz/npy_fuzz.c common/npy.c common/tensor.c common/random.c
-build/fuzz/npy_fuzz: $(FUZZ_SRC) common/npy.h common/tensor.h common/random.h
+build/fuzz/npy_fuzz: $(FUZZ_SRC) common/npy.h common/tensor.h common/random.h | fuzz-tools
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=c11 -O1 -g -Wall -Wextra -Werror -Icommon \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRC) -lm
@@ -176,5 +187,5 @@ fuzz: build/fuzz/npy_fuzz
 clean:
 	rm -rf build tests/run_tests $(PROGRAMS) plots
 
-.PHONY: all run test criterion sanitize clean
+.PHONY: all run test criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)
