@@ -38,14 +38,18 @@ PROGRAMS := \
     $(OUT)/03_self_attention/self_attention \
     $(OUT)/03_self_attention/exercise_dropout_average \
     $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/04_transpose_qkv/exercise_head_split
+    $(OUT)/04_transpose_qkv/exercise_head_split \
+    $(OUT)/05_multihead/multihead \
+    $(OUT)/05_multihead/head_grid \
+    $(OUT)/05_multihead/head_importance
 
 # What `make run` runs, in the order a learner reads them.
 RUN_ORDER := \
     $(OUT)/01_dot_product/dot_product \
     $(OUT)/02_softmax_mask/softmax_mask \
     $(OUT)/03_self_attention/self_attention \
-    $(OUT)/04_transpose_qkv/transpose_qkv
+    $(OUT)/04_transpose_qkv/transpose_qkv \
+    $(OUT)/05_multihead/multihead
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
@@ -57,6 +61,9 @@ $(OUT)/03_self_attention/self_attention: 03_self_attention/main.c $(COMMON_OBJ)
 $(OUT)/03_self_attention/exercise_dropout_average: 03_self_attention/exercise_dropout_average.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/transpose_qkv: 04_transpose_qkv/main.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_split.c $(COMMON_OBJ)
+$(OUT)/05_multihead/multihead: 05_multihead/main.c $(COMMON_OBJ)
+$(OUT)/05_multihead/head_grid: 05_multihead/head_grid.c $(COMMON_OBJ)
+$(OUT)/05_multihead/head_importance: 05_multihead/head_importance.c $(COMMON_OBJ)
 
 $(PROGRAMS):
 	@mkdir -p $(@D)
@@ -67,7 +74,7 @@ $(OUT)/build/common/%.o: common/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
-CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv
+CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 05_multihead
 .PHONY: $(CHAPTERS)
 01_dot_product: $(OUT)/01_dot_product/dot_product
 	$<
@@ -76,6 +83,8 @@ CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv
 03_self_attention: $(OUT)/03_self_attention/self_attention
 	$<
 04_transpose_qkv: $(OUT)/04_transpose_qkv/transpose_qkv
+	$<
+05_multihead: $(OUT)/05_multihead/multihead
 	$<
 
 run: $(PROGRAMS)
@@ -90,7 +99,7 @@ run: $(PROGRAMS)
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)
