@@ -65,9 +65,12 @@ $(OUT)/05_multihead/multihead: 05_multihead/main.c $(COMMON_OBJ)
 $(OUT)/05_multihead/head_grid: 05_multihead/head_grid.c $(COMMON_OBJ)
 $(OUT)/05_multihead/head_importance: 05_multihead/head_importance.c $(COMMON_OBJ)
 
+# DEPFILE keeps a program's header dependencies under build/, out of the
+# chapter folders.
+DEPFILE = -MF $(OUT)/build/deps/$(subst /,_,$(patsubst $(OUT)/%,%,$@)).d
 $(PROGRAMS):
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	@mkdir -p $(@D) $(OUT)/build/deps
+	$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 $(OUT)/build/common/%.o: common/%.c
 	@mkdir -p $(@D)
@@ -124,8 +127,8 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 # ---- tests ----------------------------------------------------------------
 # The test binary finds the chapter programs under BIN_DIR.
 $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
+	@mkdir -p $(@D) $(OUT)/build/deps
+	$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
 
 test: $(PROGRAMS) $(OUT)/tests/run_tests
 	$(OUT)/tests/run_tests $(TEST_ARGS)
