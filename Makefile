@@ -41,7 +41,9 @@ PROGRAMS := \
     $(OUT)/04_transpose_qkv/exercise_head_split \
     $(OUT)/05_multihead/multihead \
     $(OUT)/05_multihead/head_grid \
-    $(OUT)/05_multihead/head_importance
+    $(OUT)/05_multihead/head_importance \
+    $(OUT)/06_permutation_invariance/permutation_invariance \
+    $(OUT)/06_permutation_invariance/exercise_causal_order
 
 # What `make run` runs, in the order a learner reads them.
 RUN_ORDER := \
@@ -49,7 +51,8 @@ RUN_ORDER := \
     $(OUT)/02_softmax_mask/softmax_mask \
     $(OUT)/03_self_attention/self_attention \
     $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/05_multihead/multihead
+    $(OUT)/05_multihead/multihead \
+    $(OUT)/06_permutation_invariance/permutation_invariance
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
@@ -64,6 +67,8 @@ $(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_spli
 $(OUT)/05_multihead/multihead: 05_multihead/main.c $(COMMON_OBJ)
 $(OUT)/05_multihead/head_grid: 05_multihead/head_grid.c $(COMMON_OBJ)
 $(OUT)/05_multihead/head_importance: 05_multihead/head_importance.c $(COMMON_OBJ)
+$(OUT)/06_permutation_invariance/permutation_invariance: 06_permutation_invariance/main.c $(COMMON_OBJ)
+$(OUT)/06_permutation_invariance/exercise_causal_order: 06_permutation_invariance/exercise_causal_order.c $(COMMON_OBJ)
 
 # DEPFILE keeps a program's header dependencies under build/, out of the
 # chapter folders.
@@ -77,7 +82,7 @@ $(OUT)/build/common/%.o: common/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
-CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 05_multihead
+CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 05_multihead 06_permutation_invariance
 .PHONY: $(CHAPTERS)
 01_dot_product: $(OUT)/01_dot_product/dot_product
 	$<
@@ -88,6 +93,8 @@ CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 05
 04_transpose_qkv: $(OUT)/04_transpose_qkv/transpose_qkv
 	$<
 05_multihead: $(OUT)/05_multihead/multihead
+	$<
+06_permutation_invariance: $(OUT)/06_permutation_invariance/permutation_invariance
 	$<
 
 run: $(PROGRAMS)
@@ -102,7 +109,7 @@ run: $(PROGRAMS)
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 06_permutation_invariance/permutation_invariance
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)

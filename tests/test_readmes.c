@@ -73,4 +73,4 @@ Test(readmes, chapter_02_quotes_match)   { cr_expect_gt(check_readme(chapters[1]
 Test(readmes, chapter_03_quotes_match)   { cr_expect_gt(check_readme(chapters[2]), 0); }
 Test(readmes, chapter_04_quotes_match)   { cr_expect_gt(check_readme(chapters[3]), 0); }
 Test(readmes, chapter_05_quotes_match)   { cr_expect_gt(check_readme(chapters[4]), 0); }
-Test(readmes, chapter_06_quotes_match)   { check_readme(chapters[5]); }
+Test(readmes, chapter_06_quotes_match)   { cr_expect_gt(check_readme(chapters[5]), 0); }

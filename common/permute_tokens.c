@@ -1,0 +1,99 @@
+/*
+ * permute_tokens.c - reordering the tokens of a sequence (introduced in
+ * chapter 06). See permute_tokens.h.
+ *
+ * Legend: B = batch_size, T = number of tokens, D = num_hiddens.
+ */
+#include "permute_tokens.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool is_permutation(const int *perm, int n)
+{
+    if (n < 0 || (n > 0 && perm == NULL))
+        return false;
+    bool *seen = checked_calloc("is_permutation", (size_t)n + 1, sizeof *seen);
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        if (perm[i] < 0 || perm[i] >= n || seen[perm[i]])
+            ok = false;
+        else
+            seen[perm[i]] = true;
+    }
+    free(seen);
+    return ok;
+}
+
+/* perm (n,) -> inverse (n,) */
+void permutation_inverse(const int *perm, int *inverse, int n)
+{
+    if (!is_permutation(perm, n))
+        die("permutation_inverse", "perm is not a permutation of 0..%d", n - 1);
+    /* P moves token perm[i] to position i, so undoing it moves the token at
+     * position i back to perm[i]. */
+    for (int i = 0; i < n; i++)
+        inverse[perm[i]] = i;
+}
+
+/* x (outer..., n, inner...) -> out of the same shape, rows along dim moved */
+Tensor *permute_along(const Tensor *x, int dim, const int *perm)
+{
+    static const char func[] = "permute_along";
+    if (dim < 0 || dim >= x->ndim) {
+        char buf[64];
+        die(func, "dim %d is out of range for a tensor of shape %s", dim,
+            shape_str(buf, sizeof buf, x->ndim, x->shape));
+    }
+    const int n = x->shape[dim];
+    if (!is_permutation(perm, n))
+        die(func, "perm is not a permutation of 0..%d (dimension %d has size %d)",
+            n - 1, dim, n);
+
+    /* View x as (outer, n, inner): outer counts everything before dim,
+     * inner everything after it. One "row" along dim is then inner
+     * contiguous floats, and moving a row is one memcpy. */
+    size_t outer = 1, inner = 1;
+    for (int i = 0; i < dim; i++)
+        outer *= (size_t)x->shape[i];
+    for (int i = dim + 1; i < x->ndim; i++)
+        inner *= (size_t)x->shape[i];
+
+    Tensor *out = tensor_zeros(x->ndim, x->shape);
+    for (size_t o = 0; o < outer; o++)
+        for (int i = 0; i < n; i++) {
+            const float *src_row = x->data + (o * (size_t)n + (size_t)perm[i]) * inner;
+            float *dst_row = out->data + (o * (size_t)n + (size_t)i) * inner;
+            memcpy(dst_row, src_row, inner * sizeof *dst_row);
+        }
+    return out;
+}
+
+/* x (B, T, ...) -> (B, T, ...) */
+Tensor *permute_tokens(const Tensor *x, const int *perm)
+{
+    if (x->ndim < 2) {
+        char buf[64];
+        die("permute_tokens", "x expected shape (B, T, ...), got %s",
+            shape_str(buf, sizeof buf, x->ndim, x->shape));
+    }
+    return permute_along(x, 1, perm);
+}
+
+/* weights (..., T, T) -> (..., T, T) */
+Tensor *permute_queries_and_keys(const Tensor *weights, const int *perm)
+{
+    const int n = weights->ndim;
+    if (n < 2 || weights->shape[n - 1] != weights->shape[n - 2]) {
+        char buf[64];
+        die("permute_queries_and_keys", "weights expected shape (..., T, T), got %s",
+            shape_str(buf, sizeof buf, n, weights->shape));
+    }
+    /* In self-attention the queries and the keys are the same tokens, so
+     * moving the tokens moves the rows (queries) and the columns (keys) of
+     * the weight matrix together. */
+    Tensor *rows_moved = permute_along(weights, n - 2, perm);
+    Tensor *both_moved = permute_along(rows_moved, n - 1, perm);
+    tensor_free(rows_moved);
+    return both_moved;
+}

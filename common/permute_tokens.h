@@ -1,0 +1,47 @@
+/*
+ * permute_tokens.h - reordering the tokens of a sequence (introduced in
+ * chapter 06).
+ *
+ * Legend: B = batch_size, T = number of tokens, D = num_hiddens,
+ * H = num_heads, K = num_keys.
+ *
+ * A permutation of n tokens is an int array perm holding each of 0..n-1
+ * once. Applying it to X puts token perm[i] at position i:
+ *
+ *     (P X)[b, i, :] = X[b, perm[i], :]          X[:, perm] in PyTorch
+ *
+ * which is the same as multiplying every sequence by the permutation matrix
+ * P with P[i, perm[i]] = 1 and zeros elsewhere. Undoing it needs the inverse
+ * permutation: P^T X = X[:, inverse], inverse[perm[i]] = i.
+ *
+ * Moving rows copies floats and does no arithmetic, so a permuted tensor
+ * holds exactly the same bits as the original, only in another order.
+ */
+#ifndef PERMUTE_TOKENS_H
+#define PERMUTE_TOKENS_H
+
+#include <stdbool.h>
+
+#include "tensor.h"
+
+/* true when perm[0..n) holds each of 0..n-1 exactly once. */
+bool is_permutation(const int *perm, int n);
+
+/* inverse[perm[i]] = i for i < n; perm must be a permutation. */
+void permutation_inverse(const int *perm, int *inverse, int n);
+
+/* x (any shape), dim, perm (x.shape[dim],) -> out (same shape) with
+ * out[..., i, ...] = x[..., perm[i], ...] along dimension dim, like
+ * x.index_select(dim, torch.tensor(perm)). Stops with a message naming the
+ * function when dim is out of range or perm is not a permutation. */
+Tensor *permute_along(const Tensor *x, int dim, const int *perm);
+
+/* x (B, T, ...) -> P x, the tokens (dimension 1) reordered by perm (T,). */
+Tensor *permute_tokens(const Tensor *x, const int *perm);
+
+/* weights (..., T, T) -> P weights P^T: rows and columns (the last two
+ * dimensions) both reordered by perm. This is how the attention weights of
+ * self-attention move when its input tokens move. */
+Tensor *permute_queries_and_keys(const Tensor *weights, const int *perm);
+
+#endif
