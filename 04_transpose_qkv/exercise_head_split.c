@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--seed"))
-            seed = cli_u64(PROG, argv[i], cli_value(PROG, argc, argv, &i));
+            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
         else if (cli_is(argv[i], "--help")) {
             printf("usage: %s [--seed N]\n\n"
                    "Checks the formulas of chapter 04's exercise 2 (where an element lands\n"

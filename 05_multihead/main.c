@@ -173,11 +173,25 @@ static int save_tensor(const char *dir, const char *name, const Tensor *x)
     return 0;
 }
 
+/* Remove DIR/NAME.npy for each name. A failed --to calls it on what the
+ * run wrote, so no file is left without the others it belongs with. */
+static void remove_saved(const char *dir, const char *const *names, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.npy", dir, names[i]);
+        remove(path);
+    }
+}
+
 static int save_results(const char *dir, const Tensor *output, const Tensor *weights)
 {
-    if (save_tensor(dir, "output", output) != 0 ||
-        save_tensor(dir, "attention_weights", weights) != 0)
+    if (save_tensor(dir, "output", output) != 0)
         return -1;
+    if (save_tensor(dir, "attention_weights", weights) != 0) {
+        remove_saved(dir, (const char *const[]){"output"}, 1);
+        return -1;
+    }
     char s1[64], s2[64];
     printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
            shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
@@ -193,22 +207,29 @@ static int save_example(const char *dir, const MultiHeadAttention *layer, const 
                                layer->W_o, layer->b_q, layer->b_k, layer->b_v, layer->b_o};
     static const char *const names[] = {"queries", "keys", "values", "W_q", "W_k", "W_v",
                                         "W_o", "b_q", "b_k", "b_v", "b_o"};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
-        if (tensors[i] != NULL && save_tensor(dir, names[i], tensors[i]) != 0)
+    const size_t count = sizeof tensors / sizeof tensors[0];
+    for (size_t i = 0; i < count; i++) {
+        if (tensors[i] == NULL) {
+            /* a b_q.npy left from an earlier run with --bias would give this
+             * layer biases it does not have */
+            remove_saved(dir, &names[i], 1);
+        } else if (save_tensor(dir, names[i], tensors[i]) != 0) {
+            remove_saved(dir, names, i);
             return -1;
+        }
+    }
     if (valid_lens != NULL) {
         char path[4096], err[NPY_ERR_LEN];
         snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
         if (npy_save_ints(path, valid_lens->data, valid_lens->ndim, valid_lens->shape, err,
                           sizeof err) != 0) {
             fprintf(stderr, "%s: %s\n", PROG, err);
+            remove_saved(dir, names, count);
             return -1;
         }
     } else {
         /* a valid_lens.npy left from an earlier run would mask this one */
-        char path[4096];
-        snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
-        remove(path);
+        remove_saved(dir, (const char *const[]){"valid_lens"}, 1);
     }
     return 0;
 }
@@ -311,12 +332,18 @@ static int run_example(const Options *opt)
     if (opt->plot_dir && write_plot(opt->plot_dir, weights) != 0)
         status = 1;
     if (status == 0 && opt->to_dir) {
-        if (save_example(opt->to_dir, layer, X, Y, Y, valid_lens) != 0 ||
-            save_results(opt->to_dir, output, weights) != 0)
+        if (save_example(opt->to_dir, layer, X, Y, Y, valid_lens) != 0) {
             status = 1;
-        else
+        } else if (save_results(opt->to_dir, output, weights) != 0) {
+            static const char *const example[] = {"queries", "keys", "values", "W_q", "W_k",
+                                                  "W_v", "W_o", "b_q", "b_k", "b_v", "b_o",
+                                                  "valid_lens"};
+            remove_saved(opt->to_dir, example, sizeof example / sizeof example[0]);
+            status = 1;
+        } else {
             printf("%s also holds the inputs and parameters: run it again with\n"
                    "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, H);
+        }
     }
     tensor_free(X);
     tensor_free(Y);

@@ -1,47 +1,745 @@
 /*
  * test_bad_input.c - every wrong input gets one clear line and a non-zero
- * exit, never a crash, a hang or a half-written file.
+ * exit, never a crash, a hang, a NaN or a half-written file.
  *
  * One row per case: the program, its arguments, the exit status expected
  * (2 for a usage error, 1 for a runtime error), words that stderr must
- * contain, and optionally a file that must not exist afterwards.
+ * contain, and optionally a file that must not exist afterwards. Every row
+ * runs in a fresh scratch directory; '@' in the arguments and in the file
+ * stands for it. A row may also
+ *   - build files there first (setup): .npy inputs for 05's --from, made
+ *     byte by byte here so that they can hold what numpy.save would never
+ *     write, or an output name already taken by a directory;
+ *   - cap the memory the program may take (memory_mb), so that a size that
+ *     cannot be allocated fails at once instead of filling the machine;
+ *   - run the program as an ordinary user (unprivileged), for a directory
+ *     that cannot be written: root may write into any directory.
+ * After every run no temporary file (*.tmp*) may be left in the scratch
+ * directory.
  *
  * Runs of the sanitizer build keep checking memory errors here, but not
  * leaks: a program that stops on an error does not free what it holds.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
+#define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers.h"
+#include "tensor.h"
+
+/* A sanitizer build reserves terabytes of shadow memory, so an address-space
+ * limit would stop it before main; its allocator is capped instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+typedef void (*Setup)(const char *dir);
 
 typedef struct {
     const char *program;
-    const char *args;
+    const char *args;             /* '@' is the scratch directory */
     int status;
     const char *message;
-    const char *must_not_exist;
+    const char *must_not_exist;   /* '@' is the scratch directory */
+    Setup setup;                  /* NULL: an empty scratch directory */
+    int memory_mb;                /* 0: no limit */
+    bool unprivileged;
 } BadInput;
+
+/* ---- .npy files written by hand ------------------------------------------ */
+
+/* "(2, 3, 4)", or "(5,)" for one dimension, as NumPy writes a shape. */
+static void shape_text(char *buf, size_t len, int ndim, const int64_t *shape)
+{
+    size_t used = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < ndim; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    snprintf(buf + used, len - used, ndim == 1 ? ",)" : ")");
+}
+
+/* DIR/in/NAME.npy: version 1.0, the header padded with spaces to a multiple
+ * of 64 bytes and ended by '\n', as numpy.save writes it, then the bytes.
+ * The numbers are this machine's, little-endian on every machine we run. */
+static void write_npy(const char *dir, const char *name, const char *descr, int ndim,
+                      const int64_t *shape, const void *data, size_t bytes)
+{
+    char path[512], shape_buf[160], dict[256];
+    snprintf(path, sizeof path, "%s/in/%s.npy", dir, name);
+    shape_text(shape_buf, sizeof shape_buf, ndim, shape);
+    int dict_len = snprintf(dict, sizeof dict,
+                            "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
+                            shape_buf);
+    int header_len = dict_len + 1;
+    header_len += (64 - (10 + header_len) % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    cr_assert(f != NULL, "cannot write the fixture %s", path);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(header_len & 0xff, f);
+    fputc(header_len >> 8, f);
+    fputs(dict, f);
+    for (int i = dict_len; i < header_len - 1; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fwrite(data, 1, bytes, f);
+    cr_assert_eq(fclose(f), 0, "cannot write the fixture %s", path);
+}
+
+/* '<f4' data of the given shape; element poison_at (if not -1) is poison. */
+static void write_floats_poisoned(const char *dir, const char *name, int ndim, const int *shape,
+                                  long poison_at, float poison)
+{
+    int64_t shape64[TENSOR_MAX_DIMS];
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        shape64[i] = shape[i];
+        count *= (size_t)shape[i];
+    }
+    float *data = malloc(count * sizeof *data);
+    cr_assert(data != NULL);
+    /* not all ones, and different in every file */
+    for (size_t i = 0; i < count; i++)
+        data[i] = sinf(0.7f * (float)i + (float)strlen(name));
+    if (poison_at >= 0)
+        data[poison_at] = poison;
+    write_npy(dir, name, "<f4", ndim, shape64, data, count * sizeof *data);
+    free(data);
+}
+
+static void write_floats(const char *dir, const char *name, int ndim, const int *shape)
+{
+    write_floats_poisoned(dir, name, ndim, shape, -1, 0.0f);
+}
+
+static void write_ints(const char *dir, const char *name, const char *descr, int ndim,
+                       const int *shape, const long long *values)
+{
+    int64_t shape64[TENSOR_MAX_DIMS];
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        shape64[i] = shape[i];
+        count *= (size_t)shape[i];
+    }
+    bool wide = strcmp(descr, "<i8") == 0;
+    unsigned char bytes[256];
+    for (size_t i = 0; i < count; i++) {
+        if (wide) {
+            int64_t v = values[i];
+            memcpy(bytes + 8 * i, &v, 8);
+        } else {
+            int32_t v = (int32_t)values[i];
+            memcpy(bytes + 4 * i, &v, 4);
+        }
+    }
+    write_npy(dir, name, descr, ndim, shape64, bytes, count * (wide ? 8 : 4));
+}
+
+static void remove_input(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/%s.npy", dir, name);
+    cr_assert_eq(unlink(path), 0, "cannot remove %s", path);
+}
+
+static void make_dir(const char *dir, const char *sub)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    cr_assert_eq(mkdir(path, 0755), 0, "cannot make %s", path);
+}
+
+/* ---- fixtures -------------------------------------------------------------- */
+
+/* @/in: a layer that runs: B = 2, T = 3, K = 4, D = Dq = Dk = Dv = 4, so
+ * --heads 1, 2 or 4 fit. Each setup below spoils one thing. */
+static void from_good(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "queries", SHAPE(2, 3, 4));
+    write_floats(dir, "keys", SHAPE(2, 4, 4));
+    write_floats(dir, "values", SHAPE(2, 4, 4));
+    write_floats(dir, "W_q", SHAPE(4, 4));
+    write_floats(dir, "W_k", SHAPE(4, 4));
+    write_floats(dir, "W_v", SHAPE(4, 4));
+    write_floats(dir, "W_o", SHAPE(4, 4));
+}
+
+static void from_no_keys(const char *dir)
+{
+    from_good(dir);
+    remove_input(dir, "keys");
+}
+
+static void from_keys_batch(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "keys", SHAPE(3, 4, 4));
+}
+
+static void from_values_count(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "values", SHAPE(2, 5, 4));
+}
+
+static void from_w_k_in(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "W_k", SHAPE(4, 3));
+}
+
+static void from_w_o_not_square(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "W_o", SHAPE(4, 5));
+}
+
+static void from_bias_size(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "b_q", SHAPE(5));
+}
+
+static void from_queries_2d(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "queries", SHAPE(3, 4));
+}
+
+static void from_hiddens_6(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "W_q", SHAPE(6, 4));
+    write_floats(dir, "W_k", SHAPE(6, 4));
+    write_floats(dir, "W_v", SHAPE(6, 4));
+    write_floats(dir, "W_o", SHAPE(6, 6));
+}
+
+static void from_nan(const char *dir)
+{
+    from_good(dir);
+    /* element 27 of (2, 4, 4) is [1, 2, 3] */
+    write_floats_poisoned(dir, "values", SHAPE(2, 4, 4), 27, NAN);
+}
+
+static void from_inf(const char *dir)
+{
+    from_good(dir);
+    write_floats_poisoned(dir, "W_v", SHAPE(4, 4), 1, -INFINITY);
+}
+
+static void from_f8_too_large(const char *dir)
+{
+    from_good(dir);
+    double data[24];
+    for (int i = 0; i < 24; i++)
+        data[i] = 0.25 * i;
+    data[5] = 1e300;   /* a fine double, but no float */
+    write_npy(dir, "queries", "<f8", 3, (const int64_t[]){2, 3, 4}, data, sizeof data);
+}
+
+static void from_big_endian(const char *dir)
+{
+    from_good(dir);
+    float data[16] = {0};
+    write_npy(dir, "W_q", ">f4", 2, (const int64_t[]){4, 4}, data, sizeof data);
+}
+
+static void from_not_npy(const char *dir)
+{
+    from_good(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/keys.npy", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fputs("0.1,0.2,0.3\n", f);
+    fclose(f);
+}
+
+/* A header that promises 10^15 floats (4 PB) over 64 bytes of data: the
+ * reader must refuse before it tries to allocate. */
+static void from_huge_shape(const char *dir)
+{
+    from_good(dir);
+    char data[64] = {0};
+    write_npy(dir, "queries", "<f4", 3, (const int64_t[]){100000, 100000, 100000}, data,
+              sizeof data);
+}
+
+/* B * T * D does not fit in 64 bits. */
+static void from_overflow_shape(const char *dir)
+{
+    from_good(dir);
+    char data[64] = {0};
+    write_npy(dir, "queries", "<f4", 3, (const int64_t[]){2147483647, 2147483647, 8}, data,
+              sizeof data);
+}
+
+/* A dimension that does not fit in an int. */
+static void from_dimension_too_large(const char *dir)
+{
+    from_good(dir);
+    char data[64] = {0};
+    write_npy(dir, "keys", "<f4", 3, (const int64_t[]){2, 4294967296LL, 4}, data, sizeof data);
+}
+
+static void from_valid_lens_above(const char *dir)
+{
+    from_good(dir);
+    write_ints(dir, "valid_lens", "<i8", SHAPE(2), (const long long[]){2, 5});
+}
+
+static void from_valid_lens_negative(const char *dir)
+{
+    from_good(dir);
+    write_ints(dir, "valid_lens", "<i4", SHAPE(2, 3), (const long long[]){1, 2, 3, 0, -1, 2});
+}
+
+static void from_valid_lens_shape(const char *dir)
+{
+    from_good(dir);
+    write_ints(dir, "valid_lens", "<i4", SHAPE(3), (const long long[]){1, 2, 3});
+}
+
+static void from_valid_lens_huge(const char *dir)
+{
+    from_good(dir);
+    write_ints(dir, "valid_lens", "<i8", SHAPE(2), (const long long[]){1, 4294967298LL});
+}
+
+static void from_valid_lens_float(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "valid_lens", SHAPE(2));
+}
+
+/* Rows of 65536 keys: the (1, 65536, 65536) scores need 17 GB. */
+static void from_long_rows(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "queries", SHAPE(1, 65536, 1));
+    write_floats(dir, "keys", SHAPE(1, 65536, 1));
+    write_floats(dir, "values", SHAPE(1, 65536, 1));
+    write_floats(dir, "W_q", SHAPE(1, 1));
+    write_floats(dir, "W_k", SHAPE(1, 1));
+    write_floats(dir, "W_v", SHAPE(1, 1));
+    write_floats(dir, "W_o", SHAPE(1, 1));
+}
+
+/* Output names already taken by a directory: the write fails half way. */
+static void out_results_taken(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    make_dir(dir, "out/attention_weights.npy");
+}
+
+static void out_output_taken(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    make_dir(dir, "out/output.npy");
+}
+
+static void out_w_v_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/W_v.npy");
+}
+
+static void plot_softmax_gp_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/masked_softmax.gp");
+}
+
+static void plot_self_attention_dat_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/self_attention.dat");
+}
+
+static void plot_head_grid_gp_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/head_grid_random.gp");
+}
+
+static void plot_permutation_gp_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/permutation_weights.gp");
+}
+
+static void a_file(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/file", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fclose(f);
+}
+
+static void read_only_dir(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "readonly");
+    char path[512];
+    snprintf(path, sizeof path, "%s/readonly", dir);
+    cr_assert_eq(chmod(path, 0555), 0);
+}
+
+/* ---- the table --------------------------------------------------------------- */
 
 #define DOT "01_dot_product/dot_product"
 #define NOISY "01_dot_product/noisy_query"
+#define SOFTMAX "02_softmax_mask/softmax_mask"
+#define CAUSAL "02_softmax_mask/exercise_causal_mask"
+#define SELF "03_self_attention/self_attention"
+#define DROPOUT "03_self_attention/exercise_dropout_average"
+#define TRANSPOSE "04_transpose_qkv/transpose_qkv"
+#define SPLIT "04_transpose_qkv/exercise_head_split"
+#define MULTI "05_multihead/multihead"
+#define GRID "05_multihead/head_grid"
+#define IMPORTANCE "05_multihead/head_importance"
+#define PERMUTATION "06_permutation_invariance/permutation_invariance"
+#define ORDER "06_permutation_invariance/exercise_causal_order"
 
+/* Most rows leave the last fields out (no setup, no limit): zero. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static BadInput rows[] = {
     /* chapter 01 */
     {DOT, "--frobnicate", 2, "unknown option '--frobnicate'", NULL},
     {DOT, "--query", 2, "--query needs a value", NULL},
     {DOT, "--query Germany", 2, "'Germany' is not in the vocabulary", NULL},
+    {DOT, "--query ''", 2, "'' is not in the vocabulary", NULL},
     {DOT, "--seed abc", 2, "--seed expects a whole number", NULL},
     {DOT, "--seed -1", 2, "--seed expects a whole number", NULL},
+    {DOT, "--seed 12abc", 2, "--seed expects a whole number", NULL},
     {DOT, "--seed 99999999999999999999999", 2, "--seed expects a whole number", NULL},
     {NOISY, "--keys 0", 2, "--keys expects a whole number from 2", NULL},
+    {NOISY, "--keys 1", 2, "--keys expects a whole number from 2 to 4096, got '1'", NULL},
     {NOISY, "--dim -4", 2, "--dim expects a whole number from 1", NULL},
+    {NOISY, "--dim", 2, "--dim needs a value", NULL},
     {NOISY, "--trials 1e9", 2, "--trials expects a whole number", NULL},
+    {NOISY, "--trials 0", 2, "--trials expects a whole number from 1", NULL},
     {NOISY, "--keys 99999999999999999999", 2, "--keys expects a whole number", NULL},
+    /* 4096 x 4096 keys are 64 MB: more than the 32 MB allowed */
+    {NOISY, "--keys 4096 --dim 4096", 1, "out of memory: a tensor of shape (4096, 4096) "
+     "needs 67108864 bytes", NULL, NULL, 32, false},
+
+    /* chapter 02 */
+    {SOFTMAX, "--batch 0", 2, "--batch expects a whole number from 1 to 16, got '0'", NULL},
+    {SOFTMAX, "--queries 17", 2, "--queries expects a whole number from 1 to 16", NULL},
+    {SOFTMAX, "--keys -3", 2, "--keys expects a whole number from 1 to 16", NULL},
+    {SOFTMAX, "--keys 99999999999999999999", 2, "--keys expects a whole number", NULL},
+    {SOFTMAX, "--batch 2.5", 2, "--batch expects a whole number", NULL},
+    {SOFTMAX, "--seed", 2, "--seed needs a value", NULL},
+    {SOFTMAX, "--valid-lens 5,1", 2, "--valid-lens expects comma-separated whole numbers "
+     "from 0 to 4, got '5,1'", NULL},
+    {SOFTMAX, "--valid-lens -1,2", 2, "--valid-lens expects comma-separated whole numbers", NULL},
+    {SOFTMAX, "--valid-lens 1,,2", 2, "--valid-lens expects comma-separated whole numbers", NULL},
+    {SOFTMAX, "--valid-lens abc", 2, "--valid-lens expects comma-separated whole numbers", NULL},
+    {SOFTMAX, "--valid-lens 1,2,3", 2, "3 lengths fit neither (batch,) = (2,) nor "
+     "(batch, queries) = (2, 2)", NULL},
+    {SOFTMAX, "--plot @/missing", 2, "--plot: directory '", "@/missing/masked_softmax.dat"},
+    {SOFTMAX, "--plot @/file", 2, "is not a directory", NULL, a_file},
+    {SOFTMAX, "--plot @/readonly", 2, "is not writable", "@/readonly/masked_softmax.dat",
+     read_only_dir, 0, true},
+    {SOFTMAX, "--plot @/out", 1, "masked_softmax.gp': Is a directory",
+     "@/out/masked_softmax.dat", plot_softmax_gp_taken},
+    {CAUSAL, "--tokens 1", 2, "--tokens expects a whole number from 2 to 16, got '1'", NULL},
+    {CAUSAL, "--tokens 17", 2, "--tokens expects a whole number from 2 to 16", NULL},
+    {CAUSAL, "--causal", 2, "unknown option '--causal'", NULL},
+
+    /* chapter 03 */
+    {SELF, "--tokens 0", 2, "--tokens expects a whole number from 1 to 64, got '0'", NULL},
+    {SELF, "--tokens 65", 2, "--tokens expects a whole number from 1 to 64", NULL},
+    {SELF, "--hiddens 4", 2, "--hiddens sizes random tokens: give --tokens N too", NULL},
+    {SELF, "--tokens 4 --hiddens 1025", 2, "--hiddens expects a whole number from 1 to 1024",
+     NULL},
+    {SELF, "--dropout 1", 2, "--dropout must be below 1", NULL},
+    {SELF, "--dropout -0.1", 2, "--dropout expects a number from 0 to 1, got '-0.1'", NULL},
+    {SELF, "--dropout nan", 2, "--dropout expects a number from 0 to 1, got 'nan'", NULL},
+    {SELF, "--dropout inf", 2, "--dropout expects a number from 0 to 1, got 'inf'", NULL},
+    {SELF, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {SELF, "--plot", 2, "--plot needs a value", NULL},
+    {SELF, "--plot @/missing", 2, "--plot: directory '", "@/missing/self_attention.dat"},
+    {SELF, "--plot @/out", 1, "self_attention.dat': Is a directory",
+     "@/out/self_attention.gp", plot_self_attention_dat_taken},
+    {DROPOUT, "--draws 9", 2, "--draws expects a whole number from 10 to 1000000", NULL},
+    {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
+    {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
+
+    /* chapter 04 */
+    {TRANSPOSE, "--heads 0", 2, "--heads expects a whole number from 1 to 99, got '0'", NULL},
+    {TRANSPOSE, "--batch 10", 2, "--batch expects a whole number from 1 to 9", NULL},
+    {TRANSPOSE, "--queries -1", 2, "--queries expects a whole number from 1 to 9", NULL},
+    {TRANSPOSE, "--hiddens 10 --heads 4", 2, "--hiddens 10 does not divide by --heads 4", NULL},
+    {TRANSPOSE, "--valid-lens 1,2,3", 2, "--valid-lens needs 2 lengths (one per sequence), "
+     "got 3", NULL},
+    {TRANSPOSE, "--valid-lens 9,1", 2, "--valid-lens expects comma-separated whole numbers "
+     "from 0 to 3, got '9,1'", NULL},
+    /* the flag is named by cli_u64, not by argv[i] after cli_value moved i */
+    {SPLIT, "--seed abc", 2, "exercise_head_split: --seed expects a whole number", NULL},
+    {SPLIT, "--seed", 2, "--seed needs a value", NULL},
+    {SPLIT, "--heads 2", 2, "unknown option '--heads'", NULL},
+
+    /* chapter 05: options of the built-in example */
+    {MULTI, "--hiddens 100 --heads 7", 2, "--hiddens 100 does not divide by --heads 7", NULL},
+    {MULTI, "--batch 65", 2, "--batch expects a whole number from 1 to 64, got '65'", NULL},
+    {MULTI, "--keys 0", 2, "--keys expects a whole number from 1 to 256", NULL},
+    {MULTI, "--hiddens 4096", 2, "--hiddens expects a whole number from 1 to 1024", NULL},
+    {MULTI, "--valid-lens 7,1", 2, "--valid-lens expects comma-separated whole numbers "
+     "from 0 to 6, got '7,1'", NULL},
+    {MULTI, "--valid-lens 1", 2, "--valid-lens needs 2 lengths (one per sequence), got 1", NULL},
+    {MULTI, "--dropout 1", 2, "--dropout expects a number from 0 to 0.99", NULL},
+    {MULTI, "--to @/missing", 2, "--to: directory '", "@/missing/output.npy"},
+    {MULTI, "--to @/file", 2, "--to: '", NULL, a_file},
+    {MULTI, "--to @/readonly", 2, "is not writable", "@/readonly/queries.npy", read_only_dir, 0,
+     true},
+    /* the parameters were written, then W_v failed: none may stay */
+    {MULTI, "--to @/out", 1, "W_v.npy: cannot write", "@/out/queries.npy", out_w_v_taken},
+    {MULTI, "--plot @/missing", 2, "--plot: directory '", "@/missing/multihead_weights.dat"},
+
+    /* chapter 05: --from DIR */
+    {MULTI, "--from @/missing --heads 2", 2, "--from: '", NULL},
+    {MULTI, "--from @/in", 2, "--from needs --heads H", NULL, from_good},
+    {MULTI, "--from @/in --heads 2 --batch 3", 2, "--from takes its sizes", NULL, from_good},
+    {MULTI, "--from @/in --heads 2", 1, "keys.npy: cannot open: No such file", NULL,
+     from_no_keys},
+    {MULTI, "--from @/in --heads 2", 1, "keys.npy has shape (3, 4, 4), expected (2, *, *)",
+     NULL, from_keys_batch},
+    {MULTI, "--from @/in --heads 2", 1, "values.npy has shape (2, 5, 4), expected (2, 4, *)",
+     NULL, from_values_count},
+    {MULTI, "--from @/in --heads 2", 1, "W_k.npy has shape (4, 3), expected (4, 4)", NULL,
+     from_w_k_in},
+    {MULTI, "--from @/in --heads 2", 1, "W_o.npy has shape (4, 5), expected (4, 4)", NULL,
+     from_w_o_not_square},
+    {MULTI, "--from @/in --heads 2", 1, "b_q.npy has shape (5,), expected (4,)", NULL,
+     from_bias_size},
+    {MULTI, "--from @/in --heads 2", 1, "queries.npy has shape (3, 4), expected (*, *, *)",
+     NULL, from_queries_2d},
+    {MULTI, "--from @/in --heads 4", 1, "--heads 4 does not divide num_hiddens 6", NULL,
+     from_hiddens_6},
+    {MULTI, "--from @/in --heads 2", 1, "values.npy: element 27 (index [1, 2, 3]) is NaN",
+     NULL, from_nan},
+    {MULTI, "--from @/in --heads 2", 1, "W_v.npy: element 1 (index [0, 1]) is -inf", NULL,
+     from_inf},
+    {MULTI, "--from @/in --heads 2", 1, "queries.npy: element 5 (index [0, 1, 1]) = 1e+300 "
+     "is outside the float32 range", NULL, from_f8_too_large},
+    {MULTI, "--from @/in --heads 2", 1, "W_q.npy: big-endian data ('>f4') is not supported",
+     NULL, from_big_endian},
+    {MULTI, "--from @/in --heads 2", 1, "keys.npy: not a .npy file", NULL, from_not_npy},
+    {MULTI, "--from @/in --heads 2", 1, "needs 4000000000000000 bytes, but only 64 follow",
+     NULL, from_huge_shape},
+    {MULTI, "--from @/in --heads 2", 1, "its size overflows", NULL, from_overflow_shape},
+    {MULTI, "--from @/in --heads 2", 1, "keys.npy: bad shape: a dimension is larger than "
+     "2147483647", NULL, from_dimension_too_large},
+    {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy: element 1 is 5; a length must be "
+     "from 0 to the number of keys", NULL, from_valid_lens_above},
+    {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy: element 4 is -1", NULL,
+     from_valid_lens_negative},
+    {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy has shape (3,), expected (2,) or (2, 3)",
+     NULL, from_valid_lens_shape},
+    {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy: element 1 (index [1]) = 4294967298 "
+     "does not fit in an int", NULL, from_valid_lens_huge},
+    {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy: holds floating-point data", NULL,
+     from_valid_lens_float},
+    {MULTI, "--from @/in --heads 1", 1, "out of memory: a tensor of shape (1, 65536, 65536) "
+     "needs 17179869184 bytes", NULL, from_long_rows, 256, false},
+    {MULTI, "--from @/in --heads 2 --to @/missing", 2, "--to: directory '",
+     "@/missing/output.npy", from_good},
+    {MULTI, "--from @/in --heads 2 --to @/readonly", 2, "is not writable",
+     "@/readonly/output.npy", read_only_dir, 0, true},
+    /* output.npy was written, then attention_weights.npy failed */
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "attention_weights.npy: cannot write",
+     "@/out/output.npy", out_results_taken},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "output.npy: cannot write",
+     "@/out/attention_weights.npy", out_output_taken},
+    {MULTI, "--from @/in --heads 2 --plot @/missing", 2, "--plot: directory '",
+     "@/missing/multihead_weights.dat", from_good},
+
+    /* chapter 05: the exercises */
+    {GRID, "--hiddens 8 --heads 3", 2, "--hiddens 8 does not divide by --heads 3", NULL},
+    {GRID, "--heads 9", 2, "--heads expects a whole number from 1 to 8, got '9'", NULL},
+    {GRID, "--scale 0.01", 2, "--scale expects a number from 0.1 to 100, got '0.01'", NULL},
+    {GRID, "--hiddens", 2, "--hiddens needs a value", NULL},
+    {GRID, "--plot @/missing", 2, "--plot: directory '", NULL},
+    {GRID, "--plot @/out", 1, "head_grid_random.gp': Is a directory",
+     "@/out/head_grid_random.dat", plot_head_grid_gp_taken},
+    {IMPORTANCE, "--gains 1", 2, "--gains needs at least 2 heads, got '1'", NULL},
+    {IMPORTANCE, "--gains 1,x", 2, "--gains expects a number from 0 to 10, got 'x'", NULL},
+    {IMPORTANCE, "--gains 11,1", 2, "--gains expects a number from 0 to 10, got '11'", NULL},
+    {IMPORTANCE, "--gains 1,2,3,4,5,6,7,8,9,1,2,3,4,5,6,7,8", 2, "--gains takes at most 16",
+     NULL},
+    {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
+    {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
+
+    /* chapter 06 */
+    {PERMUTATION, "--heads 3", 2, "--heads 3 does not divide --hiddens 8", NULL},
+    {PERMUTATION, "--hiddens 0", 2, "--hiddens expects a whole number from 1 to 256, got '0'",
+     NULL},
+    {PERMUTATION, "--tokens 1", 2, "--tokens expects a whole number from 2 to 256, got '1'",
+     NULL},
+    {PERMUTATION, "--tokens 99999999999", 2, "--tokens expects a whole number from 2 to 256",
+     NULL},
+    {PERMUTATION, "--batch 17", 2, "--batch expects a whole number from 1 to 16", NULL},
+    {PERMUTATION, "--keys 1", 2, "--keys expects a whole number from 2 to 256", NULL},
+    {PERMUTATION, "--valid-len 7", 2, "--valid-len 7 is more than --tokens 6", NULL},
+    {PERMUTATION, "--valid-len 0", 2, "--valid-len expects a whole number from 1 to 256", NULL},
+    {PERMUTATION, "--samples 0", 2, "--samples expects a whole number from 1 to 100000", NULL},
+    {PERMUTATION, "--trials 51", 2, "--trials expects a whole number from 1 to 50", NULL},
+    {PERMUTATION, "--seed x", 2, "--seed expects a whole number", NULL},
+    {PERMUTATION, "--equivariant", 2, "unknown option '--equivariant'", NULL},
+    {PERMUTATION, "--plot @/missing", 2, "--plot: directory '",
+     "@/missing/permutation_weights.dat"},
+    {PERMUTATION, "--plot @/out", 1, "permutation_weights.gp': Is a directory",
+     "@/out/permutation_weights.dat", plot_permutation_gp_taken},
+    {ORDER, "--perm 0,1,1,2,3", 2, "--perm must list each of 0..4 once, got '0,1,1,2,3'", NULL},
+    {ORDER, "--perm 0,1,2", 2, "--perm must list each of 0..4 once", NULL},
+    {ORDER, "--perm 0,1,2,3,5", 2, "--perm expects comma-separated whole numbers from 0 to 4",
+     NULL},
+    {ORDER, "--tokens 3 --perm 2,1,0,3", 2, "--perm expects comma-separated whole numbers "
+     "from 0 to 2", NULL},
+    {ORDER, "--perm", 2, "--perm needs a value", NULL},
+    {ORDER, "--hiddens 65", 2, "--hiddens expects a whole number from 1 to 64", NULL},
 };
+
+/* ---- running a row ----------------------------------------------------------- */
+
+/* text with every '@' replaced by dir; the caller frees. */
+static char *expand(const char *text, const char *dir)
+{
+    size_t len = strlen(text) + 1;
+    for (const char *p = text; *p; p++)
+        len += *p == '@' ? strlen(dir) : 0;
+    char *out = malloc(len), *o = out;
+    cr_assert(out != NULL);
+    for (const char *p = text; *p; p++) {
+        if (*p == '@') {
+            strcpy(o, dir);
+            o += strlen(dir);
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* run_program with the row's limits, set in the child between fork and exec
+ * so that the test itself keeps running as it was. */
+static RunResult run_limited(const BadInput *row, const char *args)
+{
+    RunResult r = {-1, NULL, NULL};
+    char out_path[] = "/tmp/attn_bad_out_XXXXXX";
+    char err_path[] = "/tmp/attn_bad_err_XXXXXX";
+    int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
+    cr_assert(out_fd >= 0 && err_fd >= 0);
+    size_t len = strlen(BIN_DIR) + strlen(row->program) + strlen(args) + 32;
+    char *cmd = malloc(len);
+    cr_assert(cmd != NULL);
+    snprintf(cmd, len, "exec %s/%s %s </dev/null", BIN_DIR, row->program, args);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(err_fd, STDERR_FILENO);
+        if (row->memory_mb > 0 && !UNDER_ASAN) {
+            struct rlimit limit = {(rlim_t)row->memory_mb << 20, (rlim_t)row->memory_mb << 20};
+            if (setrlimit(RLIMIT_AS, &limit) != 0)
+                _exit(125);
+        }
+        /* nobody: root would write into the read-only directory anyway */
+        if (row->unprivileged && geteuid() == 0 &&
+            (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    free(cmd);
+    close(out_fd);
+    close(err_fd);
+    if (WIFEXITED(status))
+        r.status = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status))
+        r.status = 128 + WTERMSIG(status);
+    r.out = read_text_file(out_path, NULL);
+    r.err = read_text_file(err_path, NULL);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+static int temp_files_found;
+
+static int note_temp_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    if (strstr(path + ftw->base, ".tmp") != NULL) {
+        cr_log_error("temporary file left behind: %s", path);
+        temp_files_found++;
+    }
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The sanitizer's logs (dir/sanitizer.PID) may hold the warning for the
+ * refused allocation and nothing else. */
+static void expect_only_allocation_warnings(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d != NULL);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, "sanitizer.", 10) != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *log = read_text_file(path, NULL);
+        cr_assert(log != NULL);
+        for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+            cr_expect(strstr(line, "WARNING: AddressSanitizer failed to allocate") != NULL,
+                      "sanitizer report: %s", line);
+        free(log);
+    }
+    closedir(d);
+}
 
 /* Criterion runs each case in a fresh process, where the addresses of the
  * strings above may differ: the parameter is the row's index, not a pointer. */
@@ -58,22 +756,167 @@ ParameterizedTestParameters(bad_input, rows)
 ParameterizedTest(int *index, bad_input, rows)
 {
     const BadInput *row = &rows[*index];
-    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    if (row->must_not_exist)
-        remove(row->must_not_exist);
-    RunResult r = run_program(row->program, row->args);
-    cr_expect_eq(r.status, row->status, "%s %s: exit status %d, expected %d; stderr: %s",
-                 row->program, row->args, r.status, row->status, r.err ? r.err : "");
-    cr_expect(r.err && strstr(r.err, row->message), "%s %s: stderr does not say '%s': %s",
-              row->program, row->args, row->message, r.err ? r.err : "");
-    /* exactly one line: the only newline is the last character */
-    size_t len = r.err ? strlen(r.err) : 0;
-    cr_expect(len > 0 && strchr(r.err, '\n') == r.err + len - 1,
-              "%s %s: stderr is not one line: %s", row->program, row->args, r.err ? r.err : "");
-    if (row->must_not_exist) {
-        struct stat st;
-        cr_expect_neq(stat(row->must_not_exist, &st), 0, "%s %s left %s behind",
-                      row->program, row->args, row->must_not_exist);
+    char scratch[] = "/tmp/attn_bad_input_XXXXXX";
+    cr_assert(mkdtemp(scratch) != NULL);
+    chmod(scratch, 0755);   /* an unprivileged run must reach its files */
+    if (row->setup)
+        row->setup(scratch);
+    char *args = expand(row->args, scratch);
+    char *must_not_exist = row->must_not_exist ? expand(row->must_not_exist, scratch) : NULL;
+
+    if (row->memory_mb > 0) {
+        /* the sanitizer's allocator returns NULL above the cap, as malloc
+         * does when the address-space limit is reached; the warning it
+         * prints then goes to a log in the scratch directory, read below */
+        char options[256];
+        snprintf(options, sizeof options,
+                 "detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=%d:"
+                 "log_path=%s/sanitizer", row->memory_mb, scratch);
+        setenv("ASAN_OPTIONS", options, 1);
+    } else {
+        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
     }
+    RunResult r = row->memory_mb > 0 || row->unprivileged ? run_limited(row, args)
+                                                          : run_program(row->program, args);
+    const char *err = r.err ? r.err : "";
+    cr_expect_eq(r.status, row->status, "row %d, %s %s: exit status %d, expected %d; stderr: %s",
+                 *index, row->program, args, r.status, row->status, err);
+    cr_expect(strstr(err, row->message) != NULL, "row %d, %s %s: stderr does not say '%s': %s",
+              *index, row->program, args, row->message, err);
+    /* exactly one line: the only newline is the last character */
+    size_t len = strlen(err);
+    cr_expect(len > 0 && strchr(err, '\n') == err + len - 1,
+              "row %d, %s %s: stderr is not one line: %s", *index, row->program, args, err);
+    if (must_not_exist) {
+        struct stat st;
+        cr_expect_neq(stat(must_not_exist, &st), 0, "row %d, %s %s left %s behind", *index,
+                      row->program, args, must_not_exist);
+    }
+    if (UNDER_ASAN && row->memory_mb > 0)
+        expect_only_allocation_warnings(scratch);
+    temp_files_found = 0;
+    nftw(scratch, note_temp_file, 16, FTW_PHYS);
+    cr_expect_eq(temp_files_found, 0, "row %d, %s %s left temporary files", *index,
+                 row->program, args);
+
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(args);
+    free(must_not_exist);
     run_result_free(&r);
+}
+
+/* ---- files from an earlier run ----------------------------------------------- */
+
+/* --to into a directory that already holds a run with --bias: the new run
+ * has no biases, and reading the directory back must not find the old ones. */
+Test(bad_input, to_replaces_an_earlier_run)
+{
+    char scratch[] = "/tmp/attn_bad_input_XXXXXX";
+    cr_assert(mkdtemp(scratch) != NULL);
+    char args[256];
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+
+    snprintf(args, sizeof args, "--bias --to %s", scratch);
+    RunResult r = run_program(MULTI, args);
+    cr_assert_eq(r.status, 0, "%s", r.err ? r.err : "");
+    run_result_free(&r);
+    snprintf(args, sizeof args, "--valid-lens none --to %s", scratch);
+    r = run_program(MULTI, args);
+    cr_assert_eq(r.status, 0, "%s", r.err ? r.err : "");
+    run_result_free(&r);
+
+    /* expected_output.npy in the directory makes --from compare with it */
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/output.npy", scratch);
+    snprintf(to, sizeof to, "%s/expected_output.npy", scratch);
+    cr_assert_eq(rename(from, to), 0);
+    snprintf(args, sizeof args, "--from %s --heads 5", scratch);
+    r = run_program(MULTI, args);
+    cr_expect_eq(r.status, 0, "the second run read back differs: %s", r.err ? r.err : "");
+    cr_expect(r.out && strstr(r.out, "no biases"), "old biases were read back:\n%s",
+              r.out ? r.out : "");
+    cr_expect(r.out && strstr(r.out, "no valid_lens.npy: no mask"),
+              "an old valid_lens.npy was read back:\n%s", r.out ? r.out : "");
+    cr_expect(r.out && strstr(r.out, "output vs expected_output.npy: largest difference 0,"),
+              "the output read back is not the second run's:\n%s", r.out ? r.out : "");
+    run_result_free(&r);
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the README's list of errors --------------------------------------------- */
+
+/* Every line quoted in the README's "When something goes wrong" is what a
+ * program prints: a "$ ./PROGRAM ARGS" line followed by its stderr is run
+ * and compared exactly; a line that needs files (mydir) or memory to fail
+ * must hold the message of a row above, which runs it. */
+static bool backed_by_a_row(const char *line, const char *program)
+{
+    for (int i = 0; i < NUM_ROWS; i++)
+        if ((program == NULL || strcmp(rows[i].program, program) == 0) &&
+            strstr(line, rows[i].message) != NULL)
+            return true;
+    return false;
+}
+
+Test(bad_input, readme_quotes_what_programs_print)
+{
+    char *text = read_text_file("README.md", NULL);
+    cr_assert(text != NULL, "cannot read README.md");
+    char *section = strstr(text, "## When something goes wrong");
+    cr_assert(section != NULL, "README.md has no section 'When something goes wrong'");
+    char *end = strstr(section + 1, "\n## ");
+    if (end)
+        *end = '\0';
+
+    int commands = 0, lines_checked = 0;
+    bool in_block = false;
+    char program[128] = "", args[512] = "", expected[4096] = "";
+    bool pending = false;
+    for (char *line = strtok(section, "\n");; line = strtok(NULL, "\n")) {
+        bool closes = line == NULL || (in_block && strncmp(line, "```", 3) == 0);
+        bool next_command = line != NULL && in_block && strncmp(line, "$ ./", 4) == 0;
+        if (pending && (closes || next_command)) {
+            /* run the command just read and compare stderr with its lines */
+            if (strstr(args, "mydir") == NULL) {
+                RunResult r = run_program(program, args);
+                cr_expect_neq(r.status, 0, "README: %s %s exits 0", program, args);
+                cr_expect_str_eq(r.err ? r.err : "", expected,
+                                 "README quotes for %s %s:\n%sbut it prints:\n%s", program,
+                                 args, expected, r.err ? r.err : "");
+                run_result_free(&r);
+            }
+            pending = false;
+        }
+        if (line == NULL)
+            break;
+        if (strncmp(line, "```", 3) == 0) {
+            in_block = !closes;
+            program[0] = '\0';
+            continue;
+        }
+        if (!in_block)
+            continue;
+        if (next_command) {
+            /* "$ ./05_multihead/multihead --heads 3" */
+            const char *cmd = line + 4, *space = strchr(cmd, ' ');
+            size_t len = space ? (size_t)(space - cmd) : strlen(cmd);
+            snprintf(program, sizeof program, "%.*s", (int)len, cmd);
+            snprintf(args, sizeof args, "%s", space ? space + 1 : "");
+            expected[0] = '\0';
+            pending = true;
+            commands++;
+            continue;
+        }
+        lines_checked++;
+        if (pending && strstr(args, "mydir") == NULL) {
+            strncat(expected, line, sizeof expected - strlen(expected) - 2);
+            strcat(expected, "\n");
+        } else {
+            cr_expect(backed_by_a_row(line, program[0] ? program : NULL),
+                      "README line not backed by a bad-input row: %s", line);
+        }
+    }
+    cr_expect_geq(commands, 6, "only %d commands quoted", commands);
+    cr_expect_geq(lines_checked, 10, "only %d lines quoted", lines_checked);
+    free(text);
 }
