@@ -37,11 +37,13 @@ PROGRAMS := \
     $(OUT)/02_softmax_mask/exercise_causal_mask \
     $(OUT)/03_self_attention/self_attention \
     $(OUT)/03_self_attention/exercise_dropout_average \
+    $(OUT)/03_self_attention/streaming \
     $(OUT)/04_transpose_qkv/transpose_qkv \
     $(OUT)/04_transpose_qkv/exercise_head_split \
     $(OUT)/05_multihead/multihead \
     $(OUT)/05_multihead/head_grid \
     $(OUT)/05_multihead/head_importance \
+    $(OUT)/05_multihead/bench \
     $(OUT)/06_permutation_invariance/permutation_invariance \
     $(OUT)/06_permutation_invariance/exercise_causal_order
 
@@ -62,11 +64,13 @@ $(OUT)/02_softmax_mask/softmax_mask: 02_softmax_mask/main.c $(COMMON_OBJ)
 $(OUT)/02_softmax_mask/exercise_causal_mask: 02_softmax_mask/exercise_causal_mask.c $(COMMON_OBJ)
 $(OUT)/03_self_attention/self_attention: 03_self_attention/main.c $(COMMON_OBJ)
 $(OUT)/03_self_attention/exercise_dropout_average: 03_self_attention/exercise_dropout_average.c $(COMMON_OBJ)
+$(OUT)/03_self_attention/streaming: 03_self_attention/streaming.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/transpose_qkv: 04_transpose_qkv/main.c $(COMMON_OBJ)
 $(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_split.c $(COMMON_OBJ)
 $(OUT)/05_multihead/multihead: 05_multihead/main.c $(COMMON_OBJ)
 $(OUT)/05_multihead/head_grid: 05_multihead/head_grid.c $(COMMON_OBJ)
 $(OUT)/05_multihead/head_importance: 05_multihead/head_importance.c $(COMMON_OBJ)
+$(OUT)/05_multihead/bench: 05_multihead/bench.c $(COMMON_OBJ)
 $(OUT)/06_permutation_invariance/permutation_invariance: 06_permutation_invariance/main.c $(COMMON_OBJ)
 $(OUT)/06_permutation_invariance/exercise_causal_order: 06_permutation_invariance/exercise_causal_order.c $(COMMON_OBJ)
 
@@ -80,6 +84,24 @@ $(PROGRAMS):
 $(OUT)/build/common/%.o: common/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The fast kernels (fast_matmul, fast_exp, streaming_attention,
+# multihead_fast; `make bench`) get flags on top of CFLAGS, on these files
+# only, so the clear code and every number a chapter prints stay as above:
+#   -ffp-contract=fast  a * b + c may become one fused multiply-add, the
+#                       instruction the register-tile kernels are built on;
+#   -mavx2 -mfma        8-float vectors and FMA, when this machine has them
+#                       (FAST_ARCH= builds the portable version: the same
+#                       vector code, compiled to SSE or scalar instructions);
+#   -Wno-psabi          without AVX, GCC notes that 32-byte vectors are
+#                       passed differently; ours never leave their file.
+FAST_ARCH   ?= $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null \
+                 | grep -c -E '__(AVX2|FMA)__ ' | grep -q 2 && echo -mavx2 -mfma)
+FAST_CFLAGS := -ffp-contract=fast $(FAST_ARCH) -Wno-psabi
+FAST_OBJ    := $(patsubst %,$(OUT)/build/common/%.o,fast_matmul fast_exp streaming_attention multihead_fast)
+$(FAST_OBJ): $(OUT)/build/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FAST_CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
 CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 05_multihead 06_permutation_invariance
@@ -102,6 +124,13 @@ run: $(PROGRAMS)
 	  echo; echo "==================== $$p"; echo; \
 	  $$p || exit 1; \
 	done
+
+# ---- benchmark ----------------------------------------------------------------
+# Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
+# peak and peak memory per configuration; a few minutes (05_multihead/bench.c).
+bench: $(OUT)/05_multihead/bench
+	$< $(BENCH_ARGS)
+.PHONY: bench
 
 # ---- heatmaps ---------------------------------------------------------------
 # Every program listed here takes --plot DIR and writes NAME.dat + NAME.gp

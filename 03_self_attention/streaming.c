@@ -1,0 +1,268 @@
+/*
+ * 03_self_attention/streaming - attention without the n x n matrix.
+ *
+ * Part 1: the online softmax on one query and six keys, block by block,
+ *         every step printed, and the result set beside the ordinary
+ *         softmax(scores) @ values.
+ * Part 2: streaming_attention (common/streaming_attention.c) against the
+ *         clear dot_product_attention on random tensors with a mask.
+ * Part 3: the memory each way needs, as n grows.
+ *
+ * Legend: B = batch_size, T = num_queries, K = num_keys, d = query and key
+ * size, v = value size; m = running maximum, l = running sum of
+ * exponentials, o = running (unnormalised) output.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "cli.h"
+#include "random.h"
+#include "softmax.h"
+#include "streaming_attention.h"
+#include "tensor.h"
+
+#define PROG "streaming"
+
+enum { EX_KEYS = 6, EX_D = 2, EX_V = 2, MAX_SIZE = 4096, MAX_HIDDENS = 1024 };
+
+typedef struct {
+    uint64_t seed;
+    int block;          /* keys per block in Part 1 */
+    int batch, num_queries, num_keys, num_hiddens, threads;
+} Options;
+
+static void usage(void)
+{
+    printf("usage: %s [--seed N] [--block N] [--batch B] [--queries T] [--keys K]\n"
+           "                 [--hiddens D] [--threads N] [--help]\n"
+           "\n"
+           "Attention computed over blocks of keys with a running maximum and sum\n"
+           "(the online softmax), so the T x K matrix of weights is never stored.\n"
+           "\n"
+           "  --seed N      seed for the random tensors of Part 2 (default 0)\n"
+           "  --block N     keys per block in the worked example, 1 to %d (default 2)\n"
+           "  --batch B     sequences in Part 2, 1 to 64 (default 2)\n"
+           "  --queries T   queries per sequence in Part 2, 1 to %d (default 300)\n"
+           "  --keys K      key-value pairs per sequence in Part 2, 1 to %d (default 700)\n"
+           "  --hiddens D   size of queries, keys and values in Part 2, 1 to %d (default 64)\n"
+           "  --threads N   threads for streaming_attention, 1 to 64 (default 1); the\n"
+           "                answer does not depend on it\n"
+           "  --help        this text\n",
+           PROG, EX_KEYS, MAX_SIZE, MAX_SIZE, MAX_HIDDENS);
+}
+
+static void print_row(const char *name, const float *x, int n)
+{
+    printf("%s[", name);
+    for (int j = 0; j < n; j++)
+        printf("%s%.4f", j ? ", " : "", (double)x[j]);
+    printf("]");
+}
+
+/* ---- Part 1: the online softmax, by hand ------------------------------------ */
+
+static void worked_example(int block)
+{
+    printf("Part 1. The online softmax on one query, %d keys at a time\n\n", block);
+    /* one query (d = 2), six keys (6, 2), six values (6, 2), chosen so the
+     * maximum moves in one block and stays put in another */
+    const float query[EX_D] = {1.0f, 0.5f};
+    const float keys[EX_KEYS][EX_D] = {
+        {0.2f, 0.4f}, {1.0f, -0.6f}, {2.0f, 1.4f}, {-0.5f, 0.3f}, {1.6f, 1.0f}, {0.4f, -1.2f}};
+    const float values[EX_KEYS][EX_V] = {
+        {1.0f, 0.0f}, {0.0f, 1.0f}, {2.0f, 2.0f}, {-1.0f, 0.0f}, {0.0f, -2.0f}, {3.0f, 1.0f}};
+    float scores[EX_KEYS];
+    for (int j = 0; j < EX_KEYS; j++)
+        scores[j] = (query[0] * keys[j][0] + query[1] * keys[j][1]) / sqrtf((float)EX_D);
+    print_row("query  = ", query, EX_D);
+    printf("\nscores = query . key_j / sqrt(2) = ");
+    print_row("", scores, EX_KEYS);
+    printf("\n\n");
+
+    /* The ordinary way: all scores, their maximum, all weights, then the sum. */
+    float max_all = scores[0], sum_all = 0.0f, weights[EX_KEYS], expected[EX_V] = {0, 0};
+    for (int j = 1; j < EX_KEYS; j++)
+        max_all = scores[j] > max_all ? scores[j] : max_all;
+    for (int j = 0; j < EX_KEYS; j++)
+        sum_all += weights[j] = expf(scores[j] - max_all);
+    for (int j = 0; j < EX_KEYS; j++) {
+        weights[j] /= sum_all;
+        for (int c = 0; c < EX_V; c++)
+            expected[c] += weights[j] * values[j][c];
+    }
+    printf("All at once: weights = softmax(scores) = ");
+    print_row("", weights, EX_KEYS);
+    printf("\n             output  = weights @ values  = ");
+    print_row("", expected, EX_V);
+    printf("\n\n");
+
+    /* The streaming way: one block at a time, only m, l and o kept. */
+    printf("Block by block: start with m = -inf, l = 0, o = [0, 0]\n");
+    float m = -INFINITY, l = 0.0f, o[EX_V] = {0, 0};
+    for (int k0 = 0; k0 < EX_KEYS; k0 += block) {
+        int n = EX_KEYS - k0 < block ? EX_KEYS - k0 : block;
+        printf("\nkeys %d..%d: scores ", k0, k0 + n - 1);
+        print_row("", scores + k0, n);
+        printf("\n");
+        float block_max = scores[k0];
+        for (int j = 1; j < n; j++)
+            block_max = scores[k0 + j] > block_max ? scores[k0 + j] : block_max;
+        float m_new = block_max > m ? block_max : m;
+        /* everything summed so far was exp(s - m); it must become exp(s - m_new) */
+        float rescale = expf(m - m_new);
+        if (m == -INFINITY)
+            printf("  m: -inf -> %.4f (the first block sets it)\n", (double)m_new);
+        else if (m_new > m)
+            printf("  m: %.4f -> %.4f (a larger score: the maximum moves)\n", (double)m,
+                   (double)m_new);
+        else
+            printf("  m: %.4f stays (no score here beats it)\n", (double)m);
+        printf("  rescale = exp(m_old - m_new) = %.4f\n", (double)rescale);
+        float p[EX_KEYS], block_sum = 0.0f;
+        for (int j = 0; j < n; j++)
+            block_sum += p[j] = expf(scores[k0 + j] - m_new);
+        print_row("  p = exp(scores - m_new) = ", p, n);
+        printf(", their sum %.4f\n", (double)block_sum);
+        float l_new = l * rescale + block_sum;
+        printf("  l = l * rescale + sum(p) = %.4f * %.4f + %.4f = %.4f\n", (double)l,
+               (double)rescale, (double)block_sum, (double)l_new);
+        for (int c = 0; c < EX_V; c++) {
+            float add = 0.0f;
+            for (int j = 0; j < n; j++)
+                add += p[j] * values[k0 + j][c];
+            o[c] = o[c] * rescale + add;
+        }
+        print_row("  o = o * rescale + p @ values = ", o, EX_V);
+        printf("\n");
+        m = m_new;
+        l = l_new;
+    }
+    float streamed[EX_V];
+    for (int c = 0; c < EX_V; c++)
+        streamed[c] = o[c] / l;
+    printf("\nAfter the last block: output = o / l = ");
+    print_row("", streamed, EX_V);
+    float diff = fmaxf(fabsf(streamed[0] - expected[0]), fabsf(streamed[1] - expected[1]));
+    printf("\nThe same as all at once (largest difference below 1e-6: %s).\n",
+           diff < 1e-6f ? "yes" : "NO");
+    printf("Only m, l and o (here 4 numbers) were kept between blocks; the weights\n"
+           "of one block existed only while that block was being added.\n\n");
+}
+
+/* ---- Part 2: the real thing against the clear version ------------------------- */
+
+static bool compare_with_clear(const Options *opt, Rng *rng)
+{
+    const int B = opt->batch, T = opt->num_queries, K = opt->num_keys, d = opt->num_hiddens;
+    printf("Part 2. streaming_attention against dot_product_attention\n\n");
+    Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, d));
+    Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
+    Tensor *values = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
+    /* every other sequence sees only its first two thirds of the keys */
+    int *lens = checked_malloc(PROG, (size_t)B, sizeof(int));
+    for (int b = 0; b < B; b++)
+        lens[b] = b % 2 == 0 ? K : (2 * K + 2) / 3;
+    ValidLens *valid_lens = valid_lens_1d(lens, B);
+    printf("queries (%d, %d, %d), keys (%d, %d, %d), values (%d, %d, %d)\n", B, T, d, B, K, d,
+           B, K, d);
+    valid_lens_print_named("valid_lens", valid_lens);
+
+    Tensor *expected = dot_product_attention(queries, keys, values, valid_lens, NULL, NULL);
+    Tensor *actual = streaming_attention(queries, keys, values, valid_lens, opt->threads);
+    const float magnitude = tensor_max_abs(expected);
+    const float diff = tensor_max_abs_diff(actual, expected);
+    const bool same = diff <= 1e-5f * magnitude;
+    printf("\nlargest |streaming - clear| = %.1e, largest |output| = %.4f\n", (double)diff,
+           (double)magnitude);
+    printf("streaming equals clear within 1e-5 of the output's size: %s\n\n",
+           same ? "yes" : "NO");
+
+    const double clear_bytes = 4.0 * B * T * K;
+    const double block_bytes = 4.0 * STREAM_BLOCK_QUERIES * STREAM_BLOCK_KEYS;
+    printf("The clear version held all B * T * K = %d * %d * %d scores: %.2f MB.\n", B, T, K,
+           clear_bytes / 1e6);
+    printf("The streaming version held one block of %d queries x %d keys per thread,\n"
+           "%.0f KB whatever T and K are, and one sequence's keys and values packed\n"
+           "for the vector kernel, K * 2 * d floats: %.2f MB.\n\n",
+           STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, block_bytes / 1e3, 4.0 * K * 2 * d / 1e6);
+    tensor_free(queries);
+    tensor_free(keys);
+    tensor_free(values);
+    tensor_free(expected);
+    tensor_free(actual);
+    valid_lens_free(valid_lens);
+    free(lens);
+    return same;
+}
+
+/* ---- Part 3: memory as n grows ----------------------------------------------------- */
+
+static void memory_table(void)
+{
+    const int d = 64, heads = 8;
+    printf("Part 3. Memory for self-attention over n tokens, %d heads of size d = %d\n\n",
+           heads, d);
+    printf("The clear version keeps the weights of every head, 4 * H * n * n bytes.\n"
+           "The streaming version keeps, per thread, one block of scores and the\n"
+           "keys and values of the head it works on, 4 * 2 * n * d bytes.\n\n");
+    printf("      n    clear weights   streaming, per thread\n");
+    for (int n = 1024; n <= 32768; n *= 2) {
+        double clear = 4.0 * heads * (double)n * n;
+        double streaming = 4.0 * STREAM_BLOCK_QUERIES * STREAM_BLOCK_KEYS + 4.0 * 2 * n * d;
+        printf("%7d %13.1f MB %16.1f MB\n", n, clear / 1e6, streaming / 1e6);
+    }
+    printf("\nAt n = 32768 the weights alone would need 34 GB; streaming needs 17 MB\n"
+           "per thread, and the time stays what it was: the same multiply-adds,\n"
+           "in another order.\n");
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {0, 2, 2, 300, 700, 64, 1};
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "--help")) {
+            usage();
+            exit(0);
+        } else if (cli_is(argv[i], "--seed")) {
+            opt.seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
+        } else if (cli_is(argv[i], "--block")) {
+            opt.block = (int)cli_long(PROG, "--block", cli_value(PROG, argc, argv, &i), 1, EX_KEYS);
+        } else if (cli_is(argv[i], "--batch")) {
+            opt.batch = (int)cli_long(PROG, "--batch", cli_value(PROG, argc, argv, &i), 1, 64);
+        } else if (cli_is(argv[i], "--queries")) {
+            opt.num_queries = (int)cli_long(PROG, "--queries", cli_value(PROG, argc, argv, &i), 1,
+                                            MAX_SIZE);
+        } else if (cli_is(argv[i], "--keys")) {
+            opt.num_keys = (int)cli_long(PROG, "--keys", cli_value(PROG, argc, argv, &i), 1,
+                                         MAX_SIZE);
+        } else if (cli_is(argv[i], "--hiddens")) {
+            opt.num_hiddens = (int)cli_long(PROG, "--hiddens", cli_value(PROG, argc, argv, &i), 1,
+                                            MAX_HIDDENS);
+        } else if (cli_is(argv[i], "--threads")) {
+            opt.threads = (int)cli_long(PROG, "--threads", cli_value(PROG, argc, argv, &i), 1, 64);
+        } else {
+            cli_unknown(PROG, argv[i]);
+        }
+    }
+    /* the clear version in Part 2 needs all B * T * K scores at once */
+    double clear_bytes = 4.0 * opt.batch * opt.num_queries * opt.num_keys;
+    if (clear_bytes > 1e9)
+        cli_fail(PROG, "--batch %d --queries %d --keys %d would need %.1f GB for the clear "
+                 "version's scores; keep B * T * K under 250 million",
+                 opt.batch, opt.num_queries, opt.num_keys, clear_bytes / 1e9);
+    return opt;
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = parse_options(argc, argv);
+    Rng rng = rng_new(opt.seed);
+    worked_example(opt.block);
+    bool same = compare_with_clear(&opt, &rng);
+    memory_table();
+    return same ? 0 : 1;
+}

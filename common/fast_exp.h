@@ -1,0 +1,41 @@
+/*
+ * fast_exp.h - an exponential the compiler can vectorise (the fast path of
+ * chapter 03's softmax; explained in 03_self_attention/README.md).
+ *
+ * Softmax spends most of its time in exp: attention over n keys calls it
+ * n * n times per head. libm's expf is accurate but it is a scalar call with
+ * branches inside, so a loop of expf cannot become vector instructions.
+ * This exp is written as plain arithmetic on 8 floats at a time:
+ *
+ *   exp(x) = 2^n * exp(r),   n = round(x / ln 2),   r = x - n ln 2
+ *
+ * so |r| <= ln(2) / 2, where a polynomial of degree 7 is accurate to far
+ * below one float ulp, and 2^n is built directly in the exponent bits.
+ *
+ * Accuracy: at most 1 ulp from libm's expf, normal and subnormal results
+ * alike (measured on all 2^32 floats; tests/test_fast.c checks a sample of
+ * the whole range and every float near underflow and overflow).
+ * Special values are exact:
+ *   exp(-inf) = 0 and exp(x) = 0 exactly when the true result is below half
+ *     the smallest subnormal float (x < -103.972...), so masked scores
+ *     (-inf) get a weight of exactly 0;
+ *   exp(+inf) = +inf, and +inf when the result overflows (x > 88.7228...);
+ *   exp(NaN) = NaN;  exp(0) = 1.
+ */
+#ifndef FAST_EXP_H
+#define FAST_EXP_H
+
+#include <stddef.h>
+
+/* One value (the same arithmetic as the array version, lane by lane). */
+float fast_expf(float x);
+
+/* y[i] = exp(x[i]) for i < n. y may be x (in place). */
+void fast_exp_array(const float *x, float *y, size_t n);
+
+/* The softmax step: row[i] = exp(row[i] - shift) in place, and return the
+ * sum of the new row. With shift = the row maximum every argument is <= 0,
+ * so nothing overflows; -inf entries (masked scores) become exactly 0. */
+float fast_exp_shift_sum(float *row, size_t n, float shift);
+
+#endif

@@ -1,0 +1,427 @@
+/*
+ * fast_matmul.c - the cache-blocked matrix product with register tiles.
+ * See fast_matmul.h for the layout of the panels.
+ *
+ * Legend: m, k, n are matrix sizes, A (m, k), B (k, n), C (m, n);
+ * MR x NR = 6 x 16 is one register tile of C.
+ *
+ * Why 6 x 16: an AVX2 core has 16 vector registers of 8 floats. A 6 x 16
+ * tile of C is 12 of them; two more hold the current row of the B panel
+ * (16 floats) and one holds a broadcast value of A. Each step p then does
+ * 12 fused multiply-adds for 2 loads of B and 6 broadcasts of A, enough
+ * work per load to keep both of the core's FMA units busy.
+ *
+ * The code uses GCC/Clang vector extensions (a type "8 floats" with + and *
+ * acting lane by lane, a scalar operand standing for 8 copies of itself),
+ * and compiles with -ffp-contract=fast (see the Makefile) so that
+ * c += a * b becomes one fused multiply-add instruction.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "fast_matmul.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef float v8f __attribute__((vector_size(32)));
+
+static inline v8f load8(const float *p)
+{
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store8(float *p, v8f v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+typedef struct {
+    void (*work)(void *arg, int thread);
+    void *arg;
+    int thread;
+} ThreadCall;
+
+static void *thread_main(void *p)
+{
+    ThreadCall *call = p;
+    call->work(call->arg, call->thread);
+    return NULL;
+}
+
+void fast_parallel(int num_threads, void (*work)(void *arg, int thread), void *arg)
+{
+    if (num_threads < 1)
+        num_threads = 1;
+    pthread_t *ids = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *ids);
+    ThreadCall *calls = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *calls);
+    bool *started = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *started);
+    for (int t = 1; t < num_threads; t++) {
+        calls[t] = (ThreadCall){work, arg, t};
+        started[t] = pthread_create(&ids[t], NULL, thread_main, &calls[t]) == 0;
+    }
+    work(arg, 0);
+    /* A thread that could not be created costs speed, not correctness:
+     * its share runs here, on the calling thread. */
+    for (int t = 1; t < num_threads; t++) {
+        if (started[t])
+            pthread_join(ids[t], NULL);
+        else
+            work(arg, t);
+    }
+    free(started);
+    free(calls);
+    free(ids);
+}
+
+/* ---- packing B into panels ---------------------------------------------- */
+
+size_t fast_panels_size(int k, int n)
+{
+    size_t num_panels = ((size_t)n + FAST_NR - 1) / FAST_NR;
+    return num_panels * (size_t)k * FAST_NR;
+}
+
+float *fast_alloc_panels(const char *func, size_t count)
+{
+    /* 64-byte alignment: a row of a panel (16 floats) is then exactly one
+     * cache line, and neither of its two vector loads straddles two lines
+     * (a straddling load costs two). aligned_alloc wants a size that is a
+     * multiple of the alignment. */
+    size_t bytes = (count ? count : 1) * sizeof(float);
+    if (bytes / sizeof(float) != (count ? count : 1))
+        die(func, "cannot allocate %zu floats: the size overflows", count);
+    bytes = (bytes + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes);
+    if (p == NULL)
+        die(func, "out of memory allocating %zu bytes (%.1f MB)", bytes, (double)bytes / 1e6);
+    return p;
+}
+
+/* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */
+void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
+                      float *panels)
+{
+    int num_panels = (n + FAST_NR - 1) / FAST_NR;
+    for (int j = 0; j < num_panels; j++) {
+        float *panel = panels + (size_t)j * k * FAST_NR;
+        int col0 = j * FAST_NR;
+        int width = n - col0 < FAST_NR ? n - col0 : FAST_NR;
+        if (!transposed) {
+            /* rows of B are contiguous: copy 16 floats per row */
+            for (int p = 0; p < k; p++) {
+                float *dst = panel + (size_t)p * FAST_NR;
+                memcpy(dst, b + (size_t)p * ldb + col0, (size_t)width * sizeof(float));
+                for (int c = width; c < FAST_NR; c++)
+                    dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
+            }
+        } else {
+            /* B^T given: column c of the panel is row col0 + c of the input,
+             * read along its length so the reads stay contiguous */
+            if (width < FAST_NR)
+                memset(panel, 0, (size_t)k * FAST_NR * sizeof(float));
+            for (int c = 0; c < width; c++) {
+                const float *src = b + (size_t)(col0 + c) * ldb;
+                for (int p = 0; p < k; p++)
+                    panel[(size_t)p * FAST_NR + c] = src[p];
+            }
+        }
+    }
+}
+
+/* ---- the register tile ----------------------------------------------------- */
+
+/* tile (6, 16) = A rows a_rows[0..5], columns 0..kc-1, @ panel (kc, 16).
+ * The twelve accumulators are named variables, not an array, so that the
+ * compiler has no reason to keep any of them in memory. */
+static inline void kernel_6x16(int kc, const float *const a_rows[FAST_MR],
+                               const float *panel, float *c, size_t ldc, bool accumulate)
+{
+    const float *a0 = a_rows[0], *a1 = a_rows[1], *a2 = a_rows[2];
+    const float *a3 = a_rows[3], *a4 = a_rows[4], *a5 = a_rows[5];
+    v8f c0l = {0}, c0h = {0}, c1l = {0}, c1h = {0}, c2l = {0}, c2h = {0};
+    v8f c3l = {0}, c3h = {0}, c4l = {0}, c4h = {0}, c5l = {0}, c5h = {0};
+    for (int p = 0; p < kc; p++) {
+        v8f b_lo = load8(panel + (size_t)p * FAST_NR);
+        v8f b_hi = load8(panel + (size_t)p * FAST_NR + 8);
+        /* a scalar times a vector: the scalar is broadcast to all 8 lanes */
+        c0l += a0[p] * b_lo;  c0h += a0[p] * b_hi;
+        c1l += a1[p] * b_lo;  c1h += a1[p] * b_hi;
+        c2l += a2[p] * b_lo;  c2h += a2[p] * b_hi;
+        c3l += a3[p] * b_lo;  c3h += a3[p] * b_hi;
+        c4l += a4[p] * b_lo;  c4h += a4[p] * b_hi;
+        c5l += a5[p] * b_lo;  c5h += a5[p] * b_hi;
+    }
+    if (accumulate) {
+        c0l += load8(c + 0 * ldc);  c0h += load8(c + 0 * ldc + 8);
+        c1l += load8(c + 1 * ldc);  c1h += load8(c + 1 * ldc + 8);
+        c2l += load8(c + 2 * ldc);  c2h += load8(c + 2 * ldc + 8);
+        c3l += load8(c + 3 * ldc);  c3h += load8(c + 3 * ldc + 8);
+        c4l += load8(c + 4 * ldc);  c4h += load8(c + 4 * ldc + 8);
+        c5l += load8(c + 5 * ldc);  c5h += load8(c + 5 * ldc + 8);
+    }
+    store8(c + 0 * ldc, c0l);  store8(c + 0 * ldc + 8, c0h);
+    store8(c + 1 * ldc, c1l);  store8(c + 1 * ldc + 8, c1h);
+    store8(c + 2 * ldc, c2l);  store8(c + 2 * ldc + 8, c2h);
+    store8(c + 3 * ldc, c3l);  store8(c + 3 * ldc + 8, c3h);
+    store8(c + 4 * ldc, c4l);  store8(c + 4 * ldc + 8, c4h);
+    store8(c + 5 * ldc, c5l);  store8(c + 5 * ldc + 8, c5h);
+}
+
+void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
+                const float *b_panels, size_t panel_stride,
+                float *c, size_t ldc, bool accumulate)
+{
+    for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
+        int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
+        /* A short last group repeats its last row: the kernel always
+         * computes 6 rows, and the extra ones are simply not stored. */
+        const float *a_rows[FAST_MR];
+        for (int r = 0; r < FAST_MR; r++)
+            a_rows[r] = a + (size_t)(i0 + (r < tile_rows ? r : tile_rows - 1)) * lda;
+
+        for (int j0 = 0; j0 < cols; j0 += FAST_NR) {
+            const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride;
+            float *c_tile = c + (size_t)i0 * ldc + j0;
+            int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
+            if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
+                kernel_6x16(kc, a_rows, panel, c_tile, ldc, accumulate);
+            } else {
+                /* an edge tile: compute all of it into a scratch tile and
+                 * copy out only the part that lies inside C */
+                float tile[FAST_MR * FAST_NR];
+                kernel_6x16(kc, a_rows, panel, tile, FAST_NR, false);
+                for (int r = 0; r < tile_rows; r++)
+                    for (int col = 0; col < tile_cols; col++) {
+                        float *dst = c_tile + (size_t)r * ldc + col;
+                        *dst = accumulate ? *dst + tile[r * FAST_NR + col]
+                                          : tile[r * FAST_NR + col];
+                    }
+            }
+        }
+    }
+}
+
+/* ---- the whole product ------------------------------------------------------ */
+
+typedef struct {
+    int m, n, k;
+    const float *a;
+    size_t lda;
+    const float *panels;    /* all of B, packed: panel j at j * k * 16 */
+    float *c;
+    size_t ldc;
+    bool accumulate;
+    int num_threads;
+} Gemm;
+
+/* Thread t takes a contiguous band of rows, a multiple of 6 long (except
+ * the last), and runs the k chunks over it. */
+static void gemm_rows(void *arg, int thread)
+{
+    const Gemm *g = arg;
+    int groups = (g->m + FAST_MR - 1) / FAST_MR;
+    int first = (int)((long)groups * thread / g->num_threads) * FAST_MR;
+    int last = (int)((long)groups * (thread + 1) / g->num_threads) * FAST_MR;
+    if (last > g->m)
+        last = g->m;
+    if (first >= last)
+        return;
+    /* Loop order, outermost first: a chunk of k (FAST_KC), a chunk of
+     * columns (FAST_NC), then fast_block, which takes 6 rows of A at a time
+     * and runs them across every panel of the chunk. The 6 rows of A
+     * (6 x 256 floats, 6 KB) stay in L1 while the panels (256 x 512 floats,
+     * 512 KB) stream from L2, where they stay for the next 6 rows. */
+    enum { FAST_NC = 512 };
+    for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
+        int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
+        bool acc = g->accumulate || p0 > 0;   /* later chunks add to the first */
+        for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
+            int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
+            const float *panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
+            fast_block(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
+                       panel, (size_t)g->k * FAST_NR,
+                       g->c + (size_t)first * g->ldc + j0, g->ldc, acc);
+        }
+    }
+}
+
+void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const float *panels,
+                      float *c, size_t ldc, bool accumulate, int num_threads)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (k <= 0) {
+        /* an empty sum: C = 0, or C unchanged when accumulating */
+        if (!accumulate)
+            for (int i = 0; i < m; i++)
+                memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    int groups = (m + FAST_MR - 1) / FAST_MR;
+    if (num_threads > groups)
+        num_threads = groups;   /* no thread without a whole tile to do */
+    Gemm g = {m, n, k, a, lda, panels, c, ldc, accumulate, num_threads < 1 ? 1 : num_threads};
+    fast_parallel(g.num_threads, gemm_rows, &g);
+}
+
+void fast_gemm(int m, int n, int k, const float *a, size_t lda,
+               const float *b, size_t ldb, bool b_transposed,
+               float *c, size_t ldc, bool accumulate, int num_threads)
+{
+    if (m <= 0 || n <= 0 || k <= 0) {
+        fast_gemm_packed(m, n, k, a, lda, NULL, c, ldc, accumulate, num_threads);
+        return;
+    }
+    /* B is packed once, by the calling thread; then every thread reads it. */
+    float *panels = fast_alloc_panels("fast_gemm", fast_panels_size(k, n));
+    fast_pack_panels(b, ldb, b_transposed, k, n, panels);
+    fast_gemm_packed(m, n, k, a, lda, panels, c, ldc, accumulate, num_threads);
+    free(panels);
+}
+
+void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
+                     int num_threads)
+{
+    fast_gemm(m, n, k, a, (size_t)k, b, (size_t)n, false, c, (size_t)n, false, num_threads);
+}
+
+void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n,
+                        int num_threads)
+{
+    fast_gemm(m, n, k, a, (size_t)k, b, (size_t)k, true, c, (size_t)n, false, num_threads);
+}
+
+/* ---- tensor forms ------------------------------------------------------------ */
+
+static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool transposed,
+                       int num_threads)
+{
+    char sa[80], sb[80];
+    bool ok = (a->ndim == 2 && b->ndim == 2) ||
+              (a->ndim == 3 && b->ndim == 3 && a->shape[0] == b->shape[0]);
+    int batched = a->ndim == 3;
+    if (!ok)
+        die(func, "expected two 2-D or two 3-D tensors with the same batch size, got %s and %s",
+            shape_str(sa, sizeof sa, a->ndim, a->shape), shape_str(sb, sizeof sb, b->ndim, b->shape));
+    int m = a->shape[batched], k = a->shape[batched + 1];
+    int b_rows = b->shape[batched], b_cols = b->shape[batched + 1];
+    int n = transposed ? b_rows : b_cols;
+    if ((transposed ? b_cols : b_rows) != k)
+        die(func, "shapes do not fit: %s and %s%s",
+            shape_str(sa, sizeof sa, a->ndim, a->shape),
+            shape_str(sb, sizeof sb, b->ndim, b->shape),
+            transposed ? " (the second is transposed: it needs the same last size)" : "");
+
+    int batch = batched ? a->shape[0] : 1;
+    Tensor *c = batched ? tensor_zeros(SHAPE(batch, m, n)) : tensor_zeros(SHAPE(m, n));
+    for (int i = 0; i < batch; i++)
+        fast_gemm(m, n, k, a->data + (size_t)i * m * k, (size_t)k,
+                  b->data + (size_t)i * b_rows * b_cols, (size_t)b_cols, transposed,
+                  c->data + (size_t)i * m * n, (size_t)n, false, num_threads);
+    return c;
+}
+
+Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads)
+{
+    return product("fast_matmul", a, b, false, num_threads);
+}
+
+Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads)
+{
+    return product("fast_matmul_bt", a, b, true, num_threads);
+}
+
+Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
+{
+    int in = x->shape[x->ndim - 1];
+    tensor_check_shape("fast_linear", "weight", weight, SHAPE(-1, in));
+    int out = weight->shape[0];
+    if (bias != NULL)
+        tensor_check_shape("fast_linear", "bias", bias, SHAPE(out));
+
+    int rows = (int)(x->size / (size_t)in);
+    int out_shape[TENSOR_MAX_DIMS];
+    memcpy(out_shape, x->shape, sizeof out_shape);
+    out_shape[x->ndim - 1] = out;
+    Tensor *y = tensor_zeros(x->ndim, out_shape);
+    /* start every row from the bias and accumulate x W^T onto it */
+    if (bias != NULL)
+        for (int r = 0; r < rows; r++)
+            memcpy(y->data + (size_t)r * out, bias->data, (size_t)out * sizeof(float));
+    fast_gemm(rows, out, in, x->data, (size_t)in, weight->data, (size_t)in, true,
+              y->data, (size_t)out, bias != NULL, num_threads);
+    return y;
+}
+
+/* ---- the machine's peak ----------------------------------------------------- */
+
+typedef struct {
+    long iterations;
+    float result[64];    /* one slot per thread, so the work cannot be dropped */
+} PeakRun;
+
+/* Twelve independent chains of multiply-adds: one FMA takes 4 cycles to
+ * finish and a core starts two per cycle, so at least 8 chains are needed
+ * to keep both units busy; 12 leave room. */
+static void peak_work(void *arg, int thread)
+{
+    PeakRun *run = arg;
+    /* Every chain starts from a different value read through a volatile:
+     * twelve chains with equal starts would be equal all along, and the
+     * compiler would rightly compute one and copy it. The multiplier 0.999
+     * and the small addend keep the values bounded. */
+    volatile float start = 0.5f, m_in = 0.999f, a_in = 0.001f;
+    v8f x0 = (v8f){0} + start, mul = (v8f){0} + m_in, add = (v8f){0} + a_in;
+    v8f x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f, x4 = x0 + 4.0f, x5 = x0 + 5.0f;
+    v8f x6 = x0 + 6.0f, x7 = x0 + 7.0f, x8 = x0 + 8.0f, x9 = x0 + 9.0f, x10 = x0 + 10.0f;
+    v8f x11 = x0 + 11.0f;
+    for (long i = 0; i < run->iterations; i++) {
+        x0 = x0 * mul + add;  x1 = x1 * mul + add;  x2 = x2 * mul + add;
+        x3 = x3 * mul + add;  x4 = x4 * mul + add;  x5 = x5 * mul + add;
+        x6 = x6 * mul + add;  x7 = x7 * mul + add;  x8 = x8 * mul + add;
+        x9 = x9 * mul + add;  x10 = x10 * mul + add;  x11 = x11 * mul + add;
+    }
+    v8f sum = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11;
+    run->result[thread % 64] = sum[0] + sum[7];
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double fast_peak_gflops(int num_threads, double seconds)
+{
+    if (num_threads < 1)
+        num_threads = 1;
+    const double flops_per_iteration = 12.0 * 8.0 * 2.0;
+    /* A short run to find how many iterations fill a fifth of the time,
+     * then five runs of that length: the best one is the peak (others
+     * using the machine at the same time can only slow a run down). */
+    PeakRun run = {.iterations = 1 << 16};
+    double t0 = now_seconds();
+    fast_parallel(num_threads, peak_work, &run);
+    double probe = now_seconds() - t0;
+    if (probe <= 0)
+        probe = 1e-6;
+    run.iterations = (long)((double)run.iterations * (seconds / 5.0) / probe);
+    if (run.iterations < 1000)
+        run.iterations = 1000;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        t0 = now_seconds();
+        fast_parallel(num_threads, peak_work, &run);
+        double elapsed = now_seconds() - t0;
+        double gflops = flops_per_iteration * (double)run.iterations * num_threads / elapsed / 1e9;
+        if (gflops > best)
+            best = gflops;
+    }
+    return best;
+}

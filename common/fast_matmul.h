@@ -1,0 +1,96 @@
+/*
+ * fast_matmul.h - the fast matrix product beside the clear one in ops.h
+ * (the speed section of chapter 05; its attention kernel is explained in
+ * 03_self_attention/README.md).
+ *
+ * Legend: m, k, n are matrix sizes, A (m, k), B (k, n), C (m, n).
+ *
+ * The clear matmul_raw streams the whole of B through the cache for every
+ * row of A and keeps nothing in registers. This one computes C in tiles of
+ * FAST_MR x FAST_NR = 6 x 16 that stay in twelve vector registers while a
+ * whole run of k products is added into them, so each value loaded from
+ * memory is used 6 or 16 times:
+ *
+ *   - B is copied once into "panels" of 16 columns, stored row after row
+ *     (16 consecutive floats = two 8-float vectors per row of a panel);
+ *   - the k dimension is cut into chunks of FAST_KC, so the part of a panel
+ *     in use stays in the fast caches while many tiles of A sweep over it;
+ *   - the rows of C are shared out between threads (pthreads), each
+ *     working on its own rows, so no two threads ever write the same float.
+ *
+ * Results equal the clear version up to rounding: the sums are taken in a
+ * different order and with fused multiply-add, so expect differences of a
+ * few ulp times sqrt(k), not bit-equality (tests/test_fast.c checks this).
+ */
+#ifndef FAST_MATMUL_H
+#define FAST_MATMUL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tensor.h"
+
+enum {
+    FAST_MR = 6,      /* rows of a register tile */
+    FAST_NR = 16,     /* columns of a register tile = width of a B panel */
+    FAST_KC = 256,    /* k products added into a tile before it is stored */
+};
+
+/* ---- whole products --------------------------------------------------- */
+/* A (m, k) @ B (k, n) -> C (m, n), like matmul_raw; num_threads >= 1. */
+void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
+                     int num_threads);
+/* A (m, k) @ B^T, B (n, k) -> C (m, n), like matmul_bt_raw. */
+void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n,
+                        int num_threads);
+
+/* The general form: every matrix is a view with its own row stride (lda,
+ * ldb, ldc, in floats), so a head's columns inside a wider matrix can be
+ * used in place. b_transposed: B is given as (n, k) rows (a weight in
+ * PyTorch's (out, in) layout). accumulate: C += A @ B instead of C = A @ B. */
+void fast_gemm(int m, int n, int k, const float *a, size_t lda,
+               const float *b, size_t ldb, bool b_transposed,
+               float *c, size_t ldc, bool accumulate, int num_threads);
+
+/* Tensor forms with the same shapes and checks as matmul, matmul_bt and
+ * linear in ops.h, computed with num_threads threads. */
+Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads);
+Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads);
+Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                    int num_threads);
+
+/* ---- the pieces, for kernels that build their own loops ---------------- */
+/* Floats needed for B (k, n) as panels: ceil(n / 16) * k * 16. */
+size_t fast_panels_size(int k, int n);
+/* count floats aligned to 64 bytes (one cache line), for panels and other
+ * scratch that vector code reads; free with free(). Stops with a message
+ * naming func when memory runs out. */
+float *fast_alloc_panels(const char *func, size_t count);
+/* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
+ * panels: panel j holds columns 16j .. 16j+15, row p of it at
+ * panels + (j * k + p) * 16; columns past n are zero. */
+void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
+                      float *panels);
+/* fast_gemm with B already packed by fast_pack_panels (k rows, n columns):
+ * for a B used many times, such as a weight. */
+void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const float *panels,
+                      float *c, size_t ldc, bool accumulate, int num_threads);
+/* C (rows, cols) = or += A (rows, kc) @ B (kc, cols), where A's rows are at
+ * stride lda and B is given as panels: panel j starts at
+ * b_panels + j * panel_stride and holds 16 floats per row of B. This is the
+ * register-tile loop itself, single-threaded. */
+void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
+                const float *b_panels, size_t panel_stride,
+                float *c, size_t ldc, bool accumulate);
+
+/* ---- the machine's limit ------------------------------------------------ */
+/* Run independent 8-wide fused multiply-adds on num_threads threads for
+ * about `seconds` and return the GFLOP/s reached (2 FLOPs per lane per
+ * multiply-add): the fp32 peak that the benchmark compares against. */
+double fast_peak_gflops(int num_threads, double seconds);
+
+/* Run work(arg, t) for t = 0 .. num_threads-1, thread t = 0 on the calling
+ * thread, the others on new pthreads; return when all are done. */
+void fast_parallel(int num_threads, void (*work)(void *arg, int thread), void *arg);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * streaming_attention.h - scaled dot-product attention without the n x n
+ * matrix (the fast path of chapter 03; the online softmax it rests on is
+ * explained step by step in 03_self_attention/README.md).
+ *
+ * Legend: B = batch_size, T = num_queries, K = num_keys, d = query and key
+ * size, v = value size; Br x Bc = STREAM_BLOCK_QUERIES x STREAM_BLOCK_KEYS.
+ *
+ * dot_product_attention builds all B * T * K scores, then softmaxes them.
+ * This version takes Br queries at a time and walks the keys Bc at a time:
+ * it keeps, per query, the largest score seen so far (m), the sum of
+ * exp(score - m) so far (l) and the output so far (o, not yet divided by l).
+ * When a block of keys raises the maximum from m to m', everything summed
+ * so far was scaled by exp(-m) where it should now be exp(-m'), so l and o
+ * are multiplied by exp(m - m') before the new block is added:
+ *
+ *   m' = max(m, max_j s_j)
+ *   l' = l * exp(m - m') + sum_j exp(s_j - m')
+ *   o' = o * exp(m - m') + sum_j exp(s_j - m') * value_j
+ *
+ * and after the last block the output is o / l. The memory is one block of
+ * Br x Bc scores per thread, plus the packed keys and values: O(K * d)
+ * instead of O(T * K).
+ *
+ * Masking is the clear version's: key j takes part for a query when
+ * j < valid_len (valid_lens NULL, (B,) or (B, T)); masked keys get weight
+ * exactly 0; a query with valid_len 0 gets a zero output. There is no
+ * dropout (evaluation only) and no attention-weights output: the weights
+ * are never all in memory at once, which is the point.
+ *
+ * Results equal dot_product_attention up to float rounding (sums in another
+ * order, fused multiply-adds, the fast exp): tests/test_fast.c checks them
+ * within 1e-5 of the output's magnitude.
+ */
+#ifndef STREAMING_ATTENTION_H
+#define STREAMING_ATTENTION_H
+
+#include <stddef.h>
+
+#include "softmax.h"
+#include "tensor.h"
+
+enum {
+    STREAM_BLOCK_QUERIES = 96,   /* Br: a multiple of the register tile's 6 rows */
+    STREAM_BLOCK_KEYS = 256,     /* Bc: a multiple of the 16-column panels */
+};
+
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
+ * (B,) or (B, T) -> output (B, T, v), like dot_product_attention without
+ * dropout. num_threads >= 1 threads share each sequence's query blocks. */
+Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
+                            const Tensor *values, const ValidLens *valid_lens,
+                            int num_threads);
+
+/* ---- the pieces, for the multi-head fast path ---------------------------- */
+
+/* One sequence's keys and values, copied once into the panel layout of
+ * fast_matmul.h (keys transposed), so every block of queries reads them
+ * with contiguous vector loads. */
+typedef struct {
+    int num_keys, key_size, value_size;   /* K, d, v */
+    float *key_panels;     /* K^T (d, K) as 16-key panels */
+    float *value_panels;   /* values (K, v) as 16-column panels */
+} PackedKeysValues;
+
+/* keys (K, d) with rows at stride key_stride, values (K, v) at
+ * value_stride, both in floats -> kv (allocated here; free with
+ * packed_kv_free). */
+void packed_kv_init(PackedKeysValues *kv, const float *keys, size_t key_stride,
+                    const float *values, size_t value_stride,
+                    int num_keys, int key_size, int value_size);
+/* The same in two steps, for keys and values that arrive in pieces:
+ * allocate room for K keys, then copy in count keys and values (rows at
+ * the given strides) as keys first_key .. first_key + count - 1;
+ * first_key must be a multiple of 16 (the start of a panel). */
+void packed_kv_alloc(PackedKeysValues *kv, int num_keys, int key_size, int value_size);
+void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
+                    const float *keys, size_t key_stride,
+                    const float *values, size_t value_stride);
+void packed_kv_free(PackedKeysValues *kv);
+
+/* Attention of num_queries query rows (at stride query_stride) over the
+ * packed keys and values -> out rows (at stride out_stride, v floats each).
+ * The rows are queries first_query, first_query + 1, ... of sequence
+ * batch_index, which is how their valid lengths are looked up in
+ * valid_lens (NULL: every key). Single-threaded; callers share rows or
+ * sequences between threads. */
+void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
+                              size_t query_stride, int num_queries,
+                              const ValidLens *valid_lens, int batch_index, int first_query,
+                              float *out, size_t out_stride);
+
+#endif

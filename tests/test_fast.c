@@ -1,0 +1,488 @@
+/*
+ * test_fast.c - the fast versions equal the clear ones:
+ *   fast_matmul.c           against matmul / matmul_bt / linear (ops.c)
+ *   fast_exp.c              against libm's expf over the whole float range
+ *   streaming_attention.c   against dot_product_attention (attention.c)
+ *   multihead_fast.c        against multihead_forward (multihead.c)
+ *
+ * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
+ * D = num_hiddens, d = D / H, v = value size.
+ *
+ * Sizes are chosen not to divide the block sizes: 6 x 16 register tiles,
+ * k chunks of 256, column chunks of 512, query blocks of 96, key blocks of
+ * 256. Speed is never tested here; `make bench` measures it.
+ */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "fast_exp.h"
+#include "fast_matmul.h"
+#include "helpers.h"
+#include "multihead.h"
+#include "multihead_fast.h"
+#include "ops.h"
+#include "random.h"
+#include "softmax.h"
+#include "streaming_attention.h"
+#include "tensor.h"
+
+/* ---- fast matmul ------------------------------------------------------------- */
+
+/* A sum of k products rounded in any order, with or without fused
+ * multiply-adds, is within k * eps * sum_p |a_ip b_pj| of the exact sum; two
+ * such sums are within twice that of each other. The bound is per element,
+ * from |A| @ |B|, so a wrong element (a missed or doubled product) is far
+ * outside it. */
+static void expect_product_close(const float *actual, const float *expected,
+                                 const float *magnitude, int m, int n, int k, const char *what)
+{
+    int shown = 0, bad = 0;
+    for (int i = 0; i < m * n; i++) {
+        float tolerance = 2.0f * (float)(k + 1) * FLT_EPSILON * magnitude[i] + 1e-30f;
+        if (!(fabsf(actual[i] - expected[i]) <= tolerance)) {
+            if (shown++ < 5)
+                fprintf(stderr, "%s: element (%d, %d) is %.9g, expected %.9g (tolerance %.3g)\n",
+                        what, i / n, i % n, (double)actual[i], (double)expected[i],
+                        (double)tolerance);
+            bad++;
+        }
+    }
+    cr_expect_eq(bad, 0, "%s: %d of %d elements differ from the clear matmul", what, bad, m * n);
+}
+
+static float *random_floats(Rng *rng, size_t count)
+{
+    float *x = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++)
+        x[i] = rng_normal(rng);
+    return x;
+}
+
+static float *absolute(const float *x, size_t count)
+{
+    float *y = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++)
+        y[i] = fabsf(x[i]);
+    return y;
+}
+
+/* A (m, k) @ B (k, n), both forms, 1 and 2 threads, against the clear kernels. */
+static void check_matmul(int m, int k, int n)
+{
+    Rng rng = rng_new((uint64_t)(m * 1000003 + k * 1009 + n));
+    float *a = random_floats(&rng, (size_t)m * k);
+    float *b = random_floats(&rng, (size_t)k * n);      /* (k, n) */
+    float *b_t = malloc((size_t)k * n * sizeof(float));  /* the same matrix as (n, k) */
+    for (int p = 0; p < k; p++)
+        for (int j = 0; j < n; j++)
+            b_t[(size_t)j * k + p] = b[(size_t)p * n + j];
+    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
+    float *expected = malloc((size_t)m * n * sizeof(float));
+    float *magnitude = malloc((size_t)m * n * sizeof(float));
+    float *actual = malloc((size_t)m * n * sizeof(float));
+    float *actual_2 = malloc((size_t)m * n * sizeof(float));
+    matmul_raw(a, b, expected, m, k, n);
+    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+
+    char what[96];
+    for (int threads = 1; threads <= 2; threads++) {
+        fast_matmul_raw(a, b, actual, m, k, n, threads);
+        snprintf(what, sizeof what, "fast_matmul_raw (%d, %d, %d), %d threads", m, k, n, threads);
+        expect_product_close(actual, expected, magnitude, m, n, k, what);
+        fast_matmul_bt_raw(a, b_t, actual_2, m, k, n, threads);
+        snprintf(what, sizeof what, "fast_matmul_bt_raw (%d, %d, %d), %d threads", m, k, n, threads);
+        expect_product_close(actual_2, expected, magnitude, m, n, k, what);
+        /* Threads split the rows; every element is still summed by one
+         * thread in the same order, so the answers are bit for bit equal. */
+        cr_expect(memcmp(actual, actual_2, (size_t)m * n * sizeof(float)) == 0,
+                  "(%d, %d, %d): B and B^T forms differ bitwise", m, k, n);
+    }
+    free(a); free(b); free(b_t); free(abs_a); free(abs_b);
+    free(expected); free(magnitude); free(actual); free(actual_2);
+}
+
+Test(fast_matmul, equals_clear_on_sizes_that_do_not_divide_the_blocks)
+{
+    check_matmul(1, 1, 1);
+    check_matmul(5, 3, 7);          /* smaller than one register tile */
+    check_matmul(6, 16, 16);        /* exactly one tile */
+    check_matmul(13, 37, 29);
+    check_matmul(61, 300, 45);      /* k crosses a 256 chunk */
+    check_matmul(20, 513, 530);     /* k crosses two chunks, n crosses 512 */
+}
+
+Test(fast_matmul, threads_give_bitwise_the_same_answer)
+{
+    const int m = 97, k = 70, n = 33;
+    Rng rng = rng_new(11);
+    float *a = random_floats(&rng, (size_t)m * k), *b = random_floats(&rng, (size_t)k * n);
+    float *c1 = malloc((size_t)m * n * sizeof(float)), *c2 = malloc((size_t)m * n * sizeof(float));
+    float *c3 = malloc((size_t)m * n * sizeof(float));
+    fast_matmul_raw(a, b, c1, m, k, n, 1);
+    fast_matmul_raw(a, b, c2, m, k, n, 2);
+    fast_matmul_raw(a, b, c3, m, k, n, 5);
+    cr_expect(memcmp(c1, c2, (size_t)m * n * sizeof(float)) == 0, "1 and 2 threads differ");
+    cr_expect(memcmp(c1, c3, (size_t)m * n * sizeof(float)) == 0, "1 and 5 threads differ");
+    free(a); free(b); free(c1); free(c2); free(c3);
+}
+
+/* fast_gemm on views inside bigger matrices, accumulating onto C: the
+ * strides must be honoured and nothing outside the view touched. */
+Test(fast_matmul, strided_views_and_accumulate)
+{
+    const int m = 11, n = 19, k = 23, lda = 30, ldb = 25, ldc = 40;
+    Rng rng = rng_new(12);
+    float *a = random_floats(&rng, (size_t)m * lda);
+    float *b = random_floats(&rng, (size_t)n * ldb);          /* B^T rows (n, k) at stride ldb */
+    float *c = random_floats(&rng, (size_t)m * ldc);
+    float *c_before = malloc((size_t)m * ldc * sizeof(float));
+    memcpy(c_before, c, (size_t)m * ldc * sizeof(float));
+    fast_gemm(m, n, k, a, lda, b, ldb, true, c, ldc, true, 2);
+    int bad = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < ldc; j++) {
+            float expected = c_before[(size_t)i * ldc + j], magnitude = fabsf(expected);
+            if (j < n)
+                for (int p = 0; p < k; p++) {
+                    float term = a[(size_t)i * lda + p] * b[(size_t)j * ldb + p];
+                    expected += term;
+                    magnitude += fabsf(term);
+                }
+            float got = c[(size_t)i * ldc + j];
+            float tolerance = j < n ? 2.0f * (k + 2) * FLT_EPSILON * magnitude : 0.0f;
+            if (!(fabsf(got - expected) <= tolerance) && bad++ < 5)
+                fprintf(stderr, "c[%d][%d] = %.9g, expected %.9g\n", i, j, (double)got,
+                        (double)expected);
+        }
+    cr_expect_eq(bad, 0, "%d elements wrong (columns past n must be untouched)", bad);
+    free(a); free(b); free(c); free(c_before);
+}
+
+Test(fast_matmul, tensor_forms_and_linear_equal_clear)
+{
+    Rng rng = rng_new(13);
+    Tensor *a = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, 14, 9));
+    Tensor *b = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, 9, 17));
+    Tensor *b_t = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, 17, 9));
+    Tensor *expected = matmul(a, b), *actual = fast_matmul(a, b, 2);
+    expect_close(actual, expected, 1e-5f, 1e-5f);
+    tensor_free(expected);
+    tensor_free(actual);
+    expected = matmul_bt(a, b_t);
+    actual = fast_matmul_bt(a, b_t, 2);
+    expect_close(actual, expected, 1e-5f, 1e-5f);
+    tensor_free(expected);
+    tensor_free(actual);
+
+    /* linear with and without bias, on a 3-D input: y = x W^T + b */
+    Tensor *weight = tensor_uniform(&rng, -0.3f, 0.3f, SHAPE(21, 9));
+    Tensor *bias = tensor_uniform(&rng, -0.3f, 0.3f, SHAPE(21));
+    for (int with_bias = 0; with_bias <= 1; with_bias++) {
+        expected = linear(a, weight, with_bias ? bias : NULL);
+        actual = fast_linear(a, weight, with_bias ? bias : NULL, 2);
+        cr_expect(tensor_has_shape(actual, SHAPE(3, 14, 21)));
+        expect_close(actual, expected, 1e-5f, 1e-5f);
+        tensor_free(expected);
+        tensor_free(actual);
+    }
+    tensor_free(a); tensor_free(b); tensor_free(b_t); tensor_free(weight); tensor_free(bias);
+}
+
+/* ---- fast exp ---------------------------------------------------------------- */
+
+/* The distance between a and the reference r in units of the spacing of
+ * floats at r (2^-149 for subnormals and zero). */
+static double ulp_error(float a, float r)
+{
+    double spacing = ldexp(1.0, -149);
+    if (r != 0.0f && isfinite(r)) {
+        int e;
+        frexpf(fabsf(r), &e);                  /* |r| in [2^(e-1), 2^e) */
+        double normal_spacing = ldexp(1.0, e - 24);
+        if (normal_spacing > spacing)
+            spacing = normal_spacing;
+    }
+    return fabs((double)a - (double)r) / spacing;
+}
+
+/* Compare fast_exp_array with expf on count floats x[i]; returns the worst
+ * error in ulp, and counts mismatches of the special results (0, inf, NaN). */
+static double worst_exp_error(const float *x, size_t count, int *special_mismatches,
+                              float *worst_x)
+{
+    float *y = malloc(count * sizeof(float));
+    fast_exp_array(x, y, count);
+    double worst = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        float r = expf(x[i]);
+        if (isnan(r) || isinf(r) || isnan(y[i]) || isinf(y[i])) {
+            bool same = (isnan(r) && isnan(y[i])) || (isinf(r) && r == y[i]);
+            if (!same && (*special_mismatches)++ < 5)
+                fprintf(stderr, "exp(%a): fast %a, expf %a\n", (double)x[i], (double)y[i],
+                        (double)r);
+            continue;
+        }
+        double e = ulp_error(y[i], r);
+        if (e > worst) {
+            worst = e;
+            *worst_x = x[i];
+        }
+    }
+    free(y);
+    return worst;
+}
+
+/* The bound fast_exp.h promises: 1 ulp from libm's expf. It is what was
+ * measured on every one of the 2^32 floats against glibc's expf, built with
+ * and without FMA, by gcc and by clang. A coefficient off by 3% in its
+ * sixth term already breaks it (2 ulp), and so does any lost bit in the
+ * range reduction. */
+#define EXP_MAX_ULP 1.0
+
+Test(fast_exp, within_1_ulp_of_expf_over_the_whole_float_range)
+{
+    /* Every 4099th bit pattern: a prime stride, so all exponents, signs and
+     * fraction patterns are visited, including NaNs and infinities. */
+    const uint64_t stride = 4099;
+    size_t count = (size_t)((1ull << 32) / stride) + 1;
+    float *x = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits = (uint32_t)(i * stride);
+        memcpy(&x[i], &bits, sizeof bits);
+    }
+    int special = 0;
+    float worst_x = 0.0f;
+    double worst = worst_exp_error(x, count, &special, &worst_x);
+    cr_expect_eq(special, 0, "%d special results (0, inf, NaN) differ from expf", special);
+    cr_expect(worst <= EXP_MAX_ULP, "worst error %.3f ulp at x = %a", worst, (double)worst_x);
+    free(x);
+}
+
+Test(fast_exp, every_float_near_underflow_and_overflow)
+{
+    /* All floats in [-104, -86] (results from 0 through the subnormals to
+     * the smallest normals) and in [88, 89] (the overflow edge), one by one. */
+    const float ranges[2][2] = {{-104.0f, -86.0f}, {88.0f, 89.0f}};
+    for (int r = 0; r < 2; r++) {
+        size_t count = 0, cap = 1 << 20;
+        float *x = malloc(cap * sizeof(float));
+        for (float v = ranges[r][0]; v <= ranges[r][1]; v = nextafterf(v, INFINITY)) {
+            if (count == cap)
+                x = realloc(x, (cap *= 2) * sizeof(float));
+            x[count++] = v;
+        }
+        int special = 0;
+        float worst_x = 0.0f;
+        double worst = worst_exp_error(x, count, &special, &worst_x);
+        cr_expect_eq(special, 0, "[%g, %g]: %d special results differ", (double)ranges[r][0],
+                     (double)ranges[r][1], special);
+        cr_expect(worst <= EXP_MAX_ULP, "[%g, %g]: worst error %.3f ulp at x = %a",
+                  (double)ranges[r][0], (double)ranges[r][1], worst, (double)worst_x);
+        free(x);
+    }
+}
+
+Test(fast_exp, special_values_are_exact)
+{
+    /* masked scores: exp(-inf) is exactly +0 */
+    float zero = fast_expf(-INFINITY);
+    cr_expect(zero == 0.0f && !signbit(zero), "exp(-inf) = %a", (double)zero);
+    cr_expect(fast_expf(-1e30f) == 0.0f);
+    /* -103.9720840454101562 is the largest float whose exp is below
+     * 2^-150 (half the smallest subnormal): 0. The next float up gives the
+     * smallest subnormal, 2^-149. */
+    cr_expect(fast_expf(-0x1.9fe36ap+6f) == 0.0f, "got %a", (double)fast_expf(-0x1.9fe36ap+6f));
+    cr_expect(fast_expf(-0x1.9fe368p+6f) == 0x1p-149f, "got %a", (double)fast_expf(-0x1.9fe368p+6f));
+    /* overflow: 88.72283172607421875 is the last finite result */
+    cr_expect(isfinite(fast_expf(0x1.62e42ep+6f)));
+    cr_expect(isinf(fast_expf(0x1.62e430p+6f)) && fast_expf(0x1.62e430p+6f) > 0.0f);
+    cr_expect(isinf(fast_expf(INFINITY)) && fast_expf(INFINITY) > 0.0f);
+    cr_expect(isnan(fast_expf(NAN)));
+    cr_expect(fast_expf(0.0f) == 1.0f);
+    cr_expect(fast_expf(-0.0f) == 1.0f);
+    cr_expect_float_eq(fast_expf(1.0f), 2.71828182845904524f, 2.5e-7f);
+}
+
+Test(fast_exp, shift_sum_is_a_softmax_numerator)
+{
+    /* 13 values (not a multiple of 8), one masked (-inf) */
+    float row[13], expected[13];
+    const float shift = 1.75f;
+    double expected_sum = 0.0;
+    for (int j = 0; j < 13; j++) {
+        row[j] = j == 6 ? -INFINITY : 0.37f * (float)j - 2.0f;
+        expected[j] = expf(row[j] - shift);
+        expected_sum += expected[j];
+    }
+    float sum = fast_exp_shift_sum(row, 13, shift);
+    cr_expect(row[6] == 0.0f, "the masked score must give exactly 0, got %a", (double)row[6]);
+    cr_expect(floats_allclose(row, expected, 13, 0.0f, 3e-7f, stderr));
+    cr_expect_float_eq(sum, (float)expected_sum, 1e-6f * (float)expected_sum);
+    /* in place and out of place give the same */
+    float x[10] = {-3, -2.5f, -1, -0.5f, 0, 0.25f, 1, 2, 10, -50}, y[10], z[10];
+    fast_exp_array(x, y, 10);
+    memcpy(z, x, sizeof z);
+    fast_exp_array(z, z, 10);
+    cr_expect(memcmp(y, z, sizeof y) == 0);
+}
+
+/* ---- streaming attention ----------------------------------------------------- */
+
+/* atol 1e-5 of the output's magnitude, as the fast path promises */
+static void expect_attention_equal(int B, int T, int K, int d, int v, const ValidLens *valid_lens,
+                                   uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, d));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, d));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, v));
+    /* Huge values behind the mask (keys that no query of the sequence may
+     * see): a masked key that leaked into a sum would show at once. */
+    if (valid_lens != NULL)
+        for (int b = 0; b < B; b++) {
+            int longest = 0;
+            for (int q = 0; q < T; q++)
+                if (valid_len_at(valid_lens, b, q) > longest)
+                    longest = valid_len_at(valid_lens, b, q);
+            for (int j = longest; j < K; j++)
+                for (int c = 0; c < v; c++)
+                    AT3(values, b, j, c) = 1e6f;
+        }
+    Tensor *expected = dot_product_attention(queries, keys, values, valid_lens, NULL, NULL);
+    const float atol = 1e-5f * tensor_max_abs(expected);
+    for (int threads = 1; threads <= 2; threads++) {
+        Tensor *actual = streaming_attention(queries, keys, values, valid_lens, threads);
+        cr_expect(tensor_has_shape(actual, SHAPE(B, T, v)));
+        cr_expect(tensor_allclose(actual, expected, atol, 0.0f, stderr),
+                  "streaming (B %d, T %d, K %d, d %d, v %d, %s mask, %d threads) differs",
+                  B, T, K, d, v, valid_lens == NULL ? "no" : valid_lens->ndim == 1 ? "1-D" : "2-D",
+                  threads);
+        tensor_free(actual);
+    }
+    tensor_free(queries); tensor_free(keys); tensor_free(values); tensor_free(expected);
+}
+
+Test(streaming_attention, unmasked_equals_clear)
+{
+    expect_attention_equal(2, 4, 6, 5, 3, NULL, 21);        /* smaller than any block */
+    expect_attention_equal(2, 200, 300, 20, 20, NULL, 22);   /* 96 and 256 do not divide */
+    expect_attention_equal(1, 97, 520, 64, 64, NULL, 23);    /* three key blocks, the last of 8 */
+}
+
+Test(streaming_attention, cross_attention_equals_clear)
+{
+    /* queries and keys of different counts, values of another size */
+    expect_attention_equal(3, 7, 290, 12, 5, NULL, 24);
+    expect_attention_equal(2, 150, 33, 8, 40, NULL, 25);
+}
+
+Test(streaming_attention, masked_1d_equals_clear)
+{
+    const int lens[3] = {3, 257, 1};     /* one inside a block, one past it, one key */
+    ValidLens *valid_lens = valid_lens_1d(lens, 3);
+    expect_attention_equal(3, 100, 300, 16, 9, valid_lens, 26);
+    valid_lens_free(valid_lens);
+}
+
+Test(streaming_attention, masked_2d_equals_clear_and_empty_rows_are_zero)
+{
+    enum { B = 2, T = 110, K = 270, d = 10, v = 7 };
+    int lens[B * T];
+    Rng rng = rng_new(27);
+    for (int i = 0; i < B * T; i++)
+        lens[i] = (int)rng_below(&rng, K + 1);   /* anything from 0 to K */
+    lens[0] = 0;                                 /* rows with no key at all */
+    lens[T + 100] = 0;
+    lens[5] = K;
+    lens[6] = 256;                               /* exactly one key block */
+    ValidLens *valid_lens = valid_lens_2d(lens, B, T);
+    expect_attention_equal(B, T, K, d, v, valid_lens, 28);
+
+    Rng data = rng_new(29);
+    Tensor *queries = tensor_normal(&data, 0.0f, 1.0f, SHAPE(B, T, d));
+    Tensor *keys = tensor_normal(&data, 0.0f, 1.0f, SHAPE(B, K, d));
+    Tensor *values = tensor_normal(&data, 0.0f, 1.0f, SHAPE(B, K, v));
+    Tensor *out = streaming_attention(queries, keys, values, valid_lens, 2);
+    for (int c = 0; c < v; c++) {
+        cr_expect(AT3(out, 0, 0, c) == 0.0f, "a query with no key must give exactly 0");
+        cr_expect(AT3(out, 1, 100, c) == 0.0f, "a query with no key must give exactly 0");
+    }
+    tensor_free(queries); tensor_free(keys); tensor_free(values); tensor_free(out);
+    valid_lens_free(valid_lens);
+}
+
+Test(streaming_attention, one_key_gives_its_value)
+{
+    /* valid_len 1: the weight of key 0 is exactly 1, the output its value */
+    Rng rng = rng_new(30);
+    Tensor *queries = tensor_normal(&rng, 0.0f, 3.0f, SHAPE(1, 5, 4));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 3.0f, SHAPE(1, 20, 4));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 20, 3));
+    const int lens[1] = {1};
+    ValidLens *valid_lens = valid_lens_1d(lens, 1);
+    Tensor *out = streaming_attention(queries, keys, values, valid_lens, 1);
+    for (int q = 0; q < 5; q++)
+        for (int c = 0; c < 3; c++)
+            cr_expect_float_eq(AT3(out, 0, q, c), AT3(values, 0, 0, c), 1e-6f);
+    tensor_free(queries); tensor_free(keys); tensor_free(values); tensor_free(out);
+    valid_lens_free(valid_lens);
+}
+
+/* ---- fast multi-head layer ---------------------------------------------------- */
+
+static void expect_multihead_equal(int B, int T, int K, int Dq, int Dk, int Dv, int D, int H,
+                                   bool bias, const ValidLens *valid_lens, uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    MultiHeadAttention *layer = multihead_new(Dq, Dk, Dv, D, H, 0.0f, bias, &rng);
+    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, Dq));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dk));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dv));
+    Tensor *expected = multihead_forward(layer, queries, keys, values, valid_lens, false, NULL, NULL);
+    const float atol = 1e-5f * tensor_max_abs(expected);
+    Tensor *one = multihead_forward_fast(layer, queries, keys, values, valid_lens, 1);
+    Tensor *two = multihead_forward_fast(layer, queries, keys, values, valid_lens, 2);
+    cr_expect(tensor_has_shape(one, SHAPE(B, T, D)));
+    cr_expect(tensor_allclose(one, expected, atol, 0.0f, stderr),
+              "fast layer (B %d, T %d, K %d, D %d, H %d) differs from multihead_forward",
+              B, T, K, D, H);
+    /* each (sequence, head) job is computed the same way by any thread */
+    cr_expect(memcmp(one->data, two->data, one->size * sizeof(float)) == 0,
+              "1 and 2 threads differ");
+    tensor_free(one); tensor_free(two); tensor_free(expected);
+    tensor_free(queries); tensor_free(keys); tensor_free(values);
+    multihead_free(layer);
+}
+
+Test(multihead_fast, d2l_toy_check_equals_clear)
+{
+    /* d2l's check: num_hiddens 100, 5 heads (d = 20), batch 2, 4 queries,
+     * 6 key-value pairs, valid_lens [3, 2] */
+    const int lens[2] = {3, 2};
+    ValidLens *valid_lens = valid_lens_1d(lens, 2);
+    expect_multihead_equal(2, 4, 6, 100, 100, 100, 100, 5, false, valid_lens, 31);
+    expect_multihead_equal(2, 4, 6, 100, 100, 100, 100, 5, true, valid_lens, 32);
+    valid_lens_free(valid_lens);
+}
+
+Test(multihead_fast, cross_attention_with_2d_mask_equals_clear)
+{
+    /* d = 32: whole 16-column panels, the path that packs W once */
+    enum { B = 2, T = 50, K = 270 };
+    int lens[B * T];
+    Rng rng = rng_new(33);
+    for (int i = 0; i < B * T; i++)
+        lens[i] = (int)rng_below(&rng, K + 1);
+    lens[7] = 0;
+    ValidLens *valid_lens = valid_lens_2d(lens, B, T);
+    expect_multihead_equal(B, T, K, 24, 40, 18, 64, 2, true, valid_lens, 34);
+    expect_multihead_equal(B, T, K, 24, 40, 18, 64, 4, false, NULL, 35);   /* d = 16 */
+    expect_multihead_equal(1, 130, 97, 30, 30, 30, 48, 8, true, NULL, 36);  /* d = 6 */
+    valid_lens_free(valid_lens);
+}
