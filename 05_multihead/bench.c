@@ -338,12 +338,14 @@ int main(int argc, char **argv)
     Target big_memory = {"(1, 32768, 512, 8), fast: peak memory", 0, 600, "MB", false};
 
     print_header();
+    int failed = 0;   /* lines whose child did not finish: the status says so */
     for (int i = 0; i < count; i++) {
         const Config *c = &list[i];
         bool clear = !c->fast_only && !opt.quick && c->num_queries <= opt.clear_max;
         if (clear) {
             Result r = measure_in_child(c, false, 1, &opt);
             print_line(c, "clear", 1, &r);
+            failed += !r.ok;
         } else if (!c->fast_only && !opt.quick) {
             printf("%-30s %-6s %7d   skipped: its weights alone are %.1f GB and one pass takes"
                    " minutes (--clear-max %d runs it)\n", c->label, "clear", 1,
@@ -356,6 +358,7 @@ int main(int argc, char **argv)
                 continue;
             Result r = measure_in_child(c, true, threads, &opt);
             print_line(c, "fast", threads, &r);
+            failed += !r.ok;
             if (r.ok && threads == 2 && c->batch == 8 && c->num_queries == 512 &&
                 c->num_hiddens == 512 && c->num_heads == 8)
                 targets[0] = (Target){targets[0].what, r.ms, 120, "ms", true};
@@ -376,5 +379,5 @@ int main(int argc, char **argv)
             print_target(&targets[i]);
         print_target(&big_memory);
     }
-    return 0;
+    return failed == 0 ? 0 : 1;
 }

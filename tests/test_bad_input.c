@@ -419,11 +419,13 @@ static void read_only_dir(const char *dir)
 #define CAUSAL "02_softmax_mask/exercise_causal_mask"
 #define SELF "03_self_attention/self_attention"
 #define DROPOUT "03_self_attention/exercise_dropout_average"
+#define STREAMING "03_self_attention/streaming"
 #define TRANSPOSE "04_transpose_qkv/transpose_qkv"
 #define SPLIT "04_transpose_qkv/exercise_head_split"
 #define MULTI "05_multihead/multihead"
 #define GRID "05_multihead/head_grid"
 #define IMPORTANCE "05_multihead/head_importance"
+#define BENCH "05_multihead/bench"
 #define PERMUTATION "06_permutation_invariance/permutation_invariance"
 #define ORDER "06_permutation_invariance/exercise_causal_order"
 
@@ -493,6 +495,20 @@ static BadInput rows[] = {
     {DROPOUT, "--draws 9", 2, "--draws expects a whole number from 10 to 1000000", NULL},
     {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
     {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
+    {STREAMING, "--block 0", 2, "--block expects a whole number from 1 to 6, got '0'", NULL},
+    {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
+    {STREAMING, "--batch 65", 2, "--batch expects a whole number from 1 to 64", NULL},
+    {STREAMING, "--threads 0", 2, "--threads expects a whole number from 1 to 64", NULL},
+    {STREAMING, "--hiddens x", 2, "--hiddens expects a whole number from 1 to 1024, got 'x'",
+     NULL},
+    {STREAMING, "--keys", 2, "--keys needs a value", NULL},
+    /* B * T * K scores that would not fit: refused before anything is made */
+    {STREAMING, "--batch 64 --queries 4096 --keys 4096", 2, "would need 4.3 GB for the clear "
+     "version's scores", NULL},
+    /* each input is (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
+    {STREAMING, "--batch 4 --queries 4096 --keys 4096 --hiddens 1024", 1,
+     "out of memory: a tensor of shape (4, 4096, 1024) needs 67108864 bytes", NULL, NULL, 48,
+     false},
 
     /* chapter 04 */
     {TRANSPOSE, "--heads 0", 2, "--heads expects a whole number from 1 to 99, got '0'", NULL},
@@ -598,6 +614,22 @@ static BadInput rows[] = {
      NULL},
     {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
     {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
+    {BENCH, "--config 1,2,3", 2, "--config expects B,n,D,H, four whole numbers, got '1,2,3'",
+     NULL},
+    {BENCH, "--config 1,64,10,3", 2, "--config: D = 10 does not divide by H = 3", NULL},
+    {BENCH, "--config 0,64,8,2", 2, "--config expects comma-separated whole numbers from 1 "
+     "to 65536", NULL},
+    {BENCH, "--config 65536,65536,65536,1", 2, "B * n * D = 281474976710656 floats is too "
+     "much for one input", NULL},
+    {BENCH, "--threads 1", 2, "--threads expects a whole number from 2 to 64, got '1'", NULL},
+    {BENCH, "--repeats 0", 2, "--repeats expects a whole number from 1 to 51", NULL},
+    {BENCH, "--clear-max 0", 2, "--clear-max expects a whole number from 1 to 65536", NULL},
+    {BENCH, "--quick --frob", 2, "unknown option '--frob'", NULL},
+    /* the clear layer's (1, 4096, 4096) weights are 64 MB: its line fails,
+     * the fast lines run, and the status says that one line failed */
+    {BENCH, "--config 1,4096,1,1 --clear-max 4096 --repeats 1", 1,
+     "out of memory: a tensor of shape (1, 4096, 4096) needs 67108864 bytes", NULL, NULL, 48,
+     false},
 
     /* chapter 06 */
     {PERMUTATION, "--heads 3", 2, "--heads 3 does not divide --hiddens 8", NULL},
