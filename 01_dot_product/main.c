@@ -27,7 +27,8 @@
 /* The dictionary of the story: capital = {"Japan": "Tokyo", ...}. */
 enum { NUM_KEYS = 3, VOCAB = 4, EMBED = 4, TOKENS = 3 };
 static const char *const values_text[NUM_KEYS] = {"Tokyo", "Washington D.C.", "London"};
-/* Every word the queries may use: the three keys first, then one that is not a key. */
+/* Every word the queries may use: the NUM_KEYS keys first, in the order of
+ * values_text, then the words that are not keys. */
 static const char *const vocabulary[VOCAB] = {"Japan", "USA", "British", "France"};
 
 static void usage(void)
@@ -42,12 +43,31 @@ static void usage(void)
            "  --help        this text\n", PROG);
 }
 
+/* "Japan, USA, British, France" into buf. */
+static const char *vocabulary_list(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int w = 0; w < VOCAB && used < len; w++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", w ? ", " : "", vocabulary[w]);
+    return buf;
+}
+
 static int word_index(const char *word)
 {
     for (int i = 0; i < VOCAB; i++)
         if (strcmp(word, vocabulary[i]) == 0)
             return i;
     return -1;
+}
+
+/* Print "name (shape) =" and the tensor, the shape read from the tensor
+ * itself so that it stays right when the dictionary grows. */
+static void print_with_shape(const char *name, const Tensor *x)
+{
+    char shape[64], label[160];
+    snprintf(label, sizeof label, "%s %s", name, shape_str(shape, sizeof shape, x->ndim, x->shape));
+    tensor_print_named(label, x);
 }
 
 /* One-hot row for word i over the vocabulary: 1 at i, 0 elsewhere. */
@@ -61,8 +81,10 @@ static void one_hot(float *row, int size, int i)
 static void hard_lookup(int query)
 {
     printf("Part 1. A dictionary is attention with 0/1 similarities\n\n");
-    printf("  capital = {\"Japan\": \"Tokyo\", \"USA\": \"Washington D.C.\", "
-           "\"British\": \"London\"}\n");
+    printf("  capital = {");
+    for (int j = 0; j < NUM_KEYS; j++)
+        printf("%s\"%s\": \"%s\"", j ? ", " : "", vocabulary[j], values_text[j]);
+    printf("}\n");
     if (query < NUM_KEYS)
         printf("  capital[\"%s\"]  ->  \"%s\"\n\n", vocabulary[query], values_text[query]);
     else
@@ -80,11 +102,13 @@ static void hard_lookup(int query)
     Tensor *queries = tensor_zeros(SHAPE(1, VOCAB));
     one_hot(&AT2(queries, 0, 0), VOCAB, query);
 
-    printf("Words are one-hot vectors over the vocabulary [Japan, USA, British, France].\n");
-    tensor_print_named("keys   (3, 4)", keys);
-    tensor_print_named("values (3, 3)", values);
+    char words[256];
+    printf("Words are one-hot vectors over the vocabulary [%s].\n",
+           vocabulary_list(words, sizeof words));
+    print_with_shape("keys  ", keys);
+    print_with_shape("values", values);
     printf("query \"%s\":\n", vocabulary[query]);
-    tensor_print_named("queries (1, 4)", queries);
+    print_with_shape("queries", queries);
 
     /* similarity (1, K) = queries (1, W) @ keys^T (W, K) */
     Tensor *similarity = matmul_bt(queries, keys);
@@ -119,11 +143,13 @@ static void soft_lookup(int query, Rng *rng)
     Tensor *embedding = tensor_normal(rng, 0.0f, 1.0f, SHAPE(VOCAB, EMBED));
     /* keys (K, d) are the first K rows: the words that are keys */
     Tensor *keys = tensor_from(embedding->data, SHAPE(NUM_KEYS, EMBED));
-    tensor_print_named("keys (3, 4): the vectors of Japan, USA, British", keys);
+    printf("Every word gets a vector of %d seeded random numbers; the keys are the\n"
+           "vectors of the key words, one per row.\n", EMBED);
+    print_with_shape("keys", keys);
 
     /* With queries = keys, similarity[i][j] = k_i . k_j = k_j . k_i */
     Tensor *similarity = matmul_bt(keys, keys);
-    tensor_print_named("similarity = keys @ keys^T (3, 3)", similarity);
+    print_with_shape("similarity = keys @ keys^T", similarity);
     float asymmetry = 0.0f;
     for (int i = 0; i < NUM_KEYS; i++)
         for (int j = 0; j < NUM_KEYS; j++)
@@ -174,7 +200,7 @@ static void static_versus_attention(Rng *rng)
     Tensor *input_b = tensor_copy(input_a);
     for (int p = 0; p < EMBED; p++)       /* change only the last token */
         AT2(input_b, TOKENS - 1, p) = rng_normal(rng);
-    tensor_print_named("input A (3 tokens, 4)", input_a);
+    print_with_shape("input A (tokens, size)", input_a);
     tensor_print_named("input B: token 2 replaced", input_b);
 
     /* static: y_i = Relu(W x_i + b), token by token, W fixed */
@@ -233,9 +259,10 @@ int main(int argc, char **argv)
         }
     }
     int query = word_index(query_word);
+    char words[256];
     if (query < 0)
-        cli_fail(PROG, "--query: '%s' is not in the vocabulary (Japan, USA, British, France)",
-                 query_word);
+        cli_fail(PROG, "--query: '%s' is not in the vocabulary (%s)", query_word,
+                 vocabulary_list(words, sizeof words));
 
     Rng rng = rng_new(seed);
     hard_lookup(query);

@@ -278,7 +278,8 @@ static int format_value(char *buf, size_t len, float v, bool scientific)
         return snprintf(buf, len, "nan");
     if (isinf(v))
         return snprintf(buf, len, v > 0 ? "inf" : "-inf");
-    /* Print -0.0 as 0.0000, as PyTorch does for masked weights. */
+    /* Print -0.0 as 0.0000 (PyTorch would print -0.0000), so that a weight
+     * that is exactly zero always reads the same. */
     if (v == 0.0f)
         v = 0.0f;
     return snprintf(buf, len, scientific ? "%.4e" : "%.4f", (double)v);
@@ -353,7 +354,8 @@ void tensor_fprint(FILE *out, const Tensor *x)
     for (size_t i = 0; i < x->size; i++)
         if (isfinite(x->data[i]) && fabsf(x->data[i]) > max_abs)
             max_abs = fabsf(x->data[i]);
-    /* Fixed point shows nothing useful for huge values: switch as PyTorch does. */
+    /* Fixed point shows nothing useful for huge values: only then switch to
+     * scientific notation (PyTorch switches sooner, see tensor.h). */
     p.scientific = max_abs >= 1e8f;
     for (size_t i = 0; i < x->size; i++) {
         char buf[48];
@@ -466,7 +468,9 @@ float tensor_max_abs_diff(const Tensor *a, const Tensor *b)
     float worst = 0.0f;
     for (size_t i = 0; i < a->size; i++) {
         float d = fabsf(a->data[i] - b->data[i]);
-        if (!(d <= worst))   /* also catches NaN */
+        if (isnan(d))
+            return d;   /* a NaN anywhere means "not equal", whatever follows */
+        if (d > worst)
             worst = d;
     }
     return worst;
@@ -475,8 +479,11 @@ float tensor_max_abs_diff(const Tensor *a, const Tensor *b)
 float tensor_max_abs(const Tensor *x)
 {
     float m = 0.0f;
-    for (size_t i = 0; i < x->size; i++)
-        if (!(fabsf(x->data[i]) <= m))
+    for (size_t i = 0; i < x->size; i++) {
+        if (isnan(x->data[i]))
+            return x->data[i];
+        if (fabsf(x->data[i]) > m)
             m = fabsf(x->data[i]);
+    }
     return m;
 }

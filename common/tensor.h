@@ -92,7 +92,13 @@ char *shape_str(char *buf, size_t len, int ndim, const int *shape);
 
 /* ---- printing ---------------------------------------------------------- */
 /* PyTorch-like: tensor([[0.4324, 0.5676, 0.0000]]), 4 decimals, nested
- * brackets, columns aligned, a blank line between 2-D blocks. */
+ * brackets, columns aligned, a blank line between 2-D blocks, at most 80
+ * columns, and "..." past 1000 elements. This is what PyTorch prints after
+ * torch.set_printoptions(precision=4, sci_mode=False), with three
+ * differences: whole numbers keep their decimals (1.0000, where PyTorch
+ * prints 1.), -0.0 prints as 0.0000, and values of 1e8 and more switch the
+ * whole tensor to scientific notation. Set those print options in your
+ * notebook to hold its output next to ours. */
 void tensor_fprint(FILE *out, const Tensor *x);
 void tensor_print(const Tensor *x);   /* to stdout, with a newline */
 /* "name = tensor(...)" on stdout; a tensor of several rows starts on the
@@ -105,12 +111,13 @@ void tensor_print_named(const char *name, const Tensor *x);
  * NULL, print the worst index and the first few mismatches to it. */
 bool tensor_allclose(const Tensor *actual, const Tensor *expected,
                      float atol, float rtol, FILE *report);
-/* Same test on raw arrays of n floats; name labels the report. */
+/* Same test on raw arrays of n floats; the report gives flat indices. */
 bool floats_allclose(const float *actual, const float *expected, size_t n,
                      float atol, float rtol, FILE *report);
-/* Largest |a - b| over all elements (shapes must match). */
+/* Largest |a - b| over all elements (shapes must match); NaN when any
+ * difference is NaN. */
 float tensor_max_abs_diff(const Tensor *a, const Tensor *b);
-/* Largest |x|. */
+/* Largest |x|; NaN when x holds a NaN. */
 float tensor_max_abs(const Tensor *x);
 
 /* ---- errors ------------------------------------------------------------ */

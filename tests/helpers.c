@@ -64,6 +64,30 @@ RunResult run_program(const char *program, const char *args)
     return r;
 }
 
+char *stderr_of(void (*fn)(void), int *status)
+{
+    char err_path[] = "/tmp/attn_test_err_XXXXXX";
+    int err_fd = mkstemp(err_path);
+    *status = -1;
+    if (err_fd < 0)
+        return NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(err_fd, STDERR_FILENO);
+        fn();
+        exit(0);
+    }
+    close(err_fd);
+    int wstatus;
+    if (pid > 0 && waitpid(pid, &wstatus, 0) == pid)
+        *status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+    char *text = read_text_file(err_path, NULL);
+    unlink(err_path);
+    return text;
+}
+
 void run_result_free(RunResult *r)
 {
     free(r->out);

@@ -24,6 +24,11 @@ typedef struct {
 RunResult run_program(const char *program, const char *args);
 void run_result_free(RunResult *r);
 
+/* Run fn() in a child process and return what it wrote on stderr (the
+ * caller frees); *status receives its exit status, as run_program gives.
+ * For errors that stop the process: the test can read the message. */
+char *stderr_of(void (*fn)(void), int *status);
+
 /* Read a whole file; NULL when it cannot be read. The caller frees. */
 char *read_text_file(const char *path, size_t *len);
 
