@@ -90,13 +90,17 @@ $(OUT)/build/common/%.o: common/%.c
 # only, so the clear code and every number a chapter prints stay as above:
 #   -ffp-contract=fast  a * b + c may become one fused multiply-add, the
 #                       instruction the register-tile kernels are built on;
-#   -mavx2 -mfma        8-float vectors and FMA, when this machine has them
-#                       (FAST_ARCH= builds the portable version: the same
-#                       vector code, compiled to SSE or scalar instructions);
+#   FAST_ARCH           the widest vectors this machine has: -mavx512f
+#                       (16 floats, 32 registers) or -mavx2 -mfma (8
+#                       floats); FAST_ARCH='-mavx2 -mfma' forces AVX2 and
+#                       FAST_ARCH= the portable version (the same vector
+#                       code, compiled to SSE or scalar instructions);
 #   -Wno-psabi          without AVX, GCC notes that 32-byte vectors are
 #                       passed differently; ours never leave their file.
-FAST_ARCH   ?= $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null \
-                 | grep -c -E '__(AVX2|FMA)__ ' | grep -q 2 && echo -mavx2 -mfma)
+FAST_NATIVE := $(shell $(CC) -march=native -dM -E -x c /dev/null 2>/dev/null)
+FAST_AVX512 := $(findstring __AVX512F__ ,$(FAST_NATIVE))
+FAST_AVX2   := $(and $(findstring __AVX2__ ,$(FAST_NATIVE)),$(findstring __FMA__ ,$(FAST_NATIVE)))
+FAST_ARCH   ?= $(if $(FAST_AVX512),-mavx512f -mavx2 -mfma,$(if $(FAST_AVX2),-mavx2 -mfma))
 FAST_CFLAGS := -ffp-contract=fast $(FAST_ARCH) -Wno-psabi
 FAST_OBJ    := $(patsubst %,$(OUT)/build/common/%.o,fast_matmul fast_exp streaming_attention multihead_fast)
 $(FAST_OBJ): $(OUT)/build/common/%.o: common/%.c

@@ -310,8 +310,9 @@ int main(int argc, char **argv)
 
     peak_1 = fast_peak_gflops(1, 0.5);
     peak_n = fast_peak_gflops(N, 0.5);
-    printf("fp32 peak of this machine now (8-wide FMA loop): %.1f GFLOP/s on 1 thread,\n"
-           "%.1f GFLOP/s on %d threads.\n\n", peak_1, peak_n, N);
+    printf("fp32 peak of this machine now (an FMA loop on vectors of %d floats, the\n"
+           "kernels' width): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads.\n\n",
+           fast_vector_width(), peak_1, peak_n, N);
 
     Config configs[] = {
         {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, true, false},

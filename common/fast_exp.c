@@ -1,10 +1,11 @@
 /*
  * fast_exp.c - a vectorisable exp. See fast_exp.h for what it promises.
  *
- * The arithmetic is written on 8 floats at once with GCC/Clang vector
- * extensions (a type "vector of 8 floats" on which + - * and comparisons
- * act lane by lane). With AVX2 each operation is one instruction; without
- * it the compiler splits it into SSE halves or scalar code, still correct.
+ * The arithmetic is written on a vector of VEC floats at once (16 with
+ * AVX-512, else 8) with GCC/Clang vector extensions: a type on which
+ * + - * and comparisons act lane by lane. With AVX2 or AVX-512 each
+ * operation is one instruction; without them the compiler splits it into
+ * SSE pieces or scalar code, still correct.
  * There is no branch on the data: every special case is a comparison that
  * makes a lane mask, and a select that picks the right lane.
  */
@@ -13,20 +14,26 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef uint32_t v8u __attribute__((vector_size(32)));
+#if defined(__AVX512F__)
+enum { VEC = 16 };
+#else
+enum { VEC = 8 };
+#endif
+
+typedef float vf __attribute__((vector_size(VEC * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(VEC * sizeof(int32_t))));
+typedef uint32_t vu __attribute__((vector_size(VEC * sizeof(uint32_t))));
 
 /* Loads and stores through memcpy: any alignment, no aliasing questions;
  * the compiler turns each into one unaligned vector move. */
-static inline v8f load8(const float *p)
+static inline vf load_vec(const float *p)
 {
-    v8f v;
+    vf v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void store8(float *p, v8f v)
+static inline void store_vec(float *p, vf v)
 {
     memcpy(p, &v, sizeof v);
 }
@@ -34,9 +41,9 @@ static inline void store8(float *p, v8f v)
 /* Lane by lane: mask ? a : b, where mask lanes are all ones or all zeros
  * (what a vector comparison returns). Casting between vector types of the
  * same size reinterprets the bits. */
-static inline v8f select8(v8i mask, v8f a, v8f b)
+static inline vf select_vec(vi mask, vf a, vf b)
 {
-    return (v8f)((mask & (v8i)a) | (~mask & (v8i)b));
+    return (vf)((mask & (vi)a) | (~mask & (vi)b));
 }
 
 /* Thresholds, as exact float constants:
@@ -49,8 +56,8 @@ static inline v8f select8(v8i mask, v8f a, v8f b)
 #define OVERFLOW_X   0x1.62e42ep+6f
 #define UNDERFLOW_X  -0x1.9fe368p+6f
 
-/* exp of 8 lanes. */
-static inline v8f exp8(v8f x)
+/* exp of every lane. */
+static inline vf exp_vec(vf x)
 {
     /* No lane is clamped first: for NaN, infinities and |x| beyond the
      * range, steps 1 to 4 compute meaningless numbers and step 5 replaces
@@ -63,22 +70,22 @@ static inline v8f exp8(v8f x)
      * integer; the low bits of the sum then hold n (no float-to-int
      * conversion, which would be undefined behaviour out of range). */
     const float shifter = 0x1.8p23f;
-    v8f t = x * 1.44269504088896341f + shifter;
-    v8f n = t - shifter;
-    v8u n_bits = (v8u)t - 0x4b400000u;   /* n in two's complement */
+    vf t = x * 1.44269504088896341f + shifter;
+    vf n = t - shifter;
+    vu n_bits = (vu)t - 0x4b400000u;   /* n in two's complement */
 
     /* step 2: r = x - n ln 2, in two parts (Cody and Waite): LN2_HI has
      * few enough bits that n * LN2_HI is exact for |n| <= 150, and LN2_LO
      * supplies the rest of ln 2, so r keeps its accuracy. |r| <= 0.347. */
     const float ln2_hi = 0x1.62e4p-1f;            /* 0.693145751953125 */
     const float ln2_lo = 0x1.7f7d1cp-20f;         /* ln 2 - LN2_HI */
-    v8f r = x - n * ln2_hi;
+    vf r = x - n * ln2_hi;
     r = r - n * ln2_lo;
 
     /* step 3: exp(r) by its Taylor series up to r^7 / 7!, in Horner form.
      * The first term left out is r^8 / 8! <= 5e-9 relative: far below the
      * float rounding error, so the result is good to about 1 ulp. */
-    v8f p = (v8f){0} + (1.0f / 5040.0f);
+    vf p = (vf){0} + (1.0f / 5040.0f);
     p = p * r + (1.0f / 720.0f);
     p = p * r + (1.0f / 120.0f);
     p = p * r + (1.0f / 24.0f);
@@ -94,56 +101,56 @@ static inline v8f exp8(v8f x)
      * keeps its sign in GCC and Clang): both halves are normal floats, the
      * first product is exact, and only the second rounds, once, also when
      * the result is subnormal. */
-    v8u n1 = (v8u)((v8i)n_bits >> 1);
-    v8u n2 = n_bits - n1;
-    v8f scale1 = (v8f)((n1 + 127u) << 23);
-    v8f scale2 = (v8f)((n2 + 127u) << 23);
-    v8f y = (p * scale1) * scale2;
+    vu n1 = (vu)((vi)n_bits >> 1);
+    vu n2 = n_bits - n1;
+    vf scale1 = (vf)((n1 + 127u) << 23);
+    vf scale2 = (vf)((n2 + 127u) << 23);
+    vf y = (p * scale1) * scale2;
 
     /* step 5: the exact answers outside the range. !(x <= OVERFLOW_X)
      * holds for overflow, +inf and NaN, and x + inf is +inf for the first
      * two and NaN for NaN. Below UNDERFLOW_X, -inf included, every bit of
      * the answer is cleared: exactly +0. */
-    v8i special = ~(x <= OVERFLOW_X);
-    y = select8(special, x + __builtin_inff(), y);
-    y = (v8f)((v8i)y & ~(x < UNDERFLOW_X));
+    vi special = ~(x <= OVERFLOW_X);
+    y = select_vec(special, x + __builtin_inff(), y);
+    y = (vf)((vi)y & ~(x < UNDERFLOW_X));
     return y;
 }
 
 float fast_expf(float x)
 {
-    v8f v = (v8f){0} + x;
-    return exp8(v)[0];
+    vf v = (vf){0} + x;
+    return exp_vec(v)[0];
 }
 
 void fast_exp_array(const float *x, float *y, size_t n)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        store8(y + i, exp8(load8(x + i)));
+    for (; i + VEC <= n; i += VEC)
+        store_vec(y + i, exp_vec(load_vec(x + i)));
     if (i < n) {
-        /* the last 1 to 7 values go through a zero-padded vector */
-        float tail[8] = {0};
+        /* the last few values go through a zero-padded vector */
+        float tail[VEC] = {0};
         memcpy(tail, x + i, (n - i) * sizeof(float));
-        store8(tail, exp8(load8(tail)));
+        store_vec(tail, exp_vec(load_vec(tail)));
         memcpy(y + i, tail, (n - i) * sizeof(float));
     }
 }
 
 float fast_exp_shift_sum(float *row, size_t n, float shift)
 {
-    /* Eight partial sums, one per lane, added together at the end: the
-     * vector form of the sum (a different order than a scalar loop, so the
+    /* One partial sum per lane, added together at the end: the vector
+     * form of the sum (a different order than a scalar loop, so the
      * last bit may differ from it). */
-    v8f sum = {0};
+    vf sum = {0};
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v8f e = exp8(load8(row + i) - shift);
-        store8(row + i, e);
+    for (; i + VEC <= n; i += VEC) {
+        vf e = exp_vec(load_vec(row + i) - shift);
+        store_vec(row + i, e);
         sum += e;
     }
     float total = 0.0f;
-    for (int lane = 0; lane < 8; lane++)
+    for (int lane = 0; lane < VEC; lane++)
         total += sum[lane];
     for (; i < n; i++) {
         row[i] = fast_expf(row[i] - shift);

@@ -5,7 +5,7 @@
  * Softmax spends most of its time in exp: attention over n keys calls it
  * n * n times per head. libm's expf is accurate but it is a scalar call with
  * branches inside, so a loop of expf cannot become vector instructions.
- * This exp is written as plain arithmetic on 8 floats at a time:
+ * This exp is written as plain arithmetic on 8 or 16 floats at a time:
  *
  *   exp(x) = 2^n * exp(r),   n = round(x / ln 2),   r = x - n ln 2
  *

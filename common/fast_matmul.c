@@ -3,17 +3,20 @@
  * See fast_matmul.h for the layout of the panels.
  *
  * Legend: m, k, n are matrix sizes, A (m, k), B (k, n), C (m, n);
- * MR x NR = 6 x 16 is one register tile of C.
+ * MR x NR = FAST_MR x FAST_NR is one register tile of C, VEC = FAST_VEC
+ * floats one vector.
  *
- * Why 6 x 16: an AVX2 core has 16 vector registers of 8 floats. A 6 x 16
- * tile of C is 12 of them; two more hold the current row of the B panel
- * (16 floats) and one holds a broadcast value of A. Each step p then does
- * 12 fused multiply-adds for 2 loads of B and 6 broadcasts of A, enough
- * work per load to keep both of the core's FMA units busy.
+ * Why these tiles: with AVX2 a core has 16 vector registers of 8 floats. A
+ * 6 x 16 tile of C is 12 of them; two more hold the current row of the B
+ * panel (16 floats) and one holds a broadcast value of A. Each step p then
+ * does 12 fused multiply-adds for 2 loads of B and 6 broadcasts of A,
+ * enough work per load to keep both of the core's FMA units busy. AVX-512
+ * doubles the width and the number of registers: a 12 x 32 tile in 24 of
+ * the 32, 24 multiply-adds of 16 floats per step.
  *
- * The code uses GCC/Clang vector extensions (a type "8 floats" with + and *
- * acting lane by lane, a scalar operand standing for 8 copies of itself),
- * and compiles with -ffp-contract=fast (see the Makefile) so that
+ * The code uses GCC/Clang vector extensions (a type "VEC floats" with + and
+ * * acting lane by lane, a scalar operand standing for VEC copies of
+ * itself), and compiles with -ffp-contract=fast (see the Makefile) so that
  * c += a * b becomes one fused multiply-add instruction.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -24,18 +27,23 @@
 #include <string.h>
 #include <time.h>
 
-typedef float v8f __attribute__((vector_size(32)));
+typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));
 
-static inline v8f load8(const float *p)
+static inline vf load_vec(const float *p)
 {
-    v8f v;
+    vf v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void store8(float *p, v8f v)
+static inline void store_vec(float *p, vf v)
 {
     memcpy(p, &v, sizeof v);
+}
+
+int fast_vector_width(void)
+{
+    return FAST_VEC;
 }
 
 /* ---- threads ------------------------------------------------------------ */
@@ -88,9 +96,9 @@ size_t fast_panels_size(int k, int n)
 
 float *fast_alloc_panels(const char *func, size_t count)
 {
-    /* 64-byte alignment: a row of a panel (16 floats) is then exactly one
-     * cache line, and neither of its two vector loads straddles two lines
-     * (a straddling load costs two). aligned_alloc wants a size that is a
+    /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
+     * cache line, and no vector load straddles two lines (a straddling load
+     * costs two). aligned_alloc wants a size that is a
      * multiple of the alignment. */
     size_t bytes = (count ? count : 1) * sizeof(float);
     if (bytes / sizeof(float) != (count ? count : 1))
@@ -112,7 +120,7 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
         int col0 = j * FAST_NR;
         int width = n - col0 < FAST_NR ? n - col0 : FAST_NR;
         if (!transposed) {
-            /* rows of B are contiguous: copy 16 floats per row */
+            /* rows of B are contiguous: copy NR floats per row */
             for (int p = 0; p < k; p++) {
                 float *dst = panel + (size_t)p * FAST_NR;
                 memcpy(dst, b + (size_t)p * ldb + col0, (size_t)width * sizeof(float));
@@ -135,41 +143,38 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
 
 /* ---- the register tile ----------------------------------------------------- */
 
-/* tile (6, 16) = A rows a_rows[0..5], columns 0..kc-1, @ panel (kc, 16).
- * The twelve accumulators are named variables, not an array, so that the
- * compiler has no reason to keep any of them in memory. */
-static inline void kernel_6x16(int kc, const float *const a_rows[FAST_MR],
+/* tile (MR, NR) = A rows a_rows[0 .. MR-1], columns 0 .. kc-1, @ panel
+ * (kc, NR). The accumulators are small arrays indexed only by constants
+ * once the loops over r are unrolled (the pragmas), so the compiler keeps
+ * every one of them in a register. */
+static inline void kernel_tile(int kc, const float *const a_rows[FAST_MR],
                                const float *panel, float *c, size_t ldc, bool accumulate)
 {
-    const float *a0 = a_rows[0], *a1 = a_rows[1], *a2 = a_rows[2];
-    const float *a3 = a_rows[3], *a4 = a_rows[4], *a5 = a_rows[5];
-    v8f c0l = {0}, c0h = {0}, c1l = {0}, c1h = {0}, c2l = {0}, c2h = {0};
-    v8f c3l = {0}, c3h = {0}, c4l = {0}, c4h = {0}, c5l = {0}, c5h = {0};
+    vf lo[FAST_MR], hi[FAST_MR];   /* columns 0 .. VEC-1 and VEC .. NR-1 */
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++)
+        lo[r] = hi[r] = (vf){0};
     for (int p = 0; p < kc; p++) {
-        v8f b_lo = load8(panel + (size_t)p * FAST_NR);
-        v8f b_hi = load8(panel + (size_t)p * FAST_NR + 8);
-        /* a scalar times a vector: the scalar is broadcast to all 8 lanes */
-        c0l += a0[p] * b_lo;  c0h += a0[p] * b_hi;
-        c1l += a1[p] * b_lo;  c1h += a1[p] * b_hi;
-        c2l += a2[p] * b_lo;  c2h += a2[p] * b_hi;
-        c3l += a3[p] * b_lo;  c3h += a3[p] * b_hi;
-        c4l += a4[p] * b_lo;  c4h += a4[p] * b_hi;
-        c5l += a5[p] * b_lo;  c5h += a5[p] * b_hi;
+        const vf b_lo = load_vec(panel + (size_t)p * FAST_NR);
+        const vf b_hi = load_vec(panel + (size_t)p * FAST_NR + FAST_VEC);
+#pragma GCC unroll 16
+        for (int r = 0; r < FAST_MR; r++) {
+            /* a scalar times a vector: the scalar is broadcast to all lanes */
+            const float a = a_rows[r][p];
+            lo[r] += a * b_lo;
+            hi[r] += a * b_hi;
+        }
     }
-    if (accumulate) {
-        c0l += load8(c + 0 * ldc);  c0h += load8(c + 0 * ldc + 8);
-        c1l += load8(c + 1 * ldc);  c1h += load8(c + 1 * ldc + 8);
-        c2l += load8(c + 2 * ldc);  c2h += load8(c + 2 * ldc + 8);
-        c3l += load8(c + 3 * ldc);  c3h += load8(c + 3 * ldc + 8);
-        c4l += load8(c + 4 * ldc);  c4h += load8(c + 4 * ldc + 8);
-        c5l += load8(c + 5 * ldc);  c5h += load8(c + 5 * ldc + 8);
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++) {
+        float *c_row = c + (size_t)r * ldc;
+        if (accumulate) {
+            lo[r] += load_vec(c_row);
+            hi[r] += load_vec(c_row + FAST_VEC);
+        }
+        store_vec(c_row, lo[r]);
+        store_vec(c_row + FAST_VEC, hi[r]);
     }
-    store8(c + 0 * ldc, c0l);  store8(c + 0 * ldc + 8, c0h);
-    store8(c + 1 * ldc, c1l);  store8(c + 1 * ldc + 8, c1h);
-    store8(c + 2 * ldc, c2l);  store8(c + 2 * ldc + 8, c2h);
-    store8(c + 3 * ldc, c3l);  store8(c + 3 * ldc + 8, c3h);
-    store8(c + 4 * ldc, c4l);  store8(c + 4 * ldc + 8, c4h);
-    store8(c + 5 * ldc, c5l);  store8(c + 5 * ldc + 8, c5h);
 }
 
 void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
@@ -179,7 +184,7 @@ void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
     for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
         int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
         /* A short last group repeats its last row: the kernel always
-         * computes 6 rows, and the extra ones are simply not stored. */
+         * computes MR rows, and the extra ones are simply not stored. */
         const float *a_rows[FAST_MR];
         for (int r = 0; r < FAST_MR; r++)
             a_rows[r] = a + (size_t)(i0 + (r < tile_rows ? r : tile_rows - 1)) * lda;
@@ -189,12 +194,12 @@ void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
             float *c_tile = c + (size_t)i0 * ldc + j0;
             int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
             if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
-                kernel_6x16(kc, a_rows, panel, c_tile, ldc, accumulate);
+                kernel_tile(kc, a_rows, panel, c_tile, ldc, accumulate);
             } else {
                 /* an edge tile: compute all of it into a scratch tile and
                  * copy out only the part that lies inside C */
                 float tile[FAST_MR * FAST_NR];
-                kernel_6x16(kc, a_rows, panel, tile, FAST_NR, false);
+                kernel_tile(kc, a_rows, panel, tile, FAST_NR, false);
                 for (int r = 0; r < tile_rows; r++)
                     for (int col = 0; col < tile_cols; col++) {
                         float *dst = c_tile + (size_t)r * ldc + col;
@@ -219,7 +224,7 @@ typedef struct {
     int num_threads;
 } Gemm;
 
-/* Thread t takes a contiguous band of rows, a multiple of 6 long (except
+/* Thread t takes a contiguous band of rows, a multiple of MR long (except
  * the last), and runs the k chunks over it. */
 static void gemm_rows(void *arg, int thread)
 {
@@ -232,10 +237,11 @@ static void gemm_rows(void *arg, int thread)
     if (first >= last)
         return;
     /* Loop order, outermost first: a chunk of k (FAST_KC), a chunk of
-     * columns (FAST_NC), then fast_block, which takes 6 rows of A at a time
-     * and runs them across every panel of the chunk. The 6 rows of A
-     * (6 x 256 floats, 6 KB) stay in L1 while the panels (256 x 512 floats,
-     * 512 KB) stream from L2, where they stay for the next 6 rows. */
+     * columns (FAST_NC), then fast_block, which takes MR rows of A at a
+     * time and runs them across every panel of the chunk. The MR rows of A
+     * (at most 12 x 256 floats, 12 KB) stay in L1 while the panels
+     * (256 x 512 floats, 512 KB) stream from L2, where they stay for the
+     * next MR rows. */
     enum { FAST_NC = 512 };
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
@@ -376,18 +382,18 @@ static void peak_work(void *arg, int thread)
      * compiler would rightly compute one and copy it. The multiplier 0.999
      * and the small addend keep the values bounded. */
     volatile float start = 0.5f, m_in = 0.999f, a_in = 0.001f;
-    v8f x0 = (v8f){0} + start, mul = (v8f){0} + m_in, add = (v8f){0} + a_in;
-    v8f x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f, x4 = x0 + 4.0f, x5 = x0 + 5.0f;
-    v8f x6 = x0 + 6.0f, x7 = x0 + 7.0f, x8 = x0 + 8.0f, x9 = x0 + 9.0f, x10 = x0 + 10.0f;
-    v8f x11 = x0 + 11.0f;
+    vf x0 = (vf){0} + start, mul = (vf){0} + m_in, add = (vf){0} + a_in;
+    vf x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f, x4 = x0 + 4.0f, x5 = x0 + 5.0f;
+    vf x6 = x0 + 6.0f, x7 = x0 + 7.0f, x8 = x0 + 8.0f, x9 = x0 + 9.0f, x10 = x0 + 10.0f;
+    vf x11 = x0 + 11.0f;
     for (long i = 0; i < run->iterations; i++) {
         x0 = x0 * mul + add;  x1 = x1 * mul + add;  x2 = x2 * mul + add;
         x3 = x3 * mul + add;  x4 = x4 * mul + add;  x5 = x5 * mul + add;
         x6 = x6 * mul + add;  x7 = x7 * mul + add;  x8 = x8 * mul + add;
         x9 = x9 * mul + add;  x10 = x10 * mul + add;  x11 = x11 * mul + add;
     }
-    v8f sum = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11;
-    run->result[thread % 64] = sum[0] + sum[7];
+    vf sum = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11;
+    run->result[thread % 64] = sum[0] + sum[FAST_VEC - 1];
 }
 
 static double now_seconds(void)
@@ -401,7 +407,7 @@ double fast_peak_gflops(int num_threads, double seconds)
 {
     if (num_threads < 1)
         num_threads = 1;
-    const double flops_per_iteration = 12.0 * 8.0 * 2.0;
+    const double flops_per_iteration = 12.0 * FAST_VEC * 2.0;
     /* A short run to find how many iterations fill a fifth of the time,
      * then five runs of that length: the best one is the peak (others
      * using the machine at the same time can only slow a run down). */

@@ -7,16 +7,23 @@
  *
  * The clear matmul_raw streams the whole of B through the cache for every
  * row of A and keeps nothing in registers. This one computes C in tiles of
- * FAST_MR x FAST_NR = 6 x 16 that stay in twelve vector registers while a
- * whole run of k products is added into them, so each value loaded from
- * memory is used 6 or 16 times:
+ * FAST_MR x FAST_NR that stay in vector registers while a whole run of k
+ * products is added into them, so each value loaded from memory is used
+ * FAST_MR or FAST_NR times:
  *
- *   - B is copied once into "panels" of 16 columns, stored row after row
- *     (16 consecutive floats = two 8-float vectors per row of a panel);
+ *   - B is copied once into "panels" of FAST_NR columns, stored row after
+ *     row (FAST_NR consecutive floats = two vectors per row of a panel);
  *   - the k dimension is cut into chunks of FAST_KC, so the part of a panel
  *     in use stays in the fast caches while many tiles of A sweep over it;
  *   - the rows of C are shared out between threads (pthreads), each
  *     working on its own rows, so no two threads ever write the same float.
+ *
+ * The tile follows the vector registers the fast files are compiled for
+ * (the Makefile picks the widest the machine has):
+ *   AVX2:    16 registers of  8 floats, tile  6 x 16 in 12 of them;
+ *   AVX-512: 32 registers of 16 floats, tile 12 x 32 in 24 of them.
+ * Only the fast files, all built with the same flags, use these constants;
+ * other code asks fast_panels_size() and fast_vector_width().
  *
  * Results equal the clear version up to rounding: the sums are taken in a
  * different order and with fused multiply-add, so expect differences of a
@@ -30,10 +37,14 @@
 
 #include "tensor.h"
 
+#if defined(__AVX512F__)
+enum { FAST_VEC = 16, FAST_MR = 12 };   /* floats per vector, rows of a tile */
+#else
+enum { FAST_VEC = 8, FAST_MR = 6 };
+#endif
 enum {
-    FAST_MR = 6,      /* rows of a register tile */
-    FAST_NR = 16,     /* columns of a register tile = width of a B panel */
-    FAST_KC = 256,    /* k products added into a tile before it is stored */
+    FAST_NR = 2 * FAST_VEC,   /* columns of a tile = width of a B panel */
+    FAST_KC = 256,            /* k products added into a tile before it is stored */
 };
 
 /* ---- whole products --------------------------------------------------- */
@@ -60,15 +71,17 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
                     int num_threads);
 
 /* ---- the pieces, for kernels that build their own loops ---------------- */
-/* Floats needed for B (k, n) as panels: ceil(n / 16) * k * 16. */
+/* Floats per vector in the fast files: 16 with AVX-512, else 8. */
+int fast_vector_width(void);
+/* Floats needed for B (k, n) as panels: ceil(n / FAST_NR) * k * FAST_NR. */
 size_t fast_panels_size(int k, int n);
 /* count floats aligned to 64 bytes (one cache line), for panels and other
  * scratch that vector code reads; free with free(). Stops with a message
  * naming func when memory runs out. */
 float *fast_alloc_panels(const char *func, size_t count);
 /* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
- * panels: panel j holds columns 16j .. 16j+15, row p of it at
- * panels + (j * k + p) * 16; columns past n are zero. */
+ * panels: panel j holds columns j*NR .. j*NR + NR-1 (NR = FAST_NR), row p
+ * of it at panels + (j * k + p) * NR; columns past n are zero. */
 void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                       float *panels);
 /* fast_gemm with B already packed by fast_pack_panels (k rows, n columns):
@@ -77,16 +90,17 @@ void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const flo
                       float *c, size_t ldc, bool accumulate, int num_threads);
 /* C (rows, cols) = or += A (rows, kc) @ B (kc, cols), where A's rows are at
  * stride lda and B is given as panels: panel j starts at
- * b_panels + j * panel_stride and holds 16 floats per row of B. This is the
- * register-tile loop itself, single-threaded. */
+ * b_panels + j * panel_stride and holds FAST_NR floats per row of B. This
+ * is the register-tile loop itself, single-threaded. */
 void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
                 const float *b_panels, size_t panel_stride,
                 float *c, size_t ldc, bool accumulate);
 
 /* ---- the machine's limit ------------------------------------------------ */
-/* Run independent 8-wide fused multiply-adds on num_threads threads for
- * about `seconds` and return the GFLOP/s reached (2 FLOPs per lane per
- * multiply-add): the fp32 peak that the benchmark compares against. */
+/* Run independent fused multiply-adds on vectors of fast_vector_width()
+ * floats, on num_threads threads, for about `seconds` and return the
+ * GFLOP/s reached (2 FLOPs per lane per multiply-add): the fp32 peak of the
+ * instructions the kernels use, which the benchmark compares against. */
 double fast_peak_gflops(int num_threads, double seconds);
 
 /* Run work(arg, t) for t = 0 .. num_threads-1, thread t = 0 on the calling

@@ -28,10 +28,10 @@
 #include "fast_matmul.h"
 #include "streaming_attention.h"
 
-/* One of the three input projections. When d is a multiple of 16 every
- * head's d rows of W start on a panel boundary, so W^T is packed once for
- * all heads and all jobs (panels not NULL); otherwise each job packs its
- * head's rows itself. */
+/* One of the three input projections. When d is a multiple of the panel
+ * width FAST_NR (16, or 32 with AVX-512), every head's d rows of W start
+ * on a panel boundary, so W^T is packed once for all heads and all jobs
+ * (panels not NULL); otherwise each job packs its head's rows itself. */
 typedef struct {
     const Tensor *weight;     /* (D, in), PyTorch's layout */
     const Tensor *bias;       /* (D,) or NULL */
@@ -52,7 +52,7 @@ typedef struct {
  * the calling thread before the others start: memory that worker threads
  * allocate and free goes to per-thread malloc arenas and tends to stay
  * resident, raising the peak for nothing. */
-enum { KEY_CHUNK = 256 };   /* keys projected at a time, a multiple of 16 */
+enum { KEY_CHUNK = 256 };   /* keys projected at a time, a multiple of FAST_NR */
 typedef struct Workspace {
     float *q_head;            /* (T, d) this head's queries */
     float *k_chunk, *v_chunk; /* (KEY_CHUNK, d) keys and values on their way into kv */

@@ -27,8 +27,9 @@
 #include "fast_exp.h"
 #include "fast_matmul.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
+/* vectors as wide as the register-tile kernel's (fast_matmul.h) */
+typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(FAST_VEC * sizeof(int32_t))));
 
 /* ---- packing ---------------------------------------------------------------- */
 
@@ -49,16 +50,17 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
 {
     const int K = kv->num_keys, d = kv->key_size, v = kv->value_size;
     if (first_key % FAST_NR != 0 || first_key < 0 || count < 0 || first_key + count > K)
-        die("packed_kv_fill", "keys %d .. %d do not start a 16-key panel inside 0 .. %d",
+        die("packed_kv_fill", "keys %d .. %d do not start a key panel inside 0 .. %d",
             first_key, first_key + count - 1, K - 1);
     /* keys (K, d) are B^T for the product q @ k^T: panel j holds keys
-     * 16j .. 16j+15, one row of 16 per component of d, so the keys of
-     * this call fill whole panels, starting at panel first_key / 16 */
+     * j*NR .. j*NR + NR-1 (NR = FAST_NR, 16 or 32), one row of NR per
+     * component of d, so the keys of this call fill whole panels,
+     * starting at panel first_key / NR */
     fast_pack_panels(keys, key_stride, true, d, count,
                      kv->key_panels + (size_t)(first_key / FAST_NR) * d * FAST_NR);
     /* values (K, v) are B for weights @ values: panel j holds value
-     * components 16j .. 16j+15, one row of 16 per key, all K keys in a
-     * panel; this call's keys are rows first_key .. of every panel */
+     * components j*NR .. j*NR + NR-1, one row of NR per key, all K keys in
+     * a panel; this call's keys are rows first_key .. of every panel */
     for (int j = 0; j * FAST_NR < v; j++) {
         const int width = v - j * FAST_NR < FAST_NR ? v - j * FAST_NR : FAST_NR;
         float *panel = kv->value_panels + ((size_t)j * K + first_key) * FAST_NR;
@@ -90,35 +92,36 @@ void packed_kv_free(PackedKeysValues *kv)
 /* ---- small row helpers ------------------------------------------------------ */
 
 /* Lane by lane: the larger of a and b (b where either is NaN). */
-static inline v8f max8(v8f a, v8f b)
+static inline vf max_vec(vf a, vf b)
 {
-    v8i a_bigger = a > b;
-    return (v8f)((a_bigger & (v8i)a) | (~a_bigger & (v8i)b));
+    vi a_bigger = a > b;
+    return (vf)((a_bigger & (vi)a) | (~a_bigger & (vi)b));
 }
 
-/* Largest of row[0..n), n >= 1. Four running maxima of 8 lanes each: one
+/* Largest of row[0..n), n >= 1. Four running maxima of a vector each: one
  * alone would make every step wait for the previous comparison. */
 static float row_max(const float *row, int n)
 {
+    enum { V = FAST_VEC };
     float best = row[0];
     int j = 0;
-    if (n >= 32) {
-        v8f m0, m1, m2, m3;
+    if (n >= 4 * V) {
+        vf m0, m1, m2, m3;
         memcpy(&m0, row, sizeof m0);
         m1 = m2 = m3 = m0;
-        for (; j + 32 <= n; j += 32) {
-            v8f x0, x1, x2, x3;
+        for (; j + 4 * V <= n; j += 4 * V) {
+            vf x0, x1, x2, x3;
             memcpy(&x0, row + j, sizeof x0);
-            memcpy(&x1, row + j + 8, sizeof x1);
-            memcpy(&x2, row + j + 16, sizeof x2);
-            memcpy(&x3, row + j + 24, sizeof x3);
-            m0 = max8(x0, m0);
-            m1 = max8(x1, m1);
-            m2 = max8(x2, m2);
-            m3 = max8(x3, m3);
+            memcpy(&x1, row + j + V, sizeof x1);
+            memcpy(&x2, row + j + 2 * V, sizeof x2);
+            memcpy(&x3, row + j + 3 * V, sizeof x3);
+            m0 = max_vec(x0, m0);
+            m1 = max_vec(x1, m1);
+            m2 = max_vec(x2, m2);
+            m3 = max_vec(x3, m3);
         }
-        v8f lanes = max8(max8(m0, m1), max8(m2, m3));
-        for (int lane = 0; lane < 8; lane++)
+        vf lanes = max_vec(max_vec(m0, m1), max_vec(m2, m3));
+        for (int lane = 0; lane < V; lane++)
             if (lanes[lane] > best)
                 best = lanes[lane];
     }
@@ -128,13 +131,13 @@ static float row_max(const float *row, int n)
     return best;
 }
 
-/* dst[0..n) = src[0..n) * factor (dst may be src), eight at a time; the
+/* dst[0..n) = src[0..n) * factor (dst may be src), a vector at a time; the
  * compiler at -O2 leaves such a loop scalar when n is not known. */
 static void scale_row(float *dst, const float *src, int n, float factor)
 {
     int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        v8f x;
+    for (; j + FAST_VEC <= n; j += FAST_VEC) {
+        vf x;
         memcpy(&x, src + j, sizeof x);
         x *= factor;
         memcpy(dst + j, &x, sizeof x);
@@ -179,7 +182,7 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
         const int block_keys = longest - k0 < BC ? longest - k0 : BC;
 
         /* pass 1: s = q @ k^T for keys k0 .. k0 + block_keys - 1. The key
-         * panels start every 16 keys, and BC is a multiple of 16. */
+         * panels start every FAST_NR keys, and BC is a multiple of it. */
         const size_t key_panel_stride = (size_t)d * FAST_NR;
         fast_block(rows, block_keys, d, w->q, (size_t)d,
                    kv->key_panels + (size_t)(k0 / FAST_NR) * key_panel_stride, key_panel_stride,
@@ -216,7 +219,7 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
         }
 
         /* pass 4: o += weights (rows, block_keys) @ values (block_keys, v).
-         * A value panel holds 16 components for all K keys, so this block's
+         * A value panel holds FAST_NR components for all K keys, so this block's
          * rows start k0 rows into each panel. */
         const size_t value_panel_stride = (size_t)K * FAST_NR;
         fast_block(rows, v, block_keys, w->s, BC,

@@ -42,7 +42,7 @@
 
 enum {
     STREAM_BLOCK_QUERIES = 96,   /* Br: a multiple of the register tile's 6 rows */
-    STREAM_BLOCK_KEYS = 256,     /* Bc: a multiple of the 16-column panels */
+    STREAM_BLOCK_KEYS = 256,     /* Bc: a multiple of the 16- or 32-column panels */
 };
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
@@ -59,8 +59,8 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
  * with contiguous vector loads. */
 typedef struct {
     int num_keys, key_size, value_size;   /* K, d, v */
-    float *key_panels;     /* K^T (d, K) as 16-key panels */
-    float *value_panels;   /* values (K, v) as 16-column panels */
+    float *key_panels;     /* K^T (d, K) as panels of FAST_NR keys */
+    float *value_panels;   /* values (K, v) as panels of FAST_NR columns */
 } PackedKeysValues;
 
 /* keys (K, d) with rows at stride key_stride, values (K, v) at
@@ -72,7 +72,8 @@ void packed_kv_init(PackedKeysValues *kv, const float *keys, size_t key_stride,
 /* The same in two steps, for keys and values that arrive in pieces:
  * allocate room for K keys, then copy in count keys and values (rows at
  * the given strides) as keys first_key .. first_key + count - 1;
- * first_key must be a multiple of 16 (the start of a panel). */
+ * first_key must be a multiple of fast_panels_size(1, 1), the panel
+ * width (the start of a panel). */
 void packed_kv_alloc(PackedKeysValues *kv, int num_keys, int key_size, int value_size);
 void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
                     const float *keys, size_t key_stride,

@@ -8,8 +8,8 @@
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, v = value size.
  *
- * Sizes are chosen not to divide the block sizes: 6 x 16 register tiles,
- * k chunks of 256, column chunks of 512, query blocks of 96, key blocks of
+ * Sizes are chosen not to divide the block sizes: 6 x 16 register tiles
+ * (12 x 32 with AVX-512), k chunks of 256, column chunks of 512, query blocks of 96, key blocks of
  * 256. Speed is never tested here; `make bench` measures it.
  */
 #include <criterion/criterion.h>
@@ -111,7 +111,8 @@ Test(fast_matmul, equals_clear_on_sizes_that_do_not_divide_the_blocks)
 {
     check_matmul(1, 1, 1);
     check_matmul(5, 3, 7);          /* smaller than one register tile */
-    check_matmul(6, 16, 16);        /* exactly one tile */
+    check_matmul(6, 16, 16);        /* exactly one AVX2 tile */
+    check_matmul(12, 40, 32);       /* exactly one AVX-512 tile */
     check_matmul(13, 37, 29);
     check_matmul(61, 300, 45);      /* k crosses a 256 chunk */
     check_matmul(20, 513, 530);     /* k crosses two chunks, n crosses 512 */
