@@ -128,14 +128,17 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                     dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
             }
         } else {
-            /* B^T given: column c of the panel is row col0 + c of the input,
-             * read along its length so the reads stay contiguous */
-            if (width < FAST_NR)
-                memset(panel, 0, (size_t)k * FAST_NR * sizeof(float));
-            for (int c = 0; c < width; c++) {
-                const float *src = b + (size_t)(col0 + c) * ldb;
-                for (int p = 0; p < k; p++)
-                    panel[(size_t)p * FAST_NR + c] = src[p];
+            /* B^T given: column c of the panel is row col0 + c of the
+             * input. The panel is written in order, one row at a time, and
+             * read from NR input rows that each advance by one float: NR
+             * short sequential reads are cheaper than NR scattered writes. */
+            const float *src = b + (size_t)col0 * ldb;
+            for (int p = 0; p < k; p++) {
+                float *dst = panel + (size_t)p * FAST_NR;
+                for (int c = 0; c < width; c++)
+                    dst[c] = src[(size_t)c * ldb + p];
+                for (int c = width; c < FAST_NR; c++)
+                    dst[c] = 0.0f;
             }
         }
     }
