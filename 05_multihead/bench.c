@@ -342,6 +342,10 @@ int main(int argc, char **argv)
     int failed = 0;   /* lines whose child did not finish: the status says so */
     for (int i = 0; i < count; i++) {
         const Config *c = &list[i];
+        if (c->fast_only && (i == 0 || !list[i - 1].fast_only))
+            printf("-- the streaming path alone: the clear layer's weights would take %.0f GB"
+                   " and more --\n",
+                   4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys / 1e9);
         bool clear = !c->fast_only && !opt.quick && c->num_queries <= opt.clear_max;
         if (clear) {
             Result r = measure_in_child(c, false, 1, &opt);

@@ -487,3 +487,60 @@ Test(multihead_fast, cross_attention_with_2d_mask_equals_clear)
     expect_multihead_equal(1, 130, 97, 30, 30, 30, 48, 8, true, NULL, 36);  /* d = 6 */
     valid_lens_free(valid_lens);
 }
+
+/* ---- the programs --------------------------------------------------------------- */
+
+Test(fast_programs, bench_runs_a_small_configuration)
+{
+    /* every line names its configuration, implementation and threads; the
+     * numbers themselves are timings and are not checked */
+    RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 1");
+    cr_assert_eq(r.status, 0, "bench exited with %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 clear        1 "),
+              "no clear line:\n%s", r.out);
+    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 fast         1 "),
+              "no fast 1-thread line:\n%s", r.out);
+    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 fast         2 "),
+              "no fast 2-thread line:\n%s", r.out);
+    cr_expect(strstr(r.out, "failed") == NULL, "a line failed:\n%s", r.out);
+    run_result_free(&r);
+}
+
+Test(fast_programs, help_lists_every_option)
+{
+    const char *const bench_options[] = {"--seed", "--repeats", "--threads", "--clear-max",
+                                         "--quick", "--config", "--help"};
+    const char *const streaming_options[] = {"--seed", "--block", "--batch", "--queries",
+                                             "--keys", "--hiddens", "--threads", "--help"};
+    RunResult r = run_program("05_multihead/bench", "--help");
+    cr_expect_eq(r.status, 0);
+    for (size_t i = 0; i < sizeof bench_options / sizeof bench_options[0]; i++)
+        cr_expect(strstr(r.out, bench_options[i]), "bench --help lacks %s", bench_options[i]);
+    run_result_free(&r);
+    r = run_program("03_self_attention/streaming", "--help");
+    cr_expect_eq(r.status, 0);
+    for (size_t i = 0; i < sizeof streaming_options / sizeof streaming_options[0]; i++)
+        cr_expect(strstr(r.out, streaming_options[i]), "streaming --help lacks %s",
+                  streaming_options[i]);
+    run_result_free(&r);
+}
+
+Test(fast_programs, streaming_program_checks_itself_at_other_sizes)
+{
+    /* the worked example with blocks of 4 and 1, and Part 2 on odd sizes
+     * with 2 threads: both comparisons must say yes */
+    RunResult r = run_program("03_self_attention/streaming",
+                              "--block 4 --batch 3 --queries 101 --keys 263 --hiddens 24 "
+                              "--threads 2 --seed 5");
+    cr_assert_eq(r.status, 0, "streaming exited with %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "(largest difference below 1e-6: yes)"), "%s", r.out);
+    cr_expect(strstr(r.out, "streaming equals clear within 1e-5 of the output's size: yes"),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "keys 4..5: scores [1.4849, -0.1414]"), "%s", r.out);
+    run_result_free(&r);
+    r = run_program("03_self_attention/streaming", "--block 1");
+    cr_assert_eq(r.status, 0);
+    cr_expect(strstr(r.out, "keys 5..5: scores [-0.1414]"), "%s", r.out);
+    cr_expect(strstr(r.out, "After the last block: output = o / l = [1.0550, 0.4547]"), "%s", r.out);
+    run_result_free(&r);
+}
