@@ -313,6 +313,10 @@ int main(int argc, char **argv)
     printf("fp32 peak of this machine now (an FMA loop on vectors of %d floats, the\n"
            "kernels' width): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads.\n\n",
            fast_vector_width(), peak_1, peak_n, N);
+    if (peak_n < 0.75 * N * peak_1)
+        printf("Note: %d threads reached only %.1fx the peak of one, so other programs are\n"
+               "using the cores right now; the multi-threaded lines will be slower than this\n"
+               "machine can do. Run again when it is idle.\n\n", N, peak_n / peak_1);
 
     Config configs[] = {
         {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, true, false},
