@@ -159,6 +159,7 @@ typedef struct {
 
 enum { BR = STREAM_BLOCK_QUERIES, BC = STREAM_BLOCK_KEYS };
 
+/* queries (rows, d) at query_stride, len (rows,) -> out (rows, v) at out_stride */
 static void query_block(const PackedKeysValues *kv, const float *queries, size_t query_stride,
                         int rows, const int *len, float *out, size_t out_stride,
                         const Scratch *w)
@@ -228,15 +229,15 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
     }
 
     /* out = o / l; a query that saw no key (valid_len 0) has l = 0 and
-     * gets zeros, like the clear version's all-zero weight row. */
+     * gets zeros, like the clear version's all-zero weight row. (A NaN in
+     * the inputs makes l NaN, and the output NaN, as in the clear one.) */
     for (int r = 0; r < rows; r++) {
         float *out_row = out + (size_t)r * out_stride;
         const float *o_row = w->o + (size_t)r * v;
-        if (w->l[r] > 0.0f) {
-            scale_row(out_row, o_row, v, 1.0f / w->l[r]);
-        } else {
+        if (w->l[r] == 0.0f)
             memset(out_row, 0, (size_t)v * sizeof(float));
-        }
+        else
+            scale_row(out_row, o_row, v, 1.0f / w->l[r]);
     }
 }
 

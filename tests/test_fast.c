@@ -435,6 +435,36 @@ Test(streaming_attention, one_key_gives_its_value)
     valid_lens_free(valid_lens);
 }
 
+Test(streaming_attention, nan_spreads_like_clear)
+{
+    /* a NaN in one query spoils that query's output and no other; a NaN in
+     * a key spoils every query that sees that key */
+    enum { B = 1, T = 5, K = 40, d = 4, v = 3 };
+    Rng rng = rng_new(37);
+    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, d));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, d));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, v));
+    AT3(queries, 0, 1, 2) = NAN;
+    AT3(keys, 0, 30, 0) = NAN;
+    const int lens[T] = {40, 40, 20, 31, 30};   /* queries 0, 1, 3 see key 30 */
+    ValidLens *valid_lens = valid_lens_2d(lens, B, T);
+    Tensor *expected = dot_product_attention(queries, keys, values, valid_lens, NULL, NULL);
+    Tensor *actual = streaming_attention(queries, keys, values, valid_lens, 1);
+    for (int q = 0; q < T; q++)
+        for (int c = 0; c < v; c++) {
+            bool nan_expected = isnan(AT3(expected, 0, q, c)), nan_actual = isnan(AT3(actual, 0, q, c));
+            cr_expect_eq(nan_actual, nan_expected, "query %d: NaN %d, clear NaN %d", q,
+                         nan_actual, nan_expected);
+            if (!nan_expected)
+                cr_expect_float_eq(AT3(actual, 0, q, c), AT3(expected, 0, q, c), 1e-5f);
+        }
+    cr_expect(isnan(AT3(actual, 0, 1, 0)) && isnan(AT3(actual, 0, 3, 0)) &&
+              !isnan(AT3(actual, 0, 2, 0)) && !isnan(AT3(actual, 0, 4, 0)));
+    tensor_free(queries); tensor_free(keys); tensor_free(values);
+    tensor_free(expected); tensor_free(actual);
+    valid_lens_free(valid_lens);
+}
+
 /* ---- fast multi-head layer ---------------------------------------------------- */
 
 static void expect_multihead_equal(int B, int T, int K, int Dq, int Dk, int Dv, int D, int H,
