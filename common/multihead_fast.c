@@ -142,7 +142,7 @@ Tensor *multihead_forward_fast(const MultiHeadAttention *layer, const Tensor *qu
     if (num_threads < 1)
         num_threads = 1;
 
-    // passes 1 and 2, per (sequence, head) job: projections and attention
+    // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
     if (num_threads > B * H)
         num_threads = B * H;   /* a thread without a job would only cost memory */
@@ -171,7 +171,7 @@ Tensor *multihead_forward_fast(const MultiHeadAttention *layer, const Tensor *qu
     }
     free(workspaces);
 
-    // pass 3: mix the heads, output = concat W_o^T + b_o, rows split across threads
+    // pass 4: mix the heads, output = concat W_o^T + b_o, rows split across threads
     Tensor *output = fast_linear(concat, layer->W_o, layer->b_o, num_threads);
     tensor_free(concat);
     return output;
