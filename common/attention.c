@@ -18,6 +18,10 @@ void dropout_inplace(Tensor *x, const Dropout *dropout)
         return;
     if (!(dropout->p >= 0.0f && dropout->p < 1.0f))
         die("dropout_inplace", "p must be in [0, 1), got %g", (double)dropout->p);
+    /* p = 0 keeps every element and scales by 1: nothing to draw, so no
+     * generator is needed (multihead_forward asks for one only when p > 0). */
+    if (dropout->p == 0.0f)
+        return;
     if (dropout->rng == NULL)
         die("dropout_inplace", "training mode needs a random generator (rng is NULL)");
     /* Scaling the survivors by 1 / (1 - p) keeps the expected value of

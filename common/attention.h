@@ -27,7 +27,8 @@ typedef struct {
 } Dropout;
 
 /* In place: when training, zero each element with probability p and scale
- * the survivors by 1 / (1 - p), as nn.Dropout does. NULL does nothing. */
+ * the survivors by 1 / (1 - p), as nn.Dropout does. NULL does nothing; so
+ * does p = 0, which draws nothing and so needs no rng. */
 void dropout_inplace(Tensor *x, const Dropout *dropout);
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,

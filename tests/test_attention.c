@@ -272,6 +272,17 @@ Test(dropout, survivors_are_unbiased_on_average)
     }
 }
 
+Test(dropout, training_with_p_zero_needs_no_rng)
+{
+    /* p = 0 draws nothing, so NULL is fine and nothing changes */
+    const float values[5] = {0.5f, 0.25f, 0.125f, 0.0f, 0.125f};
+    Tensor *x = tensor_from(values, SHAPE(5));
+    Dropout train = {0.0f, true, NULL};
+    dropout_inplace(x, &train);
+    cr_expect(floats_allclose(x->data, values, 5, 0.0f, 0.0f, stderr));
+    tensor_free(x);
+}
+
 /* The tests below expect the library to stop with status 1. What they
  * allocate is kept in statics, still reachable when the process stops, so
  * the leak checker does not count it. */

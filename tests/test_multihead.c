@@ -334,6 +334,29 @@ Test(multihead, dropout_acts_in_training_only)
     multihead_free(layer);
 }
 
+Test(multihead, training_without_dropout_needs_no_rng_and_equals_eval)
+{
+    /* Dropout 0 in training mode keeps every weight and scales by 1: the
+     * layer must equal evaluation mode exactly, and draw nothing, so a NULL
+     * generator is fine (dropout_inplace returns before asking for one). */
+    Rng rng = rng_new(21);
+    MultiHeadAttention *layer = multihead_new(6, 6, 6, 6, 3, 0.0f, true, &rng);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.5f, SHAPE(2, 5, 6));
+    ValidLens *valid_lens = valid_lens_1d((const int[]){4, 0}, 2);
+    Tensor *eval_weights = NULL, *train_weights = NULL;
+    Tensor *eval = multihead_forward(layer, x, x, x, valid_lens, false, NULL, &eval_weights);
+    Tensor *train = multihead_forward(layer, x, x, x, valid_lens, true, NULL, &train_weights);
+    cr_expect(tensor_allclose(train, eval, 0.0f, 0.0f, stderr));
+    cr_expect(tensor_allclose(train_weights, eval_weights, 0.0f, 0.0f, stderr));
+    /* not a vacuous comparison: the rows with keys are not all alike */
+    cr_expect_gt(fabsf(AT3(eval, 0, 0, 0) - AT3(eval, 0, 1, 0)), 1e-4f);
+    Tensor *all[] = {x, eval_weights, train_weights, eval, train};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tensor_free(all[i]);
+    valid_lens_free(valid_lens);
+    multihead_free(layer);
+}
+
 /* ---- initialisation ------------------------------------------------------------- */
 
 Test(multihead, init_follows_nn_linear_default)
