@@ -207,7 +207,8 @@ sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' all
 	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1; \
 	set -o pipefail; \
-	build/sanitize/tests/run_tests 2>&1 | tee build/sanitize/tests.log; \
+	build/sanitize/tests/run_tests 2>&1 | tee build/sanitize/tests.log \
+	  || { echo "sanitize: a test failed (build/sanitize/tests.log)" >&2; exit 1; }; \
 	if grep -q -E 'LeakSanitizer|AddressSanitizer|runtime error' build/sanitize/tests.log; then \
 	  echo "sanitize: a sanitizer report is in build/sanitize/tests.log" >&2; exit 1; fi; \
 	for p in $(patsubst $(OUT)/%,build/sanitize/%,$(RUN_ORDER)); do \

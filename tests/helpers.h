@@ -29,6 +29,18 @@ void run_result_free(RunResult *r);
  * For errors that stop the process: the test can read the message. */
 char *stderr_of(void (*fn)(void), int *status);
 
+/* Criterion assertion that fn() stops the process with status 1 and writes
+ * exactly message (one line, with its newline) on stderr: a death test that
+ * a wrong or missing message fails too. */
+#define expect_stops_with(fn, message)                                                 \
+    do {                                                                               \
+        int stop_status_;                                                              \
+        char *stop_err_ = stderr_of((fn), &stop_status_);                              \
+        cr_expect_eq(stop_status_, 1, "%s exited with status %d", #fn, stop_status_);  \
+        cr_expect_str_eq(stop_err_ ? stop_err_ : "(stderr unreadable)", (message));    \
+        free(stop_err_);                                                               \
+    } while (0)
+
 /* Read a whole file; NULL when it cannot be read. The caller frees. */
 char *read_text_file(const char *path, size_t *len);
 

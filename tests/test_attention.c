@@ -7,7 +7,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
-#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +271,40 @@ Test(dropout, survivors_are_unbiased_on_average)
     }
 }
 
+/* The tests below expect the library to stop with status 1 and one line
+ * naming the function; each runs in a child (stderr_of) and the line is
+ * compared. What they allocate is kept in statics, still reachable when
+ * the process stops, so the leak checker does not count it. */
+static Tensor *kept[3];
+static ValidLens *kept_lens;
+static Rng kept_rng;
+
+static void dropout_p_of_one(void)
+{
+    kept_rng = rng_new(1);
+    Dropout train = {1.0f, true, &kept_rng};
+    kept[0] = tensor_full(0.5f, SHAPE(4));
+    dropout_inplace(kept[0], &train);
+}
+
+Test(dropout, p_of_one_is_an_error)
+{
+    expect_stops_with(dropout_p_of_one, "dropout_inplace: p must be in [0, 1), got 1\n");
+}
+
+static void dropout_without_rng(void)
+{
+    Dropout train = {0.25f, true, NULL};
+    kept[0] = tensor_full(0.5f, SHAPE(4));
+    dropout_inplace(kept[0], &train);
+}
+
+Test(dropout, training_with_p_above_zero_needs_an_rng)
+{
+    expect_stops_with(dropout_without_rng,
+                      "dropout_inplace: training mode needs a random generator (rng is NULL)\n");
+}
+
 Test(dropout, training_with_p_zero_needs_no_rng)
 {
     /* p = 0 draws nothing, so NULL is fine and nothing changes */
@@ -283,23 +316,9 @@ Test(dropout, training_with_p_zero_needs_no_rng)
     tensor_free(x);
 }
 
-/* The tests below expect the library to stop with status 1. What they
- * allocate is kept in statics, still reachable when the process stops, so
- * the leak checker does not count it. */
-static Tensor *kept[3];
-static ValidLens *kept_lens;
-
-Test(dropout, p_of_one_is_an_error, .exit_code = 1, .init = cr_redirect_stderr)
-{
-    static Rng rng;
-    rng = rng_new(1);
-    Dropout train = {1.0f, true, &rng};
-    kept[0] = tensor_full(0.5f, SHAPE(4));
-    dropout_inplace(kept[0], &train);
-}
-
 /* ---- shape errors ----------------------------------------------------------- */
 
+/* queries (2, 3, 4) with keys and values of the given shapes */
 static void attention_with(const int *key_shape, const int *value_shape)
 {
     kept[0] = tensor_from(masked_queries, SHAPE(2, 3, 4));
@@ -308,23 +327,39 @@ static void attention_with(const int *key_shape, const int *value_shape)
     dot_product_attention(kept[0], kept[1], kept[2], kept_lens, NULL, NULL);
 }
 
-Test(attention, keys_of_another_size_than_queries_is_an_error, .exit_code = 1,
-     .init = cr_redirect_stderr)
+static void keys_of_size_3(void)
 {
     attention_with((const int[]){2, 5, 3}, (const int[]){2, 5, 3});
 }
 
-Test(attention, values_for_another_number_of_keys_is_an_error, .exit_code = 1,
-     .init = cr_redirect_stderr)
+Test(attention, keys_of_another_size_than_queries_is_an_error)
+{
+    expect_stops_with(keys_of_size_3,
+                      "dot_product_attention: keys expected shape (2, *, 4), got (2, 5, 3)\n");
+}
+
+static void values_for_6_keys(void)
 {
     attention_with((const int[]){2, 5, 4}, (const int[]){2, 6, 3});
 }
 
-Test(attention, valid_len_above_num_keys_is_an_error, .exit_code = 1,
-     .init = cr_redirect_stderr)
+Test(attention, values_for_another_number_of_keys_is_an_error)
+{
+    expect_stops_with(values_for_6_keys,
+                      "dot_product_attention: values expected shape (2, 5, *), got (2, 6, 3)\n");
+}
+
+static void valid_len_6_of_5_keys(void)
 {
     kept_lens = valid_lens_1d((const int[]){2, 6}, 2);
     attention_with((const int[]){2, 5, 4}, (const int[]){2, 5, 3});
+}
+
+Test(attention, valid_len_above_num_keys_is_an_error)
+{
+    expect_stops_with(valid_len_6_of_5_keys,
+                      "dot_product_attention: valid_lens[1] = 6 is outside 0..5: a length counts "
+                      "keys, and there are 5\n");
 }
 
 /* ---- the chapter 03 programs -------------------------------------------- */

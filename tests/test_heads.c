@@ -7,7 +7,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
-#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,17 +151,30 @@ Test(heads, the_classic_mistake_differs)
  * error stops the process. */
 static Tensor *kept;
 
-Test(heads, hiddens_not_divisible_by_heads_stops, .exit_code = 1, .init = cr_redirect_stderr)
+static void split_10_hiddens_into_3(void)
 {
     kept = tensor_zeros(SHAPE(1, 2, 10));
     transpose_qkv(kept, 3);
 }
 
-Test(heads, transpose_output_rows_not_divisible_stops, .exit_code = 1,
-     .init = cr_redirect_stderr)
+Test(heads, hiddens_not_divisible_by_heads_stops)
+{
+    expect_stops_with(split_10_hiddens_into_3,
+                      "transpose_qkv: num_hiddens 10 does not divide by num_heads 3: every head "
+                      "needs the same size num_hiddens / num_heads\n");
+}
+
+static void merge_5_rows_into_2_heads(void)
 {
     kept = tensor_zeros(SHAPE(5, 2, 3));
     transpose_output(kept, 2);
+}
+
+Test(heads, transpose_output_rows_not_divisible_stops)
+{
+    expect_stops_with(merge_5_rows_into_2_heads,
+                      "transpose_output: the first size 5 of x (batch_size * num_heads) does not "
+                      "divide by num_heads 2\n");
 }
 
 Test(heads, repeat_interleave_1d)

@@ -11,7 +11,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
-#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,10 +411,36 @@ Test(multihead, init_is_reproducible_and_bias_optional)
     multihead_free(lc);
 }
 
-Test(multihead, hiddens_must_divide_by_heads, .exit_code = 1, .init = cr_redirect_stderr)
+static void layer_of_10_hiddens_3_heads(void)
 {
     Rng rng = rng_new(0);
     multihead_new(10, 10, 10, 10, 3, 0.0f, false, &rng);
+}
+
+Test(multihead, hiddens_must_divide_by_heads)
+{
+    expect_stops_with(layer_of_10_hiddens_3_heads,
+                      "multihead_new: num_hiddens 10 does not divide by num_heads 3: every head "
+                      "needs the same size num_hiddens / num_heads\n");
+}
+
+/* Kept in statics: still reachable when the expected error stops the child. */
+static MultiHeadAttention *kept_layer;
+static Tensor *kept_x;
+
+static void training_dropout_without_rng(void)
+{
+    Rng rng = rng_new(0);
+    kept_layer = multihead_new(4, 4, 4, 4, 2, 0.25f, false, &rng);
+    kept_x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 4));
+    multihead_forward(kept_layer, kept_x, kept_x, kept_x, NULL, true, NULL, NULL);
+}
+
+Test(multihead, training_with_dropout_needs_an_rng)
+{
+    expect_stops_with(training_dropout_without_rng,
+                      "multihead_forward: dropout in training mode needs a random generator, "
+                      "got NULL\n");
 }
 
 /* ---- the chapter's programs -------------------------------------------------------- */

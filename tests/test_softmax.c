@@ -6,7 +6,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
-#include <criterion/redirect.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,57 +259,95 @@ Test(valid_lens, lookup_copy_and_shapes)
     valid_lens_free(NULL);
 }
 
-/* Each of these is a programming error: the library stops with status 1.
- * What they allocate is kept in statics, still reachable when the process
- * stops, so the leak checker does not count it. */
+/* Each of these is a programming error: the library stops with status 1
+ * and one line naming the function and what is wrong; the test runs it in
+ * a child (stderr_of) and compares the line. What they allocate is kept in
+ * statics, still reachable when the process stops, so the leak checker
+ * does not count it. */
 static Tensor *kept_x;
 static ValidLens *kept_lens;
 
-static void run_masked(void)
+static void masked_with_kept_lens(void)
 {
     kept_x = tensor_from(softmax_x, SHAPE(2, 2, 4));
     masked_softmax(kept_x, kept_lens);
 }
 
-Test(masked_softmax, valid_len_above_num_keys_is_an_error, .exit_code = 1,
-     .init = cr_redirect_stderr)
+static void valid_len_above_num_keys(void)
 {
     kept_lens = valid_lens_1d((const int[]){2, 5}, 2);
-    run_masked();
+    masked_with_kept_lens();
 }
 
-Test(masked_softmax, negative_valid_len_is_an_error, .exit_code = 1, .init = cr_redirect_stderr)
+Test(masked_softmax, valid_len_above_num_keys_is_an_error)
+{
+    expect_stops_with(valid_len_above_num_keys,
+                      "masked_softmax: valid_lens[1] = 5 is outside 0..4: a length counts keys, "
+                      "and there are 4\n");
+}
+
+static void negative_valid_len(void)
 {
     kept_lens = valid_lens_2d((const int[]){1, 3, -1, 4}, 2, 2);
-    run_masked();
+    masked_with_kept_lens();
 }
 
-Test(masked_softmax, valid_lens_1d_of_wrong_batch_is_an_error, .exit_code = 1,
-     .init = cr_redirect_stderr)
+Test(masked_softmax, negative_valid_len_is_an_error)
+{
+    expect_stops_with(negative_valid_len,
+                      "masked_softmax: valid_lens[1, 0] = -1 is outside 0..4: a length counts "
+                      "keys, and there are 4\n");
+}
+
+static void valid_lens_1d_of_wrong_batch(void)
 {
     kept_lens = valid_lens_1d((const int[]){2, 3, 1}, 3);
-    run_masked();
+    masked_with_kept_lens();
 }
 
-Test(masked_softmax, valid_lens_2d_of_wrong_num_queries_is_an_error, .exit_code = 1,
-     .init = cr_redirect_stderr)
+Test(masked_softmax, valid_lens_1d_of_wrong_batch_is_an_error)
+{
+    expect_stops_with(valid_lens_1d_of_wrong_batch,
+                      "masked_softmax: valid_lens has shape (3,); scores of shape (2, 2, 4) "
+                      "need (2,) or (2, 2)\n");
+}
+
+static void valid_lens_2d_of_wrong_num_queries(void)
 {
     kept_lens = valid_lens_2d((const int[]){1, 2, 3, 1, 2, 3}, 2, 3);
-    run_masked();
+    masked_with_kept_lens();
 }
 
-Test(masked_softmax, row_valid_len_above_n_is_an_error, .exit_code = 1, .init = cr_redirect_stderr)
+Test(masked_softmax, valid_lens_2d_of_wrong_num_queries_is_an_error)
+{
+    expect_stops_with(valid_lens_2d_of_wrong_num_queries,
+                      "masked_softmax: valid_lens has shape (2, 3); scores of shape (2, 2, 4) "
+                      "need (2,) or (2, 2)\n");
+}
+
+static void row_valid_len_above_n(void)
 {
     float row[3] = {1.0f, 2.0f, 3.0f};
     masked_softmax_row(row, 3, 4);
 }
 
-Test(masked_softmax, scores_must_be_3d_with_valid_lens, .exit_code = 1,
-     .init = cr_redirect_stderr)
+Test(masked_softmax, row_valid_len_above_n_is_an_error)
+{
+    expect_stops_with(row_valid_len_above_n,
+                      "masked_softmax_row: valid_len 4 is outside 0..3 (the row has 3 keys)\n");
+}
+
+static void scores_2d_with_valid_lens(void)
 {
     kept_x = tensor_from(softmax_x, SHAPE(4, 4));
     kept_lens = valid_lens_1d((const int[]){2, 3, 1, 4}, 4);
     masked_softmax(kept_x, kept_lens);
+}
+
+Test(masked_softmax, scores_must_be_3d_with_valid_lens)
+{
+    expect_stops_with(scores_2d_with_valid_lens,
+                      "masked_softmax: x expected shape (*, *, *), got (4, 4)\n");
 }
 
 /* ---- the chapter 02 programs -------------------------------------------- */
