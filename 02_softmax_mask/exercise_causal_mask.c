@@ -8,6 +8,7 @@
  *
  * Legend: B = batch_size, n = number of tokens (T = K = n).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -86,12 +87,15 @@ int main(int argc, char **argv)
     printf("Query 0 sees only itself, so its weight is exactly 1: %.4f\n\n",
            (double)AT3(weights, 0, 0, 0));
 
-    /* Two sequences of the same scores: the second has only 3 real tokens.
-     * A key is allowed when it is not in the future AND not padding, so the
-     * length is min(i + 1, real length). */
-    const int real_lengths[2] = {n, n < 3 ? n : 3};
-    printf("2. Causal and padding together: sequence 1 has %d real tokens, then padding.\n"
-           "   valid_len = min(i + 1, real length).\n\n", real_lengths[1]);
+    /* Two sequences of the same scores: the second has 3 real tokens (fewer
+     * when n is small, so that at least one is padding). A key is allowed
+     * when it is not in the future AND not padding, so the length is
+     * min(i + 1, real length). */
+    const int real_lengths[2] = {n, n - 1 < 3 ? n - 1 : 3};
+    const bool one_padded = real_lengths[1] == n - 1;
+    printf("2. Causal and padding together: sequence 1 has %d real token%s, then padding.\n"
+           "   valid_len = min(i + 1, real length).\n\n", real_lengths[1],
+           real_lengths[1] == 1 ? "" : "s");
     Tensor *batch_scores = tensor_zeros(SHAPE(2, n, n));
     for (int b = 0; b < 2; b++)
         for (size_t i = 0; i < scores->size; i++)
@@ -105,13 +109,15 @@ int main(int argc, char **argv)
     Tensor *padded = tensor_from(&AT3(both_weights, 1, 0, 0), SHAPE(n, n));
     tensor_print_named("weights of sequence 1", padded);
     char title[80];
-    snprintf(title, sizeof title, "causal + padding: no weight on keys %d and later",
-             real_lengths[1]);
+    snprintf(title, sizeof title, "causal + padding: no weight on key%s %d%s",
+             one_padded ? "" : "s", real_lengths[1], one_padded ? "" : " and later");
     heatmap_terminal(stdout, padded, title);
     failures += check_causal(both_weights);
-    printf("The padded queries (rows %d and later) still attend to the real tokens;\n"
-           "their outputs are ignored later, when the loss skips padding.\n",
-           real_lengths[1]);
+    printf("The padded %s (row%s %d%s) still attend%s to the real token%s;\n"
+           "%s ignored later, when the loss skips padding.\n",
+           one_padded ? "query" : "queries", one_padded ? "" : "s", real_lengths[1],
+           one_padded ? "" : " and later", one_padded ? "s" : "",
+           real_lengths[1] == 1 ? "" : "s", one_padded ? "its output is" : "their outputs are");
 
     tensor_free(scores);
     tensor_free(weights);

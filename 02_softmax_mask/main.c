@@ -132,8 +132,11 @@ static void stable_softmax(Rng *rng)
             worst = fmaxf(worst, fabsf(shifted[j] - weights[j]));
         printf("  c = %6g: largest change %.1e\n", (double)shifts[s], (double)worst);
     }
+    /* the gap from 1000 to the next float up: the rounding step of x + c */
+    const float step_near_1000 = nextafterf(1000.0f, INFINITY) - 1000.0f;
     printf("What little changes is the rounding of x + c to a float (floats near 1000\n"
-           "are 6e-5 apart), not softmax: subtracting the maximum cancels c.\n\n");
+           "are %.2g apart), not softmax: subtracting the maximum cancels c.\n\n",
+           (double)step_near_1000);
 }
 
 /* ---- Part 2 -------------------------------------------------------------- */
@@ -214,8 +217,11 @@ static void empty_row(const Tensor *x)
            "   silently does nothing; the query attends to padding as if it were real.\n");
     print_row("   weights           ", row, num_keys);
     print_row("   softmax(unmasked) ", unmasked, num_keys);
-    printf("   largest difference %.4f: floats near 1e6 are 0.0625 apart, so the\n"
-           "   scores are also rounded on the way.\n", (double)worst);
+    /* the scores sit near -1e6 once the mask is added; this is how finely
+     * floats there can tell them apart */
+    const float step_near_1e6 = nextafterf(1e6f, INFINITY) - 1e6f;
+    printf("   largest difference %.4f: floats near 1e6 are %g apart, so the\n"
+           "   scores are also rounded on the way.\n", (double)worst, (double)step_near_1e6);
 
     /* this project: valid_len 0 is a loop bound of 0, the row stays 0 */
     for (int j = 0; j < num_keys; j++)

@@ -378,6 +378,9 @@ Test(chapter02, runs_with_defaults_and_shows_each_case)
     double d = -1.0;
     cr_expect(sscanf(diff, "largest difference %lf", &d) == 1 && d >= 0.0 && d < 0.05,
               "additive mask differs from unmasked by %g", d);
+    /* the float spacings the text names: 2^-14 near 1000, 2^-4 near 1e6 */
+    cr_expect(strstr(r.out, "(floats near 1000\nare 6.1e-05 apart)") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "floats near 1e6 are 0.0625 apart") != NULL, "%s", r.out);
     run_result_free(&r);
 }
 
@@ -469,5 +472,25 @@ Test(chapter02, causal_mask_solution)
     }
     cr_expect_eq(zero_checks, 2, "%s", r.out);
     cr_expect(strstr(r.out, "its weight is exactly 1: 1.0000") != NULL);
+    cr_expect(strstr(r.out, "The padded queries (rows 3 and later)") != NULL, "%s", r.out);
+    run_result_free(&r);
+
+    /* two tokens: one real, one padded; the text says so, in the singular */
+    r = run_program("02_softmax_mask/exercise_causal_mask", "--tokens 2");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "valid_lens = tensor([[1, 2],\n                     [1, 1]])") != NULL,
+              "%s", r.out);
+    cr_expect(strstr(r.out, "sequence 1 has 1 real token, then padding.") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "causal + padding: no weight on key 1\n") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "The padded query (row 1) still attends to the real token;") != NULL,
+              "%s", r.out);
+    run_result_free(&r);
+
+    /* three tokens: sequence 1 must still end in padding */
+    r = run_program("02_softmax_mask/exercise_causal_mask", "--tokens 3");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "                     [1, 2, 2]])") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "sequence 1 has 2 real tokens, then padding.") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "The padded query (row 2)") != NULL, "%s", r.out);
     run_result_free(&r);
 }
