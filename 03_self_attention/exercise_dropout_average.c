@@ -43,9 +43,12 @@ int main(int argc, char **argv)
             usage();
             return 0;
         } else if (cli_is(argv[i], "--dropout")) {
-            p = cli_double(PROG, "--dropout", cli_value(PROG, argc, argv, &i), 0.0, 1.0);
-            if (p >= 1.0)
-                cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %g", p);
+            const char *text = cli_value(PROG, argc, argv, &i);
+            p = cli_double(PROG, "--dropout", text, 0.0, 1.0);
+            /* dropout keeps p as a float, where 0.99999999 is already 1 */
+            if ((float)p >= 1.0f)
+                cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %s%s",
+                         text, p < 1.0 ? ", which is 1 as a float" : "");
         } else if (cli_is(argv[i], "--draws")) {
             max_draws = cli_long(PROG, "--draws", cli_value(PROG, argc, argv, &i), 10, 1000000);
         } else if (cli_is(argv[i], "--seed")) {

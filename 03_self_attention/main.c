@@ -288,7 +288,10 @@ static void why_sqrt_d(Rng *rng)
         printf("  %4d   %10.2f   %20.3f   %9.3f  %8.3f\n", d, variance, variance / d,
                peak_plain, peak_scaled);
     }
-    printf("\nUnscaled, the scores spread out like sqrt(d): at d = 512 one key takes\n"
+    printf("\nThe last two columns average, over %d random queries, the largest of the %d\n"
+           "weights one query gives; a uniform row would give %.1f.\n", ROWS, KEYS,
+           1.0 / KEYS);
+    printf("Unscaled, the scores spread out like sqrt(d): at d = 512 one key takes\n"
            "almost all the weight, softmax is nearly one-hot and its gradient\n"
            "w (1 - w) is nearly 0. Scaled, the scores keep variance 1 for every d.\n\n");
 }
@@ -428,9 +431,12 @@ static Options parse_options(int argc, char **argv)
                                             MAX_HIDDENS);
             hiddens_given = true;
         } else if (cli_is(argv[i], "--dropout")) {
-            double p = cli_double(PROG, "--dropout", cli_value(PROG, argc, argv, &i), 0.0, 1.0);
-            if (p >= 1.0)
-                cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %g", p);
+            const char *text = cli_value(PROG, argc, argv, &i);
+            double p = cli_double(PROG, "--dropout", text, 0.0, 1.0);
+            /* the library keeps p as a float, where 0.99999999 is already 1 */
+            if ((float)p >= 1.0f)
+                cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %s%s",
+                         text, p < 1.0 ? ", which is 1 as a float" : "");
             opt.dropout = (float)p;
         } else if (cli_is(argv[i], "--train")) {
             opt.train = true;

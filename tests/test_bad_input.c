@@ -484,6 +484,9 @@ static BadInput rows[] = {
     {SELF, "--tokens 4 --hiddens 1025", 2, "--hiddens expects a whole number from 1 to 1024",
      NULL},
     {SELF, "--dropout 1", 2, "--dropout must be below 1", NULL},
+    /* below 1 as a double, but 1 as the float the library keeps */
+    {SELF, "--dropout 0.99999999 --train", 2, "--dropout must be below 1 (1 would drop every "
+     "weight), got 0.99999999, which is 1 as a float", NULL},
     {SELF, "--dropout -0.1", 2, "--dropout expects a number from 0 to 1, got '-0.1'", NULL},
     {SELF, "--dropout nan", 2, "--dropout expects a number from 0 to 1, got 'nan'", NULL},
     {SELF, "--dropout inf", 2, "--dropout expects a number from 0 to 1, got 'inf'", NULL},
@@ -494,6 +497,7 @@ static BadInput rows[] = {
      "@/out/self_attention.gp", plot_self_attention_dat_taken},
     {DROPOUT, "--draws 9", 2, "--draws expects a whole number from 10 to 1000000", NULL},
     {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
+    {DROPOUT, "--dropout 0.99999999", 2, "got 0.99999999, which is 1 as a float", NULL},
     {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
     {STREAMING, "--block 0", 2, "--block expects a whole number from 1 to 6, got '0'", NULL},
     {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
