@@ -359,11 +359,13 @@ int main(int argc, char **argv)
     }
 
     const int d = D / H;
+    /* one element to read the code on: sequence 1, token 2, hidden 5, or
+     * the last of each when the sizes are smaller */
+    const int eb = B > 1 ? 1 : 0, et = T > 2 ? 2 : T - 1, ej = D > 5 ? 5 : D - 1;
     printf("Splitting num_hiddens into heads: B = %d sequences, T = %d tokens, D = %d hiddens,\n"
            "H = %d heads of d = D / H = %d. Every element holds its own address:\n"
-           "X[b, t, j] = 1000*b + 100*t + j, so 1%d0%d is sequence 1, token %d, hidden %d.\n\n",
-           B, T, D, H, d, T > 2 ? 2 : T - 1, D > 5 ? 5 : D - 1, T > 2 ? 2 : T - 1,
-           D > 5 ? 5 : D - 1);
+           "X[b, t, j] = 1000*b + 100*t + j, so %d is sequence %d, token %d, hidden %d.\n\n",
+           B, T, D, H, d, 1000 * eb + 100 * et + ej, eb, et, ej);
     Tensor *X = tensor_zeros(SHAPE(B, T, D));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)

@@ -237,6 +237,24 @@ Test(heads, program_one_head_has_nothing_to_get_wrong)
     run_result_free(&r);
 }
 
+Test(heads, program_reads_an_element_that_exists)
+{
+    /* the example element is sequence 1, token 2, hidden 5 when there are
+     * such; with one sequence it must be sequence 0 */
+    RunResult r = run_program("04_transpose_qkv/transpose_qkv", "");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "so 1205 is sequence 1, token 2, hidden 5.\n"), "%s", r.out);
+    run_result_free(&r);
+    r = run_program("04_transpose_qkv/transpose_qkv", "--batch 1");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "so 205 is sequence 0, token 2, hidden 5.\n"), "%s", r.out);
+    run_result_free(&r);
+    r = run_program("04_transpose_qkv/transpose_qkv", "--batch 1 --queries 2 --hiddens 4 --heads 2");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "so 103 is sequence 0, token 1, hidden 3.\n"), "%s", r.out);
+    run_result_free(&r);
+}
+
 Test(heads, program_rejects_bad_options)
 {
     static const char *const bad[] = {"--hiddens 5", "--heads 0", "--valid-lens 1",
