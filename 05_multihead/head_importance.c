@@ -26,6 +26,7 @@
  * two of them tiny; a good importance measure must find those two.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,13 @@ int main(int argc, char **argv)
             }
             if (H < 2)
                 cli_fail(PROG, "--gains needs at least 2 heads, got '%s'", text);
+            /* every importance is divided by ||y||: all-zero gains make y zero */
+            bool any = false;
+            for (int h = 0; h < H; h++)
+                any = any || (float)gains[h] != 0.0f;
+            if (!any)
+                cli_fail(PROG, "--gains needs a gain above 0 as a float: with all zero the "
+                         "output is 0 and no importance can be measured, got '%s'", text);
         } else if (cli_is(arg, "--head-size"))
             d = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 64);
         else if (cli_is(arg, "--sequences"))
@@ -169,6 +177,14 @@ int main(int argc, char **argv)
                 AT2(layer->W_o, i, c) *= (float)gains[h];
     Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(N, T, D));
     Tensor *y = multihead_forward(layer, x, x, x, NULL, false, NULL, NULL);
+    if (tensor_max_abs(y) == 0.0f) {
+        /* gains so small that W_o rounds to zero in float */
+        tensor_free(x);
+        tensor_free(y);
+        multihead_free(layer);
+        cli_fail(PROG, "--gains are too small: the output is 0 in float, so no importance "
+                 "can be measured");
+    }
 
     printf("Head importance for pruning: %d heads of size %d (num_hiddens %d), seed %llu.\n"
            "Standing in for a trained model, head h's columns of W_o are scaled by\n"

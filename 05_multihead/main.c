@@ -159,6 +159,81 @@ static int write_plot(const char *dir, const Tensor *weights)
     return status;
 }
 
+/* Part 1's verdict, from the rows themselves. output (B, T, D) is the layer
+ * on all-ones X (B, T, D) and Y (B, K, D). A row whose query has keys to
+ * attend to averages identical value vectors, so in evaluation mode all
+ * those rows are one vector; in training mode dropout zeroes a different
+ * set of weights in each row. A row with valid_len 0 has all-zero weights,
+ * so its attention output is zero and the row is W_o 0 + b_o = b_o. */
+static void explain_all_ones(const MultiHeadAttention *layer, const Tensor *X, const Tensor *Y,
+                             const ValidLens *valid_lens, bool train, const Tensor *output)
+{
+    const int B = output->shape[0], T = output->shape[1], D = output->shape[2];
+    const float tolerance = 1e-6f * (1.0f + tensor_max_abs(output));
+    /* the first row that has keys is what every other such row is compared to */
+    const float *first_keyed = NULL;
+    int keyed_rows = 0, empty_rows = 0;
+    float keyed_spread = 0.0f, empty_from_bias = 0.0f;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *row = output->data + ((size_t)b * T + t) * D;
+            bool empty = valid_lens != NULL && valid_len_at(valid_lens, b, t) == 0;
+            for (int j = 0; j < D; j++) {
+                if (empty) {
+                    float bias = layer->b_o ? layer->b_o->data[j] : 0.0f;
+                    empty_from_bias = fmaxf(empty_from_bias, fabsf(row[j] - bias));
+                } else if (first_keyed != NULL) {
+                    keyed_spread = fmaxf(keyed_spread, fabsf(row[j] - first_keyed[j]));
+                }
+            }
+            if (empty)
+                empty_rows++;
+            else if (keyed_rows++ == 0)
+                first_keyed = row;
+        }
+
+    if (keyed_rows > 0 && keyed_spread <= tolerance && empty_rows == 0) {
+        printf("Every output row is equal (across sequences up to float rounding: averages of\n"
+               "different numbers of copies of one vector round differently). With all-ones inputs\n"
+               "every query, key and value is the same vector, so each head averages identical\n"
+               "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
+               "The shape check passes, and so would a layer with a masking or head-order bug.\n");
+    } else if (keyed_rows > 0 && keyed_spread <= tolerance) {
+        printf("Every row whose query has keys is equal (up to float rounding): with all-ones\n"
+               "inputs each head averages identical values, so the weights, the mask, the heads\n"
+               "and the batch cannot change those rows.\n");
+    } else if (keyed_rows > 0) {
+        /* the same layer and inputs without dropout: what the rows would be */
+        Tensor *eval_output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, NULL);
+        float eval_spread = 0.0f;
+        const float *eval_first = NULL;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                if (valid_lens != NULL && valid_len_at(valid_lens, b, t) == 0)
+                    continue;
+                const float *row = eval_output->data + ((size_t)b * T + t) * D;
+                if (eval_first == NULL)
+                    eval_first = row;
+                for (int j = 0; j < D; j++)
+                    eval_spread = fmaxf(eval_spread, fabsf(row[j] - eval_first[j]));
+            }
+        tensor_free(eval_output);
+        printf("The rows whose query has keys differ from the first of them by up to %.3g;\n"
+               "in evaluation mode (same layer, same inputs) by %.3g.\n", (double)keyed_spread,
+               (double)eval_spread);
+        if (train && layer->dropout > 0.0f)
+            printf("The difference is dropout in training mode: each row loses its own random\n"
+                   "set of weights and the rest are scaled by 1 / (1 - p).\n");
+    }
+    if (empty_rows > 0) {
+        printf("%d of the %d rows have valid_len 0: no key takes part, so their weights and their\n"
+               "attention output are zero, and each such row is\n%s: %g).\n", empty_rows, B * T,
+               layer->b_o ? "W_o 0 + b_o = b_o (largest difference from b_o"
+                          : "W_o 0 = 0, the layer having no biases (largest |entry|",
+               (double)empty_from_bias);
+    }
+}
+
 /* ---- the built-in example ---------------------------------------------------- */
 
 /* Save one tensor into dir; prints the error line and returns -1 on failure. */
@@ -273,14 +348,7 @@ static int run_example(const Options *opt)
     float across = largest_row_difference(output, true);
     printf("largest difference between two output rows: %g within a sequence, %.3g across "
            "sequences\n", (double)within, (double)across);
-    if (across <= 1e-6f * (1.0f + tensor_max_abs(output)))
-        printf("Every output row is equal (across sequences up to float rounding: averages of\n"
-               "different numbers of copies of one vector round differently). With all-ones inputs\n"
-               "every query, key and value is the same vector, so each head averages identical\n"
-               "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
-               "The shape check passes, and so would a layer with a masking or head-order bug.\n");
-    else
-        printf("The rows differ only because dropout acts in training mode.\n");
+    explain_all_ones(layer, X, Y, valid_lens, opt->train, output);
     if (valid_lens) {
         Tensor *seq0 = sequence_heads(weights, 0);
         printf(opt->train ? "The weights after dropout (sequence 0, every head):\n"

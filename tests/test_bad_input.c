@@ -616,6 +616,13 @@ static BadInput rows[] = {
     {IMPORTANCE, "--gains 11,1", 2, "--gains expects a number from 0 to 10, got '11'", NULL},
     {IMPORTANCE, "--gains 1,2,3,4,5,6,7,8,9,1,2,3,4,5,6,7,8", 2, "--gains takes at most 16",
      NULL},
+    /* all-zero gains make the output 0, and every importance 0 / 0 */
+    {IMPORTANCE, "--gains 0,0,0,0,0,0,0,0", 2, "--gains needs a gain above 0 as a float: with "
+     "all zero the output is 0", NULL},
+    {IMPORTANCE, "--gains 1e-300,0", 2, "--gains needs a gain above 0 as a float", NULL},
+    /* above 0 as floats, but W_o times them rounds to 0 */
+    {IMPORTANCE, "--gains 1e-45,1e-45", 2, "--gains are too small: the output is 0 in float",
+     NULL},
     {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
     {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
     {BENCH, "--config 1,2,3", 2, "--config expects B,n,D,H, four whole numbers, got '1,2,3'",

@@ -459,6 +459,41 @@ Test(multihead_program, runs_d2l_check_with_defaults)
     run_result_free(&r);
 }
 
+Test(multihead_program, all_ones_verdict_says_why_rows_differ)
+{
+    /* evaluation, sequence 0 with no key: its rows are W_o 0 = 0 (no
+     * biases), the rows of sequence 1 are all equal; dropout is not the cause */
+    RunResult r = run_program("05_multihead/multihead", "--valid-lens 0,2");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "Every row whose query has keys is equal"), "%s", r.out);
+    cr_expect(strstr(r.out, "4 of the 8 rows have valid_len 0"), "%s", r.out);
+    cr_expect(strstr(r.out, "W_o 0 = 0, the layer having no biases (largest |entry|: 0)."),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "dropout in training mode") == NULL, "%s", r.out);
+    run_result_free(&r);
+
+    /* with biases the empty rows are exactly b_o */
+    r = run_program("05_multihead/multihead", "--valid-lens 0,2 --bias");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "W_o 0 + b_o = b_o (largest difference from b_o: 0)."), "%s", r.out);
+    run_result_free(&r);
+
+    /* training: dropout makes the rows differ, evaluation would not */
+    r = run_program("05_multihead/multihead", "--train");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "The difference is dropout in training mode"), "%s", r.out);
+    cr_expect(strstr(r.out, "in evaluation mode (same layer, same inputs) by 1.19e-07."),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "Every output row is equal") == NULL, "%s", r.out);
+    run_result_free(&r);
+
+    /* training with dropout 0: nothing is dropped, every row is equal */
+    r = run_program("05_multihead/multihead", "--train --dropout 0");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.out, "Every output row is equal"), "%s", r.out);
+    run_result_free(&r);
+}
+
 /* A fresh directory under /tmp; the caller removes it with remove_dir. */
 static void make_temp_dir(char *buf, size_t len)
 {
