@@ -48,9 +48,15 @@ static const char PROG[] = "permutation_invariance";
  * epsilons. tests/test_permutation.c uses the same rule. */
 static const double TOL_EPS = 64.0;
 
+/* The largest sizes: at all of them at once, with --trials and --samples
+ * at their largest too, the program still ends within a few seconds. */
+enum { MAX_BATCH = 4, MAX_TOKENS = 64, MAX_HIDDENS = 64, MAX_KEYS = 64, MAX_TRIALS = 20,
+       MAX_SAMPLES = 1000 };
+
 typedef struct {
     uint64_t seed;
-    int batch, tokens, hiddens, heads, keys, valid_len, trials, samples;
+    int batch, tokens, hiddens, heads, keys, trials, samples;
+    int valid_lens[MAX_BATCH];   /* part 5's mask, one length per sequence */
     const char *plot_dir;
 } Options;
 
@@ -64,43 +70,50 @@ static void usage(void)
            "\n"
            "options:\n"
            "  --seed N        seed of every random number (default 0)\n"
-           "  --batch B       sequences, 1 to 16 (default 2)\n"
-           "  --tokens T      tokens per sequence, 2 to 256 (default 6)\n"
-           "  --hiddens D     num_hiddens, 1 to 256 (default 8)\n"
+           "  --batch B       sequences, 1 to %d (default 2)\n"
+           "  --tokens T      tokens per sequence, 2 to %d (default 6)\n"
+           "  --hiddens D     num_hiddens, 1 to %d (default 8)\n"
            "  --heads H       num_heads, must divide D (default 2)\n"
-           "  --keys K        key-value pairs for the cross-attention case, 2 to 256 (default 5)\n"
-           "  --valid-len L   valid tokens per sequence for part 5, 1 to T (default T - 2)\n"
-           "  --trials N      random permutations per table, 1 to 50 (default 4)\n"
-           "  --samples N     permutations behind part 7's statistics, 1 to 100000 (default 1000)\n"
+           "  --keys K        key-value pairs for the cross-attention case, 2 to %d (default 5)\n"
+           "  --valid-lens L  part 5's valid tokens: B comma-separated lengths, or one for\n"
+           "                  every sequence, each 1 to T (default T - 2, at least 1)\n"
+           "  --trials N      random permutations per table, 1 to %d (default 4)\n"
+           "  --samples N     permutations behind part 7's statistics, 1 to %d (default 1000)\n"
            "  --plot DIR      also write the heatmaps permutation_weights.dat/.gp into DIR\n"
-           "  --help          this text\n", PROG);
+           "  --help          this text\n", PROG, MAX_BATCH, MAX_TOKENS, MAX_HIDDENS, MAX_KEYS,
+           MAX_TRIALS, MAX_SAMPLES);
 }
 
 static Options parse_options(int argc, char **argv)
 {
     Options o = {.seed = 0, .batch = 2, .tokens = 6, .hiddens = 8, .heads = 2, .keys = 5,
-                 .valid_len = -1, .trials = 4, .samples = 1000, .plot_dir = NULL};
+                 .trials = 4, .samples = 1000, .plot_dir = NULL};
+    const char *lens_text = NULL;
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--seed"))
             o.seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
         else if (cli_is(argv[i], "--batch"))
-            o.batch = (int)cli_long(PROG, "--batch", cli_value(PROG, argc, argv, &i), 1, 16);
+            o.batch = (int)cli_long(PROG, "--batch", cli_value(PROG, argc, argv, &i), 1,
+                                    MAX_BATCH);
         else if (cli_is(argv[i], "--tokens"))
-            o.tokens = (int)cli_long(PROG, "--tokens", cli_value(PROG, argc, argv, &i), 2, 256);
+            o.tokens = (int)cli_long(PROG, "--tokens", cli_value(PROG, argc, argv, &i), 2,
+                                     MAX_TOKENS);
         else if (cli_is(argv[i], "--hiddens"))
-            o.hiddens = (int)cli_long(PROG, "--hiddens", cli_value(PROG, argc, argv, &i), 1, 256);
+            o.hiddens = (int)cli_long(PROG, "--hiddens", cli_value(PROG, argc, argv, &i), 1,
+                                      MAX_HIDDENS);
         else if (cli_is(argv[i], "--heads"))
-            o.heads = (int)cli_long(PROG, "--heads", cli_value(PROG, argc, argv, &i), 1, 256);
+            o.heads = (int)cli_long(PROG, "--heads", cli_value(PROG, argc, argv, &i), 1,
+                                    MAX_HIDDENS);
         else if (cli_is(argv[i], "--keys"))
-            o.keys = (int)cli_long(PROG, "--keys", cli_value(PROG, argc, argv, &i), 2, 256);
-        else if (cli_is(argv[i], "--valid-len"))
-            o.valid_len = (int)cli_long(PROG, "--valid-len", cli_value(PROG, argc, argv, &i),
-                                        1, 256);
+            o.keys = (int)cli_long(PROG, "--keys", cli_value(PROG, argc, argv, &i), 2, MAX_KEYS);
+        else if (cli_is(argv[i], "--valid-lens"))
+            lens_text = cli_value(PROG, argc, argv, &i);   /* read once T and B are known */
         else if (cli_is(argv[i], "--trials"))
-            o.trials = (int)cli_long(PROG, "--trials", cli_value(PROG, argc, argv, &i), 1, 50);
+            o.trials = (int)cli_long(PROG, "--trials", cli_value(PROG, argc, argv, &i), 1,
+                                     MAX_TRIALS);
         else if (cli_is(argv[i], "--samples"))
-            o.samples = (int)cli_long(PROG, "--samples", cli_value(PROG, argc, argv, &i),
-                                      1, 100000);
+            o.samples = (int)cli_long(PROG, "--samples", cli_value(PROG, argc, argv, &i), 1,
+                                      MAX_SAMPLES);
         else if (cli_is(argv[i], "--plot"))
             o.plot_dir = cli_value(PROG, argc, argv, &i);
         else if (cli_is(argv[i], "--help")) {
@@ -112,10 +125,20 @@ static Options parse_options(int argc, char **argv)
     if (o.hiddens % o.heads != 0)
         cli_fail(PROG, "--heads %d does not divide --hiddens %d: every head needs the same "
                  "size num_hiddens / num_heads", o.heads, o.hiddens);
-    if (o.valid_len < 0)
-        o.valid_len = o.tokens > 2 ? o.tokens - 2 : 1;
-    if (o.valid_len > o.tokens)
-        cli_fail(PROG, "--valid-len %d is more than --tokens %d", o.valid_len, o.tokens);
+    /* Part 5 permutes inside the valid prefix, so every sequence needs at
+     * least one valid token: lengths from 1 to T. */
+    if (lens_text == NULL) {
+        for (int b = 0; b < o.batch; b++)
+            o.valid_lens[b] = o.tokens > 2 ? o.tokens - 2 : 1;
+    } else {
+        long lens[MAX_BATCH];
+        int n = cli_long_list(PROG, "--valid-lens", lens_text, 1, o.tokens, lens, MAX_BATCH);
+        if (n != 1 && n != o.batch)
+            cli_fail(PROG, "--valid-lens needs one length (for every sequence) or %d (one per "
+                     "sequence), got %d", o.batch, n);
+        for (int b = 0; b < o.batch; b++)
+            o.valid_lens[b] = (int)lens[n == 1 ? 0 : b];
+    }
     if (o.plot_dir)
         cli_check_dir(PROG, "--plot", o.plot_dir);
     return o;
@@ -317,8 +340,13 @@ static void equivariance_table(const Options *opts, const MultiHeadAttention *la
 
     int *perm = checked_malloc(PROG, (size_t)T, sizeof *perm);
     float worst = 0.0f;
+    int moved = 0, identities = 0;   /* trials where f(P X) != f(X); identity perms drawn */
     for (int trial = 1; trial <= opts->trials; trial++) {
         rng_permutation(rng, perm, T);
+        bool identity = true;
+        for (int i = 0; i < T; i++)
+            identity = identity && perm[i] == i;
+        identities += identity;
         if (trial == 1 && first_perm)
             memcpy(first_perm, perm, (size_t)T * sizeof *perm);
         Tensor *PX = permute_tokens(X, perm);
@@ -335,6 +363,7 @@ static void equivariance_table(const Options *opts, const MultiHeadAttention *la
         float inv = tensor_max_abs_diff(fPX, fX);
         if (equi > worst)
             worst = equi;
+        moved += !within_tolerance(inv, scale);
         char pbuf[64], ebuf[48], wbuf[24];
         snprintf(wbuf, sizeof wbuf, "%.2e", (double)weights_diff);
         printf("%5d  %-26s  %-28s  %-11s  %.4f\n", trial, perm_str(pbuf, sizeof pbuf, perm, T),
@@ -347,9 +376,24 @@ static void equivariance_table(const Options *opts, const MultiHeadAttention *la
         tensor_free(P_weights_PT);
     }
     printf("f(P X) = P f(X): %s for every permutation (largest difference %.1f eps,\n"
-           "tolerance %.0f eps). f(P X) = f(X): false, the outputs moved with their tokens.\n",
-           eps_units(worst, scale) <= TOL_EPS ? "holds" : "FAILS", eps_units(worst, scale),
-           TOL_EPS);
+           "tolerance %.0f eps). ", eps_units(worst, scale) <= TOL_EPS ? "holds" : "FAILS",
+           eps_units(worst, scale), TOL_EPS);
+    /* Invariance, judged by the same rule on the last column. The identity
+     * moves nothing, so for it f(P X) = f(X) holds trivially. */
+    const int kept = opts->trials - moved;
+    if (kept == 0)
+        printf("f(P X) = f(X): false, the outputs moved with their tokens.\n");
+    else if (moved > 0)
+        printf("f(P X) = f(X): false for %d of the %d permutations;\n"
+               "it held for the other %d, %s.\n", moved, opts->trials, kept,
+               identities < kept ? "whose outputs did not move"
+               : kept == 1      ? "the identity, which moves nothing"
+                                : "each the identity, which moves nothing");
+    else if (identities == opts->trials)
+        printf("f(P X) = f(X) held too, but only because every\n"
+               "permutation drawn was the identity, which moves nothing: try more --trials.\n");
+    else
+        printf("f(P X) = f(X) held too: no output moved.\n");
     free(perm);
     tensor_free(fX);
     tensor_free(weights);
@@ -536,40 +580,62 @@ static void masked_check(const MultiHeadAttention *layer, const Tensor *X,
     tensor_free(P_fX);
 }
 
-/* X (B, T, D) with valid_lens (B,), every sequence of length L */
+/* X (B, T, D) with valid_lens (B,): sequence b has opts->valid_lens[b]
+ * real tokens, then padding */
 static void part5_valid_lens(const Options *opts, const MultiHeadAttention *layer,
                              const Tensor *X, Rng *rng)
 {
-    const int B = opts->batch, T = opts->tokens, L = opts->valid_len;
+    const int B = opts->batch, T = opts->tokens;
     printf("Part 5. valid_lens: the mask is tied to positions, not to tokens\n\n");
-    int *lens = checked_malloc(PROG, (size_t)B, sizeof *lens);
-    for (int b = 0; b < B; b++)
-        lens[b] = L;
-    ValidLens *valid_lens = valid_lens_1d(lens, B);
+    ValidLens *valid_lens = valid_lens_1d(opts->valid_lens, B);
     valid_lens_print_named("valid_lens", valid_lens);
-    printf("Keys at positions %d.. are padding in every sequence: no query may look at\n"
-           "them. The mask is a loop bound on positions, so it does not move with P.\n", L);
+    /* shortest and longest: positions below every length are real in every
+     * sequence, positions from the shortest on are padding in some */
+    int shortest = T, longest = 0;
+    for (int b = 0; b < B; b++) {
+        shortest = opts->valid_lens[b] < shortest ? opts->valid_lens[b] : shortest;
+        longest = opts->valid_lens[b] > longest ? opts->valid_lens[b] : longest;
+    }
+    const bool same = shortest == longest;
+    if (shortest == T)
+        printf("No key is padding: every valid_len is T = %d, so the mask hides nothing.\n", T);
+    else if (same)
+        printf("Keys at positions %d.. are padding in every sequence: no query may look at\n"
+               "them. The mask is a loop bound on positions, so it does not move with P.\n",
+               shortest);
+    else
+        printf("Keys at positions valid_lens[b].. are padding in sequence b: no query may look\n"
+               "at them. The mask is a loop bound on positions, so it does not move with P.\n");
 
     int *perm = checked_malloc(PROG, (size_t)T, sizeof *perm);
-    permute_prefix(rng, perm, L, T);
-    masked_check(layer, X, valid_lens, perm, "inside the valid prefix,");
-    if (L < T) {
+    permute_prefix(rng, perm, shortest, T);
+    masked_check(layer, X, valid_lens, perm,
+                 same ? "inside the valid prefix," : "inside the shortest valid prefix,");
+    if (shortest < T) {
         /* Swap one valid position with one padding position: a padding
-         * token now sits where a query may see it. */
-        int i = (int)rng_below(rng, (uint32_t)L);
-        int j = L + (int)rng_below(rng, (uint32_t)(T - L));
+         * token now sits where a query may see it. j is padding in every
+         * sequence whose valid_len is at most j, the shortest among them. */
+        int i = (int)rng_below(rng, (uint32_t)shortest);
+        int j = shortest + (int)rng_below(rng, (uint32_t)(T - shortest));
         int tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;
         masked_check(layer, X, valid_lens, perm, "padding moved into it,");
-        printf("Inside the prefix, every query still sees the same set of real tokens.\n"
-               "Across it, padding token %d is now seen at position %d and real token %d is\n"
+        int crossed = 0;
+        for (int b = 0; b < B; b++)
+            crossed += opts->valid_lens[b] <= j;
+        printf("Inside the prefix, every query still sees the same set of real tokens.\n");
+        if (crossed < B)
+            printf("Across it, in the %d of %d sequences whose valid_len is at most %d:\n",
+                   crossed, B, j);
+        else
+            printf("Across it, ");
+        printf("padding token %d is now seen at position %d and real token %d is\n"
                "hidden at position %d: the set the queries attend to has changed.\n\n",
                perm[i], i, perm[j], j);
     } else {
-        printf("valid_len = T: there is no padding to move (try --valid-len %d).\n\n", T - 1);
+        printf("There is no padding to move (try --valid-lens %d).\n\n", T - 1);
     }
-    free(lens);
     free(perm);
     valid_lens_free(valid_lens);
 }
@@ -698,8 +764,8 @@ static void part7_rounding(const Options *opts, const Tensor *X, Rng *rng)
            opts->samples, exact, total / opts->samples, worst);
     printf("A sum of K terms can gather up to about K roundings, though they mostly\n"
            "cancel. The tolerance of %.0f eps leaves room for the largest sizes this\n"
-           "program takes (256 tokens), and is still tiny beside the millions of eps\n"
-           "of a real change (parts 4 to 6).\n", TOL_EPS);
+           "program takes (%d tokens), and is still tiny beside the millions of eps\n"
+           "of a real change (parts 4 to 6).\n", TOL_EPS, MAX_TOKENS);
     free(perm);
     tensor_free(weights);
     tensor_free(fX);
