@@ -119,7 +119,7 @@ static Tensor *forward(bool fast, int threads, const MultiHeadAttention *layer,
                        const Tensor *queries, const Tensor *keys, const ValidLens *valid_lens)
 {
     /* self-attention: the same tensor is queries, keys and values, as in
-     * the peers the issue compares against; the toy has its own keys */
+     * a NumPy or PyTorch layer timed the same way; the toy has its own keys */
     if (fast)
         return multihead_forward_fast(layer, queries, keys, keys, valid_lens, threads);
     return multihead_forward(layer, queries, keys, keys, valid_lens, false, NULL, NULL);
@@ -232,7 +232,7 @@ static void print_line(const Config *c, const char *impl, int threads, const Res
     fflush(stdout);
 }
 
-/* ---- the targets of the issue ------------------------------------------------------- */
+/* ---- the speed and memory targets ------------------------------------------------------ */
 
 typedef struct {
     const char *what;
@@ -383,7 +383,7 @@ int main(int argc, char **argv)
     }
 
     if (!opt.has_custom) {
-        printf("\nTargets (issue 7), on this run:\n");
+        printf("\nTargets, on this run:\n");
         for (int i = 0; i < 3; i++)
             print_target(&targets[i]);
         print_target(&big_memory);
