@@ -36,23 +36,35 @@ void dropout_inplace(Tensor *x, const Dropout *dropout)
     }
 }
 
+AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
+                                      const Tensor *keys, const Tensor *values,
+                                      const ValidLens *valid_lens)
+{
+    AttentionSizes n;
+    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, -1));
+    n.batch_size = queries->shape[0];
+    n.num_queries = queries->shape[1];
+    n.d = queries->shape[2];
+    /* A query is compared with every key by a dot product, so both have
+     * size d; each key has one value, so keys and values agree on K. */
+    tensor_check_shape(func, "keys", keys, SHAPE(n.batch_size, -1, n.d));
+    n.num_keys = keys->shape[1];
+    tensor_check_shape(func, "values", values, SHAPE(n.batch_size, n.num_keys, -1));
+    n.v = values->shape[2];
+    valid_lens_check(func, valid_lens, n.batch_size, n.num_queries, n.num_keys);
+    return n;
+}
+
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, v), attention_weights (B, T, K) */
 Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
                               const Tensor *values, const ValidLens *valid_lens,
                               const Dropout *dropout, Tensor **attention_weights)
 {
-    static const char func[] = "dot_product_attention";
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, -1));
-    const int batch_size = queries->shape[0];
-    const int num_queries = queries->shape[1];
-    const int d = queries->shape[2];
-    /* A query is compared with every key by a dot product, so both have
-     * size d; each key has one value, so keys and values agree on K. */
-    tensor_check_shape(func, "keys", keys, SHAPE(batch_size, -1, d));
-    const int num_keys = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(batch_size, num_keys, -1));
-    valid_lens_check(func, valid_lens, batch_size, num_queries, num_keys);
+    const AttentionSizes n = attention_check_shapes("dot_product_attention", queries, keys,
+                                                    values, valid_lens);
+    const int batch_size = n.batch_size, num_queries = n.num_queries, num_keys = n.num_keys;
+    const int d = n.d;
 
     /* pass 1: scores = queries @ keys^T / sqrt(d), (B, T, K). With entries
      * of variance 1, a dot product of d terms has variance d; dividing by

@@ -31,6 +31,20 @@ typedef struct {
  * does p = 0, which draws nothing and so needs no rng. */
 void dropout_inplace(Tensor *x, const Dropout *dropout);
 
+/* The sizes of one attention call, read from its inputs. */
+typedef struct {
+    int batch_size, num_queries, num_keys;   /* B, T, K */
+    int d, v;                                 /* query/key size, value size */
+} AttentionSizes;
+
+/* Stop with a message naming func unless queries (B, T, d), keys (B, K, d),
+ * values (B, K, v) and valid_lens (NULL, (B,) or (B, T), each in [0, K])
+ * fit together; returns their sizes. Every attention function checks its
+ * inputs with this one rule. */
+AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
+                                      const Tensor *keys, const Tensor *values,
+                                      const ValidLens *valid_lens);
+
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, v). When attention_weights is not NULL it
  * receives the weights (B, T, K) after dropout; the caller frees both. */

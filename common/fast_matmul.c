@@ -27,6 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ops.h"
+
 typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));
 
 static inline vf load_vec(const float *p)
@@ -310,28 +312,12 @@ void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, 
 static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool transposed,
                        int num_threads)
 {
-    char sa[80], sb[80];
-    bool ok = (a->ndim == 2 && b->ndim == 2) ||
-              (a->ndim == 3 && b->ndim == 3 && a->shape[0] == b->shape[0]);
-    int batched = a->ndim == 3;
-    if (!ok)
-        die(func, "expected two 2-D or two 3-D tensors with the same batch size, got %s and %s",
-            shape_str(sa, sizeof sa, a->ndim, a->shape), shape_str(sb, sizeof sb, b->ndim, b->shape));
-    int m = a->shape[batched], k = a->shape[batched + 1];
-    int b_rows = b->shape[batched], b_cols = b->shape[batched + 1];
-    int n = transposed ? b_rows : b_cols;
-    if ((transposed ? b_cols : b_rows) != k)
-        die(func, "shapes do not fit: %s and %s%s",
-            shape_str(sa, sizeof sa, a->ndim, a->shape),
-            shape_str(sb, sizeof sb, b->ndim, b->shape),
-            transposed ? " (the second is transposed: it needs the same last size)" : "");
-
-    int batch = batched ? a->shape[0] : 1;
-    Tensor *c = batched ? tensor_zeros(SHAPE(batch, m, n)) : tensor_zeros(SHAPE(m, n));
-    for (int i = 0; i < batch; i++)
-        fast_gemm(m, n, k, a->data + (size_t)i * m * k, (size_t)k,
-                  b->data + (size_t)i * b_rows * b_cols, (size_t)b_cols, transposed,
-                  c->data + (size_t)i * m * n, (size_t)n, false, num_threads);
+    ProductSizes n;   /* the same shape rule as the clear matmul */
+    Tensor *c = product_output(func, a, b, transposed, &n);
+    for (int i = 0; i < n.batch; i++)
+        fast_gemm(n.m, n.n, n.k, a->data + (size_t)i * n.m * n.k, (size_t)n.k,
+                  b->data + (size_t)i * n.b_rows * n.b_cols, (size_t)n.b_cols, transposed,
+                  c->data + (size_t)i * n.m * n.n, (size_t)n.n, false, num_threads);
     return c;
 }
 
@@ -347,17 +333,9 @@ Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads)
 
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
 {
-    int in = x->shape[x->ndim - 1];
-    tensor_check_shape("fast_linear", "weight", weight, SHAPE(-1, in));
-    int out = weight->shape[0];
-    if (bias != NULL)
-        tensor_check_shape("fast_linear", "bias", bias, SHAPE(out));
-
-    int rows = (int)(x->size / (size_t)in);
-    int out_shape[TENSOR_MAX_DIMS];
-    memcpy(out_shape, x->shape, sizeof out_shape);
-    out_shape[x->ndim - 1] = out;
-    Tensor *y = tensor_zeros(x->ndim, out_shape);
+    int rows;
+    Tensor *y = linear_output("fast_linear", x, weight, bias, &rows);
+    int in = x->shape[x->ndim - 1], out = weight->shape[0];
     /* start every row from the bias and accumulate x W^T onto it */
     if (bias != NULL)
         for (int r = 0; r < rows; r++)

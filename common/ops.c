@@ -34,34 +34,43 @@ void matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n
     free(b_t);
 }
 
-/* Shapes of a product: (batch, m, k) and B's two sizes; transposed says
- * which of B's sizes is k. Stops with both shapes when they do not fit. */
-static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool transposed)
+Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool transposed,
+                       ProductSizes *sizes)
 {
     char sa[80], sb[80];
     bool ok = (a->ndim == 2 && b->ndim == 2) ||
               (a->ndim == 3 && b->ndim == 3 && a->shape[0] == b->shape[0]);
     int batched = a->ndim == 3;
-    int m = a->shape[batched], k = a->shape[batched + 1];
-    int b_rows = b->shape[batched], b_cols = b->shape[batched + 1];
-    int n = transposed ? b_rows : b_cols;
-    ok = ok && (transposed ? b_cols : b_rows) == k;
+    ProductSizes n;
+    n.batch = batched ? a->shape[0] : 1;
+    n.m = a->shape[batched];
+    n.k = a->shape[batched + 1];
+    n.b_rows = b->shape[batched];
+    n.b_cols = b->shape[batched + 1];
+    n.n = transposed ? n.b_rows : n.b_cols;
+    ok = ok && (transposed ? n.b_cols : n.b_rows) == n.k;
     if (!ok)
         die(func, "shapes do not fit: %s and %s%s",
             shape_str(sa, sizeof sa, a->ndim, a->shape),
             shape_str(sb, sizeof sb, b->ndim, b->shape),
             transposed ? " (the second is transposed: it needs the same last size)" : "");
+    *sizes = n;
+    return batched ? tensor_zeros(SHAPE(n.batch, n.m, n.n)) : tensor_zeros(SHAPE(n.m, n.n));
+}
 
-    int batch = batched ? a->shape[0] : 1;
-    Tensor *c = batched ? tensor_zeros(SHAPE(batch, m, n)) : tensor_zeros(SHAPE(m, n));
-    for (int i = 0; i < batch; i++) {
-        const float *a_mat = a->data + (size_t)i * m * k;
-        const float *b_mat = b->data + (size_t)i * b_rows * b_cols;
-        float *c_mat = c->data + (size_t)i * m * n;
+/* (batch, m, k) with B's two sizes; transposed says which of B's sizes is k. */
+static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool transposed)
+{
+    ProductSizes n;
+    Tensor *c = product_output(func, a, b, transposed, &n);
+    for (int i = 0; i < n.batch; i++) {
+        const float *a_mat = a->data + (size_t)i * n.m * n.k;
+        const float *b_mat = b->data + (size_t)i * n.b_rows * n.b_cols;
+        float *c_mat = c->data + (size_t)i * n.m * n.n;
         if (transposed)
-            matmul_bt_raw(a_mat, b_mat, c_mat, m, k, n);
+            matmul_bt_raw(a_mat, b_mat, c_mat, n.m, n.k, n.n);
         else
-            matmul_raw(a_mat, b_mat, c_mat, m, k, n);
+            matmul_raw(a_mat, b_mat, c_mat, n.m, n.k, n.n);
     }
     return c;
 }
@@ -76,20 +85,27 @@ Tensor *matmul_bt(const Tensor *a, const Tensor *b)
     return product("matmul_bt", a, b, true);
 }
 
-Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
+Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
+                      const Tensor *bias, int *rows)
 {
     int in = x->shape[x->ndim - 1];
+    tensor_check_shape(func, "weight", weight, SHAPE(-1, in));
     int out = weight->shape[0];
-    tensor_check_shape("linear", "weight", weight, SHAPE(-1, in));
     if (bias != NULL)
-        tensor_check_shape("linear", "bias", bias, SHAPE(out));
-
+        tensor_check_shape(func, "bias", bias, SHAPE(out));
     /* Every row of x, whatever the leading dims, is one input vector. */
-    int rows = (int)(x->size / (size_t)in);
+    *rows = (int)(x->size / (size_t)in);
     int out_shape[TENSOR_MAX_DIMS];
     memcpy(out_shape, x->shape, sizeof out_shape);
     out_shape[x->ndim - 1] = out;
-    Tensor *y = tensor_zeros(x->ndim, out_shape);
+    return tensor_zeros(x->ndim, out_shape);
+}
+
+Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
+{
+    int rows;
+    Tensor *y = linear_output("linear", x, weight, bias, &rows);
+    int in = x->shape[x->ndim - 1], out = weight->shape[0];
     matmul_bt_raw(x->data, weight->data, y->data, rows, in, out);
     if (bias != NULL)
         for (int r = 0; r < rows; r++)

@@ -17,6 +17,8 @@
 #ifndef OPS_H
 #define OPS_H
 
+#include <stdbool.h>
+
 #include "tensor.h"
 
 /* Raw kernels on row-major arrays; c is overwritten. */
@@ -29,6 +31,22 @@ Tensor *matmul_bt(const Tensor *a, const Tensor *b);
 
 /* y = x W^T + b over the last dimension of x (1 to 4 dims); bias may be NULL. */
 Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias);
+
+/* The shape rules of a product and of a linear layer, stated once for the
+ * clear versions here and the fast ones in fast_matmul.c. Each stops with
+ * both shapes, naming func, unless the inputs fit, and returns the zeroed
+ * output with its sizes. */
+typedef struct {
+    int batch;          /* 1 for 2-D inputs */
+    int m, k, n;        /* A (m, k), C (m, n) */
+    int b_rows, b_cols; /* B as stored: (k, n), or (n, k) when transposed */
+} ProductSizes;
+Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool transposed,
+                       ProductSizes *sizes);
+/* x (..., in), weight (out, in), bias (out,) or NULL -> y (..., out) zeroed;
+ * *rows receives the number of input vectors, product of x's leading dims. */
+Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
+                      const Tensor *bias, int *rows);
 
 /* Elementwise helpers that chapters reuse. */
 void relu_inplace(Tensor *x);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "fast_exp.h"
+#include "attention.h"
 #include "fast_matmul.h"
 
 /* vectors as wide as the register-tile kernel's (fast_matmul.h) */
@@ -307,16 +308,11 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
                             const Tensor *values, const ValidLens *valid_lens,
                             int num_threads)
 {
-    static const char func[] = "streaming_attention";
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, -1));
-    const int batch_size = queries->shape[0];
-    const int num_queries = queries->shape[1];
-    const int d = queries->shape[2];
-    tensor_check_shape(func, "keys", keys, SHAPE(batch_size, -1, d));
-    const int num_keys = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(batch_size, num_keys, -1));
-    const int v = values->shape[2];
-    valid_lens_check(func, valid_lens, batch_size, num_queries, num_keys);
+    /* the same shape rule as dot_product_attention, stated once */
+    const AttentionSizes n = attention_check_shapes("streaming_attention", queries, keys,
+                                                    values, valid_lens);
+    const int batch_size = n.batch_size, num_queries = n.num_queries, num_keys = n.num_keys;
+    const int d = n.d, v = n.v;
 
     Tensor *output = tensor_zeros(SHAPE(batch_size, num_queries, v));
     int blocks = (num_queries + BR - 1) / BR;
