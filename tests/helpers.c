@@ -2,11 +2,36 @@
 #define _POSIX_C_SOURCE 200809L
 #include "helpers.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+void scratch_dir_make(char *buf, size_t len, const char *prefix)
+{
+    snprintf(buf, len, "/tmp/%s_XXXXXX", prefix);
+    if (mkdtemp(buf) == NULL)
+        buf[0] = '\0';
+}
+
+void scratch_dir_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
 
 char *read_text_file(const char *path, size_t *len)
 {

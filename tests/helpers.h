@@ -41,6 +41,11 @@ char *stderr_of(void (*fn)(void), int *status);
         free(stop_err_);                                                               \
     } while (0)
 
+/* A fresh directory "/tmp/<prefix>_XXXXXX" into buf (at least 64 bytes),
+ * and its removal with the plain files in it. For a test's scratch files. */
+void scratch_dir_make(char *buf, size_t len, const char *prefix);
+void scratch_dir_remove(const char *dir);
+
 /* Read a whole file; NULL when it cannot be read. The caller frees. */
 char *read_text_file(const char *path, size_t *len);
 

@@ -51,29 +51,17 @@ static unsigned char *read_bytes(const char *path, size_t *len)
     return (unsigned char *)text;
 }
 
-static char scratch[] = "/tmp/npy_test_XXXXXX";
+static char scratch[64];
 
 static void make_scratch(void)
 {
-    strcpy(scratch, "/tmp/npy_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(scratch), "cannot make a scratch directory");
+    scratch_dir_make(scratch, sizeof scratch, "npy_test");
+    cr_assert(scratch[0] != '\0', "cannot make a scratch directory");
 }
 
 static void remove_scratch(void)
 {
-    DIR *d = opendir(scratch);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(scratch);
+    scratch_dir_remove(scratch);
 }
 
 static int count_files(const char *dir)

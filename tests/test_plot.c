@@ -18,29 +18,17 @@
 
 /* ---- a scratch directory per test --------------------------------------- */
 
-static char scratch[] = "/tmp/plot_test_XXXXXX";
+static char scratch[64];
 
 static void make_scratch(void)
 {
-    strcpy(scratch, "/tmp/plot_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(scratch), "cannot make a scratch directory");
+    scratch_dir_make(scratch, sizeof scratch, "plot_test");
+    cr_assert(scratch[0] != '\0', "cannot make a scratch directory");
 }
 
 static void remove_scratch(void)
 {
-    DIR *d = opendir(scratch);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(scratch);
+    scratch_dir_remove(scratch);
 }
 
 /* Names in the scratch directory, sorted and joined with spaces. */
