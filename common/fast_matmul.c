@@ -222,7 +222,7 @@ typedef struct {
     int m, n, k;
     const float *a;
     size_t lda;
-    const float *panels;    /* all of B, packed: panel j at j * k * 16 */
+    const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR */
     float *c;
     size_t ldc;
     bool accumulate;

@@ -231,7 +231,9 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
 
     /* out = o / l; a query that saw no key (valid_len 0) has l = 0 and
      * gets zeros, like the clear version's all-zero weight row. (A NaN in
-     * the inputs makes l NaN, and the output NaN, as in the clear one.) */
+     * a key or value that a query reads makes its output NaN, as in the
+     * clear one. Unlike the clear one, a value row past every valid length
+     * of a block of queries is never read, so a NaN there stays unseen.) */
     for (int r = 0; r < rows; r++) {
         float *out_row = out + (size_t)r * out_stride;
         const float *o_row = w->o + (size_t)r * v;

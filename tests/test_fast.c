@@ -312,18 +312,19 @@ Test(fast_exp, special_values_are_exact)
 
 Test(fast_exp, shift_sum_is_a_softmax_numerator)
 {
-    /* 13 values (not a multiple of 8), one masked (-inf) */
-    float row[13], expected[13];
+    /* 37 values: two whole vectors of 16 (or four of 8) and a tail, so both
+     * the vector loop and the one-at-a-time tail run; one masked (-inf) */
+    float row[37], expected[37];
     const float shift = 1.75f;
     double expected_sum = 0.0;
-    for (int j = 0; j < 13; j++) {
-        row[j] = j == 6 ? -INFINITY : 0.37f * (float)j - 2.0f;
+    for (int j = 0; j < 37; j++) {
+        row[j] = j == 6 ? -INFINITY : 0.17f * (float)j - 2.0f;
         expected[j] = expf(row[j] - shift);
         expected_sum += expected[j];
     }
-    float sum = fast_exp_shift_sum(row, 13, shift);
+    float sum = fast_exp_shift_sum(row, 37, shift);
     cr_expect(row[6] == 0.0f, "the masked score must give exactly 0, got %a", (double)row[6]);
-    cr_expect(floats_allclose(row, expected, 13, 0.0f, 3e-7f, stderr));
+    cr_expect(floats_allclose(row, expected, 37, 0.0f, 3e-7f, stderr));
     cr_expect_float_eq(sum, (float)expected_sum, 1e-6f * (float)expected_sum);
     /* in place and out of place give the same */
     float x[10] = {-3, -2.5f, -1, -0.5f, 0, 0.25f, 1, 2, 10, -50}, y[10], z[10];
@@ -504,7 +505,8 @@ Test(multihead_fast, d2l_toy_check_equals_clear)
 
 Test(multihead_fast, cross_attention_with_2d_mask_equals_clear)
 {
-    /* d = 32: whole 16-column panels, the path that packs W once */
+    /* d = 32: whole panels of FAST_NR columns with AVX2 (16), the path that
+     * packs W once; with AVX-512 (32 columns) d = 32 is one whole panel too */
     enum { B = 2, T = 50, K = 270 };
     int lens[B * T];
     Rng rng = rng_new(33);
