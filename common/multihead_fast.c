@@ -144,10 +144,11 @@ Tensor *multihead_forward_fast(const MultiHeadAttention *layer, const Tensor *qu
 
     // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
-    if (num_threads > B * H)
-        num_threads = B * H;   /* a thread without a job would only cost memory */
-    Workspace *workspaces = checked_calloc(func, (size_t)num_threads, sizeof *workspaces);
-    for (int t = 0; t < num_threads; t++) {
+    /* a thread without a job would only cost memory; pass 4 splits rows, not
+     * heads, so it still gets every thread asked for */
+    const int head_threads = num_threads < B * H ? num_threads : B * H;
+    Workspace *workspaces = checked_calloc(func, (size_t)head_threads, sizeof *workspaces);
+    for (int t = 0; t < head_threads; t++) {
         workspaces[t].q_head = checked_malloc(func, (size_t)T * d, sizeof(float));
         workspaces[t].k_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
         workspaces[t].v_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
@@ -159,11 +160,11 @@ Tensor *multihead_forward_fast(const MultiHeadAttention *layer, const Tensor *qu
                      projection_new(layer->W_k, layer->b_k, d),
                      projection_new(layer->W_v, layer->b_v, d), concat, workspaces, 0};
     atomic_init(&jobs.next_job, 0);
-    fast_parallel(num_threads, head_worker, &jobs);
+    fast_parallel(head_threads, head_worker, &jobs);
     free(jobs.proj_q.panels);
     free(jobs.proj_k.panels);
     free(jobs.proj_v.panels);
-    for (int t = 0; t < num_threads; t++) {
+    for (int t = 0; t < head_threads; t++) {
         free(workspaces[t].q_head);
         free(workspaces[t].k_chunk);
         free(workspaces[t].v_chunk);
