@@ -28,6 +28,9 @@
 #define PROG "streaming"
 
 enum { EX_KEYS = 6, EX_D = 2, EX_V = 2, MAX_SIZE = 4096, MAX_HIDDENS = 1024 };
+/* Part 2's limits: bytes held at once, and B * T * K * d */
+#define MAX_BYTES 1e9
+#define MAX_MULTIPLY_ADDS 2e9
 
 typedef struct {
     uint64_t seed;
@@ -180,15 +183,23 @@ static bool compare_with_clear(const Options *opt, Rng *rng)
            (double)magnitude);
     printf("streaming equals clear within 1e-5 of the output's size: %s\n\n",
            same ? "yes" : "NO");
+    if (!same)
+        fprintf(stderr, "%s: streaming_attention differs from dot_product_attention by %.1e, "
+                "more than 1e-5 of the output's size %.4f\n", PROG, (double)diff,
+                (double)magnitude);
 
+    const int v = d;   /* the values here are as wide as the keys */
     const double clear_bytes = 4.0 * B * T * K;
-    const double block_bytes = 4.0 * STREAM_BLOCK_QUERIES * STREAM_BLOCK_KEYS;
-    printf("The clear version held all B * T * K = %d * %d * %d scores: %.2f MB.\n", B, T, K,
-           clear_bytes / 1e6);
-    printf("The streaming version held one block of %d queries x %d keys per thread,\n"
-           "%.0f KB whatever T and K are, and one sequence's keys and values packed\n"
-           "for the vector kernel, K * 2 * d floats: %.2f MB.\n\n",
-           STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, block_bytes / 1e3, 4.0 * K * 2 * d / 1e6);
+    const double thread_bytes = 4.0 * STREAM_BLOCK_QUERIES * (STREAM_BLOCK_KEYS + d + v);
+    const double packed_bytes = 4.0 * K * (d + v);
+    printf("dot_product_attention held all B * T * K = %d * %d * %d scores: %.2f MB.\n", B, T,
+           K, clear_bytes / 1e6);
+    printf("streaming_attention held, per thread, a block of %d queries with their\n"
+           "%d x %d scores and running outputs, %d * (%d + d + v) floats: %.0f KB\n"
+           "whatever T and K are; and, shared by the threads, one sequence's keys and\n"
+           "values packed for the vector kernel, K * (d + v) floats: %.2f MB.\n\n",
+           STREAM_BLOCK_QUERIES, STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_BLOCK_QUERIES,
+           STREAM_BLOCK_KEYS, thread_bytes / 1e3, packed_bytes / 1e6);
     tensor_free(queries);
     tensor_free(keys);
     tensor_free(values);
@@ -206,18 +217,23 @@ static void memory_table(void)
     const int d = 64, heads = 8;
     printf("Part 3. Memory for self-attention over n tokens, %d heads of size d = %d\n\n",
            heads, d);
-    printf("The clear version keeps the weights of every head, 4 * H * n * n bytes.\n"
-           "The streaming version keeps, per thread, one block of scores and the\n"
-           "keys and values of the head it works on, 4 * 2 * n * d bytes.\n\n");
-    printf("      n    clear weights   streaming, per thread\n");
+    printf("multihead_forward (the clear layer) keeps the weights of every head,\n"
+           "4 * H * n * n bytes. streaming_attention, given one head at a time, keeps\n"
+           "that head's keys and values packed, 4 * 2 * n * d bytes shared by its\n"
+           "threads, and per thread a block of %d queries with their scores and\n"
+           "running outputs, 4 * %d * (%d + 2 * d) bytes.\n\n",
+           STREAM_BLOCK_QUERIES, STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS);
+    const double thread_bytes = 4.0 * STREAM_BLOCK_QUERIES * (STREAM_BLOCK_KEYS + 2 * d);
+    printf("      n    clear weights   streaming, 1 thread\n");
     for (int n = 1024; n <= 32768; n *= 2) {
         double clear = 4.0 * heads * (double)n * n;
-        double streaming = 4.0 * STREAM_BLOCK_QUERIES * STREAM_BLOCK_KEYS + 4.0 * 2 * n * d;
+        double streaming = 4.0 * 2 * n * d + thread_bytes;
         printf("%7d %13.1f MB %16.1f MB\n", n, clear / 1e6, streaming / 1e6);
     }
-    printf("\nAt n = 32768 the weights alone would need 34 GB; streaming needs 17 MB\n"
-           "per thread, and the time stays what it was: the same multiply-adds,\n"
-           "in another order.\n");
+    printf("\nEach further thread adds %.2f MB. At n = 32768 the weights alone would\n"
+           "need 34 GB; streaming needs 17 MB, and the time stays what it was: the\n"
+           "same multiply-adds, in another order.\n",
+           thread_bytes / 1e6);
 }
 
 static Options parse_options(int argc, char **argv)
@@ -248,12 +264,27 @@ static Options parse_options(int argc, char **argv)
             cli_unknown(PROG, argv[i]);
         }
     }
-    /* the clear version in Part 2 needs all B * T * K scores at once */
-    double clear_bytes = 4.0 * opt.batch * opt.num_queries * opt.num_keys;
-    if (clear_bytes > 1e9)
+    /* Part 2 must fit in memory and finish in seconds, so three sizes are
+     * checked before anything is made. */
+    const double B = opt.batch, T = opt.num_queries, K = opt.num_keys, d = opt.num_hiddens;
+    // the clear version needs all B * T * K scores at once
+    const double clear_bytes = 4.0 * B * T * K;
+    if (clear_bytes > MAX_BYTES)
         cli_fail(PROG, "--batch %d --queries %d --keys %d would need %.1f GB for the clear "
                  "version's scores; keep B * T * K under 250 million",
                  opt.batch, opt.num_queries, opt.num_keys, clear_bytes / 1e9);
+    // everything at once: queries, keys, values, both outputs, the scores
+    const double total_bytes = 4.0 * (B * T * d + 2.0 * B * K * d + 2.0 * B * T * d + B * T * K);
+    if (total_bytes > MAX_BYTES)
+        cli_fail(PROG, "--batch %d --queries %d --keys %d --hiddens %d would need %.1f GB for "
+                 "the inputs, outputs and scores; keep it under 1 GB",
+                 opt.batch, opt.num_queries, opt.num_keys, opt.num_hiddens, total_bytes / 1e9);
+    // each version does B * T * K * d multiply-adds twice (scores, then values)
+    const double multiply_adds = B * T * K * d;
+    if (multiply_adds > MAX_MULTIPLY_ADDS)
+        cli_fail(PROG, "--batch %d --queries %d --keys %d --hiddens %d is too much work: "
+                 "B * T * K * d = %.1f billion multiply-adds; keep it under 2 billion",
+                 opt.batch, opt.num_queries, opt.num_keys, opt.num_hiddens, multiply_adds / 1e9);
     return opt;
 }
 

@@ -509,8 +509,14 @@ static BadInput rows[] = {
     /* B * T * K scores that would not fit: refused before anything is made */
     {STREAMING, "--batch 64 --queries 4096 --keys 4096", 2, "would need 4.3 GB for the clear "
      "version's scores", NULL},
-    /* each input is (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
-    {STREAMING, "--batch 4 --queries 4096 --keys 4096 --hiddens 1024", 1,
+    /* inputs, outputs and scores over 1 GB, though the scores alone fit */
+    {STREAMING, "--batch 64 --queries 4096 --keys 1 --hiddens 1024", 2, "would need 3.2 GB "
+     "for the inputs, outputs and scores; keep it under 1 GB", NULL},
+    /* 17.2 billion multiply-adds would take half a minute */
+    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --hiddens 1024", 2, "B * T * K * d = "
+     "17.2 billion multiply-adds; keep it under 2 billion", NULL},
+    /* the queries are (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
+    {STREAMING, "--batch 4 --queries 4096 --keys 100 --hiddens 1024", 1,
      "out of memory: a tensor of shape (4, 4096, 1024) needs 67108864 bytes", NULL, NULL, 48,
      false},
 
