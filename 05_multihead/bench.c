@@ -10,7 +10,8 @@
  *
  * What is measured, and how:
  *   - the machine's fp32 peak, by an FMA loop (fast_peak_gflops) on 1 and
- *     on N threads, at start-up;
+ *     on N threads, before and after the lines, the larger kept: a busy
+ *     core during one measurement would otherwise make it low;
  *   - per (configuration, implementation, threads): the median time of
  *     several runs after a warm-up run, with clock_gettime; GFLOP/s with
  *     FLOPs = 4 projections (2 * rows * D * D each) + 2 attention products
@@ -43,7 +44,12 @@
 
 #define PROG "bench"
 
-enum { MAX_RUNS = 51 };
+enum { MAX_RUNS = 51, MAX_LINES = 64 };
+
+/* The clear layer never runs when its weights, 4 * B * H * n * n bytes,
+ * pass this: with the inputs, projections and outputs beside them, a
+ * larger run may not fit in memory. */
+#define CLEAR_MAX_WEIGHT_BYTES 2e9
 
 typedef struct {
     const char *label;         /* what the line calls this configuration */
@@ -84,8 +90,8 @@ static void usage(void)
            "                    (default 5; runs over a second use fewer)\n"
            "  --threads N       thread count of the multi-threaded lines, 2 to 64 (default 2)\n"
            "  --clear-max N     run the clear layer only up to n = N, 1 to 65536\n"
-           "                    (default 2048: at n = 8192 its weights take 2 GB and\n"
-           "                    one pass takes minutes)\n"
+           "                    (default 2048: one pass at n = 4096 takes minutes); it\n"
+           "                    never runs when its weights would pass 2 GB\n"
            "  --quick           only the d2l toy and (8, 512, 512, 8), fast lines only\n"
            "  --config B,n,D,H  only this self-attention configuration\n"
            "  --help            this text\n",
@@ -210,7 +216,8 @@ static Result measure_in_child(const Config *c, bool fast, int threads, const Op
 
 /* ---- printing --------------------------------------------------------------------- */
 
-static double peak_1, peak_n;    /* GFLOP/s measured at start-up */
+static double peak_1, peak_n;    /* GFLOP/s, the larger of two measurements */
+static bool share_over_100;      /* a line beat the measured peak */
 
 static void print_header(void)
 {
@@ -226,10 +233,34 @@ static void print_line(const Config *c, const char *impl, int threads, const Res
         return;
     }
     double gflops = flops_of(c) / (r->ms * 1e-3) / 1e9;
-    double peak = threads == 1 ? peak_1 : peak_n;
-    printf("%-30s %-6s %7d %11.2f %5d %9.1f %6.1f%% %9.1f MB\n", c->label, impl, threads,
-           r->ms, r->runs, gflops, 100.0 * gflops / peak, r->max_rss_mb);
-    fflush(stdout);
+    double share = 100.0 * gflops / (threads == 1 ? peak_1 : peak_n);
+    /* over 100% only when the peak was measured low; the star says so */
+    if (share > 100.0)
+        share_over_100 = true;
+    printf("%-30s %-6s %7d %11.2f %5d %9.1f %6.1f%s %9.1f MB\n", c->label, impl, threads,
+           r->ms, r->runs, gflops, share, share > 100.0 ? "*" : "%", r->max_rss_mb);
+}
+
+/* The lines are kept until the peak has been measured a second time, then
+ * printed: a line is a measurement, or a note (text) in the table. */
+typedef struct {
+    const Config *c;
+    const char *impl;
+    int threads;
+    Result r;
+    char text[200];
+} Line;
+
+static Line lines[MAX_LINES];
+static int line_count;
+
+static Line *new_line(void)
+{
+    if (line_count == MAX_LINES)
+        die(PROG, "more than %d lines in the table", MAX_LINES);
+    Line *line = &lines[line_count++];
+    memset(line, 0, sizeof *line);
+    return line;
 }
 
 /* ---- the speed and memory targets ------------------------------------------------------ */
@@ -308,15 +339,12 @@ int main(int argc, char **argv)
            "process's largest resident size. Timings move with whatever else runs on\n"
            "the machine; the GFLOP/s count FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2.\n\n");
 
+    /* the peak now and again after the lines; the table waits for both */
     peak_1 = fast_peak_gflops(1, 0.5);
     peak_n = fast_peak_gflops(N, 0.5);
-    printf("fp32 peak of this machine now (an FMA loop on vectors of %d floats, the\n"
-           "kernels' width): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads.\n\n",
-           fast_vector_width(), peak_1, peak_n, N);
-    if (peak_n < 0.75 * N * peak_1)
-        printf("Note: %d threads reached only %.1fx the peak of one, so other programs are\n"
-               "using the cores right now; the multi-threaded lines will be slower than this\n"
-               "machine can do. Run again when it is idle.\n\n", N, peak_n / peak_1);
+    printf("Running the lines; the table follows when they and a second measurement\n"
+           "of the peak are done.\n\n");
+    fflush(stdout);
 
     Config configs[] = {
         {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, true, false},
@@ -335,43 +363,55 @@ int main(int argc, char **argv)
         count = 2;
     }
 
+    /* the targets are for the multi-threaded lines, on N threads */
+    char what[3][64];
+    snprintf(what[0], sizeof what[0], "(8, 512, 512, 8), fast, %d threads: time", N);
+    snprintf(what[1], sizeof what[1], "(1, 8192, 512, 8), fast, %d threads: time", N);
+    snprintf(what[2], sizeof what[2], "(1, 8192, 512, 8), fast, %d threads: peak memory", N);
     Target targets[3] = {
-        {"(8, 512, 512, 8), fast, 2 threads: time", 0, 120, "ms", false},
-        {"(1, 8192, 512, 8), fast, 2 threads: time", 0, 1400, "ms", false},
-        {"(1, 8192, 512, 8), fast, 2 threads: peak memory", 0, 100, "MB", false},
+        {what[0], 0, 120, "ms", false},
+        {what[1], 0, 1400, "ms", false},
+        {what[2], 0, 100, "MB", false},
     };
     Target big_memory = {"(1, 32768, 512, 8), fast: peak memory", 0, 600, "MB", false};
 
-    print_header();
     int failed = 0;   /* lines whose child did not finish: the status says so */
     for (int i = 0; i < count; i++) {
         const Config *c = &list[i];
+        const double weight_bytes =
+            4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
         if (c->fast_only && (i == 0 || !list[i - 1].fast_only))
-            printf("-- the streaming path alone: the clear layer's weights would take %.0f GB"
-                   " and more --\n",
-                   4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys / 1e9);
-        bool clear = !c->fast_only && !opt.quick && c->num_queries <= opt.clear_max;
+            snprintf(new_line()->text, sizeof lines[0].text,
+                     "-- the streaming path alone: the clear layer's weights would take %.0f GB"
+                     " and more --", weight_bytes / 1e9);
+        bool fits = weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
+        bool clear = !c->fast_only && !opt.quick && c->num_queries <= opt.clear_max && fits;
         if (clear) {
-            Result r = measure_in_child(c, false, 1, &opt);
-            print_line(c, "clear", 1, &r);
-            failed += !r.ok;
+            Line *line = new_line();
+            *line = (Line){c, "clear", 1, measure_in_child(c, false, 1, &opt), ""};
+            failed += !line->r.ok;
+        } else if (!c->fast_only && !opt.quick && !fits) {
+            snprintf(new_line()->text, sizeof lines[0].text,
+                     "%-30s %-6s %7d   skipped: its weights alone are %.1f GB, more than the"
+                     " %.0f GB this bench allows", c->label, "clear", 1, weight_bytes / 1e9,
+                     CLEAR_MAX_WEIGHT_BYTES / 1e9);
         } else if (!c->fast_only && !opt.quick) {
-            printf("%-30s %-6s %7d   skipped: its weights alone are %.1f GB and one pass takes"
-                   " minutes (--clear-max %d runs it)\n", c->label, "clear", 1,
-                   4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys / 1e9,
-                   c->num_queries);
+            snprintf(new_line()->text, sizeof lines[0].text,
+                     "%-30s %-6s %7d   skipped: its weights alone are %.1f GB and one pass takes"
+                     " minutes (--clear-max %d runs it)", c->label, "clear", 1,
+                     weight_bytes / 1e9, c->num_queries);
         }
         for (int threads = 1; threads <= N; threads += N - 1) {
             /* the longest lines run once, on all threads */
             if (c->fast_only && threads == 1)
                 continue;
             Result r = measure_in_child(c, true, threads, &opt);
-            print_line(c, "fast", threads, &r);
+            *new_line() = (Line){c, "fast", threads, r, ""};
             failed += !r.ok;
-            if (r.ok && threads == 2 && c->batch == 8 && c->num_queries == 512 &&
+            if (r.ok && threads == N && c->batch == 8 && c->num_queries == 512 &&
                 c->num_hiddens == 512 && c->num_heads == 8)
                 targets[0] = (Target){targets[0].what, r.ms, 120, "ms", true};
-            if (r.ok && threads == 2 && c->batch == 1 && c->num_queries == 8192 &&
+            if (r.ok && threads == N && c->batch == 1 && c->num_queries == 8192 &&
                 c->num_hiddens == 512 && c->num_heads == 8) {
                 targets[1] = (Target){targets[1].what, r.ms, 1400, "ms", true};
                 targets[2] = (Target){targets[2].what, r.max_rss_mb, 100, "MB", true};
@@ -381,6 +421,32 @@ int main(int argc, char **argv)
                 big_memory = (Target){big_memory.what, r.max_rss_mb, 600, "MB", true};
         }
     }
+
+    /* keep the larger peak: a core busy during one measurement makes it low */
+    peak_1 = fmax(peak_1, fast_peak_gflops(1, 0.5));
+    peak_n = fmax(peak_n, fast_peak_gflops(N, 0.5));
+    printf("fp32 peak of this machine (an FMA loop on vectors of %d floats, the\n"
+           "kernels' width; the larger of a measurement before the lines and one\n"
+           "after): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads.\n\n",
+           fast_vector_width(), peak_1, peak_n, N);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const int usable = online > 0 && online < N ? (int)online : N;
+    if (peak_n < 0.75 * usable * peak_1)
+        printf("Note: %d threads reached only %.1fx the peak of one on %d usable cores, so\n"
+               "other programs are using the cores; the multi-threaded lines are slower\n"
+               "than this machine can do. Run again when it is idle.\n\n",
+               N, peak_n / peak_1, usable);
+
+    print_header();
+    for (int i = 0; i < line_count; i++) {
+        if (lines[i].text[0])
+            printf("%s\n", lines[i].text);
+        else
+            print_line(lines[i].c, lines[i].impl, lines[i].threads, &lines[i].r);
+    }
+    if (share_over_100)
+        printf("\n* more than 100%% of the peak: the peak was measured low (other programs\n"
+               "  were using the cores while it was measured), so this share is too high.\n");
 
     if (!opt.has_custom) {
         printf("\nTargets, on this run:\n");
