@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "helpers.h"
 
+#include <criterion/criterion.h>
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,4 +143,40 @@ void run_result_free(RunResult *r)
     free(r->out);
     free(r->err);
     r->out = r->err = NULL;
+}
+
+bool is_one_line(const char *text)
+{
+    size_t len = text ? strlen(text) : 0;
+    return len > 0 && strchr(text, '\n') == text + len - 1;
+}
+
+void expect_bad_options(const char *program, const char *const (*cases)[2], size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        RunResult r = run_program(program, cases[i][0]);
+        cr_expect_eq(r.status, 2, "%s %s: status %d", program, cases[i][0], r.status);
+        cr_expect(r.err && strstr(r.err, cases[i][1]) != NULL, "%s %s: stderr does not say '%s': %s",
+                  program, cases[i][0], cases[i][1], r.err ? r.err : "");
+        cr_expect(is_one_line(r.err), "%s %s: stderr is not one line: %s", program, cases[i][0],
+                  r.err ? r.err : "");
+        /* the line starts with the program's own name */
+        const char *name = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
+        cr_expect(r.err && strncmp(r.err, name, strlen(name)) == 0 && r.err[strlen(name)] == ':',
+                  "%s %s: stderr does not start with '%s:': %s", program, cases[i][0], name,
+                  r.err ? r.err : "");
+        cr_expect(r.out && r.out[0] == '\0', "%s %s: printed on stdout before the error",
+                  program, cases[i][0]);
+        run_result_free(&r);
+    }
+}
+
+void expect_help_lists(const char *program, const char *const *options, size_t count)
+{
+    RunResult r = run_program(program, "--help");
+    cr_expect_eq(r.status, 0, "%s --help: status %d", program, r.status);
+    for (size_t i = 0; i < count; i++)
+        cr_expect(r.out && strstr(r.out, options[i]) != NULL, "%s --help does not mention %s",
+                  program, options[i]);
+    run_result_free(&r);
 }

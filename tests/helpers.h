@@ -5,6 +5,7 @@
 #ifndef TEST_HELPERS_H
 #define TEST_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tensor.h"
@@ -23,6 +24,14 @@ typedef struct {
  * program is relative to BIN_DIR ("03_self_attention/self_attention"). */
 RunResult run_program(const char *program, const char *args);
 void run_result_free(RunResult *r);
+
+/* Each case {args, words}: the program exits with status 2, prints nothing
+ * on stdout and exactly one line on stderr, containing the words. */
+void expect_bad_options(const char *program, const char *const (*cases)[2], size_t count);
+/* --help exits 0 and mentions every option in the list. */
+void expect_help_lists(const char *program, const char *const *options, size_t count);
+/* true when text is exactly one line: its only newline is the last character. */
+bool is_one_line(const char *text);
 
 /* Run fn() in a child process and return what it wrote on stderr (the
  * caller frees); *status receives its exit status, as run_program gives.

@@ -469,7 +469,7 @@ Test(chapter03, cost_table_grows_by_four)
 
 Test(chapter03, bad_options_give_one_line_and_status_2)
 {
-    const char *cases[][2] = {
+    static const char *const cases[][2] = {
         {"--dropout 1", "--dropout must be below 1"},
         {"--dropout -0.1", "--dropout expects a number from 0 to 1"},
         {"--dropout nan", "--dropout expects a number"},
@@ -480,25 +480,14 @@ Test(chapter03, bad_options_give_one_line_and_status_2)
         {"--plot /nonexistent/dir", "directory '/nonexistent/dir' does not exist"},
         {"--scale", "unknown option '--scale'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        RunResult r = run_program(SELF_ATTENTION, cases[i][0]);
-        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
-        cr_expect(r.err && strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
-        cr_expect(r.err && strncmp(r.err, "self_attention: ", 16) == 0, "%s", r.err);
-        cr_expect(r.err && strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
-        run_result_free(&r);
-    }
+    expect_bad_options(SELF_ATTENTION, cases, sizeof cases / sizeof cases[0]);
 }
 
 Test(chapter03, help_lists_every_option)
 {
-    RunResult r = run_program(SELF_ATTENTION, "--help");
-    cr_expect_eq(r.status, 0);
-    const char *options[] = {"--seed", "--tokens", "--hiddens", "--dropout", "--train", "--cost",
+    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--dropout", "--train", "--cost",
                              "--cost-max", "--plot", "--help"};
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-        cr_expect(strstr(r.out, options[i]) != NULL, "--help does not mention %s", options[i]);
-    run_result_free(&r);
+    expect_help_lists(SELF_ATTENTION, options, sizeof options / sizeof options[0]);
 }
 
 Test(chapter03, plot_writes_both_heatmaps)

@@ -846,10 +846,8 @@ ParameterizedTest(int *index, bad_input, rows)
                  *index, row->program, args, r.status, row->status, err);
     cr_expect(strstr(err, row->message) != NULL, "row %d, %s %s: stderr does not say '%s': %s",
               *index, row->program, args, row->message, err);
-    /* exactly one line: the only newline is the last character */
-    size_t len = strlen(err);
-    cr_expect(len > 0 && strchr(err, '\n') == err + len - 1,
-              "row %d, %s %s: stderr is not one line: %s", *index, row->program, args, err);
+    cr_expect(is_one_line(err), "row %d, %s %s: stderr is not one line: %s", *index,
+              row->program, args, err);
     if (must_not_exist) {
         struct stat st;
         cr_expect_neq(stat(must_not_exist, &st), 0, "row %d, %s %s left %s behind", *index,

@@ -31,20 +31,14 @@ Test(chapter01, other_keys_and_a_missing_key)
 
 Test(chapter01, bad_options_exit_2_with_one_line)
 {
-    const char *cases[][2] = {
+    static const char *const cases[][2] = {
         {"--query Germany", "not in the vocabulary"},
         {"--query", "--query needs a value"},
         {"--seed -3", "--seed expects a whole number"},
         {"--seed 12x", "--seed expects a whole number"},
         {"--frobnicate", "unknown option '--frobnicate'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        RunResult r = run_program("01_dot_product/dot_product", cases[i][0]);
-        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
-        cr_expect(strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
-        cr_expect(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
-        run_result_free(&r);
-    }
+    expect_bad_options("01_dot_product/dot_product", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* The accuracy column of noisy_query's table, one value per noise level. */

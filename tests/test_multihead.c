@@ -604,8 +604,7 @@ static void expect_rejected(const char *dir, const char *extra, int status, cons
                  status, r.err);
     cr_expect(r.err && strstr(r.err, message), "'%s': stderr does not say '%s': %s", args,
               message, r.err);
-    size_t len = r.err ? strlen(r.err) : 0;
-    cr_expect(len > 0 && strchr(r.err, '\n') == r.err + len - 1, "not one line: %s", r.err);
+    cr_expect(is_one_line(r.err), "not one line: %s", r.err);
     cr_expect(!exists(out_dir, "output.npy") && !exists(out_dir, "attention_weights.npy"),
               "'%s' wrote output", args);
     run_result_free(&r);

@@ -632,7 +632,7 @@ Test(chapter06, valid_lens_one_or_per_sequence)
 
 Test(chapter06, bad_options_exit_2_with_one_line)
 {
-    const char *cases[][2] = {
+    static const char *const cases[][2] = {
         {"--heads 3", "does not divide --hiddens 8"},
         {"--tokens 1", "--tokens expects a whole number"},
         {"--valid-lens 7", "--valid-lens expects comma-separated whole numbers from 1 to 6, "
@@ -646,21 +646,10 @@ Test(chapter06, bad_options_exit_2_with_one_line)
         {"--plot /nonexistent/dir", "/nonexistent/dir"},
         {"--shuffle", "unknown option '--shuffle'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        RunResult r = run_program(PROGRAM, cases[i][0]);
-        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
-        cr_expect(strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
-        cr_expect(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
-        cr_expect_eq(r.out[0], '\0', "%s: nothing on stdout", cases[i][0]);
-        run_result_free(&r);
-    }
-    RunResult help = run_program(PROGRAM, "--help");
-    cr_expect_eq(help.status, 0);
-    const char *flags[] = {"--seed", "--batch", "--tokens", "--hiddens", "--heads", "--keys",
+    expect_bad_options(PROGRAM, cases, sizeof cases / sizeof cases[0]);
+    const char *const flags[] = {"--seed", "--batch", "--tokens", "--hiddens", "--heads", "--keys",
                            "--valid-lens", "--trials", "--samples", "--plot", "--help"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        cr_expect(strstr(help.out, flags[i]) != NULL, "--help does not list %s", flags[i]);
-    run_result_free(&help);
+    expect_help_lists(PROGRAM, flags, sizeof flags / sizeof flags[0]);
 }
 
 /* ---- exercise 3's worked solution ------------------------------------------ */

@@ -401,7 +401,7 @@ Test(chapter02, own_valid_lens_and_sizes)
 
 Test(chapter02, bad_options_give_one_line_and_status_2)
 {
-    const char *cases[][2] = {
+    static const char *const cases[][2] = {
         {"--valid-lens 2,5", "--valid-lens expects comma-separated whole numbers from 0 to 4"},
         {"--valid-lens 2,-1", "--valid-lens expects comma-separated whole numbers from 0 to 4"},
         {"--valid-lens 1,2,3", "--valid-lens: 3 lengths fit neither (batch,) = (2,)"},
@@ -412,25 +412,14 @@ Test(chapter02, bad_options_give_one_line_and_status_2)
         {"--seed x", "--seed expects a whole number"},
         {"--mask", "unknown option '--mask'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        RunResult r = run_program(SOFTMAX_MASK, cases[i][0]);
-        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
-        cr_expect(r.err && strstr(r.err, cases[i][1]) != NULL, "%s: stderr %s", cases[i][0], r.err);
-        cr_expect(r.err && strncmp(r.err, "softmax_mask: ", 14) == 0, "%s", r.err);
-        cr_expect(r.err && strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
-        run_result_free(&r);
-    }
+    expect_bad_options(SOFTMAX_MASK, cases, sizeof cases / sizeof cases[0]);
 }
 
 Test(chapter02, help_lists_every_option)
 {
-    RunResult r = run_program(SOFTMAX_MASK, "--help");
-    cr_expect_eq(r.status, 0);
-    const char *options[] = {"--seed", "--batch", "--queries", "--keys", "--valid-lens", "--plot",
+    const char *const options[] = {"--seed", "--batch", "--queries", "--keys", "--valid-lens", "--plot",
                              "--help"};
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-        cr_expect(strstr(r.out, options[i]) != NULL, "--help does not mention %s", options[i]);
-    run_result_free(&r);
+    expect_help_lists(SOFTMAX_MASK, options, sizeof options / sizeof options[0]);
 }
 
 Test(chapter02, plot_writes_the_two_examples_as_four_panels)
