@@ -23,67 +23,53 @@ CPPFLAGS += -Icommon -MMD -MP
 LDLIBS   += -lm -lpthread
 SHELL    := /bin/bash
 
-COMMON_SRC := $(wildcard common/*.c)
+# V=1 shows every compiler command in full; by default each file is one
+# short line ("  CC  common/softmax.c").
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = @printf '  %-4s %s\n' $(1) $(2);
+endif
+
+# common/ in three layers: the clear attention path, io/ (files and the
+# command line) and fast/ (the speed sections).
+COMMON_SRC := $(wildcard common/*.c common/io/*.c common/fast/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
 TEST_SRC   := $(wildcard tests/*.c)
 
 # ---- the chapter programs ------------------------------------------------
-# A chapter's program is built from its main.c and named after the chapter;
-# an extra program (an experiment, an exercise solution) from its own file.
-PROGRAMS := \
-    $(OUT)/01_dot_product/dot_product \
-    $(OUT)/01_dot_product/noisy_query \
-    $(OUT)/02_softmax_mask/softmax_mask \
-    $(OUT)/02_softmax_mask/exercise_causal_mask \
-    $(OUT)/03_self_attention/self_attention \
-    $(OUT)/03_self_attention/exercise_dropout_average \
-    $(OUT)/03_self_attention/streaming \
-    $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/04_transpose_qkv/exercise_head_split \
-    $(OUT)/05_multihead/multihead \
-    $(OUT)/05_multihead/head_grid \
-    $(OUT)/05_multihead/head_importance \
-    $(OUT)/05_multihead/bench \
-    $(OUT)/06_permutation_invariance/permutation_invariance \
-    $(OUT)/06_permutation_invariance/exercise_causal_order
+# Every NN_chapter/*.c that defines main is a program, found by pattern:
+#   NN_chapter/main.c   -> NN_chapter/chapter      (the chapter's program)
+#   NN_chapter/other.c  -> NN_chapter/other        (an experiment, a solution)
+# so a new file such as 02_softmax_mask/my_solution.c builds with plain make.
+CHAPTERS := $(sort $(wildcard [0-9][0-9]_*))
+PROGRAM_SRC := $(shell grep -l '^int main' $(addsuffix /*.c,$(CHAPTERS)))
+program_of = $(OUT)/$(if $(filter main.c,$(notdir $(1))),$(dir $(1))$(shell echo $(dir $(1)) | sed 's|^[0-9]*_||; s|/$$||'),$(basename $(1)))
+PROGRAMS := $(foreach src,$(PROGRAM_SRC),$(call program_of,$(src)))
 
-# What `make run` runs, in the order a learner reads them.
-RUN_ORDER := \
-    $(OUT)/01_dot_product/dot_product \
-    $(OUT)/02_softmax_mask/softmax_mask \
-    $(OUT)/03_self_attention/self_attention \
-    $(OUT)/04_transpose_qkv/transpose_qkv \
-    $(OUT)/05_multihead/multihead \
-    $(OUT)/06_permutation_invariance/permutation_invariance
+# What `make run` runs, in the order a learner reads them: each chapter's
+# own program.
+RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c))
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
-$(OUT)/01_dot_product/dot_product: 01_dot_product/main.c $(COMMON_OBJ)
-$(OUT)/01_dot_product/noisy_query: 01_dot_product/noisy_query.c $(COMMON_OBJ)
-$(OUT)/02_softmax_mask/softmax_mask: 02_softmax_mask/main.c $(COMMON_OBJ)
-$(OUT)/02_softmax_mask/exercise_causal_mask: 02_softmax_mask/exercise_causal_mask.c $(COMMON_OBJ)
-$(OUT)/03_self_attention/self_attention: 03_self_attention/main.c $(COMMON_OBJ)
-$(OUT)/03_self_attention/exercise_dropout_average: 03_self_attention/exercise_dropout_average.c $(COMMON_OBJ)
-$(OUT)/03_self_attention/streaming: 03_self_attention/streaming.c $(COMMON_OBJ)
-$(OUT)/04_transpose_qkv/transpose_qkv: 04_transpose_qkv/main.c $(COMMON_OBJ)
-$(OUT)/04_transpose_qkv/exercise_head_split: 04_transpose_qkv/exercise_head_split.c $(COMMON_OBJ)
-$(OUT)/05_multihead/multihead: 05_multihead/main.c $(COMMON_OBJ)
-$(OUT)/05_multihead/head_grid: 05_multihead/head_grid.c $(COMMON_OBJ)
-$(OUT)/05_multihead/head_importance: 05_multihead/head_importance.c $(COMMON_OBJ)
-$(OUT)/05_multihead/bench: 05_multihead/bench.c $(COMMON_OBJ)
-$(OUT)/06_permutation_invariance/permutation_invariance: 06_permutation_invariance/main.c $(COMMON_OBJ)
-$(OUT)/06_permutation_invariance/exercise_causal_order: 06_permutation_invariance/exercise_causal_order.c $(COMMON_OBJ)
+# Each program depends on its source and on all of common/.
+$(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
 
 # DEPFILE keeps a program's header dependencies under build/, out of the
 # chapter folders.
 DEPFILE = -MF $(OUT)/build/deps/$(subst /,_,$(patsubst $(OUT)/%,%,$@)).d
 $(PROGRAMS):
 	@mkdir -p $(@D) $(OUT)/build/deps
-	$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	$(call say,LD,$(patsubst ./%,%,$@))
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 $(OUT)/build/common/%.o: common/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The fast kernels (fast_matmul, fast_exp, streaming_attention,
 # multihead_fast; `make bench`) get flags on top of CFLAGS, on these files
@@ -102,32 +88,37 @@ FAST_AVX512 := $(findstring __AVX512F__ ,$(FAST_NATIVE))
 FAST_AVX2   := $(and $(findstring __AVX2__ ,$(FAST_NATIVE)),$(findstring __FMA__ ,$(FAST_NATIVE)))
 FAST_ARCH   ?= $(if $(FAST_AVX512),-mavx512f -mavx2 -mfma,$(if $(FAST_AVX2),-mavx2 -mfma))
 FAST_CFLAGS := -ffp-contract=fast $(FAST_ARCH) -Wno-psabi
-FAST_OBJ    := $(patsubst %,$(OUT)/build/common/%.o,fast_matmul fast_exp streaming_attention multihead_fast)
-$(FAST_OBJ): $(OUT)/build/common/%.o: common/%.c
+FAST_OBJ    := $(filter $(OUT)/build/common/fast/%,$(COMMON_OBJ))
+$(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(FAST_CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(FAST_CFLAGS) -c -o $@ $<
 
 # ---- one target per chapter: build it and run it --------------------------
-CHAPTERS := 01_dot_product 02_softmax_mask 03_self_attention 04_transpose_qkv 05_multihead 06_permutation_invariance
 .PHONY: $(CHAPTERS)
-01_dot_product: $(OUT)/01_dot_product/dot_product
-	$<
-02_softmax_mask: $(OUT)/02_softmax_mask/softmax_mask
-	$<
-03_self_attention: $(OUT)/03_self_attention/self_attention
-	$<
-04_transpose_qkv: $(OUT)/04_transpose_qkv/transpose_qkv
-	$<
-05_multihead: $(OUT)/05_multihead/multihead
-	$<
-06_permutation_invariance: $(OUT)/06_permutation_invariance/permutation_invariance
-	$<
+$(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
+$(CHAPTERS):
+	@$<
 
+# Each chapter's program under a header with the chapter's title (the first
+# line of its README), then where to go next.
 run: $(PROGRAMS)
 	@for p in $(RUN_ORDER); do \
-	  echo; echo "==================== $$p"; echo; \
+	  chapter=$$(basename $$(dirname $$p)); \
+	  title=$$(head -n 1 $$chapter/README.md | sed 's/^# *//; s/`//g'); \
+	  echo; echo "=================================================================="; \
+	  echo "== $$title"; \
+	  echo "== program: $$p"; \
+	  echo "== text:    $$chapter/README.md"; \
+	  echo "=================================================================="; echo; \
 	  $$p || exit 1; \
-	done
+	done; \
+	echo; echo "=================================================================="; \
+	echo "== Where to go next"; \
+	echo "=================================================================="; \
+	echo "Open 01_dot_product/README.md and read the chapters in order beside"; \
+	echo "their programs; each ends with exercises. Every program takes --help."; \
+	echo "make test checks everything, make plots draws the heatmaps."
 
 # ---- benchmark ----------------------------------------------------------------
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
@@ -168,7 +159,8 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 # The test binary finds the chapter programs under BIN_DIR.
 $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	@mkdir -p $(@D) $(OUT)/build/deps
-	$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
+	$(call say,LD,$(patsubst ./%,%,$@))
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
 
 test: $(PROGRAMS) $(OUT)/tests/run_tests
 	$(OUT)/tests/run_tests $(TEST_ARGS)
@@ -223,8 +215,8 @@ sanitize:
 # test suite reads it from then on.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRC     := tests/fuzz/npy_fuzz.c common/npy.c common/tensor.c common/random.c
-build/fuzz/npy_fuzz: $(FUZZ_SRC) common/npy.h common/tensor.h common/random.h | fuzz-tools
+FUZZ_SRC     := tests/fuzz/npy_fuzz.c common/io/npy.c common/tensor.c common/error.c common/random.c
+build/fuzz/npy_fuzz: $(FUZZ_SRC) common/io/npy.h common/tensor.h common/error.h common/random.h | fuzz-tools
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=c11 -O1 -g -Wall -Wextra -Werror -Icommon \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRC) -lm

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "io/cli.h"
 #include "ops.h"
 #include "random.h"
 #include "tensor.h"

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "cli.h"
+#include "io/cli.h"
 #include "ops.h"
 #include "random.h"
 #include "tensor.h"

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "plot.h"
+#include "io/cli.h"
+#include "io/plot.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"

@@ -18,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "plot.h"
+#include "io/cli.h"
+#include "io/plot.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"
 
-#define PROG "softmax_mask"
+static const char PROG[] = "softmax_mask";
 
 /* Sizes are capped so that every matrix still fits a terminal heatmap. */
 enum { MAX_SIZE = HEATMAP_TERMINAL_MAX, MAX_LENS = MAX_SIZE * MAX_SIZE };
@@ -36,26 +36,6 @@ typedef struct {
     const char *valid_lens_text;   /* NULL: d2l's two examples */
     const char *plot_dir;          /* NULL: no files */
 } Options;
-
-static void usage(void)
-{
-    printf("usage: %s [--seed N] [--batch B] [--queries T] [--keys K]\n"
-           "                    [--valid-lens LIST] [--plot DIR] [--help]\n"
-           "\n"
-           "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, K).\n"
-           "\n"
-           "  --seed N          seed for the random scores (default 0)\n"
-           "  --batch B         batch_size, 1 to %d (default 2)\n"
-           "  --queries T       num_queries, 1 to %d (default 2)\n"
-           "  --keys K          num_keys, 1 to %d (default 4)\n"
-           "  --valid-lens LIST comma-separated lengths from 0 to K: B of them for one\n"
-           "                    length per sequence, B*T for one per query (default:\n"
-           "                    d2l's examples [2, 3] and [[1, 3], [2, 4]]; random\n"
-           "                    lengths when the sizes are changed)\n"
-           "  --plot DIR        write the heatmaps as DIR/masked_softmax.{dat,gp}\n"
-           "  --help            this text\n",
-           PROG, MAX_SIZE, MAX_SIZE, MAX_SIZE);
-}
 
 /* ---- Part 1 -------------------------------------------------------------- */
 
@@ -241,33 +221,26 @@ static void empty_row(const Tensor *x)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {0, 2, 2, 4, false, NULL, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            exit(0);
-        } else if (cli_is(argv[i], "--seed")) {
-            opt.seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else if (cli_is(argv[i], "--batch")) {
-            opt.batch = (int)cli_long(PROG, "--batch", cli_value(PROG, argc, argv, &i), 1, MAX_SIZE);
-            opt.sizes_given = true;
-        } else if (cli_is(argv[i], "--queries")) {
-            opt.num_queries = (int)cli_long(PROG, "--queries", cli_value(PROG, argc, argv, &i), 1,
-                                            MAX_SIZE);
-            opt.sizes_given = true;
-        } else if (cli_is(argv[i], "--keys")) {
-            opt.num_keys = (int)cli_long(PROG, "--keys", cli_value(PROG, argc, argv, &i), 1, MAX_SIZE);
-            opt.sizes_given = true;
-        } else if (cli_is(argv[i], "--valid-lens")) {
-            opt.valid_lens_text = cli_value(PROG, argc, argv, &i);
-        } else if (cli_is(argv[i], "--plot")) {
-            opt.plot_dir = cli_value(PROG, argc, argv, &i);
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
-    if (opt.plot_dir)
-        cli_check_dir(PROG, "--plot", opt.plot_dir);
+    Options opt = {.seed = 0, .batch = 2, .num_queries = 2, .num_keys = 4};
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the random scores"},
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_SIZE, .metavar = "B",
+         .help = "batch_size", .given = &opt.sizes_given},
+        {"--queries", CLI_INT, &opt.num_queries, .min = 1, .max = MAX_SIZE, .metavar = "T",
+         .help = "num_queries", .given = &opt.sizes_given},
+        {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "K",
+         .help = "num_keys", .given = &opt.sizes_given},
+        {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "LIST",
+         .help = "comma-separated lengths from 0 to K: B of them for one\n"
+                 "length per sequence, B*T for one per query",
+         .default_text = "d2l's examples [2, 3]\n"
+                         "and [[1, 3], [2, 4]]; random lengths when the sizes are changed"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "write the heatmaps as DIR/masked_softmax.{dat,gp}"},
+    };
+    cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, K).",
+                          CLI_COUNT(options), options},
+              argc, argv);
     return opt;
 }
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "attention.h"
-#include "cli.h"
+#include "io/cli.h"
 #include "random.h"
 #include "tensor.h"
 

@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "attention.h"
-#include "cli.h"
+#include "io/cli.h"
 #include "ops.h"
-#include "plot.h"
+#include "io/plot.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"

@@ -19,10 +19,10 @@
 #include <string.h>
 
 #include "attention.h"
-#include "cli.h"
+#include "io/cli.h"
 #include "random.h"
 #include "softmax.h"
-#include "streaming_attention.h"
+#include "fast/streaming_attention.h"
 #include "tensor.h"
 
 #define PROG "streaming"

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
+#include "io/cli.h"
 #include "heads.h"
 #include "random.h"
 #include "tensor.h"

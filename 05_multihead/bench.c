@@ -1,7 +1,7 @@
 /*
  * 05_multihead/bench - speed and memory of the multi-head layer, clear
  * (multihead_forward, the chapters' code) against fast
- * (multihead_forward_fast: register-tile matmul, streaming attention,
+ * (fast_multihead_forward: register-tile matmul, streaming attention,
  * threads). Run it with `make bench`.
  *
  * Legend: B = batch_size, n = tokens (self-attention: T = K = n),
@@ -34,10 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "fast_matmul.h"
+#include "io/cli.h"
+#include "fast/fast_matmul.h"
 #include "multihead.h"
-#include "multihead_fast.h"
+#include "fast/fast_multihead.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"
@@ -81,7 +81,7 @@ static void usage(void)
            "             [--config B,n,D,H] [--help]\n"
            "\n"
            "Time and peak memory of the multi-head attention layer, the clear version\n"
-           "of the chapters against the fast one (common/multihead_fast.c), on\n"
+           "of the chapters against the fast one (common/fast_multihead.c), on\n"
            "(B, n, D, H) = (8, 512, 512, 8), (1, 2048, 512, 8), (1, 8192, 512, 8), the\n"
            "d2l toy, and the fast one alone at n = 16384 and 32768.\n"
            "\n"
@@ -127,7 +127,7 @@ static Tensor *forward(bool fast, int threads, const MultiHeadAttention *layer,
     /* self-attention: the same tensor is queries, keys and values, as in
      * a NumPy or PyTorch layer timed the same way; the toy has its own keys */
     if (fast)
-        return multihead_forward_fast(layer, queries, keys, keys, valid_lens, threads);
+        return fast_multihead_forward(layer, queries, keys, keys, valid_lens, threads);
     return multihead_forward(layer, queries, keys, keys, valid_lens, false, NULL, NULL);
 }
 

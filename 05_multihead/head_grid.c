@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "io/cli.h"
 #include "multihead.h"
-#include "plot.h"
+#include "io/plot.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"

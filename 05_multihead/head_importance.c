@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "io/cli.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"

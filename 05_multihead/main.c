@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "io/cli.h"
 #include "multihead.h"
-#include "npy.h"
-#include "plot.h"
+#include "io/npy.h"
+#include "io/plot.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"

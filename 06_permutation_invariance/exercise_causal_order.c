@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "attention.h"
-#include "cli.h"
+#include "io/cli.h"
 #include "permute_tokens.h"
 #include "random.h"
 #include "softmax.h"

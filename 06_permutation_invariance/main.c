@@ -30,11 +30,11 @@
 #include <string.h>
 
 #include "attention.h"
-#include "cli.h"
+#include "io/cli.h"
 #include "multihead.h"
 #include "ops.h"
 #include "permute_tokens.h"
-#include "plot.h"
+#include "io/plot.h"
 #include "positional.h"
 #include "random.h"
 #include "softmax.h"

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "softmax.h"
 
 /* x (any shape) -> x, in place */
 void dropout_inplace(Tensor *x, const Dropout *dropout)

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 #include "random.h"
-#include "softmax.h"
+#include "valid_lens.h"
 #include "tensor.h"
 
 typedef struct {

@@ -13,7 +13,7 @@
 #ifndef HEADS_H
 #define HEADS_H
 
-#include "softmax.h"
+#include "valid_lens.h"
 #include "tensor.h"
 
 Tensor *transpose_qkv(const Tensor *x, int num_heads);

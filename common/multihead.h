@@ -20,7 +20,7 @@
 
 #include "attention.h"
 #include "random.h"
-#include "softmax.h"
+#include "valid_lens.h"
 #include "tensor.h"
 
 typedef struct {

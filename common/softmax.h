@@ -16,27 +16,7 @@
 #define SOFTMAX_H
 
 #include "tensor.h"
-
-/* d2l's valid_lens tensor: integers, 1-D (B,) or 2-D (B, T). */
-typedef struct {
-    int ndim;        /* 1 or 2 */
-    int shape[2];    /* (B,) uses shape[0] only */
-    int *data;       /* shape[0] * (ndim == 2 ? shape[1] : 1) lengths */
-} ValidLens;
-
-ValidLens *valid_lens_1d(const int *lens, int batch);                    /* (B,)   */
-ValidLens *valid_lens_2d(const int *lens, int batch, int num_queries);  /* (B, T) */
-ValidLens *valid_lens_copy(const ValidLens *valid_lens);
-void valid_lens_free(ValidLens *valid_lens);   /* NULL is fine */
-/* The length that applies to query q of sequence b. */
-int valid_len_at(const ValidLens *valid_lens, int b, int q);
-/* Stop with a message naming func unless valid_lens fits scores of shape
- * (B, T, K): 1-D of size B or 2-D of (B, T), every length in [0, K].
- * NULL (no mask) always fits. */
-void valid_lens_check(const char *func, const ValidLens *valid_lens,
-                      int batch, int num_queries, int num_keys);
-/* Print like PyTorch: tensor([2, 3]) */
-void valid_lens_print_named(const char *name, const ValidLens *valid_lens);
+#include "valid_lens.h"
 
 /* In place over one row of n scores: numerically stable softmax. */
 void softmax_row(float *row, int n);

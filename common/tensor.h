@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "error.h"
 #include "random.h"
 
 #define TENSOR_MAX_DIMS 4
@@ -60,11 +61,6 @@ Tensor *tensor_normal(Rng *rng, float mean, float std, int ndim, const int *shap
 Tensor *tensor_arange(int ndim, const int *shape);
 Tensor *tensor_copy(const Tensor *x);
 void tensor_free(Tensor *x);   /* NULL is fine, as with free() */
-
-/* Checked malloc/calloc for scratch buffers: the failure message names the
- * caller and the number of bytes asked for. count * elem is overflow-checked. */
-void *checked_calloc(const char *func, size_t count, size_t elem);
-void *checked_malloc(const char *func, size_t count, size_t elem);
 
 /* ---- shape ------------------------------------------------------------- */
 /* Product of a shape, or 0 with *overflow set when it does not fit size_t
@@ -119,10 +115,5 @@ bool floats_allclose(const float *actual, const float *expected, size_t n,
 float tensor_max_abs_diff(const Tensor *a, const Tensor *b);
 /* Largest |x|; NaN when x holds a NaN. */
 float tensor_max_abs(const Tensor *x);
-
-/* ---- errors ------------------------------------------------------------ */
-/* Print "func: message" on stderr and exit(1). printf-style. */
-_Noreturn void die(const char *func, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 #endif

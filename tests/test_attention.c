@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "attention.h"
+#include "softmax.h"
 #include "fixtures/attention_ref.h"
 #include "helpers.h"
 

@@ -3,7 +3,7 @@
  *   fast_matmul.c           against matmul / matmul_bt / linear (ops.c)
  *   fast_exp.c              against libm's expf over the whole float range
  *   streaming_attention.c   against dot_product_attention (attention.c)
- *   multihead_fast.c        against multihead_forward (multihead.c)
+ *   fast_multihead.c        against multihead_forward (multihead.c)
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, v = value size.
@@ -21,15 +21,15 @@
 #include <string.h>
 
 #include "attention.h"
-#include "fast_exp.h"
-#include "fast_matmul.h"
+#include "fast/fast_exp.h"
+#include "fast/fast_matmul.h"
 #include "helpers.h"
 #include "multihead.h"
-#include "multihead_fast.h"
+#include "fast/fast_multihead.h"
 #include "ops.h"
 #include "random.h"
 #include "softmax.h"
-#include "streaming_attention.h"
+#include "fast/streaming_attention.h"
 #include "tensor.h"
 
 /* ---- fast matmul ------------------------------------------------------------- */
@@ -478,8 +478,8 @@ static void expect_multihead_equal(int B, int T, int K, int Dq, int Dk, int Dv, 
     Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dv));
     Tensor *expected = multihead_forward(layer, queries, keys, values, valid_lens, false, NULL, NULL);
     const float atol = 1e-5f * tensor_max_abs(expected);
-    Tensor *one = multihead_forward_fast(layer, queries, keys, values, valid_lens, 1);
-    Tensor *two = multihead_forward_fast(layer, queries, keys, values, valid_lens, 2);
+    Tensor *one = fast_multihead_forward(layer, queries, keys, values, valid_lens, 1);
+    Tensor *two = fast_multihead_forward(layer, queries, keys, values, valid_lens, 2);
     cr_expect(tensor_has_shape(one, SHAPE(B, T, D)));
     cr_expect(tensor_allclose(one, expected, atol, 0.0f, stderr),
               "fast layer (B %d, T %d, K %d, D %d, H %d) differs from multihead_forward",

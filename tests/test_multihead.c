@@ -22,7 +22,7 @@
 #include "heads.h"
 #include "helpers.h"
 #include "multihead.h"
-#include "npy.h"
+#include "io/npy.h"
 #include "ops.h"
 #include "random.h"
 #include "softmax.h"

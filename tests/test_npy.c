@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "npy.h"
+#include "io/npy.h"
 
 #define FIXTURES "tests/fixtures/npy/"
 #define REGRESSIONS "tests/fuzz/regressions/"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "plot.h"
+#include "io/plot.h"
 
 /* ---- a scratch directory per test --------------------------------------- */
 

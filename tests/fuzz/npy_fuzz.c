@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "npy.h"
+#include "io/npy.h"
 
 static const char NAME[] = "input.npy";
 

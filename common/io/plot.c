@@ -17,7 +17,7 @@
  * heatmap_terminal draws a small matrix with shade characters instead.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "plot.h"
+#include "io/plot.h"
 
 #include <errno.h>
 #include <math.h>

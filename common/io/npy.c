@@ -12,7 +12,7 @@
  * claims a huge shape cannot make the reader ask for huge memory.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "npy.h"
+#include "io/npy.h"
 
 #include <errno.h>
 #include <float.h>

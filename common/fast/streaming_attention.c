@@ -18,15 +18,16 @@
  *   pass 4: o += weights @ values, the register-tile kernel again
  * After the last block, out = o / l.
  */
-#include "streaming_attention.h"
+#include "fast/streaming_attention.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast_exp.h"
+#include "fast/fast_exp.h"
 #include "attention.h"
-#include "fast_matmul.h"
+#include "softmax.h"
+#include "fast/fast_matmul.h"
 
 /* vectors as wide as the register-tile kernel's (fast_matmul.h) */
 typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));

@@ -20,7 +20,7 @@
  * c += a * b becomes one fused multiply-add instruction.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "fast_matmul.h"
+#include "fast/fast_matmul.h"
 
 #include <pthread.h>
 #include <stdlib.h>

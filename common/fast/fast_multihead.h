@@ -1,5 +1,5 @@
 /*
- * multihead_fast.h - a fast forward pass for the multi-head attention layer
+ * fast_multihead.h - a fast forward pass for the multi-head attention layer
  * of multihead.h (the speed section of chapter 05).
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
@@ -22,17 +22,17 @@
  * thread.
  * Evaluation only: there is no dropout and no attention-weights output.
  */
-#ifndef MULTIHEAD_FAST_H
-#define MULTIHEAD_FAST_H
+#ifndef FAST_MULTIHEAD_H
+#define FAST_MULTIHEAD_H
 
 #include "multihead.h"
-#include "softmax.h"
+#include "valid_lens.h"
 #include "tensor.h"
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D), like multihead_forward in evaluation
  * mode. num_threads >= 1. */
-Tensor *multihead_forward_fast(const MultiHeadAttention *layer, const Tensor *queries,
+Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, int num_threads);
 

@@ -9,7 +9,7 @@
  * There is no branch on the data: every special case is a comparison that
  * makes a lane mask, and a select that picks the right lane.
  */
-#include "fast_exp.h"
+#include "fast/fast_exp.h"
 
 #include <stdint.h>
 #include <string.h>

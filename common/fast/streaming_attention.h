@@ -37,7 +37,7 @@
 
 #include <stddef.h>
 
-#include "softmax.h"
+#include "valid_lens.h"
 #include "tensor.h"
 
 enum {

@@ -1,6 +1,6 @@
 /*
- * multihead_fast.c - the multi-head layer's fast forward pass. See
- * multihead_fast.h.
+ * fast_multihead.c - the multi-head layer's fast forward pass. See
+ * fast_multihead.h.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.
@@ -19,14 +19,14 @@
  * outputs land side by side in concat (B, T, D), the layout
  * transpose_output would produce.
  */
-#include "multihead_fast.h"
+#include "fast/fast_multihead.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast_matmul.h"
-#include "streaming_attention.h"
+#include "fast/fast_matmul.h"
+#include "fast/streaming_attention.h"
 
 /* One of the three input projections. When d is a multiple of the panel
  * width FAST_NR (16, or 32 with AVX-512), every head's d rows of W start
@@ -84,7 +84,7 @@ static Projection projection_new(const Tensor *weight, const Tensor *bias, int d
     Projection proj = {weight, bias, NULL};
     if (d % FAST_NR == 0) {
         const int D = weight->shape[0], in = weight->shape[1];
-        proj.panels = fast_alloc_panels("multihead_forward_fast", fast_panels_size(in, D));
+        proj.panels = fast_alloc_panels("fast_multihead_forward", fast_panels_size(in, D));
         fast_pack_panels(weight->data, (size_t)in, true, in, D, proj.panels);
     }
     return proj;
@@ -125,11 +125,11 @@ static void head_worker(void *arg, int thread)
 }
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D) */
-Tensor *multihead_forward_fast(const MultiHeadAttention *layer, const Tensor *queries,
+Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, int num_threads)
 {
-    const char *func = "multihead_forward_fast";
+    const char *func = "fast_multihead_forward";
     const int H = layer->num_heads, D = layer->num_hiddens;
     tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0], T = queries->shape[1];

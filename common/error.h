@@ -1,0 +1,24 @@
+/*
+ * error.h - how the library stops (introduced in chapter 01).
+ *
+ * A programming error (shapes that do not fit) or an allocation that cannot
+ * succeed prints one line on stderr, "func: what is wrong", and exits with
+ * status 1. Programs check user input themselves before calling in, so a
+ * learner meets these lines only after changing the code.
+ */
+#ifndef ERROR_H
+#define ERROR_H
+
+#include <stddef.h>
+
+/* Print "func: message" on stderr and exit(1). printf-style. */
+_Noreturn void die(const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Checked malloc/calloc for scratch buffers: the failure message names the
+ * caller and the number of bytes asked for. count * elem is overflow-checked.
+ * A request for 0 bytes returns a valid pointer to free. */
+void *checked_calloc(const char *func, size_t count, size_t elem);
+void *checked_malloc(const char *func, size_t count, size_t elem);
+
+#endif

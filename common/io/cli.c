@@ -1,0 +1,241 @@
+/* cli.c - option parsing with one clear error line. See cli.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "io/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Noreturn void cli_fail(const char *prog, const char *fmt, ...)
+{
+    va_list args;
+    fflush(stdout);
+    fprintf(stderr, "%s: ", prog);
+    va_start(args, fmt);
+    vfprintf(stderr, fmt, args);
+    va_end(args);
+    fputc('\n', stderr);
+    exit(EXIT_USAGE);
+}
+
+bool cli_is(const char *arg, const char *flag)
+{
+    return strcmp(arg, flag) == 0;
+}
+
+const char *cli_value(const char *prog, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc)
+        cli_fail(prog, "%s needs a value (try --help)", argv[*i]);
+    *i += 1;
+    return argv[*i];
+}
+
+long cli_long(const char *prog, const char *flag, const char *text, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+        cli_fail(prog, "%s expects a whole number from %ld to %ld, got '%s'",
+                 flag, min, max, text);
+    return v;
+}
+
+uint64_t cli_u64(const char *prog, const char *flag, const char *text)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    /* strtoull accepts "-1" and wraps it; a seed is never negative. */
+    if (end == text || *end != '\0' || errno == ERANGE || text[0] == '-' || text[0] == '+')
+        cli_fail(prog, "%s expects a whole number from 0 to %llu, got '%s'",
+                 flag, (unsigned long long)UINT64_MAX, text);
+    return (uint64_t)v;
+}
+
+double cli_double(const char *prog, const char *flag, const char *text, double min, double max)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v) || v < min || v > max)
+        cli_fail(prog, "%s expects a number from %g to %g, got '%s'", flag, min, max, text);
+    return v;
+}
+
+int cli_long_list(const char *prog, const char *flag, const char *text,
+                  long min, long max, long *out, int max_count)
+{
+    int count = 0;
+    const char *p = text;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno == ERANGE || v < min || v > max || (*end != ',' && *end != '\0'))
+            cli_fail(prog, "%s expects comma-separated whole numbers from %ld to %ld, got '%s'",
+                     flag, min, max, text);
+        if (count == max_count)
+            cli_fail(prog, "%s takes at most %d numbers, got '%s'", flag, max_count, text);
+        out[count++] = v;
+        if (*end == '\0')
+            return count;
+        p = end + 1;
+    }
+}
+
+_Noreturn void cli_unknown(const char *prog, const char *arg)
+{
+    cli_fail(prog, "unknown option '%s' (try --help)", arg);
+}
+
+void cli_check_dir(const char *prog, const char *flag, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        cli_fail(prog, "%s: directory '%s' does not exist", flag, dir);
+    if (!S_ISDIR(st.st_mode))
+        cli_fail(prog, "%s: '%s' is not a directory", flag, dir);
+    if (access(dir, W_OK) != 0)
+        cli_fail(prog, "%s: directory '%s' is not writable", flag, dir);
+}
+
+/* ---- the option table ---------------------------------------------------- */
+
+static const CliOption *find_option(const CliTable *table, const char *arg)
+{
+    for (int i = 0; i < table->count; i++)
+        if (cli_is(arg, table->options[i].name))
+            return &table->options[i];
+    return NULL;
+}
+
+/* One option's value from text into its target, with the range check. */
+static void set_option(const char *prog, const CliOption *o, const char *text)
+{
+    switch (o->kind) {
+    case CLI_INT:
+        *(int *)o->target = (int)cli_long(prog, o->name, text, (long)o->min, (long)o->max);
+        break;
+    case CLI_U64:
+        *(uint64_t *)o->target = cli_u64(prog, o->name, text);
+        break;
+    case CLI_DOUBLE:
+        *(double *)o->target = cli_double(prog, o->name, text, o->min, o->max);
+        break;
+    case CLI_FLOAT: {
+        /* The float that will be used is the one checked: 0.99999999 rounds
+         * to 1.0f, which a range [0, 1) must refuse. */
+        float v = (float)cli_double(prog, o->name, text, -HUGE_VAL, HUGE_VAL);
+        if (!isfinite(v) || v < o->min || v > o->max)
+            cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
+                     o->name, o->min, o->max, text);
+        *(float *)o->target = v;
+        break;
+    }
+    case CLI_STRING:
+    case CLI_DIR:
+        *(const char **)o->target = text;
+        break;
+    case CLI_FLAG:
+        *(bool *)o->target = true;
+        break;
+    }
+}
+
+void cli_parse(const CliTable *table, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "--help")) {
+            cli_print_help(table, stdout);
+            exit(0);
+        }
+        const CliOption *o = find_option(table, argv[i]);
+        if (o == NULL)
+            cli_unknown(table->prog, argv[i]);
+        const char *text = o->kind == CLI_FLAG ? NULL : cli_value(table->prog, argc, argv, &i);
+        set_option(table->prog, o, text);
+        if (o->given != NULL)
+            *o->given = true;
+    }
+    /* Directories are checked once every option is read, so a later typo
+     * is reported the same way whatever the directory. */
+    for (int i = 0; i < table->count; i++) {
+        const CliOption *o = &table->options[i];
+        if (o->kind == CLI_DIR && *(const char **)o->target != NULL)
+            cli_check_dir(table->prog, o->name, *(const char **)o->target);
+    }
+}
+
+/* "1 to 16", "0 to 0.99" */
+static void format_range(char *buf, size_t len, const CliOption *o)
+{
+    if (o->kind == CLI_INT)
+        snprintf(buf, len, "%ld to %ld", (long)o->min, (long)o->max);
+    else
+        snprintf(buf, len, "%g to %g", o->min, o->max);
+}
+
+static void format_default(char *buf, size_t len, const CliOption *o)
+{
+    buf[0] = '\0';
+    if (o->default_text != NULL) {
+        snprintf(buf, len, "%s", o->default_text);
+        return;
+    }
+    switch (o->kind) {
+    case CLI_INT: snprintf(buf, len, "%d", *(const int *)o->target); break;
+    case CLI_U64: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)o->target); break;
+    case CLI_DOUBLE: snprintf(buf, len, "%g", *(const double *)o->target); break;
+    case CLI_FLOAT: snprintf(buf, len, "%g", (double)*(const float *)o->target); break;
+    case CLI_STRING:
+    case CLI_DIR: {
+        const char *s = *(const char *const *)o->target;
+        if (s != NULL)
+            snprintf(buf, len, "%s", s);
+        break;
+    }
+    case CLI_FLAG: break;
+    }
+}
+
+/* text, each '\n' followed by the indentation of the help column */
+static void put_indented(FILE *out, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        fputc(*p, out);
+        if (*p == '\n')
+            fprintf(out, "  %-18s ", "");
+    }
+}
+
+void cli_print_help(const CliTable *table, FILE *out)
+{
+    fprintf(out, "usage: %s [options]\n\n%s\n\noptions:\n", table->prog, table->summary);
+    for (int i = 0; i <= table->count; i++) {
+        const CliOption help = {"--help", CLI_FLAG, NULL, .help = "this text"};
+        const CliOption *o = i < table->count ? &table->options[i] : &help;
+        char left[64], range[64] = "", dflt[256];
+        snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
+        if (o->kind == CLI_INT || o->kind == CLI_DOUBLE || o->kind == CLI_FLOAT)
+            format_range(range, sizeof range, o);
+        format_default(dflt, sizeof dflt, o);
+        fprintf(out, "  %-18s ", left);
+        put_indented(out, o->help ? o->help : "");
+        if (range[0])
+            fprintf(out, ", %s", range);
+        if (dflt[0]) {
+            fputs(" (default ", out);
+            put_indented(out, dflt);
+            fputc(')', out);
+        }
+        fputc('\n', out);
+    }
+}

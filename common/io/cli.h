@@ -1,0 +1,94 @@
+/*
+ * cli.h - command-line options for the chapter programs (introduced in
+ * chapter 01).
+ *
+ * Every program describes its options in one table: name, kind, where the
+ * value goes, range and help. The same table parses argv and prints
+ * --help, so a range is written once. A default is whatever the target
+ * holds before parsing, and --help prints it from there.
+ *
+ *     static const char PROG[] = "softmax_mask";
+ *     Options opt = {.seed = 0, .batch = 2};
+ *     const CliOption options[] = {
+ *         {"--seed",  CLI_U64, &opt.seed,  .metavar = "N", .help = "seed for the scores"},
+ *         {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 16, .metavar = "B",
+ *          .help = "batch_size"},
+ *         {"--plot",  CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the heatmaps"},
+ *     };
+ *     cli_parse(&(CliTable){PROG, "Stable softmax and masks.", CLI_COUNT(options), options},
+ *               argc, argv);
+ *
+ * Bad user input never reaches the tensor code: each error prints one line
+ * on stderr, "PROGRAM: what is wrong", and exits with status 2. Name the
+ * fields after the target (.min, .metavar, ...): the table reads as a form. Checks that
+ * involve two options (a valid length against --keys) follow the parse,
+ * with cli_fail.
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { EXIT_USAGE = 2 };
+
+typedef enum {
+    CLI_INT,      /* int, in [min, max] */
+    CLI_U64,      /* uint64_t, 0 to 2^64 - 1 (seeds) */
+    CLI_DOUBLE,   /* double, finite, in [min, max] */
+    CLI_FLOAT,    /* float, checked in [min, max] after rounding to float */
+    CLI_STRING,   /* const char *, parsed by the program (lists, words) */
+    CLI_DIR,      /* const char *, an existing writable directory */
+    CLI_FLAG,     /* bool, set to true; takes no value */
+} CliKind;
+
+typedef struct {
+    const char *name;      /* "--batch" */
+    CliKind kind;
+    void *target;          /* int *, uint64_t *, double *, float *, const char **, bool * */
+    double min, max;       /* the range of CLI_INT, CLI_DOUBLE and CLI_FLOAT */
+    const char *metavar;   /* "B" in "--batch B" */
+    const char *help;      /* what it is; a '\n' continues on the next line */
+    bool *given;           /* when not NULL: set true when the option appears */
+    const char *default_text;   /* printed as the default instead of the target's value */
+} CliOption;
+
+typedef struct {
+    const char *prog;          /* the program's name, first word of every error */
+    const char *summary;       /* one or more lines after the usage line */
+    int count;
+    const CliOption *options;
+} CliTable;
+
+#define CLI_COUNT(options) (int)(sizeof(options) / sizeof((options)[0]))
+
+/* Parse argv by the table. --help prints the help on stdout and exits 0;
+ * every error prints one line and exits 2. */
+void cli_parse(const CliTable *table, int argc, char **argv);
+/* The --help text: usage line, summary, one line per option with its range
+ * and default (taken from the targets as they are now). */
+void cli_print_help(const CliTable *table, FILE *out);
+
+/* ---- the pieces, also for programs' own checks -------------------------- */
+bool cli_is(const char *arg, const char *flag);
+/* The value after argv[*i]; advances *i. Missing: "--seed needs a value". */
+const char *cli_value(const char *prog, int argc, char **argv, int *i);
+/* Whole numbers in [min, max]: "--batch expects a whole number from 1 to 4096, got 'x'". */
+long cli_long(const char *prog, const char *flag, const char *text, long min, long max);
+uint64_t cli_u64(const char *prog, const char *flag, const char *text);
+/* Finite real numbers in [min, max]. */
+double cli_double(const char *prog, const char *flag, const char *text, double min, double max);
+/* A comma-separated list of whole numbers in [min, max], at most max_count:
+ * "3,2" -> {3, 2}; returns how many were read. */
+int cli_long_list(const char *prog, const char *flag, const char *text,
+                  long min, long max, long *out, int max_count);
+/* "unknown option '--x' (try --help)", exit 2. */
+_Noreturn void cli_unknown(const char *prog, const char *arg);
+/* One usage error line, printf-style, then exit 2. */
+_Noreturn void cli_fail(const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* An existing, writable directory, or a usage error naming it. */
+void cli_check_dir(const char *prog, const char *flag, const char *dir);
+
+#endif
