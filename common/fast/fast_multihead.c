@@ -120,7 +120,7 @@ static void head_worker(void *arg, int thread)
         // pass 3: streaming attention, written into the head's columns of concat
         float *head_out = jobs->concat->data + (size_t)b * T * D + (size_t)h * d;
         streaming_attention_rows(&w->kv, w->q_head, (size_t)d, T, jobs->valid_lens, b, 0,
-                                 head_out, (size_t)D);
+                                 head_out, (size_t)D, NULL);
     }
 }
 
