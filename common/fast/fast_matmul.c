@@ -218,16 +218,35 @@ void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
 
 /* ---- the whole product ------------------------------------------------------ */
 
+enum {
+    FAST_NC = 512,                /* columns of C per chunk */
+    A_ROWS_T = 16 * FAST_MR,      /* rows of A^T copied at a time (fast_gemm_at) */
+};
+
 typedef struct {
     int m, n, k;
     const float *a;
     size_t lda;
+    bool a_transposed;      /* A given as (k, m) rows: fast_gemm_at */
     const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR */
     float *c;
     size_t ldc;
     bool accumulate;
     int num_threads;
+    float **a_copies;       /* per thread, (A_ROWS_T, FAST_KC), when a_transposed */
 } Gemm;
+
+/* The rows i0 .. i0 + rows - 1 of A^T, columns p0 .. p0 + kc - 1, when A
+ * is given as (k, m) rows: copied into a (rows, kc) block that the tile
+ * kernel can read by rows. It stays in L1/L2 while the column chunks
+ * sweep over it. */
+static const float *a_rows_of_transposed(const Gemm *g, int thread, int i0, int rows, int p0,
+                                         int kc)
+{
+    float *copy = g->a_copies[thread];
+    fast_transpose(g->a + (size_t)p0 * g->lda + i0, g->lda, kc, rows, copy, (size_t)kc);
+    return copy;
+}
 
 /* Thread t takes a contiguous band of rows, a multiple of MR long (except
  * the last), and runs the k chunks over it. */
@@ -247,17 +266,48 @@ static void gemm_rows(void *arg, int thread)
      * (at most 12 x 256 floats, 12 KB) stay in L1 while the panels
      * (256 x 512 floats, 512 KB) stream from L2, where they stay for the
      * next MR rows. */
-    enum { FAST_NC = 512 };
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
         bool acc = g->accumulate || p0 > 0;   /* later chunks add to the first */
-        for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
-            int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
-            const float *panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
-            fast_block(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
-                       panel, (size_t)g->k * FAST_NR,
-                       g->c + (size_t)first * g->ldc + j0, g->ldc, acc);
+        /* A^T given as A: A_ROWS_T rows at a time, copied once per chunk */
+        const int step = g->a_transposed ? A_ROWS_T : last - first;
+        for (int i0 = first; i0 < last; i0 += step) {
+            const int rows = last - i0 < step ? last - i0 : step;
+            const float *a = g->a + (size_t)i0 * g->lda + p0;
+            size_t lda = g->lda;
+            if (g->a_transposed) {
+                a = a_rows_of_transposed(g, thread, i0, rows, p0, kc);
+                lda = (size_t)kc;
+            }
+            for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
+                int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
+                const float *panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
+                fast_block(rows, cols, kc, a, lda, panel, (size_t)g->k * FAST_NR,
+                           g->c + (size_t)i0 * g->ldc + j0, g->ldc, acc);
+            }
         }
+    }
+}
+
+/* m, n, k > 0: share C's rows between threads and run gemm_rows. */
+static void gemm_threads(Gemm *g, int num_threads)
+{
+    int groups = (g->m + FAST_MR - 1) / FAST_MR;
+    if (num_threads > groups)
+        num_threads = groups;   /* no thread without a whole tile to do */
+    g->num_threads = num_threads < 1 ? 1 : num_threads;
+    if (g->a_transposed) {
+        /* the copies are allocated here, by the calling thread (see
+         * fast_multihead.c on why not in the workers) */
+        g->a_copies = checked_calloc("fast_gemm_at", (size_t)g->num_threads, sizeof *g->a_copies);
+        for (int t = 0; t < g->num_threads; t++)
+            g->a_copies[t] = fast_alloc_panels("fast_gemm_at", (size_t)A_ROWS_T * FAST_KC);
+    }
+    fast_parallel(g->num_threads, gemm_rows, g);
+    if (g->a_transposed) {
+        for (int t = 0; t < g->num_threads; t++)
+            free(g->a_copies[t]);
+        free(g->a_copies);
     }
 }
 
@@ -273,11 +323,8 @@ void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const flo
                 memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
         return;
     }
-    int groups = (m + FAST_MR - 1) / FAST_MR;
-    if (num_threads > groups)
-        num_threads = groups;   /* no thread without a whole tile to do */
-    Gemm g = {m, n, k, a, lda, panels, c, ldc, accumulate, num_threads < 1 ? 1 : num_threads};
-    fast_parallel(g.num_threads, gemm_rows, &g);
+    Gemm g = {m, n, k, a, lda, false, panels, c, ldc, accumulate, 1, NULL};
+    gemm_threads(&g, num_threads);
 }
 
 void fast_gemm(int m, int n, int k, const float *a, size_t lda,
@@ -293,6 +340,35 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
     fast_pack_panels(b, ldb, b_transposed, k, n, panels);
     fast_gemm_packed(m, n, k, a, lda, panels, c, ldc, accumulate, num_threads);
     free(panels);
+}
+
+void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
+                  const float *b, size_t ldb, bool b_transposed,
+                  float *c, size_t ldc, bool accumulate, int num_threads)
+{
+    if (m <= 0 || n <= 0 || k <= 0) {
+        fast_gemm_packed(m, n, k, a, lda, NULL, c, ldc, accumulate, num_threads);
+        return;
+    }
+    float *panels = fast_alloc_panels("fast_gemm_at", fast_panels_size(k, n));
+    fast_pack_panels(b, ldb, b_transposed, k, n, panels);
+    Gemm g = {m, n, k, a, lda, true, panels, c, ldc, accumulate, 1, NULL};
+    gemm_threads(&g, num_threads);
+    free(panels);
+}
+
+void fast_transpose(const float *src, size_t src_stride, int rows, int cols,
+                    float *dst, size_t dst_stride)
+{
+    enum { TILE = 8 };   /* 8 x 8 floats: both sides move a cache line's worth at a time */
+    for (int r0 = 0; r0 < rows; r0 += TILE)
+        for (int c0 = 0; c0 < cols; c0 += TILE) {
+            const int r1 = rows - r0 < TILE ? rows : r0 + TILE;
+            const int c1 = cols - c0 < TILE ? cols : c0 + TILE;
+            for (int r = r0; r < r1; r++)
+                for (int c = c0; c < c1; c++)
+                    dst[(size_t)c * dst_stride + r] = src[(size_t)r * src_stride + c];
+        }
 }
 
 void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
@@ -343,6 +419,60 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, i
     fast_gemm(rows, out, in, x->data, (size_t)in, weight->data, (size_t)in, true,
               y->data, (size_t)out, bias != NULL, num_threads);
     return y;
+}
+
+/* grad_y (rows, out) -> bias_grad (out,) += the sum of its rows, summed
+ * in double (rows may be many thousands) and added once. */
+static void add_column_sums(const float *grad_y, int rows, int out, float *bias_grad)
+{
+    double *sums = checked_calloc("fast_linear_backward", (size_t)out, sizeof(double));
+    for (int r = 0; r < rows; r++) {
+        const float *row = grad_y + (size_t)r * out;
+        for (int c = 0; c < out; c++)
+            sums[c] += row[c];
+    }
+    for (int c = 0; c < out; c++)
+        bias_grad[c] += (float)sums[c];
+    free(sums);
+}
+
+void fast_linear_backward_raw(int rows, int in, int out, const float *x, const float *weight,
+                              const float *grad_y, float *grad_x, float *grad_weight,
+                              float *grad_bias, int num_threads)
+{
+    // y = x W^T + b backwards:
+    // grad_x (rows, in) = grad_y (rows, out) @ W (out, in)
+    if (grad_x != NULL)
+        fast_gemm(rows, in, out, grad_y, (size_t)out, weight, (size_t)in, false,
+                  grad_x, (size_t)in, false, num_threads);
+    // grad_W (out, in) += grad_y^T (out, rows) @ x (rows, in)
+    if (grad_weight != NULL)
+        fast_gemm_at(out, in, rows, grad_y, (size_t)out, x, (size_t)in, false,
+                     grad_weight, (size_t)in, true, num_threads);
+    // grad_b (out,) += the sum of grad_y's rows
+    if (grad_bias != NULL)
+        add_column_sums(grad_y, rows, out, grad_bias);
+}
+
+Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                             Tensor *grad_weight, Tensor *grad_bias, int num_threads)
+{
+    const char *func = "fast_linear_backward";
+    int rows;
+    /* the forward's shape rule gives y's shape, which grad_y must have */
+    Tensor *y = linear_output(func, x, weight, NULL, &rows);
+    tensor_check_shape(func, "grad_y", grad_y, y->ndim, y->shape);
+    tensor_free(y);
+    const int in = weight->shape[1], out = weight->shape[0];
+    if (grad_weight != NULL)
+        tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
+    if (grad_bias != NULL)
+        tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
+    Tensor *grad_x = tensor_zeros(x->ndim, x->shape);
+    fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data, grad_x->data,
+                             grad_weight ? grad_weight->data : NULL,
+                             grad_bias ? grad_bias->data : NULL, num_threads);
+    return grad_x;
 }
 
 /* ---- the machine's peak ----------------------------------------------------- */

@@ -63,12 +63,37 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
                const float *b, size_t ldb, bool b_transposed,
                float *c, size_t ldc, bool accumulate, int num_threads);
 
+/* C (m, n) = or += A^T @ B with A given as (k, m) rows at stride lda: the
+ * weight gradient of a linear layer, dW (out, in) += dY^T X, where the
+ * rows of dY (rows, out) and X (rows, in) are the summed dimension. Each
+ * thread copies its rows of A^T a chunk at a time, in the cache. */
+void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
+                  const float *b, size_t ldb, bool b_transposed,
+                  float *c, size_t ldc, bool accumulate, int num_threads);
+
+/* src (rows, cols) at row stride src_stride -> dst (cols, rows) at
+ * dst_stride, in small tiles so that reads and writes both stay in cache
+ * lines. */
+void fast_transpose(const float *src, size_t src_stride, int rows, int cols,
+                    float *dst, size_t dst_stride);
+
 /* Tensor forms with the same shapes and checks as matmul, matmul_bt and
  * linear in ops.h, computed with num_threads threads. */
 Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads);
 Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads);
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
                     int num_threads);
+/* linear_backward of ops.h, fast: grad_x (..., in) returned (new);
+ * grad_weight (out, in) += grad_y^T x and grad_bias (out,) += the sum of
+ * grad_y's rows, each skipped when NULL. */
+Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                             Tensor *grad_weight, Tensor *grad_bias, int num_threads);
+/* The same on raw rows: x (rows, in), weight (out, in), grad_y (rows, out)
+ * -> grad_x (rows, in) written, grad_weight and grad_bias added into; any
+ * of the three may be NULL (not wanted). */
+void fast_linear_backward_raw(int rows, int in, int out, const float *x, const float *weight,
+                              const float *grad_y, float *grad_x, float *grad_weight,
+                              float *grad_bias, int num_threads);
 
 /* ---- the pieces, for kernels that build their own loops ---------------- */
 /* Floats per vector in the fast files: 16 with AVX-512, else 8. */

@@ -36,4 +36,46 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, int num_threads);
 
+/* ---- backward ---------------------------------------------------------------------
+ * What the fast forward keeps, and what it costs in floats: no attention
+ * weights (the clear MultiHeadSaved's B*H*T*K floats), one logsumexp per
+ * head and query instead, from which the streaming backward recomputes
+ * them (fast/streaming_attention.h):
+ *   queries, keys, values, valid_lens   borrowed: the caller keeps them alive
+ *   Q (B, T, D), K, V (B, K, D)         B*T*D + 2*B*K*D: the projections,
+ *                                       head h in columns h*d .. h*d+d-1
+ *                                       (the layout before transpose_qkv)
+ *   concat (B, T, D)                    B*T*D: the heads' outputs, W_o's input
+ *   logsumexp (B*H, T)                  B*H*T
+ * so B*(2T + 2K)*D + B*H*T floats, growing with T + K, never with T * K. */
+typedef struct {
+    const Tensor *queries, *keys, *values;   /* the inputs, borrowed */
+    const ValidLens *valid_lens;             /* borrowed */
+    Tensor *Q, *K, *V;                       /* (B, T, D), (B, K, D) x2 */
+    Tensor *concat;                          /* (B, T, D) */
+    Tensor *logsumexp;                       /* (B*H, T), row b*H + h */
+} FastMultiHeadSaved;
+
+/* fast_multihead_forward that also fills saved (free it with
+ * fast_multihead_saved_free). The same output, bit for bit. */
+Tensor *fast_multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+                                    const Tensor *keys, const Tensor *values,
+                                    const ValidLens *valid_lens, int num_threads,
+                                    FastMultiHeadSaved *saved);
+
+/* multihead_backward of multihead.h, fast, with the same convention:
+ * grad_output (B, T, D) -> parameter gradients ADDED into grads (NULL:
+ * none wanted), input gradients grad_queries (B, T, Dq), grad_keys
+ * (B, K, Dk), grad_values (B, K, Dv) returned (new; a NULL pointer: not
+ * computed). Passes in reverse: W_o's backward (fast_linear_backward_raw),
+ * the streaming backward per (sequence, head) job shared between threads,
+ * then the three projections' backward. Equal to multihead_backward
+ * within 1e-5 of each gradient's magnitude (tests/test_fast.c); the same
+ * bits for any thread count. */
+void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadSaved *saved,
+                             const Tensor *grad_output, MultiHeadGrads *grads,
+                             Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                             int num_threads);
+void fast_multihead_saved_free(FastMultiHeadSaved *saved);
+
 #endif

@@ -504,19 +504,6 @@ static void softmax_backward_block(float *dp, const float *p, int keys, int quer
     }
 }
 
-/* src (rows, cols) at stride src_stride -> dst (cols, rows) at dst_stride,
- * in tiles of 8 x 8 so that both sides are read and written a cache line
- * at a time. */
-static void transpose_block(const float *src, size_t src_stride, int rows, int cols,
-                            float *dst, size_t dst_stride)
-{
-    for (int r0 = 0; r0 < rows; r0 += 8)
-        for (int c0 = 0; c0 < cols; c0 += 8)
-            for (int r = r0; r < r0 + 8 && r < rows; r++)
-                for (int c = c0; c < c0 + 8 && c < cols; c++)
-                    dst[(size_t)c * dst_stride + r] = src[(size_t)r * src_stride + c];
-}
-
 /* The five products of one block pair: keys k0 .. k0 + keys - 1 against
  * queries q0 .. q0 + queries - 1. */
 static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch *w,
@@ -550,7 +537,7 @@ static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch 
     // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d), dQ_i += dS K_j / sqrt(d)
     fast_block(keys, d, queries, w->dp, BQ, w->query_panels + (size_t)q0 * FAST_NR,
                rows_stride, grad_keys, a->grad_key_stride, true);
-    transpose_block(w->dp, BQ, keys, queries, w->ds, BK);
+    fast_transpose(w->dp, BQ, keys, queries, w->ds, BK);
     fast_block(queries, d, keys, w->ds, BK, w->key_panels, (size_t)keys * FAST_NR,
                grad_queries, a->grad_query_stride, true);
 }
