@@ -192,3 +192,47 @@ void expect_help_lists(const char *program, const char *const *options, size_t c
                   program, options[i]);
     run_result_free(&r);
 }
+
+/* Where the numbers of "name = tensor(" or "name =\ntensor(" begin, after
+ * p; NULL when there is none. The name must start a line or follow a space. */
+static const char *after_tensor_name(const char *text, const char *p, const char *name)
+{
+    const size_t len = strlen(name);
+    for (; (p = strstr(p, name)) != NULL; p++) {
+        if (p != text && p[-1] != '\n' && p[-1] != ' ')
+            continue;
+        if (strncmp(p + len, " = tensor(", 10) == 0 || strncmp(p + len, " =\ntensor(", 10) == 0)
+            return p + len + 10;
+    }
+    return NULL;
+}
+
+int tensor_numbers_in(const char *text, const char *name, int occurrence, double *out, int max)
+{
+    const char *p = text;
+    for (int seen = 0; p != NULL && seen <= occurrence; seen++)
+        p = after_tensor_name(text, p, name);
+    if (p == NULL)
+        return -1;
+    int count = 0, depth = 0;
+    while (*p != '\0') {
+        if (*p == '[') {
+            depth++;
+            p++;
+        } else if (*p == ']') {
+            p++;
+            if (--depth == 0)
+                return count;
+        } else if (*p == ',' || *p == ' ' || *p == '\n') {
+            p++;
+        } else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p || count == max)
+                return -1;
+            out[count++] = v;
+            p = end;
+        }
+    }
+    return -1;
+}
