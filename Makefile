@@ -160,7 +160,7 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
 
 test: $(PROGRAMS) $(OUT)/tests/run_tests
 	$(OUT)/tests/run_tests $(TEST_ARGS)

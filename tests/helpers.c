@@ -11,6 +11,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The tests read fixtures and run programs by paths relative to the
+ * repository's root, which the Makefile compiles in as SOURCE_DIR: the
+ * runner moves there first, so ./tests/run_tests works from any directory. */
+ReportHook(PRE_ALL)(struct criterion_test_set *tests)
+{
+    (void)tests;
+    if (chdir(SOURCE_DIR) != 0) {
+        fprintf(stderr, "run_tests: cannot enter the repository at %s\n", SOURCE_DIR);
+        exit(1);
+    }
+}
+
 void scratch_dir_make(char *buf, size_t len, const char *prefix)
 {
     snprintf(buf, len, "/tmp/%s_XXXXXX", prefix);

@@ -13,6 +13,9 @@
 #ifndef BIN_DIR
 #define BIN_DIR "."
 #endif
+#ifndef SOURCE_DIR
+#define SOURCE_DIR "."
+#endif
 
 typedef struct {
     int status;      /* exit status, or 128 + signal number */
