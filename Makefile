@@ -181,7 +181,18 @@ define install_if_missing
 	fi
 endef
 
+# Criterion: installed with apt-get as above when we are root on Debian;
+# anywhere else make stops with the command for each system.
 criterion:
+	@if ! { echo '#include <criterion/criterion.h>' | $(CC) -E -x c -; } >/dev/null 2>&1 \
+	   && ! { [ "$$(id -u)" = 0 ] && command -v apt-get; } >/dev/null 2>&1; then \
+	  echo "Criterion (the test library) is missing. Install it with:" >&2; \
+	  echo "  Debian, Ubuntu:  sudo apt-get install libcriterion-dev" >&2; \
+	  echo "  Fedora:          sudo dnf install criterion-devel" >&2; \
+	  echo "  Arch:            sudo pacman -S criterion" >&2; \
+	  echo "  macOS:           brew install criterion" >&2; \
+	  exit 1; \
+	fi
 	$(call install_if_missing,echo '#include <criterion/criterion.h>' | $(CC) -E -x c -,libcriterion-dev)
 
 fuzz-tools:
