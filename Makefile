@@ -145,7 +145,8 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	if [ $${#scripts[@]} -eq 0 ]; then \
 	  echo "plots: no heatmap was written into $(PLOT_DIR)/"; \
 	elif ! command -v $(GNUPLOT) >/dev/null; then \
-	  echo "gnuplot is not installed: apt-get install gnuplot-nox"; \
+	  echo "gnuplot is not installed. Debian: apt-get install gnuplot-nox;" \
+	       "Fedora: dnf install gnuplot; Arch: pacman -S gnuplot; macOS: brew install gnuplot"; \
 	  echo "the data and scripts are in $(PLOT_DIR)/; after installing, run: make plots"; \
 	else \
 	  for gp in "$${scripts[@]}"; do \

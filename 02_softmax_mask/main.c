@@ -323,8 +323,8 @@ static ValidLens *random_valid_lens(const Options *opt, Rng *rng)
 /* --plot DIR: the heatmaps of part 2; 1 when they cannot be written. */
 static int write_plot(const char *dir, const Panels *panels)
 {
-    if (plot_heatmaps(dir, "masked_softmax", panels->weights, "keys", "queries",
-                      panels->titles) != 0)
+    if (plot_heatmaps_titled(dir, "masked_softmax", "masked_softmax: d2l's two kinds of valid_lens",
+                             panels->weights, "keys", "queries", panels->titles) != 0)
         return 1;
     printf("\nwrote %s/masked_softmax.dat and %s/masked_softmax.gp "
            "(render: gnuplot %s/masked_softmax.gp)\n", dir, dir, dir);
