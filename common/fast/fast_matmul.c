@@ -125,7 +125,13 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
             /* rows of B are contiguous: copy NR floats per row */
             for (int p = 0; p < k; p++) {
                 float *dst = panel + (size_t)p * FAST_NR;
-                memcpy(dst, b + (size_t)p * ldb + col0, (size_t)width * sizeof(float));
+                const float *src = b + (size_t)p * ldb + col0;
+                if (width == FAST_NR) {
+                    /* a copy of known size: vector moves, not a call */
+                    memcpy(dst, src, FAST_NR * sizeof(float));
+                    continue;
+                }
+                memcpy(dst, src, (size_t)width * sizeof(float));
                 for (int c = width; c < FAST_NR; c++)
                     dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
             }
@@ -216,37 +222,99 @@ void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
     }
 }
 
+/* The same tile with A given transposed: A^T (kc, MR) rows at stride
+ * lda_t, so the MR values that step p broadcasts are contiguous,
+ * a_t[p * lda_t + r]. No copy of A^T into rows is needed. */
+static inline void kernel_tile_at(int kc, const float *a_t, size_t lda_t, const float *panel,
+                                  float *c, size_t ldc, bool accumulate)
+{
+    vf lo[FAST_MR], hi[FAST_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++)
+        lo[r] = hi[r] = (vf){0};
+    for (int p = 0; p < kc; p++) {
+        const vf b_lo = load_vec(panel + (size_t)p * FAST_NR);
+        const vf b_hi = load_vec(panel + (size_t)p * FAST_NR + FAST_VEC);
+        const float *a_p = a_t + (size_t)p * lda_t;
+#pragma GCC unroll 16
+        for (int r = 0; r < FAST_MR; r++) {
+            lo[r] += a_p[r] * b_lo;
+            hi[r] += a_p[r] * b_hi;
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++) {
+        float *c_row = c + (size_t)r * ldc;
+        if (accumulate) {
+            lo[r] += load_vec(c_row);
+            hi[r] += load_vec(c_row + FAST_VEC);
+        }
+        store_vec(c_row, lo[r]);
+        store_vec(c_row + FAST_VEC, hi[r]);
+    }
+}
+
+void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
+                   const float *b_panels, size_t panel_stride,
+                   float *c, size_t ldc, bool accumulate)
+{
+    for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
+        const int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
+        for (int p0 = 0; p0 < kc; p0 += FAST_KC) {
+            const int chunk = kc - p0 < FAST_KC ? kc - p0 : FAST_KC;
+            const bool acc = accumulate || p0 > 0;
+            /* A short group of rows is copied, zero-padded to MR columns:
+             * reading MR floats past the last row could leave the matrix. */
+            float pad[FAST_KC * FAST_MR];
+            const float *a = a_t + (size_t)p0 * lda_t + i0;
+            size_t lda = lda_t;
+            if (tile_rows < FAST_MR) {
+                for (int p = 0; p < chunk; p++)
+                    for (int r = 0; r < FAST_MR; r++)
+                        pad[p * FAST_MR + r] = r < tile_rows ? a[(size_t)p * lda_t + r] : 0.0f;
+                a = pad;
+                lda = FAST_MR;
+            }
+            for (int j0 = 0; j0 < cols; j0 += FAST_NR) {
+                const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride +
+                                     (size_t)p0 * FAST_NR;
+                float *c_tile = c + (size_t)i0 * ldc + j0;
+                const int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
+                if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
+                    kernel_tile_at(chunk, a, lda, panel, c_tile, ldc, acc);
+                } else {
+                    float tile[FAST_MR * FAST_NR];
+                    kernel_tile_at(chunk, a, lda, panel, tile, FAST_NR, false);
+                    for (int r = 0; r < tile_rows; r++)
+                        for (int col = 0; col < tile_cols; col++) {
+                            float *dst = c_tile + (size_t)r * ldc + col;
+                            *dst = acc ? *dst + tile[r * FAST_NR + col] : tile[r * FAST_NR + col];
+                        }
+                }
+            }
+        }
+    }
+}
+
 /* ---- the whole product ------------------------------------------------------ */
 
-enum {
-    FAST_NC = 512,                /* columns of C per chunk */
-    A_ROWS_T = 16 * FAST_MR,      /* rows of A^T copied at a time (fast_gemm_at) */
-};
+enum { FAST_NC = 512 };   /* columns of C per chunk */
 
 typedef struct {
     int m, n, k;
     const float *a;
     size_t lda;
-    bool a_transposed;      /* A given as (k, m) rows: fast_gemm_at */
-    const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR */
+    bool a_transposed;      /* A given as (k, m) rows (fast_gemm_at) */
+    const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR; or NULL: */
+    const float *b;         /* B itself, (k, n) rows or, with b_transposed, (n, k) */
+    size_t ldb;
+    bool b_transposed;
     float *c;
     size_t ldc;
     bool accumulate;
     int num_threads;
-    float **a_copies;       /* per thread, (A_ROWS_T, FAST_KC), when a_transposed */
+    float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
 } Gemm;
-
-/* The rows i0 .. i0 + rows - 1 of A^T, columns p0 .. p0 + kc - 1, when A
- * is given as (k, m) rows: copied into a (rows, kc) block that the tile
- * kernel can read by rows. It stays in L1/L2 while the column chunks
- * sweep over it. */
-static const float *a_rows_of_transposed(const Gemm *g, int thread, int i0, int rows, int p0,
-                                         int kc)
-{
-    float *copy = g->a_copies[thread];
-    fast_transpose(g->a + (size_t)p0 * g->lda + i0, g->lda, kc, rows, copy, (size_t)kc);
-    return copy;
-}
 
 /* Thread t takes a contiguous band of rows, a multiple of MR long (except
  * the last), and runs the k chunks over it. */
@@ -269,61 +337,69 @@ static void gemm_rows(void *arg, int thread)
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
         bool acc = g->accumulate || p0 > 0;   /* later chunks add to the first */
-        /* A^T given as A: A_ROWS_T rows at a time, copied once per chunk */
-        const int step = g->a_transposed ? A_ROWS_T : last - first;
-        for (int i0 = first; i0 < last; i0 += step) {
-            const int rows = last - i0 < step ? last - i0 : step;
-            const float *a = g->a + (size_t)i0 * g->lda + p0;
-            size_t lda = g->lda;
-            if (g->a_transposed) {
-                a = a_rows_of_transposed(g, thread, i0, rows, p0, kc);
-                lda = (size_t)kc;
+        for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
+            int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
+            const float *panel;
+            size_t panel_stride;
+            if (g->panels != NULL) {
+                panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
+                panel_stride = (size_t)g->k * FAST_NR;
+            } else {
+                /* every thread packs the chunk it needs itself: a little
+                 * work twice, but no thread waits for another */
+                const float *b = g->b_transposed ? g->b + (size_t)j0 * g->ldb + p0
+                                                 : g->b + (size_t)p0 * g->ldb + j0;
+                fast_pack_panels(b, g->ldb, g->b_transposed, kc, cols, g->b_copies[thread]);
+                panel = g->b_copies[thread];
+                panel_stride = (size_t)kc * FAST_NR;
             }
-            for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
-                int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
-                const float *panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
-                fast_block(rows, cols, kc, a, lda, panel, (size_t)g->k * FAST_NR,
-                           g->c + (size_t)i0 * g->ldc + j0, g->ldc, acc);
-            }
+            float *c = g->c + (size_t)first * g->ldc + j0;
+            if (g->a_transposed)
+                fast_block_at(last - first, cols, kc, g->a + (size_t)p0 * g->lda + first, g->lda,
+                              panel, panel_stride, c, g->ldc, acc);
+            else
+                fast_block(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
+                           panel, panel_stride, c, g->ldc, acc);
         }
     }
 }
 
-/* m, n, k > 0: share C's rows between threads and run gemm_rows. */
+/* m, n, k > 0: share C's rows between threads and run gemm_rows. The
+ * per-thread chunks of B are allocated here, by the calling thread (see
+ * fast_multihead.c on why not in the workers). */
 static void gemm_threads(Gemm *g, int num_threads)
 {
+    const char *func = "fast_gemm";
     int groups = (g->m + FAST_MR - 1) / FAST_MR;
     if (num_threads > groups)
         num_threads = groups;   /* no thread without a whole tile to do */
-    g->num_threads = num_threads < 1 ? 1 : num_threads;
-    if (g->a_transposed) {
-        /* the copies are allocated here, by the calling thread (see
-         * fast_multihead.c on why not in the workers) */
-        g->a_copies = checked_calloc("fast_gemm_at", (size_t)g->num_threads, sizeof *g->a_copies);
-        for (int t = 0; t < g->num_threads; t++)
-            g->a_copies[t] = fast_alloc_panels("fast_gemm_at", (size_t)A_ROWS_T * FAST_KC);
-    }
-    fast_parallel(g->num_threads, gemm_rows, g);
-    if (g->a_transposed) {
-        for (int t = 0; t < g->num_threads; t++)
-            free(g->a_copies[t]);
-        free(g->a_copies);
-    }
+    const int T = g->num_threads = num_threads < 1 ? 1 : num_threads;
+    g->b_copies = g->panels == NULL ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
+    for (int t = 0; g->b_copies != NULL && t < T; t++)
+        g->b_copies[t] = fast_alloc_panels(func, fast_panels_size(FAST_KC, FAST_NC));
+    fast_parallel(T, gemm_rows, g);
+    for (int t = 0; g->b_copies != NULL && t < T; t++)
+        free(g->b_copies[t]);
+    free(g->b_copies);
+}
+
+/* m, n or k is 0: C = 0 (an empty sum), or C unchanged when accumulating */
+static void empty_product(int m, int n, float *c, size_t ldc, bool accumulate)
+{
+    if (!accumulate && n > 0)
+        for (int i = 0; i < m; i++)
+            memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
 }
 
 void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const float *panels,
                       float *c, size_t ldc, bool accumulate, int num_threads)
 {
-    if (m <= 0 || n <= 0)
-        return;
-    if (k <= 0) {
-        /* an empty sum: C = 0, or C unchanged when accumulating */
-        if (!accumulate)
-            for (int i = 0; i < m; i++)
-                memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+    if (m <= 0 || n <= 0 || k <= 0) {
+        empty_product(m, n, c, ldc, accumulate);
         return;
     }
-    Gemm g = {m, n, k, a, lda, false, panels, c, ldc, accumulate, 1, NULL};
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .panels = panels,
+              .c = c, .ldc = ldc, .accumulate = accumulate};
     gemm_threads(&g, num_threads);
 }
 
@@ -332,14 +408,12 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
                float *c, size_t ldc, bool accumulate, int num_threads)
 {
     if (m <= 0 || n <= 0 || k <= 0) {
-        fast_gemm_packed(m, n, k, a, lda, NULL, c, ldc, accumulate, num_threads);
+        empty_product(m, n, c, ldc, accumulate);
         return;
     }
-    /* B is packed once, by the calling thread; then every thread reads it. */
-    float *panels = fast_alloc_panels("fast_gemm", fast_panels_size(k, n));
-    fast_pack_panels(b, ldb, b_transposed, k, n, panels);
-    fast_gemm_packed(m, n, k, a, lda, panels, c, ldc, accumulate, num_threads);
-    free(panels);
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b, .ldb = ldb,
+              .b_transposed = b_transposed, .c = c, .ldc = ldc, .accumulate = accumulate};
+    gemm_threads(&g, num_threads);
 }
 
 void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
@@ -347,14 +421,13 @@ void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
                   float *c, size_t ldc, bool accumulate, int num_threads)
 {
     if (m <= 0 || n <= 0 || k <= 0) {
-        fast_gemm_packed(m, n, k, a, lda, NULL, c, ldc, accumulate, num_threads);
+        empty_product(m, n, c, ldc, accumulate);
         return;
     }
-    float *panels = fast_alloc_panels("fast_gemm_at", fast_panels_size(k, n));
-    fast_pack_panels(b, ldb, b_transposed, k, n, panels);
-    Gemm g = {m, n, k, a, lda, true, panels, c, ldc, accumulate, 1, NULL};
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .a_transposed = true, .b = b,
+              .ldb = ldb, .b_transposed = b_transposed, .c = c, .ldc = ldc,
+              .accumulate = accumulate};
     gemm_threads(&g, num_threads);
-    free(panels);
 }
 
 void fast_transpose(const float *src, size_t src_stride, int rows, int cols,

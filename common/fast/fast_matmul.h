@@ -65,8 +65,9 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
 
 /* C (m, n) = or += A^T @ B with A given as (k, m) rows at stride lda: the
  * weight gradient of a linear layer, dW (out, in) += dY^T X, where the
- * rows of dY (rows, out) and X (rows, in) are the summed dimension. Each
- * thread copies its rows of A^T a chunk at a time, in the cache. */
+ * rows of dY (rows, out) and X (rows, in) are the summed dimension. No
+ * copy of A^T is made: the tile kernel reads A's rows as its columns
+ * (fast_block_at). */
 void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
                   const float *b, size_t ldb, bool b_transposed,
                   float *c, size_t ldc, bool accumulate, int num_threads);
@@ -120,6 +121,12 @@ void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const flo
 void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
                 const float *b_panels, size_t panel_stride,
                 float *c, size_t ldc, bool accumulate);
+
+/* fast_block with A given transposed: A^T (kc, rows) at row stride lda_t,
+ * for products such as dQ = dS K where dS^T is what is at hand. */
+void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
+                   const float *b_panels, size_t panel_stride,
+                   float *c, size_t ldc, bool accumulate);
 
 /* ---- the machine's limit ------------------------------------------------ */
 /* Run independent fused multiply-adds on vectors of fast_vector_width()

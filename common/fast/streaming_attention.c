@@ -381,8 +381,8 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
  *
  * Why keys as rows (S^T, not S): the register-tile kernel reads its left
  * operand by rows, and P^T and dS^T are the left operands of dV and dK;
- * computed transposed, they are rows already. Only dS, the left operand
- * of dQ, is transposed: one Bk x Bq copy per block pair, in the cache.
+ * computed transposed, they are rows already. dS, the left operand of dQ,
+ * is dS^T read by columns (fast_block_at): nothing is ever transposed.
  */
 
 enum { BQ = STREAM_BACKWARD_QUERIES, BK = STREAM_BACKWARD_KEYS };
@@ -405,7 +405,6 @@ void streaming_backward_scratch_alloc(StreamingBackwardScratch *w, int num_queri
     w->len = checked_malloc(func, (size_t)T, sizeof(int));
     w->p = fast_alloc_panels(func, (size_t)BK * BQ);
     w->dp = fast_alloc_panels(func, (size_t)BK * BQ);
-    w->ds = fast_alloc_panels(func, (size_t)BQ * BK);
 }
 
 void streaming_backward_scratch_free(StreamingBackwardScratch *w)
@@ -419,7 +418,6 @@ void streaming_backward_scratch_free(StreamingBackwardScratch *w)
     free(w->len);
     free(w->p);
     free(w->dp);
-    free(w->ds);
     memset(w, 0, sizeof *w);
 }
 
@@ -537,9 +535,8 @@ static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch 
     // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d), dQ_i += dS K_j / sqrt(d)
     fast_block(keys, d, queries, w->dp, BQ, w->query_panels + (size_t)q0 * FAST_NR,
                rows_stride, grad_keys, a->grad_key_stride, true);
-    fast_transpose(w->dp, BQ, keys, queries, w->ds, BK);
-    fast_block(queries, d, keys, w->ds, BK, w->key_panels, (size_t)keys * FAST_NR,
-               grad_queries, a->grad_query_stride, true);
+    fast_block_at(queries, d, keys, w->dp, BQ, w->key_panels, (size_t)keys * FAST_NR,
+                  grad_queries, a->grad_query_stride, true);
 }
 
 void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first_key,

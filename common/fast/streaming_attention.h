@@ -160,7 +160,6 @@ typedef struct {
     float *delta;                 /* (T,) rowsum(dO * O) */
     int *len;                     /* (T,) valid length of each query */
     float *p, *dp;                /* (Bk, Bq) P^T, and dP^T then dS^T */
-    float *ds;                    /* (Bq, Bk) dS */
 } StreamingBackwardScratch;
 
 void streaming_backward_scratch_alloc(StreamingBackwardScratch *scratch, int num_queries,
