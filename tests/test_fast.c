@@ -837,16 +837,20 @@ Test(multihead_fast_backward, parameter_gradients_accumulate)
 
 Test(fast_programs, bench_runs_a_small_configuration)
 {
-    /* every line names its configuration, implementation and threads; the
-     * numbers themselves are timings and are not checked */
+    /* every line names its configuration, pass, implementation and
+     * threads; the numbers themselves are timings and are not checked */
     RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 1");
     cr_assert_eq(r.status, 0, "bench exited with %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 clear        1 "),
-              "no clear line:\n%s", r.out);
-    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 fast         1 "),
-              "no fast 1-thread line:\n%s", r.out);
-    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 fast         2 "),
-              "no fast 2-thread line:\n%s", r.out);
+    const char *const expected[] = {
+        "(2, 40, 32, 4)                 forward  clear        1 ",
+        "(2, 40, 32, 4)                 forward  fast         1 ",
+        "(2, 40, 32, 4)                 forward  fast         2 ",
+        "(2, 40, 32, 4)                 fwd+bwd  clear        1 ",
+        "(2, 40, 32, 4)                 fwd+bwd  fast         1 ",
+        "(2, 40, 32, 4)                 fwd+bwd  fast         2 ",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        cr_expect(strstr(r.out, expected[i]), "no line '%s':\n%s", expected[i], r.out);
     cr_expect(strstr(r.out, "failed") == NULL, "a line failed:\n%s", r.out);
     run_result_free(&r);
 }
@@ -854,7 +858,7 @@ Test(fast_programs, bench_runs_a_small_configuration)
 Test(fast_programs, help_lists_every_option)
 {
     const char *const bench_options[] = {"--seed", "--repeats", "--threads", "--clear-max",
-                                         "--quick", "--config", "--help"};
+                                         "--quick", "--config", "--pytorch-ms", "--help"};
     const char *const streaming_options[] = {"--seed", "--block", "--batch", "--queries",
                                              "--keys", "--hiddens", "--threads", "--help"};
     RunResult r = run_program("05_multihead/bench", "--help");
