@@ -19,12 +19,14 @@
  * itself), and compiles with -ffp-contract=fast (see the Makefile) so that
  * c += a * b becomes one fused multiply-add instruction.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   /* madvise, beside POSIX */
 #include "fast/fast_matmul.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ops.h"
@@ -96,20 +98,69 @@ size_t fast_panels_size(int k, int n)
     return num_panels * (size_t)k * FAST_NR;
 }
 
+/* Memory for count floats, aligned to 64 bytes (one cache line), or to
+ * 2 MB with a request for 2 MB pages when it is large; NULL when there is
+ * none. Why large pages: the first write to each page of fresh memory
+ * costs a trip into the kernel (a page fault), and with 4 KB pages an
+ * 8 MB tensor takes 2048 of them, which on some machines (virtual ones
+ * above all) costs as much as the arithmetic done on it. With 2 MB pages
+ * it takes 4. */
+static float *aligned_floats(size_t count)
+{
+    enum { HUGE_PAGE = 2 << 20, LARGE = 4 << 20 };
+    size_t bytes = (count ? count : 1) * sizeof(float);
+    if (bytes / sizeof(float) != (count ? count : 1))
+        return NULL;
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    size_t align = bytes >= LARGE ? HUGE_PAGE : 64;
+    if (bytes > SIZE_MAX - align)
+        return NULL;
+    bytes = (bytes + align - 1) / align * align;
+    float *p = aligned_alloc(align, bytes);
+#ifdef MADV_HUGEPAGE
+    /* a request only: where the system gives no large pages, nothing changes */
+    if (p != NULL && align == HUGE_PAGE)
+        madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 float *fast_alloc_panels(const char *func, size_t count)
 {
     /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
      * cache line, and no vector load straddles two lines (a straddling load
-     * costs two). aligned_alloc wants a size that is a
-     * multiple of the alignment. */
-    size_t bytes = (count ? count : 1) * sizeof(float);
-    if (bytes / sizeof(float) != (count ? count : 1))
-        die(func, "cannot allocate %zu floats: the size overflows", count);
-    bytes = (bytes + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes);
+     * costs two). */
+    float *p = aligned_floats(count);
     if (p == NULL)
-        die(func, "out of memory allocating %zu bytes (%.1f MB)", bytes, (double)bytes / 1e6);
+        die(func, "out of memory allocating %zu floats (%.1f MB)", count,
+            (double)count * sizeof(float) / 1e6);
     return p;
+}
+
+Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
+{
+    char buf[80];
+    bool overflow;
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        die(func, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+    size_t size = shape_size(ndim, shape, &overflow);
+    if (overflow)
+        die(func, "cannot make a tensor of shape %s: every size must be positive "
+            "and the total must fit in memory", shape_str(buf, sizeof buf, ndim, shape));
+    Tensor *x = checked_malloc(func, 1, sizeof *x);
+    x->ndim = ndim;
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
+        x->shape[i] = i < ndim ? shape[i] : 1;
+    x->size = size;
+    x->data = aligned_floats(size);   /* freed by tensor_free's free() like any other */
+    if (x->data == NULL) {
+        free(x);
+        die(func, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
+            shape_str(buf, sizeof buf, ndim, shape), size * sizeof(float),
+            (double)(size * sizeof(float)) / 1e6);
+    }
+    memset(x->data, 0, size * sizeof(float));
+    return x;
 }
 
 /* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */
@@ -483,7 +534,11 @@ Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads)
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
 {
     int rows;
-    Tensor *y = linear_output("fast_linear", x, weight, bias, &rows);
+    /* linear_output checks the shapes and makes y; its memory, never
+     * written, is swapped for fast_tensor_zeros' (see aligned_floats) */
+    Tensor *checked = linear_output("fast_linear", x, weight, bias, &rows);
+    Tensor *y = fast_tensor_zeros("fast_linear", checked->ndim, checked->shape);
+    tensor_free(checked);
     int in = x->shape[x->ndim - 1], out = weight->shape[0];
     /* start every row from the bias and accumulate x W^T onto it */
     if (bias != NULL)
@@ -541,7 +596,7 @@ Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor
         tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
     if (grad_bias != NULL)
         tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
-    Tensor *grad_x = tensor_zeros(x->ndim, x->shape);
+    Tensor *grad_x = fast_tensor_zeros(func, x->ndim, x->shape);
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data, grad_x->data,
                              grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);

@@ -103,8 +103,13 @@ int fast_vector_width(void);
 size_t fast_panels_size(int k, int n);
 /* count floats aligned to 64 bytes (one cache line), for panels and other
  * scratch that vector code reads; free with free(). Stops with a message
- * naming func when memory runs out. */
+ * naming func when memory runs out. From 4 MB up, the memory is aligned to
+ * 2 MB and asks the system for 2 MB pages (madvise), which turns 512 page
+ * faults into one (fast_matmul.c says why that matters). */
 float *fast_alloc_panels(const char *func, size_t count);
+/* tensor_zeros with the memory of fast_alloc_panels, for the large
+ * tensors the fast path makes; tensor_free frees it as any other. */
+Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape);
 /* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
  * panels: panel j holds columns j*NR .. j*NR + NR-1 (NR = FAST_NR), row p
  * of it at panels + (j * k + p) * NR; columns past n are zero. */

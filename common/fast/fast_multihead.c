@@ -162,9 +162,10 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         num_threads = 1;
     if (saved != NULL)
         *saved = (FastMultiHeadSaved){queries, keys, values, valid_lens,
-                                      tensor_zeros(SHAPE(B, T, D)), tensor_zeros(SHAPE(B, K, D)),
-                                      tensor_zeros(SHAPE(B, K, D)), NULL,
-                                      tensor_zeros(SHAPE(B * H, T))};
+                                      fast_tensor_zeros(func, SHAPE(B, T, D)),
+                                      fast_tensor_zeros(func, SHAPE(B, K, D)),
+                                      fast_tensor_zeros(func, SHAPE(B, K, D)), NULL,
+                                      fast_tensor_zeros(func, SHAPE(B * H, T))};
 
     // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
@@ -178,7 +179,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         workspaces[t].v_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
-    Tensor *concat = tensor_zeros(SHAPE(B, T, D));
+    Tensor *concat = fast_tensor_zeros(func, SHAPE(B, T, D));
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
                      projection_new(layer->W_q, layer->b_q, d),
                      projection_new(layer->W_k, layer->b_k, d),
@@ -279,10 +280,11 @@ static void attention_backward(const FastMultiHeadSaved *saved, int num_heads,
     const int B = saved->Q->shape[0], T = saved->Q->shape[1], D = saved->Q->shape[2];
     const int K = saved->K->shape[1], d = D / num_heads;
     const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
-    HeadBackwardJobs jobs = {saved, num_heads, grad_concat, tensor_zeros(SHAPE(B, T, D)),
-                             tensor_zeros(SHAPE(B, K, D)), tensor_zeros(SHAPE(B, K, D)),
-                             checked_calloc("fast_multihead_backward", (size_t)threads,
-                                            sizeof(StreamingBackwardScratch)),
+    const char *func = "fast_multihead_backward";
+    HeadBackwardJobs jobs = {saved, num_heads, grad_concat, fast_tensor_zeros(func, SHAPE(B, T, D)),
+                             fast_tensor_zeros(func, SHAPE(B, K, D)),
+                             fast_tensor_zeros(func, SHAPE(B, K, D)),
+                             checked_calloc(func, (size_t)threads, sizeof(StreamingBackwardScratch)),
                              0};
     atomic_init(&jobs.next_job, 0);
     for (int t = 0; t < threads; t++)
@@ -305,7 +307,8 @@ static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const 
 {
     const int in = weight->shape[1], out = weight->shape[0];
     const int rows = (int)(x->size / (size_t)in);
-    Tensor *grad_x = want_grad_x ? tensor_zeros(x->ndim, x->shape) : NULL;
+    Tensor *grad_x = want_grad_x ? fast_tensor_zeros("fast_multihead_backward", x->ndim, x->shape)
+                                 : NULL;
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
                              grad_x ? grad_x->data : NULL, grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);

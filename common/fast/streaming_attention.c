@@ -324,13 +324,13 @@ Tensor *streaming_attention_save(const Tensor *queries, const Tensor *keys,
                                  int num_threads, Tensor **logsumexp)
 {
     /* the same shape rule as dot_product_attention, stated once */
-    const AttentionSizes n = attention_check_shapes("streaming_attention", queries, keys,
-                                                    values, valid_lens);
+    const char *func = "streaming_attention";
+    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
     const int batch_size = n.batch_size, num_queries = n.num_queries, num_keys = n.num_keys;
     const int d = n.d, v = n.v;
 
-    Tensor *output = tensor_zeros(SHAPE(batch_size, num_queries, v));
-    Tensor *lse = logsumexp != NULL ? tensor_zeros(SHAPE(batch_size, num_queries)) : NULL;
+    Tensor *output = fast_tensor_zeros(func, SHAPE(batch_size, num_queries, v));
+    Tensor *lse = logsumexp != NULL ? fast_tensor_zeros(func, SHAPE(batch_size, num_queries)) : NULL;
     int blocks = (num_queries + BR - 1) / BR;
     if (num_threads > blocks)
         num_threads = blocks;   /* a thread gets whole blocks or nothing */
@@ -644,8 +644,9 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     const int threads = num_threads < B * parts ? num_threads : B * parts;
 
     BackwardJobs jobs = {queries, keys, values, output, logsumexp, grad_output, valid_lens,
-                         tensor_zeros(SHAPE(B, T, d)), tensor_zeros(SHAPE(B, K, d)),
-                         tensor_zeros(SHAPE(B, K, v)), NULL, parts, NULL, 0};
+                         fast_tensor_zeros(func, SHAPE(B, T, d)),
+                         fast_tensor_zeros(func, SHAPE(B, K, d)),
+                         fast_tensor_zeros(func, SHAPE(B, K, v)), NULL, parts, NULL, 0};
     atomic_init(&jobs.next_job, 0);
     if (parts > 1)
         jobs.partial_grad_queries = checked_calloc(func, (size_t)B * parts * T * d, sizeof(float));
