@@ -152,7 +152,8 @@ static void part1_the_layer(const Example *ex)
     else
         printf("valid_lens = None (no mask)\n");
     printf("W_q, W_k, W_v, W_o: (%d, %d) each, drawn as nn.Linear does (seed %llu); %s.\n", D, D,
-           (unsigned long long)opt->seed, opt->bias ? "with biases" : "no biases (d2l's bias=False)");
+           (unsigned long long)opt->seed,
+           opt->bias ? "with biases" : "no biases (d2l's bias=False)");
 }
 
 /* Part 2's verdict, from the rows themselves. output (B, T, D) is the layer
@@ -299,7 +300,8 @@ static int part3_random_inputs(Example *ex)
     printf("weight on masked keys, all sequences and heads: %.4f\n",
            weight_on_masked_keys(weights, ex->valid_lens));
     print_favourite_keys(weights);
-    printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and with --plot.)\n");
+    printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
+           "with --plot.)\n");
 
     /* --to: the run as the files Part 4 reads, a bias or mask left out removed */
     NamedTensor set[16] = {{"queries", X, NULL}, {"keys", Y, NULL}, {"values", Y, NULL}};
@@ -333,7 +335,8 @@ static int part4_layer_from_files(const Options *opt)
     }
     printf("Part 4. A layer from .npy files\n\n");
     layer_files_print(opt->from_dir, &files);
-    printf("num_heads = %d, head size d = %d\n\n", opt->heads, files.layer.num_hiddens / opt->heads);
+    printf("num_heads = %d, head size d = %d\n\n", opt->heads,
+           files.layer.num_hiddens / opt->heads);
     Tensor *weights = NULL;
     Tensor *output = multihead_forward(&files.layer, files.queries, files.keys, files.values,
                                        files.valid_lens, false, NULL, &weights);
@@ -384,12 +387,13 @@ static Options parse_options(int argc, char **argv)
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L", .given = example,
          .help = "B comma-separated lengths from 0 to K, or 'none'",
          .default_text = "3,2 as d2l;\nK for every sequence at other sizes"},
-        {"--bias", CLI_FLAG, &opt.bias, .given = example,
-         .help = "give the four projections biases (d2l's default is none)"},
+        {"--bias", CLI_FLAG, &opt.bias,
+         .help = "give the four projections biases", .given = example},
         {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",
          .help = "dropout on the attention weights", .given = example},
         {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = example},
-        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the parameters and inputs"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for the parameters and inputs"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
          .help = "Part 4: queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
                  "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy"},
