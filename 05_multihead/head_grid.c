@@ -207,16 +207,17 @@ static Options parse_options(int argc, char **argv)
         {"--scale", CLI_DOUBLE, &opt.scale, .min = 0.1, .max = 100.0, .metavar = "S",
          .help = "standard deviation of the random inputs of Part 3\n"
                  "(an untrained layer is nearly uniform on N(0, 1))"},
-        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the parameters and inputs"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for the parameters and inputs"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "also write DIR/head_grid_ones and DIR/head_grid_random\n"
                  "(.dat and .gp; gnuplot renders the .png)"},
     };
-    cli_parse(&(CliTable){PROG, "d2l's exercise 1: the attention weights of every head of the toy example\n"
-                                "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
-                                "heatmaps, one row per sequence and one column per head.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+    static const char summary[] =
+        "d2l's exercise 1: the attention weights of every head of the toy example\n"
+        "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
+        "heatmaps, one row per sequence and one column per head.";
+    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     if (opt.hiddens % opt.heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
                  "size", opt.hiddens, opt.heads);

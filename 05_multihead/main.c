@@ -167,7 +167,8 @@ static void explain_all_ones(Example *ex, const Tensor *X, const Tensor *Y, cons
     const RowCheck c = check_rows(output, ex->valid_lens, ex->layer->b_o, false);
     if (c.keyed > 0 && c.spread <= tolerance && c.empty == 0) {
         printf("Every output row is equal (across sequences up to float rounding: averages of\n"
-               "different numbers of copies of one vector round differently). With all-ones inputs\n"
+               "different numbers of copies of one vector round differently). With all-ones "
+               "inputs\n"
                "every query, key and value is the same vector, so each head averages identical\n"
                "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
                "The shape check passes, and so would a layer with a masking or head-order bug.\n");
@@ -403,37 +404,32 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
-                                "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs; or,\n"
-                                "with --from, a layer whose inputs and weights are .npy files.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+    static const char summary[] =
+        "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
+        "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs; or,\n"
+        "with --from, a layer whose inputs and weights are .npy files.";
+    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
-/* Checks that involve two options, and --from's own. */
-static void check_options(const Options *opt)
+/* Checks that involve two options, and --from's own; then the mask of the
+ * built-in example: --valid-lens, 'none' (NULL), or d2l's [3, 2] when it
+ * fits and otherwise every key of every sequence. */
+static ValidLens *check_options(const Options *opt)
 {
-    if (opt->from_dir) {
-        struct stat st;
-        if (stat(opt->from_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            cli_fail(PROG, "--from: '%s' is not a directory", opt->from_dir);
-        if (!opt->heads_given)
-            cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
-        if (opt->example_flags)
-            cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop "
-                     "--batch, --queries, --keys, --hiddens, --valid-lens, --bias, --dropout "
-                     "and --train");
-    } else if (opt->hiddens % opt->heads != 0) {
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the "
-                 "same size", opt->hiddens, opt->heads);
-    }
-}
-
-/* --valid-lens: B lengths, or 'none' (NULL); without it d2l's [3, 2] when
- * it fits, otherwise every key of every sequence. */
-static ValidLens *example_valid_lens(const Options *opt)
-{
+    struct stat st;
+    if (opt->from_dir && (stat(opt->from_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        cli_fail(PROG, "--from: '%s' is not a directory", opt->from_dir);
+    if (opt->from_dir && !opt->heads_given)
+        cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
+    if (opt->from_dir && opt->example_flags)
+        cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
+                 "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
+    if (opt->from_dir)
+        return NULL;
+    if (opt->hiddens % opt->heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
+                 "size", opt->hiddens, opt->heads);
     const char *text = opt->valid_lens_text;
     if (text && strcmp(text, "none") == 0)
         return NULL;
@@ -451,12 +447,10 @@ static ValidLens *example_valid_lens(const Options *opt)
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    check_options(&opt);
+    Example ex = {.opt = &opt, .rng = rng_new(opt.seed), .valid_lens = check_options(&opt)};
     if (opt.from_dir)
         return part4_layer_from_files(&opt);
 
-    Example ex = {.opt = &opt, .rng = rng_new(opt.seed)};
-    ex.valid_lens = example_valid_lens(&opt);
     ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
                              (float)opt.dropout, opt.bias, &ex.rng);
     part1_the_layer(&ex);

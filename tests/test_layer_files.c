@@ -133,7 +133,8 @@ Test(layer_files, names_the_file_that_does_not_fit)
     /* the shapes: what the file has, and what the earlier files fix */
     Tensor *bad = tensor_zeros(SHAPE(8, 5));
     save_or_fail(dir, "W_k", bad);
-    expect_load_error(dir, 4, "W_k.npy has shape (8, 5), expected (8, 8) = (num_hiddens, key_size)");
+    expect_load_error(dir, 4,
+                      "W_k.npy has shape (8, 5), expected (8, 8) = (num_hiddens, key_size)");
     tensor_free(bad);
     bad = tensor_zeros(SHAPE(2, 4, 8));
     save_or_fail(dir, "values", bad);
