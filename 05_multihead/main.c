@@ -50,11 +50,6 @@ typedef struct {
     ValidLens *valid_lens;   /* NULL: --valid-lens none */
 } Example;
 
-static const char *plural(int n, const char *one, const char *many)
-{
-    return n == 1 ? one : many;
-}
-
 /* ---- measuring rows and weights ----------------------------------------------- */
 
 /* x[..., :n] of a 3-D tensor (B, T, D), a new tensor. */
