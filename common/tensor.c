@@ -340,6 +340,44 @@ void tensor_print(const Tensor *x)
     fputc('\n', stdout);
 }
 
+/* One dimension of a tensor of whole numbers, nested as tensor_fprint
+ * nests, each number right-aligned in width characters. */
+static void print_whole_dim(const Tensor *x, int dim, size_t offset, int indent, int width)
+{
+    size_t stride = 1;
+    for (int i = dim + 1; i < x->ndim; i++)
+        stride *= (size_t)x->shape[i];
+    putchar('[');
+    for (int i = 0; i < x->shape[dim]; i++) {
+        if (dim == x->ndim - 1) {
+            printf("%s%*ld", i ? ", " : "", width, lrintf(x->data[offset + (size_t)i]));
+            continue;
+        }
+        if (i > 0) {
+            putchar(',');
+            for (int k = 0; k < x->ndim - dim - 1; k++)
+                putchar('\n');
+            printf("%*s", indent + 1, "");
+        }
+        print_whole_dim(x, dim + 1, offset + (size_t)i * stride, indent + 1, width);
+    }
+    putchar(']');
+}
+
+void tensor_print_whole_named(const char *name, const Tensor *x)
+{
+    char buf[24];
+    int width = 1;
+    for (size_t i = 0; i < x->size; i++) {
+        int w = snprintf(buf, sizeof buf, "%ld", lrintf(x->data[i]));
+        if (w > width)
+            width = w;
+    }
+    printf("%s = tensor(", name);
+    print_whole_dim(x, 0, 0, (int)strlen(name) + (int)strlen(" = tensor("), width);
+    printf(")\n");
+}
+
 void tensor_print_named(const char *name, const Tensor *x)
 {
     /* One row fits after the name; a matrix starts on its own line so that

@@ -100,6 +100,10 @@ void tensor_print(const Tensor *x);   /* to stdout, with a newline */
 /* "name = tensor(...)" on stdout; a tensor of several rows starts on the
  * next line so its rows stay aligned. */
 void tensor_print_named(const char *name, const Tensor *x);
+/* "name = tensor([[   0,    1], ...])": a tensor that holds whole numbers
+ * (index codes, counts) printed as PyTorch prints an integer tensor, every
+ * element rounded to the nearest integer, columns aligned. */
+void tensor_print_whole_named(const char *name, const Tensor *x);
 
 /* ---- comparison -------------------------------------------------------- */
 /* true when |actual - expected| <= atol + rtol * |expected| everywhere
