@@ -132,8 +132,9 @@ static void set_option(const char *prog, const CliOption *o, const char *text)
     case CLI_FLOAT: {
         /* The float that will be used is the one checked: 0.99999999 rounds
          * to 1.0f, which a range [0, 1) must refuse. */
-        float v = (float)cli_double(prog, o->name, text, -HUGE_VAL, HUGE_VAL);
-        if (!isfinite(v) || v < o->min || v > o->max)
+        char *end;
+        float v = (float)strtod(text, &end);
+        if (end == text || *end != '\0' || !isfinite(v) || v < o->min || v > o->max)
             cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
                      o->name, o->min, o->max, text);
         *(float *)o->target = v;
