@@ -83,7 +83,10 @@ static void all_at_once(const float *scores, float *expected)
  * and o (EX_V,), every step printed. */
 static void add_block(const float *scores, int k0, int n, float *m, float *l, float *o)
 {
-    printf("\nkeys %d..%d: scores ", k0, k0 + n - 1);
+    if (n == 1)
+        printf("\nkey %d: score ", k0);
+    else
+        printf("\nkeys %d..%d: scores ", k0, k0 + n - 1);
     print_row("", scores + k0, n);
     printf("\n");
     float block_max = scores[k0];
