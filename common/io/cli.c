@@ -284,3 +284,23 @@ void cli_print_help(const CliTable *table, FILE *out)
         fputc('\n', out);
     }
 }
+
+/* The checks of one program run: a program is one process, so one count. */
+static int failed_checks = 0;
+
+void cli_check(const char *prog, bool holds, const char *what)
+{
+    if (!holds) {
+        fprintf(stderr, "%s: check failed: %s\n", prog, what);
+        failed_checks++;
+    }
+}
+
+int cli_checks_status(const char *prog)
+{
+    if (failed_checks == 0)
+        return 0;
+    fprintf(stderr, "%s: %d %s failed\n", prog, failed_checks,
+            plural(failed_checks, "check", "checks"));
+    return 1;
+}
