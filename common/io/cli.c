@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/cli.h"
 
+#include "error.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -147,9 +149,12 @@ static void set_option(const char *prog, const CliOption *o, const char *text)
     case CLI_FLOAT: {
         /* The float that will be used is the one checked, against the
          * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
-         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits. */
-        float v = (float)cli_double(prog, o->name, text, -HUGE_VAL, HUGE_VAL);
-        if (!isfinite(v) || v < (float)o->min || v > (float)o->max)
+         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits.
+         * A word, NaN or an infinity gets the range in its message. */
+        char *end;
+        float v = (float)strtod(text, &end);
+        if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) ||
+            v < (float)o->min || v > (float)o->max)
             cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
                      o->name, o->min, o->max, text);
         *(float *)o->target = v;
@@ -189,6 +194,7 @@ static void close_stdout(void)
 void cli_parse(const CliTable *table, int argc, char **argv)
 {
     stdout_prog = table->prog;
+    error_set_program(table->prog);
     atexit(close_stdout);
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--help")) {
@@ -277,4 +283,24 @@ void cli_print_help(const CliTable *table, FILE *out)
         }
         fputc('\n', out);
     }
+}
+
+/* The checks of one program run: a program is one process, so one count. */
+static int failed_checks = 0;
+
+void cli_check(const char *prog, bool holds, const char *what)
+{
+    if (!holds) {
+        fprintf(stderr, "%s: check failed: %s\n", prog, what);
+        failed_checks++;
+    }
+}
+
+int cli_checks_status(const char *prog)
+{
+    if (failed_checks == 0)
+        return 0;
+    fprintf(stderr, "%s: %d %s failed\n", prog, failed_checks,
+            plural(failed_checks, "check", "checks"));
+    return 1;
 }

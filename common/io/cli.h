@@ -73,6 +73,13 @@ void cli_parse(const CliTable *table, int argc, char **argv);
  * and default (taken from the targets as they are now). */
 void cli_print_help(const CliTable *table, FILE *out);
 
+/* The word that goes with a count: plural(1, "head", "heads") is "head",
+ * plural(0 or 2, ...) is "heads", so a program never prints "1 heads". */
+static inline const char *plural(long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 /* ---- the pieces, also for programs' own checks -------------------------- */
 bool cli_is(const char *arg, const char *flag);
 /* The value after argv[*i]; advances *i. Missing: "--seed needs a value". */
@@ -93,5 +100,13 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* An existing, writable directory, or a usage error naming it. */
 void cli_check_dir(const char *prog, const char *flag, const char *dir);
+
+/* ---- a program's own checks (chapters 03 and 06) -------------------------- */
+/* A chapter program checks what it shows, and its exit status says whether
+ * every check held. cli_check prints "PROG: check failed: WHAT" on stderr
+ * when holds is false and counts it; cli_checks_status ends the count:
+ * "PROG: 2 checks failed" on stderr and 1 when any failed, else 0. */
+void cli_check(const char *prog, bool holds, const char *what);
+int cli_checks_status(const char *prog);
 
 #endif
