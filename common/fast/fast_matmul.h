@@ -11,8 +11,9 @@
  * products is added into them, so each value loaded from memory is used
  * FAST_MR or FAST_NR times:
  *
- *   - B is copied once into "panels" of FAST_NR columns, stored row after
- *     row (FAST_NR consecutive floats = two vectors per row of a panel);
+ *   - B is copied into "panels" of FAST_NR columns, stored row after row
+ *     (FAST_NR consecutive floats = two vectors per row of a panel), a
+ *     chunk at a time by each thread that needs it;
  *   - the k dimension is cut into chunks of FAST_KC, so the part of a panel
  *     in use stays in the fast caches while many tiles of A sweep over it;
  *   - the rows of C are shared out between threads (pthreads), each
