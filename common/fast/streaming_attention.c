@@ -162,6 +162,29 @@ typedef struct {
 
 enum { BR = STREAM_BLOCK_QUERIES, BC = STREAM_BLOCK_KEYS };
 
+/* After the last block: out (rows, v) = o / l, and lse (rows,) when not
+ * NULL. A query that saw no key (valid_len 0) has l = 0 and gets zeros,
+ * like the clear version's all-zero weight row. (A NaN in a key or value
+ * that a query reads makes its output NaN, as in the clear one. Unlike the
+ * clear one, a value row past every valid length of a block of queries is
+ * never read, so a NaN there stays unseen.) */
+static void finish_rows(const Scratch *w, int rows, int v, float *out, size_t out_stride,
+                        float *lse)
+{
+    for (int r = 0; r < rows; r++) {
+        float *out_row = out + (size_t)r * out_stride;
+        if (w->l[r] == 0.0f)
+            memset(out_row, 0, (size_t)v * sizeof(float));
+        else
+            scale_row(out_row, w->o + (size_t)r * v, (size_t)v, 1.0f / w->l[r]);
+        /* What the backward keeps of the row: log(sum_j exp(s_j)) =
+         * m + log(l), so that exp(s_j - lse) is the weight itself; -inf
+         * for a query with no key, all of whose weights are 0. */
+        if (lse != NULL)
+            lse[r] = w->l[r] == 0.0f ? -INFINITY : w->m[r] + logf(w->l[r]);
+    }
+}
+
 /* queries (rows, d) at query_stride, len (rows,) -> out (rows, v) at
  * out_stride, and lse (rows,) when not NULL */
 static void query_block(const PackedKeysValues *kv, const float *queries, size_t query_stride,
@@ -232,25 +255,7 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
                    w->o, (size_t)v, true);
     }
 
-    /* out = o / l; a query that saw no key (valid_len 0) has l = 0 and
-     * gets zeros, like the clear version's all-zero weight row. (A NaN in
-     * a key or value that a query reads makes its output NaN, as in the
-     * clear one. Unlike the clear one, a value row past every valid length
-     * of a block of queries is never read, so a NaN there stays unseen.) */
-    for (int r = 0; r < rows; r++) {
-        float *out_row = out + (size_t)r * out_stride;
-        const float *o_row = w->o + (size_t)r * v;
-        if (w->l[r] == 0.0f)
-            memset(out_row, 0, (size_t)v * sizeof(float));
-        else
-            scale_row(out_row, o_row, v, 1.0f / w->l[r]);
-    }
-    /* What the backward keeps of the row: log(sum_j exp(s_j)) = m + log(l),
-     * so that exp(s_j - lse) is the weight itself. -inf for a query with
-     * no key: every one of its weights is 0. */
-    if (lse != NULL)
-        for (int r = 0; r < rows; r++)
-            lse[r] = w->l[r] == 0.0f ? -INFINITY : w->m[r] + logf(w->l[r]);
+    finish_rows(w, rows, v, out, out_stride, lse);
 }
 
 void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
