@@ -524,6 +524,48 @@ Test(multihead_fast, cross_attention_with_2d_mask_equals_clear)
 
 /* ---- backward: fast linear, streaming attention, fast layer --------------------- */
 
+/* A given transposed, A^T (k, m): fast_gemm_at and fast_block_at against
+ * the clear product of the transposed copy, k past one 256 chunk, m not a
+ * multiple of the tile's rows, with and without accumulating. */
+Test(fast_backward, transposed_a_equals_clear)
+{
+    enum { m = 29, n = 33, k = 520 };
+    Rng rng = rng_new(39);
+    float *a_t = random_floats(&rng, (size_t)k * m);   /* A^T (k, m) */
+    float *b = random_floats(&rng, (size_t)k * n);     /* B (k, n) */
+    float *a = malloc((size_t)m * k * sizeof(float));
+    for (int p = 0; p < k; p++)
+        for (int i = 0; i < m; i++)
+            a[(size_t)i * k + p] = a_t[(size_t)p * m + i];
+    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
+    float *expected = malloc((size_t)m * n * sizeof(float));
+    float *magnitude = malloc((size_t)m * n * sizeof(float));
+    matmul_raw(a, b, expected, m, k, n);
+    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+    float *actual = malloc((size_t)m * n * sizeof(float));
+    for (int threads = 1; threads <= 2; threads++) {
+        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, false, threads);
+        expect_product_close(actual, expected, magnitude, m, n, k, "fast_gemm_at");
+        /* accumulating onto C = 1 gives 1 + A B */
+        for (int i = 0; i < m * n; i++)
+            actual[i] = 1.0f;
+        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, true, threads);
+        for (int i = 0; i < m * n; i++)
+            actual[i] -= 1.0f;
+        expect_product_close(actual, expected, magnitude, m, n, k + 2, "fast_gemm_at, accumulated");
+    }
+    /* the block kernel on its own, B as panels, k in three chunks; a
+     * panel is fast_panels_size(k, 1) floats (this file does not see the
+     * fast files' tile constants) */
+    float *panels = fast_alloc_panels("test", fast_panels_size(k, n));
+    fast_pack_panels(b, n, false, k, n, panels);
+    fast_block_at(m, n, k, a_t, m, panels, fast_panels_size(k, 1), actual, n, false);
+    expect_product_close(actual, expected, magnitude, m, n, k, "fast_block_at");
+    free(panels);
+    free(a_t); free(b); free(a); free(abs_a); free(abs_b);
+    free(expected); free(magnitude); free(actual);
+}
+
 /* Every gradient within 1e-5 of its own largest magnitude, as the fast
  * path promises; the name says which one differs. */
 static void expect_gradient_close(const Tensor *actual, const Tensor *expected, float scale,
