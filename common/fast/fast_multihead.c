@@ -1,6 +1,6 @@
 /*
- * fast_multihead.c - the multi-head layer's fast forward pass. See
- * fast_multihead.h.
+ * fast_multihead.c - the multi-head layer's fast forward and backward
+ * passes. See fast_multihead.h.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.

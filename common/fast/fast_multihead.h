@@ -1,6 +1,6 @@
 /*
- * fast_multihead.h - a fast forward pass for the multi-head attention layer
- * of multihead.h (the speed section of chapter 05).
+ * fast_multihead.h - fast forward and backward passes for the multi-head
+ * attention layer of multihead.h (the speed section of chapter 05).
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.
@@ -20,7 +20,8 @@
  * one head at a time per thread: memory is the inputs, the concatenated
  * heads and the output, (B*T + B*K) * D floats, plus (T + 2K) * d per
  * thread.
- * Evaluation only: there is no dropout and no attention-weights output.
+ * There is no dropout (both passes are those of evaluation mode, or of
+ * training with dropout 0) and no attention-weights output.
  */
 #ifndef FAST_MULTIHEAD_H
 #define FAST_MULTIHEAD_H
