@@ -364,20 +364,32 @@ typedef struct {
     size_t ldc;
     bool accumulate;
     int num_threads;
+    bool split_columns;     /* threads share C's columns, not its rows */
     float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
 } Gemm;
 
+/* Of count items in groups of size, thread t's share [*first, *last), in
+ * whole groups; false when it is empty. */
+static bool thread_share(int count, int size, int thread, int num_threads, int *first, int *last)
+{
+    int groups = (count + size - 1) / size;
+    *first = (int)((long)groups * thread / num_threads) * size;
+    *last = (int)((long)groups * (thread + 1) / num_threads) * size;
+    if (*last > count)
+        *last = count;
+    return *first < *last;
+}
+
 /* Thread t takes a contiguous band of rows, a multiple of MR long (except
- * the last), and runs the k chunks over it. */
-static void gemm_rows(void *arg, int thread)
+ * the last), or with split_columns a band of columns, whole panels, and
+ * runs the k chunks over it. */
+static void gemm_band(void *arg, int thread)
 {
     const Gemm *g = arg;
-    int groups = (g->m + FAST_MR - 1) / FAST_MR;
-    int first = (int)((long)groups * thread / g->num_threads) * FAST_MR;
-    int last = (int)((long)groups * (thread + 1) / g->num_threads) * FAST_MR;
-    if (last > g->m)
-        last = g->m;
-    if (first >= last)
+    int first = 0, last = g->m, col_first = 0, col_last = g->n;
+    if (!(g->split_columns
+              ? thread_share(g->n, FAST_NR, thread, g->num_threads, &col_first, &col_last)
+              : thread_share(g->m, FAST_MR, thread, g->num_threads, &first, &last)))
         return;
     /* Loop order, outermost first: a chunk of k (FAST_KC), a chunk of
      * columns (FAST_NC), then fast_block, which takes MR rows of A at a
@@ -388,8 +400,8 @@ static void gemm_rows(void *arg, int thread)
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
         bool acc = g->accumulate || p0 > 0;   /* later chunks add to the first */
-        for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
-            int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
+        for (int j0 = col_first; j0 < col_last; j0 += FAST_NC) {
+            int cols = col_last - j0 < FAST_NC ? col_last - j0 : FAST_NC;
             const float *panel;
             size_t panel_stride;
             if (g->panels != NULL) {
@@ -415,20 +427,27 @@ static void gemm_rows(void *arg, int thread)
     }
 }
 
-/* m, n, k > 0: share C's rows between threads and run gemm_rows. The
+/* m, n, k > 0: share C between threads and run gemm_band. The
  * per-thread chunks of B are allocated here, by the calling thread (see
  * fast_multihead.c on why not in the workers). */
 static void gemm_threads(Gemm *g, int num_threads)
 {
     const char *func = "fast_gemm";
-    int groups = (g->m + FAST_MR - 1) / FAST_MR;
+    /* Threads that share C's rows each pack all of B; sharing its columns,
+     * each packs its own part of B and reads all of A. The first suits a
+     * tall C (a layer's m rows against a small weight), the second a
+     * square one whose B is as large as A (a weight gradient, dY^T X,
+     * summed over thousands of rows). Either way every element of C is
+     * summed by one thread in the same order: the bits do not change. */
+    g->split_columns = g->panels == NULL && g->n >= g->m;
+    int groups = g->split_columns ? (g->n + FAST_NR - 1) / FAST_NR : (g->m + FAST_MR - 1) / FAST_MR;
     if (num_threads > groups)
         num_threads = groups;   /* no thread without a whole tile to do */
     const int T = g->num_threads = num_threads < 1 ? 1 : num_threads;
     g->b_copies = g->panels == NULL ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         g->b_copies[t] = fast_alloc_panels(func, fast_panels_size(FAST_KC, FAST_NC));
-    fast_parallel(T, gemm_rows, g);
+    fast_parallel(T, gemm_band, g);
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         free(g->b_copies[t]);
     free(g->b_copies);
