@@ -142,6 +142,28 @@ static void head_worker(void *arg, int thread)
     }
 }
 
+/* The forward's multiply-adds, counted as 2 FLOPs each: the four
+ * projections and the two products of attention. */
+static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
+{
+    const double D = layer->num_hiddens;
+    const double inputs = (double)T * layer->query_size + (double)K * layer->key_size +
+                          (double)K * layer->value_size;
+    return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
+}
+
+/* Starting and joining a thread costs some tens of microseconds: a thread
+ * is worth it for a few million FLOPs of work (4 million: about 30 us at
+ * 150 GFLOP/s), so d2l's toy runs on one. Fewer threads change no result:
+ * the layer gives the same bits on any number. */
+static int threads_worth(int num_threads, double flops)
+{
+    const double per_thread = 4e6;
+    if (num_threads < 1)
+        num_threads = 1;
+    return flops < per_thread * num_threads ? 1 + (int)(flops / per_thread) : num_threads;
+}
+
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
  * and what the backward needs in saved when not NULL */
 static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
@@ -158,8 +180,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     valid_lens_check(func, valid_lens, B, T, K);
     if (H < 1 || D % H != 0)
         die(func, "num_hiddens %d does not divide by num_heads %d", D, H);
-    if (num_threads < 1)
-        num_threads = 1;
+    num_threads = threads_worth(num_threads, layer_flops(layer, B, T, K));
     if (saved != NULL)
         *saved = (FastMultiHeadSaved){queries, keys, values, valid_lens,
                                       fast_tensor_zeros(func, SHAPE(B, T, D)),
@@ -325,8 +346,8 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
         die(func, "nothing saved: run fast_multihead_forward_save first");
     const int B = saved->Q->shape[0], T = saved->Q->shape[1], D = layer->num_hiddens;
     tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, D));
-    if (num_threads < 1)
-        num_threads = 1;
+    /* the backward does about twice the forward's work */
+    num_threads = threads_worth(num_threads, 2.0 * layer_flops(layer, B, T, saved->K->shape[1]));
 #define GRAD(name) (grads != NULL ? grads->name : NULL)
 
     // pass 4 backwards: grad_concat = grad_output W_o, grad_W_o += grad_output^T concat,
