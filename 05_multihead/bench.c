@@ -62,10 +62,11 @@ enum { MAX_RUNS = 51, MAX_LINES = 64 };
 
 /* PyTorch 1.13's nn.MultiheadAttention at (8, 512, 512, 8) on 2 threads,
  * on the machine these targets were set on (median ms, forward and
- * forward + backward, tests/fixtures/time_pytorch_multihead.py). Measure
- * yours and give them with --pytorch-ms. */
-#define PYTORCH_FORWARD_MS 230.0
-#define PYTORCH_FORWARD_BACKWARD_MS 460.0
+ * forward + backward, with 2 MB pages: the better figures that
+ * tests/fixtures/time_pytorch_multihead.py printed there). Measure yours
+ * and give them with --pytorch-ms. */
+#define PYTORCH_FORWARD_MS 152.1
+#define PYTORCH_FORWARD_BACKWARD_MS 404.4
 
 typedef enum { FORWARD, FORWARD_BACKWARD, ATTENTION_BACKWARD } Pass;
 static const char *const PASS_NAMES[] = {"forward", "fwd+bwd", "attn bwd"};
@@ -484,7 +485,7 @@ static Options parse_options(int argc, char **argv)
         {"--pytorch-ms", CLI_STRING, &opt.pytorch_text, .metavar = "F,FB",
          .help = "PyTorch's forward and forward + backward ms at\n(8, 512, 512, 8), for "
                  "the targets, as\ntests/fixtures/time_pytorch_multihead.py prints them",
-         .default_text = "230,460: measured where\nthe targets were set"},
+         .default_text = "152.1,404.4: measured where\nthe targets were set"},
     };
     cli_parse(&(CliTable){PROG,
                           "Time and peak memory of the multi-head attention layer, the clear "
