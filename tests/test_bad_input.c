@@ -420,6 +420,7 @@ static void read_only_dir(const char *dir)
 #define SELF "03_self_attention/self_attention"
 #define DROPOUT "03_self_attention/exercise_dropout_average"
 #define STREAMING "03_self_attention/streaming"
+#define BACKWARD "03_self_attention/backward"
 #define TRANSPOSE "04_transpose_qkv/transpose_qkv"
 #define SPLIT "04_transpose_qkv/exercise_head_split"
 #define MULTI "05_multihead/multihead"
@@ -499,6 +500,18 @@ static BadInput rows[] = {
     {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
     {DROPOUT, "--dropout 0.99999999", 2, "got 0.99999999, which is 1 as a float", NULL},
     {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
+    {BACKWARD, "--tokens 0", 2, "--tokens expects a whole number from 1 to 8, got '0'", NULL},
+    {BACKWARD, "--tokens 9", 2, "--tokens expects a whole number from 1 to 8", NULL},
+    {BACKWARD, "--hiddens 2", 2, "--hiddens sizes random tokens: give --tokens N too", NULL},
+    {BACKWARD, "--tokens 3 --hiddens 5", 2, "--hiddens expects a whole number from 1 to 4",
+     NULL},
+    {BACKWARD, "--eps 0", 2, "--eps expects a number from 1e-06 to 0.5, got '0'", NULL},
+    {BACKWARD, "--eps nan", 2, "--eps expects a number from 1e-06 to 0.5, got 'nan'", NULL},
+    {BACKWARD, "--eps 1", 2, "--eps expects a number from 1e-06 to 0.5, got '1'", NULL},
+    {BACKWARD, "--jacobian-max 3", 2, "--jacobian-max expects a whole number from 4 to 4096",
+     NULL},
+    {BACKWARD, "--jacobian-max 99999999999", 2, "--jacobian-max expects a whole number", NULL},
+    {BACKWARD, "--seed -1", 2, "--seed expects a whole number", NULL},
     {STREAMING, "--block 0", 2, "--block expects a whole number from 1 to 6, got '0'", NULL},
     {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
     {STREAMING, "--batch 65", 2, "--batch expects a whole number from 1 to 64", NULL},
