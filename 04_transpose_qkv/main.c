@@ -39,12 +39,6 @@ typedef struct {
     uint64_t seed;
 } Options;
 
-/* "1 head", "2 heads" */
-static const char *plural(int n, const char *one, const char *many)
-{
-    return n == 1 ? one : many;
-}
-
 /* "hidden 3" or "hiddens 3..5" into buf */
 static const char *span(char *buf, size_t len, const char *one, const char *many, int first,
                         int last)
