@@ -351,6 +351,31 @@ static void from_long_rows(const char *dir)
 }
 
 /* Output names already taken by a directory: the write fails half way. */
+/* grad_output.npy asks for the backward; @/out receives the results */
+static void grad_output_wrong_shape(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    write_floats(dir, "grad_output", SHAPE(2, 3, 5));
+}
+
+static void grad_output_nan(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    /* element 7 of (2, 3, 4) is [0, 1, 3] */
+    write_floats_poisoned(dir, "grad_output", SHAPE(2, 3, 4), 7, NAN);
+}
+
+/* the results and the first gradients are written, then grad_W_k.npy fails */
+static void grad_w_k_taken(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "grad_output", SHAPE(2, 3, 4));
+    make_dir(dir, "out");
+    make_dir(dir, "out/grad_W_k.npy");
+}
+
 static void out_results_taken(const char *dir)
 {
     from_good(dir);
@@ -621,6 +646,14 @@ static BadInput rows[] = {
      "@/out/output.npy", out_results_taken},
     {MULTI, "--from @/in --heads 2 --to @/out", 1, "output.npy: cannot write",
      "@/out/attention_weights.npy", out_output_taken},
+    /* the backward's input: a wrong shape or a NaN, one line and nothing written */
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy has shape (2, 3, 5), "
+     "expected (2, 3, 4) = (batch_size, num_queries, num_hiddens)", "@/out/output.npy",
+     grad_output_wrong_shape},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy: element 7 (index [0, 1, 3]) "
+     "is NaN; the data must be finite", "@/out/output.npy", grad_output_nan},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_W_k.npy: cannot write",
+     "@/out/grad_queries.npy", grad_w_k_taken},
     {MULTI, "--from @/in --heads 2 --plot @/missing", 2, "--plot: directory '",
      "@/missing/multihead_weights.dat", from_good},
 
