@@ -288,7 +288,7 @@ Test(tasks, dictionary_examples_are_lookups)
     const Task task = task_dictionary(6, 10, 12);
     TaskBatch *batch = task_batch_new(&task, 200);
     Rng rng = rng_new(3);
-    task_draw(&task, batch, &rng);
+    task_draw(&task, batch, SPLIT_TRAIN, &rng);
     int asked_at[6] = {0};
     for (int b = 0; b < batch->batch_size; b++) {
         const int *keys = batch->keys + b * 6, *values = batch->values + b * 6;
@@ -317,18 +317,52 @@ Test(tasks, the_same_seed_draws_the_same_examples)
     const Task task = task_dictionary(4, 8, 8);
     TaskBatch *a = task_batch_new(&task, 16), *b = task_batch_new(&task, 16);
     Rng rng_a = rng_new(9), rng_b = rng_new(9), rng_c = rng_new(10);
-    task_draw(&task, a, &rng_a);
-    task_draw(&task, b, &rng_b);
+    task_draw(&task, a, SPLIT_TRAIN, &rng_a);
+    task_draw(&task, b, SPLIT_TRAIN, &rng_b);
     cr_expect_eq(memcmp(a->keys, b->keys, 16 * 4 * sizeof(int)), 0);
     cr_expect_eq(memcmp(a->values, b->values, 16 * 4 * sizeof(int)), 0);
     cr_expect_eq(memcmp(a->queries, b->queries, 16 * sizeof(int)), 0);
     cr_expect_eq(task_example_hash(a, 5), task_example_hash(b, 5));
-    task_draw(&task, b, &rng_c);
+    task_draw(&task, b, SPLIT_TRAIN, &rng_c);
     cr_expect_neq(memcmp(a->keys, b->keys, 16 * 4 * sizeof(int)), 0);
     /* fingerprints of different examples differ */
     cr_expect_neq(task_example_hash(a, 0), task_example_hash(a, 1));
     task_batch_free(a);
     task_batch_free(b);
+}
+
+Test(tasks, the_splits_never_meet)
+{
+    /* a small space (4 keys, 4 values, 2 pairs: 4 * 3 * 4 * 3 * 2 = 288
+     * examples) drawn many times: each split covers about half of it and
+     * they share no example */
+    const Task task = task_dictionary(2, 4, 4);
+    TaskBatch *train = task_batch_new(&task, 3000), *heldout = task_batch_new(&task, 3000);
+    Rng rng = rng_new(2);
+    task_draw(&task, train, SPLIT_TRAIN, &rng);
+    task_draw(&task, heldout, SPLIT_HELDOUT, &rng);
+    enum { SPACE = 4 * 4 * 4 * 4 * 4 };   /* keys, values and query as base-4 digits */
+    static char seen[2][SPACE];
+    memset(seen, 0, sizeof seen);
+    TaskBatch *batches[2] = {train, heldout};
+    for (int s = 0; s < 2; s++)
+        for (int b = 0; b < 3000; b++) {
+            const int *k = batches[s]->keys + 2 * b, *v = batches[s]->values + 2 * b;
+            const int code = (((k[0] * 4 + k[1]) * 4 + v[0]) * 4 + v[1]) * 4 + batches[s]->queries[b];
+            cr_assert_eq(task_split_of(batches[s], b), (TaskSplit)s);
+            seen[s][code] = 1;
+        }
+    int in_train = 0, in_heldout = 0;
+    for (int c = 0; c < SPACE; c++) {
+        cr_expect(!(seen[0][c] && seen[1][c]), "example %d is in both splits", c);
+        in_train += seen[0][c];
+        in_heldout += seen[1][c];
+    }
+    cr_expect(in_train > 100 && in_heldout > 100, "train %d, held-out %d of 288 examples",
+              in_train, in_heldout);
+    cr_expect_eq(in_train + in_heldout, 288);
+    task_batch_free(train);
+    task_batch_free(heldout);
 }
 
 Test(tasks, an_example_prints_in_words)
