@@ -80,7 +80,6 @@ static void part1_the_task(const Task *task, const Options *opt)
 static void describe_model(const LookupModel *model, const Options *opt)
 {
     const int D = model->num_hiddens, H = model->num_heads, V = model->key_vocab;
-    printf("Part 2. The model, trained\n\n");
     printf("  query word, entries' keys -> embed_keys (%d, %d)   entries' values -> "
            "embed_values (%d, %d)\n", V, D, model->value_vocab, D);
     printf("  multi-head attention: %d heads of size %d, the query attending over the %d "
@@ -113,6 +112,7 @@ static void report_progress(int step, int steps, double mean_loss, double accura
 static bool part2_train(LookupModel *model, const Task *task, const Options *opt,
                         float *losses)
 {
+    printf("Part 2. The model, trained\n\n");
     describe_model(model, opt);
     printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)opt->lr, opt->batch,
            opt->steps);
