@@ -673,3 +673,109 @@ Test(lookup_model, save_and_load_round_trip, .init = make_scratch, .fini = remov
     lookup_free(other);
     lookup_free(model);
 }
+
+/* ---- the program ------------------------------------------------------------------ */
+
+#define TRAIN "05_multihead/train"
+
+/* The number after "accuracy " in Part 3's line, in percent. */
+static double heldout_accuracy(const char *out)
+{
+    const char *line = strstr(out, "never trained on:");
+    cr_assert_not_null(line, "no held-out line in:\n%s", out);
+    const char *at = strstr(line, "accuracy ");
+    cr_assert_not_null(at);
+    return strtod(at + strlen("accuracy "), NULL);
+}
+
+/* The output without the line that holds a timing ("steps in ... s"). */
+static char *without_timing(const char *out)
+{
+    char *copy = strdup(out);
+    char *line = strstr(copy, " steps in ");
+    cr_assert_not_null(line, "no timing line in:\n%s", out);
+    while (line > copy && line[-1] != '\n')
+        line--;
+    char *end = strchr(line, '\n');
+    memmove(line, end + 1, strlen(end + 1) + 1);
+    return copy;
+}
+
+Test(train_program, defaults_reach_99_percent_held_out)
+{
+    RunResult r = run_program(TRAIN, "");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const double accuracy = heldout_accuracy(r.out);
+    cr_expect(accuracy >= 99.0, "held-out accuracy %.2f%%", accuracy);
+    /* the query's weight sits on its key: every head's mean weight there is
+     * well above an even spread over 8 entries (0.125) */
+    const char *means = strstr(r.out, "mean weight on the entry holding the query's key");
+    cr_assert_not_null(means);
+    for (const char *h = strstr(means, "head "); h; h = strstr(h + 1, "head ")) {
+        const double weight = strtod(strchr(h + 5, ' ') + 1, NULL);
+        cr_expect(weight > 0.5, "a head's mean weight on the key is %.3f", weight);
+    }
+    run_result_free(&r);
+}
+
+Test(train_program, the_same_seed_prints_the_same_numbers)
+{
+    RunResult a = run_program(TRAIN, "--steps 30 --seed 4"), b = run_program(TRAIN, "--steps 30 --seed 4");
+    RunResult c = run_program(TRAIN, "--steps 30 --seed 5");
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    char *a_text = without_timing(a.out), *b_text = without_timing(b.out);
+    char *c_text = without_timing(c.out);
+    cr_expect_str_eq(a_text, b_text);
+    cr_expect_str_neq(a_text, c_text);
+    free(a_text);
+    free(b_text);
+    free(c_text);
+    run_result_free(&a);
+    run_result_free(&b);
+    run_result_free(&c);
+}
+
+Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    /* a half-trained model (60 steps), so that the held-out numbers are not
+     * simply 100% and a wrong load would show */
+    char args[256];
+    snprintf(args, sizeof args, "--steps 60 --pairs 5 --heads 2 --to %s --plot %s", scratch,
+             scratch);
+    RunResult trained = run_program(TRAIN, args);
+    cr_assert_eq(trained.status, 0, "%s", trained.err);
+    snprintf(args, sizeof args, "--pairs 5 --from %s", scratch);
+    RunResult loaded = run_program(TRAIN, args);
+    cr_assert_eq(loaded.status, 0, "%s", loaded.err);
+    const char *parts[2] = {strstr(trained.out, "Part 3."), strstr(loaded.out, "Part 3.")};
+    cr_assert(parts[0] && parts[1]);
+    char *plots_line = strstr(trained.out, "\nwrote ");   /* only the first run plots */
+    cr_assert_not_null(plots_line);
+    plots_line[0] = '\0';
+    /* Parts 3 and 4 (accuracy, loss, weights) agree to the last digit */
+    cr_expect_str_eq(parts[0], parts[1]);
+    const double accuracy = heldout_accuracy(trained.out);
+    cr_expect(accuracy > 20.0 && accuracy < 99.0, "60 steps gave %.2f%%", accuracy);
+    /* the model's 9 files, and the loss curve and heatmap */
+    const char *files[] = {"embed_keys.weight.npy", "attention.in_proj_weight.npy",
+                           "num_heads.npy", "train_loss.dat", "train_loss.gp",
+                           "train_attention.dat", "train_attention.gp"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", scratch, files[i]);
+        struct stat st;
+        cr_expect_eq(stat(path, &st), 0, "%s was not written", files[i]);
+    }
+    cr_expect_eq(count_files(scratch), LOOKUP_NUM_FILES + 4);
+    run_result_free(&trained);
+    run_result_free(&loaded);
+}
+
+Test(train_program, help_lists_every_option)
+{
+    const char *const options[] = {"--seed", "--steps", "--batch", "--lr", "--pairs",
+                                   "--countries", "--hiddens", "--heads", "--examples", "--to",
+                                   "--from", "--plot", "--bench"};
+    expect_help_lists(TRAIN, options, sizeof options / sizeof options[0]);
+}
