@@ -694,7 +694,8 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
                 if (*buffer == NULL) {
                     npy_fail(sink, "out of memory reading %zu bytes", need);
                 } else {
-                    memcpy(*buffer, preamble + data_start, early);
+                    if (early > 0)
+                        memcpy(*buffer, preamble + data_start, early);
                     if (!read_exact(fd, *buffer + early, need - early))
                         read_failed(sink);
                     else
