@@ -640,3 +640,17 @@ Test(grads_hand, a_nearly_one_hot_row_keeps_its_accuracy)
     cr_expect_lt(worst / scale, 1e-6, "relative error %g", worst / scale);
     cr_expect_gt(scale, 1e-4);
 }
+
+Test(grads_program, layer_backward_runs_for_every_head_count)
+{
+    const char *const runs[] = {"--heads 1 --head 0", "--heads 3 --head 2 --seed 4",
+                                "--heads 6 --head 5 --seed 9"};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        /* exit status 1 would mean the hand-worked head disagrees */
+        RunResult r = run_program("05_multihead/backward", runs[i]);
+        cr_expect_eq(r.status, 0, "%s: exit %d: %s", runs[i], r.status, r.err ? r.err : "");
+        run_result_free(&r);
+    }
+    const char *const options[] = {"--seed", "--heads", "--head", "--help"};
+    expect_help_lists("05_multihead/backward", options, 4);
+}
