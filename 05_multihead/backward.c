@@ -247,7 +247,7 @@ static Options parse_options(int argc, char **argv)
          .help = "the head worked by hand in Part 3, below H"},
     };
     cli_parse(&(CliTable){PROG, "The multi-head layer backwards: every gradient against "
-                                "finite differences, the key\nbias that learns nothing, and "
+                                "finite differences,\nthe key bias that learns nothing, and "
                                 "one head's dK by hand.",
                           CLI_COUNT(options), options},
               argc, argv);

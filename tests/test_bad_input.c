@@ -516,6 +516,7 @@ static void read_only_dir(const char *dir)
 #define IMPORTANCE "05_multihead/head_importance"
 #define BENCH "05_multihead/bench"
 #define TRAIN "05_multihead/train"
+#define LAYER_BACKWARD "05_multihead/backward"
 #define PERMUTATION "06_permutation_invariance/permutation_invariance"
 #define ORDER "06_permutation_invariance/exercise_causal_order"
 
@@ -718,6 +719,13 @@ static BadInput rows[] = {
      "@/out/grad_queries.npy", grad_w_k_taken},
     {MULTI, "--from @/in --heads 2 --plot @/missing", 2, "--plot: directory '",
      "@/missing/multihead_weights.dat", from_good},
+
+    /* chapter 05: the layer backwards */
+    {LAYER_BACKWARD, "--heads 4", 2, "--heads 4 does not divide num_hiddens 6", NULL},
+    {LAYER_BACKWARD, "--heads 7", 2, "--heads expects a whole number from 1 to 6, got '7'", NULL},
+    {LAYER_BACKWARD, "--head 2", 2, "--head 2: the layer has heads 0 to 1", NULL},
+    {LAYER_BACKWARD, "--heads 3 --head -1", 2, "--head expects a whole number from 0 to 5", NULL},
+    {LAYER_BACKWARD, "--seed x", 2, "--seed expects a whole number", NULL},
 
     /* chapter 05: the exercises */
     {GRID, "--hiddens 8 --heads 3", 2, "--hiddens 8 does not divide by --heads 3", NULL},

@@ -609,3 +609,48 @@ Test(grads_program, backward_runs_on_random_tokens_and_lists_its_options)
                                    "--jacobian-max", "--help"};
     expect_help_lists("03_self_attention/backward", options, 6);
 }
+
+Test(grads_hand, a_nearly_one_hot_row_keeps_its_accuracy)
+{
+    /* Scores far apart make one weight 0.99991 and the rest small; then
+     * dS_j = p_j (g_j - <g, p>) subtracts two nearly equal numbers, and
+     * float weights that sum to 1 + 1e-7 instead of 1 cost 5e-5 of
+     * accuracy (measured without the division by the weights' sum in
+     * softmax_row_backward; 3e-7 with it). The reference is the same
+     * formula in double, from double weights. */
+    const double scores[6] = {5.41, 2.86, -15.68, 8.641, 18.0, -5.799};
+    const float g[6] = {0.7f, -1.3f, 0.2f, 2.1f, -0.4f, 1.1f};
+    double p64[6], sum = 0.0, dot = 0.0;
+    float p[6], out[6];
+    for (int j = 0; j < 6; j++)
+        sum += p64[j] = exp(scores[j] - 18.0);
+    for (int j = 0; j < 6; j++) {
+        p64[j] /= sum;
+        dot += p64[j] * g[j];
+        p[j] = (float)scores[j];
+    }
+    softmax_row(p, 6);
+    softmax_row_backward(p, g, out, 6);
+    double worst = 0.0, scale = 0.0;
+    for (int j = 0; j < 6; j++) {
+        const double expected = p64[j] * (g[j] - dot);
+        worst = fmax(worst, fabs(out[j] - expected));
+        scale = fmax(scale, fabs(expected));
+    }
+    cr_expect_lt(worst / scale, 1e-6, "relative error %g", worst / scale);
+    cr_expect_gt(scale, 1e-4);
+}
+
+Test(grads_program, layer_backward_runs_for_every_head_count)
+{
+    const char *const runs[] = {"--heads 1 --head 0", "--heads 3 --head 2 --seed 4",
+                                "--heads 6 --head 5 --seed 9"};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        /* exit status 1 would mean the hand-worked head disagrees */
+        RunResult r = run_program("05_multihead/backward", runs[i]);
+        cr_expect_eq(r.status, 0, "%s: exit %d: %s", runs[i], r.status, r.err ? r.err : "");
+        run_result_free(&r);
+    }
+    const char *const options[] = {"--seed", "--heads", "--head", "--help"};
+    expect_help_lists("05_multihead/backward", options, 4);
+}
