@@ -52,4 +52,32 @@ Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
                               const Tensor *values, const ValidLens *valid_lens,
                               const Dropout *dropout, Tensor **attention_weights);
 
+/* ---- backward ------------------------------------------------------------
+ * What the forward keeps for its backward. Memory: weights B*T*K floats,
+ * and as many again for the dropout scale in training mode. */
+typedef struct {
+    Tensor *weights;         /* (B, T, K) softmax output, before dropout */
+    Tensor *dropout_scale;   /* (B, T, K) 0 or 1/(1-p) as drawn; NULL without dropout */
+} AttentionSaved;
+
+/* dot_product_attention that also keeps what the backward needs: the same
+ * output, drawing the same dropout coin flips from dropout->rng. */
+Tensor *dot_product_attention_save(const Tensor *queries, const Tensor *keys,
+                                   const Tensor *values, const ValidLens *valid_lens,
+                                   const Dropout *dropout, AttentionSaved *saved);
+
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), saved from the
+ * forward, grad_output (B, T, v) -> grad_queries (B, T, d),
+ * grad_keys (B, K, d), grad_values (B, K, v), each new, or not computed
+ * when its pointer is NULL:
+ *   A = P * scale (dropout's mask, or P)   dV = A^T dO,   dA = dO V^T
+ *   dP = dA * scale,   dS = P * (dP - rowsum(dP * P)),   S = Q K^T / sqrt(d)
+ *   dQ = dS K / sqrt(d),   dK = dS^T Q / sqrt(d) */
+void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
+                                    const Tensor *values, const AttentionSaved *saved,
+                                    const Tensor *grad_output, Tensor **grad_queries,
+                                    Tensor **grad_keys, Tensor **grad_values);
+/* Frees the saved tensors and sets them to NULL (the struct is the caller's). */
+void attention_saved_free(AttentionSaved *saved);
+
 #endif

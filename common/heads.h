@@ -18,6 +18,12 @@
 
 Tensor *transpose_qkv(const Tensor *x, int num_heads);
 Tensor *transpose_output(const Tensor *x, int num_heads);
+/* The backwards of the two index maps are each other's maps: a gradient
+ * moves back to where its value came from, and nothing is added, since
+ * every element goes to exactly one place. */
+Tensor *transpose_qkv_backward(const Tensor *grad, int num_heads);     /* (B*H, T, d) -> (B, T, D) */
+Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T, D) -> (B*H, T, d) */
+
 /* valid_lens (B,) -> (B*H,) and (B, T) -> (B*H, T): each sequence's
  * lengths repeated H times in a row, like torch.repeat_interleave. */
 ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_heads);

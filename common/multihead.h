@@ -49,4 +49,57 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
                           const ValidLens *valid_lens, bool training, Rng *rng,
                           Tensor **attention_weights);
 
+/* ---- backward ------------------------------------------------------------
+ * Gradients follow ops.h's convention: input gradients are returned (new),
+ * parameter gradients are ADDED into a MultiHeadGrads, as PyTorch's .grad
+ * accumulates; multihead_grads_zero before each step. */
+typedef struct {
+    Tensor *W_q, *W_k, *W_v, *W_o;   /* same shapes as the layer's */
+    Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL when the layer has no bias */
+} MultiHeadGrads;
+MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer);   /* zeros */
+void multihead_grads_zero(MultiHeadGrads *grads);
+void multihead_grads_free(MultiHeadGrads *grads);   /* NULL is fine */
+
+/* What the forward keeps for the backward, and what it costs in floats:
+ *   queries, keys, values, valid_lens   borrowed, 0: the caller keeps them
+ *                                       alive until the backward has run
+ *   Q (B*H, T, d), K, V (B*H, K, d)     B*T*D + 2*B*K*D: the projected
+ *                                       inputs, split into heads
+ *   attention.weights (B*H, T, K)       B*H*T*K: the softmax output
+ *   attention.dropout_scale             B*H*T*K more, in training mode with
+ *                                       dropout > 0 only
+ *   concat (B, T, D)                    B*T*D: the heads merged, W_o's input
+ * so about B*(2T + 2K)*D + B*H*T*K floats, the H attention matrices being
+ * the large part when T and K grow (the streaming backward avoids them). */
+typedef struct {
+    const Tensor *queries, *keys, *values;   /* the inputs, borrowed: keep them alive */
+    const ValidLens *valid_lens;             /* borrowed */
+    Tensor *Q, *K, *V;                       /* projected and split: (B*H, T, d), (B*H, K, d) x2 */
+    AttentionSaved attention;                /* weights (B*H, T, K), dropout scale */
+    Tensor *concat;                          /* (B, T, D): heads merged, input of W_o */
+} MultiHeadSaved;
+
+/* multihead_forward that also fills saved (free it with
+ * multihead_saved_free): the same output, the same dropout draws.
+ * multihead_forward is this call with the saved tensors freed at once. */
+Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+                               const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, bool training, Rng *rng,
+                               MultiHeadSaved *saved);
+
+/* grad_output (B, T, D) -> parameter gradients added into grads; input
+ * gradients returned through grad_queries (B, T, Dq), grad_keys (B, K, Dk),
+ * grad_values (B, K, Dv) (each may be NULL: not computed); grad_concat
+ * (B, T, D), the gradient of the merged heads before W_o, returned when not
+ * NULL (head importance uses it: the gradient of a gate on head h is the
+ * sum over its d columns of concat * grad_concat). grads may be NULL when
+ * only input gradients are wanted. */
+void multihead_backward(const MultiHeadAttention *layer, const MultiHeadSaved *saved,
+                        const Tensor *grad_output, MultiHeadGrads *grads,
+                        Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                        Tensor **grad_concat);
+/* Frees what the forward allocated (not the borrowed inputs). */
+void multihead_saved_free(MultiHeadSaved *saved);
+
 #endif

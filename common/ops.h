@@ -9,6 +9,13 @@
  * Weights use PyTorch's nn.Linear layout (out_features, in_features), so
  * weights exported from PyTorch load as they are.
  *
+ * Gradients (the convention of every backward in common/, stated once here):
+ * a backward RETURNS new tensors for the gradients of its inputs (the caller
+ * frees them; a NULL out-pointer means "not wanted", and it is not
+ * computed) and ADDS (+=) into the gradients of parameters, as PyTorch's
+ * .grad accumulates: zero them before each step. Each backward sits beside
+ * its forward, with the same legend, and reads like it in reverse.
+ *
  * These are the clear versions: three loops in the order i, p, j, so the
  * innermost loop adds a multiple of one row of B to one row of C. Both rows
  * are contiguous, which lets the compiler turn that loop into vector
@@ -31,6 +38,13 @@ Tensor *matmul_bt(const Tensor *a, const Tensor *b);
 
 /* y = x W^T + b over the last dimension of x (1 to 4 dims); bias may be NULL. */
 Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias);
+
+/* Backward of y = x W^T + b: x (..., in), weight (out, in), grad_y (..., out)
+ * -> grad_x (..., in), returned (new); grad_weight (out, in) += grad_y^T x;
+ * grad_bias (out,) += the sum of grad_y's rows (NULL: no bias).
+ * grad_weight may be NULL too (the weight is frozen: nothing is added). */
+Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                        Tensor *grad_weight, Tensor *grad_bias);
 
 /* The shape rules of a product and of a linear layer, stated once for the
  * clear versions here and the fast ones in fast_matmul.c. Each stops with

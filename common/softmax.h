@@ -24,6 +24,19 @@ void softmax_row(float *row, int n);
  * valid_len keys share the weight. valid_len 0 gives a row of zeros. */
 void masked_softmax_row(float *row, int n, int valid_len);
 
+/* ---- backward (chapter 03's optional section derives it) ----
+ * With p = softmax(s) and a loss L, dL/ds_j = p_j (dL/dp_j - sum_i dL/dp_i p_i):
+ * O(n) per row, without the (n, n) Jacobian diag(p) - p p^T. */
+
+/* One row: weights p (n,), grad_weights (n,) -> grad_scores (n,) =
+ * p * (grad_p - sum_j grad_p[j] p[j]); O(n). Masked keys (p = 0) and rows
+ * with no valid key get exactly 0. */
+void softmax_row_backward(const float *weights, const float *grad_weights,
+                          float *grad_scores, int n);
+/* weights (B, T, K) as masked_softmax returned them, grad_weights (B, T, K)
+ * -> grad_scores (B, T, K), new. Also any shape: rows are the last dim. */
+Tensor *masked_softmax_backward(const Tensor *weights, const Tensor *grad_weights);
+
 /* New tensor: softmax over the last dimension of x (any number of dims). */
 Tensor *softmax(const Tensor *x);
 /* New tensor: x (B, T, K) -> weights (B, T, K); valid_lens may be NULL. */
