@@ -103,7 +103,7 @@ static void draw_dictionary(const Task *task, Rng *rng, int *keys, int *values, 
     answer[0] = values[asked];
 }
 
-void task_draw(const Task *task, TaskBatch *batch, Rng *rng)
+void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
 {
     const char *func = "task_draw";
     const int P = task->num_pairs, Q = task->num_queries, A = task->num_answers;
@@ -116,11 +116,13 @@ void task_draw(const Task *task, TaskBatch *batch, Rng *rng)
     for (int b = 0; b < batch->batch_size; b++) {
         int *keys = batch->keys + (size_t)b * P, *values = batch->values + (size_t)b * P;
         int *query = batch->queries + (size_t)b * Q, *answer = batch->answers + (size_t)b * A;
-        switch (task->kind) {
-        case TASK_DICTIONARY:
-            draw_dictionary(task, rng, keys, values, query, answer, scratch);
-            break;
-        }
+        do {   /* about two draws per example: half of all examples are in each split */
+            switch (task->kind) {
+            case TASK_DICTIONARY:
+                draw_dictionary(task, rng, keys, values, query, answer, scratch);
+                break;
+            }
+        } while (task_split_of(batch, b) != split);
     }
     free(scratch);
 }
@@ -145,7 +147,20 @@ uint64_t task_example_hash(const TaskBatch *batch, int b)
     hash = fnv1a_ints(hash, batch->keys + (size_t)b * P, P);
     hash = fnv1a_ints(hash, batch->values + (size_t)b * P, P);
     hash = fnv1a_ints(hash, batch->queries + (size_t)b * Q, Q);
-    return fnv1a_ints(hash, batch->answers + (size_t)b * A, A);
+    hash = fnv1a_ints(hash, batch->answers + (size_t)b * A, A);
+    /* FNV-1a's lowest bit is only the parity of the ids' lowest bits; the
+     * finaliser of MurmurHash3 (fmix64) spreads every input bit over all 64 */
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdULL;
+    hash ^= hash >> 33;
+    hash *= 0xc4ceb9fe1a85ec53ULL;
+    hash ^= hash >> 33;
+    return hash;
+}
+
+TaskSplit task_split_of(const TaskBatch *batch, int b)
+{
+    return (TaskSplit)(task_example_hash(batch, b) >> 63);
 }
 
 void task_print_example(FILE *out, const Task *task, const TaskBatch *batch, int b)

@@ -20,6 +20,14 @@
  * map can be learned: the answer must be looked up in the entries.
  *     {Japan: Lima, France: Tokyo, Peru: Oslo}  query France  -> Tokyo
  *
+ * Training and held-out examples never meet: every possible example
+ * belongs to exactly one of two splits, decided by one bit of its
+ * fingerprint (task_example_hash), and task_draw keeps drawing until it has
+ * an example of the split asked for. The bit says nothing a model could
+ * use, so both splits follow the same distribution; a held-out example is
+ * never trained on, and no list of the training examples is needed to
+ * know it.
+ *
  * Adding a task: a TaskKind, a constructor that fills the Task (sizes and
  * vocabularies), and a case in task_draw that writes one example. Two are
  * planned: a query naming two keys whose answer is both values in order
@@ -74,13 +82,19 @@ typedef struct {
 TaskBatch *task_batch_new(const Task *task, int batch_size);
 void task_batch_free(TaskBatch *batch);   /* NULL is fine */
 
-/* Fill the batch with fresh examples drawn from rng, one after the other:
- * the same generator state gives the same batch on every machine. */
-void task_draw(const Task *task, TaskBatch *batch, Rng *rng);
+typedef enum { SPLIT_TRAIN = 0, SPLIT_HELDOUT = 1 } TaskSplit;
 
-/* A 64-bit fingerprint of example b (its entries, query and answer), so a
- * program can make sure a held-out example was never trained on. */
+/* Fill the batch with fresh examples of one split, drawn from rng one
+ * after the other: the same generator state gives the same batch on every
+ * machine. */
+void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng);
+
+/* A 64-bit fingerprint of example b (its entries, query and answer):
+ * FNV-1a over the ids as 4-byte little-endian words, then a 64-bit mixing
+ * step so that every bit depends on every id. */
 uint64_t task_example_hash(const TaskBatch *batch, int b);
+/* The split example b belongs to: the top bit of its fingerprint. */
+TaskSplit task_split_of(const TaskBatch *batch, int b);
 
 /* Example b in words, on one line without a newline:
  *     {Japan: Lima, France: Tokyo, Peru: Oslo}  query France */
