@@ -78,7 +78,7 @@ static void draw_distinct(Rng *rng, int *out, int count, int vocab, int *scratch
     }
 }
 
-void task_two_keys_draw(const Task *task, TaskBatch *batch, Rng *rng)
+void task_two_keys_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
 {
     const char *func = "task_two_keys_draw";
     check_batch(func, task, batch, TASK_TWO_KEYS);
@@ -88,20 +88,22 @@ void task_two_keys_draw(const Task *task, TaskBatch *batch, Rng *rng)
     for (int b = 0; b < batch->batch_size; b++) {
         int *keys = batch->keys + (size_t)b * P, *values = batch->values + (size_t)b * P;
         int *query = batch->queries + (size_t)b * 2, *answer = batch->answers + (size_t)b * 2;
-        draw_distinct(rng, keys, P, task->key_vocab, scratch);
-        draw_distinct(rng, values, P, task->value_vocab, scratch);
-        /* the two entries the query names, different and in random order */
-        int asked[2];
-        draw_distinct(rng, asked, 2, P, scratch);
-        for (int i = 0; i < 2; i++) {
-            query[i] = keys[asked[i]];
-            answer[i] = values[asked[i]];
-        }
+        do {   /* until the example is of the split asked for (tasks.h) */
+            draw_distinct(rng, keys, P, task->key_vocab, scratch);
+            draw_distinct(rng, values, P, task->value_vocab, scratch);
+            /* the two entries the query names, different and in random order */
+            int asked[2];
+            draw_distinct(rng, asked, 2, P, scratch);
+            for (int i = 0; i < 2; i++) {
+                query[i] = keys[asked[i]];
+                answer[i] = values[asked[i]];
+            }
+        } while (task_split_of(batch, b) != split);
     }
     free(scratch);
 }
 
-void task_reversal_draw(const Task *task, TaskBatch *batch, Rng *rng)
+void task_reversal_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
 {
     const char *func = "task_reversal_draw";
     check_batch(func, task, batch, TASK_REVERSAL);
@@ -109,13 +111,15 @@ void task_reversal_draw(const Task *task, TaskBatch *batch, Rng *rng)
     int *scratch = checked_malloc(func, (size_t)task->key_vocab, sizeof(int));
     for (int b = 0; b < batch->batch_size; b++) {
         const size_t row = (size_t)b * T;
-        draw_distinct(rng, batch->keys + row, T, task->key_vocab, scratch);
-        for (int t = 0; t < T; t++) {
-            const int token = batch->keys[row + t];
-            batch->values[row + t] = token;
-            batch->queries[row + t] = token;
-            batch->answers[row + (T - 1 - t)] = token;   /* the mirrored position */
-        }
+        do {
+            draw_distinct(rng, batch->keys + row, T, task->key_vocab, scratch);
+            for (int t = 0; t < T; t++) {
+                const int token = batch->keys[row + t];
+                batch->values[row + t] = token;
+                batch->queries[row + t] = token;
+                batch->answers[row + (T - 1 - t)] = token;   /* the mirrored position */
+            }
+        } while (task_split_of(batch, b) != split);
     }
     free(scratch);
 }

@@ -25,8 +25,9 @@
  * of the sequence (T even: never the token at t itself); a model that sees
  * which tokens are there but not where can only guess among them, 1 in T-1.
  *
- * Each task draws with its own function below; tasks.h's task_draw does not
- * know these kinds.
+ * Each task draws with its own function below (tasks.h's task_draw does not
+ * know these kinds), from the split asked for: a held-out example is never
+ * trained on.
  */
 #ifndef TASKS_MORE_H
 #define TASKS_MORE_H
@@ -45,14 +46,15 @@ enum { TASK_MAX_LETTERS = 26 };
  * value_vocab capitals, P from 2 to both vocabularies and those at most
  * TASK_MAX_COUNTRIES. Out-of-range sizes are a programming error. */
 Task task_two_keys(int num_pairs, int key_vocab, int value_vocab);
-/* Fill batch (made by task_batch_new for this task) with fresh examples. */
-void task_two_keys_draw(const Task *task, TaskBatch *batch, Rng *rng);
+/* Fill batch (made by task_batch_new for this task) with fresh examples of
+ * one split, as task_draw does: training and held-out never meet. */
+void task_two_keys_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng);
 
 /* Sequences of length different letters out of the first vocab, length
  * from 2 to vocab and vocab at most TASK_MAX_LETTERS. */
 Task task_reversal(int length, int vocab);
-void task_reversal_draw(const Task *task, TaskBatch *batch, Rng *rng);
-/* Example b's tokens on one line, without a newline: "k c o a f m b h". */
+void task_reversal_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng);
+/* tokens (length,) on one line, without a newline: "k c o a f m b h". */
 void task_print_sequence(FILE *out, const Task *task, const int *tokens, int length);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,20 +221,23 @@ static int argmax(const float *scores, int n)
 }
 
 double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
-                        int *pairs_correct)
+                        TwoKeyCorrect *correct)
 {
     Tensor *logits = two_key_forward(model, batch, gates, NULL, NULL);
     const double loss = cross_entropy(logits, batch->answers);
     const int Vv = model->value_vocab;
-    int correct = 0;
+    TwoKeyCorrect count = {0, 0, 0};
     for (int b = 0; b < batch->batch_size; b++) {
         const int *answer = batch->answers + (size_t)b * 2;
-        correct += argmax(&AT3(logits, b, 0, 0), Vv) == answer[0] &&
-                   argmax(&AT3(logits, b, 1, 0), Vv) == answer[1];
+        const bool first = argmax(&AT3(logits, b, 0, 0), Vv) == answer[0];
+        const bool second = argmax(&AT3(logits, b, 1, 0), Vv) == answer[1];
+        count.first += first;
+        count.second += second;
+        count.pairs += first && second;
     }
     tensor_free(logits);
-    if (pairs_correct != NULL)
-        *pairs_correct = correct;
+    if (correct != NULL)
+        *correct = count;
     return loss;
 }
 

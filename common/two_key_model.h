@@ -101,11 +101,16 @@ void two_key_saved_free(TwoKeySaved *saved);
  * the two answers, backward, adam_step. Returns the loss before the step. */
 double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch);
 
-/* With the heads gated by gates (NULL: all 1): the mean loss, and how many
- * examples have BOTH answers right (the task's accuracy counts a pair as
- * one answer). */
+/* How many examples of a batch have each answer right, and both. */
+typedef struct {
+    int first, second;   /* the first capital right; the second */
+    int pairs;           /* both right: the task's accuracy counts these */
+} TwoKeyCorrect;
+
+/* With the heads gated by gates (NULL: all 1): the mean loss, and the
+ * counts of right answers when correct is not NULL. */
 double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
-                        int *pairs_correct);
+                        TwoKeyCorrect *correct);
 
 /* Michel, Levy and Neubig's importance of every head on a batch:
  * importance[h] = mean over the B examples of |dL_b / dxi_h| at xi = 1,
