@@ -145,7 +145,8 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	if [ $${#scripts[@]} -eq 0 ]; then \
 	  echo "plots: no heatmap was written into $(PLOT_DIR)/"; \
 	elif ! command -v $(GNUPLOT) >/dev/null; then \
-	  echo "gnuplot is not installed: apt-get install gnuplot-nox"; \
+	  echo "gnuplot is not installed. Debian: apt-get install gnuplot-nox;" \
+	       "Fedora: dnf install gnuplot; Arch: pacman -S gnuplot; macOS: brew install gnuplot"; \
 	  echo "the data and scripts are in $(PLOT_DIR)/; after installing, run: make plots"; \
 	else \
 	  for gp in "$${scripts[@]}"; do \
@@ -160,7 +161,7 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
 
 test: $(PROGRAMS) $(OUT)/tests/run_tests
 	$(OUT)/tests/run_tests $(TEST_ARGS)
@@ -181,7 +182,18 @@ define install_if_missing
 	fi
 endef
 
+# Criterion: installed with apt-get as above when we are root on Debian;
+# anywhere else make stops with the command for each system.
 criterion:
+	@if ! { echo '#include <criterion/criterion.h>' | $(CC) -E -x c -; } >/dev/null 2>&1 \
+	   && ! { [ "$$(id -u)" = 0 ] && command -v apt-get; } >/dev/null 2>&1; then \
+	  echo "Criterion (the test library) is missing. Install it with:" >&2; \
+	  echo "  Debian, Ubuntu:  sudo apt-get install libcriterion-dev" >&2; \
+	  echo "  Fedora:          sudo dnf install criterion-devel" >&2; \
+	  echo "  Arch:            sudo pacman -S criterion" >&2; \
+	  echo "  macOS:           brew install criterion" >&2; \
+	  exit 1; \
+	fi
 	$(call install_if_missing,echo '#include <criterion/criterion.h>' | $(CC) -E -x c -,libcriterion-dev)
 
 fuzz-tools:

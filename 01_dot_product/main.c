@@ -20,9 +20,10 @@
 #include "io/cli.h"
 #include "ops.h"
 #include "random.h"
+#include "softmax.h"
 #include "tensor.h"
 
-#define PROG "dot_product"
+static const char PROG[] = "dot_product";
 
 /* The dictionary of the story: capital = {"Japan": "Tokyo", ...}. */
 enum { NUM_KEYS = 3, VOCAB = 4, EMBED = 4, TOKENS = 3 };
@@ -31,17 +32,10 @@ static const char *const values_text[NUM_KEYS] = {"Tokyo", "Washington D.C.", "L
  * values_text, then the words that are not keys. */
 static const char *const vocabulary[VOCAB] = {"Japan", "USA", "British", "France"};
 
-static void usage(void)
-{
-    printf("usage: %s [--query WORD] [--seed N] [--help]\n"
-           "\n"
-           "A Python dictionary as attention: one-hot keys and queries, their dot\n"
-           "products as 0/1 similarities, then real-valued word vectors.\n"
-           "\n"
-           "  --query WORD  the word to look up: Japan, USA, British or France (default Japan)\n"
-           "  --seed N      seed for the word vectors and the static layer (default 0)\n"
-           "  --help        this text\n", PROG);
-}
+typedef struct {
+    const char *query_word;
+    uint64_t seed;
+} Options;
 
 /* "Japan, USA, British, France" into buf. */
 static const char *vocabulary_list(char *buf, size_t len)
@@ -77,8 +71,34 @@ static void one_hot(float *row, int size, int i)
         row[j] = j == i ? 1.0f : 0.0f;
 }
 
+/* (rows, size): row j is one-hot at j. */
+static Tensor *one_hot_rows(int rows, int size)
+{
+    Tensor *x = tensor_zeros(SHAPE(rows, size));
+    for (int j = 0; j < rows; j++)
+        one_hot(&AT2(x, j, 0), size, j);
+    return x;
+}
+
+/* What the all-zero similarity row of an unmatched query becomes once
+ * softmax (chapter 02) turns scores into weights: similarity (1, K),
+ * values (K, V). Equal scores get equal weights, so the answer is the
+ * average of the values, not zeros. */
+static void unmatched_with_softmax(const Tensor *similarity, const Tensor *values)
+{
+    Tensor *weights = tensor_copy(similarity);
+    softmax_row(weights->data, NUM_KEYS);
+    Tensor *answer = matmul(weights, values);
+    printf("From chapter 02 on, softmax turns the scores into weights, and equal scores\n"
+           "get equal weights: the query gets the average of all the values instead.\n");
+    tensor_print_named("softmax(similarity)         ", weights);
+    tensor_print_named("softmax(similarity) @ values", answer);
+    tensor_free(weights);
+    tensor_free(answer);
+}
+
 /* Part 1: the dictionary, with 0/1 similarities. */
-static void hard_lookup(int query)
+static void part1_dictionary_as_attention(int query)
 {
     printf("Part 1. A dictionary is attention with 0/1 similarities\n\n");
     printf("  capital = {");
@@ -90,15 +110,10 @@ static void hard_lookup(int query)
     else
         printf("  capital[\"%s\"]  ->  KeyError: '%s'\n\n", vocabulary[query], vocabulary[query]);
 
-    /* keys (K, W): one-hot over the vocabulary [Japan, USA, British, France] */
-    Tensor *keys = tensor_zeros(SHAPE(NUM_KEYS, VOCAB));
-    for (int j = 0; j < NUM_KEYS; j++)
-        one_hot(&AT2(keys, j, 0), VOCAB, j);
-    /* values (K, V): one-hot over the three answers */
-    Tensor *values = tensor_zeros(SHAPE(NUM_KEYS, NUM_KEYS));
-    for (int j = 0; j < NUM_KEYS; j++)
-        one_hot(&AT2(values, j, 0), NUM_KEYS, j);
-    /* queries (1, W): the word asked for */
+    /* keys (K, W): one-hot over the vocabulary [Japan, USA, British, France];
+     * values (K, V): one-hot over the three answers; queries (1, W): the word */
+    Tensor *keys = one_hot_rows(NUM_KEYS, VOCAB);
+    Tensor *values = one_hot_rows(NUM_KEYS, NUM_KEYS);
     Tensor *queries = tensor_zeros(SHAPE(1, VOCAB));
     one_hot(&AT2(queries, 0, 0), VOCAB, query);
 
@@ -121,22 +136,23 @@ static void hard_lookup(int query)
     for (int v = 0; v < NUM_KEYS; v++)
         if (AT2(answer, 0, v) == 1.0f)
             picked = v;
-    if (picked >= 0)
+    if (picked >= 0) {
         printf("The answer row is one-hot at %d: \"%s\", exactly capital[\"%s\"].\n\n",
                picked, values_text[picked], vocabulary[query]);
-    else
+    } else {
         printf("The answer row is all zeros: \"%s\" matches no key, so attention returns\n"
-               "nothing, where the dictionary raises KeyError.\n\n", vocabulary[query]);
+               "nothing, where the dictionary raises KeyError.\n", vocabulary[query]);
+        unmatched_with_softmax(similarity, values);
+        printf("\n");
+    }
 
-    tensor_free(keys);
-    tensor_free(values);
-    tensor_free(queries);
-    tensor_free(similarity);
-    tensor_free(answer);
+    Tensor *part[] = {keys, values, queries, similarity, answer};
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
+        tensor_free(part[i]);
 }
 
 /* Part 2: real-valued word vectors; the answer is a blend of the values. */
-static void soft_lookup(int query, Rng *rng)
+static void part2_real_valued_similarities(int query, Rng *rng)
 {
     printf("Part 2. Relaxing the similarities to real numbers\n\n");
     /* embedding (W, d): one seeded random vector per word */
@@ -176,11 +192,9 @@ static void soft_lookup(int query, Rng *rng)
            "These weights can be negative and do not sum to 1: chapter 02 turns\n"
            "scores into proper weights with softmax.\n\n", values_text[best]);
 
-    tensor_free(embedding);
-    tensor_free(keys);
-    tensor_free(similarity);
-    tensor_free(queries);
-    tensor_free(scores);
+    Tensor *part[] = {embedding, keys, similarity, queries, scores};
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
+        tensor_free(part[i]);
 }
 
 /* The attention weights of x (TOKENS, d): x @ x^T, computed from x itself. */
@@ -191,7 +205,7 @@ static Tensor *attention_weights_of(const Tensor *x)
 
 /* Part 3: a static layer against attention, on two inputs that differ only
  * in their last token. */
-static void static_versus_attention(Rng *rng)
+static void part3_fixed_versus_computed_weights(Rng *rng)
 {
     printf("Part 3. Fixed weights versus weights computed from the input\n\n");
     Tensor *weight = tensor_normal(rng, 0.0f, 0.5f, SHAPE(EMBED, EMBED));
@@ -230,43 +244,43 @@ static void static_versus_attention(Rng *rng)
     printf("  static layer: %.4f   (token 0 never sees token 2)\n", (double)static_change);
     printf("  attention:    %.4f   (token 0 mixes in every token)\n", (double)attend_change);
 
-    tensor_free(weight);
-    tensor_free(bias);
-    tensor_free(input_a);
-    tensor_free(input_b);
-    tensor_free(static_a);
-    tensor_free(static_b);
-    tensor_free(weights_a);
-    tensor_free(weights_b);
-    tensor_free(attend_a);
-    tensor_free(attend_b);
+    Tensor *part[] = {weight, bias, input_a, input_b, static_a, static_b,
+                      weights_a, weights_b, attend_a, attend_b};
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
+        tensor_free(part[i]);
+}
+
+/* The word asked for, checked against the vocabulary here: a usage error,
+ * status 2, with the words that would do. */
+static Options parse_options(int argc, char **argv, int *query)
+{
+    Options opt = {.query_word = "Japan", .seed = 0};
+    const CliOption options[] = {
+        {"--query", CLI_STRING, &opt.query_word, .metavar = "WORD",
+         .help = "the word to look up: Japan, USA, British or France"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for the word vectors and the static layer"},
+    };
+    cli_parse(&(CliTable){PROG, "A Python dictionary as attention: one-hot keys and queries, their dot\n"
+                                "products as 0/1 similarities, then real-valued word vectors.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    *query = word_index(opt.query_word);
+    char words[256];
+    if (*query < 0)
+        cli_fail(PROG, "--query: '%s' is not in the vocabulary (%s)", opt.query_word,
+                 vocabulary_list(words, sizeof words));
+    return opt;
 }
 
 int main(int argc, char **argv)
 {
-    const char *query_word = "Japan";
-    uint64_t seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            return 0;
-        } else if (cli_is(argv[i], "--query")) {
-            query_word = cli_value(PROG, argc, argv, &i);
-        } else if (cli_is(argv[i], "--seed")) {
-            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
-    int query = word_index(query_word);
-    char words[256];
-    if (query < 0)
-        cli_fail(PROG, "--query: '%s' is not in the vocabulary (%s)", query_word,
-                 vocabulary_list(words, sizeof words));
+    int query;
+    Options opt = parse_options(argc, argv, &query);
+    Rng rng = rng_new(opt.seed);
 
-    Rng rng = rng_new(seed);
-    hard_lookup(query);
-    soft_lookup(query, &rng);
-    static_versus_attention(&rng);
+    part1_dictionary_as_attention(query);
+    part2_real_valued_similarities(query, &rng);
+    part3_fixed_versus_computed_weights(&rng);
     return 0;
 }

@@ -17,19 +17,17 @@
 #include "random.h"
 #include "tensor.h"
 
-#define PROG "noisy_query"
+static const char PROG[] = "noisy_query";
 
-static void usage(void)
+typedef struct {
+    int num_keys, dim, trials;
+    uint64_t seed;
+} Options;
+
+/* "1 dimension", "4 dimensions" */
+static const char *plural(int n, const char *one, const char *many)
 {
-    printf("usage: %s [--keys K] [--dim D] [--trials N] [--seed N] [--help]\n"
-           "\n"
-           "How often a noisy query still finds its key by the largest dot product.\n"
-           "\n"
-           "  --keys K    number of keys (default 3, as in the capital dictionary)\n"
-           "  --dim D     size of each key vector (default 4)\n"
-           "  --trials N  lookups per noise level (default 2000)\n"
-           "  --seed N    seed (default 0)\n"
-           "  --help      this text\n", PROG);
+    return n == 1 ? one : many;
 }
 
 /* Make every row of x (K, d) a unit vector, so that no key wins by length. */
@@ -46,53 +44,64 @@ static void normalise_rows(Tensor *x)
     }
 }
 
+/* keys (K, d): the share of trials, in percent, in which a query made of a
+ * random key plus noise of standard deviation noise still has its own key
+ * as the most similar one. */
+static double percent_found(const Tensor *keys, float noise, int trials, Rng *rng)
+{
+    const int num_keys = keys->shape[0], dim = keys->shape[1];
+    Tensor *query = tensor_zeros(SHAPE(1, dim));
+    int right = 0;
+    for (int t = 0; t < trials; t++) {
+        int target = (int)rng_below(rng, (uint32_t)num_keys);
+        /* query (1, d) = key[target] + noise * N(0, 1) per coordinate */
+        for (int p = 0; p < dim; p++)
+            AT2(query, 0, p) = AT2(keys, target, p) + noise * rng_normal(rng);
+        Tensor *scores = matmul_bt(query, keys);   /* (1, K) */
+        int best = 0;
+        for (int j = 1; j < num_keys; j++)
+            if (AT2(scores, 0, j) > AT2(scores, 0, best))
+                best = j;
+        right += best == target;
+        tensor_free(scores);
+    }
+    tensor_free(query);
+    return 100.0 * right / trials;
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.num_keys = 3, .dim = 4, .trials = 2000, .seed = 0};
+    const CliOption options[] = {
+        {"--keys", CLI_INT, &opt.num_keys, .min = 2, .max = 4096, .metavar = "K",
+         .help = "number of keys"},
+        {"--dim", CLI_INT, &opt.dim, .min = 1, .max = 4096, .metavar = "D",
+         .help = "size of each key vector"},
+        {"--trials", CLI_INT, &opt.trials, .min = 1, .max = 1000000, .metavar = "N",
+         .help = "lookups per noise level"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed"},
+    };
+    cli_parse(&(CliTable){PROG, "How often a noisy query still finds its key by the largest dot product.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    return opt;
+}
+
 int main(int argc, char **argv)
 {
-    int num_keys = 3, dim = 4, trials = 2000;
-    uint64_t seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            return 0;
-        } else if (cli_is(argv[i], "--keys")) {
-            num_keys = (int)cli_long(PROG, "--keys", cli_value(PROG, argc, argv, &i), 2, 4096);
-        } else if (cli_is(argv[i], "--dim")) {
-            dim = (int)cli_long(PROG, "--dim", cli_value(PROG, argc, argv, &i), 1, 4096);
-        } else if (cli_is(argv[i], "--trials")) {
-            trials = (int)cli_long(PROG, "--trials", cli_value(PROG, argc, argv, &i), 1, 1000000);
-        } else if (cli_is(argv[i], "--seed")) {
-            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
-
+    Options opt = parse_options(argc, argv);
     static const float noise_levels[] = {0.0f, 0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
-    Rng rng = rng_new(seed);
-    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(num_keys, dim));
+    Rng rng = rng_new(opt.seed);
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(opt.num_keys, opt.dim));
     normalise_rows(keys);
-    Tensor *query = tensor_zeros(SHAPE(1, dim));
 
-    printf("%d unit keys in %d dimensions, %d noisy lookups per noise level\n", num_keys, dim, trials);
-    printf("noise std   right value found   (chance: %.1f%%)\n", 100.0 / num_keys);
-    for (size_t level = 0; level < sizeof noise_levels / sizeof noise_levels[0]; level++) {
-        int right = 0;
-        for (int t = 0; t < trials; t++) {
-            int target = (int)rng_below(&rng, (uint32_t)num_keys);
-            /* query (1, d) = key[target] + noise * N(0, 1) per coordinate */
-            for (int p = 0; p < dim; p++)
-                AT2(query, 0, p) = AT2(keys, target, p) + noise_levels[level] * rng_normal(&rng);
-            Tensor *scores = matmul_bt(query, keys);   /* (1, K) */
-            int best = 0;
-            for (int j = 1; j < num_keys; j++)
-                if (AT2(scores, 0, j) > AT2(scores, 0, best))
-                    best = j;
-            right += best == target;
-            tensor_free(scores);
-        }
-        printf("  %5.2f     %6.1f%%\n", (double)noise_levels[level], 100.0 * right / trials);
-    }
+    printf("%d unit keys in %d %s, %d noisy %s per noise level\n", opt.num_keys, opt.dim,
+           plural(opt.dim, "dimension", "dimensions"), opt.trials,
+           plural(opt.trials, "lookup", "lookups"));
+    printf("noise std   right value found   (chance: %.1f%%)\n", 100.0 / opt.num_keys);
+    for (size_t level = 0; level < sizeof noise_levels / sizeof noise_levels[0]; level++)
+        printf("  %5.2f     %6.1f%%\n", (double)noise_levels[level],
+               percent_found(keys, noise_levels[level], opt.trials, &rng));
     tensor_free(keys);
-    tensor_free(query);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "io/cli.h"
 #include "io/plot.h"
@@ -18,19 +19,12 @@
 #include "softmax.h"
 #include "tensor.h"
 
-#define PROG "exercise_causal_mask"
+static const char PROG[] = "exercise_causal_mask";
 
-static void usage(void)
-{
-    printf("usage: %s [--tokens N] [--seed N] [--help]\n"
-           "\n"
-           "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
-           "with padding.\n"
-           "\n"
-           "  --tokens N  number of tokens n, 2 to %d (default 5)\n"
-           "  --seed N    seed for the random scores (default 0)\n"
-           "  --help      this text\n", PROG, HEATMAP_TERMINAL_MAX);
-}
+typedef struct {
+    int num_tokens;
+    uint64_t seed;
+} Options;
 
 /* weights (B, n, n): are the entries above the diagonal exactly 0, and
  * does every row with a key sum to 1? Prints the verdict. */
@@ -52,29 +46,13 @@ static int check_causal(const Tensor *weights)
     return above + bad_rows;
 }
 
-int main(int argc, char **argv)
+/* Part 1: valid_len = i + 1 for query i. scores (1, n, n) -> weights
+ * (1, n, n); returns how many checks failed. */
+static int part1_causal_mask(const Tensor *scores)
 {
-    int n = 5;
-    uint64_t seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            return 0;
-        } else if (cli_is(argv[i], "--tokens")) {
-            n = (int)cli_long(PROG, "--tokens", cli_value(PROG, argc, argv, &i), 2,
-                              HEATMAP_TERMINAL_MAX);
-        } else if (cli_is(argv[i], "--seed")) {
-            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
-    Rng rng = rng_new(seed);
-    /* scores (1, n, n), like Q K^T / sqrt(d) of a self-attention */
-    Tensor *scores = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, n, n));
-
+    const int n = scores->shape[1];
     printf("1. The causal mask: query i sees keys 0..i, so valid_len = i + 1.\n\n");
-    int *lens = checked_malloc(PROG, 2 * (size_t)n, sizeof(int));
+    int *lens = checked_malloc(PROG, (size_t)n, sizeof(int));
     for (int q = 0; q < n; q++)
         lens[q] = q + 1;
     ValidLens *causal = valid_lens_2d(lens, 1, n);
@@ -86,47 +64,83 @@ int main(int argc, char **argv)
     int failures = check_causal(weights);
     printf("Query 0 sees only itself, so its weight is exactly 1: %.4f\n\n",
            (double)AT3(weights, 0, 0, 0));
+    failures += AT3(weights, 0, 0, 0) != 1.0f;
+    tensor_free(weights);
+    tensor_free(drawn);
+    valid_lens_free(causal);
+    free(lens);
+    return failures;
+}
 
-    /* Two sequences of the same scores: the second has 3 real tokens (fewer
-     * when n is small, so that at least one is padding). A key is allowed
-     * when it is not in the future AND not padding, so the length is
-     * min(i + 1, real length). */
-    const int real_lengths[2] = {n, n - 1 < 3 ? n - 1 : 3};
-    const bool one_padded = real_lengths[1] == n - 1;
+/* Part 2: two sequences of the same scores (1, n, n); the second has
+ * real_length real tokens, then padding. A key is allowed when it is not
+ * in the future AND not padding, so the length is min(i + 1, real length).
+ * Returns how many checks failed. */
+static int part2_causal_and_padding(const Tensor *scores, int real_length)
+{
+    const int n = scores->shape[1];
+    const int real_lengths[2] = {n, real_length};
+    const bool one_padded = real_length == n - 1;
     printf("2. Causal and padding together: sequence 1 has %d real token%s, then padding.\n"
-           "   valid_len = min(i + 1, real length).\n\n", real_lengths[1],
-           real_lengths[1] == 1 ? "" : "s");
+           "   valid_len = min(i + 1, real length).\n\n", real_length, real_length == 1 ? "" : "s");
     Tensor *batch_scores = tensor_zeros(SHAPE(2, n, n));
-    for (int b = 0; b < 2; b++)
-        for (size_t i = 0; i < scores->size; i++)
-            batch_scores->data[(size_t)b * scores->size + i] = scores->data[i];
-    for (int b = 0; b < 2; b++)
+    int *lens = checked_malloc(PROG, 2 * (size_t)n, sizeof(int));
+    for (int b = 0; b < 2; b++) {
+        memcpy(batch_scores->data + (size_t)b * scores->size, scores->data,
+               scores->size * sizeof(float));
         for (int q = 0; q < n; q++)
             lens[b * n + q] = q + 1 < real_lengths[b] ? q + 1 : real_lengths[b];
+    }
     ValidLens *both = valid_lens_2d(lens, 2, n);
     valid_lens_print_named("valid_lens", both);
-    Tensor *both_weights = masked_softmax(batch_scores, both);
-    Tensor *padded = tensor_from(&AT3(both_weights, 1, 0, 0), SHAPE(n, n));
+    Tensor *weights = masked_softmax(batch_scores, both);
+    Tensor *padded = tensor_from(&AT3(weights, 1, 0, 0), SHAPE(n, n));
     tensor_print_named("weights of sequence 1", padded);
     char title[80];
     snprintf(title, sizeof title, "causal + padding: no weight on key%s %d%s",
-             one_padded ? "" : "s", real_lengths[1], one_padded ? "" : " and later");
+             one_padded ? "" : "s", real_length, one_padded ? "" : " and later");
     heatmap_terminal(stdout, padded, title);
-    failures += check_causal(both_weights);
+    int failures = check_causal(weights);
     printf("The padded %s (row%s %d%s) still attend%s to the real token%s;\n"
            "%s ignored later, when the loss skips padding.\n",
-           one_padded ? "query" : "queries", one_padded ? "" : "s", real_lengths[1],
+           one_padded ? "query" : "queries", one_padded ? "" : "s", real_length,
            one_padded ? "" : " and later", one_padded ? "s" : "",
-           real_lengths[1] == 1 ? "" : "s", one_padded ? "its output is" : "their outputs are");
-
-    tensor_free(scores);
-    tensor_free(weights);
-    tensor_free(drawn);
+           real_length == 1 ? "" : "s", one_padded ? "its output is" : "their outputs are");
     tensor_free(batch_scores);
-    tensor_free(both_weights);
+    tensor_free(weights);
     tensor_free(padded);
-    valid_lens_free(causal);
     valid_lens_free(both);
     free(lens);
+    return failures;
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.num_tokens = 5, .seed = 0};
+    const CliOption options[] = {
+        {"--tokens", CLI_INT, &opt.num_tokens, .min = 2, .max = HEATMAP_TERMINAL_MAX,
+         .metavar = "N", .help = "number of tokens n"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the random scores"},
+    };
+    cli_parse(&(CliTable){PROG, "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
+                                "with padding.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    return opt;
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = parse_options(argc, argv);
+    const int n = opt.num_tokens;
+    Rng rng = rng_new(opt.seed);
+    /* scores (1, n, n), like Q K^T / sqrt(d) of a self-attention */
+    Tensor *scores = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, n, n));
+
+    int failures = part1_causal_mask(scores);
+    /* 3 real tokens, fewer when n is small, so that at least one is padding */
+    failures += part2_causal_and_padding(scores, n - 1 < 3 ? n - 1 : 3);
+
+    tensor_free(scores);
     return failures == 0 ? 0 : 1;
 }

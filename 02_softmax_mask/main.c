@@ -58,7 +58,7 @@ static void print_row(const char *name, const float *row, int n)
     tensor_free(t);
 }
 
-static void stable_softmax(Rng *rng)
+static void part1_stable_softmax(Rng *rng)
 {
     printf("Part 1. Softmax on large scores\n\n");
     const float big[3] = {1000.0f, 1001.0f, 1002.0f};
@@ -151,9 +151,57 @@ static Tensor *show_masked(const Tensor *x, const ValidLens *valid_lens)
     return weights;
 }
 
+/* What --plot draws: (P, B, T, K) weights, one titled panel per (T, K). */
+typedef struct {
+    Tensor *weights;
+    char text[2 * MAX_SIZE][64];
+    const char *titles[2 * MAX_SIZE];
+} Panels;
+
+/* d2l's two examples on the same X (2, 2, 4): one length per sequence, then
+ * one per query; a 2 x B grid of (T, K) panels. */
+static void show_d2l_examples(const Tensor *x, Panels *panels)
+{
+    const int B = x->shape[0], T = x->shape[1], K = x->shape[2];
+    ValidLens *per_sequence = valid_lens_1d((const int[]){2, 3}, 2);
+    ValidLens *per_query = valid_lens_2d((const int[]){1, 3, 2, 4}, 2, 2);
+    Tensor *w1 = show_masked(x, per_sequence);
+    Tensor *w2 = show_masked(x, per_query);
+    panels->weights = tensor_zeros(SHAPE(2, B, T, K));
+    memcpy(panels->weights->data, w1->data, w1->size * sizeof(float));
+    memcpy(panels->weights->data + w1->size, w2->data, w2->size * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        snprintf(panels->text[b], 64, "valid_lens [2, 3], seq %d", b);
+        snprintf(panels->text[B + b], 64, "valid_lens [[1,3],[2,4]], seq %d", b);
+    }
+    tensor_free(w1);
+    tensor_free(w2);
+    valid_lens_free(per_sequence);
+    valid_lens_free(per_query);
+}
+
+/* Part 2: X (B, T, K) uniform in [0, 1), like d2l's torch.rand(2, 2, 4),
+ * masked by d2l's examples, or by the given or random lengths when the
+ * sizes or lengths come from the command line. */
+static void part2_masked_softmax(const Tensor *x, ValidLens *valid_lens, Panels *panels)
+{
+    printf("Part 2. masked_softmax: keys past valid_len get weight exactly 0\n\n");
+    tensor_print_named("X", x);
+    printf("\n");
+    if (valid_lens == NULL) {
+        show_d2l_examples(x, panels);
+    } else {
+        panels->weights = show_masked(x, valid_lens);
+        for (int b = 0; b < x->shape[0]; b++)
+            snprintf(panels->text[b], 64, "sequence %d", b);
+    }
+    for (int p = 0; p < 2 * MAX_SIZE; p++)
+        panels->titles[p] = panels->text[p];
+}
+
 /* ---- Part 3 -------------------------------------------------------------- */
 
-static void empty_row(const Tensor *x)
+static void part3_query_without_keys(const Tensor *x)
 {
     const int num_keys = x->shape[2];
     const float *scores = &AT3(x, 0, 0, 0);
@@ -272,66 +320,40 @@ static ValidLens *random_valid_lens(const Options *opt, Rng *rng)
     return valid_lens_2d(lens, opt->batch, opt->num_queries);
 }
 
+/* --plot DIR: the heatmaps of part 2; 1 when they cannot be written. */
+static int write_plot(const char *dir, const Panels *panels)
+{
+    if (plot_heatmaps_titled(dir, "masked_softmax", "masked_softmax: d2l's two kinds of valid_lens",
+                             panels->weights, "keys", "queries", panels->titles) != 0)
+        return 1;
+    printf("\nwrote %s/masked_softmax.dat and %s/masked_softmax.gp "
+           "(render: gnuplot %s/masked_softmax.gp)\n", dir, dir, dir);
+    return 0;
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    ValidLens *custom = opt.valid_lens_text ? valid_lens_from_text(&opt) : NULL;
     Rng rng = rng_new(opt.seed);
+    /* NULL: d2l's two examples; otherwise the lengths given, or random ones
+     * for sizes chosen on the command line */
+    ValidLens *valid_lens = opt.valid_lens_text ? valid_lens_from_text(&opt) : NULL;
 
-    stable_softmax(&rng);
+    part1_stable_softmax(&rng);
 
-    printf("Part 2. masked_softmax: keys past valid_len get weight exactly 0\n\n");
-    /* X (B, T, K): uniform in [0, 1), like d2l's torch.rand(2, 2, 4) */
     Tensor *x = tensor_uniform(&rng, 0.0f, 1.0f, SHAPE(opt.batch, opt.num_queries, opt.num_keys));
-    tensor_print_named("X", x);
-    printf("\n");
+    if (valid_lens == NULL && opt.sizes_given)
+        valid_lens = random_valid_lens(&opt, &rng);
+    Panels panels = {.weights = NULL};
+    part2_masked_softmax(x, valid_lens, &panels);
 
-    const int B = opt.batch, T = opt.num_queries, K = opt.num_keys;
-    Tensor *panels = NULL;                 /* what --plot draws */
-    const char *titles[2 * MAX_SIZE];
-    char title_text[2 * MAX_SIZE][64];
-    if (custom == NULL && !opt.sizes_given) {
-        /* d2l's two examples on the same X: a 2 x B grid of (T, K) panels */
-        ValidLens *per_sequence = valid_lens_1d((const int[]){2, 3}, 2);
-        ValidLens *per_query = valid_lens_2d((const int[]){1, 3, 2, 4}, 2, 2);
-        Tensor *w1 = show_masked(x, per_sequence);
-        Tensor *w2 = show_masked(x, per_query);
-        panels = tensor_zeros(SHAPE(2, B, T, K));
-        memcpy(panels->data, w1->data, w1->size * sizeof(float));
-        memcpy(panels->data + w1->size, w2->data, w2->size * sizeof(float));
-        for (int b = 0; b < B; b++) {
-            snprintf(title_text[b], 64, "valid_lens [2, 3], seq %d", b);
-            snprintf(title_text[B + b], 64, "valid_lens [[1,3],[2,4]], seq %d", b);
-        }
-        tensor_free(w1);
-        tensor_free(w2);
-        valid_lens_free(per_sequence);
-        valid_lens_free(per_query);
-    } else {
-        ValidLens *valid_lens = custom ? valid_lens_copy(custom) : random_valid_lens(&opt, &rng);
-        panels = show_masked(x, valid_lens);
-        for (int b = 0; b < B; b++)
-            snprintf(title_text[b], 64, "sequence %d", b);
-        valid_lens_free(valid_lens);
-    }
-    for (int p = 0; p < 2 * MAX_SIZE; p++)
-        titles[p] = title_text[p];
+    part3_query_without_keys(x);
 
-    empty_row(x);
-
-    int status = 0;
-    if (opt.plot_dir) {
-        if (plot_heatmaps(opt.plot_dir, "masked_softmax", panels, "keys", "queries", titles) == 0)
-            printf("\nwrote %s/masked_softmax.dat and %s/masked_softmax.gp "
-                   "(render: gnuplot %s/masked_softmax.gp)\n",
-                   opt.plot_dir, opt.plot_dir, opt.plot_dir);
-        else
-            status = 1;
-    }
-    tensor_free(panels);
+    int status = opt.plot_dir ? write_plot(opt.plot_dir, &panels) : 0;
+    tensor_free(panels.weights);
     tensor_free(x);
-    valid_lens_free(custom);
+    valid_lens_free(valid_lens);
     return status;
 }

@@ -103,26 +103,10 @@ static Tensor *transpose_qkv_seq_first_pytorch(const Tensor *x_seq, int num_head
     return out;
 }
 
-int main(int argc, char **argv)
+/* Exercise 2 on every shape: returns how many checks failed. */
+static int exercise2_where_elements_land(Rng *rng)
 {
-    uint64_t seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--seed"))
-            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        else if (cli_is(argv[i], "--help")) {
-            printf("usage: %s [--seed N]\n\n"
-                   "Checks the formulas of chapter 04's exercise 2 (where an element lands\n"
-                   "after the head split, right and wrong) and the sequence-first split of\n"
-                   "exercise 3 on random tensors of several shapes.\n\n"
-                   "  --seed N   seed of the random tensors (default 0)\n"
-                   "  --help     this text\n", PROG);
-            return 0;
-        } else
-            cli_unknown(PROG, argv[i]);
-    }
-    Rng rng = rng_new(seed);
     int failures = 0;
-
     printf("Exercise 2: where X[b, t, j] lands\n"
            "  right split   X[b, t, j] -> out[b*H + j/d, t, j %% d]\n"
            "  the mistake   f = t*D + j, X[b, t, j] -> out[b*H + f/(T*d), (f/d) %% T, f %% d]\n\n"
@@ -130,7 +114,7 @@ int main(int argc, char **argv)
     for (int s = 0; s < NUM_SHAPES; s++) {
         const int B = SHAPES[s][0], T = SHAPES[s][1], D = SHAPES[s][2], H = SHAPES[s][3];
         const int d = D / H;
-        Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, D));
+        Tensor *x = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
         Tensor *split = transpose_qkv(x, H);
         Tensor *wrong = tensor_copy(x);
         tensor_reshape(wrong, SHAPE(B * H, T, d));
@@ -150,11 +134,18 @@ int main(int argc, char **argv)
         tensor_free(wrong);
     }
 
+    return failures;
+}
+
+/* Exercise 3 on every shape: returns how many checks failed. */
+static int exercise3_sequence_first(Rng *rng)
+{
+    int failures = 0;
     printf("\nExercise 3: sequence-first input (T, B, D), PyTorch's default layout\n"
            "   shape (T, B, D)  H   direct loop   view + transpose   largest difference\n");
     for (int s = 0; s < NUM_SHAPES; s++) {
         const int B = SHAPES[s][0], T = SHAPES[s][1], D = SHAPES[s][2], H = SHAPES[s][3];
-        Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, D));
+        Tensor *x = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
         Tensor *x_seq = tensor_permute(x, (const int[]){1, 0, 2});   /* (T, B, D) */
         Tensor *expected = transpose_qkv(x, H);
         Tensor *direct = transpose_qkv_seq_first(x_seq, H);
@@ -174,6 +165,24 @@ int main(int argc, char **argv)
         tensor_free(pytorch);
     }
 
+    return failures;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = 0;
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &seed, .metavar = "N", .help = "seed of the random tensors"},
+    };
+    cli_parse(&(CliTable){PROG,
+                          "Checks the formulas of chapter 04's exercise 2 (where an element lands\n"
+                          "after the head split, right and wrong) and the sequence-first split of\n"
+                          "exercise 3 on random tensors of several shapes.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    Rng rng = rng_new(seed);
+    int failures = exercise2_where_elements_land(&rng);
+    failures += exercise3_sequence_first(&rng);
     if (failures != 0) {
         fprintf(stderr, "%s: %d checks failed\n", PROG, failures);
         return 1;

@@ -78,7 +78,7 @@ static void panel_draw(Panel *p, const Tensor *matrix, const char *title)
     p->num_lines = 0;
     for (char *line = strtok(p->text, "\n"); line && p->num_lines < 24;
          line = strtok(NULL, "\n"))
-        if (strstr(line, "blank 0") == NULL)
+        if (strstr(line, HEATMAP_TERMINAL_LEGEND) == NULL)
             p->lines[p->num_lines++] = line;
 }
 
@@ -116,7 +116,7 @@ static void print_grid(const Tensor *weights)
         for (int h = 0; h < H; h++)
             free(panels[h].text);
     }
-    printf("   blank 0, ░ up to 0.25, ▒ up to 0.5, ▓ up to 0.75, █ up to 1\n");
+    printf("   %s\n", HEATMAP_TERMINAL_LEGEND);
     free(panels);
 }
 
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
     print_grid(weights);
     printf("mean distance between two heads: %.4f\n"
            "Each head projects the same tokens with its own slice of W_q and W_k, so each\n"
-           "ranks the keys its own way; the masked keys stay blank in every head.\n",
+           "ranks the keys its own way; the masked keys stay dots in every head.\n",
            mean_head_distance(weights));
     if (plot_dir && plot(plot_dir, "head_grid_random", weights) != 0)
         status = 1;

@@ -56,14 +56,12 @@ AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
     return n;
 }
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
- * (B,) or (B, T) -> output (B, T, v), attention_weights (B, T, K) */
-Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
-                              const Tensor *values, const ValidLens *valid_lens,
-                              const Dropout *dropout, Tensor **attention_weights)
+/* queries (B, T, d), keys (B, K, d), valid_lens NULL, (B,) or (B, T)
+ * -> weights (B, T, K): passes 1 and 2 of the forward, which
+ * dot_product_attention and dot_product_attention_save share. */
+static Tensor *attention_weights_of(const Tensor *queries, const Tensor *keys,
+                                    const ValidLens *valid_lens, AttentionSizes n)
 {
-    const AttentionSizes n = attention_check_shapes("dot_product_attention", queries, keys,
-                                                    values, valid_lens);
     const int batch_size = n.batch_size, num_queries = n.num_queries, num_keys = n.num_keys;
     const int d = n.d;
 
@@ -85,7 +83,20 @@ Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
             int valid_len = valid_lens ? valid_len_at(valid_lens, b, q) : num_keys;
             masked_softmax_row(row, num_keys, valid_len);
         }
-    Tensor *weights = scores;
+    return scores;
+}
+
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
+ * (B,) or (B, T) -> output (B, T, v), attention_weights (B, T, K) */
+Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
+                              const Tensor *values, const ValidLens *valid_lens,
+                              const Dropout *dropout, Tensor **attention_weights)
+{
+    const AttentionSizes n = attention_check_shapes("dot_product_attention", queries, keys,
+                                                    values, valid_lens);
+
+    /* passes 1 and 2: scaled scores, then masked softmax over each row */
+    Tensor *weights = attention_weights_of(queries, keys, valid_lens, n);
 
     /* pass 3: dropout on the weights, in training mode only */
     dropout_inplace(weights, dropout);
@@ -99,4 +110,151 @@ Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
     else
         tensor_free(weights);
     return output;
+}
+
+/* ---- backward -------------------------------------------------------------
+ * The forward in four passes, and what each leaves for the backward:
+ *   S = Q K^T / sqrt(d)       (B, T, K)   pass 1
+ *   P = masked_softmax(S)     (B, T, K)   pass 2   kept: saved->weights
+ *   A = P * M                 (B, T, K)   pass 3   kept: M = saved->dropout_scale
+ *   O = A V                   (B, T, v)   pass 4
+ * The backward runs them in reverse with the chain rule, one product of
+ * matrices per step, so it costs about twice the forward. */
+
+/* Dropout's coin flips for x's shape: 0 with probability p, else 1/(1-p),
+ * drawn in dropout_inplace's order, so multiplying by them equals
+ * dropout_inplace on the same generator. NULL when dropout does nothing. */
+static Tensor *dropout_scale_draw(const Tensor *x, const Dropout *dropout)
+{
+    if (dropout == NULL || !dropout->training)
+        return NULL;
+    if (!(dropout->p >= 0.0f && dropout->p < 1.0f))
+        die("dot_product_attention_save", "p must be in [0, 1), got %g", (double)dropout->p);
+    if (dropout->p == 0.0f)
+        return NULL;   /* nothing drawn, as in dropout_inplace */
+    if (dropout->rng == NULL)
+        die("dot_product_attention_save",
+            "training mode needs a random generator (rng is NULL)");
+    const float keep_scale = 1.0f / (1.0f - dropout->p);
+    Tensor *scale = tensor_zeros(x->ndim, x->shape);
+    for (size_t i = 0; i < scale->size; i++)
+        scale->data[i] = rng_uniform(dropout->rng) < dropout->p ? 0.0f : keep_scale;
+    return scale;
+}
+
+/* x (any shape) *= scale (x's shape), in place: dropout_inplace's result
+ * from the flips it drew (a dropped element is 0, even an infinite one) */
+static void apply_dropout_scale(Tensor *x, const Tensor *scale)
+{
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = scale->data[i] == 0.0f ? 0.0f : x->data[i] * scale->data[i];
+}
+
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
+ * (B,) or (B, T) -> output (B, T, v); saved->weights (B, T, K), and
+ * saved->dropout_scale (B, T, K) when dropout acts */
+Tensor *dot_product_attention_save(const Tensor *queries, const Tensor *keys,
+                                   const Tensor *values, const ValidLens *valid_lens,
+                                   const Dropout *dropout, AttentionSaved *saved)
+{
+    const AttentionSizes n = attention_check_shapes("dot_product_attention_save", queries,
+                                                    keys, values, valid_lens);
+    /* passes 1 and 2, kept: P is all the softmax backward needs */
+    saved->weights = attention_weights_of(queries, keys, valid_lens, n);
+
+    /* pass 3: the mask drawn once and kept, so the backward sends the
+     * gradient through exactly the weights that the forward used */
+    saved->dropout_scale = dropout_scale_draw(saved->weights, dropout);
+    if (saved->dropout_scale == NULL)
+        return matmul(saved->weights, values);   /* pass 4 */
+
+    /* pass 4: weighted sum of values, by the weights that dropout kept */
+    Tensor *dropped = attention_saved_dropped(saved);
+    Tensor *output = matmul(dropped, values);
+    tensor_free(dropped);
+    return output;
+}
+
+/* saved weights and dropout scale (B, T, K) -> weights after dropout (B, T, K) */
+Tensor *attention_saved_dropped(const AttentionSaved *saved)
+{
+    Tensor *dropped = tensor_copy(saved->weights);
+    if (saved->dropout_scale != NULL)
+        apply_dropout_scale(dropped, saved->dropout_scale);
+    return dropped;
+}
+
+/* x (B, m, n) -> x^T (B, n, m), new */
+static Tensor *transpose_last_two(const Tensor *x)
+{
+    return tensor_permute(x, (const int[]){0, 2, 1});
+}
+
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), saved weights and
+ * dropout scale (B, T, K), grad_output (B, T, v) -> grad_queries (B, T, d),
+ * grad_keys (B, K, d), grad_values (B, K, v) */
+void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
+                                    const Tensor *values, const AttentionSaved *saved,
+                                    const Tensor *grad_output, Tensor **grad_queries,
+                                    Tensor **grad_keys, Tensor **grad_values)
+{
+    const char *func = "dot_product_attention_backward";
+    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, NULL);
+    tensor_check_shape(func, "saved weights", saved->weights,
+                       SHAPE(n.batch_size, n.num_queries, n.num_keys));
+    if (saved->dropout_scale != NULL)
+        tensor_check_shape(func, "saved dropout_scale", saved->dropout_scale,
+                           SHAPE(n.batch_size, n.num_queries, n.num_keys));
+    tensor_check_shape(func, "grad_output", grad_output,
+                       SHAPE(n.batch_size, n.num_queries, n.v));
+
+    // pass 4 backwards: O = A V, so dV = A^T dO and dA = dO V^T
+    if (grad_values != NULL) {
+        Tensor *dropped_t = transpose_last_two(saved->weights);      /* A^T (B, K, T) */
+        if (saved->dropout_scale != NULL) {
+            Tensor *scale_t = transpose_last_two(saved->dropout_scale);
+            apply_dropout_scale(dropped_t, scale_t);
+            tensor_free(scale_t);
+        }
+        *grad_values = matmul(dropped_t, grad_output);              /* (B, K, v) */
+        tensor_free(dropped_t);
+    }
+    if (grad_queries == NULL && grad_keys == NULL)
+        return;   /* dV was all that was asked for */
+    Tensor *grad_weights = matmul_bt(grad_output, values);           /* dA (B, T, K) */
+
+    // pass 3 backwards: A = P * M elementwise, so dP = dA * M: a dropped
+    // weight passed nothing forward and gets nothing back
+    if (saved->dropout_scale != NULL)
+        for (size_t i = 0; i < grad_weights->size; i++)
+            grad_weights->data[i] *= saved->dropout_scale->data[i];
+
+    // pass 2 backwards: dS = P * (dP - rowsum(dP * P)); masked keys and
+    // rows with no valid key get exactly 0 (softmax.c)
+    Tensor *grad_scores = masked_softmax_backward(saved->weights, grad_weights);
+    tensor_free(grad_weights);
+
+    // pass 1 backwards: S = Q K^T / sqrt(d). The scale divides every score,
+    // so it divides their gradients too; then dQ = dS K, dK = dS^T Q.
+    const float scale = (float)sqrt((double)n.d);
+    for (size_t i = 0; i < grad_scores->size; i++)
+        grad_scores->data[i] /= scale;
+    if (grad_queries != NULL)
+        *grad_queries = matmul(grad_scores, keys);                   /* (B, T, d) */
+    if (grad_keys != NULL) {
+        Tensor *grad_scores_t = transpose_last_two(grad_scores);    /* (B, K, T) */
+        *grad_keys = matmul(grad_scores_t, queries);                 /* (B, K, d) */
+        tensor_free(grad_scores_t);
+    }
+    tensor_free(grad_scores);
+}
+
+void attention_saved_free(AttentionSaved *saved)
+{
+    if (saved == NULL)
+        return;
+    tensor_free(saved->weights);
+    tensor_free(saved->dropout_scale);
+    saved->weights = NULL;
+    saved->dropout_scale = NULL;
 }

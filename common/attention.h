@@ -77,6 +77,9 @@ void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
                                     const Tensor *values, const AttentionSaved *saved,
                                     const Tensor *grad_output, Tensor **grad_queries,
                                     Tensor **grad_keys, Tensor **grad_values);
+/* The weights after dropout (B, T, K), new: what pass 4 multiplied the
+ * values by, and what dot_product_attention returns as its weights. */
+Tensor *attention_saved_dropped(const AttentionSaved *saved);
 /* Frees the saved tensors and sets them to NULL (the struct is the caller's). */
 void attention_saved_free(AttentionSaved *saved);
 

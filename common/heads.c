@@ -89,6 +89,25 @@ Tensor *transpose_output(const Tensor *x, int num_heads)
     return out;
 }
 
+/* ---- backward -------------------------------------------------------------
+ * Both maps only move numbers: out[b*H + h, t, i] = x[b, t, h*d + i] and
+ * back. Each element lands in exactly one place, so the gradient of an
+ * element is the gradient of where it landed, moved back: the backward of
+ * a map is the inverse map, with no sum and no rounding. */
+
+/* grad (B*H, T, d) -> grad_x (B, T, D): transpose_qkv's x got its numbers
+ * moved to heads, so their gradients move back with transpose_output */
+Tensor *transpose_qkv_backward(const Tensor *grad, int num_heads)
+{
+    return transpose_output(grad, num_heads);
+}
+
+/* grad (B, T, D) -> grad_x (B*H, T, d): the inverse, by transpose_qkv */
+Tensor *transpose_output_backward(const Tensor *grad, int num_heads)
+{
+    return transpose_qkv(grad, num_heads);
+}
+
 /* valid_lens (B,) -> (B*H,), or (B, T) -> (B*H, T) */
 ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_heads)
 {

@@ -87,30 +87,35 @@ void multihead_free(MultiHeadAttention *layer)
 }
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
- * (B,) or (B, T) -> output (B, T, D), attention_weights (B, H, T, K) */
-Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
-                          const Tensor *keys, const Tensor *values,
-                          const ValidLens *valid_lens, bool training, Rng *rng,
-                          Tensor **attention_weights)
+ * (B,) or (B, T) -> output (B, T, D); saved: Q (B*H, T, d), K and V
+ * (B*H, K, d), attention weights (B*H, T, K), concat (B, T, D) */
+Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+                               const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, bool training, Rng *rng,
+                               MultiHeadSaved *saved)
 {
     const char *func = "multihead_forward";
     const int H = layer->num_heads;
     tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
-    const int B = queries->shape[0], T = queries->shape[1];
+    const int B = queries->shape[0];
     tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
     const int K = keys->shape[1];
     tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check(func, valid_lens, B, T, K);
+    valid_lens_check(func, valid_lens, B, queries->shape[1], K);
     if (training && layer->dropout > 0.0f && rng == NULL)
         die(func, "dropout in training mode needs a random generator, got NULL");
+    saved->queries = queries;
+    saved->keys = keys;
+    saved->values = values;
+    saved->valid_lens = valid_lens;
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix
     Tensor *q_proj = linear(queries, layer->W_q, layer->b_q);   /* (B, T, D) */
     Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, D) */
     Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, D) */
-    Tensor *q_heads = transpose_qkv(q_proj, H);                 /* (B*H, T, d) */
-    Tensor *k_heads = transpose_qkv(k_proj, H);                 /* (B*H, K, d) */
-    Tensor *v_heads = transpose_qkv(v_proj, H);                 /* (B*H, K, d) */
+    saved->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
+    saved->K = transpose_qkv(k_proj, H);                        /* (B*H, K, d) */
+    saved->V = transpose_qkv(v_proj, H);                        /* (B*H, K, d) */
     tensor_free(q_proj);
     tensor_free(k_proj);
     tensor_free(v_proj);
@@ -118,26 +123,159 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
     // pass 2: every head attends on its own; row b*H + h needs sequence b's mask
     ValidLens *head_lens = valid_lens_repeat_interleave(valid_lens, H);
     Dropout drop = {layer->dropout, training, rng};
-    Tensor *weights = NULL;
-    /* The keys now have d columns, so dot_product_attention divides the
-     * scores by sqrt(d), the per-head size, and not by sqrt(D). */
-    Tensor *heads_out = dot_product_attention(q_heads, k_heads, v_heads, head_lens, &drop,
-                                              attention_weights ? &weights : NULL);
+    /* The keys now have d columns, so the attention divides the scores by
+     * sqrt(d), the per-head size, and not by sqrt(D). */
+    Tensor *heads_out = dot_product_attention_save(saved->Q, saved->K, saved->V, head_lens,
+                                                   &drop, &saved->attention);
     valid_lens_free(head_lens);
-    tensor_free(q_heads);
-    tensor_free(k_heads);
-    tensor_free(v_heads);
 
     // pass 3: put the heads side by side again and mix them with W_o
-    Tensor *concat = transpose_output(heads_out, H);            /* (B, T, D) */
-    Tensor *output = linear(concat, layer->W_o, layer->b_o);    /* (B, T, D) */
+    saved->concat = transpose_output(heads_out, H);                    /* (B, T, D) */
+    Tensor *output = linear(saved->concat, layer->W_o, layer->b_o);    /* (B, T, D) */
     tensor_free(heads_out);
-    tensor_free(concat);
+    return output;
+}
 
+/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
+ * (B,) or (B, T) -> output (B, T, D), attention_weights (B, H, T, K) */
+Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                          const Tensor *keys, const Tensor *values,
+                          const ValidLens *valid_lens, bool training, Rng *rng,
+                          Tensor **attention_weights)
+{
+    /* The forward that keeps nothing: the saving one, its savings dropped. */
+    MultiHeadSaved saved;
+    Tensor *output = multihead_forward_save(layer, queries, keys, values, valid_lens,
+                                            training, rng, &saved);
     if (attention_weights != NULL) {
-        /* (B*H, T, K) and (B, H, T, K) are the same numbers in the same
+        const int B = queries->shape[0], H = layer->num_heads;
+        const int T = queries->shape[1], K = keys->shape[1];
+        /* The weights after dropout, as they multiplied the values.
+         * (B*H, T, K) and (B, H, T, K) are the same numbers in the same
          * order, because row b*H + h is head h of sequence b: a view. */
+        Tensor *weights = attention_saved_dropped(&saved.attention);
         *attention_weights = tensor_reshape(weights, SHAPE(B, H, T, K));
     }
+    multihead_saved_free(&saved);
     return output;
+}
+
+/* ---- backward -------------------------------------------------------------
+ * The forward's three passes in reverse:
+ *   pass 3 backwards: output = concat W_o^T + b_o      -> W_o, b_o, concat
+ *                     concat = transpose_output(heads) -> heads (inverse map)
+ *   pass 2 backwards: heads = attention(Q, K, V)       -> Q, K, V per head
+ *   pass 1 backwards: Q = transpose_qkv(queries W_q^T + b_q), and K, V alike
+ *                                                      -> W_*, b_*, inputs
+ * Every step is a backward from the chapter that introduced its forward. */
+
+MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer)
+{
+    MultiHeadGrads *grads = checked_calloc("multihead_grads_new", 1, sizeof *grads);
+    grads->W_q = tensor_zeros(layer->W_q->ndim, layer->W_q->shape);
+    grads->W_k = tensor_zeros(layer->W_k->ndim, layer->W_k->shape);
+    grads->W_v = tensor_zeros(layer->W_v->ndim, layer->W_v->shape);
+    grads->W_o = tensor_zeros(layer->W_o->ndim, layer->W_o->shape);
+    if (layer->bias) {
+        const int D = layer->num_hiddens;
+        grads->b_q = tensor_zeros(SHAPE(D));
+        grads->b_k = tensor_zeros(SHAPE(D));
+        grads->b_v = tensor_zeros(SHAPE(D));
+        grads->b_o = tensor_zeros(SHAPE(D));
+    }
+    return grads;
+}
+
+void multihead_grads_zero(MultiHeadGrads *grads)
+{
+    Tensor *all[] = {grads->W_q, grads->W_k, grads->W_v, grads->W_o,
+                     grads->b_q, grads->b_k, grads->b_v, grads->b_o};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i] != NULL)
+            for (size_t j = 0; j < all[i]->size; j++)
+                all[i]->data[j] = 0.0f;
+}
+
+void multihead_grads_free(MultiHeadGrads *grads)
+{
+    if (grads == NULL)
+        return;
+    tensor_free(grads->W_q);
+    tensor_free(grads->W_k);
+    tensor_free(grads->W_v);
+    tensor_free(grads->W_o);
+    tensor_free(grads->b_q);
+    tensor_free(grads->b_k);
+    tensor_free(grads->b_v);
+    tensor_free(grads->b_o);
+    free(grads);
+}
+
+/* Pass 1 backwards for one projection: x (B, n, Din), weight (D, Din),
+ * grad_heads (B*H, n, d) -> grad_x (B, n, Din) into *grad_x when not NULL;
+ * grad_weight (D, Din) and grad_bias (D,) added to when not NULL. */
+static void projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_heads,
+                                int num_heads, Tensor *grad_weight, Tensor *grad_bias,
+                                Tensor **grad_x)
+{
+    Tensor *grad_proj = transpose_qkv_backward(grad_heads, num_heads);   /* (B, n, D) */
+    Tensor *grad_input = linear_backward(x, weight, grad_proj, grad_weight, grad_bias);
+    tensor_free(grad_proj);
+    if (grad_x != NULL)
+        *grad_x = grad_input;
+    else
+        tensor_free(grad_input);
+}
+
+/* grad_output (B, T, D) -> grads += dW_*, db_*; grad_queries (B, T, Dq),
+ * grad_keys (B, K, Dk), grad_values (B, K, Dv), grad_concat (B, T, D) */
+void multihead_backward(const MultiHeadAttention *layer, const MultiHeadSaved *saved,
+                        const Tensor *grad_output, MultiHeadGrads *grads,
+                        Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                        Tensor **grad_concat)
+{
+    const int H = layer->num_heads;
+    tensor_check_shape("multihead_backward", "grad_output", grad_output,
+                       saved->concat->ndim, saved->concat->shape);
+    MultiHeadGrads none = {0};   /* grads NULL: only input gradients wanted */
+    const MultiHeadGrads *g = grads != NULL ? grads : &none;
+
+    // pass 3 backwards: dW_o += dO^T concat, db_o += column sums of dO,
+    // d concat = dO W_o, then the heads' share of it, moved back per head
+    Tensor *d_concat = linear_backward(saved->concat, layer->W_o, grad_output, g->W_o,
+                                       g->b_o);                             /* (B, T, D) */
+    Tensor *d_heads = transpose_output_backward(d_concat, H);              /* (B*H, T, d) */
+    if (grad_concat != NULL)
+        *grad_concat = d_concat;
+    else
+        tensor_free(d_concat);
+
+    // pass 2 backwards: every head on its own, with the weights and the
+    // dropout mask its forward kept
+    Tensor *d_Q = NULL, *d_K = NULL, *d_V = NULL;
+    dot_product_attention_backward(saved->Q, saved->K, saved->V, &saved->attention, d_heads,
+                                   &d_Q, &d_K, &d_V);
+    tensor_free(d_heads);
+
+    // pass 1 backwards: merge the heads' gradients and go back through the
+    // projections. b_k's gradient is the column sum of d_K, which is 0
+    // up to rounding: chapter 05 says why.
+    projection_backward(saved->queries, layer->W_q, d_Q, H, g->W_q, g->b_q, grad_queries);
+    projection_backward(saved->keys, layer->W_k, d_K, H, g->W_k, g->b_k, grad_keys);
+    projection_backward(saved->values, layer->W_v, d_V, H, g->W_v, g->b_v, grad_values);
+    tensor_free(d_Q);
+    tensor_free(d_K);
+    tensor_free(d_V);
+}
+
+void multihead_saved_free(MultiHeadSaved *saved)
+{
+    if (saved == NULL)
+        return;
+    tensor_free(saved->Q);
+    tensor_free(saved->K);
+    tensor_free(saved->V);
+    tensor_free(saved->concat);
+    attention_saved_free(&saved->attention);
+    saved->Q = saved->K = saved->V = saved->concat = NULL;
 }

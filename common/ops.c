@@ -114,6 +114,58 @@ Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
     return y;
 }
 
+/* x (..., in), weight (out, in), grad_y (..., out) -> grad_x (..., in);
+ * grad_weight (out, in) += grad_y^T x, grad_bias (out,) += column sums of grad_y */
+Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                        Tensor *grad_weight, Tensor *grad_bias)
+{
+    const char *func = "linear_backward";
+    int rows;
+    /* grad_y has the forward's output shape: the same rule checks both. */
+    Tensor *y_shape = linear_output(func, x, weight, NULL, &rows);
+    tensor_check_shape(func, "grad_y", grad_y, y_shape->ndim, y_shape->shape);
+    tensor_free(y_shape);
+    const int in = x->shape[x->ndim - 1], out = weight->shape[0];
+    if (grad_weight != NULL)
+        tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
+    if (grad_bias != NULL)
+        tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
+
+    // backwards through y = x W^T: each y[r, j] = sum_i x[r, i] W[j, i] reaches
+    // x[r, i] through W[j, i] and W[j, i] through x[r, i].
+    // grad_x = grad_y @ W, (rows, out) @ (out, in) -> (rows, in)
+    int x_shape[TENSOR_MAX_DIMS];
+    memcpy(x_shape, x->shape, sizeof x_shape);
+    Tensor *grad_x = tensor_zeros(x->ndim, x_shape);
+    matmul_raw(grad_y->data, weight->data, grad_x->data, rows, out, in);
+
+    // grad_W += grad_y^T @ x, (out, rows) @ (rows, in): the whole product
+    // first, then one addition per element, so the accumulated gradient is
+    // this step's gradient added once (as .grad += in PyTorch)
+    if (grad_weight != NULL) {
+        float *grad_y_t = checked_malloc(func, (size_t)out * rows, sizeof(float));
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < out; j++)
+                grad_y_t[(size_t)j * rows + r] = grad_y->data[(size_t)r * out + j];
+        float *step = checked_malloc(func, (size_t)out * in, sizeof(float));
+        matmul_raw(grad_y_t, x->data, step, out, rows, in);
+        for (size_t i = 0; i < (size_t)out * in; i++)
+            grad_weight->data[i] += step[i];
+        free(grad_y_t);
+        free(step);
+    }
+
+    // grad_b += the sum of grad_y's rows: b is added to every row of y
+    if (grad_bias != NULL)
+        for (int j = 0; j < out; j++) {
+            double sum = 0.0;
+            for (int r = 0; r < rows; r++)
+                sum += grad_y->data[(size_t)r * out + j];
+            grad_bias->data[j] += (float)sum;
+        }
+    return grad_x;
+}
+
 void relu_inplace(Tensor *x)
 {
     for (size_t i = 0; i < x->size; i++)

@@ -84,3 +84,52 @@ Tensor *masked_softmax(const Tensor *x, const ValidLens *valid_lens)
         }
     return weights;
 }
+
+/* ---- backward -------------------------------------------------------------
+ * p = softmax(s) has the Jacobian dp_i/ds_j = p_i (delta_ij - p_j), an
+ * (n, n) matrix. Multiplied by the incoming gradient g = dL/dp it collapses:
+ *     dL/ds_j = sum_i g_i p_i (delta_ij - p_j) = p_j g_j - p_j sum_i g_i p_i
+ *             = p_j (g_j - <g, p>),
+ * one dot product shared by the whole row, then one pass: O(n), not O(n^2).
+ * A masked key has p_j = 0 and so gets exactly 0, whatever g says: it did
+ * not take part. A row with no valid key is all zeros and stays so. */
+
+/* weights (n,), grad_weights (n,) -> grad_scores (n,) */
+void softmax_row_backward(const float *weights, const float *grad_weights,
+                          float *grad_scores, int n)
+{
+    // pass 3 backwards: <g, p>, the part of the gradient that normalising
+    // takes away from every entry (kept in double, as the forward's sum)
+    double dot = 0.0;
+    for (int j = 0; j < n; j++)
+        if (weights[j] != 0.0f)
+            dot += (double)grad_weights[j] * weights[j];
+    // passes 2 and 1 backwards: through exp (its derivative is itself, so
+    // p_j comes back as a factor) and the shift by the maximum, which moves
+    // every score alike and so changes no weight: it has no gradient.
+    // A key of weight 0 (masked) is skipped outright, so its gradient is
+    // +0 exactly, even where -0 or an infinite gradient would come out.
+    for (int j = 0; j < n; j++)
+        grad_scores[j] = weights[j] == 0.0f
+                             ? 0.0f
+                             : weights[j] * (float)((double)grad_weights[j] - dot);
+}
+
+/* weights (B, T, K), grad_weights (B, T, K) -> grad_scores (B, T, K);
+ * any shape works: every run of the last dimension is one row */
+Tensor *masked_softmax_backward(const Tensor *weights, const Tensor *grad_weights)
+{
+    tensor_check_shape("masked_softmax_backward", "grad_weights", grad_weights,
+                       weights->ndim, weights->shape);
+    /* The mask needs no second look: masked_softmax left p = 0 on every
+     * masked key, and p = 0 gives gradient 0 above. */
+    Tensor *grad_scores = tensor_copy(weights);
+    int num_keys = weights->shape[weights->ndim - 1];
+    size_t rows = weights->size / (size_t)num_keys;
+    for (size_t r = 0; r < rows; r++) {
+        size_t offset = r * (size_t)num_keys;
+        softmax_row_backward(weights->data + offset, grad_weights->data + offset,
+                             grad_scores->data + offset, num_keys);
+    }
+    return grad_scores;
+}

@@ -11,6 +11,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The tests read fixtures and run programs by paths relative to the
+ * repository's root, which the Makefile compiles in as SOURCE_DIR: the
+ * runner moves there first, so ./tests/run_tests works from any directory. */
+ReportHook(PRE_ALL)(struct criterion_test_set *tests)
+{
+    (void)tests;
+    if (chdir(SOURCE_DIR) != 0) {
+        fprintf(stderr, "run_tests: cannot enter the repository at %s\n", SOURCE_DIR);
+        exit(1);
+    }
+}
+
 void scratch_dir_make(char *buf, size_t len, const char *prefix)
 {
     snprintf(buf, len, "/tmp/%s_XXXXXX", prefix);
@@ -179,4 +191,48 @@ void expect_help_lists(const char *program, const char *const *options, size_t c
         cr_expect(r.out && strstr(r.out, options[i]) != NULL, "%s --help does not mention %s",
                   program, options[i]);
     run_result_free(&r);
+}
+
+/* Where the numbers of "name = tensor(" or "name =\ntensor(" begin, after
+ * p; NULL when there is none. The name must start a line or follow a space. */
+static const char *after_tensor_name(const char *text, const char *p, const char *name)
+{
+    const size_t len = strlen(name);
+    for (; (p = strstr(p, name)) != NULL; p++) {
+        if (p != text && p[-1] != '\n' && p[-1] != ' ')
+            continue;
+        if (strncmp(p + len, " = tensor(", 10) == 0 || strncmp(p + len, " =\ntensor(", 10) == 0)
+            return p + len + 10;
+    }
+    return NULL;
+}
+
+int tensor_numbers_in(const char *text, const char *name, int occurrence, double *out, int max)
+{
+    const char *p = text;
+    for (int seen = 0; p != NULL && seen <= occurrence; seen++)
+        p = after_tensor_name(text, p, name);
+    if (p == NULL)
+        return -1;
+    int count = 0, depth = 0;
+    while (*p != '\0') {
+        if (*p == '[') {
+            depth++;
+            p++;
+        } else if (*p == ']') {
+            p++;
+            if (--depth == 0)
+                return count;
+        } else if (*p == ',' || *p == ' ' || *p == '\n') {
+            p++;
+        } else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p || count == max)
+                return -1;
+            out[count++] = v;
+            p = end;
+        }
+    }
+    return -1;
 }

@@ -13,6 +13,9 @@
 #ifndef BIN_DIR
 #define BIN_DIR "."
 #endif
+#ifndef SOURCE_DIR
+#define SOURCE_DIR "."
+#endif
 
 typedef struct {
     int status;      /* exit status, or 128 + signal number */
@@ -32,6 +35,13 @@ void expect_bad_options(const char *program, const char *const (*cases)[2], size
 void expect_help_lists(const char *program, const char *const *options, size_t count);
 /* true when text is exactly one line: its only newline is the last character. */
 bool is_one_line(const char *text);
+
+/* The numbers of the tensor a program printed as "name = tensor(...)", the
+ * occurrence-th such print (0 for the first), in order; nan and inf read
+ * too. Returns how many were read, or -1 when there is no such print or it
+ * holds more than max numbers. Tests compare a program's numbers this way,
+ * not its sentences. */
+int tensor_numbers_in(const char *text, const char *name, int occurrence, double *out, int max);
 
 /* Run fn() in a child process and return what it wrote on stderr (the
  * caller frees); *status receives its exit status, as run_program gives.

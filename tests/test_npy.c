@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -435,6 +436,9 @@ static const BadHeader BAD_HEADERS[] = {
      "malformed header: expected a whole number in 'shape' at byte 54 of the header, found 'x'"},
     {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", 24,
      "bad shape: dimension -3 is negative"},
+    /* -0 is 0 in Python: an empty array, not a negative size */
+    {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-0, 4), }", 24,
+     "shape (0, 4) is empty; a tensor holds at least one number"},
     {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 1), }", 24,
      "bad shape: a dimension is larger than 2147483647, the most a tensor dimension can be"},
     {1, "{'descr': '<f4', 'fortran_order': False, "
@@ -640,4 +644,153 @@ Test(npy, fuzz_regressions_read_cleanly)
     }
     closedir(d);
     cr_expect_gt(files, 0, "the regression folder has no inputs");
+}
+
+/* ---- files that are not what they seem ----------------------------------------- */
+
+/* A named pipe with no writer: opening it for reading the usual way waits
+ * forever; the reader refuses it at once. */
+Test(npy, a_named_pipe_is_refused_without_waiting, .timeout = 10)
+{
+    make_scratch();
+    char path[128], err[NPY_ERR_LEN], expected[NPY_ERR_LEN];
+    snprintf(path, sizeof path, "%s/queries.npy", scratch);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_expect_null(npy_load(path, err, sizeof err));
+    snprintf(expected, sizeof expected, "%s: cannot read: not a regular file", path);
+    cr_expect_str_eq(err, expected);
+    NpyInts ints;
+    cr_expect_eq(npy_load_ints(path, &ints, err, sizeof err), -1);
+    cr_expect_str_eq(err, expected);
+    unlink(path);
+    scratch_dir_remove(scratch);
+}
+
+/* A 30 GB file (sparse: it takes no disk) that is not a .npy file is
+ * refused after its first bytes, not with "out of memory" after reading it;
+ * the address space is capped at 1 GB to prove nothing large is allocated. */
+static void load_huge_file(void)
+{
+    struct rlimit limit = {1u << 30, 1u << 30};
+    setrlimit(RLIMIT_AS, &limit);
+    char err[NPY_ERR_LEN];
+    char path[128];
+    snprintf(path, sizeof path, "%s/huge.npy", scratch);
+    Tensor *x = npy_load(path, err, sizeof err);
+    fprintf(stderr, "%s\n", err);
+    exit(x == NULL ? 0 : 3);
+}
+
+Test(npy, a_huge_file_is_refused_by_its_first_bytes, .timeout = 20)
+{
+    make_scratch();
+    char path[128], expected[NPY_ERR_LEN];
+    snprintf(path, sizeof path, "%s/huge.npy", scratch);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs("not numpy", f);
+    fclose(f);
+    cr_assert_eq(truncate(path, 30LL << 30), 0, "cannot make a sparse 30 GB file");
+    int status;
+    char *err = stderr_of(load_huge_file, &status);
+    snprintf(expected, sizeof expected,
+             "%s: not a .npy file (it does not start with \\x93NUMPY)\n", path);
+    cr_expect_eq(status, 0);
+    cr_expect_str_eq(err, expected);
+    free(err);
+    unlink(path);
+    scratch_dir_remove(scratch);
+}
+
+/* Save bytes as scratch/NAME and load them as floats; returns the tensor. */
+static Tensor *load_built(const char *name, const unsigned char *bytes, size_t len, char *err)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", scratch, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite(bytes, 1, len, f);
+    fclose(f);
+    return npy_load(path, err, NPY_ERR_LEN);
+}
+
+/* A header for a 1-D array of n items of descr, 64-byte aligned as NumPy writes. */
+static size_t header_1d(unsigned char *buf, const char *descr, int n)
+{
+    char dict[128];
+    int used = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }",
+                        descr, n);
+    size_t header_len = (size_t)used + 1;
+    header_len += 64 - (10 + header_len) % 64;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)header_len;
+    buf[9] = 0;
+    memset(buf + 10, ' ', header_len);
+    memcpy(buf + 10, dict, (size_t)used);
+    buf[10 + header_len - 1] = '\n';
+    return 10 + header_len;
+}
+
+Test(npy, float64_values_that_round_to_float_max_are_read)
+{
+    make_scratch();
+    /* FLT_MAX itself, a double just above it that rounds down to it, and
+     * the halfway point 2^128 - 2^103, which rounds up to infinity. */
+    const double values[3] = {0x1.fffffep+127, 0x1.fffffe8p+127, 0x1.ffffffp+127};
+    unsigned char bytes[256];
+    size_t head = header_1d(bytes, "<f8", 2);
+    memcpy(bytes + head, values, 16);   /* this machine is little-endian, as the test suite assumes */
+    char err[NPY_ERR_LEN];
+    Tensor *x = load_built("near_max.npy", bytes, head + 16, err);
+    cr_assert_not_null(x, "%s", err);
+    cr_expect_eq(x->data[0], 0x1.fffffep+127f);
+    cr_expect_eq(x->data[1], 0x1.fffffep+127f);
+    tensor_free(x);
+    head = header_1d(bytes, "<f8", 3);
+    memcpy(bytes + head, values, 24);
+    cr_expect_null(load_built("past_max.npy", bytes, head + 24, err));
+    cr_expect(strstr(err, "element 2 (index [2]) = 3.40282e+38 is outside the float32 range") != NULL,
+              "%s", err);
+    scratch_dir_remove(scratch);
+}
+
+Test(npy, integers_without_an_exact_float_are_refused)
+{
+    make_scratch();
+    /* 2^24 and 2^25 are exact in float32; 2^24 + 1 is not. */
+    const int32_t values[3] = {16777216, 33554432, 16777217};
+    unsigned char bytes[256];
+    size_t head = header_1d(bytes, "<i4", 2);
+    memcpy(bytes + head, values, 8);
+    char err[NPY_ERR_LEN];
+    Tensor *x = load_built("exact.npy", bytes, head + 8, err);
+    cr_assert_not_null(x, "%s", err);
+    cr_expect_eq(x->data[0], 16777216.0f);
+    cr_expect_eq(x->data[1], 33554432.0f);
+    tensor_free(x);
+    head = header_1d(bytes, "<i4", 3);
+    memcpy(bytes + head, values, 12);
+    cr_expect_null(load_built("inexact.npy", bytes, head + 12, err));
+    cr_expect(strstr(err, ": element 2 (index [2]) = 16777217 has no exact float32 value") != NULL,
+              "%s", err);
+    scratch_dir_remove(scratch);
+}
+
+Test(npy, a_long_path_keeps_the_reason_whole)
+{
+    /* /tmp/aaa.../aaa.../queries.npy: 600 characters in folders of 99 */
+    char path[700], err[NPY_ERR_LEN];
+    memset(path, 'a', sizeof path);
+    memcpy(path, "/tmp/", 5);
+    for (int i = 104; i < 600; i += 100)
+        path[i] = '/';
+    strcpy(path + 600, "/queries.npy");
+    cr_expect_null(npy_load(path, err, sizeof err));
+    const char *reason = ": cannot open: No such file or directory";
+    size_t len = strlen(err);
+    cr_assert(len > strlen(reason));
+    cr_expect_str_eq(err + len - strlen(reason), reason);
+    cr_expect(strstr(err, "...") != NULL, "%s", err);
+    cr_expect(strncmp(err, "/tmp/aaa", 8) == 0, "%s", err);
+    cr_expect(strstr(err, "aaa/queries.npy: ") != NULL, "%s", err);
 }

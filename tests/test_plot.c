@@ -1,6 +1,7 @@
 /*
  * test_plot.c - heatmaps: the exact .dat text, a .gp script gnuplot runs
- * from another directory, the terminal drawing, and failures that leave no
+ * from another directory, masked cells (exactly 0) drawn apart from small
+ * weights in the picture and in the terminal, and failures that leave no
  * file behind.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -163,6 +164,103 @@ Test(plot, dat_text_of_a_grid_with_titles, .init = make_scratch, .fini = remove_
     tensor_free(m);
 }
 
+/* ---- masked cells (exactly 0) against small weights ------------------------ */
+
+Test(plot, dat_keeps_a_masked_zero_apart_from_small_weights, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    /* only the exact 0 is written "0"; %g never rounds a weight above 0
+     * to "0", however small (1e-45 is the smallest float above 0) */
+    const float weights[] = {0.0f, 1e-6f, 1e-45f, 0.25f};
+    Tensor *m = tensor_from(weights, SHAPE(1, 4));
+    cr_assert_eq(plot_heatmaps(scratch, "w", m, "keys", "queries", NULL), 0);
+    char *dat = scratch_file("w.dat");
+    cr_assert_not_null(dat);
+    cr_expect_str_eq(dat,
+                     "# w: 1 x 1 panels, each 1 rows x 4 columns\n"
+                     "# panel 0 (row 0, column 0)\n"
+                     "0 1e-06 1.4013e-45 0.25\n");
+    free(dat);
+    tensor_free(m);
+}
+
+Test(plot, gp_draws_exact_zeros_in_a_grey_layer_of_their_own, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    /* (P, T, K) = (3, 1, 2): a masked and a small weight, two small
+     * weights, two masked weights */
+    const float weights[] = {0.0f, 1e-6f, 0.5f, 0.25f, 0.0f, 0.0f};
+    Tensor *m = tensor_from(weights, SHAPE(3, 1, 2));
+    cr_assert_eq(plot_heatmaps(scratch, "w", m, "keys", "queries", NULL), 0);
+    char *gp = scratch_file("w.gp");
+    cr_assert_not_null(gp);
+
+    /* panel 0: the palette layer leaves exact zeros out, the grey layer
+     * draws only them */
+    cr_expect(strstr(gp,
+                     "plot here.'w.dat' index 0 matrix using ($3 == 0 ? NaN : $1):2:(0.5):(0.5):3 "
+                     "with boxxyerror fillcolor palette notitle, \\\n"
+                     "     here.'w.dat' index 0 matrix using ($3 == 0 ? $1 : NaN):2:(0.5):(0.5) "
+                     "with boxxyerror fillcolor rgb '#a8a8a8' notitle\n") != NULL, "%s", gp);
+    /* panel 1 has no zero: no grey layer, which gnuplot would warn about */
+    cr_expect(strstr(gp,
+                     "plot here.'w.dat' index 1 matrix using ($3 == 0 ? NaN : $1):2:(0.5):(0.5):3 "
+                     "with boxxyerror fillcolor palette notitle\n") != NULL, "%s", gp);
+    /* panel 2 is all masked: the grey layer alone */
+    cr_expect(strstr(gp,
+                     "plot here.'w.dat' index 2 matrix using ($3 == 0 ? $1 : NaN):2:(0.5):(0.5) "
+                     "with boxxyerror fillcolor rgb '#a8a8a8' notitle\n") != NULL, "%s", gp);
+    /* the key: a grey square and the note, drawn once, by the first panel */
+    cr_expect(strstr(gp, "fillcolor rgb '#a8a8a8' fillstyle solid noborder\n"
+                         "set label 2 'grey: exactly 0 (masked)' at screen ") != NULL, "%s", gp);
+    cr_expect(strstr(gp, "notitle\nunset label\nunset object\n\n# panel 1") != NULL, "%s", gp);
+    cr_expect_str_eq(HEATMAP_MASKED_NOTE, "grey: exactly 0 (masked)");
+    free(gp);
+    tensor_free(m);
+}
+
+Test(plot, gp_without_a_zero_has_no_grey_key_and_no_title, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const float weights[] = {1e-6f, 0.75f};
+    Tensor *m = tensor_from(weights, SHAPE(1, 2));
+    cr_assert_eq(plot_heatmaps(scratch, "w", m, "keys", "queries", NULL), 0);
+    char *gp = scratch_file("w.gp");
+    cr_assert_not_null(gp);
+    cr_expect(strstr(gp, "grey") == NULL && strstr(gp, "#a8a8a8") == NULL, "%s", gp);
+    cr_expect(strstr(gp, "set label") == NULL && strstr(gp, "set object") == NULL, "%s", gp);
+    /* no header line: 10 + 80 + 48 pixels high */
+    cr_expect(strstr(gp, "set terminal pngcairo size 240,138 ") != NULL, "%s", gp);
+    free(gp);
+    tensor_free(m);
+}
+
+Test(plot, titled_picture_has_its_title_line_above_the_grey_key, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const float weights[] = {0.5f, 0.5f, 0.0f};
+    Tensor *m = tensor_from(weights, SHAPE(1, 3));
+    cr_assert_eq(plot_heatmaps_titled(scratch, "t", "d2l's check", m, "keys", "queries", NULL), 0);
+    char *gp = scratch_file("t.gp");
+    cr_assert_not_null(gp);
+    /* two header lines of 18 pixels under a top margin of 10: the picture
+     * is 10 + 36 + 10 + 80 + 48 = 184 high; the title sits in the middle of
+     * the first line, 19 pixels down, the key 18 pixels lower */
+    cr_expect(strstr(gp, "set terminal pngcairo size 280,184 ") != NULL, "%s", gp);
+    cr_expect(strstr(gp, "set label 1 'd2l''s check' at screen 0.22143, screen 0.89674 left font ',10'\n")
+              != NULL, "%s", gp);
+    cr_expect(strstr(gp, "set label 2 'grey: exactly 0 (masked)' at screen 0.27857, screen 0.79891 left\n")
+              != NULL, "%s", gp);
+    /* the .dat is the same as without a title */
+    char *dat = scratch_file("t.dat");
+    cr_expect_str_eq(dat, "# t: 1 x 1 panels, each 1 rows x 3 columns\n"
+                          "# panel 0 (row 0, column 0)\n"
+                          "0.5 0.5 0\n");
+    free(dat);
+    free(gp);
+    tensor_free(m);
+}
+
 /* ---- NAME.gp through gnuplot ----------------------------------------------- */
 
 static bool have_gnuplot(void)
@@ -206,13 +304,14 @@ Test(plot, gnuplot_renders_the_script_from_any_directory, .init = make_scratch,
     free(err);
 
     /* the PNG sits next to the script, with the size the script asked for:
-     * cells of 40 pixels, panel 120 x 80, plus the margins of plot.c */
+     * cells of 40 pixels, panel 120 x 80, plus the margins of plot.c and,
+     * since one weight is exactly 0, a line of 18 pixels for the grey key */
     char png[512];
     snprintf(png, sizeof png, "%s/it's.png", scratch);
     unsigned width = 0, height = 0;
     cr_expect(png_size(png, &width, &height), "no PNG was written at %s", png);
     cr_expect_eq(width, 62 + 120 + 18 + 80);
-    cr_expect_eq(height, 10 + 80 + 48);
+    cr_expect_eq(height, 10 + 18 + 10 + 80 + 48);
     tensor_free(m);
 }
 
@@ -237,6 +336,40 @@ Test(plot, gnuplot_renders_a_single_row_and_a_grid, .init = make_scratch,
     free(listing);
     tensor_free(row);
     tensor_free(grid);
+}
+
+/* Rendered, the grey layer holds the masked cells and only them: the script
+ * is run with gnuplot's SVG terminal in place of PNG, where every filled
+ * cell is a <polygon> with its colour in the text. */
+Test(plot, gnuplot_draws_every_masked_cell_grey_and_no_small_one, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed (apt-get install gnuplot-nox): not rendering");
+    /* three masked cells, three small or large weights */
+    const float weights[] = {0.0f, 1e-6f, 0.5f,
+                             0.0f, 0.0f, 1.0f};
+    Tensor *m = tensor_from(weights, SHAPE(2, 3));
+    cr_assert_eq(plot_heatmaps(scratch, "w", m, "keys", "queries", NULL), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "cd \"%s\" && sed -e 's/^    set terminal .*/    set terminal svg size 280,166/' "
+             "-e \"s/^set output .*/set output 'w.svg'/\" w.gp > svg.gp "
+             "&& gnuplot svg.gp 2>gnuplot.err", scratch);
+    cr_assert_eq(system(cmd), 0, "gnuplot failed on the SVG copy of the script");
+    char *svg = scratch_file("w.svg");
+    cr_assert_not_null(svg);
+    int grey = 0, white = 0;
+    for (const char *p = strstr(svg, "<polygon fill = 'rgb(168, 168, 168)'"); p;
+         p = strstr(p + 1, "<polygon fill = 'rgb(168, 168, 168)'"))
+        grey++;
+    for (const char *p = strstr(svg, "<polygon fill = 'white'"); p;
+         p = strstr(p + 1, "<polygon fill = 'white'"))
+        white++;
+    cr_expect_eq(grey, 3 + 1, "three masked cells and the key square:\n%s", svg);
+    cr_expect_eq(white, 0, "no masked cell is drawn a second time, in white");
+    free(svg);
+    tensor_free(m);
 }
 
 /* ---- failures -------------------------------------------------------------- */
@@ -330,7 +463,8 @@ static char *terminal_drawing(const Tensor *m, const char *title)
 
 Test(plot, terminal_drawing_of_a_tiny_matrix)
 {
-    /* one value on each side of every shade boundary */
+    /* one value on each side of every shade boundary; an exact 0 is a dot
+     * under its column number */
     const float weights[] = {0.0f, 0.25f, 0.26f,
                              0.5f, 0.75f, 1.0f};
     Tensor *m = tensor_from(weights, SHAPE(2, 3));
@@ -339,23 +473,31 @@ Test(plot, terminal_drawing_of_a_tiny_matrix)
                      "tiny\n"
                      "     0 1 2\n"
                      "   ┌──────┐\n"
-                     " 0 │  ░░▒▒│\n"
+                     " 0 │ ·░░▒▒│\n"
                      " 1 │▒▒▓▓██│\n"
                      "   └──────┘\n"
-                     "   blank 0, ░ up to 0.25, ▒ up to 0.5, ▓ up to 0.75, █ up to 1\n",
+                     "   · exactly 0 (masked), ░ above 0 up to 0.25, ▒ up to 0.5, ▓ up to 0.75,"
+                     " █ up to 1\n",
                      "drew:\n%s", got);
     free(got);
     tensor_free(m);
 }
 
-Test(plot, terminal_tiny_weights_are_not_blank_and_nan_shows)
+Test(plot, terminal_masked_cells_are_dots_and_small_weights_are_shaded)
 {
-    /* a weight of 1e-6 is not masked: only an exact 0 is blank */
-    const float weights[] = {1e-6f, 0.0f, NAN, 2.0f};
-    Tensor *m = tensor_from(weights, SHAPE(1, 4));
+    /* a weight of 1e-6, or 1e-45, is not masked: only an exact 0 (of
+     * either sign) is a dot; below 0 and NaN show as what they are */
+    const float weights[] = {1e-6f, 0.0f, NAN, 2.0f, 1e-45f, -0.0f, -0.5f};
+    Tensor *m = tensor_from(weights, SHAPE(1, 7));
     char *got = terminal_drawing(m, NULL);
-    cr_expect(strstr(got, " 0 │░░  ??██│\n") != NULL, "drew:\n%s", got);
-    cr_expect(strncmp(got, "     0 1 2 3\n", 13) == 0, "no title line when title is NULL:\n%s", got);
+    cr_expect(strstr(got, " 0 │░░ ·??██░░ ·--│\n") != NULL, "drew:\n%s", got);
+    cr_expect(strncmp(got, "     0 1 2 3 4 5 6\n", 19) == 0,
+              "no title line when title is NULL:\n%s", got);
+    char legend[160];
+    snprintf(legend, sizeof legend, "   %s\n", HEATMAP_TERMINAL_LEGEND);
+    const size_t got_len = strlen(got), legend_len = strlen(legend);
+    cr_expect(got_len > legend_len && strcmp(got + got_len - legend_len, legend) == 0,
+              "the legend is the last line:\n%s", got);
     free(got);
     tensor_free(m);
 }

@@ -354,33 +354,94 @@ Test(masked_softmax, scores_must_be_3d_with_valid_lens)
 
 #define SOFTMAX_MASK "02_softmax_mask/softmax_mask"
 
+enum { MAX_PRINTED = 512 };
+
+/* The printed tensor "name" (its occurrence-th print) as a Tensor of the
+ * given shape; the test fails when it holds another number of values. */
+static Tensor *printed(const char *out, const char *name, int occurrence, int ndim,
+                       const int *shape)
+{
+    static double values[MAX_PRINTED];
+    int n = tensor_numbers_in(out, name, occurrence, values, MAX_PRINTED);
+    Tensor *t = tensor_zeros(ndim, shape);
+    cr_assert_eq(n, (int)t->size, "print %d of '%s' holds %d numbers, expected %zu:\n%s",
+                 occurrence, name, n, t->size, out);
+    for (size_t i = 0; i < t->size; i++)
+        t->data[i] = (float)values[i];
+    return t;
+}
+
+/* The weights printed after "masked_softmax(X, valid_lens)" are what the
+ * library gives for the printed X and lengths. X and the weights are both
+ * printed to 4 decimals, so each side carries up to 5e-5 of rounding: 2e-4
+ * allows for both, far below what a misplaced mask would change. */
+static void expect_printed_masked_softmax(const char *out, int occurrence, const Tensor *x,
+                                          const ValidLens *valid_lens)
+{
+    Tensor *expected = masked_softmax(x, valid_lens);
+    Tensor *shown = printed(out, "masked_softmax(X, valid_lens)", occurrence, x->ndim, x->shape);
+    expect_close(shown, expected, 2e-4f, 0.0f);
+    /* masked weights are printed as exact zeros */
+    for (size_t i = 0; i < expected->size; i++)
+        if (expected->data[i] == 0.0f)
+            cr_expect_eq(shown->data[i], 0.0f, "weight %zu", i);
+    tensor_free(expected);
+    tensor_free(shown);
+}
+
 Test(chapter02, runs_with_defaults_and_shows_each_case)
 {
     RunResult r = run_program(SOFTMAX_MASK, "");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-    const char *expected[] = {
-        "  naive softmax = tensor([nan, nan, nan])",
-        "  softmax_row   = tensor([0.0900, 0.2447, 0.6652])",
-        "  softmax_row  ([-1000, -1001, -1002]) = tensor([0.6652, 0.2447, 0.0900])",
-        "valid_lens = tensor([2, 3])",
-        "valid_lens = tensor([[1, 3],\n                     [2, 4]])",
-        /* valid_len 1: all the weight on key 0, exactly */
-        "tensor([[[1.0000, 0.0000, 0.0000, 0.0000],",
-        "   weights = tensor([0.2500, 0.2500, 0.2500, 0.2500])",
-        "   weights = tensor([nan, nan, nan, nan])",
-        "   weights = tensor([0.0000, 0.0000, 0.0000, 0.0000])",
-    };
-    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
-        cr_expect(strstr(r.out, expected[i]) != NULL, "output lacks: %s", expected[i]);
+
+    /* part 1: the naive softmax is NaN, the stable one is softmax([1, 2, 3]) */
+    const float big[3] = {1000.0f, 1001.0f, 1002.0f}, negative[3] = {-1000.0f, -1001.0f, -1002.0f};
+    Tensor *naive = printed(r.out, "naive softmax", 0, SHAPE(3));
+    Tensor *stable = printed(r.out, "softmax_row  ", 0, SHAPE(3));
+    Tensor *stable_negative = printed(r.out, "softmax_row  ([-1000, -1001, -1002])", 0, SHAPE(3));
+    float expected[3], expected_negative[3];
+    memcpy(expected, big, sizeof expected);
+    memcpy(expected_negative, negative, sizeof expected_negative);
+    softmax_row(expected, 3);
+    softmax_row(expected_negative, 3);
+    for (int j = 0; j < 3; j++) {
+        cr_expect(isnan(naive->data[j]), "naive weight %d: %g", j, (double)naive->data[j]);
+        cr_expect_float_eq(stable->data[j], expected[j], 5e-5f);
+        cr_expect_float_eq(stable_negative->data[j], expected_negative[j], 5e-5f);
+    }
+
+    /* part 2: d2l's two examples on the X printed */
+    Tensor *x = printed(r.out, "X", 0, SHAPE(2, 2, 4));
+    ValidLens *per_sequence = valid_lens_1d((const int[]){2, 3}, 2);
+    ValidLens *per_query = valid_lens_2d((const int[]){1, 3, 2, 4}, 2, 2);
+    Tensor *lens = printed(r.out, "valid_lens", 0, SHAPE(2));
+    cr_expect(lens->data[0] == 2.0f && lens->data[1] == 3.0f);
+    Tensor *lens_2d = printed(r.out, "valid_lens", 1, SHAPE(2, 2));
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(lens_2d->data[i], (float)per_query->data[i]);
+    expect_printed_masked_softmax(r.out, 0, x, per_sequence);
+    expect_printed_masked_softmax(r.out, 1, x, per_query);
+
+    /* part 3: -1e6 gives 1/4 each, -inf NaN, this project zeros */
+    Tensor *uniform = printed(r.out, "weights", 0, SHAPE(4));
+    Tensor *nans = printed(r.out, "weights", 1, SHAPE(4));
+    Tensor *zeros = printed(r.out, "weights", 2, SHAPE(4));
     /* the additive mask lands within rounding of the unmasked softmax */
-    const char *diff = strstr(r.out, "largest difference ");
-    cr_assert(diff);
-    double d = -1.0;
-    cr_expect(sscanf(diff, "largest difference %lf", &d) == 1 && d >= 0.0 && d < 0.05,
-              "additive mask differs from unmasked by %g", d);
-    /* the float spacings the text names: 2^-14 near 1000, 2^-4 near 1e6 */
-    cr_expect(strstr(r.out, "(floats near 1000\nare 6.1e-05 apart)") != NULL, "%s", r.out);
-    cr_expect(strstr(r.out, "floats near 1e6 are 0.0625 apart") != NULL, "%s", r.out);
+    Tensor *additive = printed(r.out, "weights           ", 0, SHAPE(4));
+    Tensor *unmasked = printed(r.out, "softmax(unmasked) ", 0, SHAPE(4));
+    for (int j = 0; j < 4; j++) {
+        cr_expect_eq(uniform->data[j], 0.25f);
+        cr_expect(isnan(nans->data[j]));
+        cr_expect_eq(zeros->data[j], 0.0f);
+        cr_expect(fabsf(additive->data[j] - unmasked->data[j]) < 0.05f, "key %d: %g vs %g", j,
+                  (double)additive->data[j], (double)unmasked->data[j]);
+    }
+    Tensor *all[] = {naive, stable, stable_negative, x, lens, lens_2d, uniform, nans, zeros,
+                     additive, unmasked};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tensor_free(all[i]);
+    valid_lens_free(per_sequence);
+    valid_lens_free(per_query);
     run_result_free(&r);
 }
 
@@ -389,13 +450,24 @@ Test(chapter02, own_valid_lens_and_sizes)
     RunResult r = run_program(SOFTMAX_MASK, "--valid-lens 4,0");
     cr_expect_eq(r.status, 0, "stderr: %s", r.err);
     /* sequence 1 has no valid key: both of its rows are zeros */
-    cr_expect(strstr(r.out, "        [[0.0000, 0.0000, 0.0000, 0.0000],\n"
-                            "         [0.0000, 0.0000, 0.0000, 0.0000]]])") != NULL, "%s", r.out);
+    Tensor *x = printed(r.out, "X", 0, SHAPE(2, 2, 4));
+    ValidLens *lens = valid_lens_1d((const int[]){4, 0}, 2);
+    expect_printed_masked_softmax(r.out, 0, x, lens);
+    tensor_free(x);
+    valid_lens_free(lens);
     run_result_free(&r);
+
     r = run_program(SOFTMAX_MASK, "--batch 1 --queries 3 --keys 5 --valid-lens 5,1,2");
     cr_expect_eq(r.status, 0, "stderr: %s", r.err);
-    cr_expect(strstr(r.out, "valid_lens = tensor([[5, 1, 2]])") != NULL);
-    cr_expect(strstr(r.out, " [1.0000, 0.0000, 0.0000, 0.0000, 0.0000],") != NULL);
+    x = printed(r.out, "X", 0, SHAPE(1, 3, 5));
+    lens = valid_lens_2d((const int[]){5, 1, 2}, 1, 3);
+    Tensor *shown_lens = printed(r.out, "valid_lens", 0, SHAPE(1, 3));
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(shown_lens->data[i], (float)lens->data[i]);
+    expect_printed_masked_softmax(r.out, 0, x, lens);
+    tensor_free(x);
+    tensor_free(shown_lens);
+    valid_lens_free(lens);
     run_result_free(&r);
 }
 
@@ -446,40 +518,56 @@ Test(chapter02, plot_writes_the_two_examples_as_four_panels)
     run_result_free(&r);
 }
 
+/* weights (B, n, n) of the causal solution with lengths (B, n): nothing
+ * past a query's length, rows with a key sum to 1 (4 decimals printed). */
+static void expect_causal(const Tensor *weights, const Tensor *lens)
+{
+    const int B = weights->shape[0], n = weights->shape[1];
+    for (int b = 0; b < B; b++)
+        for (int q = 0; q < n; q++) {
+            const int valid_len = (int)AT2(lens, b, q);
+            cr_expect(valid_len <= q + 1, "query %d of sequence %d sees the future", q, b);
+            double sum = 0.0;
+            for (int k = 0; k < n; k++) {
+                sum += AT3(weights, b, q, k);
+                if (k >= valid_len)
+                    cr_expect_eq(AT3(weights, b, q, k), 0.0f, "(%d, %d, %d)", b, q, k);
+            }
+            cr_expect(fabs(sum - 1.0) < 5e-4, "row (%d, %d) sums to %g", b, q, sum);
+        }
+}
+
+/* The solution's two masks for n tokens: causal, then causal + padding
+ * after real_length tokens; its exit status says its own checks held. */
+static void expect_causal_solution(const char *args, int n, int real_length)
+{
+    RunResult r = run_program("02_softmax_mask/exercise_causal_mask", args);
+    cr_expect_eq(r.status, 0, "%s: stderr: %s", args, r.err);
+    Tensor *causal = printed(r.out, "valid_lens", 0, SHAPE(1, n));
+    Tensor *both = printed(r.out, "valid_lens", 1, SHAPE(2, n));
+    for (int q = 0; q < n; q++) {
+        cr_expect_eq(AT2(causal, 0, q), (float)(q + 1));
+        cr_expect_eq(AT2(both, 0, q), (float)(q + 1));
+        cr_expect_eq(AT2(both, 1, q), (float)(q + 1 < real_length ? q + 1 : real_length));
+    }
+    Tensor *weights = printed(r.out, "masked_softmax(scores, valid_lens)", 0, SHAPE(1, n, n));
+    Tensor *padded = printed(r.out, "weights of sequence 1", 0, SHAPE(1, n, n));
+    Tensor *padded_lens = tensor_from(&AT2(both, 1, 0), SHAPE(1, n));
+    expect_causal(weights, causal);
+    expect_causal(padded, padded_lens);
+    /* query 0 sees only itself */
+    cr_expect_eq(AT3(weights, 0, 0, 0), 1.0f);
+    Tensor *all[] = {causal, both, weights, padded, padded_lens};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tensor_free(all[i]);
+    run_result_free(&r);
+}
+
 Test(chapter02, causal_mask_solution)
 {
-    RunResult r = run_program("02_softmax_mask/exercise_causal_mask", "--tokens 6 --seed 3");
-    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
-    cr_expect(strstr(r.out, "valid_lens = tensor([[1, 2, 3, 4, 5, 6]])") != NULL);
-    cr_expect(strstr(r.out, "[1, 2, 3, 3, 3, 3]]") != NULL);
-    /* the program checks the triangle itself; both checks must say 0 */
-    const char *p = r.out;
-    int zero_checks = 0;
-    while ((p = strstr(p, "not exactly 0: 0\n")) != NULL) {
-        zero_checks++;
-        p++;
-    }
-    cr_expect_eq(zero_checks, 2, "%s", r.out);
-    cr_expect(strstr(r.out, "its weight is exactly 1: 1.0000") != NULL);
-    cr_expect(strstr(r.out, "The padded queries (rows 3 and later)") != NULL, "%s", r.out);
-    run_result_free(&r);
-
-    /* two tokens: one real, one padded; the text says so, in the singular */
-    r = run_program("02_softmax_mask/exercise_causal_mask", "--tokens 2");
-    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
-    cr_expect(strstr(r.out, "valid_lens = tensor([[1, 2],\n                     [1, 1]])") != NULL,
-              "%s", r.out);
-    cr_expect(strstr(r.out, "sequence 1 has 1 real token, then padding.") != NULL, "%s", r.out);
-    cr_expect(strstr(r.out, "causal + padding: no weight on key 1\n") != NULL, "%s", r.out);
-    cr_expect(strstr(r.out, "The padded query (row 1) still attends to the real token;") != NULL,
-              "%s", r.out);
-    run_result_free(&r);
-
+    expect_causal_solution("--tokens 6 --seed 3", 6, 3);
+    /* two tokens: one real, one padded */
+    expect_causal_solution("--tokens 2", 2, 1);
     /* three tokens: sequence 1 must still end in padding */
-    r = run_program("02_softmax_mask/exercise_causal_mask", "--tokens 3");
-    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
-    cr_expect(strstr(r.out, "                     [1, 2, 2]])") != NULL, "%s", r.out);
-    cr_expect(strstr(r.out, "sequence 1 has 2 real tokens, then padding.") != NULL, "%s", r.out);
-    cr_expect(strstr(r.out, "The padded query (row 2)") != NULL, "%s", r.out);
-    run_result_free(&r);
+    expect_causal_solution("--tokens 3", 3, 2);
 }

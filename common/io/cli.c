@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +24,19 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
+/* One rule for every number on the command line: no white space anywhere
+ * (strtol would skip it, so ' -5' slipped past the sign check of a seed)
+ * and no leading '+'. A '-' is then up to the range. */
+static bool plain_number_text(const char *text)
+{
+    if (text[0] == '\0' || text[0] == '+')
+        return false;
+    for (const char *p = text; *p; p++)
+        if (isspace((unsigned char)*p))
+            return false;
+    return true;
+}
+
 bool cli_is(const char *arg, const char *flag)
 {
     return strcmp(arg, flag) == 0;
@@ -41,7 +55,7 @@ long cli_long(const char *prog, const char *flag, const char *text, long min, lo
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+    if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
         cli_fail(prog, "%s expects a whole number from %ld to %ld, got '%s'",
                  flag, min, max, text);
     return v;
@@ -53,7 +67,8 @@ uint64_t cli_u64(const char *prog, const char *flag, const char *text)
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
     /* strtoull accepts "-1" and wraps it; a seed is never negative. */
-    if (end == text || *end != '\0' || errno == ERANGE || text[0] == '-' || text[0] == '+')
+    if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE ||
+        text[0] == '-')
         cli_fail(prog, "%s expects a whole number from 0 to %llu, got '%s'",
                  flag, (unsigned long long)UINT64_MAX, text);
     return (uint64_t)v;
@@ -64,7 +79,7 @@ double cli_double(const char *prog, const char *flag, const char *text, double m
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !isfinite(v) || v < min || v > max)
+    if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) || v < min || v > max)
         cli_fail(prog, "%s expects a number from %g to %g, got '%s'", flag, min, max, text);
     return v;
 }
@@ -78,7 +93,7 @@ int cli_long_list(const char *prog, const char *flag, const char *text,
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
-        if (end == p || errno == ERANGE || v < min || v > max || (*end != ',' && *end != '\0'))
+        if (!plain_number_text(text) || end == p || errno == ERANGE || v < min || v > max || (*end != ',' && *end != '\0'))
             cli_fail(prog, "%s expects comma-separated whole numbers from %ld to %ld, got '%s'",
                      flag, min, max, text);
         if (count == max_count)
@@ -130,10 +145,11 @@ static void set_option(const char *prog, const CliOption *o, const char *text)
         *(double *)o->target = cli_double(prog, o->name, text, o->min, o->max);
         break;
     case CLI_FLOAT: {
-        /* The float that will be used is the one checked: 0.99999999 rounds
-         * to 1.0f, which a range [0, 1) must refuse. */
+        /* The float that will be used is the one checked, against the
+         * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
+         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits. */
         float v = (float)cli_double(prog, o->name, text, -HUGE_VAL, HUGE_VAL);
-        if (!isfinite(v) || v < o->min || v > o->max)
+        if (!isfinite(v) || v < (float)o->min || v > (float)o->max)
             cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
                      o->name, o->min, o->max, text);
         *(float *)o->target = v;
@@ -149,8 +165,31 @@ static void set_option(const char *prog, const CliOption *o, const char *text)
     }
 }
 
+/* Standard output is checked like a file, as coreutils do: buffered
+ * output that cannot be written (a full disk, a closed descriptor) ends the
+ * program with one line and status 1 instead of a silent loss. A reader that
+ * closed the pipe early stops the program through SIGPIPE, quietly. */
+static const char *stdout_prog = "program";
+
+static void close_stdout(void)
+{
+    /* A write that failed earlier sets the error flag and errno (nothing
+     * since has cleared errno, which C functions never set to 0); fclose
+     * reports a failure of the last flush or of the close itself. */
+    bool failed_before = ferror(stdout) != 0;
+    int failed_error = errno;
+    if (fclose(stdout) != 0 || failed_before) {
+        int error = failed_before ? failed_error : errno;
+        fprintf(stderr, "%s: cannot write the output: %s\n", stdout_prog,
+                error != 0 ? strerror(error) : "write error");
+        _exit(1);
+    }
+}
+
 void cli_parse(const CliTable *table, int argc, char **argv)
 {
+    stdout_prog = table->prog;
+    atexit(close_stdout);
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--help")) {
             cli_print_help(table, stdout);

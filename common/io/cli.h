@@ -64,7 +64,10 @@ typedef struct {
 #define CLI_COUNT(options) (int)(sizeof(options) / sizeof((options)[0]))
 
 /* Parse argv by the table. --help prints the help on stdout and exits 0;
- * every error prints one line and exits 2. */
+ * every error prints one line and exits 2. Numbers are read strictly: no
+ * white space, no leading '+'. cli_parse also arranges for standard output
+ * to be checked at exit: an output that could not be written ends the
+ * program with "PROG: cannot write the output: REASON" and status 1. */
 void cli_parse(const CliTable *table, int argc, char **argv);
 /* The --help text: usage line, summary, one line per option with its range
  * and default (taken from the targets as they are now). */

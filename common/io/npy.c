@@ -2,19 +2,21 @@
  * npy.c - reading and writing NumPy's .npy files (introduced in chapter 05).
  * See npy.h for what is read, what is written and how errors come back.
  *
- * Reading goes in passes over the bytes of the whole file:
+ * Reading goes in passes, each reading from the file only what it needs:
  *   pass 1: the preamble: magic string, version, header length;
  *   pass 2: the header, a Python dict literal with exactly three keys;
  *   pass 3: what the header promises: dtype, order, shape, data length;
  *   pass 4: the numbers, converted one by one from little-endian bytes.
  * Nothing is allocated for the numbers until pass 3 has checked that the
  * file holds exactly as many bytes as the shape says, so a header that
- * claims a huge shape cannot make the reader ask for huge memory.
+ * claims a huge shape cannot make the reader ask for huge memory, and a
+ * huge file that is not a .npy file is refused after its first 12 bytes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "io/npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -38,6 +40,21 @@ typedef struct {
     size_t err_len;
 } ErrSink;
 
+/* "name: reason" into out. When the two do not fit, the reason (the part
+ * that says what is wrong) is kept whole and the name loses its middle:
+ * "/a/very/long/pa...ory/queries.npy: not a .npy file". */
+static void join_name_and_reason(char *out, size_t out_len, const char *name, const char *reason)
+{
+    size_t name_len = strlen(name), reason_len = strlen(reason);
+    if (name_len + 2 + reason_len < out_len || out_len < reason_len + 2 + 16) {
+        snprintf(out, out_len, "%s: %s", name, reason);
+        return;
+    }
+    size_t room = out_len - 1 - reason_len - 2 - 3;   /* for the name, less "..." */
+    size_t head = room / 2, tail = room - head;
+    snprintf(out, out_len, "%.*s...%s: %s", (int)head, name, name + name_len - tail, reason);
+}
+
 static int npy_fail(const ErrSink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int npy_fail(const ErrSink *sink, const char *fmt, ...)
 {
@@ -48,7 +65,7 @@ static int npy_fail(const ErrSink *sink, const char *fmt, ...)
     va_end(args);
     if (sink->err != NULL) {
         if (sink->err_len > 0)
-            snprintf(sink->err, sink->err_len, "%s: %s", sink->name, message);
+            join_name_and_reason(sink->err, sink->err_len, sink->name, message);
     } else {
         fflush(stdout);
         fprintf(stderr, "%s: %s\n", sink->name, message);
@@ -219,6 +236,14 @@ static int parse_dim(Cursor *c, long long *dim)
         const char *digits = ++c->p;
         while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && c->p - digits < 20)
             c->p++;
+        /* -0 is Python's 0: an empty dimension, refused as such later */
+        bool zero = c->p > digits;
+        for (const char *d = digits; d < c->p; d++)
+            zero = zero && *d == '0';
+        if (zero && (c->p >= c->end || *c->p < '0' || *c->p > '9')) {
+            *dim = 0;
+            return 0;
+        }
         char shown[24];
         printable(shown, sizeof shown, digits, (size_t)(c->p - digits));
         return npy_fail(c->sink, "bad shape: dimension -%s is negative", shown);
@@ -395,10 +420,13 @@ static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyAr
 
 /* ---- the whole file ------------------------------------------------------ */
 
-/* Passes 1 to 3 on the bytes of a file: fills arr, or fails. */
-static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink, NpyArray *arr)
+/* Pass 1 on a file of len bytes, of which bytes holds at least the first
+ * min(len, 12): the magic string, the version and the header's length.
+ * Only the preamble is needed, so a file that is not a .npy file is
+ * refused before the rest of it is read. */
+static int parse_preamble(const unsigned char *bytes, size_t len, const ErrSink *sink,
+                          size_t *header_start, size_t *header_len)
 {
-    // pass 1: magic, version, header length
     if (len == 0)
         return npy_fail(sink, "the file is empty, not a .npy file");
     if (memcmp(bytes, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0)
@@ -411,21 +439,20 @@ static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink
                         major, minor);
     /* version 1.0 counts the header in 2 bytes, 2.0 and 3.0 in 4 */
     const size_t len_bytes = major == 1 ? 2 : 4;
-    const size_t header_start = MAGIC_LEN + 2 + len_bytes;
-    if (len < header_start)
+    *header_start = MAGIC_LEN + 2 + len_bytes;
+    if (len < *header_start)
         return npy_fail(sink, "truncated: the file ends inside the header length");
-    const size_t header_len = major == 1 ? (size_t)(bytes[8] | bytes[9] << 8) : le_u32(bytes + 8);
-    if (header_len > len - header_start)
+    *header_len = major == 1 ? (size_t)(bytes[8] | bytes[9] << 8) : le_u32(bytes + 8);
+    if (*header_len > len - *header_start)
         return npy_fail(sink, "truncated header: it should be %zu bytes, but only %zu follow",
-                        header_len, len - header_start);
+                        *header_len, len - *header_start);
+    return 0;
+}
 
-    // pass 2 and 3
-    if (parse_header((const char *)bytes + header_start, header_len, sink, arr) != 0)
-        return -1;
-
-    // the data must be exactly what the shape says
-    const size_t data_start = header_start + header_len;
-    const size_t have = len - data_start;
+/* Pass 3's last check: the data after the header, have bytes, must be
+ * exactly what the shape says. */
+static int check_data_len(const NpyArray *arr, size_t have, const ErrSink *sink)
+{
     const size_t need = arr->count * DTYPES[arr->dtype_index].itemsize;
     char shape_text[80];
     shape_str(shape_text, sizeof shape_text, arr->ndim, arr->shape);
@@ -435,6 +462,20 @@ static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink
     if (have > need)
         return npy_fail(sink, "data longer than the shape says: shape %s of %s needs %zu "
                         "bytes, but %zu follow the header", shape_text, arr->descr, need, have);
+    return 0;
+}
+
+/* Passes 1 to 3 on the bytes of a whole file in memory: fills arr, or fails. */
+static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink, NpyArray *arr)
+{
+    size_t header_start, header_len;
+    if (parse_preamble(bytes, len, sink, &header_start, &header_len) != 0)
+        return -1;
+    if (parse_header((const char *)bytes + header_start, header_len, sink, arr) != 0)
+        return -1;
+    const size_t data_start = header_start + header_len;
+    if (check_data_len(arr, len - data_start, sink) != 0)
+        return -1;
     arr->data = bytes + data_start;
     return 0;
 }
@@ -455,6 +496,55 @@ static void element_str(char *buf, size_t len, size_t i, int ndim, const int *sh
         snprintf(buf + used, len - used, "])");
 }
 
+/* Pass 4 for floats: arr's numbers as a float32 tensor, each checked. */
+static Tensor *convert_floats(const NpyArray *arr, const ErrSink *sink)
+{
+    Tensor *x = tensor_zeros(arr->ndim, arr->shape);
+    const Dtype dtype = DTYPES[arr->dtype_index].dtype;
+    for (size_t i = 0; i < arr->count; i++) {
+        const unsigned char *item = arr->data + i * DTYPES[arr->dtype_index].itemsize;
+        char where[96];
+        if (dtype == DTYPE_F4) {
+            x->data[i] = f32_from_bits(le_u32(item));
+        } else if (dtype == DTYPE_F8) {
+            double v = f64_from_bits(le_u64(item));
+            /* Checked before the conversion: a double that rounds past
+             * FLT_MAX has no float value (the conversion is undefined in
+             * C). Halfway between FLT_MAX and 2^128, 0x1.ffffffp+127, is
+             * the first double that rounds up; below it, to FLT_MAX. */
+            if (isfinite(v) && fabs(v) >= 0x1.ffffffp+127) {
+                element_str(where, sizeof where, i, arr->ndim, arr->shape);
+                npy_fail(sink, "%s = %g is outside the float32 range", where, v);
+                tensor_free(x);
+                return NULL;
+            }
+            x->data[i] = (float)v;
+        } else {
+            int64_t v = dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item) : (int64_t)le_u64(item);
+            /* float32 holds every whole number up to 2^24; past that, only
+             * some. One that would change is refused rather than rounded. */
+            float f = (float)v;
+            if (fabsf(f) >= 0x1p63f || (int64_t)f != v) {
+                element_str(where, sizeof where, i, arr->ndim, arr->shape);
+                npy_fail(sink, "%s = %lld has no exact float32 value (whole numbers are exact "
+                         "up to 16777216); save it as '<f4' if rounding is meant",
+                         where, (long long)v);
+                tensor_free(x);
+                return NULL;
+            }
+            x->data[i] = f;
+        }
+        if (!isfinite(x->data[i])) {
+            element_str(where, sizeof where, i, arr->ndim, arr->shape);
+            npy_fail(sink, "%s is %s; the data must be finite", where,
+                     isnan(x->data[i]) ? "NaN" : x->data[i] > 0 ? "inf" : "-inf");
+            tensor_free(x);
+            return NULL;
+        }
+    }
+    return x;
+}
+
 Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len)
 {
     const ErrSink sink = {name ? name : "<memory>", err, err_len};
@@ -466,40 +556,34 @@ Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, si
     }
     if (parse_npy(bytes, len, &sink, &arr) != 0)
         return NULL;
+    return convert_floats(&arr, &sink);
+}
 
-    // pass 4: the numbers, as float32
-    Tensor *x = tensor_zeros(arr.ndim, arr.shape);
-    const Dtype dtype = DTYPES[arr.dtype_index].dtype;
-    for (size_t i = 0; i < arr.count; i++) {
-        const unsigned char *item = arr.data + i * DTYPES[arr.dtype_index].itemsize;
-        char where[96];
-        if (dtype == DTYPE_F4) {
-            x->data[i] = f32_from_bits(le_u32(item));
-        } else if (dtype == DTYPE_F8) {
-            double v = f64_from_bits(le_u64(item));
-            /* checked before the conversion: a double beyond float's range
-             * has no float value (the conversion is undefined in C) */
-            if (isfinite(v) && fabs(v) > FLT_MAX) {
-                element_str(where, sizeof where, i, arr.ndim, arr.shape);
-                npy_fail(&sink, "%s = %g is outside the float32 range", where, v);
-                tensor_free(x);
-                return NULL;
-            }
-            x->data[i] = (float)v;
-        } else if (dtype == DTYPE_I4) {
-            x->data[i] = (float)(int32_t)le_u32(item);
-        } else {
-            x->data[i] = (float)(int64_t)le_u64(item);
+/* Pass 4 for integers: arr's numbers into out, each checked to fit an int. */
+static int convert_ints(const NpyArray *arr, const ErrSink *sink, NpyInts *out)
+{
+    if (DTYPES[arr->dtype_index].is_float)
+        return npy_fail(sink, "holds floating-point data ('%s'), but integers were expected "
+                        "('<i4' or '<i8', such as np.array([3, 2]))", arr->descr);
+    int *data = checked_malloc("npy_parse_ints", arr->count, sizeof *data);
+    for (size_t i = 0; i < arr->count; i++) {
+        const unsigned char *item = arr->data + i * DTYPES[arr->dtype_index].itemsize;
+        int64_t v = DTYPES[arr->dtype_index].dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item)
+                                                               : (int64_t)le_u64(item);
+        if (v < INT_MIN || v > INT_MAX) {
+            char where[96];
+            element_str(where, sizeof where, i, arr->ndim, arr->shape);
+            free(data);
+            return npy_fail(sink, "%s = %lld does not fit in an int", where, (long long)v);
         }
-        if (!isfinite(x->data[i])) {
-            element_str(where, sizeof where, i, arr.ndim, arr.shape);
-            npy_fail(&sink, "%s is %s; the data must be finite", where,
-                     isnan(x->data[i]) ? "NaN" : x->data[i] > 0 ? "inf" : "-inf");
-            tensor_free(x);
-            return NULL;
-        }
+        data[i] = (int)v;
     }
-    return x;
+    out->ndim = arr->ndim;
+    for (int d = 0; d < TENSOR_MAX_DIMS; d++)
+        out->shape[d] = d < arr->ndim ? arr->shape[d] : 1;
+    out->size = arr->count;
+    out->data = data;
+    return 0;
 }
 
 int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
@@ -513,30 +597,7 @@ int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out
         return npy_fail(&sink, "no bytes to read");
     if (parse_npy(bytes, len, &sink, &arr) != 0)
         return -1;
-    if (DTYPES[arr.dtype_index].is_float)
-        return npy_fail(&sink, "holds floating-point data ('%s'), but integers were expected "
-                        "('<i4' or '<i8', such as np.array([3, 2]))", arr.descr);
-
-    // pass 4: the numbers, as ints, each checked to fit
-    int *data = checked_malloc("npy_parse_ints", arr.count, sizeof *data);
-    for (size_t i = 0; i < arr.count; i++) {
-        const unsigned char *item = arr.data + i * DTYPES[arr.dtype_index].itemsize;
-        int64_t v = DTYPES[arr.dtype_index].dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item)
-                                                              : (int64_t)le_u64(item);
-        if (v < INT_MIN || v > INT_MAX) {
-            char where[96];
-            element_str(where, sizeof where, i, arr.ndim, arr.shape);
-            free(data);
-            return npy_fail(&sink, "%s = %lld does not fit in an int", where, (long long)v);
-        }
-        data[i] = (int)v;
-    }
-    out->ndim = arr.ndim;
-    for (int d = 0; d < TENSOR_MAX_DIMS; d++)
-        out->shape[d] = d < arr.ndim ? arr.shape[d] : 1;
-    out->size = arr.count;
-    out->data = data;
-    return 0;
+    return convert_ints(&arr, &sink, out);
 }
 
 void npy_ints_free(NpyInts *ints)
@@ -547,69 +608,119 @@ void npy_ints_free(NpyInts *ints)
     memset(ints, 0, sizeof *ints);
 }
 
-/* The whole file in memory; NULL after an error. */
-static unsigned char *read_file(const char *path, size_t *len, const ErrSink *sink)
+/* n bytes from fd into buf; false on an error or an early end. */
+static bool read_exact(int fd, unsigned char *buf, size_t n)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        npy_fail(sink, "cannot open: %s", strerror(errno));
-        return NULL;
+    while (n > 0) {
+        ssize_t got = read(fd, buf, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got == 0)
+                errno = 0;   /* the file ended early: it changed while read */
+            return false;
+        }
+        buf += got;
+        n -= (size_t)got;
     }
+    return true;
+}
+
+static int read_failed(const ErrSink *sink)
+{
+    return npy_fail(sink, "cannot read: %s", errno ? strerror(errno) : "the file changed size");
+}
+
+/* Passes 1 to 3 on a file, reading only what each pass needs: the
+ * preamble, then the header, then (once the header's shape agrees with the
+ * file's size) the data into *buffer, which arr->data then points at. A
+ * file that is not a .npy file is refused after 12 bytes, however large it
+ * is; one that is not a regular file (a named pipe, a device) is refused
+ * before anything is read: it is opened without waiting for a writer. */
+static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
+                      unsigned char **buffer)
+{
+    *buffer = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return npy_fail(sink, "cannot open: %s", strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        npy_fail(sink, "cannot read: %s", strerror(errno));
-        fclose(f);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
+    int status = -1;
+    unsigned char preamble[12], *header = NULL;
+    size_t header_start = 0, header_len = 0;
+    if (fstat(fd, &st) != 0) {
+        read_failed(sink);
+    } else if (!S_ISREG(st.st_mode)) {
         npy_fail(sink, "cannot read: %s", S_ISDIR(st.st_mode) ? "it is a directory"
                                                              : "not a regular file");
-        fclose(f);
-        return NULL;
+    } else {
+        const size_t size = (size_t)st.st_size;
+        const size_t first = size < sizeof preamble ? size : sizeof preamble;
+        if (fcntl(fd, F_SETFL, 0) != 0 || !read_exact(fd, preamble, first))
+            read_failed(sink);
+        else if (parse_preamble(preamble, size, sink, &header_start, &header_len) == 0) {
+            // the header: the bytes after the preamble that were already read, then the rest
+            header = checked_malloc("npy_load", header_len + 1, 1);
+            const size_t have = first - header_start < header_len ? first - header_start
+                                                                 : header_len;
+            memcpy(header, preamble + header_start, have);
+            if (!read_exact(fd, header + have, header_len - have))
+                read_failed(sink);
+            else if (parse_header((const char *)header, header_len, sink, arr) == 0 &&
+                     check_data_len(arr, size - header_start - header_len, sink) == 0) {
+                // the data, exactly as many bytes as the shape says
+                const size_t need = arr->count * DTYPES[arr->dtype_index].itemsize;
+                const size_t data_start = header_start + header_len;
+                /* with a header shorter than 2 bytes, the preamble read some data */
+                const size_t early = first > data_start ? first - data_start : 0;
+                *buffer = malloc(need > 0 ? need : 1);
+                if (*buffer == NULL) {
+                    npy_fail(sink, "out of memory reading %zu bytes", need);
+                } else {
+                    memcpy(*buffer, preamble + data_start, early);
+                    if (!read_exact(fd, *buffer + early, need - early))
+                        read_failed(sink);
+                    else
+                        status = 0;
+                }
+            }
+        }
     }
-    size_t size = (size_t)st.st_size;
-    unsigned char *bytes = malloc(size > 0 ? size : 1);
-    if (bytes == NULL) {
-        npy_fail(sink, "out of memory reading %zu bytes", size);
-        fclose(f);
-        return NULL;
+    free(header);
+    close(fd);
+    if (status != 0) {
+        free(*buffer);
+        *buffer = NULL;
+        return -1;
     }
-    size_t got = fread(bytes, 1, size, f);
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (failed || got != size) {
-        npy_fail(sink, "cannot read: %s", failed ? strerror(errno) : "the file changed size");
-        free(bytes);
-        return NULL;
-    }
-    *len = size;
-    return bytes;
+    arr->data = *buffer;
+    return 0;
 }
 
 Tensor *npy_load(const char *path, char *err, size_t err_len)
 {
     const ErrSink sink = {path, err, err_len};
-    size_t len = 0;
+    NpyArray arr;
+    unsigned char *buffer;
     clear_err(err, err_len);
-    unsigned char *bytes = read_file(path, &len, &sink);
-    if (bytes == NULL)
+    if (load_array(path, &sink, &arr, &buffer) != 0)
         return NULL;
-    Tensor *x = npy_parse(bytes, len, path, err, err_len);
-    free(bytes);
+    Tensor *x = convert_floats(&arr, &sink);
+    free(buffer);
     return x;
 }
 
 int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len)
 {
     const ErrSink sink = {path, err, err_len};
-    size_t len = 0;
+    NpyArray arr;
+    unsigned char *buffer;
     clear_err(err, err_len);
     memset(out, 0, sizeof *out);
-    unsigned char *bytes = read_file(path, &len, &sink);
-    if (bytes == NULL)
+    if (load_array(path, &sink, &arr, &buffer) != 0)
         return -1;
-    int status = npy_parse_ints(bytes, len, path, out, err, err_len);
-    free(bytes);
+    int status = convert_ints(&arr, &sink, out);
+    free(buffer);
     return status;
 }
 

@@ -18,7 +18,10 @@
  * fortran_order True, a 0-d array (shape ()), more than 4 dimensions, and
  * empty arrays (a 0 in the shape: a Tensor holds at least one number).
  * Floating-point data must be finite: a NaN or an infinity, or an '<f8'
- * value too large for float32, is an error naming its index.
+ * value that would round past float32's largest, is an error naming its
+ * index; so is an integer that float32 cannot hold exactly (past 2^24,
+ * not every whole number has a float). Only regular files are read: a
+ * named pipe or a device is refused before anything is read from it.
  * What is written: version 1.0, '<f4' (npy_save) or '<i4' (npy_save_ints),
  * as numpy.save would write it.
  *
@@ -37,7 +40,8 @@
 
 #include "tensor.h"
 
-/* Room for any message these functions write (longer paths are cut). */
+/* Room for any message these functions write. A path too long to fit
+ * loses its middle ("/a/lo...ng/x.npy: reason"), never the reason. */
 enum { NPY_ERR_LEN = 512 };
 
 /* Integers read from an '<i4' or '<i8' file, with the shape of the file. */

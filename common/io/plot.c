@@ -1,5 +1,5 @@
 /*
- * plot.c - attention heatmaps (introduced in chapter 03). See plot.h.
+ * plot.c - attention heatmaps (introduced in chapter 02). See plot.h.
  *
  * Legend: P = number of panels, R x C = the grid of panels, T = rows of one
  * matrix (queries), K = its columns (keys).
@@ -12,7 +12,9 @@
  *   NAME.gp   a script that draws each block as coloured cells, puts the panels in
  *             a grid and writes NAME.png. It finds NAME.dat next to itself
  *             (through ARG0, the name gnuplot was given), so
- *             `gnuplot plots/NAME.gp` works from any directory.
+ *             `gnuplot plots/NAME.gp` works from any directory. Cells that
+ *             are exactly 0 (masked) are drawn grey, in a layer of their
+ *             own, and a line above the panels says so.
  *
  * heatmap_terminal draws a small matrix with shade characters instead.
  */
@@ -218,27 +220,56 @@ enum {
     BOTTOM_PX = 48,    /* x tics and the x label */
     TOP_PX = 10,
     COLORBAR_PX = 80,  /* the colour bar and its tics, right of the grid */
+    HEADER_LINE_PX = 18, /* one line of the picture's title (title, grey key) */
+    CHAR_PX = 7,       /* a generous width of one character at 9 points */
 };
 
-static void write_gp(FILE *f, const char *name, const Grid *g, const char *xlabel,
-                     const char *ylabel, const char *const *panel_titles)
+/* Masked cells are drawn in this grey: outside the white-to-red palette,
+ * so no weight, however small, can be taken for one. */
+static const char MASKED_GREY[] = "#a8a8a8";
+const char HEATMAP_MASKED_NOTE[] = "grey: exactly 0 (masked)";
+
+/* Where everything sits, in pixels. */
+typedef struct {
+    int cell_w, cell_h;      /* one cell */
+    int panel_w, panel_h;    /* T x K cells */
+    int title_px;            /* above each panel, when panels have titles */
+    int header_px;           /* above the grid: the title and the grey key */
+    int slot_w, slot_h;      /* a panel with its margins */
+    int width, height;       /* the whole picture */
+} Layout;
+
+static Layout layout_of(const Grid *g, bool panel_titles, const char *title, bool any_zero)
 {
+    Layout l;
     const int T = g->num_rows, K = g->num_cols;
     const int longest = T > K ? T : K;
     /* square cells, about 240 pixels for the longer side of a panel; a
      * thin matrix (one query, ten keys) gets taller cells, so that its
      * panel, and the colour bar beside it, stay at least 80 pixels high */
-    int cell = 240 / longest;
+    int cell = 240 / longest;   /* a tensor has no empty dimension */
     cell = cell < 4 ? 4 : cell > 40 ? 40 : cell;
-    const int cell_w = K * cell < 80 ? (80 + K - 1) / K : cell;
-    const int cell_h = T * cell < 80 ? (80 + T - 1) / T : cell;
-    const int panel_w = K * cell_w, panel_h = T * cell_h;
-    const int title_px = panel_titles ? TITLE_PX : 0;
-    const int slot_w = LEFT_PX + panel_w + RIGHT_PX;
-    const int slot_h = TOP_PX + title_px + panel_h + BOTTOM_PX;
-    const int width = g->cols * slot_w + COLORBAR_PX;
-    const int height = g->rows * slot_h;
+    l.cell_w = K * cell < 80 ? (80 + K - 1) / K : cell;
+    l.cell_h = T * cell < 80 ? (80 + T - 1) / T : cell;
+    l.panel_w = K * l.cell_w;
+    l.panel_h = T * l.cell_h;
+    l.title_px = panel_titles ? TITLE_PX : 0;
+    const int header_lines = (title != NULL) + any_zero;
+    l.header_px = header_lines ? TOP_PX + header_lines * HEADER_LINE_PX : 0;
+    l.slot_w = LEFT_PX + l.panel_w + RIGHT_PX;
+    l.slot_h = TOP_PX + l.title_px + l.panel_h + BOTTOM_PX;
+    l.width = g->cols * l.slot_w + COLORBAR_PX;
+    l.height = l.header_px + g->rows * l.slot_h;
+    /* a title longer than the grid is wide widens the picture */
+    const int title_w = LEFT_PX + CHAR_PX * (int)(title ? strlen(title) : 0) + RIGHT_PX;
+    l.width = title_w > l.width ? title_w : l.width;
+    return l;
+}
 
+/* Terminal, output file next to the script, palette and axes. */
+static void write_gp_setup(FILE *f, const char *name, const Grid *g, const Layout *l)
+{
+    const int T = g->num_rows, K = g->num_cols;
     fprintf(f, "# %s.gp - draws %s.dat as heatmaps into %s.png:\n", name, name, name);
     fprintf(f, "#     gnuplot path/to/%s.gp\n", name);
     fputs("# The data and the picture sit next to this script, found through ARG0\n"
@@ -248,16 +279,14 @@ static void write_gp(FILE *f, const char *name, const Grid *g, const char *xlabe
           "    here = here[1:strlen(here) - 1]\n"
           "}\n", f);
     fputs("if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n", f);
-    fprintf(f, "    set terminal pngcairo size %d,%d noenhanced font 'sans,9'\n", width, height);
+    fprintf(f, "    set terminal pngcairo size %d,%d noenhanced font 'sans,9'\n", l->width, l->height);
     fputs("} else {\n", f);
-    fprintf(f, "    set terminal png size %d,%d noenhanced\n", width, height);
+    fprintf(f, "    set terminal png size %d,%d noenhanced\n", l->width, l->height);
     fputs("}\n", f);
-    fprintf(f, "set output here.");
-    {
-        char png[512];
-        snprintf(png, sizeof png, "%s.png", name);
-        gp_string(f, png);
-    }
+    char png[512];
+    snprintf(png, sizeof png, "%s.png", name);
+    fputs("set output here.", f);
+    gp_string(f, png);
     fputc('\n', f);
     /* matplotlib's "Reds", which d2l's show_heatmaps uses: white is 0 */
     fputs("set palette defined (0 '#fff5f0', 0.25 '#fcbba1', 0.5 '#fb6a4a', "
@@ -274,44 +303,128 @@ static void write_gp(FILE *f, const char *name, const Grid *g, const char *xlabe
     fprintf(f, "set ytics 0, %ld out nomirror\n", tick_step(T));
     fputs("set cbtics 0.2\n", f);
     fputs("set tics scale 0.5\n", f);
-    fputs("set multiplot\n", f);
+}
 
-    for (int r = 0; r < g->rows; r++) {
-        for (int c = 0; c < g->cols; c++) {
-            const int p = r * g->cols + c;
-            /* where the panel sits, in pixels from the top-left corner */
-            const int left = c * slot_w + LEFT_PX;
-            const int top = r * slot_h + TOP_PX + title_px;
-            fprintf(f, "\n# panel %d: row %d, column %d\n", p, r, c);
-            fprintf(f, "set lmargin at screen %.5f\n", (double)left / width);
-            fprintf(f, "set rmargin at screen %.5f\n", (double)(left + panel_w) / width);
-            fprintf(f, "set tmargin at screen %.5f\n", 1.0 - (double)top / height);
-            fprintf(f, "set bmargin at screen %.5f\n", 1.0 - (double)(top + panel_h) / height);
-            /* like d2l's sharex/sharey: labels on the outer panels only */
-            fputs("set xlabel ", f);
-            gp_string(f, r == g->rows - 1 && xlabel ? xlabel : "");
-            fputs("\nset ylabel ", f);
-            gp_string(f, c == 0 && ylabel ? ylabel : "");
-            fputs("\nset title ", f);
-            gp_string(f, panel_titles ? panel_titles[p] : "");
-            fputc('\n', f);
-            if (p == g->rows * g->cols - 1)
-                fprintf(f, "set colorbox user origin screen %.5f, screen %.5f "
-                        "size screen %.5f, screen %.5f\n",
-                        (double)(g->cols * slot_w + 10) / width, 1.0 - (double)(top + panel_h) / height,
-                        12.0 / width, (double)(g->rows * slot_h - TOP_PX - title_px - BOTTOM_PX) / height);
-            else
-                fputs("unset colorbox\n", f);
-            {
-                char dat[512];
-                snprintf(dat, sizeof dat, "%s.dat", name);
-                fputs("plot here.", f);
-                gp_string(f, dat);
-                fprintf(f, " index %d matrix using 1:2:(0.5):(0.5):3 with boxxyerror "
-                        "fillcolor palette notitle\n", p);
-            }
-        }
+/* The picture's title line and, when a cell is exactly 0, a grey square
+ * with HEATMAP_MASKED_NOTE beside it. They are labels and an object, which
+ * every panel would draw again: write_gp unsets them after the first. */
+static void write_gp_header(FILE *f, const char *title, bool any_zero, const Layout *l)
+{
+    const double x = (double)LEFT_PX / l->width;
+    double y_px = TOP_PX + HEADER_LINE_PX / 2.0;   /* middle of the first line */
+    if (title) {
+        fputs("set label 1 ", f);
+        gp_string(f, title);
+        fprintf(f, " at screen %.5f, screen %.5f left font ',10'\n", x, 1.0 - y_px / l->height);
+        y_px += HEADER_LINE_PX;
     }
+    if (any_zero) {
+        const double half = 5.0;   /* the key square is 10 x 10 pixels */
+        fprintf(f, "set object 1 rectangle from screen %.5f, screen %.5f to screen %.5f, "
+                "screen %.5f fillcolor rgb '%s' fillstyle solid noborder\n",
+                x, 1.0 - (y_px + half) / l->height, (LEFT_PX + 2 * half) / l->width,
+                1.0 - (y_px - half) / l->height, MASKED_GREY);
+        fputs("set label 2 ", f);
+        gp_string(f, HEATMAP_MASKED_NOTE);
+        fprintf(f, " at screen %.5f, screen %.5f left\n",
+                (LEFT_PX + 2 * half + 6) / l->width, 1.0 - y_px / l->height);
+    }
+}
+
+/* Does panel p hold an exact 0, a value other than 0? */
+static void panel_has(const Tensor *m, const Grid *g, int p, bool *zero, bool *nonzero)
+{
+    const size_t cells = (size_t)g->num_rows * g->num_cols;
+    const float *panel = m->data + (size_t)p * cells;
+    *zero = *nonzero = false;
+    for (size_t i = 0; i < cells; i++) {
+        if (panel[i] == 0.0f)
+            *zero = true;
+        else
+            *nonzero = true;
+    }
+}
+
+/* Panel p's plot command: two layers over the same cells. The palette
+ * layer skips exact zeros and the grey layer draws only them: gnuplot
+ * leaves out a cell whose x is NaN (a NaN colour would still be drawn, in
+ * white). gnuplot warns about a layer without a single cell, so a layer is
+ * left out when its panel has nothing for it (a panel has at least one
+ * cell, so one layer is always there). */
+static void write_gp_plot(FILE *f, const char *name, int p, bool zero, bool nonzero)
+{
+    char dat[512];
+    snprintf(dat, sizeof dat, "%s.dat", name);
+    fputs("plot ", f);
+    if (nonzero) {
+        fputs("here.", f);
+        gp_string(f, dat);
+        fprintf(f, " index %d matrix using ($3 == 0 ? NaN : $1):2:(0.5):(0.5):3 "
+                "with boxxyerror fillcolor palette notitle", p);
+    }
+    if (zero) {
+        fputs(nonzero ? ", \\\n     here." : "here.", f);
+        gp_string(f, dat);
+        fprintf(f, " index %d matrix using ($3 == 0 ? $1 : NaN):2:(0.5):(0.5) "
+                "with boxxyerror fillcolor rgb '%s' notitle", p, MASKED_GREY);
+    }
+    fputc('\n', f);
+}
+
+/* Margins, labels and colour bar of panel p at row r, column c, then its
+ * plot; the header's labels go after the first panel has drawn them. */
+static void write_gp_panel(FILE *f, const char *name, const Tensor *m, const Grid *g,
+                           const Layout *l, int r, int c, const char *xlabel,
+                           const char *ylabel, const char *const *panel_titles)
+{
+    const int p = r * g->cols + c;
+    /* where the panel sits, in pixels from the top-left corner */
+    const int left = c * l->slot_w + LEFT_PX;
+    const int top = l->header_px + r * l->slot_h + TOP_PX + l->title_px;
+    fprintf(f, "\n# panel %d: row %d, column %d\n", p, r, c);
+    fprintf(f, "set lmargin at screen %.5f\n", (double)left / l->width);
+    fprintf(f, "set rmargin at screen %.5f\n", (double)(left + l->panel_w) / l->width);
+    fprintf(f, "set tmargin at screen %.5f\n", 1.0 - (double)top / l->height);
+    fprintf(f, "set bmargin at screen %.5f\n", 1.0 - (double)(top + l->panel_h) / l->height);
+    /* like d2l's sharex/sharey: labels on the outer panels only */
+    fputs("set xlabel ", f);
+    gp_string(f, r == g->rows - 1 && xlabel ? xlabel : "");
+    fputs("\nset ylabel ", f);
+    gp_string(f, c == 0 && ylabel ? ylabel : "");
+    fputs("\nset title ", f);
+    gp_string(f, panel_titles ? panel_titles[p] : "");
+    fputc('\n', f);
+    if (p == g->rows * g->cols - 1) {
+        const int grid_top = l->header_px + TOP_PX + l->title_px;
+        fprintf(f, "set colorbox user origin screen %.5f, screen %.5f "
+                "size screen %.5f, screen %.5f\n",
+                (double)(g->cols * l->slot_w + 10) / l->width,
+                1.0 - (double)(top + l->panel_h) / l->height, 12.0 / l->width,
+                (double)(top + l->panel_h - grid_top) / l->height);
+    } else {
+        fputs("unset colorbox\n", f);
+    }
+    bool zero, nonzero;
+    panel_has(m, g, p, &zero, &nonzero);
+    write_gp_plot(f, name, p, zero, nonzero);
+    if (p == 0 && l->header_px > 0)
+        fputs("unset label\nunset object\n", f);
+}
+
+static void write_gp(FILE *f, const char *name, const char *title, const Tensor *m,
+                     const Grid *g, const char *xlabel, const char *ylabel,
+                     const char *const *panel_titles)
+{
+    bool any_zero = false;
+    for (size_t i = 0; i < m->size && !any_zero; i++)
+        any_zero = m->data[i] == 0.0f;
+    const Layout l = layout_of(g, panel_titles != NULL, title, any_zero);
+    write_gp_setup(f, name, g, &l);
+    write_gp_header(f, title, any_zero, &l);
+    fputs("set multiplot\n", f);
+    for (int r = 0; r < g->rows; r++)
+        for (int c = 0; c < g->cols; c++)
+            write_gp_panel(f, name, m, g, &l, r, c, xlabel, ylabel, panel_titles);
     fputs("\nunset multiplot\n", f);
 }
 
@@ -320,6 +433,13 @@ static void write_gp(FILE *f, const char *name, const Grid *g, const char *xlabe
 int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
                   const char *xlabel, const char *ylabel,
                   const char *const *panel_titles)
+{
+    return plot_heatmaps_titled(dir, name, NULL, matrices, xlabel, ylabel, panel_titles);
+}
+
+int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
+                         const Tensor *matrices, const char *xlabel, const char *ylabel,
+                         const char *const *panel_titles)
 {
     char buf[80];
     // pass 1: check everything before a file is touched
@@ -352,7 +472,7 @@ int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
         return -1;
     }
     write_dat(dat.f, name, matrices, &g, panel_titles);
-    write_gp(gp.f, name, &g, xlabel, ylabel, panel_titles);
+    write_gp(gp.f, name, title, matrices, &g, xlabel, ylabel, panel_titles);
     if (pending_close(&dat) != 0 || pending_close(&gp) != 0) {
         pending_discard(&dat);
         pending_discard(&gp);
@@ -372,18 +492,24 @@ int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
 
 /* ---- heatmap_terminal ---------------------------------------------------- */
 
-/* Blank and four shades, each drawn twice so that a cell is about square.
- * Blank is kept for exactly 0 (and below), so a masked weight stands out
- * from a merely small one: (0, 1/4] is light, (3/4, 1] and above is full.
- * NaN, which should never reach a heatmap, shows as "??". */
-static const char *const SHADES[5] = {"  ", "░░", "▒▒", "▓▓", "██"};
+/* An exact 0 is " ·", a dot under its column number, and every weight
+ * above 0 gets at least the lightest shade, so a masked weight is never
+ * mistaken for a small one: (0, 1/4] is light, (3/4, 1] and above is full.
+ * Each shade is drawn twice so that a cell is about square. Below 0 ("--")
+ * and NaN ("??") should never reach a heatmap of weights. */
+static const char MASKED_CELL[] = " ·";
+static const char *const SHADES[5] = {NULL, "░░", "▒▒", "▓▓", "██"};
+const char HEATMAP_TERMINAL_LEGEND[] =
+    "· exactly 0 (masked), ░ above 0 up to 0.25, ▒ up to 0.5, ▓ up to 0.75, █ up to 1";
 
 static const char *shade_of(float v)
 {
     if (isnan(v))
         return "??";
-    if (v <= 0.0f)
-        return SHADES[0];
+    if (v == 0.0f)
+        return MASKED_CELL;
+    if (v < 0.0f)
+        return "--";
     int level = v >= 1.0f ? 4 : (int)ceilf(v * 4.0f);
     return SHADES[level];
 }
@@ -422,5 +548,5 @@ void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title)
         fputs("│\n", out);
     }
     border(out, K, "└", "┘");
-    fputs("   blank 0, ░ up to 0.25, ▒ up to 0.5, ▓ up to 0.75, █ up to 1\n", out);
+    fprintf(out, "   %s\n", HEATMAP_TERMINAL_LEGEND);
 }

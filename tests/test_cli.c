@@ -1,0 +1,190 @@
+/*
+ * test_cli.c - the option table of common/io/cli.h: one table parses argv,
+ * checks ranges and prints --help; numbers are read strictly; standard
+ * output is checked at exit.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "io/cli.h"
+
+typedef struct {
+    int batch;
+    uint64_t seed;
+    float dropout;
+    double scale;
+    bool verbose, batch_given;
+    const char *name;
+} Opts;
+
+static Opts opts;
+static int test_argc;
+static char **test_argv;
+
+/* The table under test: defaults are whatever opts holds before parsing. */
+static void parse(void)
+{
+    const CliOption options[] = {
+        {"--batch", CLI_INT, &opts.batch, .min = 1, .max = 16, .metavar = "B",
+         .help = "batch_size", .given = &opts.batch_given},
+        {"--seed", CLI_U64, &opts.seed, .metavar = "N", .help = "seed"},
+        {"--dropout", CLI_FLOAT, &opts.dropout, .min = 0, .max = 0.99, .metavar = "P",
+         .help = "dropout"},
+        {"--scale", CLI_DOUBLE, &opts.scale, .min = -2, .max = 2, .metavar = "S",
+         .help = "a scale"},
+        {"--verbose", CLI_FLAG, &opts.verbose, .help = "say more"},
+        {"--name", CLI_STRING, &opts.name, .metavar = "WORD", .help = "a name"},
+    };
+    cli_parse(&(CliTable){"prog", "A table under test.", CLI_COUNT(options), options},
+              test_argc, test_argv);
+}
+
+static void parse_args(char **argv)
+{
+    opts = (Opts){.batch = 2, .seed = 7, .dropout = 0.5f, .scale = 1.0};
+    test_argv = argv;
+    for (test_argc = 0; argv[test_argc] != NULL; test_argc++)
+        ;
+    parse();
+}
+
+Test(cli, table_fills_every_kind)
+{
+    char *argv[] = {"prog", "--batch", "16", "--seed", "18446744073709551615", "--dropout",
+                    "0.25", "--scale", "-1.5e0", "--verbose", "--name", "Japan", NULL};
+    parse_args(argv);
+    cr_expect_eq(opts.batch, 16);
+    cr_expect(opts.batch_given);
+    cr_expect_eq(opts.seed, UINT64_MAX);
+    cr_expect_eq(opts.dropout, 0.25f);
+    cr_expect_eq(opts.scale, -1.5);
+    cr_expect(opts.verbose);
+    cr_expect_str_eq(opts.name, "Japan");
+}
+
+Test(cli, absent_options_keep_their_defaults)
+{
+    char *argv[] = {"prog", NULL};
+    parse_args(argv);
+    cr_expect_eq(opts.batch, 2);
+    cr_expect_not(opts.batch_given);
+    cr_expect_eq(opts.seed, 7u);
+    cr_expect_eq(opts.dropout, 0.5f);
+    cr_expect_eq(opts.scale, 1.0);
+    cr_expect_not(opts.verbose);
+    cr_expect_null(opts.name);
+}
+
+/* Each bad command line: status 2 and exactly this one line. */
+static char *bad_argv[4];
+static void parse_bad(void)
+{
+    parse_args(bad_argv);
+}
+
+static void expect_usage_error(const char *flag, const char *value, const char *message)
+{
+    bad_argv[0] = "prog";
+    bad_argv[1] = (char *)flag;
+    bad_argv[2] = (char *)value;
+    bad_argv[3] = NULL;
+    int status;
+    char *err = stderr_of(parse_bad, &status);
+    cr_expect_eq(status, 2, "%s '%s': status %d", flag, value ? value : "", status);
+    cr_expect_str_eq(err, message);
+    free(err);
+}
+
+Test(cli, errors_are_one_line_with_status_2)
+{
+    expect_usage_error("--batch", "17", "prog: --batch expects a whole number from 1 to 16, got '17'\n");
+    expect_usage_error("--batch", "0", "prog: --batch expects a whole number from 1 to 16, got '0'\n");
+    expect_usage_error("--batch", "2x", "prog: --batch expects a whole number from 1 to 16, got '2x'\n");
+    expect_usage_error("--batch", NULL, "prog: --batch needs a value (try --help)\n");
+    expect_usage_error("--batchh", "2", "prog: unknown option '--batchh' (try --help)\n");
+    expect_usage_error("--scale", "nan", "prog: --scale expects a number from -2 to 2, got 'nan'\n");
+    expect_usage_error("--scale", "2.5", "prog: --scale expects a number from -2 to 2, got '2.5'\n");
+}
+
+Test(cli, numbers_are_read_strictly)
+{
+    /* strtol and strtoull skip leading white space, so ' -5' once became
+     * 2^64 - 5 as a seed; white space and a leading '+' are refused. */
+    expect_usage_error("--seed", " -5",
+                       "prog: --seed expects a whole number from 0 to 18446744073709551615, got ' -5'\n");
+    expect_usage_error("--seed", "-1",
+                       "prog: --seed expects a whole number from 0 to 18446744073709551615, got '-1'\n");
+    expect_usage_error("--seed", "+3",
+                       "prog: --seed expects a whole number from 0 to 18446744073709551615, got '+3'\n");
+    expect_usage_error("--batch", " 3", "prog: --batch expects a whole number from 1 to 16, got ' 3'\n");
+    expect_usage_error("--batch", "3 ", "prog: --batch expects a whole number from 1 to 16, got '3 '\n");
+    expect_usage_error("--batch", "+3", "prog: --batch expects a whole number from 1 to 16, got '+3'\n");
+    expect_usage_error("--scale", "\t1", "prog: --scale expects a number from -2 to 2, got '\t1'\n");
+    long list[4];
+    cr_expect_eq(cli_long_list("prog", "--lens", "3,0,2", 0, 4, list, 4), 3);
+    cr_expect(list[0] == 3 && list[1] == 0 && list[2] == 2);
+}
+
+Test(cli, float_range_is_checked_after_rounding)
+{
+    /* The ends are compared as floats: 0.99 becomes 0.99000001f, the same
+     * float as the range's end, and is in; 0.995 and 0.99999999 (1.0f) are out. */
+    expect_usage_error("--dropout", "0.995", "prog: --dropout expects a number from 0 to 0.99, got '0.995'\n");
+    expect_usage_error("--dropout", "0.99999999",
+                       "prog: --dropout expects a number from 0 to 0.99, got '0.99999999'\n");
+    char *argv[] = {"prog", "--dropout", "0.99", NULL};
+    parse_args(argv);
+    cr_expect_eq(opts.dropout, 0.99f);
+}
+
+Test(cli, help_lists_range_and_default_from_the_table)
+{
+    opts = (Opts){.batch = 2, .seed = 7, .dropout = 0.5f, .scale = 1.0};
+    const CliOption options[] = {
+        {"--batch", CLI_INT, &opts.batch, .min = 1, .max = 16, .metavar = "B", .help = "batch_size"},
+        {"--scale", CLI_DOUBLE, &opts.scale, .min = -2, .max = 2, .metavar = "S",
+         .help = "a scale\nover two lines"},
+    };
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    cli_print_help(&(CliTable){"prog", "A table under test.", CLI_COUNT(options), options}, out);
+    fclose(out);
+    cr_expect_str_eq(text, "usage: prog [options]\n"
+                           "\n"
+                           "A table under test.\n"
+                           "\n"
+                           "options:\n"
+                           "  --batch B          batch_size, 1 to 16 (default 2)\n"
+                           "  --scale S          a scale\n"
+                           "                     over two lines, -2 to 2 (default 1)\n"
+                           "  --help             this text\n");
+    free(text);
+}
+
+/* Standard output that cannot be written: one line, status 1. */
+static void write_to_full_device(void)
+{
+    if (freopen("/dev/full", "w", stdout) == NULL)
+        exit(3);
+    char *argv[] = {"prog", NULL};
+    parse_args(argv);
+    for (int i = 0; i < 10000; i++)
+        printf("line %d of output that cannot be written\n", i);
+    exit(0);
+}
+
+Test(cli, output_that_cannot_be_written_is_an_error)
+{
+    int status;
+    char *err = stderr_of(write_to_full_device, &status);
+    cr_expect_eq(status, 1);
+    cr_expect_str_eq(err, "prog: cannot write the output: No space left on device\n");
+    free(err);
+}
