@@ -103,8 +103,9 @@ void lookup_saved_free(LookupSaved *saved);
 
 /* One training step on one batch: zero the gradients, forward,
  * cross-entropy against batch->answers, backward, adam_step. Returns the
- * loss before the step. */
-double lookup_train_step(LookupModel *model, Adam *adam, const TaskBatch *batch);
+ * loss before the step; *correct (when not NULL) receives how many answers
+ * were right before the step. */
+double lookup_train_step(LookupModel *model, Adam *adam, const TaskBatch *batch, int *correct);
 
 /* Mean loss and number of right answers over a batch, without gradients. */
 double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *correct);

@@ -22,6 +22,7 @@
 #include "io/model.h"
 #include "io/npy.h"
 #include "loss.h"
+#include "lookup_model.h"
 #include "optim.h"
 #include "tasks.h"
 
@@ -502,4 +503,173 @@ Test(model_io, a_failed_save_leaves_the_old_model, .init = make_scratch, .fini =
     tensor_free(back);
     tensor_free(fresh);
     tensor_free(old);
+}
+
+/* ---- the lookup model ---------------------------------------------------------- */
+
+#define TRAIN_FIXTURES "tests/fixtures/train/"
+
+/* The fixture's sizes (make_train_fixtures.py, FIXTURE). */
+enum { FIX_KEY_VOCAB = 10, FIX_VALUE_VOCAB = 12, FIX_HIDDENS = 16, FIX_HEADS = 4,
+       FIX_PAIRS = 5, FIX_BATCH = 6, FIX_STEPS = 5 };
+
+/* The batch of one step, read from the fixture's int32 files. */
+static TaskBatch *fixture_batch(const Task *task, int step)
+{
+    TaskBatch *batch = task_batch_new(task, FIX_BATCH);
+    const char *names[4] = {"keys", "values", "queries", "answers"};
+    int *targets[4] = {batch->keys, batch->values, batch->queries, batch->answers};
+    const size_t counts[4] = {FIX_BATCH * FIX_PAIRS, FIX_BATCH * FIX_PAIRS, FIX_BATCH, FIX_BATCH};
+    for (int i = 0; i < 4; i++) {
+        char path[256], err[NPY_ERR_LEN];
+        snprintf(path, sizeof path, TRAIN_FIXTURES "batches/step%d_%s.npy", step, names[i]);
+        NpyInts ints;
+        cr_assert_eq(npy_load_ints(path, &ints, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(ints.size, counts[i], "%s: %zu values", path, ints.size);
+        memcpy(targets[i], ints.data, counts[i] * sizeof(int));
+        npy_ints_free(&ints);
+    }
+    return batch;
+}
+
+static LookupModel *fixture_model(const char *folder)
+{
+    Rng rng = rng_new(0);
+    LookupModel *model = lookup_new(FIX_KEY_VOCAB, FIX_VALUE_VOCAB, FIX_HIDDENS, FIX_HEADS, &rng);
+    char err[MODEL_ERR_LEN];
+    cr_assert_eq(lookup_load(model, folder, err, sizeof err), 0, "%s", err);
+    return model;
+}
+
+Test(lookup_model, five_adam_steps_equal_pytorch)
+{
+    /* the same start, the same 5 batches, lr 0.05: every parameter after
+     * the 5 steps within 1e-4 relative of PyTorch's */
+    const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
+    LookupModel *model = fixture_model(TRAIN_FIXTURES "initial");
+    LookupModel *expected = fixture_model(TRAIN_FIXTURES "after_5_steps");
+    char err[NPY_ERR_LEN];
+    Tensor *losses = npy_load(TRAIN_FIXTURES "losses.npy", err, sizeof err);
+    cr_assert_not_null(losses, "%s", err);
+    Adam *adam = adam_new(model->params, model->num_params, 0.05f);
+    for (int step = 1; step <= FIX_STEPS; step++) {
+        TaskBatch *batch = fixture_batch(&task, step);
+        const double loss = lookup_train_step(model, adam, batch, NULL);
+        cr_expect(fabs(loss - losses->data[step - 1]) <= 1e-4 * fabs(losses->data[step - 1]),
+                  "step %d: loss %.7f, PyTorch %.7f", step, loss,
+                  (double)losses->data[step - 1]);
+        /* b_k's gradient is 0 in exact arithmetic: q . (k_j + b_k) adds the
+         * same q . b_k to every key's score, and softmax ignores a shift
+         * shared by the whole row. What is left is rounding, 1e-6 of b_q's */
+        cr_expect(tensor_max_abs(model->grad_attention->b_k) <=
+                      1e-6f * tensor_max_abs(model->grad_attention->b_q),
+                  "step %d: b_k's gradient %g is not rounding next to b_q's %g", step,
+                  (double)tensor_max_abs(model->grad_attention->b_k),
+                  (double)tensor_max_abs(model->grad_attention->b_q));
+        task_batch_free(batch);
+    }
+    for (int i = 0; i < model->num_params; i++) {
+        const Parameter *mine = &model->params[i], *torch = &expected->params[i];
+        /* Adam divides a gradient by its own size, so it turns b_k's
+         * rounding, different in every program, into steps of up to lr:
+         * b_k is compared nowhere (nor can it change any output) */
+        if (mine->value == model->attention->b_k)
+            continue;
+        /* atol: a parameter that starts at 0 and moves by about lr has
+         * rounding of its own size; 1e-6 is far below any step of 0.05 */
+        cr_expect(tensor_allclose(mine->value, torch->value, 1e-6f, 1e-4f, stderr),
+                  "%s after 5 steps differs from PyTorch's", mine->name);
+    }
+    adam_free(adam);
+    tensor_free(losses);
+    lookup_free(expected);
+    lookup_free(model);
+}
+
+/* The model's loss on one batch, for finite differences. */
+typedef struct {
+    LookupModel *model;
+    TaskBatch *batch;
+} LossContext;
+
+static double batch_loss(const LossContext *ctx)
+{
+    return lookup_evaluate(ctx->model, ctx->batch, NULL);
+}
+
+Test(lookup_model, gradients_against_finite_differences)
+{
+    /* a country that is both a query and a key gets both gradients in its
+     * embed_keys row: the finite differences see the sum */
+    const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
+    LookupModel *model = fixture_model(TRAIN_FIXTURES "initial");
+    TaskBatch *batch = fixture_batch(&task, 1);
+    parameters_zero_grad(model->params, model->num_params);
+    LookupSaved saved;
+    Tensor *logits = lookup_forward(model, batch, NULL, &saved);
+    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    lookup_backward(model, &saved, grad_logits);
+    const LossContext ctx = {model, batch};
+    const double eps = 1e-2;
+    for (int i = 0; i < model->num_params; i++) {
+        Tensor *value = model->params[i].value, *grad = model->params[i].grad;
+        const float scale = tensor_max_abs(grad);
+        /* every 7th element: all parameters, a spread of their elements */
+        for (size_t j = 0; j < value->size; j += 7) {
+            const float saved_value = value->data[j];
+            value->data[j] = saved_value + (float)eps;
+            const double up = batch_loss(&ctx);
+            value->data[j] = saved_value - (float)eps;
+            const double down = batch_loss(&ctx);
+            value->data[j] = saved_value;
+            const double numeric = (up - down) / (2 * eps);
+            cr_expect(fabs(grad->data[j] - numeric) <= 2e-3 * scale + 1e-5,
+                      "%s[%zu]: backward %.6g, finite differences %.6g", model->params[i].name,
+                      j, (double)grad->data[j], numeric);
+        }
+    }
+    tensor_free(grad_logits);
+    tensor_free(logits);
+    lookup_saved_free(&saved);
+    task_batch_free(batch);
+    lookup_free(model);
+}
+
+Test(lookup_model, save_and_load_round_trip, .init = make_scratch, .fini = remove_scratch)
+{
+    Rng rng = rng_new(8);
+    LookupModel *model = lookup_new(7, 9, 12, 3, &rng);
+    char err[MODEL_ERR_LEN];
+    cr_assert_eq(lookup_save(model, scratch, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(count_files(scratch), LOOKUP_NUM_FILES);
+    /* nn.MultiheadAttention's layout: W_q, W_k, W_v stacked, (3D, D) */
+    char path[256];
+    snprintf(path, sizeof path, "%s/attention.in_proj_weight.npy", scratch);
+    Tensor *in_proj = npy_load(path, err, sizeof err);
+    cr_assert_not_null(in_proj, "%s", err);
+    cr_expect(tensor_has_shape(in_proj, SHAPE(36, 12)));
+    cr_expect_eq(memcmp(in_proj->data + 12 * 12, model->attention->W_k->data,
+                        12 * 12 * sizeof(float)), 0);
+
+    Rng other_rng = rng_new(9);
+    LookupModel *other = lookup_new(7, 9, 12, 3, &other_rng);
+    cr_assert_eq(lookup_load(other, scratch, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < model->num_params; i++)
+        expect_close(other->params[i].value, model->params[i].value, 0.0f, 0.0f);
+
+    /* another number of heads, same shapes: refused, nothing changed */
+    Rng third_rng = rng_new(10);
+    LookupModel *four_heads = lookup_new(7, 9, 12, 4, &third_rng);
+    Tensor *before = tensor_copy(four_heads->embed_keys);
+    cr_expect_eq(lookup_load(four_heads, scratch, err, sizeof err), -1);
+    char want[256];
+    snprintf(want, sizeof want, "%s/num_heads.npy: the model has 4 heads, the file says 3",
+             scratch);
+    cr_expect_str_eq(err, want);
+    expect_close(four_heads->embed_keys, before, 0.0f, 0.0f);
+    tensor_free(before);
+    tensor_free(in_proj);
+    lookup_free(four_heads);
+    lookup_free(other);
+    lookup_free(model);
 }

@@ -2,11 +2,13 @@
  * model.c - a model saved as a directory of .npy files (introduced in
  * chapter 05's optional section "Attention that learns"). See model.h.
  *
- * Saving goes in three passes:
- *   pass 1: every file under a temporary name beside its final one;
- *   pass 2: when all are complete, each renamed over its final name;
- *   on a failure in pass 1, the temporary files are removed and the old
- *   model is untouched.
+ * Saving goes in two passes:
+ *   pass 1: every file under a temporary name beside its final one, after
+ *           checking that the final name is free or a plain file;
+ *   pass 2: when all are complete, each renamed over its final name.
+ * On a failure in pass 1 the temporary files are removed and the old model
+ * is untouched. A rename within one directory does not fail once pass 1
+ * has checked the names, short of the disk failing under it.
  * Loading goes in two: read and check every file, then copy them all in.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/npy.h"
@@ -137,10 +140,18 @@ int model_save(const char *dir, const ModelFile *files, int count, char *err, si
     char **finals = checked_calloc("model_save", (size_t)count, sizeof *finals);
     char **temps = checked_calloc("model_save", (size_t)count, sizeof *temps);
     int status = 0;
-    // pass 1: every file under a temporary name
+    // pass 1: every file under a temporary name; a final name taken by
+    // something other than a file would make its rename fail in pass 2,
+    // after others had been renamed, so it stops the save here
     for (int i = 0; i < count && status == 0; i++) {
         finals[i] = file_path(dir, files[i].name);
-        status = save_one_temp(finals[i], &files[i], &temps[i], err, err_len);
+        struct stat st;
+        if (stat(finals[i], &st) == 0 && !S_ISREG(st.st_mode))
+            status = model_fail(err, err_len, "%s: cannot write: %s", finals[i],
+                                S_ISDIR(st.st_mode) ? "a directory has that name"
+                                                    : "not a regular file");
+        else
+            status = save_one_temp(finals[i], &files[i], &temps[i], err, err_len);
     }
     // pass 2: all of them complete: rename each into place
     for (int i = 0; i < count && status == 0; i++) {

@@ -1,0 +1,249 @@
+/*
+ * lookup_model.c - the model that learns to look words up (introduced in
+ * chapter 05's optional section "Attention that learns"). See
+ * lookup_model.h.
+ *
+ * Legend: B = batch_size, P = entries, Q = query words, H = num_heads,
+ * D = num_hiddens, Vk, Vv = key and value vocabularies.
+ */
+#include "lookup_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "embedding.h"
+#include "loss.h"
+#include "ops.h"
+
+/* ---- creation ---------------------------------------------------------------- */
+
+/* nn.MultiheadAttention's own initialisation, which differs from the
+ * nn.Linear default that multihead_new uses: in_proj_weight, the (3D, D)
+ * stack of W_q, W_k, W_v, is Xavier-uniform with bound
+ * sqrt(6 / (fan_in + fan_out)) = sqrt(6 / (D + 3D)), and both biases start
+ * at 0. out_proj.weight keeps nn.Linear's bound 1/sqrt(D). */
+static void init_like_pytorch(MultiHeadAttention *layer, Rng *rng)
+{
+    const int D = layer->num_hiddens;
+    const float bound = sqrtf(6.0f / (float)(D + 3 * D));
+    Tensor *projections[3] = {layer->W_q, layer->W_k, layer->W_v};
+    for (int i = 0; i < 3; i++)
+        for (size_t j = 0; j < projections[i]->size; j++)
+            projections[i]->data[j] = (2.0f * rng_uniform(rng) - 1.0f) * bound;
+    Tensor *biases[4] = {layer->b_q, layer->b_k, layer->b_v, layer->b_o};
+    for (int i = 0; i < 4; i++)
+        for (size_t j = 0; j < biases[i]->size; j++)
+            biases[i]->data[j] = 0.0f;
+}
+
+/* The optimiser's list and the saved files' list, both pointing at the
+ * model's own tensors. */
+static void list_parameters(LookupModel *m)
+{
+    const MultiHeadAttention *a = m->attention;
+    const MultiHeadGrads *g = m->grad_attention;
+    const Parameter params[LOOKUP_NUM_PARAMS] = {
+        {"embed_keys.weight", m->embed_keys, m->grad_embed_keys},
+        {"embed_values.weight", m->embed_values, m->grad_embed_values},
+        {"attention.W_q", a->W_q, g->W_q},
+        {"attention.W_k", a->W_k, g->W_k},
+        {"attention.W_v", a->W_v, g->W_v},
+        {"attention.b_q", a->b_q, g->b_q},
+        {"attention.b_k", a->b_k, g->b_k},
+        {"attention.b_v", a->b_v, g->b_v},
+        {"attention.out_proj.weight", a->W_o, g->W_o},
+        {"attention.out_proj.bias", a->b_o, g->b_o},
+        {"readout.weight", m->readout_weight, m->grad_readout_weight},
+        {"readout.bias", m->readout_bias, m->grad_readout_bias},
+    };
+    const ModelFile files[LOOKUP_NUM_FILES] = {
+        {.name = "embed_keys.weight", .parts = {m->embed_keys}},
+        {.name = "embed_values.weight", .parts = {m->embed_values}},
+        {.name = "attention.in_proj_weight", .parts = {a->W_q, a->W_k, a->W_v}},
+        {.name = "attention.in_proj_bias", .parts = {a->b_q, a->b_k, a->b_v}},
+        {.name = "attention.out_proj.weight", .parts = {a->W_o}},
+        {.name = "attention.out_proj.bias", .parts = {a->b_o}},
+        {.name = "readout.weight", .parts = {m->readout_weight}},
+        {.name = "readout.bias", .parts = {m->readout_bias}},
+        {.name = "num_heads", .ints = &m->saved_num_heads, .num_ints = 1},
+    };
+    for (int i = 0; i < LOOKUP_NUM_PARAMS; i++)
+        m->params[i] = params[i];
+    for (int i = 0; i < LOOKUP_NUM_FILES; i++)
+        m->files[i] = files[i];
+    m->num_params = LOOKUP_NUM_PARAMS;
+}
+
+LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
+                        Rng *rng)
+{
+    const char *func = "lookup_new";
+    if (key_vocab < 1 || value_vocab < 1)
+        die(func, "vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
+            value_vocab);
+    LookupModel *m = checked_calloc(func, 1, sizeof *m);
+    m->key_vocab = key_vocab;
+    m->value_vocab = value_vocab;
+    m->num_hiddens = num_hiddens;
+    m->num_heads = num_heads;
+    m->saved_num_heads = num_heads;
+    const int D = num_hiddens;
+    /* drawn in the order of the module's parameters */
+    m->embed_keys = embedding_new(key_vocab, D, rng);
+    m->embed_values = embedding_new(value_vocab, D, rng);
+    m->attention = multihead_new(D, D, D, D, num_heads, 0.0f, true, rng);
+    init_like_pytorch(m->attention, rng);
+    const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
+    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab, D));
+    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab));
+
+    m->grad_embed_keys = tensor_zeros(SHAPE(key_vocab, D));
+    m->grad_embed_values = tensor_zeros(SHAPE(value_vocab, D));
+    m->grad_attention = multihead_grads_new(m->attention);
+    m->grad_readout_weight = tensor_zeros(SHAPE(value_vocab, D));
+    m->grad_readout_bias = tensor_zeros(SHAPE(value_vocab));
+    list_parameters(m);
+    return m;
+}
+
+void lookup_free(LookupModel *m)
+{
+    if (m == NULL)
+        return;
+    Tensor *tensors[] = {m->embed_keys, m->embed_values, m->readout_weight, m->readout_bias,
+                         m->grad_embed_keys, m->grad_embed_values, m->grad_readout_weight,
+                         m->grad_readout_bias};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        tensor_free(tensors[i]);
+    multihead_free(m->attention);
+    multihead_grads_free(m->grad_attention);
+    free(m);
+}
+
+/* ---- forward and backward --------------------------------------------------------- */
+
+static void check_batch(const char *func, const TaskBatch *batch)
+{
+    if (batch->num_answers != batch->num_queries)
+        die(func, "each query word gives one answer: the batch has %d query and %d answer "
+            "words", batch->num_queries, batch->num_answers);
+}
+
+/* batch -> logits (B, Q, Vv) */
+Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
+                       Tensor **attention_weights, LookupSaved *saved)
+{
+    check_batch("lookup_forward", batch);
+    const int B = batch->batch_size, P = batch->num_pairs, Q = batch->num_queries;
+    // step 1: words to vectors; queries and keys share the country table
+    Tensor *q = embedding_forward(m->embed_keys, batch->queries, SHAPE(B, Q));
+    Tensor *k = embedding_forward(m->embed_keys, batch->keys, SHAPE(B, P));
+    Tensor *v = embedding_forward(m->embed_values, batch->values, SHAPE(B, P));
+    // step 2: each query word attends over the example's entries
+    MultiHeadSaved attention_saved;
+    Tensor *out = multihead_forward_save(m->attention, q, k, v, NULL, false, NULL,
+                                         &attention_saved);
+    if (attention_weights) {
+        /* the saved weights are (B*H, Q, P), row b*H + h: the same numbers
+         * as (B, H, Q, P) */
+        *attention_weights = tensor_copy(attention_saved.attention.weights);
+        tensor_reshape(*attention_weights, SHAPE(B, m->num_heads, Q, P));
+    }
+    // step 3: a score for every value word
+    Tensor *logits = linear(out, m->readout_weight, m->readout_bias);
+    if (saved) {
+        *saved = (LookupSaved){.batch = batch, .q = q, .k = k, .v = v,
+                               .attention = attention_saved, .out = out};
+    } else {
+        multihead_saved_free(&attention_saved);
+        Tensor *tensors[] = {q, k, v, out};
+        for (int i = 0; i < 4; i++)
+            tensor_free(tensors[i]);
+    }
+    return logits;
+}
+
+/* grad_logits (B, Q, Vv) -> gradients added into the model's grad tensors */
+void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *grad_logits)
+{
+    const TaskBatch *batch = saved->batch;
+    // step 3 backwards: the readout
+    Tensor *grad_out = linear_backward(saved->out, m->readout_weight, grad_logits,
+                                       m->grad_readout_weight, m->grad_readout_bias);
+    // step 2 backwards: the attention layer, down to its three inputs
+    Tensor *grad_q, *grad_k, *grad_v;
+    multihead_backward(m->attention, &saved->attention, grad_out, m->grad_attention,
+                       &grad_q, &grad_k, &grad_v, NULL);
+    // step 1 backwards: each vector's gradient into its word's row; a
+    // country used as query and as key gets both
+    embedding_backward(m->grad_embed_keys, batch->queries, grad_q);
+    embedding_backward(m->grad_embed_keys, batch->keys, grad_k);
+    embedding_backward(m->grad_embed_values, batch->values, grad_v);
+    Tensor *tensors[] = {grad_out, grad_q, grad_k, grad_v};
+    for (int i = 0; i < 4; i++)
+        tensor_free(tensors[i]);
+}
+
+void lookup_saved_free(LookupSaved *saved)
+{
+    multihead_saved_free(&saved->attention);
+    Tensor *tensors[] = {saved->q, saved->k, saved->v, saved->out};
+    for (int i = 0; i < 4; i++)
+        tensor_free(tensors[i]);
+    *saved = (LookupSaved){0};
+}
+
+double lookup_train_step(LookupModel *m, Adam *adam, const TaskBatch *batch, int *correct)
+{
+    parameters_zero_grad(m->params, m->num_params);
+    LookupSaved saved;
+    Tensor *logits = lookup_forward(m, batch, NULL, &saved);
+    const double loss = cross_entropy(logits, batch->answers);
+    if (correct)
+        *correct = count_correct(logits, batch->answers);
+    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    lookup_backward(m, &saved, grad_logits);
+    adam_step(adam);
+    tensor_free(grad_logits);
+    tensor_free(logits);
+    lookup_saved_free(&saved);
+    return loss;
+}
+
+double lookup_evaluate(const LookupModel *m, const TaskBatch *batch, int *correct)
+{
+    Tensor *logits = lookup_forward(m, batch, NULL, NULL);
+    const double loss = cross_entropy(logits, batch->answers);
+    if (correct)
+        *correct = count_correct(logits, batch->answers);
+    tensor_free(logits);
+    return loss;
+}
+
+/* ---- saving and loading ------------------------------------------------------- */
+
+int lookup_save(const LookupModel *m, const char *dir, char *err, size_t err_len)
+{
+    return model_save(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
+}
+
+int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
+{
+    /* the number of heads first: no shape would catch a model saved with
+     * another one, and nothing must change when it differs */
+    int saved_heads;
+    if (model_read_ints(dir, "num_heads", &saved_heads, 1, err, err_len) != 0)
+        return -1;
+    if (saved_heads != m->num_heads) {
+        char message[MODEL_ERR_LEN];
+        snprintf(message, sizeof message, "%s/num_heads.npy: the model has %d heads, "
+                 "the file says %d", dir, m->num_heads, saved_heads);
+        if (err == NULL)
+            fprintf(stderr, "%s\n", message);
+        else if (err_len > 0)
+            snprintf(err, err_len, "%s", message);
+        return -1;
+    }
+    return model_load(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
+}
