@@ -6,12 +6,13 @@
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H.
  *
- * Part 1 draws d2l's experiment as it stands (all-ones inputs): every panel
- * is the same, which is the answer to the exercise as much as any picture.
- * Part 2 feeds random inputs to the same layer and the heads come apart.
- * "How different are the heads?" gets a number too: the mean total
- * variation distance between the weight rows of two heads, 0 when they
- * agree everywhere and 1 when they never share a key.
+ * Its parts are numbered as the parts of 05_multihead/multihead that they
+ * draw. Part 2 draws d2l's experiment as it stands (all-ones inputs): every
+ * head's panel is the same, which is the answer to the exercise as much as
+ * any picture. Part 3 feeds random inputs to the same layer and the heads
+ * come apart. "How different are the heads?" gets a number too: the mean
+ * total variation distance between the weight rows of two heads, 0 when
+ * they agree everywhere and 1 when they never share a key.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "io/cli.h"
+#include "io/layer_files.h"
 #include "multihead.h"
 #include "io/plot.h"
 #include "random.h"
@@ -28,24 +30,12 @@
 
 static const char PROG[] = "head_grid";
 
-static void usage(void)
-{
-    printf("usage: %s [options]\n"
-           "\n"
-           "d2l's exercise 1: the attention weights of every head of the toy example\n"
-           "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
-           "heatmaps, one row per sequence and one column per head.\n"
-           "\n"
-           "options:\n"
-           "  --hiddens D     num_hiddens, 1 to 1024 (default 100)\n"
-           "  --heads H       num_heads, 1 to 8, must divide D (default 5)\n"
-           "  --scale S       standard deviation of the random inputs of part 2, 0.1 to 100\n"
-           "                  (default 3: an untrained layer is nearly uniform on N(0, 1))\n"
-           "  --seed N        seed for the parameters and inputs (default 0)\n"
-           "  --plot DIR      also write DIR/head_grid_ones and DIR/head_grid_random\n"
-           "                  (.dat and .gp; gnuplot renders the .png)\n"
-           "  --help          this text\n", PROG);
-}
+typedef struct {
+    int hiddens, heads;
+    double scale;
+    uint64_t seed;
+    const char *plot_dir;   /* NULL: no files */
+} Options;
 
 /* ---- the grid in the terminal ----------------------------------------------- */
 
@@ -143,102 +133,113 @@ static double mean_head_distance(const Tensor *weights)
     return pairs ? total / (double)pairs : 0.0;
 }
 
-static int plot(const char *dir, const char *name, const Tensor *weights)
+/* weights (B, H, T, K): the grid, the distance between heads, and with
+ * --plot the heatmaps DIR/NAME.{dat,gp}. Returns 0, or 1 when a file failed. */
+static int show_heads(const Tensor *weights, const char *plot_dir, const char *name)
 {
-    const int B = weights->shape[0], H = weights->shape[1];
-    char (*titles)[48] = checked_calloc(PROG, (size_t)B * H, sizeof *titles);
-    const char **ptrs = checked_calloc(PROG, (size_t)B * H, sizeof *ptrs);
-    for (int i = 0; i < B * H; i++) {
-        snprintf(titles[i], sizeof titles[i], "sequence %d, head %d", i / H, i % H);
-        ptrs[i] = titles[i];
-    }
-    int status = plot_heatmaps(dir, name, weights, "keys", "queries", ptrs);
-    if (status == 0)
-        printf("wrote %s/%s.dat and %s/%s.gp (gnuplot %s/%s.gp makes the .png)\n", dir, name,
-               dir, name, dir, name);
-    free(titles);
-    free(ptrs);
-    return status;
+    print_grid(weights);
+    if (weights->shape[1] == 1)
+        printf("one head: no two heads to compare\n");
+    else
+        printf("mean distance between two heads: %.4f\n", mean_head_distance(weights));
+    if (plot_dir == NULL)
+        return 0;
+    if (layer_files_plot_weights(plot_dir, name, weights) != 0)
+        return 1;
+    printf("wrote %s/%s.dat and %s/%s.gp (gnuplot %s/%s.gp makes the .png)\n", plot_dir, name,
+           plot_dir, name, plot_dir, name);
+    return 0;
 }
 
-int main(int argc, char **argv)
+/* ---- the parts ------------------------------------------------------------------ */
+
+/* multihead's Part 2, drawn: d2l's experiment exactly as the section runs it. */
+static int part2_d2l_inputs_every_head(const MultiHeadAttention *layer,
+                                       const ValidLens *valid_lens, const Options *opt)
 {
-    int D = 100, H = 5;
-    double scale = 3.0;
-    uint64_t seed = 0;
-    const char *plot_dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (cli_is(arg, "--hiddens"))
-            D = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 1024);
-        else if (cli_is(arg, "--heads"))
-            H = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 8);
-        else if (cli_is(arg, "--scale"))
-            scale = cli_double(PROG, arg, cli_value(PROG, argc, argv, &i), 0.1, 100.0);
-        else if (cli_is(arg, "--seed"))
-            seed = cli_u64(PROG, arg, cli_value(PROG, argc, argv, &i));
-        else if (cli_is(arg, "--plot"))
-            plot_dir = cli_value(PROG, argc, argv, &i);
-        else if (cli_is(arg, "--help")) {
-            usage();
-            return 0;
-        } else
-            cli_unknown(PROG, arg);
-    }
-    if (D % H != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
-                 "size", D, H);
-    if (plot_dir)
-        cli_check_dir(PROG, "--plot", plot_dir);
-
-    /* d2l's toy sizes */
-    const int B = 2, T = 4, K = 6;
-    Rng rng = rng_new(seed);
-    MultiHeadAttention *layer = multihead_new(D, D, D, D, H, 0.5f, false, &rng);
-    ValidLens *valid_lens = valid_lens_1d((const int[]){3, 2}, B);
-    int status = 0;
-
-    printf("d2l's exercise 1: the attention weights of all %d heads (num_hiddens %d, seed %llu),\n"
-           "one row of panels per sequence, queries down, keys across; valid_lens = [3, 2].\n",
-           H, D, (unsigned long long)seed);
-
-    // part 1: d2l's experiment exactly as the section runs it
-    printf("\n---- 1. d2l's inputs, X = ones(%d, %d, %d) and Y = ones(%d, %d, %d) ----\n\n", B, T,
-           D, B, K, D);
+    const int B = 2, T = 4, K = 6, D = opt->hiddens;
+    printf("\nPart 2. d2l's inputs, X = ones(%d, %d, %d) and Y = ones(%d, %d, %d)\n\n", B, T, D,
+           B, K, D);
     Tensor *X = tensor_ones(SHAPE(B, T, D));
     Tensor *Y = tensor_ones(SHAPE(B, K, D));
     Tensor *weights = NULL;
     Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, &weights);
-    print_grid(weights);
-    printf("mean distance between two heads: %.4f\n"
-           "Every panel is the same: with all-ones inputs all keys are equal, so every head\n"
-           "spreads its weight evenly over the valid keys, 1/3 for sequence 0 and 1/2 for\n"
-           "sequence 1. The picture of d2l's own experiment shows only the mask.\n",
-           mean_head_distance(weights));
-    if (plot_dir && plot(plot_dir, "head_grid_ones", weights) != 0)
-        status = 1;
+    int status = show_heads(weights, opt->plot_dir, "head_grid_ones");
+    printf("Every head draws the same panel: with all-ones inputs all keys are equal, so every\n"
+           "head spreads its weight evenly over the valid keys, 1/3 for sequence 0 and 1/2 for\n"
+           "sequence 1. The picture of d2l's own experiment shows only the mask.\n");
     tensor_free(X);
     tensor_free(Y);
     tensor_free(output);
     tensor_free(weights);
+    return status;
+}
 
-    // part 2: inputs that differ, so the heads can too
-    printf("\n---- 2. random inputs, X and Y ~ normal(0, %g^2) ----\n\n", scale);
-    X = tensor_normal(&rng, 0.0f, (float)scale, SHAPE(B, T, D));
-    Y = tensor_normal(&rng, 0.0f, (float)scale, SHAPE(B, K, D));
-    output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, &weights);
-    print_grid(weights);
-    printf("mean distance between two heads: %.4f\n"
-           "Each head projects the same tokens with its own slice of W_q and W_k, so each\n"
-           "ranks the keys its own way; the masked keys stay dots in every head.\n",
-           mean_head_distance(weights));
-    if (plot_dir && plot(plot_dir, "head_grid_random", weights) != 0)
-        status = 1;
-
+/* multihead's Part 3, drawn: inputs that differ, so the heads can too. */
+static int part3_random_inputs_every_head(const MultiHeadAttention *layer,
+                                          const ValidLens *valid_lens, const Options *opt,
+                                          Rng *rng)
+{
+    const int B = 2, T = 4, K = 6, D = opt->hiddens;
+    printf("\nPart 3. Random inputs, X and Y ~ normal(0, %g^2)\n\n", opt->scale);
+    Tensor *X = tensor_normal(rng, 0.0f, (float)opt->scale, SHAPE(B, T, D));
+    Tensor *Y = tensor_normal(rng, 0.0f, (float)opt->scale, SHAPE(B, K, D));
+    Tensor *weights = NULL;
+    Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, &weights);
+    int status = show_heads(weights, opt->plot_dir, "head_grid_random");
+    printf("Each head projects the same tokens with its own slice of W_q and W_k, so each\n"
+           "ranks the keys its own way; the masked keys stay dots in every head.\n");
     tensor_free(X);
     tensor_free(Y);
     tensor_free(output);
     tensor_free(weights);
+    return status;
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.hiddens = 100, .heads = 5, .scale = 3.0, .seed = 0};
+    const CliOption options[] = {
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
+         .help = "num_hiddens"},
+        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 8, .metavar = "H",
+         .help = "num_heads, must divide D"},
+        {"--scale", CLI_DOUBLE, &opt.scale, .min = 0.1, .max = 100.0, .metavar = "S",
+         .help = "standard deviation of the random inputs of Part 3\n"
+                 "(an untrained layer is nearly uniform on N(0, 1))"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for the parameters and inputs"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "also write DIR/head_grid_ones and DIR/head_grid_random\n"
+                 "(.dat and .gp; gnuplot renders the .png)"},
+    };
+    static const char summary[] =
+        "d2l's exercise 1: the attention weights of every head of the toy example\n"
+        "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
+        "heatmaps, one row per sequence and one column per head.";
+    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    if (opt.hiddens % opt.heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
+                 "size", opt.hiddens, opt.heads);
+    return opt;
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = parse_options(argc, argv);
+    Rng rng = rng_new(opt.seed);
+    MultiHeadAttention *layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens,
+                                              opt.heads, 0.5f, false, &rng);
+    ValidLens *valid_lens = valid_lens_1d((const int[]){3, 2}, 2);   /* d2l's toy sizes */
+    char heads[32] = "its one head";
+    if (opt.heads > 1)
+        snprintf(heads, sizeof heads, "all %d heads", opt.heads);
+    printf("d2l's exercise 1: the attention weights of %s (num_hiddens %d, seed %llu),\n"
+           "one row of panels per sequence, queries down, keys across; valid_lens = [3, 2].\n",
+           heads, opt.hiddens, (unsigned long long)opt.seed);
+
+    int status = part2_d2l_inputs_every_head(layer, valid_lens, &opt);
+    status |= part3_random_inputs_every_head(layer, valid_lens, &opt, &rng);
     valid_lens_free(valid_lens);
     multihead_free(layer);
     return status;

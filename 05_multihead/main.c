@@ -2,33 +2,31 @@
  * 05_multihead - the multi-head attention layer, d2l's toy check, and the
  * same layer run on weights and inputs from .npy files.
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
- * H = num_heads, D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and
- * value sizes.
+ * Part 1: the layer: num_hiddens split into num_heads heads of size d, its
+ *         four projections drawn as nn.Linear draws them.
+ * Part 2: d2l's check, num_hiddens 100, 5 heads, 2 sequences of 4 queries
+ *         and 6 key-value pairs, valid_lens [3, 2], on d2l's all-ones
+ *         inputs, and what they hide.
+ * Part 3: the same layer on random inputs, where rows and heads differ.
+ * Part 4: (--from DIR) a layer whose inputs and weights are .npy files, for
+ *         instance a PyTorch nn.MultiheadAttention, compared with PyTorch's
+ *         results; --to DIR writes the results (common/io/layer_files.h).
  *
- * Without --from, the program runs d2l's check: num_hiddens 100, 5 heads,
- * 2 sequences of 4 queries and 6 key-value pairs, valid_lens [3, 2], first
- * on d2l's all-ones inputs (which hide almost everything) and then on
- * random ones. With --from DIR it loads queries, keys, values, W_q, W_k,
- * W_v, W_o, the optional biases and valid_lens from .npy files in DIR, checks that
- * every shape fits, runs the layer and, with --to, writes output.npy and
- * attention_weights.npy for comparison with PyTorch.
+ * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
+ * H = num_heads, D = num_hiddens, d = D / H.
  */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/cli.h"
+#include "io/layer_files.h"
 #include "multihead.h"
-#include "io/npy.h"
-#include "io/plot.h"
 #include "random.h"
-#include "softmax.h"
 #include "tensor.h"
+#include "valid_lens.h"
 
 static const char PROG[] = "multihead";
 
@@ -36,59 +34,34 @@ enum { MAX_BATCH = 64 };
 
 typedef struct {
     int batch, queries, keys, hiddens, heads;
-    int valid_lens[MAX_BATCH];
-    bool no_mask, bias, train;
-    float dropout;
+    double dropout;
+    bool bias, train;
     uint64_t seed;
+    const char *valid_lens_text;             /* NULL: d2l's [3, 2] */
     const char *from_dir, *to_dir, *plot_dir;
+    bool heads_given, example_flags;         /* example_flags: sizes, mask, bias, dropout */
 } Options;
 
-static void usage(void)
+/* The built-in example of Parts 1 to 3: one layer, its mask, its generator. */
+typedef struct {
+    const Options *opt;
+    Rng rng;
+    MultiHeadAttention *layer;
+    ValidLens *valid_lens;   /* NULL: --valid-lens none */
+} Example;
+
+static const char *plural(int n, const char *one, const char *many)
 {
-    printf("usage: %s [options]\n"
-           "\n"
-           "Runs d2l's multi-head attention check (num_hiddens 100, 5 heads, batch 2,\n"
-           "4 queries, 6 key-value pairs, valid_lens [3, 2]) on all-ones inputs and then\n"
-           "on random inputs; or, with --from, a layer whose inputs and weights are .npy files.\n"
-           "\n"
-           "options for the built-in example:\n"
-           "  --batch B          sequences, 1 to %d (default 2)\n"
-           "  --queries T        queries per sequence, 1 to 256 (default 4)\n"
-           "  --keys K           key-value pairs per sequence, 1 to 256 (default 6)\n"
-           "  --hiddens D        num_hiddens, 1 to 1024 (default 100)\n"
-           "  --heads H          num_heads, must divide D (default 5)\n"
-           "  --valid-lens L     B comma-separated lengths from 0 to K, or 'none'\n"
-           "                     (default 3,2; for other batch sizes K for every sequence)\n"
-           "  --bias             give the four projections biases (d2l's default is none)\n"
-           "  --dropout P        dropout on the attention weights, 0 to 0.99 (default 0.5)\n"
-           "  --train            training mode: dropout acts (evaluation is the default)\n"
-           "  --seed N           seed for the parameters and inputs (default 0)\n"
-           "\n"
-           "running from files:\n"
-           "  --from DIR         read DIR/queries.npy (B,T,Dq), keys.npy (B,K,Dk),\n"
-           "                     values.npy (B,K,Dv), W_q.npy (D,Dq), W_k.npy (D,Dk),\n"
-           "                     W_v.npy (D,Dv), W_o.npy (D,D); optional b_q.npy, b_k.npy,\n"
-           "                     b_v.npy, b_o.npy (D,) and valid_lens.npy (B,) or (B,T),\n"
-           "                     int32 or int64. Weights in PyTorch's (out, in) layout.\n"
-           "                     If DIR holds expected_output.npy and\n"
-           "                     expected_attention_weights.npy, they are compared too.\n"
-           "  --heads H          with --from: the number of heads (required)\n"
-           "  --to DIR           write DIR/output.npy (B,T,D) and DIR/attention_weights.npy\n"
-           "                     (B,H,T,K) as float32; for the built-in example also its\n"
-           "                     inputs and parameters, so that DIR works with --from\n"
-           "  --plot DIR         write the per-head weights as a grid of heatmaps,\n"
-           "                     DIR/multihead_weights.dat and .gp (gnuplot makes the .png)\n"
-           "  --help             this text\n", PROG, MAX_BATCH);
+    return n == 1 ? one : many;
 }
 
-/* ---- printing helpers ------------------------------------------------------ */
+/* ---- measuring rows and weights ----------------------------------------------- */
 
-/* x[..., :n] of a 3-D tensor, a new tensor */
+/* x[..., :n] of a 3-D tensor (B, T, D), a new tensor. */
 static Tensor *first_columns(const Tensor *x, int n)
 {
     const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
-    if (n > D)
-        n = D;
+    n = n < D ? n : D;
     Tensor *out = tensor_zeros(SHAPE(B, T, n));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
@@ -97,41 +70,51 @@ static Tensor *first_columns(const Tensor *x, int n)
     return out;
 }
 
-/* Largest difference between two rows of x (B, T, D): between rows of the
- * same sequence when across is false, between sequences when it is true.
- * Every row is compared with the first row of its sequence (or of the
- * batch), so the result is zero exactly when those rows are all equal. */
-static float largest_row_difference(const Tensor *x, bool across)
+/* Rows of output (B, T, D), each against the first row of its sequence
+ * (per_sequence) or of the batch whose query has keys (spread; zero exactly
+ * when those rows are equal), and each row with no key against b_o, or 0
+ * without biases (off_bias): what such a row should equal. */
+typedef struct { int keyed, empty; float spread, off_bias; } RowCheck;
+
+static RowCheck check_rows(const Tensor *output, const ValidLens *valid_lens, const Tensor *b_o,
+                           bool per_sequence)
 {
-    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
-    float worst = 0.0f;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
+    const int B = output->shape[0], T = output->shape[1], D = output->shape[2];
+    RowCheck c = {0};
+    const float *first = NULL;
+    for (int b = 0; b < B; b++) {
+        first = per_sequence ? NULL : first;
+        for (int t = 0; t < T; t++) {
+            const float *row = &AT3(output, b, t, 0);
+            bool empty = valid_lens != NULL && valid_len_at(valid_lens, b, t) == 0;
+            first = first || empty ? first : row;
             for (int j = 0; j < D; j++) {
-                float ref = across ? AT3(x, 0, 0, j) : AT3(x, b, 0, j);
-                float diff = fabsf(AT3(x, b, t, j) - ref);
-                if (diff > worst)
-                    worst = diff;
+                if (empty)
+                    c.off_bias = fmaxf(c.off_bias, fabsf(row[j] - (b_o ? b_o->data[j] : 0.0f)));
+                else
+                    c.spread = fmaxf(c.spread, fabsf(row[j] - first[j]));
             }
-    return worst;
+            c.empty += empty;
+            c.keyed += !empty;
+        }
+    }
+    return c;
 }
 
-/* weights (B, H, T, K) -> (H, T, K) of sequence b */
+/* weights (B, H, T, K) -> (H, T, K) of sequence b, a new tensor. */
 static Tensor *sequence_heads(const Tensor *weights, int b)
 {
     const int H = weights->shape[1], T = weights->shape[2], K = weights->shape[3];
-    return tensor_from(weights->data + (size_t)b * H * T * K, SHAPE(H, T, K));
+    return tensor_from(&AT4(weights, b, 0, 0, 0), SHAPE(H, T, K));
 }
 
-/* Sum of the weights that sit on masked keys: exactly 0 when the mask holds. */
+/* Sum of the weights (B, H, T, K) on masked keys: exactly 0 when the mask holds. */
 static double weight_on_masked_keys(const Tensor *weights, const ValidLens *valid_lens)
 {
-    if (valid_lens == NULL)
-        return 0.0;
     const int B = weights->shape[0], H = weights->shape[1];
     const int T = weights->shape[2], K = weights->shape[3];
     double total = 0.0;
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B && valid_lens != NULL; b++)
         for (int h = 0; h < H; h++)
             for (int t = 0; t < T; t++)
                 for (int j = valid_len_at(valid_lens, b, t); j < K; j++)
@@ -139,217 +122,118 @@ static double weight_on_masked_keys(const Tensor *weights, const ValidLens *vali
     return total;
 }
 
+/* weights (B, H, T, K) as a B x H grid of heatmaps in DIR/multihead_weights. */
 static int write_plot(const char *dir, const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
-    char (*titles)[48] = checked_malloc(PROG, (size_t)B * H, sizeof *titles);
-    const char **title_ptrs = checked_malloc(PROG, (size_t)B * H, sizeof *title_ptrs);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            snprintf(titles[b * H + h], sizeof titles[0], "sequence %d, head %d", b, h);
-            title_ptrs[b * H + h] = titles[b * H + h];
-        }
-    int status = plot_heatmaps(dir, "multihead_weights", weights, "keys", "queries",
-                               title_ptrs);
-    if (status == 0)
-        printf("wrote %s/multihead_weights.dat and .gp: %d x %d panels "
-               "(run gnuplot %s/multihead_weights.gp for the .png)\n", dir, B, H, dir);
-    free(titles);
-    free(title_ptrs);
-    return status;
-}
-
-/* Part 1's verdict, from the rows themselves. output (B, T, D) is the layer
- * on all-ones X (B, T, D) and Y (B, K, D). A row whose query has keys to
- * attend to averages identical value vectors, so in evaluation mode all
- * those rows are one vector; in training mode dropout zeroes a different
- * set of weights in each row. A row with valid_len 0 has all-zero weights,
- * so its attention output is zero and the row is W_o 0 + b_o = b_o. */
-static void explain_all_ones(const MultiHeadAttention *layer, const Tensor *X, const Tensor *Y,
-                             const ValidLens *valid_lens, bool train, const Tensor *output)
-{
-    const int B = output->shape[0], T = output->shape[1], D = output->shape[2];
-    const float tolerance = 1e-6f * (1.0f + tensor_max_abs(output));
-    /* the first row that has keys is what every other such row is compared to */
-    const float *first_keyed = NULL;
-    int keyed_rows = 0, empty_rows = 0;
-    float keyed_spread = 0.0f, empty_from_bias = 0.0f;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const float *row = output->data + ((size_t)b * T + t) * D;
-            bool empty = valid_lens != NULL && valid_len_at(valid_lens, b, t) == 0;
-            for (int j = 0; j < D; j++) {
-                if (empty) {
-                    float bias = layer->b_o ? layer->b_o->data[j] : 0.0f;
-                    empty_from_bias = fmaxf(empty_from_bias, fabsf(row[j] - bias));
-                } else if (first_keyed != NULL) {
-                    keyed_spread = fmaxf(keyed_spread, fabsf(row[j] - first_keyed[j]));
-                }
-            }
-            if (empty)
-                empty_rows++;
-            else if (keyed_rows++ == 0)
-                first_keyed = row;
-        }
-
-    if (keyed_rows > 0 && keyed_spread <= tolerance && empty_rows == 0) {
-        printf("Every output row is equal (across sequences up to float rounding: averages of\n"
-               "different numbers of copies of one vector round differently). With all-ones inputs\n"
-               "every query, key and value is the same vector, so each head averages identical\n"
-               "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
-               "The shape check passes, and so would a layer with a masking or head-order bug.\n");
-    } else if (keyed_rows > 0 && keyed_spread <= tolerance) {
-        printf("Every row whose query has keys is equal (up to float rounding): with all-ones\n"
-               "inputs each head averages identical values, so the weights, the mask, the heads\n"
-               "and the batch cannot change those rows.\n");
-    } else if (keyed_rows > 0) {
-        /* the same layer and inputs without dropout: what the rows would be */
-        Tensor *eval_output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, NULL);
-        float eval_spread = 0.0f;
-        const float *eval_first = NULL;
-        for (int b = 0; b < B; b++)
-            for (int t = 0; t < T; t++) {
-                if (valid_lens != NULL && valid_len_at(valid_lens, b, t) == 0)
-                    continue;
-                const float *row = eval_output->data + ((size_t)b * T + t) * D;
-                if (eval_first == NULL)
-                    eval_first = row;
-                for (int j = 0; j < D; j++)
-                    eval_spread = fmaxf(eval_spread, fabsf(row[j] - eval_first[j]));
-            }
-        tensor_free(eval_output);
-        printf("The rows whose query has keys differ from the first of them by up to %.3g;\n"
-               "in evaluation mode (same layer, same inputs) by %.3g.\n", (double)keyed_spread,
-               (double)eval_spread);
-        if (train && layer->dropout > 0.0f)
-            printf("The difference is dropout in training mode: each row loses its own random\n"
-                   "set of weights and the rest are scaled by 1 / (1 - p).\n");
-    }
-    if (empty_rows > 0) {
-        printf("%d of the %d rows have valid_len 0: no key takes part, so their weights and their\n"
-               "attention output are zero, and each such row is\n%s: %g).\n", empty_rows, B * T,
-               layer->b_o ? "W_o 0 + b_o = b_o (largest difference from b_o"
-                          : "W_o 0 = 0, the layer having no biases (largest |entry|",
-               (double)empty_from_bias);
-    }
-}
-
-/* ---- the built-in example ---------------------------------------------------- */
-
-/* Save one tensor into dir; prints the error line and returns -1 on failure. */
-static int save_tensor(const char *dir, const char *name, const Tensor *x)
-{
-    char path[4096], err[NPY_ERR_LEN];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    if (npy_save(path, x, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
+    if (layer_files_plot_weights(dir, "multihead_weights", weights) != 0)
         return -1;
-    }
+    printf("wrote %s/multihead_weights.dat and .gp: %d %s x %d %s (run gnuplot "
+           "%s/multihead_weights.gp for the .png)\n", dir, B, plural(B, "sequence", "sequences"),
+           H, plural(H, "head", "heads"), dir);
     return 0;
 }
 
-/* Remove DIR/NAME.npy for each name. A failed --to calls it on what the
- * run wrote, so no file is left without the others it belongs with. */
-static void remove_saved(const char *dir, const char *const *names, size_t count)
-{
-    for (size_t i = 0; i < count; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.npy", dir, names[i]);
-        remove(path);
-    }
-}
+/* ---- Parts 1 to 3: the built-in example -------------------------------------------- */
 
-static int save_results(const char *dir, const Tensor *output, const Tensor *weights)
+static void part1_the_layer(const Example *ex)
 {
-    if (save_tensor(dir, "output", output) != 0)
-        return -1;
-    if (save_tensor(dir, "attention_weights", weights) != 0) {
-        remove_saved(dir, (const char *const[]){"output"}, 1);
-        return -1;
-    }
-    char s1[64], s2[64];
-    printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
-           shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
-           shape_str(s2, sizeof s2, weights->ndim, weights->shape));
-    return 0;
-}
-
-/* Everything --from needs, so that the directory --to writes can be run again. */
-static int save_example(const char *dir, const MultiHeadAttention *layer, const Tensor *queries,
-                        const Tensor *keys, const Tensor *values, const ValidLens *valid_lens)
-{
-    const Tensor *tensors[] = {queries, keys, values, layer->W_q, layer->W_k, layer->W_v,
-                               layer->W_o, layer->b_q, layer->b_k, layer->b_v, layer->b_o};
-    static const char *const names[] = {"queries", "keys", "values", "W_q", "W_k", "W_v",
-                                        "W_o", "b_q", "b_k", "b_v", "b_o"};
-    const size_t count = sizeof tensors / sizeof tensors[0];
-    for (size_t i = 0; i < count; i++) {
-        if (tensors[i] == NULL) {
-            /* a b_q.npy left from an earlier run with --bias would give this
-             * layer biases it does not have */
-            remove_saved(dir, &names[i], 1);
-        } else if (save_tensor(dir, names[i], tensors[i]) != 0) {
-            remove_saved(dir, names, i);
-            return -1;
-        }
-    }
-    if (valid_lens != NULL) {
-        char path[4096], err[NPY_ERR_LEN];
-        snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
-        if (npy_save_ints(path, valid_lens->data, valid_lens->ndim, valid_lens->shape, err,
-                          sizeof err) != 0) {
-            fprintf(stderr, "%s: %s\n", PROG, err);
-            remove_saved(dir, names, count);
-            return -1;
-        }
-    } else {
-        /* a valid_lens.npy left from an earlier run would mask this one */
-        remove_saved(dir, (const char *const[]){"valid_lens"}, 1);
-    }
-    return 0;
-}
-
-static int run_example(const Options *opt)
-{
-    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens, H = opt->heads;
-    Rng rng = rng_new(opt->seed);
-    MultiHeadAttention *layer = multihead_new(D, D, D, D, H, opt->dropout, opt->bias, &rng);
-    ValidLens *valid_lens = opt->no_mask ? NULL : valid_lens_1d(opt->valid_lens, B);
-    char shape[64];
-    int status = 0;
-
+    const Options *opt = ex->opt;
+    const int D = opt->hiddens, H = opt->heads, d = D / H;
+    printf("Part 1. The layer\n\n");
     printf("Multi-head attention: num_hiddens = %d, num_heads = %d, so each head has\n"
-           "d = num_hiddens / num_heads = %d hiddens and scores are divided by sqrt(%d) = %.4f.\n",
-           D, H, D / H, D / H, sqrt((double)(D / H)));
-    printf("batch_size = %d, num_queries = %d, num_kvpairs = %d, dropout = %g (%s).\n", B, T, K,
-           (double)opt->dropout, opt->train ? "training mode: it acts on the weights"
-                                            : "evaluation mode: off");
-    if (valid_lens)
-        valid_lens_print_named("valid_lens", valid_lens);
+           "d = num_hiddens / num_heads = %d %s and scores are divided by sqrt(%d) = %.4f.\n",
+           D, H, d, plural(d, "hidden", "hiddens"), d, sqrt((double)d));
+    printf("batch_size = %d, num_queries = %d, num_kvpairs = %d, dropout = %g (%s).\n",
+           opt->batch, opt->queries, opt->keys, opt->dropout,
+           opt->train ? "training mode: it acts on the weights" : "evaluation mode: off");
+    if (ex->valid_lens)
+        valid_lens_print_named("valid_lens", ex->valid_lens);
     else
         printf("valid_lens = None (no mask)\n");
     printf("W_q, W_k, W_v, W_o: (%d, %d) each, drawn as nn.Linear does (seed %llu); %s.\n", D, D,
            (unsigned long long)opt->seed,
            opt->bias ? "with biases" : "no biases (d2l's bias=False)");
+}
 
-    // part 1: d2l's own check, all-ones inputs
-    printf("\n---- 1. d2l's check: X = ones(%d, %d, %d), Y = ones(%d, %d, %d) ----\n\n",
+/* Part 2's verdict, from the rows themselves. output (B, T, D) is the layer
+ * on all-ones X and Y. In evaluation mode every row whose query has keys
+ * averages identical value vectors, so those rows are one vector; dropout
+ * in training mode zeroes a different set of weights in each row. A row
+ * with valid_len 0 has all-zero weights, so it is W_o 0 + b_o = b_o. */
+static void explain_all_ones(Example *ex, const Tensor *X, const Tensor *Y, const Tensor *output)
+{
+    const float tolerance = 1e-6f * (1.0f + tensor_max_abs(output));
+    const RowCheck c = check_rows(output, ex->valid_lens, ex->layer->b_o, false);
+    if (c.keyed > 0 && c.spread <= tolerance && c.empty == 0) {
+        printf("Every output row is equal (across sequences up to float rounding: averages of\n"
+               "different numbers of copies of one vector round differently). With all-ones "
+               "inputs\n"
+               "every query, key and value is the same vector, so each head averages identical\n"
+               "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
+               "The shape check passes, and so would a layer with a masking or head-order bug.\n");
+    } else if (c.keyed > 0 && c.spread <= tolerance) {
+        printf("Every row whose query has keys is equal (up to float rounding): with all-ones\n"
+               "inputs each head averages identical values, so the weights, the mask, the heads\n"
+               "and the batch cannot change those rows.\n");
+    } else if (c.keyed > 0) {
+        /* the same layer and inputs without dropout: what the rows would be */
+        Tensor *eval = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, false, NULL, NULL);
+        printf("The rows whose query has keys differ from the first of them by up to %.3g;\n"
+               "in evaluation mode (same layer, same inputs) by %.3g.\n", (double)c.spread,
+               (double)check_rows(eval, ex->valid_lens, NULL, false).spread);
+        tensor_free(eval);
+        if (ex->opt->train && ex->layer->dropout > 0.0f)
+            printf("The difference is dropout in training mode: each row loses its own random\n"
+                   "set of weights and the rest are scaled by 1 / (1 - p).\n");
+    }
+    if (c.empty > 0) {
+        const int rows = c.keyed + c.empty;
+        const bool one = c.empty == 1;
+        char who[64] = "The only row has";
+        if (rows > 1)
+            snprintf(who, sizeof who, "%d of the %d rows %s", c.empty, rows, one ? "has" : "have");
+        printf("%s valid_len 0: no key takes part, so %s weights and %s\nattention output are "
+               "zero, and %s\n%s: %g).\n", who, one ? "its" : "their", one ? "its" : "their",
+               one ? "the row is" : "each such row is",
+               ex->layer->b_o ? "W_o 0 + b_o = b_o (largest difference from b_o"
+                              : "W_o 0 = 0, the layer having no biases (largest |entry|",
+               (double)c.off_bias);
+    }
+}
+
+/* output (B, T, D): its first six columns and how far its rows differ,
+ * with 4 decimals, or as few digits as each number needs. */
+static void print_rows(const Tensor *output, bool four_decimals)
+{
+    Tensor *head = first_columns(output, 6);
+    tensor_print_named("output[:, :, :6]", head);
+    tensor_free(head);
+    const double within = check_rows(output, NULL, NULL, true).spread;
+    const double across = check_rows(output, NULL, NULL, false).spread;
+    printf(four_decimals ? "largest difference between two output rows: %.4f within a sequence, "
+                           "%.4f across sequences\n"
+                         : "largest difference between two output rows: %g within a sequence, "
+                           "%.3g across sequences\n", within, across);
+}
+
+static void part2_d2l_check_all_ones(Example *ex)
+{
+    const Options *opt = ex->opt;
+    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens;
+    printf("\nPart 2. d2l's check: X = ones(%d, %d, %d), Y = ones(%d, %d, %d)\n\n",
            B, T, D, B, K, D);
     Tensor *X = tensor_ones(SHAPE(B, T, D));
     Tensor *Y = tensor_ones(SHAPE(B, K, D));
     Tensor *weights = NULL;
-    Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, opt->train, &rng, &weights);
+    Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train, &ex->rng,
+                                       &weights);
+    char shape[64];
     printf("output = attention(X, Y, Y, valid_lens) has shape %s, as d2l's check_shape expects\n",
            shape_str(shape, sizeof shape, output->ndim, output->shape));
-    Tensor *head = first_columns(output, 6);
-    tensor_print_named("output[:, :, :6]", head);
-    tensor_free(head);
-    float within = largest_row_difference(output, false);
-    float across = largest_row_difference(output, true);
-    printf("largest difference between two output rows: %g within a sequence, %.3g across "
-           "sequences\n", (double)within, (double)across);
-    explain_all_ones(layer, X, Y, valid_lens, opt->train, output);
-    if (valid_lens) {
+    print_rows(output, false);
+    explain_all_ones(ex, X, Y, output);
+    if (ex->valid_lens) {
         Tensor *seq0 = sequence_heads(weights, 0);
         printf(opt->train ? "The weights after dropout (sequence 0, every head):\n"
                           : "The weights only show the mask (sequence 0, every head):\n");
@@ -360,30 +244,13 @@ static int run_example(const Options *opt)
     tensor_free(Y);
     tensor_free(output);
     tensor_free(weights);
+}
 
-    // part 2: random inputs, where rows and heads differ
-    printf("\n---- 2. random inputs: X (%d, %d, %d), Y (%d, %d, %d) ~ normal(0, 1) ----\n\n",
-           B, T, D, B, K, D);
-    X = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, D));
-    Y = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, D));
-    output = multihead_forward(layer, X, Y, Y, valid_lens, opt->train, &rng, &weights);
-    head = first_columns(output, 6);
-    tensor_print_named("output[:, :, :6]", head);
-    tensor_free(head);
-    printf("largest difference between two output rows: %.4f within a sequence, %.4f across "
-           "sequences\n",
-           (double)largest_row_difference(output, false),
-           (double)largest_row_difference(output, true));
-    Tensor *seq0 = sequence_heads(weights, 0);
-    printf("per-head attention weights of sequence 0, (H, T, K) = %s:\n",
-           shape_str(shape, sizeof shape, seq0->ndim, seq0->shape));
-    tensor_print_named("attention_weights[0]", seq0);
-    tensor_free(seq0);
-    printf("weight on masked keys, all sequences and heads: %.4f\n",
-           weight_on_masked_keys(weights, valid_lens));
-
-    /* Each head has its own projections, so each looks at the keys its own
-     * way: the key it weighs most differs from head to head. */
+/* Each head has its own projections, so each looks at the keys its own
+ * way: the key it weighs most differs from head to head. */
+static void print_favourite_keys(const Tensor *weights)
+{
+    const int H = weights->shape[1], T = weights->shape[2], K = weights->shape[3];
     printf("key that each head of sequence 0 weighs most, per query:\n");
     for (int h = 0; h < H; h++) {
         printf("  head %d:", h);
@@ -396,370 +263,200 @@ static int run_example(const Options *opt)
         }
         printf("\n");
     }
-    printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and with --plot.)\n");
-    if (opt->plot_dir && write_plot(opt->plot_dir, weights) != 0)
-        status = 1;
-    if (status == 0 && opt->to_dir) {
-        if (save_example(opt->to_dir, layer, X, Y, Y, valid_lens) != 0) {
-            status = 1;
-        } else if (save_results(opt->to_dir, output, weights) != 0) {
-            static const char *const example[] = {"queries", "keys", "values", "W_q", "W_k",
-                                                  "W_v", "W_o", "b_q", "b_k", "b_v", "b_o",
-                                                  "valid_lens"};
-            remove_saved(opt->to_dir, example, sizeof example / sizeof example[0]);
-            status = 1;
-        } else {
-            printf("%s also holds the inputs and parameters: run it again with\n"
-                   "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, H);
-        }
+}
+
+/* The set into dir, whole or not at all; the line that says what it wrote. */
+static int save_set(const char *dir, const NamedTensor *set, int count, const Tensor *output,
+                    const Tensor *weights)
+{
+    char err[LAYER_FILES_ERR_LEN], s1[64], s2[64];
+    if (layer_files_save(dir, set, count, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return -1;
     }
+    printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
+           shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
+           shape_str(s2, sizeof s2, weights->ndim, weights->shape));
+    return 0;
+}
+
+static int part3_random_inputs(Example *ex)
+{
+    const Options *opt = ex->opt;
+    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens;
+    printf("\nPart 3. Random inputs: X (%d, %d, %d), Y (%d, %d, %d) ~ normal(0, 1)\n\n",
+           B, T, D, B, K, D);
+    Tensor *X = tensor_normal(&ex->rng, 0.0f, 1.0f, SHAPE(B, T, D));
+    Tensor *Y = tensor_normal(&ex->rng, 0.0f, 1.0f, SHAPE(B, K, D));
+    Tensor *weights = NULL;
+    Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train, &ex->rng,
+                                       &weights);
+    print_rows(output, true);
+    Tensor *seq0 = sequence_heads(weights, 0);
+    char shape[64];
+    printf("per-head attention weights of sequence 0, (H, T, K) = %s:\n",
+           shape_str(shape, sizeof shape, seq0->ndim, seq0->shape));
+    tensor_print_named("attention_weights[0]", seq0);
+    tensor_free(seq0);
+    printf("weight on masked keys, all sequences and heads: %.4f\n",
+           weight_on_masked_keys(weights, ex->valid_lens));
+    print_favourite_keys(weights);
+    printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
+           "with --plot.)\n");
+
+    /* --to: the run as the files Part 4 reads, a bias or mask left out removed */
+    NamedTensor set[16] = {{"queries", X, NULL}, {"keys", Y, NULL}, {"values", Y, NULL}};
+    int count = 3 + layer_files_parameters(ex->layer, set + 3);
+    set[count++] = (NamedTensor){"valid_lens", NULL, ex->valid_lens};
+    set[count++] = (NamedTensor){"output", output, NULL};
+    set[count++] = (NamedTensor){"attention_weights", weights, NULL};
+    int status = opt->plot_dir && write_plot(opt->plot_dir, weights) != 0;
+    if (status == 0 && opt->to_dir && save_set(opt->to_dir, set, count, output, weights) != 0)
+        status = 1;
+    else if (status == 0 && opt->to_dir)
+        printf("%s also holds the inputs and parameters: run it again with\n"
+               "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, opt->heads);
     tensor_free(X);
     tensor_free(Y);
     tensor_free(output);
     tensor_free(weights);
-    valid_lens_free(valid_lens);
-    multihead_free(layer);
     return status;
 }
 
-/* ---- running from files ------------------------------------------------------- */
+/* ---- Part 4: a layer from .npy files ------------------------------------------------ */
 
-typedef struct {
-    Tensor *queries, *keys, *values;
-    MultiHeadAttention *layer;
-    ValidLens *valid_lens;
-    int valid_lens_itemsize;
-} Loaded;
-
-static void loaded_free(Loaded *in)
+static int part4_layer_from_files(const Options *opt)
 {
-    tensor_free(in->queries);
-    tensor_free(in->keys);
-    tensor_free(in->values);
-    multihead_free(in->layer);
-    valid_lens_free(in->valid_lens);
-}
-
-static bool file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* DIR/NAME.npy as float32; NULL after printing the error line. Optional
- * files that do not exist give NULL and no message. */
-static Tensor *load(const char *dir, const char *name, bool optional, bool *failed)
-{
-    char path[4096], err[NPY_ERR_LEN];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    if (optional && !file_exists(path))
-        return NULL;
-    Tensor *x = npy_load(path, err, sizeof err);
-    if (x == NULL) {
+    LayerFiles files;
+    char err[LAYER_FILES_ERR_LEN];
+    if (layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", PROG, err);
-        *failed = true;
-    }
-    return x;
-}
-
-/* Print "multihead: DIR/NAME.npy has shape (...), expected ...: why" and
- * return false unless x has the shape (-1 matches any size). */
-static bool check_file_shape(const char *dir, const char *name, const Tensor *x, int ndim,
-                             const int *shape, const char *why)
-{
-    if (tensor_has_shape(x, ndim, shape))
-        return true;
-    char have[80], want[80];
-    fprintf(stderr, "%s: %s/%s.npy has shape %s, expected %s = %s\n", PROG, dir, name,
-            shape_str(have, sizeof have, x->ndim, x->shape),
-            shape_str(want, sizeof want, ndim, shape), why);
-    return false;
-}
-
-/* valid_lens.npy: (B,) or (B, T) integers from 0 to K. */
-static int load_valid_lens(const char *dir, int B, int T, int K, ValidLens **out)
-{
-    char path[4096], err[NPY_ERR_LEN];
-    snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
-    *out = NULL;
-    if (!file_exists(path))
-        return 0;
-    NpyInts ints;
-    if (npy_load_ints(path, &ints, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return -1;
-    }
-    char have[80];
-    shape_str(have, sizeof have, ints.ndim, ints.shape);
-    if (!(ints.ndim == 1 && ints.shape[0] == B) &&
-        !(ints.ndim == 2 && ints.shape[0] == B && ints.shape[1] == T)) {
-        fprintf(stderr, "%s: %s has shape %s, expected (%d,) or (%d, %d): one length per "
-                "sequence of queries.npy, or one per query\n", PROG, path, have, B, B, T);
-        npy_ints_free(&ints);
-        return -1;
-    }
-    for (size_t i = 0; i < ints.size; i++)
-        if (ints.data[i] < 0 || ints.data[i] > K) {
-            fprintf(stderr, "%s: %s: element %zu is %d; a length must be from 0 to the "
-                    "number of keys in keys.npy, %d\n", PROG, path, i, ints.data[i], K);
-            npy_ints_free(&ints);
-            return -1;
-        }
-    *out = ints.ndim == 1 ? valid_lens_1d(ints.data, B) : valid_lens_2d(ints.data, B, T);
-    npy_ints_free(&ints);
-    return 0;
-}
-
-/* Load and check everything in dir; 0, or -1 after one error line. */
-static int load_dir(const char *dir, int H, Loaded *in)
-{
-    bool failed = false;
-    memset(in, 0, sizeof *in);
-    in->queries = load(dir, "queries", false, &failed);
-    if (!failed)
-        in->keys = load(dir, "keys", false, &failed);
-    if (!failed)
-        in->values = load(dir, "values", false, &failed);
-    if (failed)
-        return -1;
-
-    // pass 1: the inputs fix B, T, K and the three input sizes
-    const Tensor *q = in->queries, *k = in->keys, *v = in->values;
-    if (!check_file_shape(dir, "queries", q, SHAPE(-1, -1, -1),
-                          "(batch_size, num_queries, query_size)"))
-        return -1;
-    const int B = q->shape[0], T = q->shape[1], Dq = q->shape[2];
-    if (!check_file_shape(dir, "keys", k, SHAPE(B, -1, -1),
-                          "(batch_size, num_keys, key_size), batch_size from queries.npy"))
-        return -1;
-    const int K = k->shape[1], Dk = k->shape[2];
-    if (!check_file_shape(dir, "values", v, SHAPE(B, K, -1),
-                          "(batch_size, num_keys, value_size), one value per key of keys.npy"))
-        return -1;
-    const int Dv = v->shape[2];
-
-    // pass 2: the weights, in PyTorch's (out_features, in_features) layout
-    MultiHeadAttention *layer = checked_calloc(PROG, 1, sizeof *layer);
-    in->layer = layer;
-    layer->W_q = load(dir, "W_q", false, &failed);
-    if (failed)
-        return -1;
-    if (!check_file_shape(dir, "W_q", layer->W_q, SHAPE(-1, Dq),
-                          "(num_hiddens, query_size), PyTorch's (out, in) layout"))
-        return -1;
-    const int D = layer->W_q->shape[0];
-    static const char *const names[] = {"W_k", "W_v", "W_o"};
-    Tensor **slots[] = {&layer->W_k, &layer->W_v, &layer->W_o};
-    const int ins[] = {Dk, Dv, D};
-    static const char *const whys[] = {
-        "(num_hiddens, key_size), num_hiddens from W_q.npy and key_size from keys.npy",
-        "(num_hiddens, value_size), num_hiddens from W_q.npy and value_size from values.npy",
-        "(num_hiddens, num_hiddens), num_hiddens from W_q.npy",
-    };
-    for (int i = 0; i < 3; i++) {
-        *slots[i] = load(dir, names[i], false, &failed);
-        if (failed || !check_file_shape(dir, names[i], *slots[i], SHAPE(D, ins[i]), whys[i]))
-            return -1;
-    }
-    static const char *const bias_names[] = {"b_q", "b_k", "b_v", "b_o"};
-    Tensor **bias_slots[] = {&layer->b_q, &layer->b_k, &layer->b_v, &layer->b_o};
-    for (int i = 0; i < 4; i++) {
-        *bias_slots[i] = load(dir, bias_names[i], true, &failed);
-        if (failed)
-            return -1;
-        if (*bias_slots[i] && !check_file_shape(dir, bias_names[i], *bias_slots[i], SHAPE(D),
-                                                "(num_hiddens,), num_hiddens from W_q.npy"))
-            return -1;
-        layer->bias = layer->bias || *bias_slots[i] != NULL;
-    }
-    if (D % H != 0) {
-        fprintf(stderr, "%s: --heads %d does not divide num_hiddens %d (from %s/W_q.npy): "
-                "every head needs the same size\n", PROG, H, D, dir);
-        return -1;
-    }
-    layer->query_size = Dq;
-    layer->key_size = Dk;
-    layer->value_size = Dv;
-    layer->num_hiddens = D;
-    layer->num_heads = H;
-    layer->dropout = 0.0f;
-
-    // pass 3: the optional mask
-    return load_valid_lens(dir, B, T, K, &in->valid_lens);
-}
-
-/* Compare with DIR/expected_NAME.npy when it exists: 0 agree or absent,
- * 1 differ, -1 unreadable. */
-static int compare_expected(const char *dir, const char *name, const Tensor *actual)
-{
-    char file[64];
-    snprintf(file, sizeof file, "expected_%s", name);
-    bool failed = false;
-    Tensor *expected = load(dir, file, true, &failed);
-    if (failed)
-        return -1;
-    if (expected == NULL)
-        return 0;
-    int status = 0;
-    if (!tensor_has_shape(expected, actual->ndim, actual->shape)) {
-        char have[80], want[80];
-        printf("%s.npy has shape %s, but %s has %s: DIFFERENT\n", file,
-               shape_str(have, sizeof have, expected->ndim, expected->shape), name,
-               shape_str(want, sizeof want, actual->ndim, actual->shape));
-        status = 1;
-    } else {
-        /* float32 sums taken in another order agree to about 1e-6 here */
-        bool close = tensor_allclose(actual, expected, 1e-5f, 1e-5f, NULL);
-        printf("%s vs %s.npy: largest difference %.3g, %s\n", name, file,
-               (double)tensor_max_abs_diff(actual, expected),
-               close ? "equal within 1e-5" : "DIFFERENT (beyond 1e-5)");
-        status = close ? 0 : 1;
-    }
-    tensor_free(expected);
-    return status;
-}
-
-static int run_from(const Options *opt)
-{
-    Loaded in;
-    if (load_dir(opt->from_dir, opt->heads, &in) != 0) {
-        loaded_free(&in);
+        layer_files_free(&files);
         return 1;
     }
-    const MultiHeadAttention *layer = in.layer;
-    char s[4][64];
-    printf("Loaded %s:\n  queries %s, keys %s, values %s\n", opt->from_dir,
-           shape_str(s[0], sizeof s[0], in.queries->ndim, in.queries->shape),
-           shape_str(s[1], sizeof s[1], in.keys->ndim, in.keys->shape),
-           shape_str(s[2], sizeof s[2], in.values->ndim, in.values->shape));
-    printf("  W_q %s, W_k %s, W_v %s, W_o %s, %s\n",
-           shape_str(s[0], sizeof s[0], layer->W_q->ndim, layer->W_q->shape),
-           shape_str(s[1], sizeof s[1], layer->W_k->ndim, layer->W_k->shape),
-           shape_str(s[2], sizeof s[2], layer->W_v->ndim, layer->W_v->shape),
-           shape_str(s[3], sizeof s[3], layer->W_o->ndim, layer->W_o->shape),
-           layer->bias ? "with biases" : "no biases");
-    if (in.valid_lens)
-        valid_lens_print_named("  valid_lens", in.valid_lens);
-    else
-        printf("  no valid_lens.npy: no mask\n");
-    printf("num_heads = %d, head size d = %d\n\n", layer->num_heads,
-           layer->num_hiddens / layer->num_heads);
-
+    printf("Part 4. A layer from .npy files\n\n");
+    layer_files_print(opt->from_dir, &files);
+    printf("num_heads = %d, head size d = %d\n\n", opt->heads,
+           files.layer.num_hiddens / opt->heads);
     Tensor *weights = NULL;
-    Tensor *output = multihead_forward(layer, in.queries, in.keys, in.values, in.valid_lens,
-                                       false, NULL, &weights);
+    Tensor *output = multihead_forward(&files.layer, files.queries, files.keys, files.values,
+                                       files.valid_lens, false, NULL, &weights);
     tensor_print_named("output", output);
     tensor_print_named("attention_weights", weights);
     printf("\n");
-    int status = 0;
-    int c1 = compare_expected(opt->from_dir, "output", output);
-    int c2 = compare_expected(opt->from_dir, "attention_weights", weights);
-    if (c1 < 0 || c2 < 0)
-        status = 1;
+
+    const NamedTensor results[] = {{"output", output, NULL}, {"attention_weights", weights, NULL}};
+    /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
+    int compared = layer_files_check_expected(opt->from_dir, results, 2, 1e-5f, 1e-5f, err,
+                                              sizeof err);
+    if (compared < 0)
+        fprintf(stderr, "%s: %s\n", PROG, err);
+    int status = compared < 0;
     if (opt->plot_dir && write_plot(opt->plot_dir, weights) != 0)
         status = 1;
-    if (status == 0 && opt->to_dir && save_results(opt->to_dir, output, weights) != 0)
+    if (status == 0 && opt->to_dir && save_set(opt->to_dir, results, 2, output, weights) != 0)
         status = 1;
-    if (status == 0 && (c1 > 0 || c2 > 0)) {
+    if (status == 0 && compared > 0) {
         fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s\n", PROG,
                 opt->from_dir);
         status = 1;
     }
     tensor_free(output);
     tensor_free(weights);
-    loaded_free(&in);
+    layer_files_free(&files);
     return status;
 }
 
-/* ---- options ---------------------------------------------------------------- */
+/* ---- the command line --------------------------------------------------------------- */
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.batch = 2, .queries = 4, .keys = 6, .hiddens = 100, .heads = 5,
+                   .dropout = 0.5, .seed = 0};
+    bool *example = &opt.example_flags;
+    const CliOption options[] = {
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
+         .help = "sequences", .given = example},
+        {"--queries", CLI_INT, &opt.queries, .min = 1, .max = 256, .metavar = "T",
+         .help = "queries per sequence", .given = example},
+        {"--keys", CLI_INT, &opt.keys, .min = 1, .max = 256, .metavar = "K",
+         .help = "key-value pairs per sequence", .given = example},
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
+         .help = "num_hiddens", .given = example},
+        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
+         .help = "num_heads, must divide D; needed with --from", .given = &opt.heads_given},
+        {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L", .given = example,
+         .help = "B comma-separated lengths from 0 to K, or 'none'",
+         .default_text = "3,2 as d2l;\nK for every sequence at other sizes"},
+        {"--bias", CLI_FLAG, &opt.bias,
+         .help = "give the four projections biases", .given = example},
+        {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",
+         .help = "dropout on the attention weights", .given = example},
+        {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = example},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for the parameters and inputs"},
+        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+         .help = "Part 4: queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
+                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy"},
+        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
+         .help = "write output.npy and attention_weights.npy into DIR, and for\n"
+                 "the built-in example its inputs and parameters too, for --from"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
+    };
+    static const char summary[] =
+        "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
+        "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs; or,\n"
+        "with --from, a layer whose inputs and weights are .npy files.";
+    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    return opt;
+}
+
+/* Checks that involve two options, and --from's own; then the mask of the
+ * built-in example: --valid-lens, 'none' (NULL), or d2l's [3, 2] when it
+ * fits and otherwise every key of every sequence. */
+static ValidLens *check_options(const Options *opt)
+{
+    struct stat st;
+    if (opt->from_dir && (stat(opt->from_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+        cli_fail(PROG, "--from: '%s' is not a directory", opt->from_dir);
+    if (opt->from_dir && !opt->heads_given)
+        cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
+    if (opt->from_dir && opt->example_flags)
+        cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
+                 "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
+    if (opt->from_dir)
+        return NULL;
+    if (opt->hiddens % opt->heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
+                 "size", opt->hiddens, opt->heads);
+    const char *text = opt->valid_lens_text;
+    if (text && strcmp(text, "none") == 0)
+        return NULL;
+    long given[MAX_BATCH] = {3, 2};
+    int n = text ? cli_long_list(PROG, "--valid-lens", text, 0, opt->keys, given, MAX_BATCH)
+                 : opt->batch;
+    if (n != opt->batch)
+        cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", opt->batch, n);
+    int lens[MAX_BATCH];
+    for (int b = 0; b < n; b++)
+        lens[b] = text || (n == 2 && opt->keys >= 3) ? (int)given[b] : opt->keys;
+    return valid_lens_1d(lens, n);
+}
 
 int main(int argc, char **argv)
 {
-    Options opt = {.batch = 2, .queries = 4, .keys = 6, .hiddens = 100, .heads = 5,
-                   .dropout = 0.5f, .seed = 0};
-    const char *lens_text = NULL;
-    bool heads_given = false;
-    bool example_flags = false;   /* flags that only the built-in example uses */
+    Options opt = parse_options(argc, argv);
+    Example ex = {.opt = &opt, .rng = rng_new(opt.seed), .valid_lens = check_options(&opt)};
+    if (opt.from_dir)
+        return part4_layer_from_files(&opt);
 
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (cli_is(arg, "--batch")) {
-            opt.batch = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, MAX_BATCH);
-            example_flags = true;
-        } else if (cli_is(arg, "--queries")) {
-            opt.queries = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 256);
-            example_flags = true;
-        } else if (cli_is(arg, "--keys")) {
-            opt.keys = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 256);
-            example_flags = true;
-        } else if (cli_is(arg, "--hiddens")) {
-            opt.hiddens = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 1024);
-            example_flags = true;
-        } else if (cli_is(arg, "--heads")) {
-            opt.heads = (int)cli_long(PROG, arg, cli_value(PROG, argc, argv, &i), 1, 1024);
-            heads_given = true;
-        } else if (cli_is(arg, "--valid-lens")) {
-            lens_text = cli_value(PROG, argc, argv, &i);
-            example_flags = true;
-        } else if (cli_is(arg, "--bias")) {
-            opt.bias = true;
-            example_flags = true;
-        } else if (cli_is(arg, "--dropout")) {
-            opt.dropout = (float)cli_double(PROG, arg, cli_value(PROG, argc, argv, &i), 0.0, 0.99);
-            example_flags = true;
-        } else if (cli_is(arg, "--train")) {
-            opt.train = true;
-            example_flags = true;
-        } else if (cli_is(arg, "--seed")) {
-            opt.seed = cli_u64(PROG, arg, cli_value(PROG, argc, argv, &i));
-        } else if (cli_is(arg, "--from")) {
-            opt.from_dir = cli_value(PROG, argc, argv, &i);
-        } else if (cli_is(arg, "--to")) {
-            opt.to_dir = cli_value(PROG, argc, argv, &i);
-        } else if (cli_is(arg, "--plot")) {
-            opt.plot_dir = cli_value(PROG, argc, argv, &i);
-        } else if (cli_is(arg, "--help")) {
-            usage();
-            return 0;
-        } else {
-            cli_unknown(PROG, arg);
-        }
-    }
-    if (opt.to_dir)
-        cli_check_dir(PROG, "--to", opt.to_dir);
-    if (opt.plot_dir)
-        cli_check_dir(PROG, "--plot", opt.plot_dir);
-
-    if (opt.from_dir) {
-        struct stat st;
-        if (stat(opt.from_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            cli_fail(PROG, "--from: '%s' is not a directory", opt.from_dir);
-        if (!heads_given)
-            cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
-        if (example_flags)
-            cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop "
-                     "--batch, --queries, --keys, --hiddens, --valid-lens, --bias, --dropout "
-                     "and --train");
-        return run_from(&opt);
-    }
-
-    if (opt.hiddens % opt.heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the "
-                 "same size", opt.hiddens, opt.heads);
-    if (lens_text && strcmp(lens_text, "none") == 0) {
-        opt.no_mask = true;
-    } else if (lens_text) {
-        long lens[MAX_BATCH];
-        int n = cli_long_list(PROG, "--valid-lens", lens_text, 0, opt.keys, lens, MAX_BATCH);
-        if (n != opt.batch)
-            cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d",
-                     opt.batch, n);
-        for (int b = 0; b < n; b++)
-            opt.valid_lens[b] = (int)lens[b];
-    } else {
-        /* d2l's [3, 2] when it fits, otherwise every key of every sequence */
-        for (int b = 0; b < opt.batch; b++)
-            opt.valid_lens[b] = opt.batch == 2 && opt.keys >= 3 ? 3 - b : opt.keys;
-    }
-    return run_example(&opt);
+    ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
+                             (float)opt.dropout, opt.bias, &ex.rng);
+    part1_the_layer(&ex);
+    part2_d2l_check_all_ones(&ex);
+    int status = part3_random_inputs(&ex);
+    valid_lens_free(ex.valid_lens);
+    multihead_free(ex.layer);
+    return status;
 }

@@ -7,10 +7,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static const char *program_name;   /* NULL until a program names itself */
+
+void error_set_program(const char *prog)
+{
+    program_name = prog;
+}
+
+void error_prefix(void)
+{
+    if (program_name != NULL)
+        fprintf(stderr, "%s: ", program_name);
+}
+
 _Noreturn void die(const char *func, const char *fmt, ...)
 {
     va_list args;
     fflush(stdout);
+    error_prefix();
     fprintf(stderr, "%s: ", func);
     va_start(args, fmt);
     vfprintf(stderr, fmt, args);

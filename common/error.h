@@ -11,7 +11,14 @@
 
 #include <stddef.h>
 
-/* Print "func: message" on stderr and exit(1). printf-style. */
+/* A program names itself once (cli_parse does it from its option table);
+ * from then on every library error line starts with that name, as the
+ * program's own lines do: "multihead: tensor_zeros: out of memory ...". */
+void error_set_program(const char *prog);
+/* Print "prog: " on stderr when a program has named itself; nothing before. */
+void error_prefix(void);
+
+/* Print "[prog: ]func: message" on stderr and exit(1). printf-style. */
 _Noreturn void die(const char *func, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -21,8 +21,9 @@
 #include "attention.h"
 #include "heads.h"
 #include "helpers.h"
-#include "multihead.h"
+#include "io/layer_files.h"
 #include "io/npy.h"
+#include "multihead.h"
 #include "ops.h"
 #include "random.h"
 #include "softmax.h"
@@ -50,61 +51,34 @@ static Tensor *load_required(const char *dir, const char *name)
     return x;
 }
 
+/* A fixture: the layer and inputs as multihead --from reads them
+ * (common/io/layer_files.h), and PyTorch's results. */
 typedef struct {
-    MultiHeadAttention *layer;
+    LayerFiles files;
     Tensor *queries, *keys, *values, *expected_output, *expected_weights;
     ValidLens *valid_lens;
 } Fixture;
 
 static Fixture fixture_load(const char *name, int num_heads)
 {
-    char dir[256];
+    char dir[256], err[LAYER_FILES_ERR_LEN];
     snprintf(dir, sizeof dir, "%s/%s", FIXTURES, name);
     Fixture f;
-    f.queries = load_required(dir, "queries");
-    f.keys = load_required(dir, "keys");
-    f.values = load_required(dir, "values");
+    cr_assert_eq(layer_files_load(dir, num_heads, &f.files, err, sizeof err), 0, "%s", err);
+    f.queries = f.files.queries;
+    f.keys = f.files.keys;
+    f.values = f.files.values;
+    f.valid_lens = f.files.valid_lens;
     f.expected_output = load_required(dir, "expected_output");
     f.expected_weights = load_required(dir, "expected_attention_weights");
-    MultiHeadAttention *layer = calloc(1, sizeof *layer);
-    layer->W_q = load_required(dir, "W_q");
-    layer->W_k = load_required(dir, "W_k");
-    layer->W_v = load_required(dir, "W_v");
-    layer->W_o = load_required(dir, "W_o");
-    layer->b_q = load_or_null(dir, "b_q");
-    layer->b_k = load_or_null(dir, "b_k");
-    layer->b_v = load_or_null(dir, "b_v");
-    layer->b_o = load_or_null(dir, "b_o");
-    layer->bias = layer->b_q != NULL;
-    layer->query_size = f.queries->shape[2];
-    layer->key_size = f.keys->shape[2];
-    layer->value_size = f.values->shape[2];
-    layer->num_hiddens = layer->W_q->shape[0];
-    layer->num_heads = num_heads;
-    f.layer = layer;
-
-    f.valid_lens = NULL;
-    char path[512], err[NPY_ERR_LEN];
-    snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
-    if (access(path, F_OK) == 0) {
-        NpyInts ints;
-        cr_assert_eq(npy_load_ints(path, &ints, err, sizeof err), 0, "%s", err);
-        f.valid_lens = ints.ndim == 1 ? valid_lens_1d(ints.data, ints.shape[0])
-                                      : valid_lens_2d(ints.data, ints.shape[0], ints.shape[1]);
-        npy_ints_free(&ints);
-    }
     return f;
 }
 
 static void fixture_free(Fixture *f)
 {
-    multihead_free(f->layer);
-    tensor_free(f->queries);
-    tensor_free(f->keys);
-    tensor_free(f->values);
+    layer_files_free(&f->files);
     tensor_free(f->expected_output);
     tensor_free(f->expected_weights);
-    valid_lens_free(f->valid_lens);
 }
 
 /* The layer on a fixture's inputs gives PyTorch's output and per-head
@@ -113,7 +87,7 @@ static void check_against_pytorch(const char *name, int num_heads)
 {
     Fixture f = fixture_load(name, num_heads);
     Tensor *weights = NULL;
-    Tensor *output = multihead_forward(f.layer, f.queries, f.keys, f.values, f.valid_lens,
+    Tensor *output = multihead_forward(&f.files.layer, f.queries, f.keys, f.values, f.valid_lens,
                                        false, NULL, &weights);
     cr_expect(tensor_allclose(output, f.expected_output, 1e-5f, 1e-5f, stderr),
               "%s: output differs from PyTorch", name);
@@ -445,55 +419,6 @@ Test(multihead, training_with_dropout_needs_an_rng)
 
 /* ---- the chapter's programs -------------------------------------------------------- */
 
-Test(multihead_program, runs_d2l_check_with_defaults)
-{
-    RunResult r = run_program("05_multihead/multihead", "");
-    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "has shape (2, 4, 100), as d2l's check_shape expects"));
-    cr_expect(strstr(r.out, "0 within a sequence"));
-    cr_expect(strstr(r.out, "Every output row is equal"));
-    cr_expect(strstr(r.out, "divided by sqrt(20) = 4.4721"));
-    cr_expect(strstr(r.out, "weight on masked keys, all sequences and heads: 0.0000"));
-    /* all-ones: uniform weights over sequence 0's three valid keys */
-    cr_expect(strstr(r.out, "[[[0.3333, 0.3333, 0.3333, 0.0000, 0.0000, 0.0000],"));
-    run_result_free(&r);
-}
-
-Test(multihead_program, all_ones_verdict_says_why_rows_differ)
-{
-    /* evaluation, sequence 0 with no key: its rows are W_o 0 = 0 (no
-     * biases), the rows of sequence 1 are all equal; dropout is not the cause */
-    RunResult r = run_program("05_multihead/multihead", "--valid-lens 0,2");
-    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "Every row whose query has keys is equal"), "%s", r.out);
-    cr_expect(strstr(r.out, "4 of the 8 rows have valid_len 0"), "%s", r.out);
-    cr_expect(strstr(r.out, "W_o 0 = 0, the layer having no biases (largest |entry|: 0)."),
-              "%s", r.out);
-    cr_expect(strstr(r.out, "dropout in training mode") == NULL, "%s", r.out);
-    run_result_free(&r);
-
-    /* with biases the empty rows are exactly b_o */
-    r = run_program("05_multihead/multihead", "--valid-lens 0,2 --bias");
-    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "W_o 0 + b_o = b_o (largest difference from b_o: 0)."), "%s", r.out);
-    run_result_free(&r);
-
-    /* training: dropout makes the rows differ, evaluation would not */
-    r = run_program("05_multihead/multihead", "--train");
-    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "The difference is dropout in training mode"), "%s", r.out);
-    cr_expect(strstr(r.out, "in evaluation mode (same layer, same inputs) by 1.19e-07."),
-              "%s", r.out);
-    cr_expect(strstr(r.out, "Every output row is equal") == NULL, "%s", r.out);
-    run_result_free(&r);
-
-    /* training with dropout 0: nothing is dropped, every row is equal */
-    r = run_program("05_multihead/multihead", "--train --dropout 0");
-    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "Every output row is equal"), "%s", r.out);
-    run_result_free(&r);
-}
-
 /* A fresh directory under /tmp; the caller removes it with remove_dir. */
 static void make_temp_dir(char *buf, size_t len)
 {
@@ -522,6 +447,89 @@ static void copy_fixture(const char *name, const char *to)
     cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
+/* The number printed right after the first label in text; NAN when the
+ * label is missing. The programs' tests read numbers this way, so that
+ * rewording a sentence around a number breaks no test. */
+static double number_after(const char *text, const char *label)
+{
+    const char *p = text ? strstr(text, label) : NULL;
+    return p ? strtod(p + strlen(label), NULL) : NAN;
+}
+
+Test(multihead_program, runs_d2l_check_with_defaults)
+{
+    RunResult r = run_program("05_multihead/multihead", "");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect_str_eq(r.err, "");
+    cr_expect_float_eq(number_after(r.out, "sqrt(20) = "), 4.4721, 1e-9);
+    /* Part 2, all-ones: every row equal within a sequence, and across
+     * sequences up to the rounding of averages of 3 and of 2 copies */
+    cr_expect_eq(number_after(r.out, "output rows: "), 0.0);
+    cr_expect_leq(number_after(r.out, " within a sequence, "), 2e-7);
+    /* Part 3: exactly no weight on masked keys */
+    cr_expect_eq(number_after(r.out, "heads: "), 0.0);
+    /* all-ones: uniform weights over sequence 0's three valid keys */
+    cr_expect(strstr(r.out, "[[[0.3333, 0.3333, 0.3333, 0.0000, 0.0000, 0.0000],"));
+    run_result_free(&r);
+}
+
+Test(multihead_program, all_ones_rows_are_measured)
+{
+    /* evaluation, sequence 0 with no key: its rows are W_o 0 = 0 (no biases) */
+    RunResult r = run_program("05_multihead/multihead", "--valid-lens 0,2");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect_eq(number_after(r.out, "largest |entry|: "), 0.0, "%s", r.out);
+    run_result_free(&r);
+
+    /* with biases the empty rows are exactly b_o */
+    r = run_program("05_multihead/multihead", "--valid-lens 0,2 --bias");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect_eq(number_after(r.out, "largest difference from b_o: "), 0.0, "%s", r.out);
+    run_result_free(&r);
+
+    /* training: dropout pulls the rows apart, evaluation would not */
+    r = run_program("05_multihead/multihead", "--train");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect_gt(number_after(r.out, "by up to "), 1e-3, "%s", r.out);
+    cr_expect_leq(number_after(r.out, "same inputs) by "), 2e-7, "%s", r.out);
+    run_result_free(&r);
+
+    /* training with dropout 0: nothing is dropped, every row is equal */
+    r = run_program("05_multihead/multihead", "--train --dropout 0");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_expect_eq(number_after(r.out, "output rows: "), 0.0, "%s", r.out);
+    run_result_free(&r);
+}
+
+Test(multihead_program, a_sequence_with_no_key_outputs_the_bias)
+{
+    /* Part 3 on random inputs, written with --to: sequence 0 has valid_len
+     * 0, so every row of its output is exactly b_o */
+    char dir[64], args[128];
+    make_temp_dir(dir, sizeof dir);
+    snprintf(args, sizeof args, "--valid-lens 0,3 --bias --to %s", dir);
+    RunResult r = run_program("05_multihead/multihead", args);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    Tensor *output = load_required(dir, "output"), *b_o = load_required(dir, "b_o");
+    Tensor *weights = load_required(dir, "attention_weights");
+    for (int t = 0; t < 4; t++)
+        for (int j = 0; j < 100; j++)
+            cr_expect_eq(AT3(output, 0, t, j), b_o->data[j], "row %d, column %d", t, j);
+    /* and its weights are all zero, sequence 1's rows sum to 1 */
+    float zero = 0.0f, one = 0.0f;
+    for (int j = 0; j < 6; j++) {
+        zero += fabsf(AT4(weights, 0, 2, 1, j));
+        one += AT4(weights, 1, 2, 1, j);
+    }
+    cr_expect_eq(zero, 0.0f);
+    cr_expect_float_eq(one, 1.0f, 1e-6f);
+    tensor_free(output);
+    tensor_free(b_o);
+    tensor_free(weights);
+    run_result_free(&r);
+    remove_dir(dir);
+}
+
 Test(multihead_program, from_and_to_match_pytorch)
 {
     static const struct { const char *name; int heads; } cases[] = {
@@ -535,10 +543,7 @@ Test(multihead_program, from_and_to_match_pytorch)
                  out_dir);
         RunResult r = run_program("05_multihead/multihead", args);
         cr_expect_eq(r.status, 0, "%s: exit %d: %s", cases[c].name, r.status, r.err);
-        cr_expect(strstr(r.out, "output vs expected_output.npy") &&
-                  strstr(r.out, "attention_weights vs expected_attention_weights.npy"),
-                  "%s", r.out);
-        cr_expect(!strstr(r.out, "DIFFERENT"), "%s", r.out);
+        /* the status says the comparison with expected_*.npy passed */
         /* what was written is what PyTorch computed */
         Tensor *output = load_required(out_dir, "output");
         Tensor *weights = load_required(out_dir, "attention_weights");
@@ -573,8 +578,15 @@ Test(multihead_program, to_writes_a_directory_that_from_reads)
     snprintf(args, sizeof args, "--from %s --heads 5 --to %s", first, second);
     r = run_program("05_multihead/multihead", args);
     cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "with biases"));
-    cr_expect(strstr(r.out, "valid_lens = tensor([6, 1])"), "%s", r.out);
+    /* the directory holds the biases and the mask of the first run */
+    LayerFiles loaded;
+    char err[LAYER_FILES_ERR_LEN];
+    cr_assert_eq(layer_files_load(first, 5, &loaded, err, sizeof err), 0, "%s", err);
+    cr_expect(loaded.layer.bias && loaded.b_q && loaded.b_k && loaded.b_v && loaded.b_o);
+    cr_assert(loaded.valid_lens != NULL);
+    cr_expect_eq(loaded.valid_lens->ndim, 1);
+    cr_expect(loaded.valid_lens->data[0] == 6 && loaded.valid_lens->data[1] == 1);
+    layer_files_free(&loaded);
     Tensor *a = load_required(first, "output"), *b = load_required(second, "output");
     Tensor *wa = load_required(first, "attention_weights");
     Tensor *wb = load_required(second, "attention_weights");
@@ -593,7 +605,9 @@ Test(multihead_program, to_writes_a_directory_that_from_reads)
 }
 
 /* Run --from on a broken copy of a fixture: exit status, one line on
- * stderr containing message, and no output.npy left in the --to directory. */
+ * stderr naming the program and the file or option (what the line says in
+ * full is checked in test_layer_files.c and test_bad_input.c), and no
+ * output.npy left in the --to directory. */
 static void expect_rejected(const char *dir, const char *extra, int status, const char *message)
 {
     char out_dir[64], args[512];
@@ -602,8 +616,8 @@ static void expect_rejected(const char *dir, const char *extra, int status, cons
     RunResult r = run_program("05_multihead/multihead", args);
     cr_expect_eq(r.status, status, "'%s': exit %d, expected %d; stderr: %s", args, r.status,
                  status, r.err);
-    cr_expect(r.err && strstr(r.err, message), "'%s': stderr does not say '%s': %s", args,
-              message, r.err);
+    cr_expect(r.err && strncmp(r.err, "multihead: ", 11) == 0 && strstr(r.err, message),
+              "'%s': stderr does not name '%s': %s", args, message, r.err);
     cr_expect(is_one_line(r.err), "not one line: %s", r.err);
     cr_expect(!exists(out_dir, "output.npy") && !exists(out_dir, "attention_weights.npy"),
               "'%s' wrote output", args);
@@ -624,26 +638,26 @@ Test(multihead_program, from_rejects_files_that_do_not_fit)
     make_temp_dir(dir, sizeof dir);
     copy_fixture("bias_2d", dir);   /* B 2, T 3, K 5, D 8, H 4 */
 
-    expect_rejected(dir, "--heads 3", 1, "--heads 3 does not divide num_hiddens 8");
-    expect_rejected(dir, "", 2, "--from needs --heads");
-    expect_rejected(dir, "--heads 4 --batch 3", 2, "--from takes its sizes");
+    expect_rejected(dir, "--heads 3", 1, "--heads 3");
+    expect_rejected(dir, "", 2, "--heads");
+    expect_rejected(dir, "--heads 4 --batch 3", 2, "--batch");
 
     /* W_k transposed: (Dk, D) is a different shape only when Dk != D, so use (8, 5) */
     Tensor *bad = tensor_zeros(SHAPE(8, 5));
     save_or_fail(dir, "W_k", bad);
-    expect_rejected(dir, "--heads 4", 1, "W_k.npy has shape (8, 5), expected (8, 8)");
+    expect_rejected(dir, "--heads 4", 1, "W_k.npy");
     tensor_free(bad);
     copy_fixture("bias_2d", dir);
 
     bad = tensor_zeros(SHAPE(2, 4, 8));   /* one value too few per sequence */
     save_or_fail(dir, "values", bad);
-    expect_rejected(dir, "--heads 4", 1, "values.npy has shape (2, 4, 8), expected (2, 5, *)");
+    expect_rejected(dir, "--heads 4", 1, "values.npy");
     tensor_free(bad);
     copy_fixture("bias_2d", dir);
 
     bad = tensor_zeros(SHAPE(7));
     save_or_fail(dir, "b_v", bad);
-    expect_rejected(dir, "--heads 4", 1, "b_v.npy has shape (7,), expected (8,)");
+    expect_rejected(dir, "--heads 4", 1, "b_v.npy");
     tensor_free(bad);
     copy_fixture("bias_2d", dir);
 
@@ -651,7 +665,7 @@ Test(multihead_program, from_rejects_files_that_do_not_fit)
     Tensor *queries = load_required(dir, "queries");
     AT3(queries, 1, 2, 3) = NAN;
     save_or_fail(dir, "queries", queries);
-    expect_rejected(dir, "--heads 4", 1, "queries.npy: element 43 (index [1, 2, 3]) is NaN");
+    expect_rejected(dir, "--heads 4", 1, "queries.npy");
     copy_fixture("bias_2d", dir);
     tensor_free(queries);
 
@@ -659,16 +673,16 @@ Test(multihead_program, from_rejects_files_that_do_not_fit)
     char err[NPY_ERR_LEN];
     snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
     cr_assert_eq(npy_save_ints(path, (const int[]){5, 6}, SHAPE(2), err, sizeof err), 0, "%s", err);
-    expect_rejected(dir, "--heads 4", 1, "valid_lens.npy: element 1 is 6");
+    expect_rejected(dir, "--heads 4", 1, "valid_lens.npy");
     cr_assert_eq(npy_save_ints(path, (const int[]){1, 2, 3, 4}, SHAPE(2, 2), err, sizeof err), 0,
                  "%s", err);
-    expect_rejected(dir, "--heads 4", 1, "valid_lens.npy has shape (2, 2), expected (2,) or (2, 3)");
+    expect_rejected(dir, "--heads 4", 1, "valid_lens.npy");
     copy_fixture("bias_2d", dir);
 
     /* a missing file */
     snprintf(path, sizeof path, "%s/W_o.npy", dir);
     cr_assert_eq(remove(path), 0);
-    expect_rejected(dir, "--heads 4", 1, "W_o.npy: cannot open");
+    expect_rejected(dir, "--heads 4", 1, "W_o.npy");
     remove_dir(dir);
 }
 
@@ -686,10 +700,11 @@ Test(multihead_program, from_reports_results_that_differ)
     snprintf(args, sizeof args, "--from %s --heads 3", dir);
     RunResult r = run_program("05_multihead/multihead", args);
     cr_expect_eq(r.status, 1);
-    cr_expect(strstr(r.out, "output vs expected_output.npy: largest difference 0.001"), "%s", r.out);
-    cr_expect(strstr(r.out, "DIFFERENT (beyond 1e-5)"));
-    cr_expect(strstr(r.out, "attention_weights vs expected_attention_weights.npy") &&
-              strstr(r.out, "equal within 1e-5"));
+    cr_expect(is_one_line(r.err), "%s", r.err);
+    cr_expect_float_eq(number_after(r.out, "output vs expected_output.npy: largest difference "),
+                       1e-3, 2e-5, "%s", r.out);
+    cr_expect_leq(number_after(r.out, "attention_weights vs expected_attention_weights.npy: "
+                                      "largest difference "), 1e-5, "%s", r.out);
     run_result_free(&r);
     remove_dir(dir);
 }
@@ -762,14 +777,15 @@ Test(multihead_exercises, head_grid_draws_what_the_layer_computes)
     Tensor *weights = NULL;
     Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, &weights);
 
-    char line[128];
-    cr_expect(strstr(r.out, "mean distance between two heads: 0.0000\nEvery panel is the same"));
+    /* the distance between heads: 0 on all-ones inputs (Part 2), then the
+     * distance of the weights computed here (Part 3) */
+    const char *label = "mean distance between two heads: ";
+    const char *part3 = strstr(r.out, "Part 3");
+    cr_assert(part3, "%s", r.out);
+    cr_expect_eq(number_after(r.out, label), 0.0, "%s", r.out);
     double distance = mean_head_distance(weights);
     cr_expect_gt(distance, 0.2);
-    snprintf(line, sizeof line, "mean distance between two heads: %.4f\nEach head", distance);
-    cr_expect(strstr(r.out, line), "missing '%s' in\n%s", line, r.out);
-    /* one panel per head and sequence, in the terminal */
-    cr_expect(strstr(r.out, "seq 1, head 4"));
+    cr_expect_float_eq(number_after(part3, label), distance, 5e-5, "%s", r.out);
 
     /* the heatmap data holds these weights, panel by panel */
     float values[2 * 5 * 4 * 6 + 1];

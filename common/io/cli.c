@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/cli.h"
 
+#include "error.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -189,6 +191,7 @@ static void close_stdout(void)
 void cli_parse(const CliTable *table, int argc, char **argv)
 {
     stdout_prog = table->prog;
+    error_set_program(table->prog);
     atexit(close_stdout);
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--help")) {

@@ -38,6 +38,7 @@ static int plot_fail(const char *fmt, ...)
 {
     va_list args;
     fflush(stdout);
+    error_prefix();
     fputs("plot_heatmaps: ", stderr);
     va_start(args, fmt);
     vfprintf(stderr, fmt, args);

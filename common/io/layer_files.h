@@ -1,0 +1,120 @@
+/*
+ * layer_files.h - a multi-head attention layer as a directory of .npy files
+ * (introduced in chapter 05).
+ *
+ * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
+ * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value sizes.
+ *
+ * A directory such as the one a PyTorch script exports holds
+ *
+ *   queries.npy (B, T, Dq)   keys.npy (B, K, Dk)   values.npy (B, K, Dv)
+ *   W_q.npy (D, Dq)  W_k.npy (D, Dk)  W_v.npy (D, Dv)  W_o.npy (D, D)
+ *   optional: b_q.npy ... b_o.npy (D,), valid_lens.npy (B,) or (B, T) integers,
+ *             expected_NAME.npy for any result NAME, to compare with
+ *
+ * with the weights in PyTorch's (out_features, in_features) layout. Every
+ * file is one row of a table (layer_files.c): its name, its shape in the
+ * letters above and what the shape means. A size is fixed by the first file
+ * that has it (B, T and Dq by queries.npy, D by W_q.npy) and checked in
+ * every later one, so a file that does not fit is named in one line before
+ * anything is computed. An optional input is one more row and one more field
+ * of LayerFiles.
+ *
+ * Results go back as a set of named tensors (output, attention_weights,
+ * and whatever a program adds): written together or not at all.
+ *
+ * Errors are returned, never fatal, as in npy.h: every function takes a
+ * buffer err of err_len bytes and fills it with one line naming the file
+ * and the problem; the program prints it after its own name.
+ */
+#ifndef LAYER_FILES_H
+#define LAYER_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "multihead.h"
+#include "tensor.h"
+#include "valid_lens.h"
+
+/* Room for any message these functions write (longer paths are cut). */
+enum { LAYER_FILES_ERR_LEN = 1024 };
+
+/* Everything a directory holds for one run of the layer. The tensors are
+ * owned here; layer borrows the weights and biases below, so it is used as
+ * &files.layer and never given to multihead_free. */
+typedef struct {
+    Tensor *queries, *keys, *values;      /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
+    Tensor *W_q, *W_k, *W_v, *W_o;        /* (D, Dq), (D, Dk), (D, Dv), (D, D) */
+    Tensor *b_q, *b_k, *b_v, *b_o;        /* (D,) each, or NULL: no such file */
+    ValidLens *valid_lens;                /* (B,) or (B, T), or NULL: no mask */
+    MultiHeadAttention layer;             /* sizes, num_heads, the tensors above */
+} LayerFiles;
+
+/* Load and check every file of dir for a layer of num_heads heads.
+ * Returns 0, or -1 with one line in err; either way files holds what was
+ * read and layer_files_free releases it. */
+int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *err,
+                     size_t err_len);
+void layer_files_free(LayerFiles *files);
+
+/* One file of a set to write. tensor is saved as float32 ('<f4'), lengths
+ * as int32 ('<i4'); when both are NULL the file is not part of this run and
+ * an old DIR/name.npy is removed, so that reading the directory back does
+ * not pick up a bias or a mask of an earlier run. */
+typedef struct {
+    const char *name;           /* "output": the file DIR/output.npy */
+    const Tensor *tensor;
+    const ValidLens *lengths;
+} NamedTensor;
+
+/* The parameters of layer, named as the files are: W_q, W_k, W_v, W_o,
+ * b_q, b_k, b_v, b_o (a NULL bias stays NULL). Returns the count, 8. */
+enum { LAYER_FILES_PARAMETERS = 8 };
+int layer_files_parameters(const MultiHeadAttention *layer,
+                           NamedTensor out[LAYER_FILES_PARAMETERS]);
+
+/* Write every tensor of the set into dir as NAME.npy. Each file is written
+ * to a temporary name and renamed (npy_save); when one fails, the files
+ * this call already wrote are removed, so the set is whole or absent.
+ * Returns 0, or -1 with one line in err. */
+int layer_files_save(const char *dir, const NamedTensor *set, int count, char *err,
+                     size_t err_len);
+
+/* A result against DIR/expected_NAME.npy. */
+typedef struct {
+    bool present;          /* false: no expected file, nothing compared */
+    bool same_shape;       /* false: the shapes differ, max_diff is not set */
+    int expected_ndim;     /* the expected file's shape, for the message */
+    int expected_shape[TENSOR_MAX_DIMS];
+    float max_diff;        /* largest |actual - expected| */
+    bool close;            /* every element within atol + rtol * |expected| */
+} Comparison;
+
+/* Compare actual with DIR/expected_NAME.npy when that file exists.
+ * Returns 0 (result in *out), or -1 with one line in err when the file
+ * exists but cannot be read. */
+int layer_files_compare(const char *dir, const char *name, const Tensor *actual, float atol,
+                        float rtol, Comparison *out, char *err, size_t err_len);
+
+/* Every result of the set that has a DIR/expected_NAME.npy, compared
+ * within atol + rtol * |expected|, one line each on stdout:
+ *   "output vs expected_output.npy: largest difference 2.98e-08, equal within 1e-5"
+ * Returns 0 when all agree (or none is there to compare), 1 when one
+ * differs, -1 with one line in err when an expected file cannot be read. */
+int layer_files_check_expected(const char *dir, const NamedTensor *results, int count,
+                                float atol, float rtol, char *err, size_t err_len);
+
+/* What layer_files_load read, on stdout:
+ *   Loaded DIR:
+ *     queries (3, 2, 12), keys (3, 6, 5), values (3, 6, 7)
+ *     W_q (12, 12), W_k (12, 5), W_v (12, 7), W_o (12, 12), with biases
+ *     valid_lens = tensor([6, 2, 4])                                      */
+void layer_files_print(const char *dir, const LayerFiles *files);
+
+/* Per-head weights (B, H, T, K) as a grid of heatmaps, one row of panels
+ * per sequence, titled "sequence b, head h": DIR/NAME.dat and DIR/NAME.gp
+ * (plot_heatmaps). Returns 0, or -1 after its one line on stderr. */
+int layer_files_plot_weights(const char *dir, const char *name, const Tensor *weights);
+
+#endif
