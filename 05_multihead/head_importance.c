@@ -42,7 +42,7 @@ enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3, STREAM_ORDERS = 4 
 
 typedef struct {
     uint64_t seed;
-    int heads, hiddens, pairs, vocab, steps, batch, held_out, orders;
+    int heads, hiddens, pairs, countries, steps, batch, examples, orders;
     float lr;
     bool sizes_given;           /* an option that shapes or trains a new model */
     const char *from_dir, *to_dir, *plot_dir;
@@ -50,8 +50,8 @@ typedef struct {
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .heads = 8, .hiddens = 32, .pairs = 6, .vocab = 16,
-                   .steps = 1500, .batch = 32, .held_out = 1000, .orders = 20, .lr = 0.01f};
+    Options opt = {.seed = 0, .heads = 8, .hiddens = 32, .pairs = 6, .countries = 16,
+                   .steps = 1500, .batch = 32, .examples = 1000, .orders = 20, .lr = 0.01f};
     bool *trains = &opt.sizes_given;
     const CliOption options[] = {
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
@@ -62,17 +62,17 @@ static Options parse_options(int argc, char **argv)
          .help = "num_heads, dividing D", .given = trains},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens", .given = trains},
-        {"--vocab", CLI_INT, &opt.vocab, .min = 2, .max = TASK_MAX_COUNTRIES, .metavar = "V",
-         .help = "countries and capitals (at least P)", .given = trains},
-        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 20000, .metavar = "N",
+        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES, .metavar = "C",
+         .help = "countries, and capitals, the entries are drawn from (at least P)", .given = trains},
+        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps", .given = trains},
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 512, .metavar = "B",
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
          .help = "examples per step", .given = trains},
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
          .help = "Adam's learning rate", .given = trains},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
          .help = "(country, capital) entries per dictionary"},
-        {"--held-out", CLI_INT, &opt.held_out, .min = 1, .max = 100000, .metavar = "N",
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
          .help = "held-out examples, never trained on"},
         {"--orders", CLI_INT, &opt.orders, .min = 1, .max = MAX_ORDERS, .metavar = "N",
          .help = "random pruning orders, averaged"},
@@ -91,14 +91,14 @@ static Options parse_options(int argc, char **argv)
             cli_fail(PROG, "--from: '%s' is not a directory", opt.from_dir);
         if (opt.sizes_given)
             cli_fail(PROG, "--from takes the model's sizes from its files; --heads, "
-                     "--hiddens, --vocab, --steps, --batch and --lr train a new one");
+                     "--hiddens, --countries, --steps, --batch and --lr train a new one");
     } else {
         if (opt.hiddens % opt.heads != 0)
             cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens,
                      opt.heads);
-        if (opt.vocab < opt.pairs)
-            cli_fail(PROG, "--vocab %d is below --pairs %d: a dictionary holds %d different "
-                     "countries", opt.vocab, opt.pairs, opt.pairs);
+        if (opt.countries < opt.pairs)
+            cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                     "different countries", opt.countries, opt.pairs, opt.pairs);
     }
     return opt;
 }
@@ -117,7 +117,7 @@ static TwoKeyModel *train(const Options *opt, const Task *task)
 {
     Rng init = rng_new_stream(opt->seed, STREAM_INIT);
     Rng data = rng_new_stream(opt->seed, STREAM_TRAIN);
-    TwoKeyModel *model = two_key_new(opt->vocab, opt->vocab, opt->hiddens, opt->heads, &init);
+    TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, opt->heads, &init);
     Adam *adam = adam_new(model->params, TWO_KEY_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
@@ -388,13 +388,13 @@ int main(int argc, char **argv)
     if (opt.from_dir != NULL) {
         model = load(&opt);
     } else {
-        Task task = task_two_keys(opt.pairs, opt.vocab, opt.vocab);
+        Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
         model = train(&opt, &task);
     }
     if (model == NULL)
         return 1;
     Task task = task_two_keys(opt.pairs, model->key_vocab, model->value_vocab);
-    TaskBatch *held_out = task_batch_new(&task, opt.held_out);
+    TaskBatch *held_out = task_batch_new(&task, opt.examples);
     Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
     task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 

@@ -39,15 +39,15 @@ typedef struct {
     uint64_t seed;
     const char *heads_text;
     int head_counts[MAX_COUNTS], num_counts;
-    int hiddens, pairs, vocab, steps, batch, seeds, held_out;
+    int hiddens, pairs, countries, steps, batch, seeds, examples;
     float lr;
     const char *plot_dir;
 } Options;
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .heads_text = "1,2,4", .hiddens = 32, .pairs = 6, .vocab = 16,
-                   .steps = 600, .batch = 32, .seeds = 3, .held_out = 1000, .lr = 0.01f};
+    Options opt = {.seed = 0, .heads_text = "1,2,4", .hiddens = 32, .pairs = 6, .countries = 16,
+                   .steps = 600, .batch = 32, .seeds = 3, .examples = 1000, .lr = 0.01f};
     const CliOption options[] = {
         {"--heads", CLI_STRING, &opt.heads_text, .metavar = "LIST",
          .help = "comma-separated head counts to compare, each dividing D"},
@@ -55,11 +55,11 @@ static Options parse_options(int argc, char **argv)
          .help = "num_hiddens, the same for every head count"},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
          .help = "(country, capital) entries per dictionary"},
-        {"--vocab", CLI_INT, &opt.vocab, .min = 2, .max = TASK_MAX_COUNTRIES, .metavar = "V",
-         .help = "countries and capitals the entries are drawn from (at least P)"},
-        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 20000, .metavar = "N",
+        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES, .metavar = "C",
+         .help = "countries, and capitals, the entries are drawn from (at least P)"},
+        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 512, .metavar = "B",
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
          .help = "examples per step"},
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
          .help = "Adam's learning rate"},
@@ -67,7 +67,7 @@ static Options parse_options(int argc, char **argv)
          .help = "seeds per head count, each its own initial parameters and batches"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S",
          .help = "the first seed; the held-out examples come from it too"},
-        {"--held-out", CLI_INT, &opt.held_out, .min = 1, .max = 100000, .metavar = "N",
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
          .help = "held-out examples, never trained on"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write each head count's attention as DIR/two_keys_H_heads.{dat,gp}"},
@@ -85,9 +85,9 @@ static Options parse_options(int argc, char **argv)
             cli_fail(PROG, "--heads: %d heads do not divide --hiddens %d", opt.head_counts[i],
                      opt.hiddens);
     }
-    if (opt.vocab < opt.pairs)
-        cli_fail(PROG, "--vocab %d is below --pairs %d: a dictionary holds %d different "
-                 "countries", opt.vocab, opt.pairs, opt.pairs);
+    if (opt.countries < opt.pairs)
+        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                 "different countries", opt.countries, opt.pairs, opt.pairs);
     return opt;
 }
 
@@ -111,7 +111,7 @@ static void show_progress(bool terminal, int heads, uint64_t seed, int step, int
 static TwoKeyModel *train(const Options *opt, const Task *task, int heads, uint64_t seed)
 {
     Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
-    TwoKeyModel *model = two_key_new(opt->vocab, opt->vocab, opt->hiddens, heads, &init);
+    TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, heads, &init);
     Adam *adam = adam_new(model->params, TWO_KEY_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
@@ -159,10 +159,10 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
            "An example is a dictionary of %d countries, each paired with a capital, out\n"
            "of %d of each, and a query naming two of its countries; the answer is their\n"
            "two capitals, in the query's order. A held-out example:\n\n    ",
-           opt->pairs, opt->vocab);
+           opt->pairs, opt->countries);
     print_example(task, held_out);
     Rng rng = rng_new(0);
-    TwoKeyModel *sizes = two_key_new(opt->vocab, opt->vocab, opt->hiddens, 1, &rng);
+    TwoKeyModel *sizes = two_key_new(opt->countries, opt->countries, opt->hiddens, 1, &rng);
     printf("The model reads the query as ONE vector, the two countries' embeddings\n"
            "side by side, and attends over the %d entries with H heads of size %d / H;\n"
            "a readout gives both capitals (common/two_key_model.h). Whatever H, it has\n"
@@ -170,7 +170,7 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
            "lr %g, the same batches for every H; held-out: %d examples, none of them\n"
            "trained on.\n\n", opt->pairs, opt->hiddens, opt->hiddens,
            parameters_count(sizes->params, TWO_KEY_NUM_PARAMS), opt->steps, opt->batch,
-           (double)opt->lr, opt->held_out);
+           (double)opt->lr, opt->examples);
     two_key_free(sizes);
 }
 
@@ -274,8 +274,8 @@ static int part3_heads(const Options *opt, const Task *task, const TaskBatch *he
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    Task task = task_two_keys(opt.pairs, opt.vocab, opt.vocab);
-    TaskBatch *held_out = task_batch_new(&task, opt.held_out);
+    Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
+    TaskBatch *held_out = task_batch_new(&task, opt.examples);
     Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
     task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 

@@ -39,27 +39,27 @@ enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
 
 typedef struct {
     uint64_t seed;
-    int length, vocab, hiddens, heads, steps, batch, seeds, held_out;
+    int length, letters, hiddens, heads, steps, batch, seeds, examples;
     float lr;
     const char *plot_dir;
 } Options;
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .length = 8, .vocab = 16, .hiddens = 32, .heads = 1,
-                   .steps = 400, .batch = 32, .seeds = 3, .held_out = 1000, .lr = 0.01f};
+    Options opt = {.seed = 0, .length = 8, .letters = 16, .hiddens = 32, .heads = 1,
+                   .steps = 400, .batch = 32, .seeds = 3, .examples = 1000, .lr = 0.01f};
     const CliOption options[] = {
         {"--length", CLI_INT, &opt.length, .min = 2, .max = MAX_LENGTH, .metavar = "T",
          .help = "tokens per sequence"},
-        {"--vocab", CLI_INT, &opt.vocab, .min = 2, .max = TASK_MAX_LETTERS, .metavar = "V",
+        {"--letters", CLI_INT, &opt.letters, .min = 2, .max = TASK_MAX_LETTERS, .metavar = "V",
          .help = "letters the tokens are drawn from (at least T)"},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
          .help = "num_heads, dividing D"},
-        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 20000, .metavar = "N",
+        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 512, .metavar = "B",
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
          .help = "sequences per step"},
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
          .help = "Adam's learning rate"},
@@ -67,7 +67,7 @@ static Options parse_options(int argc, char **argv)
          .help = "seeds per model, each its own initial parameters and batches"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S",
          .help = "the first seed; the held-out sequences come from it too"},
-        {"--held-out", CLI_INT, &opt.held_out, .min = 1, .max = 100000, .metavar = "N",
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
          .help = "held-out sequences, never trained on"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the attention heatmaps as DIR/positions_attention.{dat,gp}"},
@@ -75,9 +75,9 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Self-attention learns to reverse sequences only when it is "
                           "told the positions.", CLI_COUNT(options), options},
               argc, argv);
-    if (opt.vocab < opt.length)
-        cli_fail(PROG, "--vocab %d is below --length %d: a sequence holds %d different letters",
-                 opt.vocab, opt.length, opt.length);
+    if (opt.letters < opt.length)
+        cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different letters",
+                 opt.letters, opt.length, opt.length);
     if (opt.hiddens % opt.heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
     return opt;
@@ -102,7 +102,7 @@ static void show_progress(bool terminal, const char *what, int step, int steps, 
 static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
 {
     Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
-    ReversalModel *model = reversal_new(opt->vocab, opt->hiddens, opt->heads, positions, &init);
+    ReversalModel *model = reversal_new(opt->letters, opt->hiddens, opt->heads, positions, &init);
     Adam *adam = adam_new(model->params, REVERSAL_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
@@ -143,7 +143,7 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
     printf("Positions, learned: reversing a sequence\n\n"
            "Part 1. The task and the model\n\n"
            "A sequence is %d different letters out of %d; the answer at position t is\n"
-           "the letter at position %d - t. A held-out example:\n\n    ", T, opt->vocab, T - 1);
+           "the letter at position %d - t. A held-out example:\n\n    ", T, opt->letters, T - 1);
     task_print_sequence(stdout, task, held_out->keys, T);
     printf("  ->  ");
     task_print_sequence(stdout, task, held_out->answers, T);
@@ -151,9 +151,9 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
            "P[:%d] (common/positional.c), self-attention with %d head%s (num_hiddens %d,\n"
            "no biases), readout %d -> %d. Both models start from the same parameters\n"
            "and see the same batches: %d Adam steps of %d sequences, lr %g. Held-out:\n"
-           "%d sequences, none of them trained on.\n\n", opt->vocab, opt->hiddens, T,
-           opt->heads, opt->heads == 1 ? "" : "s", opt->hiddens, opt->hiddens, opt->vocab,
-           opt->steps, opt->batch, (double)opt->lr, opt->held_out);
+           "%d sequences, none of them trained on.\n\n", opt->letters, opt->hiddens, T,
+           opt->heads, opt->heads == 1 ? "" : "s", opt->hiddens, opt->hiddens, opt->letters,
+           opt->steps, opt->batch, (double)opt->lr, opt->examples);
 }
 
 /* ---- Part 2 -------------------------------------------------------------------- */
@@ -283,8 +283,8 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    Task task = task_reversal(opt.length, opt.vocab);
-    TaskBatch *held_out = task_batch_new(&task, opt.held_out);
+    Task task = task_reversal(opt.length, opt.letters);
+    TaskBatch *held_out = task_batch_new(&task, opt.examples);
     Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
     task_reversal_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
