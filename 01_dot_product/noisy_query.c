@@ -24,12 +24,6 @@ typedef struct {
     uint64_t seed;
 } Options;
 
-/* "1 dimension", "4 dimensions" */
-static const char *plural(int n, const char *one, const char *many)
-{
-    return n == 1 ? one : many;
-}
-
 /* Make every row of x (K, d) a unit vector, so that no key wins by length. */
 static void normalise_rows(Tensor *x)
 {

@@ -135,7 +135,8 @@ static double mean_head_distance(const Tensor *weights)
 
 /* weights (B, H, T, K): the grid, the distance between heads, and with
  * --plot the heatmaps DIR/NAME.{dat,gp}. Returns 0, or 1 when a file failed. */
-static int show_heads(const Tensor *weights, const char *plot_dir, const char *name)
+static int show_heads(const Tensor *weights, const char *plot_dir, const char *name,
+                      const char *title)
 {
     print_grid(weights);
     if (weights->shape[1] == 1)
@@ -144,7 +145,7 @@ static int show_heads(const Tensor *weights, const char *plot_dir, const char *n
         printf("mean distance between two heads: %.4f\n", mean_head_distance(weights));
     if (plot_dir == NULL)
         return 0;
-    if (layer_files_plot_weights(plot_dir, name, weights) != 0)
+    if (layer_files_plot_weights(plot_dir, name, title, weights) != 0)
         return 1;
     printf("wrote %s/%s.dat and %s/%s.gp (gnuplot %s/%s.gp makes the .png)\n", plot_dir, name,
            plot_dir, name, plot_dir, name);
@@ -164,7 +165,8 @@ static int part2_d2l_inputs_every_head(const MultiHeadAttention *layer,
     Tensor *Y = tensor_ones(SHAPE(B, K, D));
     Tensor *weights = NULL;
     Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, &weights);
-    int status = show_heads(weights, opt->plot_dir, "head_grid_ones");
+    int status = show_heads(weights, opt->plot_dir, "head_grid_ones",
+                            "head_grid: d2l's all-ones inputs, every head the same");
     printf("Every head draws the same panel: with all-ones inputs all keys are equal, so every\n"
            "head spreads its weight evenly over the valid keys, 1/3 for sequence 0 and 1/2 for\n"
            "sequence 1. The picture of d2l's own experiment shows only the mask.\n");
@@ -186,7 +188,8 @@ static int part3_random_inputs_every_head(const MultiHeadAttention *layer,
     Tensor *Y = tensor_normal(rng, 0.0f, (float)opt->scale, SHAPE(B, K, D));
     Tensor *weights = NULL;
     Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, false, NULL, &weights);
-    int status = show_heads(weights, opt->plot_dir, "head_grid_random");
+    int status = show_heads(weights, opt->plot_dir, "head_grid_random",
+                            "head_grid: random inputs, each head its own ranking");
     printf("Each head projects the same tokens with its own slice of W_q and W_k, so each\n"
            "ranks the keys its own way; the masked keys stay dots in every head.\n");
     tensor_free(X);

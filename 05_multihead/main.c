@@ -50,11 +50,6 @@ typedef struct {
     ValidLens *valid_lens;   /* NULL: --valid-lens none */
 } Example;
 
-static const char *plural(int n, const char *one, const char *many)
-{
-    return n == 1 ? one : many;
-}
-
 /* ---- measuring rows and weights ----------------------------------------------- */
 
 /* x[..., :n] of a 3-D tensor (B, T, D), a new tensor. */
@@ -126,7 +121,8 @@ static double weight_on_masked_keys(const Tensor *weights, const ValidLens *vali
 static int write_plot(const char *dir, const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
-    if (layer_files_plot_weights(dir, "multihead_weights", weights) != 0)
+    if (layer_files_plot_weights(dir, "multihead_weights",
+                                 "multihead: the attention weights of every head", weights) != 0)
         return -1;
     printf("wrote %s/multihead_weights.dat and .gp: %d %s x %d %s (run gnuplot "
            "%s/multihead_weights.gp for the .png)\n", dir, B, plural(B, "sequence", "sequences"),

@@ -6,8 +6,45 @@
  */
 #include "permute_tokens.h"
 
+#include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+double eps_units(float diff, float scale)
+{
+    if (!(scale > 0.0f))
+        scale = 1.0f;   /* an all-zero output: measure against 1 instead */
+    return (double)diff / ((double)FLT_EPSILON * (double)scale);
+}
+
+bool equal_up_to_rounding(float diff, float scale)
+{
+    return eps_units(diff, scale) <= PERMUTATION_TOL_EPS;   /* false for NaN */
+}
+
+const char *permutation_str(char *buf, size_t len, const int *perm, int n)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < n && used < len; i++) {
+        if (i == 8) {
+            used += (size_t)snprintf(buf + used, len - used, ", ...");
+            break;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", perm[i]);
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+bool is_identity(const int *perm, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (perm[i] != i)
+            return false;
+    return true;
+}
 
 bool is_permutation(const int *perm, int n)
 {

@@ -149,9 +149,12 @@ static void set_option(const char *prog, const CliOption *o, const char *text)
     case CLI_FLOAT: {
         /* The float that will be used is the one checked, against the
          * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
-         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits. */
-        float v = (float)cli_double(prog, o->name, text, -HUGE_VAL, HUGE_VAL);
-        if (!isfinite(v) || v < (float)o->min || v > (float)o->max)
+         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits.
+         * A word, NaN or an infinity gets the range in its message. */
+        char *end;
+        float v = (float)strtod(text, &end);
+        if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) ||
+            v < (float)o->min || v > (float)o->max)
             cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
                      o->name, o->min, o->max, text);
         *(float *)o->target = v;

@@ -73,6 +73,13 @@ void cli_parse(const CliTable *table, int argc, char **argv);
  * and default (taken from the targets as they are now). */
 void cli_print_help(const CliTable *table, FILE *out);
 
+/* The word that goes with a count: plural(1, "head", "heads") is "head",
+ * plural(0 or 2, ...) is "heads", so a program never prints "1 heads". */
+static inline const char *plural(long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 /* ---- the pieces, also for programs' own checks -------------------------- */
 bool cli_is(const char *arg, const char *flag);
 /* The value after argv[*i]; advances *i. Missing: "--seed needs a value". */

@@ -377,7 +377,8 @@ void layer_files_print(const char *dir, const LayerFiles *files)
         printf("  no valid_lens.npy: no mask\n");
 }
 
-int layer_files_plot_weights(const char *dir, const char *name, const Tensor *weights)
+int layer_files_plot_weights(const char *dir, const char *name, const char *title,
+                             const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
     char (*titles)[48] = checked_malloc(__func__, (size_t)B * H, sizeof *titles);
@@ -386,7 +387,7 @@ int layer_files_plot_weights(const char *dir, const char *name, const Tensor *we
         snprintf(titles[i], sizeof titles[0], "sequence %d, head %d", i / H, i % H);
         title_ptrs[i] = titles[i];
     }
-    int status = plot_heatmaps(dir, name, weights, "keys", "queries", title_ptrs);
+    int status = plot_heatmaps_titled(dir, name, title, weights, "keys", "queries", title_ptrs);
     free(titles);
     free(title_ptrs);
     return status;

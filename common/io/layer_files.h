@@ -112,9 +112,11 @@ int layer_files_check_expected(const char *dir, const NamedTensor *results, int 
  *     valid_lens = tensor([6, 2, 4])                                      */
 void layer_files_print(const char *dir, const LayerFiles *files);
 
-/* Per-head weights (B, H, T, K) as a grid of heatmaps, one row of panels
- * per sequence, titled "sequence b, head h": DIR/NAME.dat and DIR/NAME.gp
- * (plot_heatmaps). Returns 0, or -1 after its one line on stderr. */
-int layer_files_plot_weights(const char *dir, const char *name, const Tensor *weights);
+/* Per-head weights (B, H, T, K) as a grid of heatmaps under title, one row
+ * of panels per sequence, each titled "sequence b, head h": DIR/NAME.dat and
+ * DIR/NAME.gp (plot_heatmaps_titled). Returns 0, or -1 after its one line
+ * on stderr. */
+int layer_files_plot_weights(const char *dir, const char *name, const char *title,
+                             const Tensor *weights);
 
 #endif
