@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "embedding.h"
+#include "heads.h"
 #include "loss.h"
 #include "ops.h"
 
@@ -135,61 +136,112 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
                        Tensor **attention_weights, LookupSaved *saved)
 {
     check_batch("lookup_forward", batch);
+    const MultiHeadAttention *a = m->attention;
     const int B = batch->batch_size, P = batch->num_pairs, Q = batch->num_queries;
-    // step 1: words to vectors; queries and keys share the country table
+    const int H = m->num_heads;
+    // step 1: the query words' vectors, through W_q
     Tensor *q = embedding_forward(m->embed_keys, batch->queries, SHAPE(B, Q));
-    Tensor *k = embedding_forward(m->embed_keys, batch->keys, SHAPE(B, P));
-    Tensor *v = embedding_forward(m->embed_values, batch->values, SHAPE(B, P));
-    // step 2: each query word attends over the example's entries
-    MultiHeadSaved attention_saved;
-    Tensor *out = multihead_forward_save(m->attention, q, k, v, NULL, false, NULL,
-                                         &attention_saved);
+    Tensor *queries = linear(q, a->W_q, a->b_q);                          /* (B, Q, D) */
+    // step 2: every word's key and value, projected once per step, then
+    // looked up by the entries: the tables are (Vk, D) and (Vv, D)
+    Tensor *key_table = linear(m->embed_keys, a->W_k, a->b_k);
+    Tensor *value_table = linear(m->embed_values, a->W_v, a->b_v);
+    Tensor *keys = embedding_forward(key_table, batch->keys, SHAPE(B, P));        /* (B, P, D) */
+    Tensor *values = embedding_forward(value_table, batch->values, SHAPE(B, P));  /* (B, P, D) */
+    // step 3: the heads (chapter 04's split), attention in each (chapter
+    // 03), the heads merged and mixed by W_o
+    LookupSaved s = {.batch = batch, .q = q};
+    s.Q = transpose_qkv(queries, H);                                      /* (B*H, Q, d) */
+    s.K = transpose_qkv(keys, H);                                         /* (B*H, P, d) */
+    s.V = transpose_qkv(values, H);
+    Tensor *heads = dot_product_attention_save(s.Q, s.K, s.V, NULL, NULL, &s.attention);
+    s.concat = transpose_output(heads, H);                                /* (B, Q, D) */
+    s.out = linear(s.concat, a->W_o, a->b_o);
+    // step 4: a score for every value word
+    Tensor *logits = linear(s.out, m->readout_weight, m->readout_bias);   /* (B, Q, Vv) */
     if (attention_weights) {
-        /* the saved weights are (B*H, Q, P), row b*H + h: the same numbers
-         * as (B, H, Q, P) */
-        *attention_weights = tensor_copy(attention_saved.attention.weights);
-        tensor_reshape(*attention_weights, SHAPE(B, m->num_heads, Q, P));
+        /* row b*H + h of (B*H, Q, P) is head h of example b: the same
+         * numbers as (B, H, Q, P) */
+        *attention_weights = tensor_copy(s.attention.weights);
+        tensor_reshape(*attention_weights, SHAPE(B, H, Q, P));
     }
-    // step 3: a score for every value word
-    Tensor *logits = linear(out, m->readout_weight, m->readout_bias);
-    if (saved) {
-        *saved = (LookupSaved){.batch = batch, .q = q, .k = k, .v = v,
-                               .attention = attention_saved, .out = out};
-    } else {
-        multihead_saved_free(&attention_saved);
-        Tensor *tensors[] = {q, k, v, out};
-        for (int i = 0; i < 4; i++)
-            tensor_free(tensors[i]);
-    }
+    Tensor *scratch[] = {queries, key_table, value_table, keys, values, heads};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
+        tensor_free(scratch[i]);
+    if (saved)
+        *saved = s;
+    else
+        lookup_saved_free(&s);
     return logits;
 }
 
+/* grad (B, K, D) of looked-up rows of a projected table (V, D), projected
+ * from table_input (V, D) by weight and bias: the rows' gradients added
+ * into the table's, then the projection's backward (grads of weight and
+ * bias added) -> grad of table_input (V, D), new. */
+static Tensor *table_backward(const Tensor *table_input, const Tensor *weight, const int *ids,
+                              const Tensor *grad_rows, Tensor *grad_weight, Tensor *grad_bias)
+{
+    Tensor *grad_table = tensor_zeros(SHAPE(table_input->shape[0], weight->shape[0]));
+    embedding_backward(grad_table, ids, grad_rows);
+    Tensor *grad_input = linear_backward(table_input, weight, grad_table, grad_weight, grad_bias);
+    tensor_free(grad_table);
+    return grad_input;
+}
+
+/* x (V, D) += y (V, D) */
+static void add_into(Tensor *x, const Tensor *y)
+{
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] += y->data[i];
+}
+
 /* grad_logits (B, Q, Vv) -> gradients added into the model's grad tensors */
-void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *grad_logits)
+void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *grad_logits,
+                     Tensor **grad_concat)
 {
     const TaskBatch *batch = saved->batch;
-    // step 3 backwards: the readout
+    const MultiHeadAttention *a = m->attention;
+    MultiHeadGrads *g = m->grad_attention;
+    const int H = m->num_heads;
+    // step 4 backwards: the readout
     Tensor *grad_out = linear_backward(saved->out, m->readout_weight, grad_logits,
                                        m->grad_readout_weight, m->grad_readout_bias);
-    // step 2 backwards: the attention layer, down to its three inputs
-    Tensor *grad_q, *grad_k, *grad_v;
-    multihead_backward(m->attention, &saved->attention, grad_out, m->grad_attention,
-                       &grad_q, &grad_k, &grad_v, NULL);
-    // step 1 backwards: each vector's gradient into its word's row; a
-    // country used as query and as key gets both
+    // step 3 backwards: W_o, the merge, attention, the split
+    Tensor *grad_merged = linear_backward(saved->concat, a->W_o, grad_out, g->W_o, g->b_o);
+    Tensor *grad_heads = transpose_output_backward(grad_merged, H);       /* (B*H, Q, d) */
+    Tensor *grad_Q, *grad_K, *grad_V;
+    dot_product_attention_backward(saved->Q, saved->K, saved->V, &saved->attention, grad_heads,
+                                   &grad_Q, &grad_K, &grad_V);
+    Tensor *grad_queries = transpose_qkv_backward(grad_Q, H);              /* (B, Q, D) */
+    Tensor *grad_keys = transpose_qkv_backward(grad_K, H);                 /* (B, P, D) */
+    Tensor *grad_values = transpose_qkv_backward(grad_V, H);
+    // step 2 backwards: each entry's gradient into its word's row of the
+    // projected table, then through W_k (W_v) into the embeddings
+    Tensor *grad_from_keys = table_backward(m->embed_keys, a->W_k, batch->keys, grad_keys,
+                                            g->W_k, g->b_k);
+    Tensor *grad_from_values = table_backward(m->embed_values, a->W_v, batch->values,
+                                              grad_values, g->W_v, g->b_v);
+    add_into(m->grad_embed_keys, grad_from_keys);
+    add_into(m->grad_embed_values, grad_from_values);
+    // step 1 backwards: through W_q into the query words' rows; a country
+    // used as query and as key gets both gradients
+    Tensor *grad_q = linear_backward(saved->q, a->W_q, grad_queries, g->W_q, g->b_q);
     embedding_backward(m->grad_embed_keys, batch->queries, grad_q);
-    embedding_backward(m->grad_embed_keys, batch->keys, grad_k);
-    embedding_backward(m->grad_embed_values, batch->values, grad_v);
-    Tensor *tensors[] = {grad_out, grad_q, grad_k, grad_v};
-    for (int i = 0; i < 4; i++)
-        tensor_free(tensors[i]);
+    if (grad_concat)
+        *grad_concat = tensor_copy(grad_merged);
+    Tensor *scratch[] = {grad_out, grad_merged, grad_heads, grad_Q, grad_K, grad_V,
+                         grad_queries, grad_keys, grad_values, grad_from_keys,
+                         grad_from_values, grad_q};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
+        tensor_free(scratch[i]);
 }
 
 void lookup_saved_free(LookupSaved *saved)
 {
-    multihead_saved_free(&saved->attention);
-    Tensor *tensors[] = {saved->q, saved->k, saved->v, saved->out};
-    for (int i = 0; i < 4; i++)
+    attention_saved_free(&saved->attention);
+    Tensor *tensors[] = {saved->q, saved->Q, saved->K, saved->V, saved->concat, saved->out};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
         tensor_free(tensors[i]);
     *saved = (LookupSaved){0};
 }
@@ -203,7 +255,7 @@ double lookup_train_step(LookupModel *m, Adam *adam, const TaskBatch *batch, int
     if (correct)
         *correct = count_correct(logits, batch->answers);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    lookup_backward(m, &saved, grad_logits);
+    lookup_backward(m, &saved, grad_logits, NULL);
     adam_step(adam);
     tensor_free(grad_logits);
     tensor_free(logits);

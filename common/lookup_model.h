@@ -23,6 +23,16 @@
  * value word. Answer i is read from query word i, so a task used with this
  * model has as many answer words as query words (A = Q).
  *
+ * The layer is multihead.c's, computed in one different order: a word's
+ * projected key (its embedding through W_k) is the same in every example,
+ * so W_k and W_v project the vocabularies' tables, Vk and Vv rows, and each
+ * entry then looks its projected key and value up, instead of projecting
+ * the B*P entries of a batch one by one. The products are the same numbers
+ * (embedding_forward copies rows, and a row of x W^T depends on that row
+ * of x alone); the work of the two projections drops from B*P rows to
+ * Vk + Vv. lookup_forward equals multihead_forward on the embedded
+ * entries (tests/test_train.c).
+ *
  * As PyTorch (tests/fixtures/make_train_fixtures.py writes it):
  *     class LookupModel(nn.Module):
  *         embed_keys = nn.Embedding(Vk, D); embed_values = nn.Embedding(Vv, D)
@@ -85,9 +95,11 @@ void lookup_free(LookupModel *model);   /* NULL is fine */
 /* What the forward keeps for the backward. */
 typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
-    Tensor *q, *k, *v;                /* embeddings (B, Q, D), (B, P, D), (B, P, D) */
-    MultiHeadSaved attention;
-    Tensor *out;                      /* (B, Q, D): attention output, readout input */
+    Tensor *q;                        /* (B, Q, D): the query words' embeddings */
+    Tensor *Q, *K, *V;                /* (B*H, Q, d), (B*H, P, d) x2: projected, split */
+    AttentionSaved attention;         /* weights (B*H, Q, P) */
+    Tensor *concat;                   /* (B, Q, D): heads merged, W_o's input */
+    Tensor *out;                      /* (B, Q, D): the layer's output, the readout's input */
 } LookupSaved;
 
 /* batch -> logits (B, Q, Vv) (new). When attention_weights is not NULL it
@@ -97,8 +109,12 @@ Tensor *lookup_forward(const LookupModel *model, const TaskBatch *batch,
                        Tensor **attention_weights, LookupSaved *saved);
 
 /* grad_logits (B, Q, Vv) -> every parameter's gradient added into the
- * model's grad tensors (zero them first: parameters_zero_grad). */
-void lookup_backward(LookupModel *model, const LookupSaved *saved, const Tensor *grad_logits);
+ * model's grad tensors (zero them first: parameters_zero_grad). When
+ * grad_concat is not NULL it receives (new) the gradient of the merged
+ * heads (B, Q, D), W_o's input, as multihead_backward gives it: a gate on
+ * head h has the gradient sum over its d columns of concat * grad_concat. */
+void lookup_backward(LookupModel *model, const LookupSaved *saved, const Tensor *grad_logits,
+                     Tensor **grad_concat);
 void lookup_saved_free(LookupSaved *saved);
 
 /* One training step on one batch: zero the gradients, forward,

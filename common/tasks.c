@@ -172,7 +172,7 @@ void task_print_example(FILE *out, const Task *task, const TaskBatch *batch, int
     for (int i = 0; i < P; i++)
         fprintf(out, "%s%s: %s", i ? ", " : "", task->key_words[keys[i]],
                 task->value_words[values[i]]);
-    fputs("}  query", out);
+    fputs("}  query", out);   /* two spaces: the query stands apart */
     for (int i = 0; i < Q; i++)
         fprintf(out, " %s", task->key_words[query[i]]);
 }

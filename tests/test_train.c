@@ -22,6 +22,7 @@
 #include "io/model.h"
 #include "io/npy.h"
 #include "loss.h"
+#include "ops.h"
 #include "lookup_model.h"
 #include "optim.h"
 #include "tasks.h"
@@ -597,6 +598,59 @@ static double batch_loss(const LossContext *ctx)
     return lookup_evaluate(ctx->model, ctx->batch, NULL);
 }
 
+Test(lookup_model, equals_the_multihead_layer_on_embedded_entries)
+{
+    /* lookup_forward projects the vocabularies' tables and looks the
+     * entries up; multihead_forward projects the embedded entries. Same
+     * numbers, and the same gradients through multihead_backward */
+    const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
+    LookupModel *model = fixture_model(TRAIN_FIXTURES "initial");
+    TaskBatch *batch = fixture_batch(&task, 2);
+    const int B = FIX_BATCH, P = FIX_PAIRS;
+
+    // the layer as a black box on the embedded words
+    Tensor *q = embedding_forward(model->embed_keys, batch->queries, SHAPE(B, 1));
+    Tensor *k = embedding_forward(model->embed_keys, batch->keys, SHAPE(B, P));
+    Tensor *v = embedding_forward(model->embed_values, batch->values, SHAPE(B, P));
+    MultiHeadSaved layer_saved;
+    Tensor *out = multihead_forward_save(model->attention, q, k, v, NULL, false, NULL,
+                                         &layer_saved);
+    Tensor *want_logits = linear(out, model->readout_weight, model->readout_bias);
+    Tensor *grad_logits = cross_entropy_backward(want_logits, batch->answers, 1.0f);
+    Tensor *grad_out = linear_backward(out, model->readout_weight, grad_logits, NULL, NULL);
+    MultiHeadGrads *want = multihead_grads_new(model->attention);
+    Tensor *want_grad_concat;
+    multihead_backward(model->attention, &layer_saved, grad_out, want, NULL, NULL, NULL,
+                       &want_grad_concat);
+
+    // the model
+    parameters_zero_grad(model->params, model->num_params);
+    LookupSaved saved;
+    Tensor *logits = lookup_forward(model, batch, NULL, &saved);
+    expect_close(logits, want_logits, 1e-6f, 1e-5f);
+    Tensor *grad_concat;
+    lookup_backward(model, &saved, grad_logits, &grad_concat);
+    expect_close(grad_concat, want_grad_concat, 1e-7f, 1e-4f);
+    const MultiHeadGrads *got = model->grad_attention;
+    expect_close(got->W_q, want->W_q, 1e-7f, 1e-4f);
+    expect_close(got->W_k, want->W_k, 1e-7f, 1e-4f);
+    expect_close(got->W_v, want->W_v, 1e-7f, 1e-4f);
+    expect_close(got->W_o, want->W_o, 1e-7f, 1e-4f);
+    expect_close(got->b_q, want->b_q, 1e-7f, 1e-4f);
+    expect_close(got->b_v, want->b_v, 1e-7f, 1e-4f);
+    expect_close(got->b_o, want->b_o, 1e-7f, 1e-4f);
+
+    Tensor *all[] = {q, k, v, out, want_logits, grad_logits, grad_out, want_grad_concat, logits,
+                     grad_concat};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tensor_free(all[i]);
+    multihead_grads_free(want);
+    multihead_saved_free(&layer_saved);
+    lookup_saved_free(&saved);
+    task_batch_free(batch);
+    lookup_free(model);
+}
+
 Test(lookup_model, gradients_against_finite_differences)
 {
     /* a country that is both a query and a key gets both gradients in its
@@ -608,7 +662,7 @@ Test(lookup_model, gradients_against_finite_differences)
     LookupSaved saved;
     Tensor *logits = lookup_forward(model, batch, NULL, &saved);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    lookup_backward(model, &saved, grad_logits);
+    lookup_backward(model, &saved, grad_logits, NULL);
     const LossContext ctx = {model, batch};
     const double eps = 1e-2;
     for (int i = 0; i < model->num_params; i++) {
@@ -672,4 +726,110 @@ Test(lookup_model, save_and_load_round_trip, .init = make_scratch, .fini = remov
     lookup_free(four_heads);
     lookup_free(other);
     lookup_free(model);
+}
+
+/* ---- the program ------------------------------------------------------------------ */
+
+#define TRAIN "05_multihead/train"
+
+/* The number after "accuracy " in Part 3's line, in percent. */
+static double heldout_accuracy(const char *out)
+{
+    const char *line = strstr(out, "never trained on:");
+    cr_assert_not_null(line, "no held-out line in:\n%s", out);
+    const char *at = strstr(line, "accuracy ");
+    cr_assert_not_null(at);
+    return strtod(at + strlen("accuracy "), NULL);
+}
+
+/* The output without the line that holds a timing ("steps in ... s"). */
+static char *without_timing(const char *out)
+{
+    char *copy = strdup(out);
+    char *line = strstr(copy, " steps in ");
+    cr_assert_not_null(line, "no timing line in:\n%s", out);
+    while (line > copy && line[-1] != '\n')
+        line--;
+    char *end = strchr(line, '\n');
+    memmove(line, end + 1, strlen(end + 1) + 1);
+    return copy;
+}
+
+Test(train_program, defaults_reach_99_percent_held_out)
+{
+    RunResult r = run_program(TRAIN, "");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const double accuracy = heldout_accuracy(r.out);
+    cr_expect(accuracy >= 99.0, "held-out accuracy %.2f%%", accuracy);
+    /* the query's weight sits on its key: every head's mean weight there is
+     * well above an even spread over 8 entries (0.125) */
+    const char *means = strstr(r.out, "mean weight on the entry holding the query's key");
+    cr_assert_not_null(means);
+    for (const char *h = strstr(means, "head "); h; h = strstr(h + 1, "head ")) {
+        const double weight = strtod(strchr(h + 5, ' ') + 1, NULL);
+        cr_expect(weight > 0.5, "a head's mean weight on the key is %.3f", weight);
+    }
+    run_result_free(&r);
+}
+
+Test(train_program, the_same_seed_prints_the_same_numbers)
+{
+    RunResult a = run_program(TRAIN, "--steps 30 --seed 4"), b = run_program(TRAIN, "--steps 30 --seed 4");
+    RunResult c = run_program(TRAIN, "--steps 30 --seed 5");
+    cr_assert_eq(a.status, 0, "%s", a.err);
+    char *a_text = without_timing(a.out), *b_text = without_timing(b.out);
+    char *c_text = without_timing(c.out);
+    cr_expect_str_eq(a_text, b_text);
+    cr_expect_str_neq(a_text, c_text);
+    free(a_text);
+    free(b_text);
+    free(c_text);
+    run_result_free(&a);
+    run_result_free(&b);
+    run_result_free(&c);
+}
+
+Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    /* a half-trained model (60 steps), so that the held-out numbers are not
+     * simply 100% and a wrong load would show */
+    char args[256];
+    snprintf(args, sizeof args, "--steps 60 --pairs 5 --heads 2 --to %s --plot %s", scratch,
+             scratch);
+    RunResult trained = run_program(TRAIN, args);
+    cr_assert_eq(trained.status, 0, "%s", trained.err);
+    snprintf(args, sizeof args, "--pairs 5 --from %s", scratch);
+    RunResult loaded = run_program(TRAIN, args);
+    cr_assert_eq(loaded.status, 0, "%s", loaded.err);
+    const char *parts[2] = {strstr(trained.out, "Part 3."), strstr(loaded.out, "Part 3.")};
+    cr_assert(parts[0] && parts[1]);
+    char *plots_line = strstr(trained.out, "\nwrote ");   /* only the first run plots */
+    cr_assert_not_null(plots_line);
+    plots_line[0] = '\0';
+    /* Parts 3 and 4 (accuracy, loss, weights) agree to the last digit */
+    cr_expect_str_eq(parts[0], parts[1]);
+    const double accuracy = heldout_accuracy(trained.out);
+    cr_expect(accuracy > 20.0 && accuracy < 99.0, "60 steps gave %.2f%%", accuracy);
+    /* the model's 9 files, and the loss curve and heatmap */
+    const char *files[] = {"embed_keys.weight.npy", "attention.in_proj_weight.npy",
+                           "num_heads.npy", "train_loss.dat", "train_loss.gp",
+                           "train_attention.dat", "train_attention.gp"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", scratch, files[i]);
+        struct stat st;
+        cr_expect_eq(stat(path, &st), 0, "%s was not written", files[i]);
+    }
+    cr_expect_eq(count_files(scratch), LOOKUP_NUM_FILES + 4);
+    run_result_free(&trained);
+    run_result_free(&loaded);
+}
+
+Test(train_program, help_lists_every_option)
+{
+    const char *const options[] = {"--seed", "--steps", "--batch", "--lr", "--pairs",
+                                   "--countries", "--hiddens", "--heads", "--examples", "--to",
+                                   "--from", "--plot", "--bench"};
+    expect_help_lists(TRAIN, options, sizeof options / sizeof options[0]);
 }
