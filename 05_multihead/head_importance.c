@@ -219,15 +219,10 @@ static void print_order(const char *label, const int *order, int n)
 
 /* dL/dxi_h on held-out example 0 two ways: the dot product of
  * two_key_head_importance, and a central difference of the loss. */
-static void check_one_slope(TwoKeyModel *model, const Task *task, const TaskBatch *held_out,
-                            int head)
+static void check_one_slope(TwoKeyModel *model, const TaskBatch *held_out, int head)
 {
-    const int H = model->num_heads, P = held_out->num_pairs;
-    TaskBatch *one = task_batch_new(task, 1);
-    memcpy(one->keys, held_out->keys, (size_t)P * sizeof(int));
-    memcpy(one->values, held_out->values, (size_t)P * sizeof(int));
-    memcpy(one->queries, held_out->queries, 2 * sizeof(int));
-    memcpy(one->answers, held_out->answers, 2 * sizeof(int));
+    const int H = model->num_heads;
+    TaskBatch *one = task_batch_example(held_out, 0);
     double slope[MAX_HEADS] = {0};   /* one example: |dL/dxi_h| itself */
     two_key_head_importance(model, one, slope);
     float gates[MAX_HEADS] = {0};
@@ -248,7 +243,7 @@ static void check_one_slope(TwoKeyModel *model, const Task *task, const TaskBatc
 
 /* importance (H,) and lost (H,): each head's I_h and the accuracy lost by
  * masking it alone. */
-static void part2_importance(TwoKeyModel *model, const Task *task, const TaskBatch *held_out,
+static void part2_importance(TwoKeyModel *model, const TaskBatch *held_out,
                              double *importance, double *lost)
 {
     const int H = model->num_heads;
@@ -290,7 +285,7 @@ static void part2_importance(TwoKeyModel *model, const Task *task, const TaskBat
     print_order("   least important first:     ", by_importance, H);
     print_order("   least missed when masked:  ", by_loss, H);
     printf("\n");
-    check_one_slope(model, task, held_out, by_importance[H - 1]);
+    check_one_slope(model, held_out, by_importance[H - 1]);
 }
 
 /* ---- Part 3 -------------------------------------------------------------------- */
@@ -402,7 +397,7 @@ int main(int argc, char **argv)
     int status = opt.to_dir != NULL ? save(&opt, model) : 0;
     if (status == 0) {
         double importance[MAX_HEADS] = {0}, lost[MAX_HEADS] = {0};
-        part2_importance(model, &task, held_out, importance, lost);
+        part2_importance(model, held_out, importance, lost);
         status = part3_pruning(&opt, model, held_out, importance);
     }
     task_batch_free(held_out);

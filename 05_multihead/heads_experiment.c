@@ -99,8 +99,8 @@ static void show_progress(bool terminal, int heads, uint64_t seed, int step, int
 {
     if (!terminal)
         return;
-    fprintf(stderr, "\r  %d head%s, seed %llu: step %5d of %d, loss %.4f  ", heads,
-            heads == 1 ? "" : "s", (unsigned long long)seed, step, steps, loss);
+    fprintf(stderr, "\r  %d %s, seed %llu: step %5d of %d, loss %.4f  ", heads,
+            plural(heads, "head", "heads"), (unsigned long long)seed, step, steps, loss);
     if (step == steps)
         fprintf(stderr, "\r%*s\r", 60, "");
 }
@@ -228,7 +228,8 @@ static int show_heads(const Options *opt, const TwoKeyModel *model, const TaskBa
     Tensor *logits = two_key_forward(model, example, NULL, &weights, NULL);
     tensor_reshape(weights, SHAPE(H, P));
     char title[64];
-    snprintf(title, sizeof title, "%d head%s: heads down, entries across", H, H == 1 ? "" : "s");
+    snprintf(title, sizeof title, "%d %s: heads down, entries across", H,
+             plural(H, "head", "heads"));
     printf("\n");
     heatmap_terminal(stdout, weights, title);
     int status = 0;
@@ -258,12 +259,7 @@ static int part3_heads(const Options *opt, const Task *task, const TaskBatch *he
                 asked[i] = j;
     }
     printf("\n  the query names entry %d, then entry %d\n", asked[0], asked[1]);
-    /* the first example alone, as a batch of one */
-    TaskBatch *example = task_batch_new(task, 1);
-    memcpy(example->keys, held_out->keys, (size_t)opt->pairs * sizeof(int));
-    memcpy(example->values, held_out->values, (size_t)opt->pairs * sizeof(int));
-    memcpy(example->queries, held_out->queries, 2 * sizeof(int));
-    memcpy(example->answers, held_out->answers, 2 * sizeof(int));
+    TaskBatch *example = task_batch_example(held_out, 0);
     int status = 0;
     for (int i = 0; i < opt->num_counts && status == 0; i++)
         status = show_heads(opt, models[i], example);

@@ -152,7 +152,7 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
            "no biases), readout %d -> %d. Both models start from the same parameters\n"
            "and see the same batches: %d Adam steps of %d sequences, lr %g. Held-out:\n"
            "%d sequences, none of them trained on.\n\n", opt->letters, opt->hiddens, T,
-           opt->heads, opt->heads == 1 ? "" : "s", opt->hiddens, opt->hiddens, opt->letters,
+           opt->heads, plural(opt->heads, "", "s"), opt->hiddens, opt->hiddens, opt->letters,
            opt->steps, opt->batch, (double)opt->lr, opt->examples);
 }
 
@@ -208,11 +208,7 @@ static void print_answer(const char *label, const ReversalModel *model, const Ta
                          const TaskBatch *held_out, Tensor **weights)
 {
     const int T = held_out->num_pairs, V = model->vocab;
-    TaskBatch *one = task_batch_new(task, 1);
-    memcpy(one->keys, held_out->keys, (size_t)T * sizeof(int));
-    memcpy(one->values, held_out->values, (size_t)T * sizeof(int));
-    memcpy(one->queries, held_out->queries, (size_t)T * sizeof(int));
-    memcpy(one->answers, held_out->answers, (size_t)T * sizeof(int));
+    TaskBatch *one = task_batch_example(held_out, 0);
     Tensor *logits = reversal_forward(model, one, weights, NULL);
     int predicted[MAX_LENGTH], right = 0;
     for (int t = 0; t < T; t++) {
@@ -228,6 +224,22 @@ static void print_answer(const char *label, const ReversalModel *model, const Ta
     printf("   (%d of %d right)\n", right, T);
     tensor_free(logits);
     task_batch_free(one);
+}
+
+/* The mean over held-out sequences, heads and positions t of the weight
+ * query t puts on key T-1-t. */
+static double mirror_weight(const ReversalModel *model, const TaskBatch *held_out)
+{
+    const int B = held_out->batch_size, T = held_out->num_pairs, H = model->num_heads;
+    Tensor *weights = NULL;   /* (B, H, T, T) */
+    Tensor *logits = reversal_forward(model, held_out, &weights, NULL);
+    double sum = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                sum += AT4(weights, b, h, t, T - 1 - t);
+    TENSOR_FREE(weights, logits);
+    return sum / ((double)B * H * T);
 }
 
 static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch *held_out,
@@ -263,7 +275,11 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
         }
     printf("\nRows are positions asking (queries), columns positions answering (keys).\n"
            "Without positions a query can only ask for letters, not places; with them,\n"
-           "position t looks at position %d - t: the anti-diagonal.\n", T - 1);
+           "position t looks at position %d - t: the anti-diagonal. The weight a query\n"
+           "puts on its mirror position, averaged over the held-out sequences and the\n"
+           "heads: %.3f without positions, %.3f with (1/%d = %.3f is an even spread).\n",
+           T - 1, mirror_weight(models[0], held_out), mirror_weight(models[1], held_out), T,
+           1.0 / T);
     int status = 0;
     if (opt->plot_dir != NULL) {
         if (plot_heatmaps(opt->plot_dir, "positions_attention", panels, "key position",

@@ -7,6 +7,7 @@
 #include "tasks_more.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 
@@ -122,6 +123,25 @@ void task_reversal_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng
         } while (task_split_of(batch, b) != split);
     }
     free(scratch);
+}
+
+TaskBatch *task_batch_example(const TaskBatch *batch, int b)
+{
+    const char *func = "task_batch_example";
+    if (b < 0 || b >= batch->batch_size)
+        die(func, "example %d of a batch of %d", b, batch->batch_size);
+    const int P = batch->num_pairs, Q = batch->num_queries, A = batch->num_answers;
+    TaskBatch *one = checked_calloc(func, 1, sizeof *one);
+    *one = (TaskBatch){.batch_size = 1, .num_pairs = P, .num_queries = Q, .num_answers = A};
+    one->keys = checked_malloc(func, (size_t)P, sizeof(int));
+    one->values = checked_malloc(func, (size_t)P, sizeof(int));
+    one->queries = checked_malloc(func, (size_t)Q, sizeof(int));
+    one->answers = checked_malloc(func, (size_t)A, sizeof(int));
+    memcpy(one->keys, batch->keys + (size_t)b * P, (size_t)P * sizeof(int));
+    memcpy(one->values, batch->values + (size_t)b * P, (size_t)P * sizeof(int));
+    memcpy(one->queries, batch->queries + (size_t)b * Q, (size_t)Q * sizeof(int));
+    memcpy(one->answers, batch->answers + (size_t)b * A, (size_t)A * sizeof(int));
+    return one;
 }
 
 void task_print_sequence(FILE *out, const Task *task, const int *tokens, int length)

@@ -54,6 +54,9 @@ void task_two_keys_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng
  * from 2 to vocab and vocab at most TASK_MAX_LETTERS. */
 Task task_reversal(int length, int vocab);
 void task_reversal_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng);
+
+/* Example b of batch alone, as a new batch of one (any task). */
+TaskBatch *task_batch_example(const TaskBatch *batch, int b);
 /* tokens (length,) on one line, without a newline: "k c o a f m b h". */
 void task_print_sequence(FILE *out, const Task *task, const int *tokens, int length);
 
