@@ -130,8 +130,8 @@ static void part1_the_task(const Task *task, const Options *opt)
 static void describe_model(const LookupModel *model, const Options *opt)
 {
     const int D = model->num_hiddens, H = model->num_heads, V = model->key_vocab;
-    printf("  query word, entries' keys -> embed_keys (%d, %d)   entries' values -> "
-           "embed_values (%d, %d)\n", V, D, model->value_vocab, D);
+    printf("  embed_keys (%d, %d): the query word and the entries' keys\n", V, D);
+    printf("  embed_values (%d, %d): the entries' values\n", model->value_vocab, D);
     printf("  multi-head attention: %d heads of size %d, the query attending over the %d "
            "entries\n", H, D / H, opt->pairs);
     printf("  readout (%d, %d): a score for every capital; cross-entropy against the answer\n",
@@ -229,17 +229,25 @@ static void part3_heldout(const LookupModel *model, const Task *task, const Task
 
 /* ---- Part 4 ------------------------------------------------------------------ */
 
+/* The entry of example b whose key the query names. */
+static int asked_entry(const TaskBatch *batch, int b)
+{
+    const int P = batch->num_pairs;
+    int asked = 0;
+    while (batch->keys[b * P + asked] != batch->queries[b])
+        asked++;
+    return asked;
+}
+
 /* The mean weight each head puts on the entry whose key the query names,
  * over the held-out examples: weights (N, H, 1, P) -> per_head (H,). */
 static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout, double *per_head)
 {
-    const int N = weights->shape[0], H = weights->shape[1], P = weights->shape[3];
+    const int N = weights->shape[0], H = weights->shape[1];
     for (int h = 0; h < H; h++)
         per_head[h] = 0.0;
     for (int b = 0; b < N; b++) {
-        int asked = 0;
-        while (heldout->keys[b * P + asked] != heldout->queries[b])
-            asked++;
+        const int asked = asked_entry(heldout, b);
         for (int h = 0; h < H; h++)
             per_head[h] += AT4(weights, b, h, 0, asked) / N;
     }
@@ -276,9 +284,8 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
 
     /* the entry holding the query's key, and the heads whose largest
      * weight is on it */
-    int asked = 0, on_key = 0;
-    while (heldout->keys[asked] != heldout->queries[0])
-        asked++;
+    const int asked = asked_entry(heldout, 0);
+    int on_key = 0;
     for (int h = 0; h < H; h++) {
         int best = 0;
         for (int j = 1; j < P; j++)
@@ -303,9 +310,14 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
 
 /* ---- --plot, --to, --from, --bench ---------------------------------------------- */
 
-static int write_plots(const char *dir, const Tensor *example, const float *losses, int steps)
+static int write_plots(const char *dir, const Task *task, const TaskBatch *heldout,
+                       const Tensor *example, const float *losses, int steps)
 {
-    int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", NULL);
+    char title[96];
+    snprintf(title, sizeof title, "query %s: entry %d holds its key",
+             task->key_words[heldout->queries[0]], asked_entry(heldout, 0));
+    const char *titles[1] = {title};
+    int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", titles);
     if (steps > 0) {
         Tensor *xs = tensor_arange(SHAPE(steps));
         for (int i = 0; i < steps; i++)
@@ -494,7 +506,7 @@ int main(int argc, char **argv)
     TaskBatch *heldout = heldout_examples(&task, &opt);
     part3_heldout(model, &task, heldout);
     Tensor *example = part4_attention(model, &task, heldout);
-    if (opt.plot_dir && write_plots(opt.plot_dir, example, losses, trained_steps) != 0)
+    if (opt.plot_dir && write_plots(opt.plot_dir, &task, heldout, example, losses, trained_steps) != 0)
         status = 1;
     tensor_free(example);
     task_batch_free(heldout);
