@@ -170,14 +170,22 @@ static TwoKeyModel *load(const Options *opt)
     return NULL;
 }
 
-static double accuracy(const TwoKeyModel *model, const TaskBatch *held_out, const float *gates)
+/* The held-out examples, and the model's heads on them: masking a head
+ * changes only what comes after the heads (W_o and the readout), so every
+ * accuracy below starts from these (two_key_evaluate_heads). */
+typedef struct {
+    TaskBatch *examples;   /* N examples, never trained on */
+    Tensor *heads;         /* (N, 1, D): the heads side by side, before W_o */
+} HeldOut;
+
+static double accuracy(const TwoKeyModel *model, const HeldOut *held, const float *gates)
 {
     TwoKeyCorrect correct;
-    two_key_evaluate(model, held_out, gates, &correct);
-    return (double)correct.pairs / held_out->batch_size;
+    two_key_evaluate_heads(model, held->examples, held->heads, gates, &correct);
+    return (double)correct.pairs / held->examples->batch_size;
 }
 
-static void part1_model(const Options *opt, const TwoKeyModel *model, const TaskBatch *held_out)
+static void part1_model(const Options *opt, const TwoKeyModel *model, const HeldOut *held)
 {
     const int H = model->num_heads, D = model->num_hiddens;
     printf("Head importance on a trained model (d2l's exercise 2)\n\n"
@@ -191,7 +199,7 @@ static void part1_model(const Options *opt, const TwoKeyModel *model, const Task
            "dictionaries of %d entries out of %d countries and %d capitals.\n"
            "Held-out accuracy with every head, both capitals right: %.1f%% of %d examples.\n\n",
            H, D / H, D, opt->pairs, model->key_vocab, model->value_vocab,
-           100.0 * accuracy(model, held_out, NULL), held_out->batch_size);
+           100.0 * accuracy(model, held, NULL), held->examples->batch_size);
 }
 
 /* ---- Part 2 -------------------------------------------------------------------- */
@@ -243,23 +251,23 @@ static void check_one_slope(TwoKeyModel *model, const TaskBatch *held_out, int h
 
 /* importance (H,) and lost (H,): each head's I_h and the accuracy lost by
  * masking it alone. */
-static void part2_importance(TwoKeyModel *model, const TaskBatch *held_out,
-                             double *importance, double *lost)
+static void part2_importance(TwoKeyModel *model, const HeldOut *held, double *importance,
+                             double *lost)
 {
     const int H = model->num_heads;
     printf("Part 2. How much each head matters\n\n"
            "   importance I_h = mean over the held-out examples of |dL/dxi_h| at xi = 1,\n"
            "   from one backward pass; masked: held-out accuracy with head h alone off\n\n"
            "   head   importance   share   rank   masked   accuracy lost   rank\n");
-    two_key_head_importance(model, held_out, importance);
-    const double full = accuracy(model, held_out, NULL);
+    two_key_head_importance(model, held->examples, importance);
+    const double full = accuracy(model, held, NULL);
     float gates[MAX_HEADS] = {0};
     double masked[MAX_HEADS] = {0};
     for (int h = 0; h < H; h++)
         gates[h] = 1.0f;
     for (int h = 0; h < H; h++) {
         gates[h] = 0.0f;
-        masked[h] = accuracy(model, held_out, gates);
+        masked[h] = accuracy(model, held, gates);
         lost[h] = full - masked[h];
         gates[h] = 1.0f;
     }
@@ -285,24 +293,24 @@ static void part2_importance(TwoKeyModel *model, const TaskBatch *held_out,
     print_order("   least important first:     ", by_importance, H);
     print_order("   least missed when masked:  ", by_loss, H);
     printf("\n");
-    check_one_slope(model, held_out, by_importance[H - 1]);
+    check_one_slope(model, held->examples, by_importance[H - 1]);
 }
 
 /* ---- Part 3 -------------------------------------------------------------------- */
 
 /* curve[k] = held-out accuracy with the first k heads of order masked,
  * k = 0..H: heads kept H - k. */
-static void pruning_curve(const TwoKeyModel *model, const TaskBatch *held_out,
-                          const int *order, double *curve)
+static void pruning_curve(const TwoKeyModel *model, const HeldOut *held, const int *order,
+                          double *curve)
 {
     const int H = model->num_heads;
     float gates[MAX_HEADS] = {0};
     for (int h = 0; h < H; h++)
         gates[h] = 1.0f;
-    curve[0] = accuracy(model, held_out, gates);
+    curve[0] = accuracy(model, held, gates);
     for (int k = 1; k <= H; k++) {
         gates[order[k - 1]] = 0.0f;
-        curve[k] = accuracy(model, held_out, gates);
+        curve[k] = accuracy(model, held, gates);
     }
 }
 
@@ -316,8 +324,8 @@ static int fewest_heads(const double *curve, int H)
     return H - k;
 }
 
-static int part3_pruning(const Options *opt, const TwoKeyModel *model,
-                         const TaskBatch *held_out, const double *importance)
+static int part3_pruning(const Options *opt, const TwoKeyModel *model, const HeldOut *held,
+                         const double *importance)
 {
     const int H = model->num_heads;
     int least_first[MAX_HEADS] = {0}, most_first[MAX_HEADS] = {0}, order[MAX_HEADS] = {0};
@@ -326,12 +334,12 @@ static int part3_pruning(const Options *opt, const TwoKeyModel *model,
         most_first[i] = least_first[H - 1 - i];
     double by_least[MAX_HEADS + 1], by_most[MAX_HEADS + 1], random[MAX_HEADS + 1] = {0};
     double one_order[MAX_HEADS + 1];
-    pruning_curve(model, held_out, least_first, by_least);
-    pruning_curve(model, held_out, most_first, by_most);
+    pruning_curve(model, held, least_first, by_least);
+    pruning_curve(model, held, most_first, by_most);
     Rng rng = rng_new_stream(opt->seed, STREAM_ORDERS);
     for (int r = 0; r < opt->orders; r++) {
         rng_permutation(&rng, order, H);
-        pruning_curve(model, held_out, order, one_order);
+        pruning_curve(model, held, order, one_order);
         for (int k = 0; k <= H; k++)
             random[k] += one_order[k] / opt->orders;
     }
@@ -389,18 +397,20 @@ int main(int argc, char **argv)
     if (model == NULL)
         return 1;
     Task task = task_two_keys(opt.pairs, model->key_vocab, model->value_vocab);
-    TaskBatch *held_out = task_batch_new(&task, opt.examples);
+    HeldOut held = {task_batch_new(&task, opt.examples), NULL};
     Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
-    task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    task_two_keys_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
+    held.heads = two_key_heads(model, held.examples);
 
-    part1_model(&opt, model, held_out);
+    part1_model(&opt, model, &held);
     int status = opt.to_dir != NULL ? save(&opt, model) : 0;
     if (status == 0) {
         double importance[MAX_HEADS] = {0}, lost[MAX_HEADS] = {0};
-        part2_importance(model, held_out, importance, lost);
-        status = part3_pruning(&opt, model, held_out, importance);
+        part2_importance(model, &held, importance, lost);
+        status = part3_pruning(&opt, model, &held, importance);
     }
-    task_batch_free(held_out);
+    tensor_free(held.heads);
+    task_batch_free(held.examples);
     two_key_free(model);
     return status;
 }

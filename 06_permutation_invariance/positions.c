@@ -148,7 +148,7 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
     printf("  ->  ");
     task_print_sequence(stdout, task, held_out->answers, T);
     printf("\n\nThe model: embed_tokens (%d, %d), optionally + the positional encoding\n"
-           "P[:%d] (common/positional.c), self-attention with %d head%s (num_hiddens %d,\n"
+           "PE[:%d] (common/positional.c), self-attention with %d head%s (num_hiddens %d,\n"
            "no biases), readout %d -> %d. Both models start from the same parameters\n"
            "and see the same batches: %d Adam steps of %d sequences, lr %g. Held-out:\n"
            "%d sequences, none of them trained on.\n\n", opt->letters, opt->hiddens, T,

@@ -9,7 +9,7 @@
  *   tokens (B, T)                                      word ids (tasks_more.h)
  *      | embed_tokens                                  (V, D)
  *   x (B, T, D)
- *      | + P[:T], the sinusoidal positional encoding   only when positions is on
+ *      | + PE[:T], the sinusoidal positional encoding  only when positions is on
  *   x (B, T, D)
  *      | self-attention: queries = keys = values = x   H heads, no biases
  *   out (B, T, D)

@@ -220,24 +220,63 @@ static int argmax(const float *scores, int n)
     return best;
 }
 
-double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
-                        TwoKeyCorrect *correct)
+/* logits (B, 2, Vv), answers (B, 2) -> how many of each answer, and of
+ * both, are right */
+static TwoKeyCorrect count_right(const Tensor *logits, const int *answers)
 {
-    Tensor *logits = two_key_forward(model, batch, gates, NULL, NULL);
-    const double loss = cross_entropy(logits, batch->answers);
-    const int Vv = model->value_vocab;
+    const int B = logits->shape[0], Vv = logits->shape[2];
     TwoKeyCorrect count = {0, 0, 0};
-    for (int b = 0; b < batch->batch_size; b++) {
-        const int *answer = batch->answers + (size_t)b * 2;
+    for (int b = 0; b < B; b++) {
+        const int *answer = answers + (size_t)b * 2;
         const bool first = argmax(&AT3(logits, b, 0, 0), Vv) == answer[0];
         const bool second = argmax(&AT3(logits, b, 1, 0), Vv) == answer[1];
         count.first += first;
         count.second += second;
         count.pairs += first && second;
     }
-    tensor_free(logits);
+    return count;
+}
+
+double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
+                        TwoKeyCorrect *correct)
+{
+    Tensor *logits = two_key_forward(model, batch, gates, NULL, NULL);
+    const double loss = cross_entropy(logits, batch->answers);
     if (correct != NULL)
-        *correct = count;
+        *correct = count_right(logits, batch->answers);
+    tensor_free(logits);
+    return loss;
+}
+
+/* batch -> concat (B, 1, D): the heads side by side, before W_o */
+Tensor *two_key_heads(const TwoKeyModel *model, const TaskBatch *batch)
+{
+    TwoKeySaved saved = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    Tensor *concat = saved.attention.concat;
+    saved.attention.concat = NULL;   /* kept; the rest goes */
+    tensor_free(logits);
+    two_key_saved_free(&saved);
+    return concat;
+}
+
+double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
+                              const Tensor *concat, const float *gates, TwoKeyCorrect *correct)
+{
+    const MultiHeadAttention *layer = model->attention;
+    const int B = batch->batch_size;
+    tensor_check_shape("two_key_evaluate_heads", "concat", concat,
+                       SHAPE(B, 1, model->num_hiddens));
+    // the end of the layer (multihead.c's pass 3), with each head gated
+    Tensor *W_o = gates != NULL ? head_gated_W_o(layer, gates) : NULL;
+    Tensor *out = linear(concat, W_o != NULL ? W_o : layer->W_o, layer->b_o);   /* (B, 1, D) */
+    // and the readout, as in two_key_forward
+    Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
+    tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
+    const double loss = cross_entropy(logits, batch->answers);
+    if (correct != NULL)
+        *correct = count_right(logits, batch->answers);
+    TENSOR_FREE(W_o, out, logits);
     return loss;
 }
 

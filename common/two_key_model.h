@@ -112,6 +112,14 @@ typedef struct {
 double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
                         TwoKeyCorrect *correct);
 
+/* The same in two halves, for many gate settings on one batch: the heads'
+ * outputs do not depend on the gates, so two_key_heads computes them once,
+ * concat (B, 1, D) (new), and two_key_evaluate_heads runs only what comes
+ * after them, W_o with the gates and the readout. */
+Tensor *two_key_heads(const TwoKeyModel *model, const TaskBatch *batch);
+double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
+                              const Tensor *concat, const float *gates, TwoKeyCorrect *correct);
+
 /* Michel, Levy and Neubig's importance of every head on a batch:
  * importance[h] = mean over the B examples of |dL_b / dxi_h| at xi = 1,
  * L_b being example b's own loss (the mean of its two cross-entropies).
