@@ -35,7 +35,10 @@
 
 static const char PROG[] = "head_importance";
 
-enum { MAX_HEADS = 16, MAX_HIDDENS = 128, MAX_PAIRS = 16, MAX_ORDERS = 1000 };
+/* The held-out set is evaluated in one batch: at the largest sizes it
+ * still takes a few hundred MB. */
+enum { MAX_HEADS = 16, MAX_HIDDENS = 128, MAX_PAIRS = 16, MAX_ORDERS = 1000,
+       MAX_EXAMPLES = 5000 };
 
 /* Each use of randomness draws from its own stream of the seed. */
 enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3, STREAM_ORDERS = 4 };
@@ -55,15 +58,16 @@ static Options parse_options(int argc, char **argv)
     bool *trains = &opt.sizes_given;
     const CliOption options[] = {
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "load a two-key model saved with --to instead of training one"},
+         .help = "load a model saved with --to, not train one"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "save the trained model as DIR/<parameter>.npy"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
          .help = "num_heads, dividing D", .given = trains},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens", .given = trains},
-        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES, .metavar = "C",
-         .help = "countries, and capitals, the entries are drawn from (at least P)", .given = trains},
+        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
+         .metavar = "C",
+         .help = "words per vocabulary, at least P", .given = trains},
         {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps", .given = trains},
         {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
@@ -71,13 +75,13 @@ static Options parse_options(int argc, char **argv)
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
          .help = "Adam's learning rate", .given = trains},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
-         .help = "(country, capital) entries per dictionary"},
-        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
-         .help = "held-out examples, never trained on"},
+         .help = "entries of each dictionary"},
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = MAX_EXAMPLES, .metavar = "N",
+         .help = "held-out examples"},
         {"--orders", CLI_INT, &opt.orders, .min = 1, .max = MAX_ORDERS, .metavar = "N",
          .help = "random pruning orders, averaged"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S",
-         .help = "seed of the model, its batches, the held-out examples and the orders"},
+         .help = "seed of the model, batches, held-out set"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the pruning curves as DIR/head_pruning.{dat,gp}"},
     };
@@ -89,6 +93,8 @@ static Options parse_options(int argc, char **argv)
         struct stat st;
         if (stat(opt.from_dir, &st) != 0 || !S_ISDIR(st.st_mode))
             cli_fail(PROG, "--from: '%s' is not a directory", opt.from_dir);
+        if (opt.to_dir != NULL)
+            cli_fail(PROG, "--from and --to together would only copy the model");
         if (opt.sizes_given)
             cli_fail(PROG, "--from takes the model's sizes from its files; --heads, "
                      "--hiddens, --countries, --steps, --batch and --lr train a new one");
@@ -117,7 +123,8 @@ static TwoKeyModel *train(const Options *opt, const Task *task)
 {
     Rng init = rng_new_stream(opt->seed, STREAM_INIT);
     Rng data = rng_new_stream(opt->seed, STREAM_TRAIN);
-    TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, opt->heads, &init);
+    TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
+                                     &init);
     Adam *adam = adam_new(model->params, TWO_KEY_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);

@@ -30,7 +30,10 @@
 
 static const char PROG[] = "heads_experiment";
 
-enum { MAX_COUNTS = 6, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_PAIRS = HEATMAP_TERMINAL_MAX };
+/* The held-out set is evaluated in one batch: at the largest sizes it
+ * still takes a few hundred MB. */
+enum { MAX_COUNTS = 6, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_PAIRS = HEATMAP_TERMINAL_MAX,
+       MAX_EXAMPLES = 5000 };
 
 /* Each use of randomness draws from its own stream of the seed. */
 enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
@@ -50,13 +53,14 @@ static Options parse_options(int argc, char **argv)
                    .steps = 600, .batch = 32, .seeds = 3, .examples = 1000, .lr = 0.01f};
     const CliOption options[] = {
         {"--heads", CLI_STRING, &opt.heads_text, .metavar = "LIST",
-         .help = "comma-separated head counts to compare, each dividing D"},
+         .help = "head counts to compare, each dividing D"},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
-         .help = "num_hiddens, the same for every head count"},
+         .help = "num_hiddens, for every head count"},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
-         .help = "(country, capital) entries per dictionary"},
-        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES, .metavar = "C",
-         .help = "countries, and capitals, the entries are drawn from (at least P)"},
+         .help = "entries of each dictionary"},
+        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
+         .metavar = "C",
+         .help = "words per vocabulary, at least P"},
         {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
         {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
@@ -64,13 +68,13 @@ static Options parse_options(int argc, char **argv)
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
          .help = "Adam's learning rate"},
         {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
-         .help = "seeds per head count, each its own initial parameters and batches"},
+         .help = "seeds per head count"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S",
-         .help = "the first seed; the held-out examples come from it too"},
-        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
-         .help = "held-out examples, never trained on"},
+         .help = "the first seed, and the held-out set's"},
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = MAX_EXAMPLES, .metavar = "N",
+         .help = "held-out examples"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
-         .help = "write each head count's attention as DIR/two_keys_H_heads.{dat,gp}"},
+         .help = "write DIR/two_keys_H_heads.{dat,gp}"},
     };
     cli_parse(&(CliTable){PROG, "Why several heads: a query that names two keys, answered with "
                           "1, 2 and 4 heads\nat the same num_hiddens.",

@@ -31,8 +31,10 @@
 
 static const char PROG[] = "positions";
 
-/* Sequences fit a terminal heatmap; the largest run ends in seconds. */
-enum { MAX_LENGTH = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_HEADS = 8 };
+/* Sequences fit a terminal heatmap; the held-out set is evaluated in one
+ * batch, a few hundred MB at the largest sizes. */
+enum { MAX_LENGTH = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_HEADS = 8,
+       MAX_EXAMPLES = 5000 };
 
 /* Each use of randomness draws from its own stream of the seed. */
 enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
@@ -52,7 +54,7 @@ static Options parse_options(int argc, char **argv)
         {"--length", CLI_INT, &opt.length, .min = 2, .max = MAX_LENGTH, .metavar = "T",
          .help = "tokens per sequence"},
         {"--letters", CLI_INT, &opt.letters, .min = 2, .max = TASK_MAX_LETTERS, .metavar = "V",
-         .help = "letters the tokens are drawn from (at least T)"},
+         .help = "letters to draw from, at least T"},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
@@ -64,20 +66,20 @@ static Options parse_options(int argc, char **argv)
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
          .help = "Adam's learning rate"},
         {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
-         .help = "seeds per model, each its own initial parameters and batches"},
+         .help = "seeds per model (parameters, batches)"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S",
-         .help = "the first seed; the held-out sequences come from it too"},
-        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
-         .help = "held-out sequences, never trained on"},
+         .help = "the first seed, and the held-out set's"},
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = MAX_EXAMPLES, .metavar = "N",
+         .help = "held-out sequences"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
-         .help = "write the attention heatmaps as DIR/positions_attention.{dat,gp}"},
+         .help = "write DIR/positions_attention.{dat,gp}"},
     };
     cli_parse(&(CliTable){PROG, "Self-attention learns to reverse sequences only when it is "
                           "told the positions.", CLI_COUNT(options), options},
               argc, argv);
     if (opt.letters < opt.length)
-        cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different letters",
-                 opt.letters, opt.length, opt.length);
+        cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
+                 "letters", opt.letters, opt.length, opt.length);
     if (opt.hiddens % opt.heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
     return opt;

@@ -772,6 +772,11 @@ static BadInput rows[] = {
      NULL, two_key_good},
     {IMPORTANCE, "--from @/in --steps 5", 2, "--from takes the model's sizes", NULL,
      two_key_good},
+    {IMPORTANCE, "--from @/in --to @/in", 2, "--from and --to together would only copy the "
+     "model", NULL, two_key_good},
+    {IMPORTANCE, "--examples 5001", 2, "--examples expects a whole number from 1 to 5000", NULL},
+    {POSITIONS, "--examples 0", 2, "--examples expects a whole number from 1 to 5000, got '0'",
+     NULL},
     /* the dictionary model of train is another model: it has no W_q of its own */
     {IMPORTANCE, "--from @/in", 1, "in/attention.W_q.weight.npy: cannot open: No such file",
      NULL, train_model_good},

@@ -404,3 +404,23 @@ Test(programs, head_importance_to_then_from)
     run_result_free(&loaded);
     scratch_dir_remove(dir);
 }
+
+/* --help lists every option of each program's table. */
+Test(programs, help_lists_every_option)
+{
+    static const char *const heads[] = {"--heads", "--hiddens", "--pairs", "--countries",
+                                        "--steps", "--batch", "--lr", "--seeds", "--seed",
+                                        "--examples", "--plot"};
+    static const char *const importance[] = {"--from", "--to", "--heads", "--hiddens",
+                                             "--countries", "--steps", "--batch", "--lr",
+                                             "--pairs", "--examples", "--orders", "--seed",
+                                             "--plot"};
+    static const char *const positions[] = {"--length", "--letters", "--hiddens", "--heads",
+                                            "--steps", "--batch", "--lr", "--seeds", "--seed",
+                                            "--examples", "--plot"};
+    expect_help_lists("05_multihead/heads_experiment", heads, sizeof heads / sizeof heads[0]);
+    expect_help_lists("05_multihead/head_importance", importance,
+                      sizeof importance / sizeof importance[0]);
+    expect_help_lists("06_permutation_invariance/positions", positions,
+                      sizeof positions / sizeof positions[0]);
+}

@@ -137,7 +137,11 @@ static void check_gradients(bool positions)
     reversal_free(model);
 }
 
-Test(reversal, backward_equals_finite_differences) { check_gradients(false); check_gradients(true); }
+Test(reversal, backward_equals_finite_differences)
+{
+    check_gradients(false);
+    check_gradients(true);
+}
 
 /* ---- the task ------------------------------------------------------------------ */
 
