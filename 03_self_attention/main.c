@@ -90,17 +90,6 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-/* A check that fails is named on stderr and makes the exit status 1. */
-static int failed_checks = 0;
-
-static void check(bool holds, const char *what)
-{
-    if (!holds) {
-        fprintf(stderr, "%s: check failed: %s\n", PROG, what);
-        failed_checks++;
-    }
-}
-
 /* ---- Part 1 -------------------------------------------------------------- */
 
 /* weights (2, 1, 10), values (2, 10, 4), output (2, 1, 4): sequence 1's
@@ -123,8 +112,8 @@ static void check_sequence_1(const Tensor *weights, const Tensor *values, const 
            masked_zero ? "yes" : "NO");
     printf("output[1] = sum of weight_j * values[1, j] over j < 6: largest difference %.1e\n",
            worst);
-    check(masked_zero, "part 1: a masked key has a weight");
-    check(worst < 1e-6, "part 1: the output is not the weighted sum of the values");
+    cli_check(PROG, masked_zero, "part 1: a masked key has a weight");
+    cli_check(PROG, worst < 1e-6, "part 1: the output is not the weighted sum of the values");
 }
 
 /* d2l's check, with values whose rows all differ. Returns the weights
@@ -201,11 +190,10 @@ static Tensor *show_unscaled(const Tensor *x, bool fixed)
     if (fixed) {
         Tensor *printed = tensor_from(example_output, SHAPE(1, 3, 3));
         const float diff = tensor_max_abs_diff(plain, printed);
-        printf("The PyTorch example printed\n");
-        tensor_print(printed);
-        printf("Largest difference %.4f: its tokens were printed with 4 decimals, so this\n"
-               "is as close as they allow.\n", (double)diff);
-        check(diff < 2e-4f, "part 2: the output is not what the PyTorch example printed");
+        tensor_print_named("the PyTorch example printed", printed);
+        printf("Largest difference %.4f (its tokens were printed to 4 decimals)\n", (double)diff);
+        cli_check(PROG, diff < 2e-4f,
+                  "part 2: the output is not what the PyTorch example printed");
         tensor_free(printed);
     }
     tensor_free(plain);
@@ -215,7 +203,7 @@ static Tensor *show_unscaled(const Tensor *x, bool fixed)
 /* x (1, n, d), weights (1, n, n): symmetry, and who attends to whom */
 static void read_the_weights(const Tensor *x, const Tensor *weights)
 {
-    const int n = x->shape[1], d = x->shape[2];
+    const int n = x->shape[1];
     Tensor *scores = matmul_bt(x, x);
     float asymmetry = 0.0f, weights_asymmetry = 0.0f;
     for (int i = 0; i < n; i++)
@@ -224,8 +212,7 @@ static void read_the_weights(const Tensor *x, const Tensor *weights)
             weights_asymmetry = fmaxf(weights_asymmetry,
                                       fabsf(AT3(weights, 0, i, j) - AT3(weights, 0, j, i)));
         }
-    printf("\nX X^T is symmetric (largest |S - S^T| = %g), the weights are not\n"
-           "(largest |W - W^T| = %.4f): softmax normalises each row by its own sum.\n",
+    printf("\nlargest |S - S^T| = %g for the scores S = X X^T, largest |W - W^T| = %.4f\n",
            (double)asymmetry, (double)weights_asymmetry);
     /* A dot product is not a distance: a token need not be its own best match. */
     for (int i = 0; i < n; i++) {
@@ -234,13 +221,10 @@ static void read_the_weights(const Tensor *x, const Tensor *weights)
             if (AT3(weights, 0, i, j) > AT3(weights, 0, i, best))
                 best = j;
         if (best != i)
-            printf("Token %d attends most to token %d, not to itself: x%d . x%d = %.4f is larger\n"
-                   "than x%d . x%d = %.4f. A dot product grows with length, not only with\n"
-                   "likeness.\n", i, best, i, best, (double)AT3(scores, 0, i, best), i, i,
+            printf("token %d attends most to token %d: x%d . x%d = %.4f > x%d . x%d = %.4f\n", i,
+                   best, i, best, (double)AT3(scores, 0, i, best), i, i,
                    (double)AT3(scores, 0, i, i));
     }
-    if (d > 1)
-        printf("Dividing by sqrt(d) flattens every row; it never reorders one.\n");
     tensor_free(scores);
 }
 
@@ -277,61 +261,64 @@ static Tensor *part2_self_attention(const Tensor *x, bool fixed)
 
 /* ---- Part 3 -------------------------------------------------------------- */
 
+enum { PAIRS = 2000, ROWS = 200, KEYS = 10 };
+
+/* The variance of q . k over PAIRS random pairs q, k (d,) ~ normal(0, 1) */
+static double dot_variance(Rng *rng, int d)
+{
+    double sum = 0.0, sum_sq = 0.0;
+    for (int p = 0; p < PAIRS; p++) {
+        double dot = 0.0;
+        for (int i = 0; i < d; i++)
+            dot += (double)rng_normal(rng) * rng_normal(rng);
+        sum += dot;
+        sum_sq += dot * dot;
+    }
+    const double mean = sum / PAIRS;
+    return sum_sq / PAIRS - mean * mean;
+}
+
+/* How peaked softmax gets: the largest weight of one query (1, 1, d)
+ * against KEYS random keys, unscaled and scaled, averaged over ROWS queries */
+static void mean_peaks(Rng *rng, int d, double *peak_plain, double *peak_scaled)
+{
+    *peak_plain = *peak_scaled = 0.0;
+    for (int r = 0; r < ROWS; r++) {
+        Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, 1, d));
+        Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, KEYS, d));
+        Tensor *plain = matmul_bt(queries, keys);
+        Tensor *scaled = NULL;
+        Tensor *out = dot_product_attention(queries, keys, keys, NULL, NULL, &scaled);
+        softmax_row(plain->data, KEYS);
+        float max_plain = 0.0f, max_scaled = 0.0f;
+        for (int j = 0; j < KEYS; j++) {
+            max_plain = fmaxf(max_plain, plain->data[j]);
+            max_scaled = fmaxf(max_scaled, scaled->data[j]);
+        }
+        *peak_plain += max_plain / (double)ROWS;
+        *peak_scaled += max_scaled / (double)ROWS;
+        TENSOR_FREE(queries, keys, plain, scaled, out);
+    }
+}
+
 static void part3_why_sqrt_d(Rng *rng)
 {
-    enum { PAIRS = 2000, ROWS = 200, KEYS = 10 };
     static const int sizes[] = {2, 8, 32, 128, 512};
     printf("Part 3. Why divide by sqrt(d)\n\n");
-    printf("q and k with d independent entries of mean 0 and variance 1: q . k is a sum\n"
-           "of d products of variance 1, so its variance is d. Measured on %d pairs:\n\n",
-           PAIRS);
+    printf("q, k: d entries ~ normal(0, 1); variances over %d pairs, largest weights\n"
+           "averaged over %d queries (a uniform row would give %.1f)\n\n", PAIRS, ROWS,
+           1.0 / KEYS);
     printf("     d   var(q . k)   var(q . k / sqrt(d))   largest weight of %d keys\n", KEYS);
     printf("                                             unscaled    scaled\n");
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         const int d = sizes[s];
-        /* variance of the dot product over PAIRS random pairs */
-        double sum = 0.0, sum_sq = 0.0;
-        for (int p = 0; p < PAIRS; p++) {
-            double dot = 0.0;
-            for (int i = 0; i < d; i++)
-                dot += (double)rng_normal(rng) * rng_normal(rng);
-            sum += dot;
-            sum_sq += dot * dot;
-        }
-        double mean = sum / PAIRS;
-        double variance = sum_sq / PAIRS - mean * mean;
-
-        /* how peaked softmax gets: a query against KEYS random keys */
-        double peak_plain = 0.0, peak_scaled = 0.0;
-        for (int r = 0; r < ROWS; r++) {
-            Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, 1, d));
-            Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, KEYS, d));
-            Tensor *plain = matmul_bt(queries, keys);
-            Tensor *scaled = NULL;
-            Tensor *out = dot_product_attention(queries, keys, keys, NULL, NULL, &scaled);
-            softmax_row(plain->data, KEYS);
-            float max_plain = 0.0f, max_scaled = 0.0f;
-            for (int j = 0; j < KEYS; j++) {
-                max_plain = fmaxf(max_plain, plain->data[j]);
-                max_scaled = fmaxf(max_scaled, scaled->data[j]);
-            }
-            peak_plain += max_plain / (double)ROWS;
-            peak_scaled += max_scaled / (double)ROWS;
-            tensor_free(queries);
-            tensor_free(keys);
-            tensor_free(plain);
-            tensor_free(scaled);
-            tensor_free(out);
-        }
+        const double variance = dot_variance(rng, d);
+        double peak_plain, peak_scaled;
+        mean_peaks(rng, d, &peak_plain, &peak_scaled);
         printf("  %4d   %10.2f   %20.3f   %9.3f  %8.3f\n", d, variance, variance / d,
                peak_plain, peak_scaled);
     }
-    printf("\nThe last two columns average, over %d random queries, the largest of the %d\n"
-           "weights one query gives; a uniform row would give %.1f.\n", ROWS, KEYS,
-           1.0 / KEYS);
-    printf("Unscaled, the scores spread out like sqrt(d): at d = 512 one key takes\n"
-           "almost all the weight, softmax is nearly one-hot and its gradient\n"
-           "w (1 - w) is nearly 0. Scaled, the scores keep variance 1 for every d.\n\n");
+    printf("\n");
 }
 
 /* ---- Part 4 -------------------------------------------------------------- */
@@ -341,14 +328,13 @@ static void part4_dropout(const Tensor *x, const Options *opt)
 {
     printf("Part 4. Dropout on the weights\n\n");
     if (!opt->train) {
-        printf("Dropout acts in training mode only; this run is in evaluation mode, so the\n"
-               "weights above are used as they are. Try --dropout 0.5 --train.\n\n");
+        printf("evaluation mode: dropout does nothing (try --dropout 0.5 --train)\n\n");
         return;
     }
     const int n = x->shape[1];
     const double scale = 1.0 / (1.0 - opt->dropout);
-    printf("Dropout in training mode, p = %g: each weight is zeroed with probability p\n"
-           "and the others are multiplied by 1 / (1 - p) = %g.\n", (double)opt->dropout, scale);
+    printf("training mode, p = %g: kept weights times 1 / (1 - p) = %g\n", (double)opt->dropout,
+           scale);
     Tensor *eval_weights = NULL;
     Tensor *eval_output = dot_product_attention(x, x, x, NULL, NULL, &eval_weights);
     /* The coin flips come from a generator of their own, so turning dropout
@@ -379,11 +365,9 @@ static void part4_dropout(const Tensor *x, const Options *opt)
         kept++;
         worst = fmax(worst, fabs(weights->data[i] / eval_weights->data[i] - scale));
     }
-    printf("%d %s dropped, %d kept; every kept weight is its evaluation value times\n"
-           "%g (largest deviation %.1e). On average over many draws the weights\n"
-           "are unchanged, which is why evaluation needs no rescaling.\n\n",
-           dropped, dropped == 1 ? "weight" : "weights", kept, scale, worst);
-    check(worst < 1e-5 * scale, "part 4: a kept weight is not scaled by 1 / (1 - p)");
+    printf("%d %s dropped, %d kept; kept weight / evaluation weight = %g (largest deviation "
+           "%.1e)\n\n", dropped, plural(dropped, "weight", "weights"), kept, scale, worst);
+    cli_check(PROG, worst < 1e-5 * scale, "part 4: a kept weight is not scaled by 1 / (1 - p)");
     TENSOR_FREE(eval_weights, eval_output, weights, output);
 }
 
@@ -394,6 +378,30 @@ static double seconds_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* x (1, n, d) -> milliseconds of one dot_product_attention(x, x, x), the
+ * best of runs */
+static double best_time_ms(const Tensor *x, int runs)
+{
+    double best = INFINITY;
+    for (int r = 0; r < runs; r++) {
+        double start = seconds_now();
+        Tensor *out = dot_product_attention(x, x, x, NULL, NULL, NULL);
+        best = fmin(best, seconds_now() - start);
+        tensor_free(out);
+    }
+    return best * 1e3;
+}
+
+/* now / prev in a column 6 wide, blank on the first row (prev 0) */
+static const char *ratio_str(char *buf, size_t len, double now, double prev)
+{
+    if (prev > 0.0)
+        snprintf(buf, len, "%6.2f", now / prev);
+    else
+        snprintf(buf, len, "%6s", "");
+    return buf;
 }
 
 static double physical_memory_bytes(void)
@@ -408,37 +416,20 @@ static void part5_cost(const Options *opt, Rng *rng)
     const int d = opt->num_hiddens;
     const double memory = physical_memory_bytes();
     printf("Part 5. What the n x n weight matrix costs\n\n");
-    printf("Self-attention on n tokens of size d = %d: Q K^T and weights @ V each take\n"
-           "n * n * d multiply-adds, and the weights are an n x n matrix of floats.\n"
-           "Time is the best of a few runs of dot_product_attention; it varies from\n"
-           "run to run and machine to machine, the bytes do not.\n\n", d);
+    printf("self-attention on n tokens of size d = %d; time: the best of a few runs\n\n", d);
     printf("      n    time (ms)   x prev   weights (MB)   x prev   share of memory\n");
     printf("                                  (10^6 bytes)\n");
     double prev_ms = 0.0, prev_mb = 0.0;
     for (int n = 128; n <= opt->cost_max; n *= 2) {
         Tensor *x = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, n, d));
         /* repeat small sizes so the time is not all clock resolution */
-        const int runs = n <= 512 ? 5 : n <= 2048 ? 2 : 1;
-        double best = INFINITY;
-        for (int r = 0; r < runs; r++) {
-            double start = seconds_now();
-            Tensor *out = dot_product_attention(x, x, x, NULL, NULL, NULL);
-            best = fmin(best, seconds_now() - start);
-            tensor_free(out);
-        }
-        const double ms = best * 1e3;
+        const double ms = best_time_ms(x, n <= 512 ? 5 : n <= 2048 ? 2 : 1);
         const double bytes = (double)n * n * sizeof(float);
         const double mb = bytes / 1e6;
-        printf("  %5d   %10.1f   ", n, ms);
-        if (prev_ms > 0.0)
-            printf("%6.2f", ms / prev_ms);
-        else
-            printf("%6s", "");
-        printf("   %12.2f   ", mb);
-        if (prev_mb > 0.0)
-            printf("%6.2f", mb / prev_mb);
-        else
-            printf("%6s", "");
+        char time_ratio[16], mb_ratio[16];
+        printf("  %5d   %10.1f   %s   %12.2f   %s", n, ms,
+               ratio_str(time_ratio, sizeof time_ratio, ms, prev_ms), mb,
+               ratio_str(mb_ratio, sizeof mb_ratio, mb, prev_mb));
         if (memory > 0.0)
             printf("   %14.4f%%", 100.0 * bytes / memory);
         printf("\n");
@@ -446,12 +437,9 @@ static void part5_cost(const Options *opt, Rng *rng)
         prev_mb = mb;
         tensor_free(x);
     }
-    printf("\nDoubling n multiplies the weight matrix by exactly 4 and the time by about 4.\n");
-    if (memory > 0.0) {
-        double n_fill = sqrt(memory / sizeof(float));
-        printf("This machine has %.1f GB: one n x n float matrix alone fills it at n = %.0f,\n"
-               "and a model holds one per head and per layer.\n", memory / 1e9, n_fill);
-    }
+    if (memory > 0.0)
+        printf("\nThis machine has %.1f GB: one n x n float matrix fills it at n = %.0f.\n",
+               memory / 1e9, sqrt(memory / sizeof(float)));
     printf("An 80 GB GPU (an A100) fills with a single matrix at n = %.0f.\n",
            sqrt(80e9 / sizeof(float)));
 }
@@ -462,10 +450,12 @@ static void part5_cost(const Options *opt, Rng *rng)
 static int write_plots(const char *dir, Tensor *check_weights, const Tensor *self_weights)
 {
     const char *const titles[2] = {"softmax(X X^T)", "softmax(X X^T / sqrt(d))"};
-    const char *const check_title[1] = {"d2l's check: weights of sequences 0 and 1"};
+    const char *const check_title[1] = {"valid_lens = [2, 6]"};
     Tensor *check_panel = tensor_reshape(check_weights, SHAPE(2, 10));
-    if (plot_heatmaps(dir, "self_attention", self_weights, "keys", "queries", titles) != 0 ||
-        plot_heatmaps(dir, "d2l_check", check_panel, "keys", "sequence", check_title) != 0)
+    if (plot_heatmaps_titled(dir, "self_attention", "self-attention weights, without and with "
+                             "the scale", self_weights, "keys", "queries", titles) != 0 ||
+        plot_heatmaps_titled(dir, "d2l_check", "d2l's check: one query per sequence over 10 "
+                             "keys", check_panel, "keys", "sequence", check_title) != 0)
         return 1;
     printf("wrote self_attention and d2l_check (.dat and .gp) into %s; "
            "render with: gnuplot %s/self_attention.gp\n", dir, dir);
@@ -488,5 +478,6 @@ int main(int argc, char **argv)
 
     int status = opt.plot_dir ? write_plots(opt.plot_dir, check_weights, self_weights) : 0;
     TENSOR_FREE(check_weights, x, self_weights);
-    return status == 0 && failed_checks == 0 ? 0 : 1;
+    const int check_status = cli_checks_status(PROG);
+    return status == 0 && check_status == 0 ? 0 : 1;
 }

@@ -341,17 +341,29 @@ static int part4_layer_from_files(const Options *opt)
     tensor_print_named("attention_weights", weights);
     printf("\n");
 
-    const NamedTensor results[] = {{"output", output, NULL}, {"attention_weights", weights, NULL}};
+    /* With grad_output.npy, the gradients join the results (and, without
+     * it, their names remove the files of an earlier run from --to). */
+    NamedTensor results[2 + LAYER_FILES_GRADIENTS] = {{"output", output, NULL},
+                                                      {"attention_weights", weights, NULL}};
+    LayerGradients grads = {0};
+    if (files.grad_output != NULL)
+        layer_files_backward(&files, &grads);
+    const int count = 2 + layer_files_gradients(files.grad_output ? &grads : NULL, results + 2);
+    if (files.grad_output != NULL)
+        layer_gradients_print(&grads);
     /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
-    int compared = layer_files_check_expected(opt->from_dir, results, 2, 1e-5f, 1e-5f, err,
+    int compared = layer_files_check_expected(opt->from_dir, results, count, 1e-5f, 1e-5f, err,
                                               sizeof err);
     if (compared < 0)
         fprintf(stderr, "%s: %s\n", PROG, err);
     int status = compared < 0;
     if (opt->plot_dir && write_plot(opt->plot_dir, weights) != 0)
         status = 1;
-    if (status == 0 && opt->to_dir && save_set(opt->to_dir, results, 2, output, weights) != 0)
+    if (status == 0 && opt->to_dir && save_set(opt->to_dir, results, count, output, weights) != 0)
         status = 1;
+    if (status == 0 && opt->to_dir && files.grad_output != NULL)
+        printf("wrote the gradients of sum(output * grad_output) as %s/grad_<name>.npy\n",
+               opt->to_dir);
     if (status == 0 && compared > 0) {
         fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s\n", PROG,
                 opt->from_dir);
@@ -359,6 +371,7 @@ static int part4_layer_from_files(const Options *opt)
     }
     tensor_free(output);
     tensor_free(weights);
+    layer_gradients_free(&grads);
     layer_files_free(&files);
     return status;
 }
@@ -393,10 +406,12 @@ static Options parse_options(int argc, char **argv)
          .help = "seed for the parameters and inputs"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
          .help = "Part 4: queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
-                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy"},
+                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy;\n"
+                 "with DIR/grad_output.npy (B, T, D) the backward runs too"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "write output.npy and attention_weights.npy into DIR, and for\n"
-                 "the built-in example its inputs and parameters too, for --from"},
+                 "the built-in example its inputs and parameters too, for --from;\n"
+                 "with grad_output.npy also grad_queries.npy ... grad_b_o.npy"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
     };

@@ -57,11 +57,11 @@ static double now_seconds(void)
 }
 
 /* Every training step allocates and frees the same tensors. glibc returns
- * the free top of its heap to the system as soon as it passes 128 KB (and
- * serves large blocks with mmap, returned at once), so each step would
- * fault in fresh zeroed pages: at the default size that was 40% of the
- * time of a step. Keeping freed memory for the next step costs nothing
- * here: the program's memory peaks in the first step anyway. */
+ * the free top of its heap to the system once it passes 128 KB (and serves
+ * blocks over 128 KB with mmap, unmapped when freed), so each step would
+ * fault fresh zeroed pages back in: with --batch 256 a step took five times
+ * as long. The default size stays under those limits. Keeping freed memory
+ * for the next step costs nothing: the memory peaks in the first step. */
 static void keep_freed_memory(void)
 {
 #ifdef __GLIBC__
@@ -323,8 +323,12 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
         for (int i = 0; i < steps; i++)
             xs->data[i] += 1.0f;
         Tensor *ys = tensor_from(losses, SHAPE(steps));
+        /* a log scale shows the late steps, unless a loss rounded to 0 */
+        bool all_positive = true;
+        for (int i = 0; i < steps; i++)
+            all_positive = all_positive && losses[i] > 0.0f;
         status |= plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
-                              true);
+                              all_positive);
         tensor_free(xs);
         tensor_free(ys);
     }
@@ -334,32 +338,32 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
     return status;
 }
 
-/* --from DIR: the sizes come from the saved files. */
+/* --from DIR: the model, with its sizes (written into opt) read from the
+ * saved files; a directory that does not hold one stops with one line. */
 static LookupModel *load_model(Options *opt)
 {
-    Options *sizes = opt;
     char err[MODEL_ERR_LEN], path[1024];
-    int heads;
     snprintf(path, sizeof path, "%s/embed_keys.weight.npy", opt->from_dir);
     Tensor *embed = npy_load(path, err, sizeof err);
-    if (embed == NULL || model_read_ints(opt->from_dir, "num_heads", &heads, 1, err,
+    if (embed == NULL || model_read_ints(opt->from_dir, "num_heads", &opt->heads, 1, err,
                                          sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", PROG, err);
+        tensor_free(embed);
         exit(1);
     }
-    sizes->countries = embed->ndim == 2 ? embed->shape[0] : 0;
-    sizes->hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
-    sizes->heads = heads;
+    opt->countries = embed->ndim == 2 ? embed->shape[0] : 0;
+    opt->hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
     tensor_free(embed);
-    if (sizes->countries < sizes->pairs || sizes->countries > TASK_MAX_COUNTRIES ||
-        sizes->hiddens < 1 || heads < 1 || heads > MAX_PAIRS || sizes->hiddens % heads != 0) {
+    if (opt->countries < opt->pairs || opt->countries > TASK_MAX_COUNTRIES ||
+        opt->hiddens < 1 || opt->heads < 1 || opt->heads > MAX_PAIRS ||
+        opt->hiddens % opt->heads != 0) {
         fprintf(stderr, "%s: %s does not hold a model this program can run (%d countries, "
                 "num_hiddens %d, %d heads, for %d pairs)\n", PROG, opt->from_dir,
-                sizes->countries, sizes->hiddens, heads, sizes->pairs);
+                opt->countries, opt->hiddens, opt->heads, opt->pairs);
         exit(1);
     }
     Rng rng = rng_new(opt->seed);
-    LookupModel *model = lookup_new(sizes->countries, sizes->countries, sizes->hiddens, heads,
+    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
                                     &rng);
     if (lookup_load(model, opt->from_dir, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", PROG, err);
@@ -506,7 +510,8 @@ int main(int argc, char **argv)
     TaskBatch *heldout = heldout_examples(&task, &opt);
     part3_heldout(model, &task, heldout);
     Tensor *example = part4_attention(model, &task, heldout);
-    if (opt.plot_dir && write_plots(opt.plot_dir, &task, heldout, example, losses, trained_steps) != 0)
+    if (opt.plot_dir &&
+        write_plots(opt.plot_dir, &task, heldout, example, losses, trained_steps) != 0)
         status = 1;
     tensor_free(example);
     task_batch_free(heldout);

@@ -55,7 +55,7 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
  * accumulates; multihead_grads_zero before each step. */
 typedef struct {
     Tensor *W_q, *W_k, *W_v, *W_o;   /* same shapes as the layer's */
-    Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL when the layer has no bias */
+    Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL where the layer has no such bias */
 } MultiHeadGrads;
 MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer);   /* zeros */
 void multihead_grads_zero(MultiHeadGrads *grads);

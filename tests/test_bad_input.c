@@ -351,6 +351,31 @@ static void from_long_rows(const char *dir)
 }
 
 /* Output names already taken by a directory: the write fails half way. */
+/* grad_output.npy asks for the backward; @/out receives the results */
+static void grad_output_wrong_shape(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    write_floats(dir, "grad_output", SHAPE(2, 3, 5));
+}
+
+static void grad_output_nan(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    /* element 7 of (2, 3, 4) is [0, 1, 3] */
+    write_floats_poisoned(dir, "grad_output", SHAPE(2, 3, 4), 7, NAN);
+}
+
+/* the results and the first gradients are written, then grad_W_k.npy fails */
+static void grad_w_k_taken(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "grad_output", SHAPE(2, 3, 4));
+    make_dir(dir, "out");
+    make_dir(dir, "out/grad_W_k.npy");
+}
+
 static void out_results_taken(const char *dir)
 {
     from_good(dir);
@@ -559,6 +584,7 @@ static void read_only_dir(const char *dir)
 #define SELF "03_self_attention/self_attention"
 #define DROPOUT "03_self_attention/exercise_dropout_average"
 #define STREAMING "03_self_attention/streaming"
+#define BACKWARD "03_self_attention/backward"
 #define TRANSPOSE "04_transpose_qkv/transpose_qkv"
 #define SPLIT "04_transpose_qkv/exercise_head_split"
 #define MULTI "05_multihead/multihead"
@@ -641,6 +667,18 @@ static BadInput rows[] = {
     {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
     {DROPOUT, "--dropout 0.99999999", 2, "got 0.99999999, which is 1 as a float", NULL},
     {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
+    {BACKWARD, "--tokens 0", 2, "--tokens expects a whole number from 1 to 8, got '0'", NULL},
+    {BACKWARD, "--tokens 9", 2, "--tokens expects a whole number from 1 to 8", NULL},
+    {BACKWARD, "--hiddens 2", 2, "--hiddens sizes random tokens: give --tokens N too", NULL},
+    {BACKWARD, "--tokens 3 --hiddens 5", 2, "--hiddens expects a whole number from 1 to 4",
+     NULL},
+    {BACKWARD, "--eps 0", 2, "--eps expects a number from 1e-06 to 0.5, got '0'", NULL},
+    {BACKWARD, "--eps nan", 2, "--eps expects a number from 1e-06 to 0.5, got 'nan'", NULL},
+    {BACKWARD, "--eps 1", 2, "--eps expects a number from 1e-06 to 0.5, got '1'", NULL},
+    {BACKWARD, "--jacobian-max 3", 2, "--jacobian-max expects a whole number from 4 to 4096",
+     NULL},
+    {BACKWARD, "--jacobian-max 99999999999", 2, "--jacobian-max expects a whole number", NULL},
+    {BACKWARD, "--seed -1", 2, "--seed expects a whole number", NULL},
     {STREAMING, "--block 0", 2, "--block expects a whole number from 1 to 6, got '0'", NULL},
     {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
     {STREAMING, "--batch 65", 2, "--batch expects a whole number from 1 to 64", NULL},
@@ -748,6 +786,14 @@ static BadInput rows[] = {
      "@/out/output.npy", out_results_taken},
     {MULTI, "--from @/in --heads 2 --to @/out", 1, "output.npy: cannot write",
      "@/out/attention_weights.npy", out_output_taken},
+    /* the backward's input: a wrong shape or a NaN, one line and nothing written */
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy has shape (2, 3, 5), "
+     "expected (2, 3, 4) = (batch_size, num_queries, num_hiddens)", "@/out/output.npy",
+     grad_output_wrong_shape},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy: element 7 (index [0, 1, 3]) "
+     "is NaN; the data must be finite", "@/out/output.npy", grad_output_nan},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_W_k.npy: cannot write",
+     "@/out/grad_queries.npy", grad_w_k_taken},
     {MULTI, "--from @/in --heads 2 --plot @/missing", 2, "--plot: directory '",
      "@/missing/multihead_weights.dat", from_good},
 

@@ -565,3 +565,47 @@ Test(grads, parameter_gradients_accumulate_and_zero)
     multihead_saved_free(&saved);
     layer_ctx_free(&c);
 }
+
+Test(grads_fd, a_missing_scale_is_caught)
+{
+    /* The classic mistake, forgetting 1/sqrt(d) in pass 1 backwards, makes
+     * dQ and dK sqrt(d) times too large: the check must see it (relative
+     * error sqrt(d) - 1 = 1 for d = 4, far above FD_TOL). */
+    Rng rng = rng_new(25);
+    AttentionCtx c;
+    c.queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 4));
+    c.keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 4));
+    c.values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 2));
+    c.g = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 2));
+    c.valid_lens = NULL;
+    c.p = 0.0f;
+    c.rng_start = rng_new(1);
+    AttentionSaved saved;
+    Tensor *out = dot_product_attention_save(c.queries, c.keys, c.values, NULL, NULL, &saved);
+    Tensor *dq = NULL;
+    dot_product_attention_backward(c.queries, c.keys, c.values, &saved, c.g, &dq, NULL, NULL);
+    Tensor *numeric = gradcheck_numeric(attention_loss, &c, c.queries, FD_EPS);
+    cr_expect_lt(gradcheck_rel_error(dq, numeric), FD_TOL);
+    for (size_t i = 0; i < dq->size; i++)
+        dq->data[i] *= 2.0f;   /* sqrt(4): the scale forgotten */
+    double err = gradcheck_rel_error(dq, numeric);
+    cr_expect(fabs(err - 1.0) < 0.01, "a missing scale gave relative error %g, not 1", err);
+    Tensor *all[] = {c.queries, c.keys, c.values, c.g, out, dq, numeric};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tensor_free(all[i]);
+    attention_saved_free(&saved);
+}
+
+/* ---- chapter 03's program ------------------------------------------------------ */
+
+Test(grads_program, backward_runs_on_random_tokens_and_lists_its_options)
+{
+    RunResult r = run_program("03_self_attention/backward",
+                              "--tokens 5 --hiddens 2 --seed 7 --jacobian-max 64");
+    cr_expect_eq(r.status, 0, "backward exited with %d: %s", r.status, r.err ? r.err : "");
+    cr_expect(r.err && r.err[0] == '\0', "backward wrote on stderr: %s", r.err);
+    run_result_free(&r);
+    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--eps",
+                                   "--jacobian-max", "--help"};
+    expect_help_lists("03_self_attention/backward", options, 6);
+}

@@ -104,6 +104,41 @@ Test(permute_tokens, weights_move_rows_and_columns)
     tensor_free(moved);
 }
 
+Test(permute_tokens, mean_over_tokens_by_hand)
+{
+    /* x (2, 3, 2) = arange: the mean of tokens 0, 2, 4 (and 1, 3, 5) */
+    Tensor *x = tensor_arange(SHAPE(2, 3, 2));
+    Tensor *mean = mean_over_tokens(x);
+    const float by_hand[4] = {2, 3, 8, 9};
+    cr_assert(tensor_has_shape(mean, SHAPE(2, 2)));
+    cr_expect(floats_allclose(mean->data, by_hand, 4, 1e-6f, 0.0f, stderr));
+    TENSOR_FREE(x, mean);
+}
+
+Test(permute_tokens, eps_strings_and_verdicts)
+{
+    char buf[48];
+    /* scale 2: one eps unit is 2 * FLT_EPSILON */
+    cr_expect_str_eq(eps_diff_str(buf, sizeof buf, 0.0f, 2.0f), "0 (bit for bit)");
+    cr_expect_str_eq(eps_diff_str(buf, sizeof buf, FLT_EPSILON, 2.0f), "1.19e-07 (0.5 eps)");
+    cr_expect_str_eq(eps_diff_str(buf, sizeof buf, 0.25f, 2.0f), "0.2500 (1.0e+06 eps)");
+    cr_expect_str_eq(rounding_verdict(64 * 2 * FLT_EPSILON, 2.0f), "equal");
+    cr_expect_str_eq(rounding_verdict(65 * 2 * FLT_EPSILON, 2.0f), "DIFFERENT");
+    cr_expect_str_eq(rounding_verdict(NAN, 2.0f), "DIFFERENT");
+}
+
+Test(permute_tokens, permutation_of_prefix_keeps_the_rest)
+{
+    Rng rng = rng_new(5);
+    int perm[8];
+    for (int trial = 0; trial < 20; trial++) {
+        permutation_of_prefix(&rng, perm, 3, 8);
+        cr_expect(is_permutation(perm, 3), "the first 3 are a permutation of 0..2");
+        for (int i = 3; i < 8; i++)
+            cr_expect_eq(perm[i], i);
+    }
+}
+
 static Tensor *bad_x;   /* reachable from a global, so the death test leaks nothing */
 
 static void permute_by_0_2_2(void)
@@ -338,18 +373,6 @@ Test(permutation, key_value_pairs_together_invariant_keys_alone_not)
             tensor_free(P_values);
             case_free(&c);
         }
-}
-
-/* x (B, T, D) -> mean over tokens (B, D) */
-static Tensor *mean_over_tokens(const Tensor *x)
-{
-    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
-    Tensor *mean = tensor_zeros(SHAPE(B, D));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int k = 0; k < D; k++)
-                AT2(mean, b, k) += AT3(x, b, t, k) / (float)T;
-    return mean;
 }
 
 Test(permutation, pooled_output_is_invariant)

@@ -350,7 +350,8 @@ Test(tasks, the_splits_never_meet)
     for (int s = 0; s < 2; s++)
         for (int b = 0; b < 3000; b++) {
             const int *k = batches[s]->keys + 2 * b, *v = batches[s]->values + 2 * b;
-            const int code = (((k[0] * 4 + k[1]) * 4 + v[0]) * 4 + v[1]) * 4 + batches[s]->queries[b];
+            const int query = batches[s]->queries[b];
+            const int code = (((k[0] * 4 + k[1]) * 4 + v[0]) * 4 + v[1]) * 4 + query;
             cr_assert_eq(task_split_of(batches[s], b), (TaskSplit)s);
             seen[s][code] = 1;
         }
@@ -774,7 +775,8 @@ Test(train_program, defaults_reach_99_percent_held_out)
 
 Test(train_program, the_same_seed_prints_the_same_numbers)
 {
-    RunResult a = run_program(TRAIN, "--steps 30 --seed 4"), b = run_program(TRAIN, "--steps 30 --seed 4");
+    RunResult a = run_program(TRAIN, "--steps 30 --seed 4");
+    RunResult b = run_program(TRAIN, "--steps 30 --seed 4");
     RunResult c = run_program(TRAIN, "--steps 30 --seed 5");
     cr_assert_eq(a.status, 0, "%s", a.err);
     char *a_text = without_timing(a.out), *b_text = without_timing(b.out);

@@ -59,6 +59,11 @@ static const InputFile INPUT_FILES[] = {
      .meaning = "(num_hiddens,), num_hiddens from W_q.npy", .field = offsetof(LayerFiles, b_v)},
     {"b_o", .optional = true, .ndim = 1, .dims = {DIM_D},
      .meaning = "(num_hiddens,), num_hiddens from W_q.npy", .field = offsetof(LayerFiles, b_o)},
+    /* the gradient of a loss with respect to the output: the output's shape */
+    {"grad_output", .optional = true, .ndim = 3, .dims = {DIM_B, DIM_T, DIM_D},
+     .meaning = "(batch_size, num_queries, num_hiddens), the output's shape, from queries.npy "
+                "and W_q.npy",
+     .field = offsetof(LayerFiles, grad_output)},
 };
 enum { NUM_INPUT_FILES = sizeof INPUT_FILES / sizeof INPUT_FILES[0] };
 
@@ -272,6 +277,64 @@ int layer_files_save(const char *dir, const NamedTensor *set, int count, char *e
     return 0;
 }
 
+/* ---- the backward ---------------------------------------------------------------- */
+
+void layer_files_backward(const LayerFiles *files, LayerGradients *grads)
+{
+    MultiHeadSaved saved;
+    Tensor *output = multihead_forward_save(&files->layer, files->queries, files->keys,
+                                            files->values, files->valid_lens, false, NULL,
+                                            &saved);
+    /* fresh gradients: "added into" starts from zero */
+    grads->params = multihead_grads_new(&files->layer);
+    multihead_backward(&files->layer, &saved, files->grad_output, grads->params,
+                       &grads->queries, &grads->keys, &grads->values, NULL);
+    multihead_saved_free(&saved);
+    tensor_free(output);
+}
+
+void layer_gradients_free(LayerGradients *grads)
+{
+    tensor_free(grads->queries);
+    tensor_free(grads->keys);
+    tensor_free(grads->values);
+    multihead_grads_free(grads->params);
+    memset(grads, 0, sizeof *grads);
+}
+
+void layer_gradients_print(const LayerGradients *g)
+{
+    const MultiHeadGrads *p = g->params;
+    printf("gradients of sum(output * grad_output), largest |entry|:\n");
+    printf("  queries %.4g, keys %.4g, values %.4g\n", (double)tensor_max_abs(g->queries),
+           (double)tensor_max_abs(g->keys), (double)tensor_max_abs(g->values));
+    printf("  W_q %.4g, W_k %.4g, W_v %.4g, W_o %.4g\n", (double)tensor_max_abs(p->W_q),
+           (double)tensor_max_abs(p->W_k), (double)tensor_max_abs(p->W_v),
+           (double)tensor_max_abs(p->W_o));
+    if (p->b_k != NULL)
+        printf("  b_k %.1e (0 up to rounding: softmax ignores a shift shared by all keys)\n",
+               (double)tensor_max_abs(p->b_k));
+    printf("\n");
+}
+
+int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS])
+{
+    const LayerGradients none = {0};
+    const MultiHeadGrads no_params = {0};
+    const LayerGradients *g = grads != NULL ? grads : &none;
+    const MultiHeadGrads *p = g->params != NULL ? g->params : &no_params;
+    const NamedTensor gradients[LAYER_FILES_GRADIENTS] = {
+        {"grad_queries", g->queries, NULL}, {"grad_keys", g->keys, NULL},
+        {"grad_values", g->values, NULL},
+        {"grad_W_q", p->W_q, NULL}, {"grad_W_k", p->W_k, NULL},
+        {"grad_W_v", p->W_v, NULL}, {"grad_W_o", p->W_o, NULL},
+        {"grad_b_q", p->b_q, NULL}, {"grad_b_k", p->b_k, NULL},
+        {"grad_b_v", p->b_v, NULL}, {"grad_b_o", p->b_o, NULL},
+    };
+    memcpy(out, gradients, sizeof gradients);
+    return LAYER_FILES_GRADIENTS;
+}
+
 /* ---- comparing ------------------------------------------------------------------- */
 
 int layer_files_compare(const char *dir, const char *name, const Tensor *actual, float atol,
@@ -375,6 +438,10 @@ void layer_files_print(const char *dir, const LayerFiles *files)
         valid_lens_print_named("  valid_lens", files->valid_lens);
     else
         printf("  no valid_lens.npy: no mask\n");
+    if (files->grad_output)
+        printf("  grad_output %s: the backward runs too\n",
+               shape_str(shape, sizeof shape, files->grad_output->ndim,
+                         files->grad_output->shape));
 }
 
 int layer_files_plot_weights(const char *dir, const char *name, const char *title,

@@ -10,6 +10,8 @@
  *   queries.npy (B, T, Dq)   keys.npy (B, K, Dk)   values.npy (B, K, Dv)
  *   W_q.npy (D, Dq)  W_k.npy (D, Dk)  W_v.npy (D, Dv)  W_o.npy (D, D)
  *   optional: b_q.npy ... b_o.npy (D,), valid_lens.npy (B,) or (B, T) integers,
+ *             grad_output.npy (B, T, D): the gradient of a loss with respect
+ *             to the output, which asks for the backward (below),
  *             expected_NAME.npy for any result NAME, to compare with
  *
  * with the weights in PyTorch's (out_features, in_features) layout. Every
@@ -47,6 +49,7 @@ typedef struct {
     Tensor *queries, *keys, *values;      /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
     Tensor *W_q, *W_k, *W_v, *W_o;        /* (D, Dq), (D, Dk), (D, Dv), (D, D) */
     Tensor *b_q, *b_k, *b_v, *b_o;        /* (D,) each, or NULL: no such file */
+    Tensor *grad_output;                  /* (B, T, D), or NULL: no backward */
     ValidLens *valid_lens;                /* (B,) or (B, T), or NULL: no mask */
     MultiHeadAttention layer;             /* sizes, num_heads, the tensors above */
 } LayerFiles;
@@ -80,6 +83,35 @@ int layer_files_parameters(const MultiHeadAttention *layer,
  * Returns 0, or -1 with one line in err. */
 int layer_files_save(const char *dir, const NamedTensor *set, int count, char *err,
                      size_t err_len);
+
+/* ---- the backward --------------------------------------------------------
+ * With grad_output.npy = G, the gradients of L = sum(output * G) with
+ * respect to every input and parameter: what PyTorch's
+ * (output * G).sum().backward() leaves in .grad. */
+typedef struct {
+    Tensor *queries, *keys, *values;   /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
+    MultiHeadGrads *params;            /* W_q ... W_o, and b_q ... b_o with biases */
+} LayerGradients;
+
+/* The layer of files forwards (multihead_forward_save, evaluation mode) and
+ * backwards from files->grad_output, which must be there. */
+void layer_files_backward(const LayerFiles *files, LayerGradients *grads);
+void layer_gradients_free(LayerGradients *grads);
+/* The largest |entry| of each gradient on stdout, and the key bias's,
+ * which is 0 up to rounding:
+ *   gradients of sum(output * grad_output), largest |entry|:
+ *     queries 1.102, keys 1.193, values 2.434
+ *     W_q 2.681, W_k 3.235, W_v 5.226, W_o 7.113
+ *     b_k 1.6e-07 (0 up to rounding: softmax ignores a shift shared by all keys) */
+void layer_gradients_print(const LayerGradients *grads);
+
+/* The gradients named as their files: grad_queries, grad_keys, grad_values,
+ * grad_W_q ... grad_W_o, grad_b_q ... grad_b_o. grads NULL (no backward
+ * this run) or a layer without biases gives entries without a tensor, so
+ * layer_files_save removes such files left by an earlier run. Returns the
+ * count, 11. */
+enum { LAYER_FILES_GRADIENTS = 11 };
+int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS]);
 
 /* A result against DIR/expected_NAME.npy. */
 typedef struct {
