@@ -137,7 +137,7 @@ bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 05_multihead/train 06_permutation_invariance/permutation_invariance
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 05_multihead/train 05_multihead/heads_experiment 05_multihead/head_importance 06_permutation_invariance/permutation_invariance 06_permutation_invariance/positions
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)

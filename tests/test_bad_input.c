@@ -481,6 +481,82 @@ static void train_out_bias_taken(const char *dir)
     make_dir(dir, "out/readout.bias.npy");
 }
 
+/* A two-key model (05_multihead/head_importance --to): 8 countries and
+ * capitals, num_hiddens 8, 2 heads. */
+static void two_key_good(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "embed_keys.weight", SHAPE(8, 8));
+    write_floats(dir, "embed_values.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.W_q.weight", SHAPE(8, 16));
+    write_floats(dir, "attention.W_k.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.W_v.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.W_o.weight", SHAPE(8, 8));
+    write_floats(dir, "readout.weight", SHAPE(16, 8));
+    write_floats(dir, "readout.bias", SHAPE(16));
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){2});
+}
+
+static void two_key_no_heads(const char *dir)
+{
+    two_key_good(dir);
+    remove_input(dir, "num_heads");
+}
+
+static void two_key_three_heads(const char *dir)
+{
+    two_key_good(dir);
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){3});
+}
+
+static void two_key_readout_rows(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "readout.weight", SHAPE(9, 8));
+}
+
+static void two_key_nan(const char *dir)
+{
+    two_key_good(dir);
+    write_floats_poisoned(dir, "attention.W_v.weight", SHAPE(8, 8), 10, NAN);
+}
+
+static void two_key_many_countries(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "embed_keys.weight", SHAPE(41, 8));
+}
+
+static void two_key_few_countries(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "embed_keys.weight", SHAPE(5, 8));
+}
+
+static void two_key_other_hiddens(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "embed_values.weight", SHAPE(8, 6));
+}
+
+static void importance_plot_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/head_pruning.gp");
+}
+
+static void heads_plot_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/two_keys_2_heads.gp");
+}
+
+static void positions_plot_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/positions_attention.gp");
+}
+
 static void a_file(const char *dir)
 {
     char path[512];
@@ -514,6 +590,8 @@ static void read_only_dir(const char *dir)
 #define MULTI "05_multihead/multihead"
 #define GRID "05_multihead/head_grid"
 #define IMPORTANCE "05_multihead/head_importance"
+#define HEADS "05_multihead/heads_experiment"
+#define POSITIONS "06_permutation_invariance/positions"
 #define BENCH "05_multihead/bench"
 #define TRAIN "05_multihead/train"
 #define LAYER_BACKWARD "05_multihead/backward"
@@ -735,20 +813,73 @@ static BadInput rows[] = {
     {GRID, "--plot @/missing", 2, "--plot: directory '", NULL},
     {GRID, "--plot @/out", 1, "head_grid_random.gp': Is a directory",
      "@/out/head_grid_random.dat", plot_head_grid_gp_taken},
-    {IMPORTANCE, "--gains 1", 2, "--gains needs at least 2 heads, got '1'", NULL},
-    {IMPORTANCE, "--gains 1,x", 2, "--gains expects a number from 0 to 10, got 'x'", NULL},
-    {IMPORTANCE, "--gains 11,1", 2, "--gains expects a number from 0 to 10, got '11'", NULL},
-    {IMPORTANCE, "--gains 1,2,3,4,5,6,7,8,9,1,2,3,4,5,6,7,8", 2, "--gains takes at most 16",
+    {IMPORTANCE, "--heads 17", 2, "--heads expects a whole number from 1 to 16, got '17'",
      NULL},
-    /* all-zero gains make the output 0, and every importance 0 / 0 */
-    {IMPORTANCE, "--gains 0,0,0,0,0,0,0,0", 2, "--gains needs a gain above 0 as a float: with "
-     "all zero the output is 0", NULL},
-    {IMPORTANCE, "--gains 1e-300,0", 2, "--gains needs a gain above 0 as a float", NULL},
-    /* above 0 as floats, but W_o times them rounds to 0 */
-    {IMPORTANCE, "--gains 1e-45,1e-45", 2, "--gains are too small: the output is 0 in float",
+    {IMPORTANCE, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4",
      NULL},
-    {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
-    {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
+    {IMPORTANCE, "--pairs 10 --countries 8", 2, "--countries 8 is fewer than --pairs 10", NULL},
+    {IMPORTANCE, "--orders 0", 2, "--orders expects a whole number from 1 to 1000, got '0'",
+     NULL},
+    {IMPORTANCE, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
+    {IMPORTANCE, "--from @/missing", 2, "--from: '", NULL},
+    {IMPORTANCE, "--from @/in --heads 2", 2, "--from takes the model's sizes from its files",
+     NULL, two_key_good},
+    {IMPORTANCE, "--from @/in --steps 5", 2, "--from takes the model's sizes", NULL,
+     two_key_good},
+    {IMPORTANCE, "--from @/in --to @/in", 2, "--from and --to together would only copy the "
+     "model", NULL, two_key_good},
+    {IMPORTANCE, "--examples 5001", 2, "--examples expects a whole number from 1 to 5000", NULL},
+    {POSITIONS, "--examples 0", 2, "--examples expects a whole number from 1 to 5000, got '0'",
+     NULL},
+    /* the dictionary model of train is another model: it has no W_q of its own */
+    {IMPORTANCE, "--from @/in", 1, "in/attention.W_q.weight.npy: cannot open: No such file",
+     NULL, train_model_good},
+    {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: cannot open: No such file", NULL,
+     two_key_no_heads},
+    {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: 3 heads do not divide num_hiddens 8",
+     NULL, two_key_three_heads},
+    {IMPORTANCE, "--from @/in", 1, "in/readout.weight.npy: expected shape (16, 8), got (9, 8)",
+     NULL, two_key_readout_rows},
+    {IMPORTANCE, "--from @/in", 1, "attention.W_v.weight.npy: element 10 (index [1, 2]) is NaN",
+     NULL, two_key_nan},
+    {IMPORTANCE, "--from @/in", 1, "embed_keys.weight has 8 columns and embed_values.weight 6",
+     NULL, two_key_other_hiddens},
+    {IMPORTANCE, "--from @/in", 1, "a vocabulary larger than the task's word lists", NULL,
+     two_key_many_countries},
+    {IMPORTANCE, "--from @/in", 1, "a vocabulary smaller than --pairs", NULL,
+     two_key_few_countries},
+    {IMPORTANCE, "--to @/missing", 2, "--to: directory '", "@/missing/readout.bias.npy"},
+    {IMPORTANCE, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
+     read_only_dir, 0, true},
+    /* one final name taken: no file of the model is left, none half written */
+    {IMPORTANCE, "--steps 2 --examples 10 --to @/out", 1, "readout.bias.npy: cannot write",
+     "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {IMPORTANCE, "--plot @/missing", 2, "--plot: directory '", "@/missing/head_pruning.dat"},
+    {IMPORTANCE, "--steps 2 --examples 10 --orders 1 --plot @/out", 1,
+     "head_pruning.gp' into place: Is a directory", "@/out/head_pruning.dat",
+     importance_plot_taken},
+    {HEADS, "--heads 1,3", 2, "--heads: 3 heads do not divide --hiddens 32", NULL},
+    {HEADS, "--heads 1,,2", 2, "--heads expects comma-separated whole numbers from 1 to 128",
+     NULL},
+    {HEADS, "--heads 1,2,4,8,1,2,4", 2, "--heads takes at most 6 numbers", NULL},
+    {HEADS, "--seeds 9", 2, "--seeds expects a whole number from 1 to 8, got '9'", NULL},
+    {HEADS, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16, got '1'", NULL},
+    {HEADS, "--countries 5", 2, "--countries 5 is fewer than --pairs 6", NULL},
+    {HEADS, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
+    {HEADS, "--plot @/missing", 2, "--plot: directory '", "@/missing/two_keys_1_heads.dat"},
+    {HEADS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
+     "two_keys_2_heads.gp': Is a directory", "@/out/two_keys_2_heads.dat", heads_plot_taken},
+    {POSITIONS, "--length 1", 2, "--length expects a whole number from 2 to 16, got '1'", NULL},
+    {POSITIONS, "--letters 27", 2, "--letters expects a whole number from 2 to 26", NULL},
+    {POSITIONS, "--letters 5", 2, "--letters 5 is fewer than --length 8", NULL},
+    {POSITIONS, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
+    {POSITIONS, "--seeds 0", 2, "--seeds expects a whole number from 1 to 8, got '0'", NULL},
+    {POSITIONS, "--lr 2", 2, "--lr expects a number from 1e-06 to 1, got '2'", NULL},
+    {POSITIONS, "--plot @/missing", 2, "--plot: directory '",
+     "@/missing/positions_attention.dat"},
+    {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
+     "positions_attention.gp': Is a directory", "@/out/positions_attention.dat",
+     positions_plot_taken},
     /* chapter 05: train */
     {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
     {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1", NULL},
