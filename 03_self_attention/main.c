@@ -62,7 +62,8 @@ static Options parse_options(int argc, char **argv)
          .help = "size of each random token", .given = &hiddens_given},
         {"--dropout", CLI_FLOAT, &opt.dropout, .min = 0, .max = 1, .metavar = "P",
          .help = "dropout probability on the weights, below 1;\nit acts only with --train"},
-        {"--train", CLI_FLAG, &opt.train, .help = "training mode: apply dropout and show what it does"},
+        {"--train", CLI_FLAG, &opt.train,
+         .help = "training mode: apply dropout and show what it does"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write heatmaps: DIR/self_attention.{dat,gp} and\nDIR/d2l_check.{dat,gp}"},
     };
