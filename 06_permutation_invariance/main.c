@@ -49,14 +49,10 @@ typedef struct {
  * least one valid token: lengths from 1 to T, one for all or one each. */
 static void read_valid_lens(Options *opt)
 {
-    if (opt->valid_lens_text == NULL) {
-        for (int b = 0; b < opt->batch; b++)
-            opt->valid_lens[b] = opt->tokens > 2 ? opt->tokens - 2 : 1;
-        return;
-    }
-    long lens[MAX_BATCH];
-    int n = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
-                          MAX_BATCH);
+    long lens[MAX_BATCH] = {opt->tokens > 2 ? opt->tokens - 2 : 1};   /* the default */
+    int n = opt->valid_lens_text == NULL ? 1
+            : cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
+                            MAX_BATCH);
     if (n != 1 && n != opt->batch)
         cli_fail(PROG, "--valid-lens needs one length (for every sequence) or %d (one per "
                  "sequence), got %d", opt->batch, n);
@@ -394,20 +390,6 @@ static void rounding_step_by_step(const Tensor *X, const int *perm)
            "keys, in float");
 }
 
-/* X (B, T, D), fX = f(X): max |f(PX) - P f(X)| in eps over many permutations */
-static void rounding_statistics(const Options *opts, const Tensor *X, const Tensor *fX,
-                                int *perm, Rng *rng)
-{
-    const EquivarianceStats stats =
-        equivariance_statistics(NULL, X, fX, opts->samples, perm, rng);
-    printf("Over %d random %s of part 2's X, max |f(PX) - P f(X)| in eps units:\n"
-           "  bit for bit equal %d %s, mean %.2f eps, largest %.2f eps (tolerance %.0f eps)\n",
-           opts->samples, plural(opts->samples, "permutation", "permutations"), stats.exact,
-           plural(stats.exact, "time", "times"), stats.mean, stats.worst, PERMUTATION_TOL_EPS);
-    cli_check(PROG, stats.worst <= PERMUTATION_TOL_EPS,
-              "part 7: rounding went past the tolerance");
-}
-
 /* X (B, T, D): where the last-bit differences come from */
 static void part7_rounding(const Options *opts, const Tensor *X, Rng *rng)
 {
@@ -430,7 +412,15 @@ static void part7_rounding(const Options *opts, const Tensor *X, Rng *rng)
            "  (0.1f + 0.6f) + 0.7f = %.9g\n"
            "  0.1f + (0.6f + 0.7f) = %.9g\n",
            (double)((a + b) + c), (double)(a + (b + c)));
-    rounding_statistics(opts, X, fX, perm, rng);
+    /* max |f(PX) - P f(X)| in eps over many permutations */
+    const EquivarianceStats stats =
+        equivariance_statistics(NULL, X, fX, opts->samples, perm, rng);
+    printf("Over %d random %s of part 2's X, max |f(PX) - P f(X)| in eps units:\n"
+           "  bit for bit equal %d %s, mean %.2f eps, largest %.2f eps (tolerance %.0f eps)\n",
+           opts->samples, plural(opts->samples, "permutation", "permutations"), stats.exact,
+           plural(stats.exact, "time", "times"), stats.mean, stats.worst, PERMUTATION_TOL_EPS);
+    cli_check(PROG, stats.worst <= PERMUTATION_TOL_EPS,
+              "part 7: rounding went past the tolerance");
     tensor_free(fX);
 }
 
