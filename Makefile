@@ -51,7 +51,8 @@ PROGRAMS := $(foreach src,$(PROGRAM_SRC),$(call program_of,$(src)))
 
 # What `make run` runs, in the order a learner reads them: each chapter's
 # own program, then the extra programs a chapter lists in RUN_AFTER_<chapter>
-# (chapter 05's training run, a few seconds).
+# (chapter 03's cost table and chapter 05's training run, a few seconds each).
+RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
 RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 

@@ -582,6 +582,7 @@ static void read_only_dir(const char *dir)
 #define SOFTMAX "02_softmax_mask/softmax_mask"
 #define CAUSAL "02_softmax_mask/exercise_causal_mask"
 #define SELF "03_self_attention/self_attention"
+#define COST "03_self_attention/cost"
 #define DROPOUT "03_self_attention/exercise_dropout_average"
 #define STREAMING "03_self_attention/streaming"
 #define BACKWARD "03_self_attention/backward"
@@ -659,7 +660,11 @@ static BadInput rows[] = {
     {SELF, "--dropout -0.1", 2, "--dropout expects a number from 0 to 1, got '-0.1'", NULL},
     {SELF, "--dropout nan", 2, "--dropout expects a number from 0 to 1, got 'nan'", NULL},
     {SELF, "--dropout inf", 2, "--dropout expects a number from 0 to 1, got 'inf'", NULL},
-    {SELF, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {SELF, "--cost", 2, "unknown option '--cost'", NULL},
+    {COST, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {COST, "--cost-max 100000", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {COST, "--hiddens 0", 2, "--hiddens expects a whole number from 1 to 1024, got '0'", NULL},
+    {COST, "--tokens 4", 2, "unknown option '--tokens'", NULL},
     {SELF, "--plot", 2, "--plot needs a value", NULL},
     {SELF, "--plot @/missing", 2, "--plot: directory '", "@/missing/self_attention.dat"},
     {SELF, "--plot @/out", 1, "self_attention.dat': Is a directory",
