@@ -1,22 +1,30 @@
 /*
  * 05_multihead/bench - speed and memory of the multi-head layer, clear
- * (multihead_forward, the chapters' code) against fast
- * (fast_multihead_forward: register-tile matmul, streaming attention,
- * threads). Run it with `make bench`.
+ * (multihead_forward and multihead_backward, the chapters' code) against
+ * fast (fast_multihead_forward and fast_multihead_backward: register-tile
+ * matmul, streaming attention, threads). Run it with `make bench`.
  *
  * Legend: B = batch_size, n = tokens (self-attention: T = K = n),
- * D = num_hiddens, H = num_heads; for the d2l toy, T = 4 queries and
- * K = 6 key-value pairs.
+ * D = num_hiddens, H = num_heads, d = D / H; for the d2l toy, T = 4
+ * queries and K = 6 key-value pairs.
  *
  * What is measured, and how:
  *   - the machine's fp32 peak, by an FMA loop (fast_peak_gflops) on 1 and
  *     on N threads, before and after the lines, the larger kept: a busy
  *     core during one measurement would otherwise make it low;
- *   - per (configuration, implementation, threads): the median time of
- *     several runs after a warm-up run, with clock_gettime; GFLOP/s with
- *     FLOPs = 4 projections (2 * rows * D * D each) + 2 attention products
- *     (2 * B * T * K * D each), which is 4*B*n*D*D*2 + 2*B*n*n*D*2 for
- *     self-attention; percent of the peak for that thread count;
+ *   - per line (configuration, pass, implementation, threads): the median
+ *     time of several runs after a warm-up run, with clock_gettime. A pass
+ *     is the layer's forward, its forward + backward (a training step
+ *     without the optimiser), or attention's backward alone (the streaming
+ *     backward on the heads' (B*H, n, d) tensors, its forward run once
+ *     before the clock starts);
+ *   - GFLOP/s with forward FLOPs = 4 projections (2 * rows * D * D each) +
+ *     2 attention products (2 * B * T * K * D each), which is
+ *     4*B*n*D*D*2 + 2*B*n*n*D*2 for self-attention; forward + backward
+ *     counts 3 times that (each product of the forward has two in the
+ *     backward), the attention backward 4 products of 2*B*n*n*D (the fast
+ *     one's recomputed scores are not counted: they are its price for not
+ *     keeping the weights); percent of the peak for that thread count;
  *   - peak resident memory (getrusage's ru_maxrss). Every line runs in a
  *     child process of its own, so one line's peak never includes
  *     another's.
@@ -34,15 +42,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io/cli.h"
+#include "attention.h"
 #include "fast/fast_matmul.h"
-#include "multihead.h"
 #include "fast/fast_multihead.h"
+#include "fast/streaming_attention.h"
+#include "io/cli.h"
+#include "multihead.h"
 #include "random.h"
-#include "softmax.h"
 #include "tensor.h"
 
-#define PROG "bench"
+static const char PROG[] = "bench";
 
 enum { MAX_RUNS = 51, MAX_LINES = 64 };
 
@@ -51,9 +60,20 @@ enum { MAX_RUNS = 51, MAX_LINES = 64 };
  * larger run may not fit in memory. */
 #define CLEAR_MAX_WEIGHT_BYTES 2e9
 
+/* PyTorch 1.13's nn.MultiheadAttention at (8, 512, 512, 8) on 2 threads,
+ * on the machine these targets were set on (median ms, forward and
+ * forward + backward, tests/fixtures/time_pytorch_multihead.py). Measure
+ * yours and give them with --pytorch-ms. */
+#define PYTORCH_FORWARD_MS 230.0
+#define PYTORCH_FORWARD_BACKWARD_MS 460.0
+
+typedef enum { FORWARD, FORWARD_BACKWARD, ATTENTION_BACKWARD } Pass;
+static const char *const PASS_NAMES[] = {"forward", "fwd+bwd", "attn bwd"};
+
 typedef struct {
     const char *label;         /* what the line calls this configuration */
     int batch, num_queries, num_keys, num_hiddens, num_heads;
+    Pass pass;
     bool toy_mask;             /* d2l's valid_lens [3, 2] */
     bool fast_only;            /* the streaming path alone */
 } Config;
@@ -64,39 +84,18 @@ typedef struct {
     int threads;               /* the "many threads" count */
     int clear_max;             /* the clear layer runs only for n <= this */
     bool quick;                /* skip the slow lines */
-    Config custom;             /* --config B,n,D,H */
-    bool has_custom;
+    const char *config_text;   /* --config B,n,D,H */
+    const char *pytorch_text;  /* --pytorch-ms F,FB */
+    Config custom[2];          /* --config: its forward and forward + backward */
+    double pytorch_forward_ms, pytorch_forward_backward_ms;
 } Options;
 
 typedef struct {
     int ok;                    /* 1 when the child finished */
-    double ms;                 /* median milliseconds per forward pass */
+    double ms;                 /* median milliseconds per pass */
     int runs;                  /* timed runs behind the median */
     double max_rss_mb;
 } Result;
-
-static void usage(void)
-{
-    printf("usage: %s [--seed N] [--repeats N] [--threads N] [--clear-max N] [--quick]\n"
-           "             [--config B,n,D,H] [--help]\n"
-           "\n"
-           "Time and peak memory of the multi-head attention layer, the clear version\n"
-           "of the chapters against the fast one (common/fast_multihead.c), on\n"
-           "(B, n, D, H) = (8, 512, 512, 8), (1, 2048, 512, 8), (1, 8192, 512, 8), the\n"
-           "d2l toy, and the fast one alone at n = 16384 and 32768.\n"
-           "\n"
-           "  --seed N          seed for the layer and its inputs (default 0)\n"
-           "  --repeats N       timed runs per line, 1 to %d; the median is printed\n"
-           "                    (default 5; runs over a second use fewer)\n"
-           "  --threads N       thread count of the multi-threaded lines, 2 to 64 (default 2)\n"
-           "  --clear-max N     run the clear layer only up to n = N, 1 to 65536\n"
-           "                    (default 2048: one pass at n = 4096 takes minutes); it\n"
-           "                    never runs when its weights would pass 2 GB\n"
-           "  --quick           only the d2l toy and (8, 512, 512, 8), fast lines only\n"
-           "  --config B,n,D,H  only this self-attention configuration\n"
-           "  --help            this text\n",
-           PROG, MAX_RUNS);
-}
 
 static double now_ms(void)
 {
@@ -116,37 +115,125 @@ static double flops_of(const Config *c)
     const double B = c->batch, T = c->num_queries, K = c->num_keys, D = c->num_hiddens;
     double projections = 2.0 * B * T * D * D * 2.0 + 2.0 * B * K * D * D * 2.0;   /* Q, O and K, V */
     double attention = 2.0 * B * T * K * D * 2.0;   /* Q K^T and weights @ V, over all heads */
-    return projections + attention;
+    switch (c->pass) {
+    case FORWARD_BACKWARD:
+        return 3.0 * (projections + attention);
+    case ATTENTION_BACKWARD:
+        return 2.0 * attention;   /* dV, dP, dQ, dK */
+    default:
+        return projections + attention;
+    }
 }
 
 /* ---- one line, in a child process ------------------------------------------- */
 
-static Tensor *forward(bool fast, int threads, const MultiHeadAttention *layer,
-                       const Tensor *queries, const Tensor *keys, const ValidLens *valid_lens)
+/* Everything one line needs, built before the clock starts. Self-attention:
+ * the same tensor is queries, keys and values, as in a NumPy or PyTorch
+ * layer timed the same way; the toy has its own keys. */
+typedef struct {
+    const Config *c;
+    bool fast;
+    int threads;
+    MultiHeadAttention *layer;
+    Tensor *queries, *keys, *grad_output;
+    ValidLens *valid_lens;
+    MultiHeadGrads *grads;
+    /* attention's backward alone: the heads' tensors (B*H, n, d) and what
+     * the forward returned, made once */
+    Tensor *head_q, *head_k, *head_v, *head_out, *head_lse, *head_grad;
+    AttentionSaved head_saved;
+} Work;
+
+static void work_init(Work *w, const Config *c, bool fast, int threads, uint64_t seed)
 {
-    /* self-attention: the same tensor is queries, keys and values, as in
-     * a NumPy or PyTorch layer timed the same way; the toy has its own keys */
-    if (fast)
-        return fast_multihead_forward(layer, queries, keys, keys, valid_lens, threads);
-    return multihead_forward(layer, queries, keys, keys, valid_lens, false, NULL, NULL);
+    Rng rng = rng_new(seed);
+    const int D = c->num_hiddens, B = c->batch, H = c->num_heads;
+    *w = (Work){.c = c, .fast = fast, .threads = threads};
+    if (c->pass == ATTENTION_BACKWARD) {
+        const int n = c->num_queries, d = D / H;
+        w->head_q = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
+        w->head_k = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
+        w->head_v = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
+        w->head_grad = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
+        w->head_out = fast ? streaming_attention_save(w->head_q, w->head_k, w->head_v, NULL,
+                                                      threads, &w->head_lse)
+                           : dot_product_attention_save(w->head_q, w->head_k, w->head_v, NULL,
+                                                        NULL, &w->head_saved);
+        return;
+    }
+    w->layer = multihead_new(D, D, D, D, H, 0.0f, true, &rng);
+    w->queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_queries, D));
+    w->keys = c->num_keys == c->num_queries
+                  ? w->queries
+                  : tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_keys, D));
+    w->valid_lens = c->toy_mask ? valid_lens_1d((const int[]){3, 2}, 2) : NULL;
+    if (c->pass == FORWARD_BACKWARD) {
+        w->grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_queries, D));
+        w->grads = multihead_grads_new(w->layer);
+    }
 }
 
-/* Build the layer and inputs, run, and return the median. */
+static void work_free(Work *w)
+{
+    if (w->keys != w->queries)
+        tensor_free(w->keys);
+    tensor_free(w->queries);
+    tensor_free(w->grad_output);
+    valid_lens_free(w->valid_lens);
+    multihead_grads_free(w->grads);
+    if (w->layer != NULL)
+        multihead_free(w->layer);
+    Tensor *heads[] = {w->head_q, w->head_k, w->head_v, w->head_out, w->head_lse, w->head_grad};
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        tensor_free(heads[i]);
+    attention_saved_free(&w->head_saved);
+}
+
+/* One timed pass; every tensor it makes is freed before it returns. The
+ * parameter gradients accumulate from pass to pass, as without zero_grad. */
+static void run_pass(Work *w)
+{
+    const Tensor *q = w->queries, *k = w->keys;
+    Tensor *gq = NULL, *gk = NULL, *gv = NULL;
+    if (w->c->pass == FORWARD) {
+        tensor_free(w->fast ? fast_multihead_forward(w->layer, q, k, k, w->valid_lens, w->threads)
+                            : multihead_forward(w->layer, q, k, k, w->valid_lens, false, NULL,
+                                                NULL));
+    } else if (w->c->pass == FORWARD_BACKWARD && w->fast) {
+        FastMultiHeadSaved saved;
+        Tensor *out = fast_multihead_forward_save(w->layer, q, k, k, w->valid_lens, w->threads,
+                                                  &saved);
+        fast_multihead_backward(w->layer, &saved, w->grad_output, w->grads, &gq, &gk, &gv,
+                                w->threads);
+        fast_multihead_saved_free(&saved);
+        tensor_free(out);
+    } else if (w->c->pass == FORWARD_BACKWARD) {
+        MultiHeadSaved saved;
+        Tensor *out = multihead_forward_save(w->layer, q, k, k, w->valid_lens, false, NULL, &saved);
+        multihead_backward(w->layer, &saved, w->grad_output, w->grads, &gq, &gk, &gv, NULL);
+        multihead_saved_free(&saved);
+        tensor_free(out);
+    } else if (w->fast) {
+        streaming_attention_backward(w->head_q, w->head_k, w->head_v, NULL, w->head_out,
+                                     w->head_lse, w->head_grad, w->threads, &gq, &gk, &gv);
+    } else {
+        dot_product_attention_backward(w->head_q, w->head_k, w->head_v, &w->head_saved,
+                                       w->head_grad, &gq, &gk, &gv);
+    }
+    tensor_free(gq);
+    tensor_free(gk);
+    tensor_free(gv);
+}
+
+/* Build the line's work, run it, and return the median. */
 static Result measure(const Config *c, bool fast, int threads, const Options *opt)
 {
-    Rng rng = rng_new(opt->seed);
-    const int D = c->num_hiddens;
-    MultiHeadAttention *layer = multihead_new(D, D, D, D, c->num_heads, 0.0f, true, &rng);
-    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(c->batch, c->num_queries, D));
-    Tensor *keys = c->num_keys == c->num_queries
-                       ? queries
-                       : tensor_normal(&rng, 0.0f, 1.0f, SHAPE(c->batch, c->num_keys, D));
-    ValidLens *valid_lens = c->toy_mask ? valid_lens_1d((const int[]){3, 2}, 2) : NULL;
-
+    Work w;
+    work_init(&w, c, fast, threads, opt->seed);
     /* The first run warms up (page faults, caches). One that took over 5 s
      * is its own measurement: repeating it would only cost minutes. */
     double t0 = now_ms();
-    tensor_free(forward(fast, threads, layer, queries, keys, valid_lens));
+    run_pass(&w);
     double first = now_ms() - t0;
     Result r = {1, first, 1, 0.0};
     if (first <= 5000.0) {
@@ -158,7 +245,7 @@ static Result measure(const Config *c, bool fast, int threads, const Options *op
         for (int i = 0; i < runs; i++) {
             t0 = now_ms();
             for (int j = 0; j < inner; j++)
-                tensor_free(forward(fast, threads, layer, queries, keys, valid_lens));
+                run_pass(&w);
             times[i] = (now_ms() - t0) / inner;
         }
         qsort(times, (size_t)runs, sizeof times[0], compare_doubles);
@@ -168,12 +255,7 @@ static Result measure(const Config *c, bool fast, int threads, const Options *op
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     r.max_rss_mb = (double)usage.ru_maxrss / 1024.0;   /* Linux reports kilobytes */
-
-    if (keys != queries)
-        tensor_free(keys);
-    tensor_free(queries);
-    valid_lens_free(valid_lens);
-    multihead_free(layer);
+    work_free(&w);
     return r;
 }
 
@@ -185,12 +267,12 @@ static Result measure_in_child(const Config *c, bool fast, int threads, const Op
     int fds[2];
     fflush(stdout);
     if (pipe(fds) != 0) {
-        perror(PROG ": pipe");
+        perror("bench: pipe");
         return r;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        perror(PROG ": fork");
+        perror("bench: fork");
         close(fds[0]);
         close(fds[1]);
         return r;
@@ -221,15 +303,15 @@ static bool share_over_100;      /* a line beat the measured peak */
 
 static void print_header(void)
 {
-    printf("%-30s %-6s %7s %11s %5s %9s %7s %12s\n", "config (B, n, D, H)", "impl",
-           "threads", "ms", "runs", "GFLOP/s", "% peak", "peak memory");
+    printf("%-30s %-8s %-6s %7s %11s %5s %9s %7s %12s\n", "config (B, n, D, H)", "pass",
+           "impl", "threads", "ms", "runs", "GFLOP/s", "% peak", "peak memory");
 }
 
 static void print_line(const Config *c, const char *impl, int threads, const Result *r)
 {
     if (!r->ok) {
-        printf("%-30s %-6s %7d   failed: the child process did not finish (out of memory?)\n",
-               c->label, impl, threads);
+        printf("%-30s %-8s %-6s %7d   failed: the child process did not finish (out of memory?)\n",
+               c->label, PASS_NAMES[c->pass], impl, threads);
         return;
     }
     double gflops = flops_of(c) / (r->ms * 1e-3) / 1e9;
@@ -237,8 +319,9 @@ static void print_line(const Config *c, const char *impl, int threads, const Res
     /* over 100% only when the peak was measured low; the star says so */
     if (share > 100.0)
         share_over_100 = true;
-    printf("%-30s %-6s %7d %11.2f %5d %9.1f %6.1f%s %9.1f MB\n", c->label, impl, threads,
-           r->ms, r->runs, gflops, share, share > 100.0 ? "*" : "%", r->max_rss_mb);
+    printf("%-30s %-8s %-6s %7d %11.2f %5d %9.1f %6.1f%s %9.1f MB\n", c->label,
+           PASS_NAMES[c->pass], impl, threads, r->ms, r->runs, gflops, share,
+           share > 100.0 ? "*" : "%", r->max_rss_mb);
 }
 
 /* The lines are kept until the peak has been measured a second time, then
@@ -266,25 +349,92 @@ static Line *new_line(void)
 /* ---- the speed and memory targets ------------------------------------------------------ */
 
 typedef struct {
-    const char *what;
+    char what[80];
     double value, limit;
     const char *unit;
+    char why[60];              /* where the limit comes from, or "" */
     bool ran;
 } Target;
 
 static void print_target(const Target *t)
 {
     if (!t->ran) {
-        printf("  %-52s not run\n", t->what);
+        printf("  %-58s not run\n", t->what);
         return;
     }
-    printf("  %-52s %9.1f %-3s (limit %g %s): %s\n", t->what, t->value, t->unit, t->limit,
-           t->unit, t->value <= t->limit ? "met" : "NOT met");
+    printf("  %-58s %9.1f %-3s (limit %.1f %s%s): %s\n", t->what, t->value, t->unit, t->limit,
+           t->unit, t->why, t->value <= t->limit ? "met" : "NOT met");
 }
 
-static void parse_config(const char *text, Config *c)
+enum { T_FORWARD, T_FORWARD_BACKWARD, T_LONG_TIME, T_LONG_MEMORY, T_BACKWARD_MEMORY,
+       T_HUGE_MEMORY, TARGET_COUNT };
+
+static void targets_init(Target t[TARGET_COUNT], const Options *opt)
+{
+    const int N = opt->threads;
+    memset(t, 0, TARGET_COUNT * sizeof *t);
+    snprintf(t[T_FORWARD].what, sizeof t[0].what, "(8, 512, 512, 8) forward, fast, %d threads: time",
+             N);
+    t[T_FORWARD].limit = opt->pytorch_forward_ms / 2.0;
+    snprintf(t[T_FORWARD].why, sizeof t[0].why, " = PyTorch's %.1f / 2", opt->pytorch_forward_ms);
+    snprintf(t[T_FORWARD_BACKWARD].what, sizeof t[0].what,
+             "(8, 512, 512, 8) fwd+bwd, fast, %d threads: time", N);
+    t[T_FORWARD_BACKWARD].limit = opt->pytorch_forward_backward_ms / 1.5;
+    snprintf(t[T_FORWARD_BACKWARD].why, sizeof t[0].why, " = PyTorch's %.1f / 1.5",
+             opt->pytorch_forward_backward_ms);
+    snprintf(t[T_LONG_TIME].what, sizeof t[0].what, "(1, 8192, 512, 8) forward, fast, %d threads: time",
+             N);
+    t[T_LONG_TIME].limit = 1400;
+    snprintf(t[T_LONG_MEMORY].what, sizeof t[0].what,
+             "(1, 8192, 512, 8) forward, fast, %d threads: peak memory", N);
+    t[T_LONG_MEMORY].limit = 100;
+    snprintf(t[T_BACKWARD_MEMORY].what, sizeof t[0].what,
+             "(1, 8192, 512, 8) attn bwd, fast, %d threads: peak memory", N);
+    t[T_BACKWARD_MEMORY].limit = 200;
+    snprintf(t[T_HUGE_MEMORY].what, sizeof t[0].what, "(1, 32768, 512, 8) forward, fast: peak memory");
+    t[T_HUGE_MEMORY].limit = 600;
+    for (int i = 0; i < TARGET_COUNT; i++)
+        t[i].unit = i == T_FORWARD || i == T_FORWARD_BACKWARD || i == T_LONG_TIME ? "ms" : "MB";
+}
+
+/* A fast line's result, for the targets that name its configuration. */
+static void targets_record(Target t[TARGET_COUNT], const Config *c, int threads, int N,
+                           const Result *r)
+{
+    if (!r->ok)
+        return;
+    const bool d512 = c->num_hiddens == 512 && c->num_heads == 8;
+    const bool small = d512 && c->batch == 8 && c->num_queries == 512;
+    const bool long_one = d512 && c->batch == 1 && c->num_queries == 8192;
+    int which = -1;
+    double value = r->ms;
+    if (threads == N && small)
+        which = c->pass == FORWARD ? T_FORWARD : c->pass == FORWARD_BACKWARD ? T_FORWARD_BACKWARD : -1;
+    else if (threads == N && long_one && c->pass == FORWARD) {
+        t[T_LONG_MEMORY].value = r->max_rss_mb;
+        t[T_LONG_MEMORY].ran = true;
+        which = T_LONG_TIME;
+    } else if (threads == N && long_one && c->pass == ATTENTION_BACKWARD) {
+        which = T_BACKWARD_MEMORY;
+        value = r->max_rss_mb;
+    } else if (d512 && c->batch == 1 && c->num_queries == 32768) {
+        which = T_HUGE_MEMORY;
+        value = r->max_rss_mb;
+    }
+    if (which >= 0) {
+        t[which].value = value;
+        t[which].ran = true;
+    }
+}
+
+/* ---- options ---------------------------------------------------------------------- */
+
+/* --config B,n,D,H: one self-attention configuration, forward and forward
+ * + backward */
+static void parse_config(Options *opt)
 {
     long v[4];
+    const char *text = opt->config_text;
     if (cli_long_list(PROG, "--config", text, 1, 65536, v, 4) != 4)
         cli_fail(PROG, "--config expects B,n,D,H, four whole numbers, got '%s'", text);
     if (v[2] % v[3] != 0)
@@ -294,50 +444,141 @@ static void parse_config(const char *text, Config *c)
                  (double)v[0] * v[1] * v[2]);
     static char label[64];
     snprintf(label, sizeof label, "(%ld, %ld, %ld, %ld)", v[0], v[1], v[2], v[3]);
-    *c = (Config){label, (int)v[0], (int)v[1], (int)v[1], (int)v[2], (int)v[3], false, false};
+    for (int i = 0; i < 2; i++)
+        opt->custom[i] = (Config){label, (int)v[0], (int)v[1], (int)v[1], (int)v[2], (int)v[3],
+                                  i == 0 ? FORWARD : FORWARD_BACKWARD, false, false};
+}
+
+/* --pytorch-ms F,FB: PyTorch's medians to set the targets from */
+static void parse_pytorch(Options *opt)
+{
+    const char *text = opt->pytorch_text, *comma = strchr(text, ',');
+    char first[64];
+    if (comma == NULL || (size_t)(comma - text) >= sizeof first)
+        cli_fail(PROG, "--pytorch-ms expects F,FB, two times in ms, got '%s'", text);
+    memcpy(first, text, (size_t)(comma - text));
+    first[comma - text] = '\0';
+    opt->pytorch_forward_ms = cli_double(PROG, "--pytorch-ms", first, 0.001, 1e7);
+    opt->pytorch_forward_backward_ms = cli_double(PROG, "--pytorch-ms", comma + 1, 0.001, 1e7);
 }
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048};
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            exit(0);
-        } else if (cli_is(argv[i], "--seed")) {
-            opt.seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else if (cli_is(argv[i], "--repeats")) {
-            opt.repeats = (int)cli_long(PROG, "--repeats", cli_value(PROG, argc, argv, &i), 1,
-                                        MAX_RUNS);
-        } else if (cli_is(argv[i], "--threads")) {
-            opt.threads = (int)cli_long(PROG, "--threads", cli_value(PROG, argc, argv, &i), 2, 64);
-        } else if (cli_is(argv[i], "--clear-max")) {
-            opt.clear_max = (int)cli_long(PROG, "--clear-max", cli_value(PROG, argc, argv, &i), 1,
-                                          65536);
-        } else if (cli_is(argv[i], "--quick")) {
-            opt.quick = true;
-        } else if (cli_is(argv[i], "--config")) {
-            parse_config(cli_value(PROG, argc, argv, &i), &opt.custom);
-            opt.has_custom = true;
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
+    Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048,
+                   .pytorch_forward_ms = PYTORCH_FORWARD_MS,
+                   .pytorch_forward_backward_ms = PYTORCH_FORWARD_BACKWARD_MS};
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the layer and its inputs"},
+        {"--repeats", CLI_INT, &opt.repeats, .min = 1, .max = MAX_RUNS, .metavar = "N",
+         .help = "timed runs per line; the median is printed\n(runs over a second use fewer)"},
+        {"--threads", CLI_INT, &opt.threads, .min = 2, .max = 64, .metavar = "N",
+         .help = "thread count of the multi-threaded lines"},
+        {"--clear-max", CLI_INT, &opt.clear_max, .min = 1, .max = 65536, .metavar = "N",
+         .help = "run the clear layer only up to n = N (one pass at\nn = 4096 takes minutes); "
+                 "it never runs when its weights\nwould pass 2 GB"},
+        {"--quick", CLI_FLAG, &opt.quick,
+         .help = "only the d2l toy and (8, 512, 512, 8), fast lines only"},
+        {"--config", CLI_STRING, &opt.config_text, .metavar = "B,n,D,H",
+         .help = "only this self-attention configuration, forward\nand forward + backward",
+         .default_text = "the list above"},
+        {"--pytorch-ms", CLI_STRING, &opt.pytorch_text, .metavar = "F,FB",
+         .help = "PyTorch's forward and forward + backward ms at\n(8, 512, 512, 8), for "
+                 "the targets, as\ntests/fixtures/time_pytorch_multihead.py prints them",
+         .default_text = "230,460: measured where\nthe targets were set"},
+    };
+    cli_parse(&(CliTable){PROG,
+                          "Time and peak memory of the multi-head attention layer, the clear "
+                          "version\nof the chapters against the fast one "
+                          "(common/fast/fast_multihead.c):\nthe forward on (B, n, D, H) = "
+                          "(8, 512, 512, 8), (1, 2048, 512, 8),\n(1, 8192, 512, 8) and the d2l "
+                          "toy, forward + backward on the toy and\n(8, 512, 512, 8), attention's "
+                          "backward alone on the heads of\n(1, 8192, 512, 8), and the fast "
+                          "forward alone at n = 16384 and 32768.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    if (opt.config_text != NULL)
+        parse_config(&opt);
+    if (opt.pytorch_text != NULL)
+        parse_pytorch(&opt);
     return opt;
 }
 
-int main(int argc, char **argv)
-{
-    Options opt = parse_options(argc, argv);
-    const int N = opt.threads;
+/* ---- main ------------------------------------------------------------------------- */
 
+static void print_introduction(const Options *opt)
+{
     printf("Multi-head attention, clear (the chapters' code, one thread) against fast\n"
            "(register-tile matmul, streaming attention, heads shared by threads).\n"
            "Self-attention on random inputs, evaluation mode, float32. Each line runs\n"
            "in its own process: ms is the median of `runs` passes after a warm-up\n"
            "(one pass over 5 s is timed once, without warm-up), peak memory is that\n"
            "process's largest resident size. Timings move with whatever else runs on\n"
-           "the machine; the GFLOP/s count FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2.\n\n");
+           "the machine; the GFLOP/s count FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2 for the\n"
+           "forward, 3 times that for fwd+bwd (forward and backward), and\n"
+           "4*B*n*n*D*2 for attn bwd (attention's backward alone, on the heads).\n"
+           "PyTorch's figures for the targets: run, at the same time as this,\n"
+           "  /usr/bin/python3 tests/fixtures/time_pytorch_multihead.py --threads %d\n"
+           "and give the two medians it prints with --pytorch-ms F,FB.\n\n",
+           opt->threads);
+}
+
+/* Every line of one configuration: the clear one (or why not), then fast
+ * on 1 and N threads. Returns how many child processes failed. */
+static int run_config(const Config *c, bool first_fast_only, const Options *opt,
+                      Target targets[TARGET_COUNT])
+{
+    const int N = opt->threads;
+    int failed = 0;
+    const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
+    if (first_fast_only)
+        snprintf(new_line()->text, sizeof lines[0].text,
+                 "-- the streaming path alone: the clear layer's weights would take %.0f GB"
+                 " and more --", weight_bytes / 1e9);
+    bool fits = weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
+    bool clear = !c->fast_only && !opt->quick && c->num_queries <= opt->clear_max && fits;
+    const char *pass = PASS_NAMES[c->pass];
+    /* a configuration whose clear forward did not finish (out of memory)
+     * does not try its forward + backward, which needs more */
+    static const char *clear_forward_failed;
+    if (clear && c->pass != FORWARD && clear_forward_failed != NULL &&
+        strcmp(clear_forward_failed, c->label) == 0) {
+        snprintf(new_line()->text, sizeof lines[0].text,
+                 "%-30s %-8s %-6s %7d   skipped: the clear forward did not finish", c->label,
+                 pass, "clear", 1);
+    } else if (clear) {
+        Line *line = new_line();
+        *line = (Line){c, "clear", 1, measure_in_child(c, false, 1, opt), ""};
+        failed += !line->r.ok;
+        if (!line->r.ok && c->pass == FORWARD)
+            clear_forward_failed = c->label;
+    } else if (!c->fast_only && !opt->quick && !fits) {
+        snprintf(new_line()->text, sizeof lines[0].text,
+                 "%-30s %-8s %-6s %7d   skipped: its weights alone are %.1f GB, more than the"
+                 " %.0f GB this bench allows", c->label, pass, "clear", 1, weight_bytes / 1e9,
+                 CLEAR_MAX_WEIGHT_BYTES / 1e9);
+    } else if (!c->fast_only && !opt->quick) {
+        snprintf(new_line()->text, sizeof lines[0].text,
+                 "%-30s %-8s %-6s %7d   skipped: its weights alone are %.1f GB and one pass"
+                 " takes minutes (--clear-max %d runs it)", c->label, pass, "clear", 1,
+                 weight_bytes / 1e9, c->num_queries);
+    }
+    for (int threads = 1; threads <= N; threads += N - 1) {
+        /* the longest lines run once, on all threads */
+        if ((c->fast_only || c->pass == ATTENTION_BACKWARD) && threads == 1)
+            continue;
+        Result r = measure_in_child(c, true, threads, opt);
+        *new_line() = (Line){c, "fast", threads, r, ""};
+        failed += !r.ok;
+        targets_record(targets, c, threads, N, &r);
+    }
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = parse_options(argc, argv);
+    const int N = opt.threads;
+    print_introduction(&opt);
 
     /* the peak now and again after the lines; the table waits for both */
     peak_1 = fast_peak_gflops(1, 0.5);
@@ -347,80 +588,31 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     Config configs[] = {
-        {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, true, false},
-        {"(8, 512, 512, 8)", 8, 512, 512, 512, 8, false, false},
-        {"(1, 2048, 512, 8)", 1, 2048, 2048, 512, 8, false, false},
-        {"(1, 8192, 512, 8)", 1, 8192, 8192, 512, 8, false, false},
-        {"(1, 16384, 512, 8)", 1, 16384, 16384, 512, 8, false, true},
-        {"(1, 32768, 512, 8)", 1, 32768, 32768, 512, 8, false, true},
+        {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, FORWARD, true, false},
+        {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, FORWARD_BACKWARD, true, false},
+        {"(8, 512, 512, 8)", 8, 512, 512, 512, 8, FORWARD, false, false},
+        {"(8, 512, 512, 8)", 8, 512, 512, 512, 8, FORWARD_BACKWARD, false, false},
+        {"(1, 2048, 512, 8)", 1, 2048, 2048, 512, 8, FORWARD, false, false},
+        {"(1, 8192, 512, 8)", 1, 8192, 8192, 512, 8, FORWARD, false, false},
+        {"(1, 8192, 512, 8)", 1, 8192, 8192, 512, 8, ATTENTION_BACKWARD, false, false},
+        {"(1, 16384, 512, 8)", 1, 16384, 16384, 512, 8, FORWARD, false, true},
+        {"(1, 32768, 512, 8)", 1, 32768, 32768, 512, 8, FORWARD, false, true},
     };
     int count = (int)(sizeof configs / sizeof configs[0]);
     Config *list = configs;
-    if (opt.has_custom) {
-        list = &opt.custom;
-        count = 1;
-    } else if (opt.quick) {
+    if (opt.config_text != NULL) {
+        list = opt.custom;
         count = 2;
+    } else if (opt.quick) {
+        count = 4;
     }
 
-    /* the targets are for the multi-threaded lines, on N threads */
-    char what[3][64];
-    snprintf(what[0], sizeof what[0], "(8, 512, 512, 8), fast, %d threads: time", N);
-    snprintf(what[1], sizeof what[1], "(1, 8192, 512, 8), fast, %d threads: time", N);
-    snprintf(what[2], sizeof what[2], "(1, 8192, 512, 8), fast, %d threads: peak memory", N);
-    Target targets[3] = {
-        {what[0], 0, 120, "ms", false},
-        {what[1], 0, 1400, "ms", false},
-        {what[2], 0, 100, "MB", false},
-    };
-    Target big_memory = {"(1, 32768, 512, 8), fast: peak memory", 0, 600, "MB", false};
-
+    Target targets[TARGET_COUNT];
+    targets_init(targets, &opt);
     int failed = 0;   /* lines whose child did not finish: the status says so */
-    for (int i = 0; i < count; i++) {
-        const Config *c = &list[i];
-        const double weight_bytes =
-            4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
-        if (c->fast_only && (i == 0 || !list[i - 1].fast_only))
-            snprintf(new_line()->text, sizeof lines[0].text,
-                     "-- the streaming path alone: the clear layer's weights would take %.0f GB"
-                     " and more --", weight_bytes / 1e9);
-        bool fits = weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
-        bool clear = !c->fast_only && !opt.quick && c->num_queries <= opt.clear_max && fits;
-        if (clear) {
-            Line *line = new_line();
-            *line = (Line){c, "clear", 1, measure_in_child(c, false, 1, &opt), ""};
-            failed += !line->r.ok;
-        } else if (!c->fast_only && !opt.quick && !fits) {
-            snprintf(new_line()->text, sizeof lines[0].text,
-                     "%-30s %-6s %7d   skipped: its weights alone are %.1f GB, more than the"
-                     " %.0f GB this bench allows", c->label, "clear", 1, weight_bytes / 1e9,
-                     CLEAR_MAX_WEIGHT_BYTES / 1e9);
-        } else if (!c->fast_only && !opt.quick) {
-            snprintf(new_line()->text, sizeof lines[0].text,
-                     "%-30s %-6s %7d   skipped: its weights alone are %.1f GB and one pass takes"
-                     " minutes (--clear-max %d runs it)", c->label, "clear", 1,
-                     weight_bytes / 1e9, c->num_queries);
-        }
-        for (int threads = 1; threads <= N; threads += N - 1) {
-            /* the longest lines run once, on all threads */
-            if (c->fast_only && threads == 1)
-                continue;
-            Result r = measure_in_child(c, true, threads, &opt);
-            *new_line() = (Line){c, "fast", threads, r, ""};
-            failed += !r.ok;
-            if (r.ok && threads == N && c->batch == 8 && c->num_queries == 512 &&
-                c->num_hiddens == 512 && c->num_heads == 8)
-                targets[0] = (Target){targets[0].what, r.ms, 120, "ms", true};
-            if (r.ok && threads == N && c->batch == 1 && c->num_queries == 8192 &&
-                c->num_hiddens == 512 && c->num_heads == 8) {
-                targets[1] = (Target){targets[1].what, r.ms, 1400, "ms", true};
-                targets[2] = (Target){targets[2].what, r.max_rss_mb, 100, "MB", true};
-            }
-            if (r.ok && c->batch == 1 && c->num_queries == 32768 && c->num_hiddens == 512 &&
-                c->num_heads == 8)
-                big_memory = (Target){big_memory.what, r.max_rss_mb, 600, "MB", true};
-        }
-    }
+    for (int i = 0; i < count; i++)
+        failed += run_config(&list[i], list[i].fast_only && (i == 0 || !list[i - 1].fast_only),
+                             &opt, targets);
 
     /* keep the larger peak: a core busy during one measurement makes it low */
     peak_1 = fmax(peak_1, fast_peak_gflops(1, 0.5));
@@ -448,11 +640,12 @@ int main(int argc, char **argv)
         printf("\n* more than 100%% of the peak: the peak was measured low (other programs\n"
                "  were using the cores while it was measured), so this share is too high.\n");
 
-    if (!opt.has_custom) {
-        printf("\nTargets, on this run:\n");
-        for (int i = 0; i < 3; i++)
+    if (opt.config_text == NULL) {
+        printf("\nTargets, on this run (PyTorch's figures %s):\n",
+               opt.pytorch_text != NULL ? "as given with --pytorch-ms"
+                                        : "from the machine the targets were set on");
+        for (int i = 0; i < TARGET_COUNT; i++)
             print_target(&targets[i]);
-        print_target(&big_memory);
     }
     return failed == 0 ? 0 : 1;
 }

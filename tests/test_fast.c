@@ -2,8 +2,10 @@
  * test_fast.c - the fast versions equal the clear ones:
  *   fast_matmul.c           against matmul / matmul_bt / linear (ops.c)
  *   fast_exp.c              against libm's expf over the whole float range
- *   streaming_attention.c   against dot_product_attention (attention.c)
- *   fast_multihead.c        against multihead_forward (multihead.c)
+ *   streaming_attention.c   against dot_product_attention (attention.c),
+ *                           its backward against dot_product_attention_backward
+ *   fast_multihead.c        against multihead_forward (multihead.c), its
+ *                           backward against multihead_backward
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, v = value size.
@@ -520,20 +522,377 @@ Test(multihead_fast, cross_attention_with_2d_mask_equals_clear)
     valid_lens_free(valid_lens);
 }
 
+/* ---- backward: fast linear, streaming attention, fast layer --------------------- */
+
+/* A given transposed, A^T (k, m): fast_gemm_at and fast_block_at against
+ * the clear product of the transposed copy, k past one 256 chunk, m not a
+ * multiple of the tile's rows, with and without accumulating. */
+Test(fast_backward, transposed_a_equals_clear)
+{
+    enum { m = 29, n = 33, k = 520 };
+    Rng rng = rng_new(39);
+    float *a_t = random_floats(&rng, (size_t)k * m);   /* A^T (k, m) */
+    float *b = random_floats(&rng, (size_t)k * n);     /* B (k, n) */
+    float *a = malloc((size_t)m * k * sizeof(float));
+    for (int p = 0; p < k; p++)
+        for (int i = 0; i < m; i++)
+            a[(size_t)i * k + p] = a_t[(size_t)p * m + i];
+    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
+    float *expected = malloc((size_t)m * n * sizeof(float));
+    float *magnitude = malloc((size_t)m * n * sizeof(float));
+    matmul_raw(a, b, expected, m, k, n);
+    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+    float *actual = malloc((size_t)m * n * sizeof(float));
+    for (int threads = 1; threads <= 2; threads++) {
+        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, false, threads);
+        expect_product_close(actual, expected, magnitude, m, n, k, "fast_gemm_at");
+        /* accumulating onto C = 1 gives 1 + A B */
+        for (int i = 0; i < m * n; i++)
+            actual[i] = 1.0f;
+        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, true, threads);
+        for (int i = 0; i < m * n; i++)
+            actual[i] -= 1.0f;
+        expect_product_close(actual, expected, magnitude, m, n, k + 2, "fast_gemm_at, accumulated");
+    }
+    /* the block kernel on its own, B as panels, k in three chunks; a
+     * panel is fast_panels_size(k, 1) floats (this file does not see the
+     * fast files' tile constants) */
+    float *panels = fast_alloc_panels("test", fast_panels_size(k, n));
+    fast_pack_panels(b, n, false, k, n, panels);
+    fast_block_at(m, n, k, a_t, m, panels, fast_panels_size(k, 1), actual, n, false);
+    expect_product_close(actual, expected, magnitude, m, n, k, "fast_block_at");
+    free(panels);
+    free(a_t); free(b); free(a); free(abs_a); free(abs_b);
+    free(expected); free(magnitude); free(actual);
+}
+
+/* Every gradient within 1e-5 of its own largest magnitude, as the fast
+ * path promises; the name says which one differs. */
+static void expect_gradient_close(const Tensor *actual, const Tensor *expected, float scale,
+                                  const char *name, const char *where)
+{
+    cr_expect(actual != NULL && tensor_has_shape(actual, expected->ndim, expected->shape),
+              "%s (%s): missing or wrong shape", name, where);
+    if (actual == NULL)
+        return;
+    cr_expect(tensor_allclose(actual, expected, 1e-5f * scale, 0.0f, stderr),
+              "%s (%s) differs from the clear backward", name, where);
+}
+
+Test(fast_backward, gemm_at_and_linear_backward_equal_clear)
+{
+    /* sizes past a 256 chunk, not multiples of the tile, rows that leave
+     * a short last group of the transposed kernel */
+    enum { rows = 301, in = 37, out = 45 };
+    Rng rng = rng_new(40);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, rows / 3 + 1, in));
+    Tensor *weight = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in));
+    Tensor *grad_y = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, rows / 3 + 1, out));
+    Tensor *grad_weight = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in));   /* added into */
+    Tensor *grad_bias = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out));
+    Tensor *fast_weight = tensor_copy(grad_weight), *fast_bias = tensor_copy(grad_bias);
+    Tensor *expected = linear_backward(x, weight, grad_y, grad_weight, grad_bias);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        Tensor *fw = tensor_copy(fast_weight), *fb = tensor_copy(fast_bias);
+        Tensor *actual = fast_linear_backward(x, weight, grad_y, fw, fb, threads);
+        const char *where = threads == 1 ? "1 thread" : "3 threads";
+        expect_gradient_close(actual, expected, tensor_max_abs(expected), "grad_x", where);
+        expect_gradient_close(fw, grad_weight, tensor_max_abs(grad_weight), "grad_weight", where);
+        expect_gradient_close(fb, grad_bias, tensor_max_abs(grad_bias), "grad_bias", where);
+        tensor_free(actual); tensor_free(fw); tensor_free(fb);
+    }
+    tensor_free(x); tensor_free(weight); tensor_free(grad_y); tensor_free(grad_weight);
+    tensor_free(grad_bias); tensor_free(fast_weight); tensor_free(fast_bias); tensor_free(expected);
+}
+
+/* The streaming backward against dot_product_attention_backward on the
+ * same inputs, with 1, 2 and 3 threads; masked keys and queries with no
+ * key must get exactly 0. */
+static void expect_attention_backward_equal(int B, int T, int K, int d, int v,
+                                            const ValidLens *valid_lens, uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, d));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, d));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, v));
+    Tensor *grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, v));
+    AttentionSaved saved = {0};
+    Tensor *clear_out = dot_product_attention_save(queries, keys, values, valid_lens, NULL, &saved);
+    Tensor *expected[3];
+    dot_product_attention_backward(queries, keys, values, &saved, grad_output, &expected[0],
+                                   &expected[1], &expected[2]);
+    const char *names[3] = {"grad_queries", "grad_keys", "grad_values"};
+    char where[96];
+    for (int threads = 1; threads <= 3; threads++) {
+        Tensor *lse = NULL;
+        Tensor *output = streaming_attention_save(queries, keys, values, valid_lens, threads, &lse);
+        cr_expect(tensor_has_shape(lse, SHAPE(B, T)));
+        Tensor *actual[3];
+        streaming_attention_backward(queries, keys, values, valid_lens, output, lse, grad_output,
+                                     threads, &actual[0], &actual[1], &actual[2]);
+        snprintf(where, sizeof where, "B %d, T %d, K %d, d %d, v %d, %s mask, %d threads", B, T,
+                 K, d, v, valid_lens == NULL ? "no" : valid_lens->ndim == 1 ? "1-D" : "2-D",
+                 threads);
+        for (int i = 0; i < 3; i++)
+            expect_gradient_close(actual[i], expected[i], tensor_max_abs(expected[i]), names[i],
+                                  where);
+        /* exact zeros: keys past every length of their sequence, queries
+         * that see no key (their lse is -inf) */
+        for (int b = 0; b < B; b++) {
+            int longest = 0;
+            for (int q = 0; q < T; q++) {
+                int len = valid_lens ? valid_len_at(valid_lens, b, q) : K;
+                longest = len > longest ? len : longest;
+                if (len == 0) {
+                    cr_expect(isinf(AT2(lse, b, q)) && AT2(lse, b, q) < 0);
+                    for (int c = 0; c < d; c++)
+                        cr_expect(AT3(actual[0], b, q, c) == 0.0f, "query %d sees no key", q);
+                }
+            }
+            for (int j = longest; j < K; j++) {
+                for (int c = 0; c < d; c++)
+                    cr_expect(AT3(actual[1], b, j, c) == 0.0f, "key %d is masked", j);
+                for (int c = 0; c < v; c++)
+                    cr_expect(AT3(actual[2], b, j, c) == 0.0f, "key %d is masked", j);
+            }
+        }
+        for (int i = 0; i < 3; i++)
+            tensor_free(actual[i]);
+        tensor_free(output);
+        tensor_free(lse);
+    }
+    for (int i = 0; i < 3; i++)
+        tensor_free(expected[i]);
+    attention_saved_free(&saved);
+    tensor_free(clear_out); tensor_free(queries); tensor_free(keys); tensor_free(values);
+    tensor_free(grad_output);
+}
+
+Test(streaming_backward, unmasked_equals_clear)
+{
+    expect_attention_backward_equal(2, 4, 6, 5, 3, NULL, 41);       /* smaller than any block */
+    expect_attention_backward_equal(2, 200, 300, 20, 20, NULL, 42);  /* blocks do not divide */
+    expect_attention_backward_equal(1, 97, 520, 64, 64, NULL, 43);   /* one sequence: keys split */
+}
+
+Test(streaming_backward, cross_attention_equals_clear)
+{
+    expect_attention_backward_equal(3, 7, 290, 12, 5, NULL, 44);
+    expect_attention_backward_equal(2, 150, 33, 8, 40, NULL, 45);
+}
+
+Test(streaming_backward, masked_equals_clear_with_exact_zeros)
+{
+    const int lens_1d[3] = {3, 197, 1};   /* inside a key block, past one, a single key */
+    ValidLens *valid_lens = valid_lens_1d(lens_1d, 3);
+    expect_attention_backward_equal(3, 100, 300, 16, 9, valid_lens, 46);
+    valid_lens_free(valid_lens);
+
+    enum { B = 2, T = 110, K = 270 };
+    int lens[B * T];
+    Rng rng = rng_new(47);
+    for (int i = 0; i < B * T; i++)
+        lens[i] = (int)rng_below(&rng, 200);   /* keys 200 .. 269 are seen by no query */
+    lens[0] = 0;                               /* queries with no key */
+    lens[T + 100] = 0;
+    lens[6] = 96;                              /* exactly one key block */
+    valid_lens = valid_lens_2d(lens, B, T);
+    expect_attention_backward_equal(B, T, K, 10, 7, valid_lens, 48);
+    valid_lens_free(valid_lens);
+
+    /* one sequence, 2-D lengths: its keys are split between threads */
+    int lens_one[130];
+    for (int q = 0; q < 130; q++)
+        lens_one[q] = q % 5 == 0 ? 0 : 1 + (q * 37) % 250;
+    valid_lens = valid_lens_2d(lens_one, 1, 130);
+    expect_attention_backward_equal(1, 130, 250, 24, 24, valid_lens, 49);
+    valid_lens_free(valid_lens);
+}
+
+Test(streaming_backward, sequences_give_bitwise_the_same_answer_on_any_thread_count)
+{
+    /* with at least as many sequences as threads, each sequence is one
+     * thread's job, computed the same way whichever thread takes it */
+    Rng rng = rng_new(50);
+    Tensor *q = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 50, 8));
+    Tensor *k = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 70, 8));
+    Tensor *v = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 70, 6));
+    Tensor *g = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 50, 6));
+    Tensor *lse, *out = streaming_attention_save(q, k, v, NULL, 1, &lse);
+    Tensor *one[3], *two[3];
+    streaming_attention_backward(q, k, v, NULL, out, lse, g, 1, &one[0], &one[1], &one[2]);
+    streaming_attention_backward(q, k, v, NULL, out, lse, g, 2, &two[0], &two[1], &two[2]);
+    for (int i = 0; i < 3; i++) {
+        cr_expect(memcmp(one[i]->data, two[i]->data, one[i]->size * sizeof(float)) == 0,
+                  "gradient %d: 1 and 2 threads differ", i);
+        tensor_free(one[i]);
+        tensor_free(two[i]);
+    }
+    /* a NULL pointer: that gradient is not wanted, the others still come */
+    Tensor *only_keys = NULL;
+    streaming_attention_backward(q, k, v, NULL, out, lse, g, 2, NULL, &only_keys, NULL);
+    cr_expect(tensor_has_shape(only_keys, SHAPE(4, 70, 8)));
+    tensor_free(only_keys);
+    tensor_free(q); tensor_free(k); tensor_free(v); tensor_free(g); tensor_free(out);
+    tensor_free(lse);
+}
+
+/* The fast layer's backward against multihead_backward: input gradients,
+ * all four weights and biases. */
+static void expect_multihead_backward_equal(int B, int T, int K, int Dq, int Dk, int Dv, int D,
+                                            int H, bool bias, const ValidLens *valid_lens,
+                                            uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    MultiHeadAttention *layer = multihead_new(Dq, Dk, Dv, D, H, 0.0f, bias, &rng);
+    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, Dq));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dk));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dv));
+    Tensor *grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, D));
+    MultiHeadSaved saved;
+    Tensor *clear_out = multihead_forward_save(layer, queries, keys, values, valid_lens, false,
+                                               NULL, &saved);
+    MultiHeadGrads *expected = multihead_grads_new(layer);
+    Tensor *expected_in[3];
+    multihead_backward(layer, &saved, grad_output, expected, &expected_in[0], &expected_in[1],
+                       &expected_in[2], NULL);
+
+    char where[128];
+    snprintf(where, sizeof where, "B %d, T %d, K %d, D %d, H %d, bias %d, %s mask", B, T, K, D,
+             H, bias, valid_lens == NULL ? "no" : valid_lens->ndim == 1 ? "1-D" : "2-D");
+    MultiHeadGrads *runs[2];
+    Tensor *first_in[3] = {NULL, NULL, NULL};
+    for (int threads = 1; threads <= 2; threads++) {
+        FastMultiHeadSaved fast_saved;
+        Tensor *out = fast_multihead_forward_save(layer, queries, keys, values, valid_lens,
+                                                  threads, &fast_saved);
+        Tensor *plain = fast_multihead_forward(layer, queries, keys, values, valid_lens, threads);
+        cr_expect(memcmp(out->data, plain->data, out->size * sizeof(float)) == 0,
+                  "%s: forward_save and forward differ", where);
+        MultiHeadGrads *grads = runs[threads - 1] = multihead_grads_new(layer);
+        Tensor *in[3];
+        fast_multihead_backward(layer, &fast_saved, grad_output, grads, &in[0], &in[1], &in[2],
+                                threads);
+        const char *in_names[3] = {"grad_queries", "grad_keys", "grad_values"};
+        for (int i = 0; i < 3; i++)
+            expect_gradient_close(in[i], expected_in[i], tensor_max_abs(expected_in[i]),
+                                  in_names[i], where);
+        Tensor *const want[8] = {expected->W_q, expected->W_k, expected->W_v, expected->W_o,
+                                 expected->b_q, expected->b_k, expected->b_v, expected->b_o};
+        Tensor *const got[8] = {grads->W_q, grads->W_k, grads->W_v, grads->W_o,
+                                grads->b_q, grads->b_k, grads->b_v, grads->b_o};
+        const char *names[8] = {"grad W_q", "grad W_k", "grad W_v", "grad W_o",
+                                "grad b_q", "grad b_k", "grad b_v", "grad b_o"};
+        for (int i = 0; i < (bias ? 8 : 4); i++) {
+            /* b_k's gradient is 0 up to rounding (every softmax row
+             * ignores a shift shared by its keys): its own magnitude is
+             * rounding noise, so W_k's sets the scale */
+            float scale = i == 5 ? tensor_max_abs(expected->W_k) : tensor_max_abs(want[i]);
+            expect_gradient_close(got[i], want[i], scale, names[i], where);
+        }
+        if (threads == 1) {
+            for (int i = 0; i < 3; i++)
+                first_in[i] = in[i];
+        } else {
+            /* each (sequence, head) job and each row of a product is
+             * computed the same way by any thread */
+            for (int i = 0; i < 3; i++) {
+                cr_expect(memcmp(in[i]->data, first_in[i]->data, in[i]->size * sizeof(float)) == 0,
+                          "%s: %s differs between 1 and 2 threads", where, in_names[i]);
+                tensor_free(in[i]);
+                tensor_free(first_in[i]);
+            }
+            cr_expect(memcmp(runs[0]->W_q->data, runs[1]->W_q->data,
+                             runs[0]->W_q->size * sizeof(float)) == 0,
+                      "%s: grad W_q differs between 1 and 2 threads", where);
+        }
+        tensor_free(out);
+        tensor_free(plain);
+        fast_multihead_saved_free(&fast_saved);
+    }
+    multihead_grads_free(runs[0]);
+    multihead_grads_free(runs[1]);
+    for (int i = 0; i < 3; i++)
+        tensor_free(expected_in[i]);
+    multihead_grads_free(expected);
+    multihead_saved_free(&saved);
+    tensor_free(clear_out); tensor_free(queries); tensor_free(keys); tensor_free(values);
+    tensor_free(grad_output);
+    multihead_free(layer);
+}
+
+Test(multihead_fast_backward, d2l_toy_check_equals_clear)
+{
+    const int lens[2] = {3, 2};
+    ValidLens *valid_lens = valid_lens_1d(lens, 2);
+    expect_multihead_backward_equal(2, 4, 6, 100, 100, 100, 100, 5, false, valid_lens, 51);
+    expect_multihead_backward_equal(2, 4, 6, 100, 100, 100, 100, 5, true, valid_lens, 52);
+    valid_lens_free(valid_lens);
+}
+
+Test(multihead_fast_backward, cross_attention_masks_and_head_counts_equal_clear)
+{
+    enum { B = 2, T = 50, K = 130 };
+    int lens[B * T];
+    Rng rng = rng_new(53);
+    for (int i = 0; i < B * T; i++)
+        lens[i] = (int)rng_below(&rng, K + 1);
+    lens[7] = 0;   /* a query with no key */
+    ValidLens *valid_lens = valid_lens_2d(lens, B, T);
+    expect_multihead_backward_equal(B, T, K, 24, 40, 18, 64, 2, true, valid_lens, 54);   /* d 32 */
+    expect_multihead_backward_equal(B, T, K, 24, 40, 18, 64, 4, false, NULL, 55);        /* d 16 */
+    expect_multihead_backward_equal(1, 130, 97, 30, 30, 30, 48, 8, true, NULL, 56);      /* d 6 */
+    expect_multihead_backward_equal(3, 20, 20, 16, 16, 16, 16, 1, true, NULL, 57);       /* 1 head */
+    valid_lens_free(valid_lens);
+    const int lens_1d[3] = {0, 20, 7};   /* a whole sequence that sees no key */
+    valid_lens = valid_lens_1d(lens_1d, 3);
+    expect_multihead_backward_equal(3, 20, 20, 16, 16, 16, 16, 8, true, valid_lens, 58);
+    valid_lens_free(valid_lens);
+}
+
+Test(multihead_fast_backward, parameter_gradients_accumulate)
+{
+    /* two backward passes add twice the gradients, as PyTorch's .grad does */
+    Rng rng = rng_new(59);
+    MultiHeadAttention *layer = multihead_new(12, 12, 12, 16, 2, 0.0f, true, &rng);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 9, 12));
+    Tensor *g = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 9, 16));
+    FastMultiHeadSaved saved;
+    Tensor *out = fast_multihead_forward_save(layer, x, x, x, NULL, 2, &saved);
+    MultiHeadGrads *once = multihead_grads_new(layer), *twice = multihead_grads_new(layer);
+    fast_multihead_backward(layer, &saved, g, once, NULL, NULL, NULL, 2);
+    fast_multihead_backward(layer, &saved, g, twice, NULL, NULL, NULL, 2);
+    fast_multihead_backward(layer, &saved, g, twice, NULL, NULL, NULL, 2);
+    Tensor *doubled = tensor_copy(once->W_v);
+    for (size_t i = 0; i < doubled->size; i++)
+        doubled->data[i] *= 2.0f;
+    expect_close(twice->W_v, doubled, 1e-6f * tensor_max_abs(doubled), 0.0f);
+    for (int c = 0; c < 16; c++)
+        cr_expect_float_eq(twice->b_o->data[c], 2.0f * once->b_o->data[c], 1e-5f);
+    tensor_free(doubled); tensor_free(out); tensor_free(x); tensor_free(g);
+    multihead_grads_free(once); multihead_grads_free(twice);
+    fast_multihead_saved_free(&saved);
+    multihead_free(layer);
+}
+
 /* ---- the programs --------------------------------------------------------------- */
 
 Test(fast_programs, bench_runs_a_small_configuration)
 {
-    /* every line names its configuration, implementation and threads; the
-     * numbers themselves are timings and are not checked */
+    /* every line names its configuration, pass, implementation and
+     * threads; the numbers themselves are timings and are not checked */
     RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 1");
     cr_assert_eq(r.status, 0, "bench exited with %d: %s", r.status, r.err);
-    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 clear        1 "),
-              "no clear line:\n%s", r.out);
-    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 fast         1 "),
-              "no fast 1-thread line:\n%s", r.out);
-    cr_expect(strstr(r.out, "(2, 40, 32, 4)                 fast         2 "),
-              "no fast 2-thread line:\n%s", r.out);
+    const char *const expected[] = {
+        "(2, 40, 32, 4)                 forward  clear        1 ",
+        "(2, 40, 32, 4)                 forward  fast         1 ",
+        "(2, 40, 32, 4)                 forward  fast         2 ",
+        "(2, 40, 32, 4)                 fwd+bwd  clear        1 ",
+        "(2, 40, 32, 4)                 fwd+bwd  fast         1 ",
+        "(2, 40, 32, 4)                 fwd+bwd  fast         2 ",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        cr_expect(strstr(r.out, expected[i]), "no line '%s':\n%s", expected[i], r.out);
     cr_expect(strstr(r.out, "failed") == NULL, "a line failed:\n%s", r.out);
     run_result_free(&r);
 }
@@ -541,7 +900,7 @@ Test(fast_programs, bench_runs_a_small_configuration)
 Test(fast_programs, help_lists_every_option)
 {
     const char *const bench_options[] = {"--seed", "--repeats", "--threads", "--clear-max",
-                                         "--quick", "--config", "--help"};
+                                         "--quick", "--config", "--pytorch-ms", "--help"};
     const char *const streaming_options[] = {"--seed", "--block", "--batch", "--queries",
                                              "--keys", "--hiddens", "--threads", "--help"};
     RunResult r = run_program("05_multihead/bench", "--help");

@@ -158,3 +158,12 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
     }
     return total;
 }
+
+void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + VEC <= n; i += VEC)
+        store_vec(y + i, exp_vec(load_vec(x + i) - load_vec(shift + i)));
+    for (; i < n; i++)
+        y[i] = fast_expf(x[i] - shift[i]);
+}

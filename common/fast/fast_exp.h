@@ -38,4 +38,9 @@ void fast_exp_array(const float *x, float *y, size_t n);
  * so nothing overflows; -inf entries (masked scores) become exactly 0. */
 float fast_exp_shift_sum(float *row, size_t n, float shift);
 
+/* The backward's step: y[i] = exp(x[i] - shift[i]) for i < n, one shift
+ * per element (y may be x). With shift = a row's logsumexp, this is the
+ * softmax weight itself, recomputed from its score. */
+void fast_exp_sub(const float *x, const float *shift, float *y, size_t n);
+
 #endif

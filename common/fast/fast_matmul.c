@@ -19,12 +19,14 @@
  * itself), and compiles with -ffp-contract=fast (see the Makefile) so that
  * c += a * b becomes one fused multiply-add instruction.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   /* madvise, beside POSIX */
 #include "fast/fast_matmul.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ops.h"
@@ -96,20 +98,69 @@ size_t fast_panels_size(int k, int n)
     return num_panels * (size_t)k * FAST_NR;
 }
 
+/* Memory for count floats, aligned to 64 bytes (one cache line), or to
+ * 2 MB with a request for 2 MB pages when it is large; NULL when there is
+ * none. Why large pages: the first write to each page of fresh memory
+ * costs a trip into the kernel (a page fault), and with 4 KB pages an
+ * 8 MB tensor takes 2048 of them, which on some machines (virtual ones
+ * above all) costs as much as the arithmetic done on it. With 2 MB pages
+ * it takes 4. */
+static float *aligned_floats(size_t count)
+{
+    enum { HUGE_PAGE = 2 << 20, LARGE = 4 << 20 };
+    size_t bytes = (count ? count : 1) * sizeof(float);
+    if (bytes / sizeof(float) != (count ? count : 1))
+        return NULL;
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    size_t align = bytes >= LARGE ? HUGE_PAGE : 64;
+    if (bytes > SIZE_MAX - align)
+        return NULL;
+    bytes = (bytes + align - 1) / align * align;
+    float *p = aligned_alloc(align, bytes);
+#ifdef MADV_HUGEPAGE
+    /* a request only: where the system gives no large pages, nothing changes */
+    if (p != NULL && align == HUGE_PAGE)
+        madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 float *fast_alloc_panels(const char *func, size_t count)
 {
     /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
      * cache line, and no vector load straddles two lines (a straddling load
-     * costs two). aligned_alloc wants a size that is a
-     * multiple of the alignment. */
-    size_t bytes = (count ? count : 1) * sizeof(float);
-    if (bytes / sizeof(float) != (count ? count : 1))
-        die(func, "cannot allocate %zu floats: the size overflows", count);
-    bytes = (bytes + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes);
+     * costs two). */
+    float *p = aligned_floats(count);
     if (p == NULL)
-        die(func, "out of memory allocating %zu bytes (%.1f MB)", bytes, (double)bytes / 1e6);
+        die(func, "out of memory allocating %zu floats (%.1f MB)", count,
+            (double)count * sizeof(float) / 1e6);
     return p;
+}
+
+Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
+{
+    char buf[80];
+    bool overflow;
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        die(func, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+    size_t size = shape_size(ndim, shape, &overflow);
+    if (overflow)
+        die(func, "cannot make a tensor of shape %s: every size must be positive "
+            "and the total must fit in memory", shape_str(buf, sizeof buf, ndim, shape));
+    Tensor *x = checked_malloc(func, 1, sizeof *x);
+    x->ndim = ndim;
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
+        x->shape[i] = i < ndim ? shape[i] : 1;
+    x->size = size;
+    x->data = aligned_floats(size);   /* freed by tensor_free's free() like any other */
+    if (x->data == NULL) {
+        free(x);
+        die(func, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
+            shape_str(buf, sizeof buf, ndim, shape), size * sizeof(float),
+            (double)(size * sizeof(float)) / 1e6);
+    }
+    memset(x->data, 0, size * sizeof(float));
+    return x;
 }
 
 /* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */
@@ -125,7 +176,13 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
             /* rows of B are contiguous: copy NR floats per row */
             for (int p = 0; p < k; p++) {
                 float *dst = panel + (size_t)p * FAST_NR;
-                memcpy(dst, b + (size_t)p * ldb + col0, (size_t)width * sizeof(float));
+                const float *src = b + (size_t)p * ldb + col0;
+                if (width == FAST_NR) {
+                    /* a copy of known size: vector moves, not a call */
+                    memcpy(dst, src, FAST_NR * sizeof(float));
+                    continue;
+                }
+                memcpy(dst, src, (size_t)width * sizeof(float));
                 for (int c = width; c < FAST_NR; c++)
                     dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
             }
@@ -216,17 +273,98 @@ void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
     }
 }
 
+/* The same tile with A given transposed: A^T (kc, MR) rows at stride
+ * lda_t, so the MR values that step p broadcasts are contiguous,
+ * a_t[p * lda_t + r]. No copy of A^T into rows is needed. */
+static inline void kernel_tile_at(int kc, const float *a_t, size_t lda_t, const float *panel,
+                                  float *c, size_t ldc, bool accumulate)
+{
+    vf lo[FAST_MR], hi[FAST_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++)
+        lo[r] = hi[r] = (vf){0};
+    for (int p = 0; p < kc; p++) {
+        const vf b_lo = load_vec(panel + (size_t)p * FAST_NR);
+        const vf b_hi = load_vec(panel + (size_t)p * FAST_NR + FAST_VEC);
+        const float *a_p = a_t + (size_t)p * lda_t;
+#pragma GCC unroll 16
+        for (int r = 0; r < FAST_MR; r++) {
+            lo[r] += a_p[r] * b_lo;
+            hi[r] += a_p[r] * b_hi;
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++) {
+        float *c_row = c + (size_t)r * ldc;
+        if (accumulate) {
+            lo[r] += load_vec(c_row);
+            hi[r] += load_vec(c_row + FAST_VEC);
+        }
+        store_vec(c_row, lo[r]);
+        store_vec(c_row + FAST_VEC, hi[r]);
+    }
+}
+
+void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
+                   const float *b_panels, size_t panel_stride,
+                   float *c, size_t ldc, bool accumulate)
+{
+    for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
+        const int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
+        for (int p0 = 0; p0 < kc; p0 += FAST_KC) {
+            const int chunk = kc - p0 < FAST_KC ? kc - p0 : FAST_KC;
+            const bool acc = accumulate || p0 > 0;
+            /* A short group of rows is copied, zero-padded to MR columns:
+             * reading MR floats past the last row could leave the matrix. */
+            float pad[FAST_KC * FAST_MR];
+            const float *a = a_t + (size_t)p0 * lda_t + i0;
+            size_t lda = lda_t;
+            if (tile_rows < FAST_MR) {
+                for (int p = 0; p < chunk; p++)
+                    for (int r = 0; r < FAST_MR; r++)
+                        pad[p * FAST_MR + r] = r < tile_rows ? a[(size_t)p * lda_t + r] : 0.0f;
+                a = pad;
+                lda = FAST_MR;
+            }
+            for (int j0 = 0; j0 < cols; j0 += FAST_NR) {
+                const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride +
+                                     (size_t)p0 * FAST_NR;
+                float *c_tile = c + (size_t)i0 * ldc + j0;
+                const int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
+                if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
+                    kernel_tile_at(chunk, a, lda, panel, c_tile, ldc, acc);
+                } else {
+                    float tile[FAST_MR * FAST_NR];
+                    kernel_tile_at(chunk, a, lda, panel, tile, FAST_NR, false);
+                    for (int r = 0; r < tile_rows; r++)
+                        for (int col = 0; col < tile_cols; col++) {
+                            float *dst = c_tile + (size_t)r * ldc + col;
+                            *dst = acc ? *dst + tile[r * FAST_NR + col] : tile[r * FAST_NR + col];
+                        }
+                }
+            }
+        }
+    }
+}
+
 /* ---- the whole product ------------------------------------------------------ */
+
+enum { FAST_NC = 512 };   /* columns of C per chunk */
 
 typedef struct {
     int m, n, k;
     const float *a;
     size_t lda;
-    const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR */
+    bool a_transposed;      /* A given as (k, m) rows (fast_gemm_at) */
+    const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR; or NULL: */
+    const float *b;         /* B itself, (k, n) rows or, with b_transposed, (n, k) */
+    size_t ldb;
+    bool b_transposed;
     float *c;
     size_t ldc;
     bool accumulate;
     int num_threads;
+    float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
 } Gemm;
 
 /* Thread t takes a contiguous band of rows, a multiple of MR long (except
@@ -247,37 +385,73 @@ static void gemm_rows(void *arg, int thread)
      * (at most 12 x 256 floats, 12 KB) stay in L1 while the panels
      * (256 x 512 floats, 512 KB) stream from L2, where they stay for the
      * next MR rows. */
-    enum { FAST_NC = 512 };
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
         bool acc = g->accumulate || p0 > 0;   /* later chunks add to the first */
         for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
             int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
-            const float *panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
-            fast_block(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
-                       panel, (size_t)g->k * FAST_NR,
-                       g->c + (size_t)first * g->ldc + j0, g->ldc, acc);
+            const float *panel;
+            size_t panel_stride;
+            if (g->panels != NULL) {
+                panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
+                panel_stride = (size_t)g->k * FAST_NR;
+            } else {
+                /* every thread packs the chunk it needs itself: a little
+                 * work twice, but no thread waits for another */
+                const float *b = g->b_transposed ? g->b + (size_t)j0 * g->ldb + p0
+                                                 : g->b + (size_t)p0 * g->ldb + j0;
+                fast_pack_panels(b, g->ldb, g->b_transposed, kc, cols, g->b_copies[thread]);
+                panel = g->b_copies[thread];
+                panel_stride = (size_t)kc * FAST_NR;
+            }
+            float *c = g->c + (size_t)first * g->ldc + j0;
+            if (g->a_transposed)
+                fast_block_at(last - first, cols, kc, g->a + (size_t)p0 * g->lda + first, g->lda,
+                              panel, panel_stride, c, g->ldc, acc);
+            else
+                fast_block(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
+                           panel, panel_stride, c, g->ldc, acc);
         }
     }
+}
+
+/* m, n, k > 0: share C's rows between threads and run gemm_rows. The
+ * per-thread chunks of B are allocated here, by the calling thread (see
+ * fast_multihead.c on why not in the workers). */
+static void gemm_threads(Gemm *g, int num_threads)
+{
+    const char *func = "fast_gemm";
+    int groups = (g->m + FAST_MR - 1) / FAST_MR;
+    if (num_threads > groups)
+        num_threads = groups;   /* no thread without a whole tile to do */
+    const int T = g->num_threads = num_threads < 1 ? 1 : num_threads;
+    g->b_copies = g->panels == NULL ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
+    for (int t = 0; g->b_copies != NULL && t < T; t++)
+        g->b_copies[t] = fast_alloc_panels(func, fast_panels_size(FAST_KC, FAST_NC));
+    fast_parallel(T, gemm_rows, g);
+    for (int t = 0; g->b_copies != NULL && t < T; t++)
+        free(g->b_copies[t]);
+    free(g->b_copies);
+}
+
+/* m, n or k is 0: C = 0 (an empty sum), or C unchanged when accumulating */
+static void empty_product(int m, int n, float *c, size_t ldc, bool accumulate)
+{
+    if (!accumulate && n > 0)
+        for (int i = 0; i < m; i++)
+            memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
 }
 
 void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const float *panels,
                       float *c, size_t ldc, bool accumulate, int num_threads)
 {
-    if (m <= 0 || n <= 0)
-        return;
-    if (k <= 0) {
-        /* an empty sum: C = 0, or C unchanged when accumulating */
-        if (!accumulate)
-            for (int i = 0; i < m; i++)
-                memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+    if (m <= 0 || n <= 0 || k <= 0) {
+        empty_product(m, n, c, ldc, accumulate);
         return;
     }
-    int groups = (m + FAST_MR - 1) / FAST_MR;
-    if (num_threads > groups)
-        num_threads = groups;   /* no thread without a whole tile to do */
-    Gemm g = {m, n, k, a, lda, panels, c, ldc, accumulate, num_threads < 1 ? 1 : num_threads};
-    fast_parallel(g.num_threads, gemm_rows, &g);
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .panels = panels,
+              .c = c, .ldc = ldc, .accumulate = accumulate};
+    gemm_threads(&g, num_threads);
 }
 
 void fast_gemm(int m, int n, int k, const float *a, size_t lda,
@@ -285,14 +459,40 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
                float *c, size_t ldc, bool accumulate, int num_threads)
 {
     if (m <= 0 || n <= 0 || k <= 0) {
-        fast_gemm_packed(m, n, k, a, lda, NULL, c, ldc, accumulate, num_threads);
+        empty_product(m, n, c, ldc, accumulate);
         return;
     }
-    /* B is packed once, by the calling thread; then every thread reads it. */
-    float *panels = fast_alloc_panels("fast_gemm", fast_panels_size(k, n));
-    fast_pack_panels(b, ldb, b_transposed, k, n, panels);
-    fast_gemm_packed(m, n, k, a, lda, panels, c, ldc, accumulate, num_threads);
-    free(panels);
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b, .ldb = ldb,
+              .b_transposed = b_transposed, .c = c, .ldc = ldc, .accumulate = accumulate};
+    gemm_threads(&g, num_threads);
+}
+
+void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
+                  const float *b, size_t ldb, bool b_transposed,
+                  float *c, size_t ldc, bool accumulate, int num_threads)
+{
+    if (m <= 0 || n <= 0 || k <= 0) {
+        empty_product(m, n, c, ldc, accumulate);
+        return;
+    }
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .a_transposed = true, .b = b,
+              .ldb = ldb, .b_transposed = b_transposed, .c = c, .ldc = ldc,
+              .accumulate = accumulate};
+    gemm_threads(&g, num_threads);
+}
+
+void fast_transpose(const float *src, size_t src_stride, int rows, int cols,
+                    float *dst, size_t dst_stride)
+{
+    enum { TILE = 8 };   /* 8 x 8 floats: both sides move a cache line's worth at a time */
+    for (int r0 = 0; r0 < rows; r0 += TILE)
+        for (int c0 = 0; c0 < cols; c0 += TILE) {
+            const int r1 = rows - r0 < TILE ? rows : r0 + TILE;
+            const int c1 = cols - c0 < TILE ? cols : c0 + TILE;
+            for (int r = r0; r < r1; r++)
+                for (int c = c0; c < c1; c++)
+                    dst[(size_t)c * dst_stride + r] = src[(size_t)r * src_stride + c];
+        }
 }
 
 void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
@@ -334,7 +534,11 @@ Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads)
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
 {
     int rows;
-    Tensor *y = linear_output("fast_linear", x, weight, bias, &rows);
+    /* linear_output checks the shapes and makes y; its memory, never
+     * written, is swapped for fast_tensor_zeros' (see aligned_floats) */
+    Tensor *checked = linear_output("fast_linear", x, weight, bias, &rows);
+    Tensor *y = fast_tensor_zeros("fast_linear", checked->ndim, checked->shape);
+    tensor_free(checked);
     int in = x->shape[x->ndim - 1], out = weight->shape[0];
     /* start every row from the bias and accumulate x W^T onto it */
     if (bias != NULL)
@@ -343,6 +547,60 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, i
     fast_gemm(rows, out, in, x->data, (size_t)in, weight->data, (size_t)in, true,
               y->data, (size_t)out, bias != NULL, num_threads);
     return y;
+}
+
+/* grad_y (rows, out) -> bias_grad (out,) += the sum of its rows, summed
+ * in double (rows may be many thousands) and added once. */
+static void add_column_sums(const float *grad_y, int rows, int out, float *bias_grad)
+{
+    double *sums = checked_calloc("fast_linear_backward", (size_t)out, sizeof(double));
+    for (int r = 0; r < rows; r++) {
+        const float *row = grad_y + (size_t)r * out;
+        for (int c = 0; c < out; c++)
+            sums[c] += row[c];
+    }
+    for (int c = 0; c < out; c++)
+        bias_grad[c] += (float)sums[c];
+    free(sums);
+}
+
+void fast_linear_backward_raw(int rows, int in, int out, const float *x, const float *weight,
+                              const float *grad_y, float *grad_x, float *grad_weight,
+                              float *grad_bias, int num_threads)
+{
+    // y = x W^T + b backwards:
+    // grad_x (rows, in) = grad_y (rows, out) @ W (out, in)
+    if (grad_x != NULL)
+        fast_gemm(rows, in, out, grad_y, (size_t)out, weight, (size_t)in, false,
+                  grad_x, (size_t)in, false, num_threads);
+    // grad_W (out, in) += grad_y^T (out, rows) @ x (rows, in)
+    if (grad_weight != NULL)
+        fast_gemm_at(out, in, rows, grad_y, (size_t)out, x, (size_t)in, false,
+                     grad_weight, (size_t)in, true, num_threads);
+    // grad_b (out,) += the sum of grad_y's rows
+    if (grad_bias != NULL)
+        add_column_sums(grad_y, rows, out, grad_bias);
+}
+
+Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                             Tensor *grad_weight, Tensor *grad_bias, int num_threads)
+{
+    const char *func = "fast_linear_backward";
+    int rows;
+    /* the forward's shape rule gives y's shape, which grad_y must have */
+    Tensor *y = linear_output(func, x, weight, NULL, &rows);
+    tensor_check_shape(func, "grad_y", grad_y, y->ndim, y->shape);
+    tensor_free(y);
+    const int in = weight->shape[1], out = weight->shape[0];
+    if (grad_weight != NULL)
+        tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
+    if (grad_bias != NULL)
+        tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
+    Tensor *grad_x = fast_tensor_zeros(func, x->ndim, x->shape);
+    fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data, grad_x->data,
+                             grad_weight ? grad_weight->data : NULL,
+                             grad_bias ? grad_bias->data : NULL, num_threads);
+    return grad_x;
 }
 
 /* ---- the machine's peak ----------------------------------------------------- */

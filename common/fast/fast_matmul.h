@@ -11,8 +11,9 @@
  * products is added into them, so each value loaded from memory is used
  * FAST_MR or FAST_NR times:
  *
- *   - B is copied once into "panels" of FAST_NR columns, stored row after
- *     row (FAST_NR consecutive floats = two vectors per row of a panel);
+ *   - B is copied into "panels" of FAST_NR columns, stored row after row
+ *     (FAST_NR consecutive floats = two vectors per row of a panel), a
+ *     chunk at a time by each thread that needs it;
  *   - the k dimension is cut into chunks of FAST_KC, so the part of a panel
  *     in use stays in the fast caches while many tiles of A sweep over it;
  *   - the rows of C are shared out between threads (pthreads), each
@@ -63,12 +64,38 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
                const float *b, size_t ldb, bool b_transposed,
                float *c, size_t ldc, bool accumulate, int num_threads);
 
+/* C (m, n) = or += A^T @ B with A given as (k, m) rows at stride lda: the
+ * weight gradient of a linear layer, dW (out, in) += dY^T X, where the
+ * rows of dY (rows, out) and X (rows, in) are the summed dimension. No
+ * copy of A^T is made: the tile kernel reads A's rows as its columns
+ * (fast_block_at). */
+void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
+                  const float *b, size_t ldb, bool b_transposed,
+                  float *c, size_t ldc, bool accumulate, int num_threads);
+
+/* src (rows, cols) at row stride src_stride -> dst (cols, rows) at
+ * dst_stride, in small tiles so that reads and writes both stay in cache
+ * lines. */
+void fast_transpose(const float *src, size_t src_stride, int rows, int cols,
+                    float *dst, size_t dst_stride);
+
 /* Tensor forms with the same shapes and checks as matmul, matmul_bt and
  * linear in ops.h, computed with num_threads threads. */
 Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads);
 Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads);
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
                     int num_threads);
+/* linear_backward of ops.h, fast: grad_x (..., in) returned (new);
+ * grad_weight (out, in) += grad_y^T x and grad_bias (out,) += the sum of
+ * grad_y's rows, each skipped when NULL. */
+Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                             Tensor *grad_weight, Tensor *grad_bias, int num_threads);
+/* The same on raw rows: x (rows, in), weight (out, in), grad_y (rows, out)
+ * -> grad_x (rows, in) written, grad_weight and grad_bias added into; any
+ * of the three may be NULL (not wanted). */
+void fast_linear_backward_raw(int rows, int in, int out, const float *x, const float *weight,
+                              const float *grad_y, float *grad_x, float *grad_weight,
+                              float *grad_bias, int num_threads);
 
 /* ---- the pieces, for kernels that build their own loops ---------------- */
 /* Floats per vector in the fast files: 16 with AVX-512, else 8. */
@@ -77,8 +104,13 @@ int fast_vector_width(void);
 size_t fast_panels_size(int k, int n);
 /* count floats aligned to 64 bytes (one cache line), for panels and other
  * scratch that vector code reads; free with free(). Stops with a message
- * naming func when memory runs out. */
+ * naming func when memory runs out. From 4 MB up, the memory is aligned to
+ * 2 MB and asks the system for 2 MB pages (madvise), which turns 512 page
+ * faults into one (fast_matmul.c says why that matters). */
 float *fast_alloc_panels(const char *func, size_t count);
+/* tensor_zeros with the memory of fast_alloc_panels, for the large
+ * tensors the fast path makes; tensor_free frees it as any other. */
+Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape);
 /* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
  * panels: panel j holds columns j*NR .. j*NR + NR-1 (NR = FAST_NR), row p
  * of it at panels + (j * k + p) * NR; columns past n are zero. */
@@ -95,6 +127,12 @@ void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const flo
 void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
                 const float *b_panels, size_t panel_stride,
                 float *c, size_t ldc, bool accumulate);
+
+/* fast_block with A given transposed: A^T (kc, rows) at row stride lda_t,
+ * for products such as dQ = dS K where dS^T is what is at hand. */
+void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
+                   const float *b_panels, size_t panel_stride,
+                   float *c, size_t ldc, bool accumulate);
 
 /* ---- the machine's limit ------------------------------------------------ */
 /* Run independent fused multiply-adds on vectors of fast_vector_width()

@@ -1,6 +1,6 @@
 /*
- * fast_multihead.c - the multi-head layer's fast forward pass. See
- * fast_multihead.h.
+ * fast_multihead.c - the multi-head layer's fast forward and backward
+ * passes. See fast_multihead.h.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.
@@ -44,6 +44,7 @@ typedef struct {
     const ValidLens *valid_lens;
     Projection proj_q, proj_k, proj_v;
     Tensor *concat;           /* (B, T, D) */
+    FastMultiHeadSaved *saved;      /* NULL: keep nothing */
     struct Workspace *workspaces;   /* one per thread */
     atomic_int next_job;      /* jobs b * H + h are taken in this order */
 } HeadJobs;
@@ -59,23 +60,25 @@ typedef struct Workspace {
     PackedKeysValues kv;      /* this head's K keys and values, packed */
 } Workspace;
 
-/* rows (n, in) @ W[h*d : h*d + d, :]^T + bias[h*d : h*d + d] -> out (n, d) */
+/* rows (n, in) @ W[h*d : h*d + d, :]^T + bias[h*d : h*d + d] -> out (n, d)
+ * at row stride ldo (d for a buffer of its own, D for the head's columns
+ * of a (n, D) matrix) */
 static void project_head(const float *rows, int n, const Projection *proj, int h, int d,
-                         float *out)
+                         float *out, size_t ldo)
 {
     const int in = proj->weight->shape[1];
     const int first_row = h * d;
     /* start from the bias and let the product accumulate onto it */
     if (proj->bias != NULL)
         for (int t = 0; t < n; t++)
-            memcpy(out + (size_t)t * d, proj->bias->data + first_row, (size_t)d * sizeof(float));
+            memcpy(out + (size_t)t * ldo, proj->bias->data + first_row, (size_t)d * sizeof(float));
     bool accumulate = proj->bias != NULL;
     if (proj->panels != NULL) {
         const float *head_panels = proj->panels + (size_t)(first_row / FAST_NR) * in * FAST_NR;
-        fast_gemm_packed(n, d, in, rows, (size_t)in, head_panels, out, (size_t)d, accumulate, 1);
+        fast_gemm_packed(n, d, in, rows, (size_t)in, head_panels, out, ldo, accumulate, 1);
     } else {
         fast_gemm(n, d, in, rows, (size_t)in, proj->weight->data + (size_t)first_row * in,
-                  (size_t)in, true, out, (size_t)d, accumulate, 1);
+                  (size_t)in, true, out, ldo, accumulate, 1);
     }
 }
 
@@ -105,29 +108,45 @@ static void head_worker(void *arg, int thread)
     for (int job = atomic_fetch_add(&jobs->next_job, 1); job < B * H;
          job = atomic_fetch_add(&jobs->next_job, 1)) {
         const int b = job / H, h = job % H;
+        /* Where this head's Q, K, V go: the saved (B, T, D) tensors, in
+         * the head's columns (row stride D), or the workspace (stride d). */
+        FastMultiHeadSaved *saved = jobs->saved;
+        float *k_dst = w->k_chunk, *v_dst = w->v_chunk, *q_dst = w->q_head, *lse = NULL;
+        size_t ld = (size_t)d;
+        if (saved != NULL) {
+            k_dst = saved->K->data + (size_t)b * K * D + (size_t)h * d;
+            v_dst = saved->V->data + (size_t)b * K * D + (size_t)h * d;
+            q_dst = saved->Q->data + (size_t)b * T * D + (size_t)h * d;
+            lse = saved->logsumexp->data + (size_t)job * T;
+            ld = (size_t)D;
+        }
         // pass 1: this head's keys and values, a chunk at a time, into kv
         const float *keys_b = jobs->keys->data + (size_t)b * K * Dk;
         const float *values_b = jobs->values->data + (size_t)b * K * Dv;
         for (int k0 = 0; k0 < K; k0 += KEY_CHUNK) {
             const int count = K - k0 < KEY_CHUNK ? K - k0 : KEY_CHUNK;
-            project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, w->k_chunk);
-            project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, w->v_chunk);
-            packed_kv_fill(&w->kv, k0, count, w->k_chunk, (size_t)d, w->v_chunk, (size_t)d);
+            /* a saved head keeps every chunk, in its rows k0 ..; a buffer is reused */
+            float *k_rows = saved != NULL ? k_dst + (size_t)k0 * ld : k_dst;
+            float *v_rows = saved != NULL ? v_dst + (size_t)k0 * ld : v_dst;
+            project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, k_rows, ld);
+            project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, v_rows, ld);
+            packed_kv_fill(&w->kv, k0, count, k_rows, ld, v_rows, ld);
         }
         // pass 2: this head's queries
-        project_head(jobs->queries->data + (size_t)b * T * Dq, T, &jobs->proj_q, h, d, w->q_head);
+        project_head(jobs->queries->data + (size_t)b * T * Dq, T, &jobs->proj_q, h, d, q_dst, ld);
 
         // pass 3: streaming attention, written into the head's columns of concat
         float *head_out = jobs->concat->data + (size_t)b * T * D + (size_t)h * d;
-        streaming_attention_rows(&w->kv, w->q_head, (size_t)d, T, jobs->valid_lens, b, 0,
-                                 head_out, (size_t)D);
+        streaming_attention_rows(&w->kv, q_dst, ld, T, jobs->valid_lens, b, 0,
+                                 head_out, (size_t)D, lse);
     }
 }
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D) */
-Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
-                               const Tensor *keys, const Tensor *values,
-                               const ValidLens *valid_lens, int num_threads)
+/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
+ * and what the backward needs in saved when not NULL */
+static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
+                       const Tensor *keys, const Tensor *values, const ValidLens *valid_lens,
+                       int num_threads, FastMultiHeadSaved *saved)
 {
     const char *func = "fast_multihead_forward";
     const int H = layer->num_heads, D = layer->num_hiddens;
@@ -141,6 +160,12 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
         die(func, "num_hiddens %d does not divide by num_heads %d", D, H);
     if (num_threads < 1)
         num_threads = 1;
+    if (saved != NULL)
+        *saved = (FastMultiHeadSaved){queries, keys, values, valid_lens,
+                                      fast_tensor_zeros(func, SHAPE(B, T, D)),
+                                      fast_tensor_zeros(func, SHAPE(B, K, D)),
+                                      fast_tensor_zeros(func, SHAPE(B, K, D)), NULL,
+                                      fast_tensor_zeros(func, SHAPE(B * H, T))};
 
     // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
@@ -154,11 +179,11 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
         workspaces[t].v_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
-    Tensor *concat = tensor_zeros(SHAPE(B, T, D));
+    Tensor *concat = fast_tensor_zeros(func, SHAPE(B, T, D));
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
                      projection_new(layer->W_q, layer->b_q, d),
                      projection_new(layer->W_k, layer->b_k, d),
-                     projection_new(layer->W_v, layer->b_v, d), concat, workspaces, 0};
+                     projection_new(layer->W_v, layer->b_v, d), concat, saved, workspaces, 0};
     atomic_init(&jobs.next_job, 0);
     fast_parallel(head_threads, head_worker, &jobs);
     free(jobs.proj_q.panels);
@@ -174,6 +199,162 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
 
     // pass 4: mix the heads, output = concat W_o^T + b_o, rows split across threads
     Tensor *output = fast_linear(concat, layer->W_o, layer->b_o, num_threads);
-    tensor_free(concat);
+    if (saved != NULL)
+        saved->concat = concat;
+    else
+        tensor_free(concat);
     return output;
+}
+
+Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                               const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, int num_threads)
+{
+    return forward(layer, queries, keys, values, valid_lens, num_threads, NULL);
+}
+
+Tensor *fast_multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+                                    const Tensor *keys, const Tensor *values,
+                                    const ValidLens *valid_lens, int num_threads,
+                                    FastMultiHeadSaved *saved)
+{
+    return forward(layer, queries, keys, values, valid_lens, num_threads, saved);
+}
+
+void fast_multihead_saved_free(FastMultiHeadSaved *saved)
+{
+    tensor_free(saved->Q);
+    tensor_free(saved->K);
+    tensor_free(saved->V);
+    tensor_free(saved->concat);
+    tensor_free(saved->logsumexp);
+    memset(saved, 0, sizeof *saved);
+}
+
+/* ==== backward ======================================================================== */
+
+/* Pass 3 backwards, one (sequence, head) job at a time: the streaming
+ * backward of head h, reading its columns of the saved Q, K, V, concat
+ * (the head's output) and grad_concat in place, and adding into its
+ * columns of grad_Q, grad_K, grad_V. */
+typedef struct {
+    const FastMultiHeadSaved *saved;
+    int num_heads;
+    const Tensor *grad_concat;               /* (B, T, D) */
+    Tensor *grad_Q, *grad_K, *grad_V;        /* (B, T, D), (B, K, D) x2 */
+    StreamingBackwardScratch *scratch;       /* one per thread */
+    atomic_int next_job;
+} HeadBackwardJobs;
+
+static void head_backward_worker(void *arg, int thread)
+{
+    HeadBackwardJobs *jobs = arg;
+    const FastMultiHeadSaved *saved = jobs->saved;
+    const int H = jobs->num_heads, B = saved->Q->shape[0], T = saved->Q->shape[1];
+    const int K = saved->K->shape[1], D = saved->Q->shape[2], d = D / H;
+    for (int job = atomic_fetch_add(&jobs->next_job, 1); job < B * H;
+         job = atomic_fetch_add(&jobs->next_job, 1)) {
+        const size_t b = (size_t)(job / H), h = (size_t)(job % H);
+        const size_t query_rows = b * T * D + h * d, key_rows = b * K * D + h * d;
+        AttentionRowsBackward head = {
+            T, K, d, d,
+            saved->Q->data + query_rows, (size_t)D,
+            saved->K->data + key_rows, (size_t)D,
+            saved->V->data + key_rows, (size_t)D,
+            saved->concat->data + query_rows, (size_t)D,
+            jobs->grad_concat->data + query_rows, (size_t)D,
+            saved->logsumexp->data + (size_t)job * T, saved->valid_lens, (int)b,
+            jobs->grad_Q->data + query_rows, (size_t)D,
+            jobs->grad_K->data + key_rows, (size_t)D,
+            jobs->grad_V->data + key_rows, (size_t)D,
+        };
+        streaming_attention_backward_rows(&head, 0, K, &jobs->scratch[thread]);
+    }
+}
+
+/* grad_concat (B, T, D) -> grad_Q (B, T, D), grad_K, grad_V (B, K, D), new */
+static void attention_backward(const FastMultiHeadSaved *saved, int num_heads,
+                               const Tensor *grad_concat, int num_threads,
+                               Tensor **grad_Q, Tensor **grad_K, Tensor **grad_V)
+{
+    const int B = saved->Q->shape[0], T = saved->Q->shape[1], D = saved->Q->shape[2];
+    const int K = saved->K->shape[1], d = D / num_heads;
+    const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
+    const char *func = "fast_multihead_backward";
+    HeadBackwardJobs jobs = {saved, num_heads, grad_concat, fast_tensor_zeros(func, SHAPE(B, T, D)),
+                             fast_tensor_zeros(func, SHAPE(B, K, D)),
+                             fast_tensor_zeros(func, SHAPE(B, K, D)),
+                             checked_calloc(func, (size_t)threads, sizeof(StreamingBackwardScratch)),
+                             0};
+    atomic_init(&jobs.next_job, 0);
+    for (int t = 0; t < threads; t++)
+        streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, d);
+    fast_parallel(threads, head_backward_worker, &jobs);
+    for (int t = 0; t < threads; t++)
+        streaming_backward_scratch_free(&jobs.scratch[t]);
+    free(jobs.scratch);
+    *grad_Q = jobs.grad_Q;
+    *grad_K = jobs.grad_K;
+    *grad_V = jobs.grad_V;
+}
+
+/* One projection backwards: x (rows, in), grad_y (rows, D) -> grad_x
+ * (rows, in) returned when wanted (NULL otherwise), weight and bias
+ * gradients added into when grads is not NULL. */
+static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                                   Tensor *grad_weight, Tensor *grad_bias, bool want_grad_x,
+                                   int num_threads)
+{
+    const int in = weight->shape[1], out = weight->shape[0];
+    const int rows = (int)(x->size / (size_t)in);
+    Tensor *grad_x = want_grad_x ? fast_tensor_zeros("fast_multihead_backward", x->ndim, x->shape)
+                                 : NULL;
+    fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
+                             grad_x ? grad_x->data : NULL, grad_weight ? grad_weight->data : NULL,
+                             grad_bias ? grad_bias->data : NULL, num_threads);
+    return grad_x;
+}
+
+void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadSaved *saved,
+                             const Tensor *grad_output, MultiHeadGrads *grads,
+                             Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                             int num_threads)
+{
+    const char *func = "fast_multihead_backward";
+    if (saved == NULL || saved->concat == NULL)
+        die(func, "nothing saved: run fast_multihead_forward_save first");
+    const int B = saved->Q->shape[0], T = saved->Q->shape[1], D = layer->num_hiddens;
+    tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, D));
+    if (num_threads < 1)
+        num_threads = 1;
+#define GRAD(name) (grads != NULL ? grads->name : NULL)
+
+    // pass 4 backwards: grad_concat = grad_output W_o, grad_W_o += grad_output^T concat,
+    // grad_b_o += the sum of grad_output's rows
+    Tensor *grad_concat = projection_backward(saved->concat, layer->W_o, grad_output, GRAD(W_o),
+                                              GRAD(b_o), true, num_threads);
+
+    // pass 3 backwards: attention, per (sequence, head), into grad_Q, grad_K, grad_V
+    Tensor *grad_Q, *grad_K, *grad_V;
+    attention_backward(saved, layer->num_heads, grad_concat, num_threads, &grad_Q, &grad_K,
+                       &grad_V);
+    tensor_free(grad_concat);
+
+    // passes 2 and 1 backwards: the three projections
+    Tensor *gq = projection_backward(saved->queries, layer->W_q, grad_Q, GRAD(W_q), GRAD(b_q),
+                                     grad_queries != NULL, num_threads);
+    Tensor *gk = projection_backward(saved->keys, layer->W_k, grad_K, GRAD(W_k), GRAD(b_k),
+                                     grad_keys != NULL, num_threads);
+    Tensor *gv = projection_backward(saved->values, layer->W_v, grad_V, GRAD(W_v), GRAD(b_v),
+                                     grad_values != NULL, num_threads);
+#undef GRAD
+    tensor_free(grad_Q);
+    tensor_free(grad_K);
+    tensor_free(grad_V);
+    if (grad_queries != NULL)
+        *grad_queries = gq;
+    if (grad_keys != NULL)
+        *grad_keys = gk;
+    if (grad_values != NULL)
+        *grad_values = gv;
 }

@@ -1,6 +1,6 @@
 /*
- * fast_multihead.h - a fast forward pass for the multi-head attention layer
- * of multihead.h (the speed section of chapter 05).
+ * fast_multihead.h - fast forward and backward passes for the multi-head
+ * attention layer of multihead.h (the speed section of chapter 05).
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.
@@ -20,7 +20,8 @@
  * one head at a time per thread: memory is the inputs, the concatenated
  * heads and the output, (B*T + B*K) * D floats, plus (T + 2K) * d per
  * thread.
- * Evaluation only: there is no dropout and no attention-weights output.
+ * There is no dropout (both passes are those of evaluation mode, or of
+ * training with dropout 0) and no attention-weights output.
  */
 #ifndef FAST_MULTIHEAD_H
 #define FAST_MULTIHEAD_H
@@ -35,5 +36,47 @@
 Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, int num_threads);
+
+/* ---- backward ---------------------------------------------------------------------
+ * What the fast forward keeps, and what it costs in floats: no attention
+ * weights (the clear MultiHeadSaved's B*H*T*K floats), one logsumexp per
+ * head and query instead, from which the streaming backward recomputes
+ * them (fast/streaming_attention.h):
+ *   queries, keys, values, valid_lens   borrowed: the caller keeps them alive
+ *   Q (B, T, D), K, V (B, K, D)         B*T*D + 2*B*K*D: the projections,
+ *                                       head h in columns h*d .. h*d+d-1
+ *                                       (the layout before transpose_qkv)
+ *   concat (B, T, D)                    B*T*D: the heads' outputs, W_o's input
+ *   logsumexp (B*H, T)                  B*H*T
+ * so B*(2T + 2K)*D + B*H*T floats, growing with T + K, never with T * K. */
+typedef struct {
+    const Tensor *queries, *keys, *values;   /* the inputs, borrowed */
+    const ValidLens *valid_lens;             /* borrowed */
+    Tensor *Q, *K, *V;                       /* (B, T, D), (B, K, D) x2 */
+    Tensor *concat;                          /* (B, T, D) */
+    Tensor *logsumexp;                       /* (B*H, T), row b*H + h */
+} FastMultiHeadSaved;
+
+/* fast_multihead_forward that also fills saved (free it with
+ * fast_multihead_saved_free). The same output, bit for bit. */
+Tensor *fast_multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+                                    const Tensor *keys, const Tensor *values,
+                                    const ValidLens *valid_lens, int num_threads,
+                                    FastMultiHeadSaved *saved);
+
+/* multihead_backward of multihead.h, fast, with the same convention:
+ * grad_output (B, T, D) -> parameter gradients ADDED into grads (NULL:
+ * none wanted), input gradients grad_queries (B, T, Dq), grad_keys
+ * (B, K, Dk), grad_values (B, K, Dv) returned (new; a NULL pointer: not
+ * computed). Passes in reverse: W_o's backward (fast_linear_backward_raw),
+ * the streaming backward per (sequence, head) job shared between threads,
+ * then the three projections' backward. Equal to multihead_backward
+ * within 1e-5 of each gradient's magnitude (tests/test_fast.c); the same
+ * bits for any thread count. */
+void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadSaved *saved,
+                             const Tensor *grad_output, MultiHeadGrads *grads,
+                             Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                             int num_threads);
+void fast_multihead_saved_free(FastMultiHeadSaved *saved);
 
 #endif

@@ -21,6 +21,7 @@
 #include "fast/streaming_attention.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,9 +136,9 @@ static float row_max(const float *row, int n)
 
 /* dst[0..n) = src[0..n) * factor (dst may be src), a vector at a time; the
  * compiler at -O2 leaves such a loop scalar when n is not known. */
-static void scale_row(float *dst, const float *src, int n, float factor)
+static void scale_row(float *dst, const float *src, size_t n, float factor)
 {
-    int j = 0;
+    size_t j = 0;
     for (; j + FAST_VEC <= n; j += FAST_VEC) {
         vf x;
         memcpy(&x, src + j, sizeof x);
@@ -161,9 +162,33 @@ typedef struct {
 
 enum { BR = STREAM_BLOCK_QUERIES, BC = STREAM_BLOCK_KEYS };
 
-/* queries (rows, d) at query_stride, len (rows,) -> out (rows, v) at out_stride */
+/* After the last block: out (rows, v) = o / l, and lse (rows,) when not
+ * NULL. A query that saw no key (valid_len 0) has l = 0 and gets zeros,
+ * like the clear version's all-zero weight row. (A NaN in a key or value
+ * that a query reads makes its output NaN, as in the clear one. Unlike the
+ * clear one, a value row past every valid length of a block of queries is
+ * never read, so a NaN there stays unseen.) */
+static void finish_rows(const Scratch *w, int rows, int v, float *out, size_t out_stride,
+                        float *lse)
+{
+    for (int r = 0; r < rows; r++) {
+        float *out_row = out + (size_t)r * out_stride;
+        if (w->l[r] == 0.0f)
+            memset(out_row, 0, (size_t)v * sizeof(float));
+        else
+            scale_row(out_row, w->o + (size_t)r * v, (size_t)v, 1.0f / w->l[r]);
+        /* What the backward keeps of the row: log(sum_j exp(s_j)) =
+         * m + log(l), so that exp(s_j - lse) is the weight itself; -inf
+         * for a query with no key, all of whose weights are 0. */
+        if (lse != NULL)
+            lse[r] = w->l[r] == 0.0f ? -INFINITY : w->m[r] + logf(w->l[r]);
+    }
+}
+
+/* queries (rows, d) at query_stride, len (rows,) -> out (rows, v) at
+ * out_stride, and lse (rows,) when not NULL */
 static void query_block(const PackedKeysValues *kv, const float *queries, size_t query_stride,
-                        int rows, const int *len, float *out, size_t out_stride,
+                        int rows, const int *len, float *out, size_t out_stride, float *lse,
                         const Scratch *w)
 {
     const int d = kv->key_size, v = kv->value_size, K = kv->num_keys;
@@ -230,25 +255,13 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
                    w->o, (size_t)v, true);
     }
 
-    /* out = o / l; a query that saw no key (valid_len 0) has l = 0 and
-     * gets zeros, like the clear version's all-zero weight row. (A NaN in
-     * a key or value that a query reads makes its output NaN, as in the
-     * clear one. Unlike the clear one, a value row past every valid length
-     * of a block of queries is never read, so a NaN there stays unseen.) */
-    for (int r = 0; r < rows; r++) {
-        float *out_row = out + (size_t)r * out_stride;
-        const float *o_row = w->o + (size_t)r * v;
-        if (w->l[r] == 0.0f)
-            memset(out_row, 0, (size_t)v * sizeof(float));
-        else
-            scale_row(out_row, o_row, v, 1.0f / w->l[r]);
-    }
+    finish_rows(w, rows, v, out, out_stride, lse);
 }
 
 void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
                               size_t query_stride, int num_queries,
                               const ValidLens *valid_lens, int batch_index, int first_query,
-                              float *out, size_t out_stride)
+                              float *out, size_t out_stride, float *logsumexp)
 {
     if (num_queries <= 0)
         return;
@@ -267,7 +280,8 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
             w.len[r] = valid_lens ? valid_len_at(valid_lens, batch_index, first_query + q0 + r)
                                   : kv->num_keys;
         query_block(kv, queries + (size_t)q0 * query_stride, query_stride, rows, w.len,
-                    out + (size_t)q0 * out_stride, out_stride, &w);
+                    out + (size_t)q0 * out_stride, out_stride,
+                    logsumexp != NULL ? logsumexp + q0 : NULL, &w);
     }
     free(w.q);
     free(w.s);
@@ -284,6 +298,7 @@ typedef struct {
     const Tensor *queries;
     const ValidLens *valid_lens;
     Tensor *output;
+    Tensor *logsumexp;        /* (B, T), or NULL */
     int batch_index, num_threads;
 } SequenceJob;
 
@@ -301,23 +316,26 @@ static void sequence_rows(void *arg, int thread)
     if (first >= last)
         return;
     const size_t b = (size_t)job->batch_index;
+    float *lse = job->logsumexp ? job->logsumexp->data + b * T + (size_t)first : NULL;
     streaming_attention_rows(job->kv, job->queries->data + (b * T + (size_t)first) * d, (size_t)d,
                              last - first, job->valid_lens, job->batch_index, first,
-                             job->output->data + (b * T + (size_t)first) * v, (size_t)v);
+                             job->output->data + (b * T + (size_t)first) * v, (size_t)v, lse);
 }
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v) -> output (B, T, v) */
-Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
-                            const Tensor *values, const ValidLens *valid_lens,
-                            int num_threads)
+/* queries (B, T, d), keys (B, K, d), values (B, K, v) -> output (B, T, v),
+ * and logsumexp (B, T) when not NULL */
+Tensor *streaming_attention_save(const Tensor *queries, const Tensor *keys,
+                                 const Tensor *values, const ValidLens *valid_lens,
+                                 int num_threads, Tensor **logsumexp)
 {
     /* the same shape rule as dot_product_attention, stated once */
-    const AttentionSizes n = attention_check_shapes("streaming_attention", queries, keys,
-                                                    values, valid_lens);
+    const char *func = "streaming_attention";
+    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
     const int batch_size = n.batch_size, num_queries = n.num_queries, num_keys = n.num_keys;
     const int d = n.d, v = n.v;
 
-    Tensor *output = tensor_zeros(SHAPE(batch_size, num_queries, v));
+    Tensor *output = fast_tensor_zeros(func, SHAPE(batch_size, num_queries, v));
+    Tensor *lse = logsumexp != NULL ? fast_tensor_zeros(func, SHAPE(batch_size, num_queries)) : NULL;
     int blocks = (num_queries + BR - 1) / BR;
     if (num_threads > blocks)
         num_threads = blocks;   /* a thread gets whole blocks or nothing */
@@ -328,9 +346,341 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
         PackedKeysValues kv;
         packed_kv_init(&kv, keys->data + (size_t)b * num_keys * d, (size_t)d,
                        values->data + (size_t)b * num_keys * v, (size_t)v, num_keys, d, v);
-        SequenceJob job = {&kv, queries, valid_lens, output, b, num_threads};
+        SequenceJob job = {&kv, queries, valid_lens, output, lse, b, num_threads};
         fast_parallel(num_threads, sequence_rows, &job);
         packed_kv_free(&kv);
     }
+    if (logsumexp != NULL)
+        *logsumexp = lse;
     return output;
+}
+
+Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
+                            const Tensor *values, const ValidLens *valid_lens,
+                            int num_threads)
+{
+    return streaming_attention_save(queries, keys, values, valid_lens, num_threads, NULL);
+}
+
+/* ==== backward ========================================================================= */
+/*
+ * Legend as above, and Bk x Bq = STREAM_BACKWARD_KEYS x STREAM_BACKWARD_QUERIES.
+ *
+ * The forward's passes run backwards for one block of Bk keys against each
+ * block of Bq queries in turn. Scores and weights are recomputed, never
+ * stored: the forward kept lse = log(sum_j exp(s_j)) per query, so the
+ * weight of key j is exp(s_j - lse) at once, with no maximum or sum to
+ * find again (and nothing of pass 3, the rescaling, to undo):
+ *
+ *   pass 1 again:     S^T = K_j Q_i^T / sqrt(d)                  (Bk, Bq)
+ *   pass 2 again:     P^T = exp(S^T - lse), 0 where masked
+ *   pass 4 backwards: dV_j += P^T dO_i;   dP^T = V_j dO_i^T
+ *   pass 2 backwards: dS^T = P^T * (dP^T - delta)
+ *   pass 1 backwards: dK_j += dS^T Q_i / sqrt(d);   dQ_i += dS K_j / sqrt(d)
+ *
+ * delta is the softmax backward's row sum, sum_j dP_j P_j, which would need
+ * the whole row of keys. It is a dot product per query instead, computed
+ * before any block: dP_j = dO . v_j, so
+ *   sum_j dP_j P_j = dO . (sum_j P_j v_j) = dO . O,
+ * with O the forward's output. (This is FlashAttention-2's backward.)
+ *
+ * Why keys as rows (S^T, not S): the register-tile kernel reads its left
+ * operand by rows, and P^T and dS^T are the left operands of dV and dK;
+ * computed transposed, they are rows already. dS, the left operand of dQ,
+ * is dS^T read by columns (fast_block_at): nothing is ever transposed.
+ */
+
+enum { BQ = STREAM_BACKWARD_QUERIES, BK = STREAM_BACKWARD_KEYS };
+_Static_assert(BQ % FAST_NR == 0, "a block of queries must start a transposed panel");
+
+void streaming_backward_scratch_alloc(StreamingBackwardScratch *w, int num_queries,
+                                      int key_size, int value_size)
+{
+    const char *func = "streaming_attention_backward";
+    const int T = num_queries, d = key_size, v = value_size;
+    w->num_queries = T;
+    w->key_size = d;
+    w->value_size = v;
+    w->query_panels_t = fast_alloc_panels(func, fast_panels_size(d, T));
+    w->query_panels = fast_alloc_panels(func, fast_panels_size(T, d));
+    w->grad_output_panels_t = fast_alloc_panels(func, fast_panels_size(v, T));
+    w->grad_output_panels = fast_alloc_panels(func, fast_panels_size(T, v));
+    w->key_panels = fast_alloc_panels(func, fast_panels_size(BK, d));
+    w->delta = checked_malloc(func, (size_t)T, sizeof(float));
+    w->len = checked_malloc(func, (size_t)T, sizeof(int));
+    w->p = fast_alloc_panels(func, (size_t)BK * BQ);
+    w->dp = fast_alloc_panels(func, (size_t)BK * BQ);
+}
+
+void streaming_backward_scratch_free(StreamingBackwardScratch *w)
+{
+    free(w->query_panels_t);
+    free(w->query_panels);
+    free(w->grad_output_panels_t);
+    free(w->grad_output_panels);
+    free(w->key_panels);
+    free(w->delta);
+    free(w->len);
+    free(w->p);
+    free(w->dp);
+    memset(w, 0, sizeof *w);
+}
+
+/* Everything of one sequence that every block pair reads, prepared once:
+ * Q / sqrt(d) as panels both ways, dO as panels both ways, delta (T,) =
+ * rowsum(dO * O) and the valid lengths. Returns the longest length: keys
+ * from there on are seen by no query. */
+static int prepare_sequence(const AttentionRowsBackward *a, StreamingBackwardScratch *w)
+{
+    const int T = a->num_queries, d = a->key_size, v = a->value_size;
+    const float inv_sqrt_d = (float)(1.0 / sqrt((double)d));
+    /* the same float q * (1 / sqrt(d)) as the forward's, so the recomputed
+     * scores are the forward's bit for bit */
+    fast_pack_panels(a->queries, a->query_stride, true, d, T, w->query_panels_t);
+    scale_row(w->query_panels_t, w->query_panels_t, fast_panels_size(d, T), inv_sqrt_d);
+    fast_pack_panels(a->queries, a->query_stride, false, T, d, w->query_panels);
+    scale_row(w->query_panels, w->query_panels, fast_panels_size(T, d), inv_sqrt_d);
+    fast_pack_panels(a->grad_output, a->grad_output_stride, true, v, T, w->grad_output_panels_t);
+    fast_pack_panels(a->grad_output, a->grad_output_stride, false, T, v, w->grad_output_panels);
+    int longest = 0;
+    for (int q = 0; q < T; q++) {
+        const float *o_row = a->output + (size_t)q * a->output_stride;
+        const float *go_row = a->grad_output + (size_t)q * a->grad_output_stride;
+        float sum = 0.0f;
+        for (int c = 0; c < v; c++)
+            sum += go_row[c] * o_row[c];
+        w->delta[q] = sum;
+        w->len[q] = a->valid_lens ? valid_len_at(a->valid_lens, a->batch_index, q)
+                                  : a->num_keys;
+        if (w->len[q] > longest)
+            longest = w->len[q];
+    }
+    return longest;
+}
+
+/* pass 2 again, one block pair: p (keys, queries) holds S^T and becomes
+ * P^T = exp(S^T - lse), with key first_key + k masked (weight exactly 0)
+ * for query q when first_key + k >= len[q]. The mask as loop bounds: rows
+ * below every length need none, rows at or past every length are all 0. */
+static void weights_from_lse(float *p, int keys, int queries, int first_key,
+                             const float *lse, const int *len)
+{
+    int shortest = len[0], longest = len[0];
+    for (int q = 1; q < queries; q++) {
+        shortest = len[q] < shortest ? len[q] : shortest;
+        longest = len[q] > longest ? len[q] : longest;
+    }
+    for (int k = 0; k < keys; k++) {
+        float *p_row = p + (size_t)k * BQ;
+        const int key = first_key + k;
+        if (key >= longest) {
+            memset(p_row, 0, (size_t)queries * sizeof(float));
+            continue;
+        }
+        fast_exp_sub(p_row, lse, p_row, (size_t)queries);
+        if (key >= shortest)
+            for (int q = 0; q < queries; q++)
+                if (key >= len[q])
+                    p_row[q] = 0.0f;   /* replaced, as the forward's masked weights */
+    }
+}
+
+/* pass 2 backwards: dp (keys, queries) holds dP^T and becomes
+ * dS^T = P^T * (dP^T - delta), delta one value per query (column). */
+static void softmax_backward_block(float *dp, const float *p, int keys, int queries,
+                                   const float *delta)
+{
+    for (int k = 0; k < keys; k++) {
+        float *dp_row = dp + (size_t)k * BQ;
+        const float *p_row = p + (size_t)k * BQ;
+        int q = 0;
+        for (; q + FAST_VEC <= queries; q += FAST_VEC) {
+            vf x, y, z;
+            memcpy(&x, dp_row + q, sizeof x);
+            memcpy(&y, p_row + q, sizeof y);
+            memcpy(&z, delta + q, sizeof z);
+            x = y * (x - z);
+            memcpy(dp_row + q, &x, sizeof x);
+        }
+        for (; q < queries; q++)
+            dp_row[q] = p_row[q] * (dp_row[q] - delta[q]);
+    }
+}
+
+/* The five products of one block pair: keys k0 .. k0 + keys - 1 against
+ * queries q0 .. q0 + queries - 1. */
+static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch *w,
+                       int k0, int keys, int q0, int queries)
+{
+    const int T = a->num_queries, d = a->key_size, v = a->value_size;
+    const float *key_rows = a->keys + (size_t)k0 * a->key_stride;
+    const float *value_rows = a->values + (size_t)k0 * a->value_stride;
+    float *grad_keys = a->grad_keys + (size_t)k0 * a->grad_key_stride;
+    float *grad_values = a->grad_values + (size_t)k0 * a->grad_value_stride;
+    float *grad_queries = a->grad_queries + (size_t)q0 * a->grad_query_stride;
+    /* A transposed panel starts every FAST_NR queries, and q0 is a
+     * multiple of BQ, itself a multiple of FAST_NR; a plain panel holds all
+     * T rows, this block's from row q0. */
+    const size_t q_panel = (size_t)(q0 / FAST_NR);
+    const size_t rows_stride = (size_t)T * FAST_NR;
+
+    // pass 1 again: S^T = K_j (Q_i / sqrt(d))^T, (keys, queries)
+    fast_block(keys, queries, d, key_rows, a->key_stride,
+               w->query_panels_t + q_panel * d * FAST_NR, (size_t)d * FAST_NR, w->p, BQ, false);
+    // pass 2 again: P^T = exp(S^T - lse), masked
+    weights_from_lse(w->p, keys, queries, k0, a->logsumexp + q0, w->len + q0);
+    // pass 4 backwards: dV_j += P^T dO_i, and dP^T = V_j dO_i^T
+    fast_block(keys, v, queries, w->p, BQ, w->grad_output_panels + (size_t)q0 * FAST_NR,
+               rows_stride, grad_values, a->grad_value_stride, true);
+    fast_block(keys, queries, v, value_rows, a->value_stride,
+               w->grad_output_panels_t + q_panel * v * FAST_NR, (size_t)v * FAST_NR,
+               w->dp, BQ, false);
+    // pass 2 backwards: dS^T = P^T * (dP^T - delta)
+    softmax_backward_block(w->dp, w->p, keys, queries, w->delta + q0);
+    // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d), dQ_i += dS K_j / sqrt(d)
+    fast_block(keys, d, queries, w->dp, BQ, w->query_panels + (size_t)q0 * FAST_NR,
+               rows_stride, grad_keys, a->grad_key_stride, true);
+    fast_block_at(queries, d, keys, w->dp, BQ, w->key_panels, (size_t)keys * FAST_NR,
+                  grad_queries, a->grad_query_stride, true);
+}
+
+void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first_key,
+                                       int last_key, StreamingBackwardScratch *w)
+{
+    const int T = a->num_queries, d = a->key_size;
+    if (T > w->num_queries || d != w->key_size || a->value_size != w->value_size)
+        die("streaming_attention_backward_rows", "scratch made for T %d, d %d, v %d, "
+            "used for T %d, d %d, v %d", w->num_queries, w->key_size, w->value_size,
+            T, d, a->value_size);
+    if (T <= 0)
+        return;
+    const int longest = prepare_sequence(a, w);
+    if (last_key > longest)
+        last_key = longest;   /* keys no query sees get exactly zero gradients */
+    const float inv_sqrt_d = (float)(1.0 / sqrt((double)d));
+
+    for (int k0 = first_key; k0 < last_key; k0 += BK) {
+        const int keys = last_key - k0 < BK ? last_key - k0 : BK;
+        /* K_j / sqrt(d) as panels, the right operand of dQ_i += dS K_j */
+        fast_pack_panels(a->keys + (size_t)k0 * a->key_stride, a->key_stride, false, keys, d,
+                         w->key_panels);
+        scale_row(w->key_panels, w->key_panels, fast_panels_size(keys, d), inv_sqrt_d);
+        for (int q0 = 0; q0 < T; q0 += BQ) {
+            const int queries = T - q0 < BQ ? T - q0 : BQ;
+            int block_longest = 0;   /* a block of queries that sees none of these keys */
+            for (int q = q0; q < q0 + queries; q++)
+                block_longest = w->len[q] > block_longest ? w->len[q] : block_longest;
+            if (block_longest > k0)
+                block_pair(a, w, k0, keys, q0, queries);
+        }
+    }
+}
+
+/* ---- the tensor form of the backward ---------------------------------------------- */
+
+/* Job j is sequence j / parts, keys share j % parts of it. With parts > 1
+ * (fewer sequences than threads), each part adds into its own dQ, summed
+ * in order at the end: the answer depends on the thread count, never on
+ * which thread ran what. */
+typedef struct {
+    const Tensor *queries, *keys, *values, *output, *logsumexp, *grad_output;
+    const ValidLens *valid_lens;
+    Tensor *grad_queries, *grad_keys, *grad_values;
+    float *partial_grad_queries;   /* (B, parts, T, d) when parts > 1 */
+    int parts;
+    StreamingBackwardScratch *scratch;   /* one per thread */
+    atomic_int next_job;
+} BackwardJobs;
+
+static void backward_worker(void *arg, int thread)
+{
+    BackwardJobs *jobs = arg;
+    const int B = jobs->queries->shape[0], T = jobs->queries->shape[1];
+    const int d = jobs->queries->shape[2], K = jobs->keys->shape[1], v = jobs->values->shape[2];
+    for (int job = atomic_fetch_add(&jobs->next_job, 1); job < B * jobs->parts;
+         job = atomic_fetch_add(&jobs->next_job, 1)) {
+        const size_t b = (size_t)(job / jobs->parts);
+        const int part = job % jobs->parts;
+        float *grad_queries = jobs->parts > 1
+                                  ? jobs->partial_grad_queries + (size_t)job * T * d
+                                  : jobs->grad_queries->data + b * T * d;
+        AttentionRowsBackward a = {
+            T, K, d, v,
+            jobs->queries->data + b * T * d, (size_t)d,
+            jobs->keys->data + b * K * d, (size_t)d,
+            jobs->values->data + b * K * v, (size_t)v,
+            jobs->output->data + b * T * v, (size_t)v,
+            jobs->grad_output->data + b * T * v, (size_t)v,
+            jobs->logsumexp->data + b * T, jobs->valid_lens, (int)b,
+            grad_queries, (size_t)d,
+            jobs->grad_keys->data + b * K * d, (size_t)d,
+            jobs->grad_values->data + b * K * v, (size_t)v,
+        };
+        /* whole key blocks to each part */
+        const int blocks = (K + BK - 1) / BK;
+        const int first = blocks * part / jobs->parts * BK;
+        int last = blocks * (part + 1) / jobs->parts * BK;
+        streaming_attention_backward_rows(&a, first, last < K ? last : K,
+                                          &jobs->scratch[thread]);
+    }
+}
+
+void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
+                                  const Tensor *values, const ValidLens *valid_lens,
+                                  const Tensor *output, const Tensor *logsumexp,
+                                  const Tensor *grad_output, int num_threads,
+                                  Tensor **grad_queries, Tensor **grad_keys,
+                                  Tensor **grad_values)
+{
+    const char *func = "streaming_attention_backward";
+    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
+    const int B = n.batch_size, T = n.num_queries, K = n.num_keys, d = n.d, v = n.v;
+    tensor_check_shape(func, "output", output, SHAPE(B, T, v));
+    tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, v));
+    tensor_check_shape(func, "logsumexp", logsumexp, SHAPE(B, T));
+    if (num_threads < 1)
+        num_threads = 1;
+
+    /* fewer sequences than threads: split each one's keys into parts */
+    const int blocks = (K + BK - 1) / BK;
+    int parts = B < num_threads ? (num_threads + B - 1) / B : 1;
+    parts = parts > blocks ? blocks : parts;
+    parts = parts < 1 ? 1 : parts;
+    const int threads = num_threads < B * parts ? num_threads : B * parts;
+
+    BackwardJobs jobs = {queries, keys, values, output, logsumexp, grad_output, valid_lens,
+                         fast_tensor_zeros(func, SHAPE(B, T, d)),
+                         fast_tensor_zeros(func, SHAPE(B, K, d)),
+                         fast_tensor_zeros(func, SHAPE(B, K, v)), NULL, parts, NULL, 0};
+    atomic_init(&jobs.next_job, 0);
+    if (parts > 1)
+        jobs.partial_grad_queries = checked_calloc(func, (size_t)B * parts * T * d, sizeof(float));
+    jobs.scratch = checked_calloc(func, (size_t)threads, sizeof *jobs.scratch);
+    for (int t = 0; t < threads; t++)
+        streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, v);
+    fast_parallel(threads, backward_worker, &jobs);
+    for (int t = 0; t < threads; t++)
+        streaming_backward_scratch_free(&jobs.scratch[t]);
+    free(jobs.scratch);
+
+    if (parts > 1) {
+        /* the parts' dQ, summed in part order */
+        for (int b = 0; b < B; b++)
+            for (int part = 0; part < parts; part++) {
+                const float *src = jobs.partial_grad_queries + ((size_t)b * parts + part) * T * d;
+                float *dst = jobs.grad_queries->data + (size_t)b * T * d;
+                for (size_t i = 0; i < (size_t)T * d; i++)
+                    dst[i] += src[i];
+            }
+        free(jobs.partial_grad_queries);
+    }
+    /* a NULL pointer: that gradient is not wanted */
+    Tensor *results[3] = {jobs.grad_queries, jobs.grad_keys, jobs.grad_values};
+    Tensor **wanted[3] = {grad_queries, grad_keys, grad_values};
+    for (int i = 0; i < 3; i++) {
+        if (wanted[i] != NULL)
+            *wanted[i] = results[i];
+        else
+            tensor_free(results[i]);
+    }
 }

@@ -52,6 +52,46 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
                             const Tensor *values, const ValidLens *valid_lens,
                             int num_threads);
 
+/* ---- backward ------------------------------------------------------------------
+ * The backward needs the weights again, and they were never stored. It
+ * recomputes them block by block from one number per query that the
+ * forward keeps: lse = log(sum_j exp(s_j)) over its valid keys (m + log(l)
+ * in the notation above; -inf for a query with no key), since the weight
+ * of key j is exp(s_j - lse). Memory: B * T floats kept, and per thread
+ * blocks of Bk x Bq plus the sequence's queries and output gradient
+ * (O(T * d)), never T x K. How the five products of a block go is told in
+ * streaming_attention.c.
+ */
+enum {
+    STREAM_BACKWARD_QUERIES = 96,   /* Bq: a multiple of the panel width, 16 or 32 */
+    STREAM_BACKWARD_KEYS = 96,      /* Bk: a multiple of the tile's 6 or 12 rows */
+};
+
+/* streaming_attention, which also returns logsumexp (B, T) when not NULL
+ * (the caller frees it): what the backward needs besides the inputs and
+ * the output. */
+Tensor *streaming_attention_save(const Tensor *queries, const Tensor *keys,
+                                 const Tensor *values, const ValidLens *valid_lens,
+                                 int num_threads, Tensor **logsumexp);
+
+/* The gradients of sum(output * grad_output): queries (B, T, d), keys
+ * (B, K, d), values (B, K, v), valid_lens, and output (B, T, v) and
+ * logsumexp (B, T) as streaming_attention_save returned them, grad_output
+ * (B, T, v) -> grad_queries (B, T, d), grad_keys (B, K, d), grad_values
+ * (B, K, v), returned (new; a NULL pointer: not wanted). Masked keys and
+ * queries with no key get exactly 0. Threads take whole sequences, or
+ * parts of a sequence's keys when there are fewer sequences than threads;
+ * the result depends on the thread count only through the order in which
+ * those parts' dQ are added. Equal to dot_product_attention_backward up
+ * to float rounding (tests/test_fast.c: within 1e-5 of each gradient's
+ * magnitude). */
+void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
+                                  const Tensor *values, const ValidLens *valid_lens,
+                                  const Tensor *output, const Tensor *logsumexp,
+                                  const Tensor *grad_output, int num_threads,
+                                  Tensor **grad_queries, Tensor **grad_keys,
+                                  Tensor **grad_values);
+
 /* ---- the pieces, for the multi-head fast path ---------------------------- */
 
 /* One sequence's keys and values, copied once into the panel layout of
@@ -89,6 +129,46 @@ void packed_kv_free(PackedKeysValues *kv);
 void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
                               size_t query_stride, int num_queries,
                               const ValidLens *valid_lens, int batch_index, int first_query,
-                              float *out, size_t out_stride);
+                              float *out, size_t out_stride, float *logsumexp);
+
+/* One sequence (one head) for the backward: its rows anywhere in memory,
+ * each matrix at its own row stride (in floats), so a head's columns of a
+ * (B, T, D) tensor are used in place. The gradients are added into. */
+typedef struct {
+    int num_queries, num_keys, key_size, value_size;      /* T, K, d, v */
+    const float *queries;      size_t query_stride;       /* (T, d) */
+    const float *keys;         size_t key_stride;         /* (K, d) */
+    const float *values;       size_t value_stride;       /* (K, v) */
+    const float *output;       size_t output_stride;      /* (T, v), the forward's */
+    const float *grad_output;  size_t grad_output_stride; /* (T, v) */
+    const float *logsumexp;                               /* (T,), the forward's */
+    const ValidLens *valid_lens; int batch_index;         /* whose lengths apply */
+    float *grad_queries;       size_t grad_query_stride;  /* (T, d), += */
+    float *grad_keys;          size_t grad_key_stride;    /* (K, d), += */
+    float *grad_values;        size_t grad_value_stride;  /* (K, v), += */
+} AttentionRowsBackward;
+
+/* What one thread needs for the backward of sequences of up to T queries,
+ * reused from sequence to sequence. */
+typedef struct {
+    int num_queries, key_size, value_size;   /* T, d, v it was made for */
+    float *query_panels_t;        /* (Q / sqrt(d))^T (d, T) as panels */
+    float *query_panels;          /* Q / sqrt(d) (T, d) as panels */
+    float *grad_output_panels_t;  /* dO^T (v, T) as panels */
+    float *grad_output_panels;    /* dO (T, v) as panels */
+    float *key_panels;            /* one block's K / sqrt(d) (Bk, d) as panels */
+    float *delta;                 /* (T,) rowsum(dO * O) */
+    int *len;                     /* (T,) valid length of each query */
+    float *p, *dp;                /* (Bk, Bq) P^T, and dP^T then dS^T */
+} StreamingBackwardScratch;
+
+void streaming_backward_scratch_alloc(StreamingBackwardScratch *scratch, int num_queries,
+                                      int key_size, int value_size);
+void streaming_backward_scratch_free(StreamingBackwardScratch *scratch);
+
+/* The backward of one sequence for keys first_key .. last_key - 1 (the
+ * whole of dK and dV there, and their share of dQ), single-threaded. */
+void streaming_attention_backward_rows(const AttentionRowsBackward *rows, int first_key,
+                                       int last_key, StreamingBackwardScratch *scratch);
 
 #endif
