@@ -50,8 +50,10 @@ program_of = $(OUT)/$(if $(filter main.c,$(notdir $(1))),$(dir $(1))$(shell echo
 PROGRAMS := $(foreach src,$(PROGRAM_SRC),$(call program_of,$(src)))
 
 # What `make run` runs, in the order a learner reads them: each chapter's
-# own program.
-RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c))
+# own program, then the extra programs a chapter lists in RUN_AFTER_<chapter>
+# (chapter 05's training run, a few seconds).
+RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
+RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
@@ -123,8 +125,10 @@ run: $(PROGRAMS)
 # ---- benchmark ----------------------------------------------------------------
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
 # peak and peak memory per configuration; a few minutes (05_multihead/bench.c).
-bench: $(OUT)/05_multihead/bench
+# Then training steps per second of 05_multihead/train's model.
+bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train
 	$< $(BENCH_ARGS)
+	$(OUT)/05_multihead/train --bench
 .PHONY: bench
 
 # ---- heatmaps ---------------------------------------------------------------
@@ -133,7 +137,7 @@ bench: $(OUT)/05_multihead/bench
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 06_permutation_invariance/permutation_invariance
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 05_multihead/train 06_permutation_invariance/permutation_invariance
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)

@@ -1,14 +1,7 @@
 /*
  * 03_self_attention - scaled dot-product attention, and what it costs.
- *
- * Part 1: d2l's check of dot_product_attention: queries (2, 1, 2), keys
- *         (2, 10, 2), values (2, 10, 4), valid_lens [2, 6] -> (2, 1, 4).
- * Part 2: self-attention, Q = K = V = X, on three tokens: the weight
- *         matrix printed and drawn, with and without the 1/sqrt(d).
- * Part 3: why divide by sqrt(d): the variance of q . k grows like d, and
- *         unscaled scores push softmax to one-hot.
- * Part 4: dropout on the weights (--dropout P --train).
- * --cost: time and memory of the n x n weight matrix as n doubles.
+ * main() lists the parts; each is a function named after what it shows.
+ * A check that fails makes the exit status 1, with a line on stderr.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys (= number of
  * key-value pairs), d = query and key size, v = value size, n = number of
@@ -25,20 +18,20 @@
 
 #include "attention.h"
 #include "io/cli.h"
-#include "ops.h"
 #include "io/plot.h"
+#include "ops.h"
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"
 
-#define PROG "self_attention"
+static const char PROG[] = "self_attention";
 
 enum { MAX_TOKENS = 64, MAX_HIDDENS = 1024, MAX_COST_N = 65536 };
 
 typedef struct {
     uint64_t seed;
     int num_tokens;     /* 0: the three fixed tokens */
-    int num_hiddens;
+    int num_hiddens;    /* 0 until parsed: 3, or 64 with --cost */
     float dropout;
     bool train;
     bool cost;
@@ -46,37 +39,86 @@ typedef struct {
     const char *plot_dir;
 } Options;
 
-static void usage(void)
+/* The table checks --dropout as the float the library keeps, where
+ * 0.99999999 is already 1; that 1 is refused here, naming what was typed. */
+static void refuse_dropout_of_1(float p, int argc, char **argv)
 {
-    printf("usage: %s [--seed N] [--tokens N] [--hiddens D] [--dropout P] [--train]\n"
-           "                      [--cost] [--cost-max N] [--plot DIR] [--help]\n"
-           "\n"
-           "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V: d2l's check,\n"
-           "self-attention on a few tokens, why sqrt(d), dropout, and the n^2 cost.\n"
-           "\n"
-           "  --seed N       seed for every random tensor (default 0)\n"
-           "  --tokens N     self-attention on N random tokens, 1 to %d, instead of\n"
-           "                 the three fixed ones (default: the three)\n"
-           "  --hiddens D    size of each random token, 1 to %d (default 3); also d\n"
-           "                 in the --cost experiment (default there 64)\n"
-           "  --dropout P    dropout probability on the weights, 0 <= P < 1 (default 0.5);\n"
-           "                 it acts only with --train\n"
-           "  --train        training mode: apply dropout and show what it does\n"
-           "  --cost         time one forward pass for n = 128, 256, ... and count the\n"
-           "                 bytes of the n x n weight matrix (prints timings; nothing\n"
-           "                 else runs)\n"
-           "  --cost-max N   largest n for --cost, 128 to %d (default 4096)\n"
-           "  --plot DIR     write heatmaps: DIR/self_attention.{dat,gp} and\n"
-           "                 DIR/d2l_check.{dat,gp}\n"
-           "  --help         this text\n",
-           PROG, MAX_TOKENS, MAX_HIDDENS, MAX_COST_N);
+    if (p < 1.0f)
+        return;
+    const char *text = "1";
+    for (int i = 1; i + 1 < argc; i++)
+        if (cli_is(argv[i], "--dropout"))
+            text = argv[i + 1];
+    cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %s%s", text,
+             strtod(text, NULL) < 1.0 ? ", which is 1 as a float" : "");
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.seed = 0, .dropout = 0.5f, .cost_max = 4096};
+    bool hiddens_given = false;
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for every random tensor"},
+        {"--tokens", CLI_INT, &opt.num_tokens, .min = 1, .max = MAX_TOKENS, .metavar = "N",
+         .help = "self-attention on N random tokens instead of the three fixed ones",
+         .default_text = "the three"},
+        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+         .help = "size of each random token; also d in the --cost experiment",
+         .given = &hiddens_given, .default_text = "3; 64 with --cost"},
+        {"--dropout", CLI_FLOAT, &opt.dropout, .min = 0, .max = 1, .metavar = "P",
+         .help = "dropout probability on the weights, below 1;\nit acts only with --train"},
+        {"--train", CLI_FLAG, &opt.train, .help = "training mode: apply dropout and show what it does"},
+        {"--cost", CLI_FLAG, &opt.cost,
+         .help = "only Part 5: time one forward pass for n = 128, 256, ...\n"
+                 "and count the bytes of the n x n weight matrix"},
+        {"--cost-max", CLI_INT, &opt.cost_max, .min = 128, .max = MAX_COST_N, .metavar = "N",
+         .help = "largest n for --cost"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "write heatmaps: DIR/self_attention.{dat,gp} and\nDIR/d2l_check.{dat,gp}"},
+    };
+    cli_parse(&(CliTable){PROG, "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V: d2l's "
+                                "check,\nself-attention on a few tokens, why sqrt(d), dropout, "
+                                "and the n^2 cost.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    refuse_dropout_of_1(opt.dropout, argc, argv);
+    if (!hiddens_given)
+        opt.num_hiddens = opt.cost ? 64 : 3;
+    if (hiddens_given && opt.num_tokens == 0 && !opt.cost)
+        cli_fail(PROG, "--hiddens sizes random tokens: give --tokens N too "
+                 "(the three fixed tokens have size 3)");
+    return opt;
 }
 
 /* ---- Part 1 -------------------------------------------------------------- */
 
+/* weights (2, 1, 10), values (2, 10, 4), output (2, 1, 4): sequence 1's
+ * output recomputed as the weighted sum of its first 6 value rows, in
+ * double, and its masked weights checked to be exactly 0 */
+static void check_sequence_1(const Tensor *weights, const Tensor *values, const Tensor *output)
+{
+    double worst = 0.0;
+    for (int c = 0; c < 4; c++) {
+        double sum = 0.0;
+        for (int j = 0; j < 6; j++)
+            sum += (double)AT3(weights, 1, 0, j) * AT3(values, 1, j, c);
+        worst = fmax(worst, fabs(sum - AT3(output, 1, 0, c)));
+    }
+    bool masked_zero = true;
+    for (int j = 6; j < 10; j++)
+        masked_zero = masked_zero && AT3(weights, 1, 0, j) == 0.0f;
+    printf("\noutput shape (2, 1, 4), as d2l's check_shape expects.\n");
+    printf("Sequence 1 sees keys 0..5; keys 6..9 have weight exactly 0: %s.\n",
+           masked_zero ? "yes" : "NO");
+    printf("output[1] = sum of weight_j * values[1, j] over j < 6: largest difference %.1e\n",
+           worst);
+    cli_check(PROG, masked_zero, "part 1: a masked key has a weight");
+    cli_check(PROG, worst < 1e-6, "part 1: the output is not the weighted sum of the values");
+}
+
 /* d2l's check, with values whose rows all differ. Returns the weights
  * (2, 1, 10) for plotting. */
-static Tensor *d2l_check(Rng *rng)
+static Tensor *part1_d2l_check(Rng *rng)
 {
     printf("Part 1. d2l's check: 1 query over 10 key-value pairs, 2 sequences\n\n");
     Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(2, 1, 2));
@@ -93,33 +135,11 @@ static Tensor *d2l_check(Rng *rng)
     printf("\n");
     tensor_print_named("attention_weights (2, 1, 10)", weights);
     tensor_print_named("output (2, 1, 4)", output);
-
-    /* The check that proves it: recompute sequence 1's output as the
-     * weighted sum of its first 6 value rows, in double. */
-    double worst = 0.0;
-    for (int c = 0; c < 4; c++) {
-        double sum = 0.0;
-        for (int j = 0; j < 6; j++)
-            sum += (double)AT3(weights, 1, 0, j) * AT3(values, 1, j, c);
-        worst = fmax(worst, fabs(sum - AT3(output, 1, 0, c)));
-    }
-    bool masked_zero = true;
-    for (int j = 6; j < 10; j++)
-        masked_zero = masked_zero && AT3(weights, 1, 0, j) == 0.0f;
-    printf("\noutput shape (2, 1, 4), as d2l's check_shape expects.\n");
-    printf("Sequence 1 sees keys 0..5; keys 6..9 have weight exactly 0: %s.\n",
-           masked_zero ? "yes" : "NO");
-    printf("output[1] = sum of weight_j * values[1, j] over j < 6: largest difference %.1e\n",
-           worst);
-    Tensor *drawn = tensor_from(weights->data, SHAPE(2, 10));
+    check_sequence_1(weights, values, output);
+    Tensor *drawn = tensor_select(weights, 1, 0);   /* weights[:, 0] (2, 10) */
     heatmap_terminal(stdout, drawn, "weights: one row per sequence, keys across");
     printf("\n");
-
-    tensor_free(drawn);
-    tensor_free(output);
-    tensor_free(queries);
-    tensor_free(keys);
-    tensor_free(values);
+    TENSOR_FREE(drawn, output, queries, keys, values);
     valid_lens_free(valid_lens);
     return weights;
 }
@@ -140,6 +160,14 @@ static const float example_output[3 * 3] = {
     1.3184f, -0.5126f, -0.8610f,
 };
 
+/* The tokens X (1, n, d): the example's three, or random ones. */
+static Tensor *make_tokens(const Options *opt, Rng *rng)
+{
+    if (opt->num_tokens == 0)
+        return tensor_from(example_tokens, SHAPE(1, 3, 3));
+    return tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, opt->num_tokens, opt->num_hiddens));
+}
+
 /* x (1, n, d) -> softmax(x x^T) x, the example's formula, without the scale.
  * The weights (1, n, n) go to *weights. */
 static Tensor *unscaled_self_attention(const Tensor *x, Tensor **weights)
@@ -150,24 +178,10 @@ static Tensor *unscaled_self_attention(const Tensor *x, Tensor **weights)
     return matmul(*weights, x);
 }
 
-static void show_dropout(const Tensor *x, const Tensor *eval_weights, const Options *opt);
-
-/* Returns the two weight matrices (2, n, n) for plotting. */
-static Tensor *self_attention(const Options *opt, Rng *rng)
+/* x (1, n, d): the unscaled weights (1, n, n), printed beside what the
+ * PyTorch example printed when x is its three tokens */
+static Tensor *show_unscaled(const Tensor *x, bool fixed)
 {
-    const bool fixed = opt->num_tokens == 0;
-    const int n = fixed ? 3 : opt->num_tokens;
-    const int d = fixed ? 3 : opt->num_hiddens;
-    printf("Part 2. Self-attention: queries = keys = values = X\n\n");
-    Tensor *x = fixed ? tensor_from(example_tokens, SHAPE(1, n, d))
-                      : tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, n, d));
-    if (fixed)
-        printf("Three tokens of size 3, one per row (a worked PyTorch example):\n");
-    else
-        printf("%d random tokens of size %d, one per row:\n", n, d);
-    tensor_print_named("X (1, n, d)", x);
-
-    /* The PyTorch example computes softmax(X X^T) X, without 1/sqrt(d). */
     Tensor *plain_weights = NULL;
     Tensor *plain = unscaled_self_attention(x, &plain_weights);
     printf("\nWithout the scale, softmax(X X^T) X:\n");
@@ -175,20 +189,21 @@ static Tensor *self_attention(const Options *opt, Rng *rng)
     tensor_print_named("output ", plain);
     if (fixed) {
         Tensor *printed = tensor_from(example_output, SHAPE(1, 3, 3));
-        printf("The PyTorch example printed\n");
-        tensor_print(printed);
-        printf("Largest difference %.4f: its tokens were printed with 4 decimals, so this\n"
-               "is as close as they allow.\n", (double)tensor_max_abs_diff(plain, printed));
+        const float diff = tensor_max_abs_diff(plain, printed);
+        tensor_print_named("the PyTorch example printed", printed);
+        printf("Largest difference %.4f (its tokens were printed to 4 decimals)\n", (double)diff);
+        cli_check(PROG, diff < 2e-4f,
+                  "part 2: the output is not what the PyTorch example printed");
         tensor_free(printed);
     }
+    tensor_free(plain);
+    return plain_weights;
+}
 
-    /* With the scale: what dot_product_attention computes. */
-    Tensor *weights = NULL;
-    Tensor *output = dot_product_attention(x, x, x, NULL, NULL, &weights);
-    printf("\nWith the scale, dot_product_attention(X, X, X) = softmax(X X^T / sqrt(%d)) X:\n", d);
-    tensor_print_named("weights", weights);
-    tensor_print_named("output ", output);
-
+/* x (1, n, d), weights (1, n, n): symmetry, and who attends to whom */
+static void read_the_weights(const Tensor *x, const Tensor *weights)
+{
+    const int n = x->shape[1];
     Tensor *scores = matmul_bt(x, x);
     float asymmetry = 0.0f, weights_asymmetry = 0.0f;
     for (int i = 0; i < n; i++)
@@ -197,8 +212,7 @@ static Tensor *self_attention(const Options *opt, Rng *rng)
             weights_asymmetry = fmaxf(weights_asymmetry,
                                       fabsf(AT3(weights, 0, i, j) - AT3(weights, 0, j, i)));
         }
-    printf("\nX X^T is symmetric (largest |S - S^T| = %g), the weights are not\n"
-           "(largest |W - W^T| = %.4f): softmax normalises each row by its own sum.\n",
+    printf("\nlargest |S - S^T| = %g for the scores S = X X^T, largest |W - W^T| = %.4f\n",
            (double)asymmetry, (double)weights_asymmetry);
     /* A dot product is not a distance: a token need not be its own best match. */
     for (int i = 0; i < n; i++) {
@@ -207,108 +221,122 @@ static Tensor *self_attention(const Options *opt, Rng *rng)
             if (AT3(weights, 0, i, j) > AT3(weights, 0, i, best))
                 best = j;
         if (best != i)
-            printf("Token %d attends most to token %d, not to itself: x%d . x%d = %.4f is larger\n"
-                   "than x%d . x%d = %.4f. A dot product grows with length, not only with\n"
-                   "likeness.\n", i, best, i, best, (double)AT3(scores, 0, i, best), i, i,
+            printf("token %d attends most to token %d: x%d . x%d = %.4f > x%d . x%d = %.4f\n", i,
+                   best, i, best, (double)AT3(scores, 0, i, best), i, i,
                    (double)AT3(scores, 0, i, i));
     }
-    if (d > 1)
-        printf("Dividing by sqrt(d) flattens every row; it never reorders one.\n");
-
-    Tensor *panels = tensor_zeros(SHAPE(2, n, n));
-    memcpy(panels->data, plain_weights->data, plain_weights->size * sizeof(float));
-    memcpy(panels->data + plain_weights->size, weights->data, weights->size * sizeof(float));
-    Tensor *drawn = tensor_from(plain_weights->data, SHAPE(n, n));
-    heatmap_terminal(stdout, drawn, "softmax(X X^T): queries down, keys across");
-    tensor_free(drawn);
-    drawn = tensor_from(weights->data, SHAPE(n, n));
-    heatmap_terminal(stdout, drawn, "softmax(X X^T / sqrt(d))");
-    tensor_free(drawn);
-    printf("\n");
-
-    show_dropout(x, weights, opt);
-
     tensor_free(scores);
-    tensor_free(x);
-    tensor_free(plain);
-    tensor_free(plain_weights);
-    tensor_free(output);
-    tensor_free(weights);
+}
+
+/* x (1, n, d). Returns the two weight matrices (2, n, n) for plotting. */
+static Tensor *part2_self_attention(const Tensor *x, bool fixed)
+{
+    const int n = x->shape[1], d = x->shape[2];
+    printf("Part 2. Self-attention: queries = keys = values = X\n\n");
+    if (fixed)
+        printf("Three tokens of size 3, one per row (a worked PyTorch example):\n");
+    else
+        printf("%d random %s of size %d, one per row:\n", n, n == 1 ? "token" : "tokens", d);
+    tensor_print_named("X (1, n, d)", x);
+    /* The PyTorch example computes softmax(X X^T) X, without 1/sqrt(d). */
+    Tensor *plain_weights = show_unscaled(x, fixed);
+
+    /* With the scale: what dot_product_attention computes. */
+    Tensor *weights = NULL;
+    Tensor *output = dot_product_attention(x, x, x, NULL, NULL, &weights);
+    printf("\nWith the scale, dot_product_attention(X, X, X) = softmax(X X^T / sqrt(%d)) X:\n", d);
+    tensor_print_named("weights", weights);
+    tensor_print_named("output ", output);
+    read_the_weights(x, weights);
+
+    Tensor *plain_drawn = tensor_select(plain_weights, 0, 0);   /* (n, n) */
+    Tensor *drawn = tensor_select(weights, 0, 0);
+    heatmap_terminal(stdout, plain_drawn, "softmax(X X^T): queries down, keys across");
+    heatmap_terminal(stdout, drawn, "softmax(X X^T / sqrt(d))");
+    printf("\n");
+    Tensor *panels = TENSOR_STACK(plain_drawn, drawn);          /* (2, n, n) */
+    TENSOR_FREE(plain_weights, weights, output, plain_drawn, drawn);
     return panels;
 }
 
 /* ---- Part 3 -------------------------------------------------------------- */
 
-static void why_sqrt_d(Rng *rng)
+enum { PAIRS = 2000, ROWS = 200, KEYS = 10 };
+
+/* The variance of q . k over PAIRS random pairs q, k (d,) ~ normal(0, 1) */
+static double dot_variance(Rng *rng, int d)
 {
-    enum { PAIRS = 2000, ROWS = 200, KEYS = 10 };
+    double sum = 0.0, sum_sq = 0.0;
+    for (int p = 0; p < PAIRS; p++) {
+        double dot = 0.0;
+        for (int i = 0; i < d; i++)
+            dot += (double)rng_normal(rng) * rng_normal(rng);
+        sum += dot;
+        sum_sq += dot * dot;
+    }
+    const double mean = sum / PAIRS;
+    return sum_sq / PAIRS - mean * mean;
+}
+
+/* How peaked softmax gets: the largest weight of one query (1, 1, d)
+ * against KEYS random keys, unscaled and scaled, averaged over ROWS queries */
+static void mean_peaks(Rng *rng, int d, double *peak_plain, double *peak_scaled)
+{
+    *peak_plain = *peak_scaled = 0.0;
+    for (int r = 0; r < ROWS; r++) {
+        Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, 1, d));
+        Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, KEYS, d));
+        Tensor *plain = matmul_bt(queries, keys);
+        Tensor *scaled = NULL;
+        Tensor *out = dot_product_attention(queries, keys, keys, NULL, NULL, &scaled);
+        softmax_row(plain->data, KEYS);
+        float max_plain = 0.0f, max_scaled = 0.0f;
+        for (int j = 0; j < KEYS; j++) {
+            max_plain = fmaxf(max_plain, plain->data[j]);
+            max_scaled = fmaxf(max_scaled, scaled->data[j]);
+        }
+        *peak_plain += max_plain / (double)ROWS;
+        *peak_scaled += max_scaled / (double)ROWS;
+        TENSOR_FREE(queries, keys, plain, scaled, out);
+    }
+}
+
+static void part3_why_sqrt_d(Rng *rng)
+{
     static const int sizes[] = {2, 8, 32, 128, 512};
     printf("Part 3. Why divide by sqrt(d)\n\n");
-    printf("q and k with d independent entries of mean 0 and variance 1: q . k is a sum\n"
-           "of d products of variance 1, so its variance is d. Measured on %d pairs:\n\n",
-           PAIRS);
+    printf("q, k: d entries ~ normal(0, 1); variances over %d pairs, largest weights\n"
+           "averaged over %d queries (a uniform row would give %.1f)\n\n", PAIRS, ROWS,
+           1.0 / KEYS);
     printf("     d   var(q . k)   var(q . k / sqrt(d))   largest weight of %d keys\n", KEYS);
     printf("                                             unscaled    scaled\n");
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         const int d = sizes[s];
-        /* variance of the dot product over PAIRS random pairs */
-        double sum = 0.0, sum_sq = 0.0;
-        for (int p = 0; p < PAIRS; p++) {
-            double dot = 0.0;
-            for (int i = 0; i < d; i++)
-                dot += (double)rng_normal(rng) * rng_normal(rng);
-            sum += dot;
-            sum_sq += dot * dot;
-        }
-        double mean = sum / PAIRS;
-        double variance = sum_sq / PAIRS - mean * mean;
-
-        /* how peaked softmax gets: a query against KEYS random keys */
-        double peak_plain = 0.0, peak_scaled = 0.0;
-        for (int r = 0; r < ROWS; r++) {
-            Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, 1, d));
-            Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, KEYS, d));
-            Tensor *plain = matmul_bt(queries, keys);
-            Tensor *scaled = NULL;
-            Tensor *out = dot_product_attention(queries, keys, keys, NULL, NULL, &scaled);
-            softmax_row(plain->data, KEYS);
-            float max_plain = 0.0f, max_scaled = 0.0f;
-            for (int j = 0; j < KEYS; j++) {
-                max_plain = fmaxf(max_plain, plain->data[j]);
-                max_scaled = fmaxf(max_scaled, scaled->data[j]);
-            }
-            peak_plain += max_plain / (double)ROWS;
-            peak_scaled += max_scaled / (double)ROWS;
-            tensor_free(queries);
-            tensor_free(keys);
-            tensor_free(plain);
-            tensor_free(scaled);
-            tensor_free(out);
-        }
+        const double variance = dot_variance(rng, d);
+        double peak_plain, peak_scaled;
+        mean_peaks(rng, d, &peak_plain, &peak_scaled);
         printf("  %4d   %10.2f   %20.3f   %9.3f  %8.3f\n", d, variance, variance / d,
                peak_plain, peak_scaled);
     }
-    printf("\nThe last two columns average, over %d random queries, the largest of the %d\n"
-           "weights one query gives; a uniform row would give %.1f.\n", ROWS, KEYS,
-           1.0 / KEYS);
-    printf("Unscaled, the scores spread out like sqrt(d): at d = 512 one key takes\n"
-           "almost all the weight, softmax is nearly one-hot and its gradient\n"
-           "w (1 - w) is nearly 0. Scaled, the scores keep variance 1 for every d.\n\n");
+    printf("\n");
 }
 
 /* ---- Part 4 -------------------------------------------------------------- */
 
-static void show_dropout(const Tensor *x, const Tensor *eval_weights, const Options *opt)
+/* x (1, n, d): the scaled self-attention of Part 2 again, in training mode */
+static void part4_dropout(const Tensor *x, const Options *opt)
 {
+    printf("Part 4. Dropout on the weights\n\n");
     if (!opt->train) {
-        printf("Dropout acts in training mode only; this run is in evaluation mode, so the\n"
-               "weights above are used as they are. Try --dropout 0.5 --train.\n\n");
+        printf("evaluation mode: dropout does nothing (try --dropout 0.5 --train)\n\n");
         return;
     }
     const int n = x->shape[1];
-    printf("Dropout in training mode, p = %g: each weight is zeroed with probability p\n"
-           "and the others are multiplied by 1 / (1 - p) = %g.\n",
-           (double)opt->dropout, 1.0 / (1.0 - opt->dropout));
+    const double scale = 1.0 / (1.0 - opt->dropout);
+    printf("training mode, p = %g: kept weights times 1 / (1 - p) = %g\n", (double)opt->dropout,
+           scale);
+    Tensor *eval_weights = NULL;
+    Tensor *eval_output = dot_product_attention(x, x, x, NULL, NULL, &eval_weights);
     /* The coin flips come from a generator of their own, so turning dropout
      * on does not change any other number this program prints. */
     Rng coin = rng_new(opt->seed + 1);
@@ -318,13 +346,15 @@ static void show_dropout(const Tensor *x, const Tensor *eval_weights, const Opti
     tensor_print_named("weights after dropout", weights);
     tensor_print_named("output ", output);
     printf("row sums:");
+    bool all_one = true;
     for (int i = 0; i < n; i++) {
         double sum = 0.0;
         for (int j = 0; j < n; j++)
             sum += AT3(weights, 0, i, j);
         printf(" %.4f", sum);
+        all_one = all_one && fabs(sum - 1.0) < 1e-4;
     }
-    printf("   (no longer 1)\n");
+    printf(all_one ? "   (still 1)\n" : "   (no longer 1)\n");
     int kept = 0, dropped = 0;
     double worst = 0.0;
     for (size_t i = 0; i < weights->size; i++) {
@@ -333,18 +363,15 @@ static void show_dropout(const Tensor *x, const Tensor *eval_weights, const Opti
             continue;
         }
         kept++;
-        worst = fmax(worst, fabs(weights->data[i] / eval_weights->data[i]
-                                 - 1.0 / (1.0 - opt->dropout)));
+        worst = fmax(worst, fabs(weights->data[i] / eval_weights->data[i] - scale));
     }
-    printf("%d weights dropped, %d kept; every kept weight is its evaluation value times\n"
-           "%g (largest deviation %.1e). On average over many draws the weights\n"
-           "are unchanged, which is why evaluation needs no rescaling.\n\n",
-           dropped, kept, 1.0 / (1.0 - opt->dropout), worst);
-    tensor_free(weights);
-    tensor_free(output);
+    printf("%d %s dropped, %d kept; kept weight / evaluation weight = %g (largest deviation "
+           "%.1e)\n\n", dropped, plural(dropped, "weight", "weights"), kept, scale, worst);
+    cli_check(PROG, worst < 1e-5 * scale, "part 4: a kept weight is not scaled by 1 / (1 - p)");
+    TENSOR_FREE(eval_weights, eval_output, weights, output);
 }
 
-/* ---- --cost -------------------------------------------------------------- */
+/* ---- Part 5 -------------------------------------------------------------- */
 
 static double seconds_now(void)
 {
@@ -353,47 +380,56 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* x (1, n, d) -> milliseconds of one dot_product_attention(x, x, x), the
+ * best of runs */
+static double best_time_ms(const Tensor *x, int runs)
+{
+    double best = INFINITY;
+    for (int r = 0; r < runs; r++) {
+        double start = seconds_now();
+        Tensor *out = dot_product_attention(x, x, x, NULL, NULL, NULL);
+        best = fmin(best, seconds_now() - start);
+        tensor_free(out);
+    }
+    return best * 1e3;
+}
+
+/* now / prev in a column 6 wide, blank on the first row (prev 0) */
+static const char *ratio_str(char *buf, size_t len, double now, double prev)
+{
+    if (prev > 0.0)
+        snprintf(buf, len, "%6.2f", now / prev);
+    else
+        snprintf(buf, len, "%6s", "");
+    return buf;
+}
+
 static double physical_memory_bytes(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
     return pages > 0 && page_size > 0 ? (double)pages * (double)page_size : 0.0;
 }
 
-static void cost_experiment(const Options *opt, Rng *rng)
+/* Only with --cost: time and memory of the n x n weight matrix as n doubles. */
+static void part5_cost(const Options *opt, Rng *rng)
 {
     const int d = opt->num_hiddens;
     const double memory = physical_memory_bytes();
-    printf("Self-attention on n tokens of size d = %d: Q K^T and weights @ V each take\n"
-           "n * n * d multiply-adds, and the weights are an n x n matrix of floats.\n"
-           "Time is the best of a few runs of dot_product_attention; it varies from\n"
-           "run to run and machine to machine, the bytes do not.\n\n", d);
+    printf("Part 5. What the n x n weight matrix costs\n\n");
+    printf("self-attention on n tokens of size d = %d; time: the best of a few runs\n\n", d);
     printf("      n    time (ms)   x prev   weights (MB)   x prev   share of memory\n");
     printf("                                  (10^6 bytes)\n");
     double prev_ms = 0.0, prev_mb = 0.0;
     for (int n = 128; n <= opt->cost_max; n *= 2) {
         Tensor *x = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, n, d));
         /* repeat small sizes so the time is not all clock resolution */
-        const int runs = n <= 512 ? 5 : n <= 2048 ? 2 : 1;
-        double best = INFINITY;
-        for (int r = 0; r < runs; r++) {
-            double start = seconds_now();
-            Tensor *out = dot_product_attention(x, x, x, NULL, NULL, NULL);
-            best = fmin(best, seconds_now() - start);
-            tensor_free(out);
-        }
-        const double ms = best * 1e3;
+        const double ms = best_time_ms(x, n <= 512 ? 5 : n <= 2048 ? 2 : 1);
         const double bytes = (double)n * n * sizeof(float);
         const double mb = bytes / 1e6;
-        printf("  %5d   %10.1f   ", n, ms);
-        if (prev_ms > 0.0)
-            printf("%6.2f", ms / prev_ms);
-        else
-            printf("%6s", "");
-        printf("   %12.2f   ", mb);
-        if (prev_mb > 0.0)
-            printf("%6.2f", mb / prev_mb);
-        else
-            printf("%6s", "");
+        char time_ratio[16], mb_ratio[16];
+        printf("  %5d   %10.1f   %s   %12.2f   %s", n, ms,
+               ratio_str(time_ratio, sizeof time_ratio, ms, prev_ms), mb,
+               ratio_str(mb_ratio, sizeof mb_ratio, mb, prev_mb));
         if (memory > 0.0)
             printf("   %14.4f%%", 100.0 * bytes / memory);
         printf("\n");
@@ -401,64 +437,29 @@ static void cost_experiment(const Options *opt, Rng *rng)
         prev_mb = mb;
         tensor_free(x);
     }
-    printf("\nDoubling n multiplies the weight matrix by exactly 4 and the time by about 4.\n");
-    if (memory > 0.0) {
-        double n_fill = sqrt(memory / sizeof(float));
-        printf("This machine has %.1f GB: one n x n float matrix alone fills it at n = %.0f,\n"
-               "and a model holds one per head and per layer.\n", memory / 1e9, n_fill);
-    }
+    if (memory > 0.0)
+        printf("\nThis machine has %.1f GB: one n x n float matrix fills it at n = %.0f.\n",
+               memory / 1e9, sqrt(memory / sizeof(float)));
     printf("An 80 GB GPU (an A100) fills with a single matrix at n = %.0f.\n",
            sqrt(80e9 / sizeof(float)));
 }
 
-/* ---- options and main ------------------------------------------------------ */
+/* ---- main ------------------------------------------------------------------ */
 
-static Options parse_options(int argc, char **argv)
+/* check_weights (2, 1, 10), self_weights (2, n, n) -> the .dat and .gp files */
+static int write_plots(const char *dir, Tensor *check_weights, const Tensor *self_weights)
 {
-    Options opt = {0, 0, 0, 0.5f, false, false, 4096, NULL};
-    bool hiddens_given = false;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            exit(0);
-        } else if (cli_is(argv[i], "--seed")) {
-            opt.seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else if (cli_is(argv[i], "--tokens")) {
-            opt.num_tokens = (int)cli_long(PROG, "--tokens", cli_value(PROG, argc, argv, &i), 1,
-                                           MAX_TOKENS);
-        } else if (cli_is(argv[i], "--hiddens")) {
-            opt.num_hiddens = (int)cli_long(PROG, "--hiddens", cli_value(PROG, argc, argv, &i), 1,
-                                            MAX_HIDDENS);
-            hiddens_given = true;
-        } else if (cli_is(argv[i], "--dropout")) {
-            const char *text = cli_value(PROG, argc, argv, &i);
-            double p = cli_double(PROG, "--dropout", text, 0.0, 1.0);
-            /* the library keeps p as a float, where 0.99999999 is already 1 */
-            if ((float)p >= 1.0f)
-                cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %s%s",
-                         text, p < 1.0 ? ", which is 1 as a float" : "");
-            opt.dropout = (float)p;
-        } else if (cli_is(argv[i], "--train")) {
-            opt.train = true;
-        } else if (cli_is(argv[i], "--cost")) {
-            opt.cost = true;
-        } else if (cli_is(argv[i], "--cost-max")) {
-            opt.cost_max = (int)cli_long(PROG, "--cost-max", cli_value(PROG, argc, argv, &i), 128,
-                                         MAX_COST_N);
-        } else if (cli_is(argv[i], "--plot")) {
-            opt.plot_dir = cli_value(PROG, argc, argv, &i);
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
-    if (!hiddens_given)
-        opt.num_hiddens = opt.cost ? 64 : 3;
-    if (hiddens_given && opt.num_tokens == 0 && !opt.cost)
-        cli_fail(PROG, "--hiddens sizes random tokens: give --tokens N too "
-                 "(the three fixed tokens have size 3)");
-    if (opt.plot_dir)
-        cli_check_dir(PROG, "--plot", opt.plot_dir);
-    return opt;
+    const char *const titles[2] = {"softmax(X X^T)", "softmax(X X^T / sqrt(d))"};
+    const char *const check_title[1] = {"valid_lens = [2, 6]"};
+    Tensor *check_panel = tensor_reshape(check_weights, SHAPE(2, 10));
+    if (plot_heatmaps_titled(dir, "self_attention", "self-attention weights, without and with "
+                             "the scale", self_weights, "keys", "queries", titles) != 0 ||
+        plot_heatmaps_titled(dir, "d2l_check", "d2l's check: one query per sequence over 10 "
+                             "keys", check_panel, "keys", "sequence", check_title) != 0)
+        return 1;
+    printf("wrote self_attention and d2l_check (.dat and .gp) into %s; "
+           "render with: gnuplot %s/self_attention.gp\n", dir, dir);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -466,27 +467,17 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv);
     Rng rng = rng_new(opt.seed);
     if (opt.cost) {
-        cost_experiment(&opt, &rng);
+        part5_cost(&opt, &rng);                      /* only with --cost: the n^2 wall */
         return 0;
     }
+    Tensor *check_weights = part1_d2l_check(&rng);   /* d2l's example, checked */
+    Tensor *x = make_tokens(&opt, &rng);
+    Tensor *self_weights = part2_self_attention(x, opt.num_tokens == 0);   /* Q = K = V */
+    part3_why_sqrt_d(&rng);                          /* the variance of q . k */
+    part4_dropout(x, &opt);                          /* training mode only */
 
-    Tensor *check_weights = d2l_check(&rng);
-    Tensor *self_weights = self_attention(&opt, &rng);
-    why_sqrt_d(&rng);
-
-    int status = 0;
-    if (opt.plot_dir) {
-        const char *const titles[2] = {"softmax(X X^T)", "softmax(X X^T / sqrt(d))"};
-        Tensor *check_panel = tensor_reshape(check_weights, SHAPE(2, 10));
-        if (plot_heatmaps(opt.plot_dir, "self_attention", self_weights, "keys", "queries",
-                          titles) != 0 ||
-            plot_heatmaps(opt.plot_dir, "d2l_check", check_panel, "keys", "sequence", NULL) != 0)
-            status = 1;
-        else
-            printf("wrote self_attention and d2l_check (.dat and .gp) into %s; "
-                   "render with: gnuplot %s/self_attention.gp\n", opt.plot_dir, opt.plot_dir);
-    }
-    tensor_free(check_weights);
-    tensor_free(self_weights);
-    return status;
+    int status = opt.plot_dir ? write_plots(opt.plot_dir, check_weights, self_weights) : 0;
+    TENSOR_FREE(check_weights, x, self_weights);
+    const int check_status = cli_checks_status(PROG);
+    return status == 0 && check_status == 0 ? 0 : 1;
 }

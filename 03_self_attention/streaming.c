@@ -25,7 +25,7 @@
 #include "fast/streaming_attention.h"
 #include "tensor.h"
 
-#define PROG "streaming"
+static const char PROG[] = "streaming";
 
 enum { EX_KEYS = 6, EX_D = 2, EX_V = 2, MAX_SIZE = 4096, MAX_HIDDENS = 1024 };
 /* Part 2's limits: bytes held at once, and B * T * K * d */
@@ -38,26 +38,6 @@ typedef struct {
     int batch, num_queries, num_keys, num_hiddens, threads;
 } Options;
 
-static void usage(void)
-{
-    printf("usage: %s [--seed N] [--block N] [--batch B] [--queries T] [--keys K]\n"
-           "                 [--hiddens D] [--threads N] [--help]\n"
-           "\n"
-           "Attention computed over blocks of keys with a running maximum and sum\n"
-           "(the online softmax), so the T x K matrix of weights is never stored.\n"
-           "\n"
-           "  --seed N      seed for the random tensors of Part 2 (default 0)\n"
-           "  --block N     keys per block in the worked example, 1 to %d (default 2)\n"
-           "  --batch B     sequences in Part 2, 1 to 64 (default 2)\n"
-           "  --queries T   queries per sequence in Part 2, 1 to %d (default 300)\n"
-           "  --keys K      key-value pairs per sequence in Part 2, 1 to %d (default 700)\n"
-           "  --hiddens D   size of queries, keys and values in Part 2, 1 to %d (default 64)\n"
-           "  --threads N   threads for streaming_attention, 1 to 64 (default 1); the\n"
-           "                answer does not depend on it\n"
-           "  --help        this text\n",
-           PROG, EX_KEYS, MAX_SIZE, MAX_SIZE, MAX_HIDDENS);
-}
-
 static void print_row(const char *name, const float *x, int n)
 {
     printf("%s[", name);
@@ -68,82 +48,102 @@ static void print_row(const char *name, const float *x, int n)
 
 /* ---- Part 1: the online softmax, by hand ------------------------------------ */
 
-static void worked_example(int block)
-{
-    printf("Part 1. The online softmax on one query, %d keys at a time\n\n", block);
-    /* one query (d = 2), six keys (6, 2), six values (6, 2), chosen so the
-     * maximum moves in one block and stays put in another */
-    const float query[EX_D] = {1.0f, 0.5f};
-    const float keys[EX_KEYS][EX_D] = {
-        {0.2f, 0.4f}, {1.0f, -0.6f}, {2.0f, 1.4f}, {-0.5f, 0.3f}, {1.6f, 1.0f}, {0.4f, -1.2f}};
-    const float values[EX_KEYS][EX_V] = {
-        {1.0f, 0.0f}, {0.0f, 1.0f}, {2.0f, 2.0f}, {-1.0f, 0.0f}, {0.0f, -2.0f}, {3.0f, 1.0f}};
-    float scores[EX_KEYS];
-    for (int j = 0; j < EX_KEYS; j++)
-        scores[j] = (query[0] * keys[j][0] + query[1] * keys[j][1]) / sqrtf((float)EX_D);
-    print_row("query  = ", query, EX_D);
-    printf("\nscores = query . key_j / sqrt(2) = ");
-    print_row("", scores, EX_KEYS);
-    printf("\n\n");
+/* The example: one query (d = 2), six keys (6, 2), six values (6, 2),
+ * chosen so the maximum moves in one block and stays put in another. */
+static const float ex_query[EX_D] = {1.0f, 0.5f};
+static const float ex_keys[EX_KEYS][EX_D] = {
+    {0.2f, 0.4f}, {1.0f, -0.6f}, {2.0f, 1.4f}, {-0.5f, 0.3f}, {1.6f, 1.0f}, {0.4f, -1.2f}};
+static const float ex_values[EX_KEYS][EX_V] = {
+    {1.0f, 0.0f}, {0.0f, 1.0f}, {2.0f, 2.0f}, {-1.0f, 0.0f}, {0.0f, -2.0f}, {3.0f, 1.0f}};
 
-    /* The ordinary way: all scores, their maximum, all weights, then the sum. */
-    float max_all = scores[0], sum_all = 0.0f, weights[EX_KEYS], expected[EX_V] = {0, 0};
+/* The ordinary way: all scores (EX_KEYS,), their maximum, all weights,
+ * then the weighted sum of values into expected (EX_V,). */
+static void all_at_once(const float *scores, float *expected)
+{
+    float max_all = scores[0], sum_all = 0.0f, weights[EX_KEYS];
     for (int j = 1; j < EX_KEYS; j++)
         max_all = scores[j] > max_all ? scores[j] : max_all;
     for (int j = 0; j < EX_KEYS; j++)
         sum_all += weights[j] = expf(scores[j] - max_all);
+    for (int c = 0; c < EX_V; c++)
+        expected[c] = 0.0f;
     for (int j = 0; j < EX_KEYS; j++) {
         weights[j] /= sum_all;
         for (int c = 0; c < EX_V; c++)
-            expected[c] += weights[j] * values[j][c];
+            expected[c] += weights[j] * ex_values[j][c];
     }
     printf("All at once: weights = softmax(scores) = ");
     print_row("", weights, EX_KEYS);
     printf("\n             output  = weights @ values  = ");
     print_row("", expected, EX_V);
     printf("\n\n");
+}
+
+/* One block of n scores starting at key k0 folded into the running m, l
+ * and o (EX_V,), every step printed. */
+static void add_block(const float *scores, int k0, int n, float *m, float *l, float *o)
+{
+    if (n == 1)
+        printf("\nkey %d: score ", k0);
+    else
+        printf("\nkeys %d..%d: scores ", k0, k0 + n - 1);
+    print_row("", scores + k0, n);
+    printf("\n");
+    float block_max = scores[k0];
+    for (int j = 1; j < n; j++)
+        block_max = scores[k0 + j] > block_max ? scores[k0 + j] : block_max;
+    float m_new = block_max > *m ? block_max : *m;
+    /* everything summed so far was exp(s - m); it must become exp(s - m_new) */
+    float rescale = expf(*m - m_new);
+    if (*m == -INFINITY)
+        printf("  m: -inf -> %.4f (the first block sets it)\n", (double)m_new);
+    else if (m_new > *m)
+        printf("  m: %.4f -> %.4f (a larger score: the maximum moves)\n", (double)*m,
+               (double)m_new);
+    else
+        printf("  m: %.4f stays (no score here beats it)\n", (double)*m);
+    printf("  rescale = exp(m_old - m_new) = %.4f\n", (double)rescale);
+    float p[EX_KEYS], block_sum = 0.0f;
+    for (int j = 0; j < n; j++)
+        block_sum += p[j] = expf(scores[k0 + j] - m_new);
+    print_row("  p = exp(scores - m_new) = ", p, n);
+    printf(", their sum %.4f\n", (double)block_sum);
+    float l_new = *l * rescale + block_sum;
+    printf("  l = l * rescale + sum(p) = %.4f * %.4f + %.4f = %.4f\n", (double)*l,
+           (double)rescale, (double)block_sum, (double)l_new);
+    for (int c = 0; c < EX_V; c++) {
+        float add = 0.0f;
+        for (int j = 0; j < n; j++)
+            add += p[j] * ex_values[k0 + j][c];
+        o[c] = o[c] * rescale + add;
+    }
+    print_row("  o = o * rescale + p @ values = ", o, EX_V);
+    printf("\n");
+    *m = m_new;
+    *l = l_new;
+}
+
+/* Returns true when the streamed output equals the one computed at once. */
+static bool part1_online_softmax(int block)
+{
+    printf("Part 1. The online softmax on one query, %d %s at a time\n\n", block,
+           block == 1 ? "key" : "keys");
+    float scores[EX_KEYS];
+    for (int j = 0; j < EX_KEYS; j++)
+        scores[j] = (ex_query[0] * ex_keys[j][0] + ex_query[1] * ex_keys[j][1]) /
+                    sqrtf((float)EX_D);
+    print_row("query  = ", ex_query, EX_D);
+    printf("\nscores = query . key_j / sqrt(2) = ");
+    print_row("", scores, EX_KEYS);
+    printf("\n\n");
+    float expected[EX_V];
+    all_at_once(scores, expected);
 
     /* The streaming way: one block at a time, only m, l and o kept. */
     printf("Block by block: start with m = -inf, l = 0, o = [0, 0]\n");
     float m = -INFINITY, l = 0.0f, o[EX_V] = {0, 0};
-    for (int k0 = 0; k0 < EX_KEYS; k0 += block) {
-        int n = EX_KEYS - k0 < block ? EX_KEYS - k0 : block;
-        printf("\nkeys %d..%d: scores ", k0, k0 + n - 1);
-        print_row("", scores + k0, n);
-        printf("\n");
-        float block_max = scores[k0];
-        for (int j = 1; j < n; j++)
-            block_max = scores[k0 + j] > block_max ? scores[k0 + j] : block_max;
-        float m_new = block_max > m ? block_max : m;
-        /* everything summed so far was exp(s - m); it must become exp(s - m_new) */
-        float rescale = expf(m - m_new);
-        if (m == -INFINITY)
-            printf("  m: -inf -> %.4f (the first block sets it)\n", (double)m_new);
-        else if (m_new > m)
-            printf("  m: %.4f -> %.4f (a larger score: the maximum moves)\n", (double)m,
-                   (double)m_new);
-        else
-            printf("  m: %.4f stays (no score here beats it)\n", (double)m);
-        printf("  rescale = exp(m_old - m_new) = %.4f\n", (double)rescale);
-        float p[EX_KEYS], block_sum = 0.0f;
-        for (int j = 0; j < n; j++)
-            block_sum += p[j] = expf(scores[k0 + j] - m_new);
-        print_row("  p = exp(scores - m_new) = ", p, n);
-        printf(", their sum %.4f\n", (double)block_sum);
-        float l_new = l * rescale + block_sum;
-        printf("  l = l * rescale + sum(p) = %.4f * %.4f + %.4f = %.4f\n", (double)l,
-               (double)rescale, (double)block_sum, (double)l_new);
-        for (int c = 0; c < EX_V; c++) {
-            float add = 0.0f;
-            for (int j = 0; j < n; j++)
-                add += p[j] * values[k0 + j][c];
-            o[c] = o[c] * rescale + add;
-        }
-        print_row("  o = o * rescale + p @ values = ", o, EX_V);
-        printf("\n");
-        m = m_new;
-        l = l_new;
-    }
+    for (int k0 = 0; k0 < EX_KEYS; k0 += block)
+        add_block(scores, k0, EX_KEYS - k0 < block ? EX_KEYS - k0 : block, &m, &l, o);
     float streamed[EX_V];
     for (int c = 0; c < EX_V; c++)
         streamed[c] = o[c] / l;
@@ -154,11 +154,15 @@ static void worked_example(int block)
            diff < 1e-6f ? "yes" : "NO");
     printf("Only m, l and o (here 4 numbers) were kept between blocks; the weights\n"
            "of one block existed only while that block was being added.\n\n");
+    if (diff >= 1e-6f)
+        fprintf(stderr, "%s: the online softmax differs from softmax by %.1e\n", PROG,
+                (double)diff);
+    return diff < 1e-6f;
 }
 
 /* ---- Part 2: the real thing against the clear version ------------------------- */
 
-static bool compare_with_clear(const Options *opt, Rng *rng)
+static bool part2_compare_with_clear(const Options *opt, Rng *rng)
 {
     const int B = opt->batch, T = opt->num_queries, K = opt->num_keys, d = opt->num_hiddens;
     printf("Part 2. streaming_attention against dot_product_attention\n\n");
@@ -212,7 +216,7 @@ static bool compare_with_clear(const Options *opt, Rng *rng)
 
 /* ---- Part 3: memory as n grows ----------------------------------------------------- */
 
-static void memory_table(void)
+static void part3_memory_table(void)
 {
     const int d = 64, heads = 8;
     printf("Part 3. Memory for self-attention over n tokens, %d heads of size d = %d\n\n",
@@ -238,32 +242,28 @@ static void memory_table(void)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {0, 2, 2, 300, 700, 64, 1};
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            usage();
-            exit(0);
-        } else if (cli_is(argv[i], "--seed")) {
-            opt.seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        } else if (cli_is(argv[i], "--block")) {
-            opt.block = (int)cli_long(PROG, "--block", cli_value(PROG, argc, argv, &i), 1, EX_KEYS);
-        } else if (cli_is(argv[i], "--batch")) {
-            opt.batch = (int)cli_long(PROG, "--batch", cli_value(PROG, argc, argv, &i), 1, 64);
-        } else if (cli_is(argv[i], "--queries")) {
-            opt.num_queries = (int)cli_long(PROG, "--queries", cli_value(PROG, argc, argv, &i), 1,
-                                            MAX_SIZE);
-        } else if (cli_is(argv[i], "--keys")) {
-            opt.num_keys = (int)cli_long(PROG, "--keys", cli_value(PROG, argc, argv, &i), 1,
-                                         MAX_SIZE);
-        } else if (cli_is(argv[i], "--hiddens")) {
-            opt.num_hiddens = (int)cli_long(PROG, "--hiddens", cli_value(PROG, argc, argv, &i), 1,
-                                            MAX_HIDDENS);
-        } else if (cli_is(argv[i], "--threads")) {
-            opt.threads = (int)cli_long(PROG, "--threads", cli_value(PROG, argc, argv, &i), 1, 64);
-        } else {
-            cli_unknown(PROG, argv[i]);
-        }
-    }
+    Options opt = {.seed = 0, .block = 2, .batch = 2, .num_queries = 300, .num_keys = 700,
+                   .num_hiddens = 64, .threads = 1};
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the random tensors of Part 2"},
+        {"--block", CLI_INT, &opt.block, .min = 1, .max = EX_KEYS, .metavar = "N",
+         .help = "keys per block in the worked example"},
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 64, .metavar = "B",
+         .help = "sequences in Part 2"},
+        {"--queries", CLI_INT, &opt.num_queries, .min = 1, .max = MAX_SIZE, .metavar = "T",
+         .help = "queries per sequence in Part 2"},
+        {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "K",
+         .help = "key-value pairs per sequence in Part 2"},
+        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+         .help = "size of queries, keys and values in Part 2"},
+        {"--threads", CLI_INT, &opt.threads, .min = 1, .max = 64, .metavar = "N",
+         .help = "threads for streaming_attention; the answer does not\ndepend on it"},
+    };
+    cli_parse(&(CliTable){PROG, "Attention computed over blocks of keys with a running maximum "
+                                "and sum\n(the online softmax), so the T x K matrix of weights "
+                                "is never stored.",
+                          CLI_COUNT(options), options},
+              argc, argv);
     /* Part 2 must fit in memory and finish in seconds, so three sizes are
      * checked before anything is made. */
     const double B = opt.batch, T = opt.num_queries, K = opt.num_keys, d = opt.num_hiddens;
@@ -292,8 +292,8 @@ int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     Rng rng = rng_new(opt.seed);
-    worked_example(opt.block);
-    bool same = compare_with_clear(&opt, &rng);
-    memory_table();
-    return same ? 0 : 1;
+    bool same_by_hand = part1_online_softmax(opt.block);         /* six keys, by hand */
+    bool same = part2_compare_with_clear(&opt, &rng);           /* the real function */
+    part3_memory_table();                                       /* what it saves */
+    return same_by_hand && same ? 0 : 1;
 }

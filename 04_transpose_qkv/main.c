@@ -50,46 +50,6 @@ static const char *span(char *buf, size_t len, const char *one, const char *many
 
 /* ---- index-coded tensors ------------------------------------------------- */
 
-/* Print x like PyTorch prints an integer tensor (x.long()): every number
- * right-aligned to the widest, nested brackets, a blank line between
- * matrices. The codes are whole numbers, so this shows them without the
- * ".0000" that would hide the digits that matter. */
-static void print_dim(const Tensor *x, int dim, size_t offset, int indent, int width)
-{
-    size_t stride = 1;
-    for (int i = dim + 1; i < x->ndim; i++)
-        stride *= (size_t)x->shape[i];
-    putchar('[');
-    for (int i = 0; i < x->shape[dim]; i++) {
-        if (dim == x->ndim - 1) {
-            printf("%s%*d", i ? ", " : "", width, (int)lrintf(x->data[offset + (size_t)i]));
-            continue;
-        }
-        if (i > 0) {
-            putchar(',');
-            for (int k = 0; k < x->ndim - dim - 1; k++)
-                putchar('\n');
-            printf("%*s", indent + 1, "");
-        }
-        print_dim(x, dim + 1, offset + (size_t)i * stride, indent + 1, width);
-    }
-    putchar(']');
-}
-
-static void print_codes(const char *name, const Tensor *x)
-{
-    char buf[16];
-    int width = 1;
-    for (size_t i = 0; i < x->size; i++) {
-        int w = snprintf(buf, sizeof buf, "%d", (int)lrintf(x->data[i]));
-        if (w > width)
-            width = w;
-    }
-    printf("%s = tensor(", name);
-    print_dim(x, 0, 0, (int)strlen(name) + (int)strlen(" = tensor("), width);
-    printf(")\n");
-}
-
 /* Where a code came from: X[b, t, j] = 1000*b + 100*t + j. */
 typedef struct { int b, t, j; } Address;
 
@@ -147,7 +107,7 @@ static Tensor *part1_addresses(int B, int T, int D, int H)
         for (int t = 0; t < T; t++)
             for (int j = 0; j < D; j++)
                 AT3(X, b, t, j) = (float)(1000 * b + 100 * t + j);
-    print_codes("X", X);
+    tensor_print_whole_named("X", X);
     return X;
 }
 
@@ -164,19 +124,19 @@ static int part2_step_by_step(const Tensor *X, int H)
     printf("step 1: X.reshape(%d, %d, %d, %d)  (B, T, H, d)\n"
            "        a view: the memory is untouched, each token's row is cut into %d %s of %d\n",
            B, T, H, d, H, plural(H, "piece", "pieces"), d);
-    print_codes("X", step);
+    tensor_print_whole_named("X", step);
 
     Tensor *permuted = tensor_permute(step, (const int[]){0, 2, 1, 3});
     printf("\nstep 2: .permute(0, 2, 1, 3) -> %s  (B, H, T, d)\n"
            "        the only step that moves data: the head index jumps in front of the token\n",
            shape_str(shape, sizeof shape, permuted->ndim, permuted->shape));
-    print_codes("X", permuted);
+    tensor_print_whole_named("X", permuted);
 
     tensor_reshape(permuted, SHAPE(B * H, T, d));
     printf("\nstep 3: .reshape(%d, %d, %d)  (B*H, T, d)\n"
            "        matrix b*H + h is head h of sequence b, a batch of its own for attention\n",
            B * H, T, d);
-    print_codes("X", permuted);
+    tensor_print_whole_named("X", permuted);
     for (int r = 0; r < B * H; r++)
         printf("  matrix %d = sequence %d, head %d: %s of every token\n", r, r / H, r % H,
                span(hiddens, sizeof hiddens, "hidden", "hiddens", (r % H) * d, (r % H) * d + d - 1));
@@ -240,7 +200,7 @@ static void part4_classic_mistake(const Tensor *X, int H)
      * numbers of the sequence, whatever token and hidden they belong to. */
     Tensor *wrong = tensor_copy(X);
     tensor_reshape(wrong, SHAPE(B * H, T, d));
-    print_codes("X", wrong);
+    tensor_print_whole_named("X", wrong);
     printf("  matrix 0 should be sequence 0, head 0 (%s of %s); it holds\n",
            span(hiddens, sizeof hiddens, "hidden", "hiddens", 0, d - 1),
            span(tokens, sizeof tokens, "token", "tokens", 0, T - 1));

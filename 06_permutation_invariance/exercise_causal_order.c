@@ -33,28 +33,7 @@
 
 static const char PROG[] = "exercise_causal_order";
 
-/* Equal means within this many float32 epsilons of the output size, the
- * rule of chapter 06's main program. */
-static const double TOL_EPS = 64.0;
-
 enum { MAX_TOKENS = 8 };
-
-static void usage(void)
-{
-    printf("usage: %s [options]\n"
-           "\n"
-           "Causal self-attention (query i sees keys 0..i) under a permutation of the\n"
-           "tokens: which positions keep their output, predicted and measured, then the\n"
-           "prediction checked on every permutation of T tokens.\n"
-           "\n"
-           "options:\n"
-           "  --tokens T    tokens, 2 to %d (default 5)\n"
-           "  --hiddens D   features per token, 1 to 64 (default 4)\n"
-           "  --perm LIST   the permutation to show, T comma-separated positions\n"
-           "                (default: tokens 1 and 2 swapped, 0,2,1,3,...)\n"
-           "  --seed N      seed of the tokens (default 0)\n"
-           "  --help        this text\n", PROG, MAX_TOKENS);
-}
 
 /* The rule: position i keeps its output when perm[i] = i and perm[0..i]
  * holds exactly 0..i (checked by its maximum: i + 1 distinct entries whose
@@ -97,9 +76,7 @@ static void position_diffs(const Tensor *X, const Tensor *fX, const int *perm, f
                 diffs[i] = diff;
         }
     }
-    tensor_free(PX);
-    tensor_free(fPX);
-    tensor_free(P_fX);
+    TENSOR_FREE(PX, fPX, P_fX);
 }
 
 /* Next permutation in lexicographic order; false after the last one. */
@@ -124,56 +101,61 @@ static bool next_permutation(int *perm, int n)
     return true;
 }
 
-int main(int argc, char **argv)
-{
-    int T = 5, D = 4;
-    uint64_t seed = 0;
-    const char *perm_text = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--tokens"))
-            T = (int)cli_long(PROG, "--tokens", cli_value(PROG, argc, argv, &i), 2, MAX_TOKENS);
-        else if (cli_is(argv[i], "--hiddens"))
-            D = (int)cli_long(PROG, "--hiddens", cli_value(PROG, argc, argv, &i), 1, 64);
-        else if (cli_is(argv[i], "--perm"))
-            perm_text = cli_value(PROG, argc, argv, &i);
-        else if (cli_is(argv[i], "--seed"))
-            seed = cli_u64(PROG, "--seed", cli_value(PROG, argc, argv, &i));
-        else if (cli_is(argv[i], "--help")) {
-            usage();
-            return 0;
-        } else
-            cli_unknown(PROG, argv[i]);
-    }
+typedef struct {
+    int tokens, hiddens;
+    uint64_t seed;
+    const char *perm_text;   /* NULL: tokens 1 and 2 swapped */
     int perm[MAX_TOKENS];
-    if (perm_text) {
-        long values[MAX_TOKENS];
-        int n = cli_long_list(PROG, "--perm", perm_text, 0, T - 1, values, MAX_TOKENS);
-        for (int i = 0; i < n; i++)
-            perm[i] = (int)values[i];
-        if (n != T || !is_permutation(perm, T))
-            cli_fail(PROG, "--perm must list each of 0..%d once, got '%s'", T - 1, perm_text);
-    } else {
+} Options;
+
+/* --perm is read once --tokens is known: T positions, each of 0..T-1 once. */
+static void read_perm(Options *opt)
+{
+    const int T = opt->tokens;
+    if (opt->perm_text == NULL) {
         for (int i = 0; i < T; i++)
-            perm[i] = i;
-        perm[1] = 2 < T ? 2 : 0;   /* swap tokens 1 and 2 (with 2 tokens: 0 and 1) */
-        perm[2 < T ? 2 : 0] = 1;
+            opt->perm[i] = i;
+        opt->perm[1] = 2 < T ? 2 : 0;   /* swap tokens 1 and 2 (with 2 tokens: 0 and 1) */
+        opt->perm[2 < T ? 2 : 0] = 1;
+        return;
     }
+    long values[MAX_TOKENS];
+    int n = cli_long_list(PROG, "--perm", opt->perm_text, 0, T - 1, values, MAX_TOKENS);
+    for (int i = 0; i < n; i++)
+        opt->perm[i] = (int)values[i];
+    if (n != T || !is_permutation(opt->perm, T))
+        cli_fail(PROG, "--perm must list each of 0..%d once, got '%s'", T - 1, opt->perm_text);
+}
 
-    Rng rng = rng_new(seed);
-    Tensor *X = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, T, D));
-    Tensor *fX = causal_self_attention(X);
-    const float scale = tensor_max_abs(fX);
-    const float tolerance = (float)(TOL_EPS * FLT_EPSILON) * scale;
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.tokens = 5, .hiddens = 4, .seed = 0};
+    const CliOption options[] = {
+        {"--tokens", CLI_INT, &opt.tokens, .min = 2, .max = MAX_TOKENS, .metavar = "T",
+         .help = "tokens"},
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 64, .metavar = "D",
+         .help = "features per token"},
+        {"--perm", CLI_STRING, &opt.perm_text, .metavar = "LIST",
+         .help = "the permutation to show, T comma-separated positions",
+         .default_text = "tokens 1 and 2 swapped, 0,2,1,3,..."},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed of the tokens"},
+    };
+    cli_parse(&(CliTable){PROG, "Causal self-attention (query i sees keys 0..i) under a "
+                                "permutation of the\ntokens: which positions keep their output, "
+                                "predicted and measured, then the\nprediction checked on every "
+                                "permutation of T tokens.",
+                          CLI_COUNT(options), options},
+              argc, argv);
+    read_perm(&opt);
+    return opt;
+}
 
-    printf("Causal self-attention on %d tokens of size %d: query i sees keys 0..i,\n"
-           "valid_lens (1, %d) = [", T, D, T);
-    for (int i = 0; i < T; i++)
-        printf("%s%d", i ? ", " : "", i + 1);
-    printf("].\nperm = [");
-    for (int i = 0; i < T; i++)
-        printf("%s%d", i ? ", " : "", perm[i]);
-    printf("]: position i of P X holds token perm[i].\n\n");
-
+/* One permutation, position by position: the rule's prediction and the
+ * measured difference. Returns true when the rule held everywhere. */
+static bool show_one_permutation(const Tensor *X, const Tensor *fX, const int *perm,
+                                 float tolerance)
+{
+    const int T = X->shape[1];
     float diffs[MAX_TOKENS];
     position_diffs(X, fX, perm, diffs);
     printf("position  token  sees tokens       rule says   max |f(PX)[i] - f(X)[perm[i]]|\n");
@@ -192,8 +174,16 @@ int main(int argc, char **argv)
     }
     printf("Before the move, token t saw {0..t}. A position keeps its output only if\n"
            "its token sees the same set as before.\n\n");
+    return rule_holds;
+}
 
-    /* Every permutation of T tokens, in lexicographic order. */
+/* Every permutation of T tokens, in lexicographic order. Returns how many
+ * positions the rule got wrong. */
+static long check_every_permutation(const Tensor *X, const Tensor *fX, float tolerance)
+{
+    const int T = X->shape[1];
+    int perm[MAX_TOKENS];
+    float diffs[MAX_TOKENS];
     for (int i = 0; i < T; i++)
         perm[i] = i;
     long total = 0, equivariant = 0, positions_kept = 0, rule_errors = 0;
@@ -215,11 +205,30 @@ int main(int argc, char **argv)
            "  positions where the rule was wrong: %ld\n",
            total, T, equivariant, equivariant == 1 ? " (only the identity)" : "",
            positions_kept, total * T, rule_errors);
+    return rule_errors;
+}
+
+int main(int argc, char **argv)
+{
+    const Options opt = parse_options(argc, argv);
+    const int T = opt.tokens, D = opt.hiddens;
+    Rng rng = rng_new(opt.seed);
+    Tensor *X = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, T, D));
+    Tensor *fX = causal_self_attention(X);
+    const float tolerance = (float)(PERMUTATION_TOL_EPS * FLT_EPSILON) * tensor_max_abs(fX);
+
+    char pbuf[64];
+    printf("Causal self-attention on %d tokens of size %d: query i sees keys 0..i,\n"
+           "valid_lens (1, %d) = [", T, D, T);
+    for (int i = 0; i < T; i++)
+        printf("%s%d", i ? ", " : "", i + 1);
+    printf("].\nperm = %s: position i of P X holds token perm[i].\n\n",
+           permutation_str(pbuf, sizeof pbuf, opt.perm, T));
+    bool rule_holds = show_one_permutation(X, fX, opt.perm, tolerance);
+    long rule_errors = check_every_permutation(X, fX, tolerance);
     printf("The causal mask is a statement about positions, so causal attention is\n"
            "not permutation equivariant: a decoder knows which token came first even\n"
            "without a positional encoding.\n");
-
-    tensor_free(X);
-    tensor_free(fX);
+    TENSOR_FREE(X, fX);
     return rule_holds && rule_errors == 0 ? 0 : 1;
 }

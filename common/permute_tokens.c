@@ -6,8 +6,69 @@
  */
 #include "permute_tokens.h"
 
+#include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+double eps_units(float diff, float scale)
+{
+    if (!(scale > 0.0f))
+        scale = 1.0f;   /* an all-zero output: measure against 1 instead */
+    return (double)diff / ((double)FLT_EPSILON * (double)scale);
+}
+
+bool equal_up_to_rounding(float diff, float scale)
+{
+    return eps_units(diff, scale) <= PERMUTATION_TOL_EPS;   /* false for NaN */
+}
+
+const char *eps_diff_str(char *buf, size_t len, float diff, float scale)
+{
+    const double units = eps_units(diff, scale);
+    if (diff == 0.0f)
+        snprintf(buf, len, "0 (bit for bit)");
+    else if (units < 1e4)
+        snprintf(buf, len, "%.2e (%.1f eps)", (double)diff, units);
+    else
+        snprintf(buf, len, "%.4f (%.1e eps)", (double)diff, units);
+    return buf;
+}
+
+const char *rounding_verdict(float diff, float scale)
+{
+    return equal_up_to_rounding(diff, scale) ? "equal" : "DIFFERENT";
+}
+
+const char *permutation_str(char *buf, size_t len, const int *perm, int n)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < n && used < len; i++) {
+        if (i == 8) {
+            used += (size_t)snprintf(buf + used, len - used, ", ...");
+            break;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", perm[i]);
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+bool is_identity(const int *perm, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (perm[i] != i)
+            return false;
+    return true;
+}
+
+void permutation_of_prefix(Rng *rng, int *perm, int n, int T)
+{
+    rng_permutation(rng, perm, n);
+    for (int i = n; i < T; i++)
+        perm[i] = i;
+}
 
 bool is_permutation(const int *perm, int n)
 {
@@ -96,4 +157,20 @@ Tensor *permute_queries_and_keys(const Tensor *weights, const int *perm)
     Tensor *both_moved = permute_along(rows_moved, n - 1, perm);
     tensor_free(rows_moved);
     return both_moved;
+}
+
+Tensor *mean_over_tokens(const Tensor *x)
+{
+    if (x->ndim != 3) {
+        char buf[64];
+        die("mean_over_tokens", "x expected shape (B, T, D), got %s",
+            shape_str(buf, sizeof buf, x->ndim, x->shape));
+    }
+    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
+    Tensor *mean = tensor_zeros(SHAPE(B, D));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < D; k++)
+                AT2(mean, b, k) += AT3(x, b, t, k) / (float)T;
+    return mean;
 }

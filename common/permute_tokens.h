@@ -21,8 +21,38 @@
 #define PERMUTE_TOKENS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "tensor.h"
+
+/* Two outputs of a permuted input count as equal when they differ by at
+ * most PERMUTATION_TOL_EPS float32 epsilons times the size of the output:
+ * a permutation only changes the order of sums over the keys, which costs
+ * a few roundings, while a real change is millions of epsilons. */
+#define PERMUTATION_TOL_EPS 64.0
+
+/* A difference in units of float32 epsilon (2^-23, the gap between 1 and
+ * the next float) times scale, the largest |entry| of the output it was
+ * measured on; an all-zero output (scale 0) is measured against 1. */
+double eps_units(float diff, float scale);
+/* eps_units(diff, scale) <= PERMUTATION_TOL_EPS */
+bool equal_up_to_rounding(float diff, float scale);
+/* A difference with its size in eps units, into buf: "0 (bit for bit)",
+ * "2.38e-07 (0.7 eps)" or, for a real change, "0.2211 (2.6e+06 eps)".
+ * Returns buf. */
+const char *eps_diff_str(char *buf, size_t len, float diff, float scale);
+/* "equal" when equal_up_to_rounding(diff, scale), else "DIFFERENT". */
+const char *rounding_verdict(float diff, float scale);
+
+/* "[2, 0, 1]" into buf, the list one writes in X[:, [2, 0, 1]]; after the
+ * first 8 entries it ends in ", ...]". Returns buf. */
+const char *permutation_str(char *buf, size_t len, const int *perm, int n);
+/* true when perm[i] = i for every i < n: nothing moves. */
+bool is_identity(const int *perm, int n);
+
+/* perm (T,): a uniformly random permutation of its first n entries from
+ * rng, entries n..T-1 left in place (perm[i] = i). */
+void permutation_of_prefix(Rng *rng, int *perm, int n, int T);
 
 /* true when perm[0..n) holds each of 0..n-1 exactly once. */
 bool is_permutation(const int *perm, int n);
@@ -43,5 +73,9 @@ Tensor *permute_tokens(const Tensor *x, const int *perm);
  * dimensions) both reordered by perm. This is how the attention weights of
  * self-attention move when its input tokens move. */
 Tensor *permute_queries_and_keys(const Tensor *weights, const int *perm);
+
+/* x (B, T, D) -> (B, D), the mean over the tokens: a pooled summary of the
+ * sequence, invariant to reordering it up to the order of the sum. */
+Tensor *mean_over_tokens(const Tensor *x);
 
 #endif

@@ -128,6 +128,86 @@ void tensor_free(Tensor *x)
     free(x);
 }
 
+void tensor_free_all(Tensor *const *tensors, int count)
+{
+    for (int i = 0; i < count; i++)
+        tensor_free(tensors[i]);
+}
+
+/* ---- pieces of a tensor ------------------------------------------------- */
+
+/* Seen from dimension dim, a row-major tensor is (outer, shape[dim], inner):
+ * outer counts the blocks before it, inner the floats after it. A slice
+ * copies, from each of the outer blocks, one run of length * inner floats. */
+Tensor *tensor_slice(const Tensor *x, int dim, int start, int length)
+{
+    char have[80];
+    if (dim < 0 || dim >= x->ndim)
+        die("tensor_slice", "dim %d is not a dimension of a tensor of shape %s", dim,
+            shape_str(have, sizeof have, x->ndim, x->shape));
+    if (start < 0 || length < 1 || start > x->shape[dim] - length)
+        die("tensor_slice", "indices %d to %d are not inside dimension %d of shape %s",
+            start, start + length - 1, dim, shape_str(have, sizeof have, x->ndim, x->shape));
+    size_t outer = 1, inner = 1;
+    for (int i = 0; i < dim; i++)
+        outer *= (size_t)x->shape[i];
+    for (int i = dim + 1; i < x->ndim; i++)
+        inner *= (size_t)x->shape[i];
+
+    int out_shape[TENSOR_MAX_DIMS];
+    memcpy(out_shape, x->shape, sizeof out_shape);
+    out_shape[dim] = length;
+    Tensor *out = tensor_alloc("tensor_slice", x->ndim, out_shape, false);
+    const size_t run = (size_t)length * inner;
+    for (size_t o = 0; o < outer; o++) {
+        const float *from = x->data + (o * (size_t)x->shape[dim] + (size_t)start) * inner;
+        memcpy(out->data + o * run, from, run * sizeof(float));
+    }
+    return out;
+}
+
+Tensor *tensor_select(const Tensor *x, int dim, int index)
+{
+    char have[80];
+    if (x->ndim < 2)
+        die("tensor_select", "selecting from a tensor of shape %s would leave no dimension",
+            shape_str(have, sizeof have, x->ndim, x->shape));
+    if (dim < 0 || dim >= x->ndim || index < 0 || index >= x->shape[dim])
+        die("tensor_select", "index %d of dimension %d is not inside shape %s", index, dim,
+            shape_str(have, sizeof have, x->ndim, x->shape));
+    /* The slice of length 1, then the dimension of size 1 dropped. */
+    Tensor *out = tensor_slice(x, dim, index, 1);
+    int out_shape[TENSOR_MAX_DIMS];
+    for (int i = 0, k = 0; i < x->ndim; i++)
+        if (i != dim)
+            out_shape[k++] = x->shape[i];
+    return tensor_reshape(out, x->ndim - 1, out_shape);
+}
+
+Tensor *tensor_stack(const Tensor *const *tensors, int count)
+{
+    char want[80], have[80];
+    if (count < 1 || tensors[0]->ndim >= TENSOR_MAX_DIMS)
+        die("tensor_stack", "can stack 1 or more tensors of at most %d dimensions",
+            TENSOR_MAX_DIMS - 1);
+    const Tensor *first = tensors[0];
+    int out_shape[TENSOR_MAX_DIMS] = {count};
+    for (int i = 0; i < first->ndim; i++)
+        out_shape[i + 1] = first->shape[i];
+    Tensor *out = tensor_alloc("tensor_stack", first->ndim + 1, out_shape, false);
+    for (int i = 0; i < count; i++) {
+        if (!tensor_has_shape(tensors[i], first->ndim, first->shape)) {
+            shape_str(want, sizeof want, first->ndim, first->shape);
+            shape_str(have, sizeof have, tensors[i]->ndim, tensors[i]->shape);
+            tensor_free(out);
+            die("tensor_stack", "tensor %d has shape %s, tensor 0 has %s", i, have, want);
+        }
+        memcpy(out->data + (size_t)i * first->size, tensors[i]->data,
+               first->size * sizeof(float));
+    }
+    return out;
+}
+
 Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape)
 {
     char want[80], have[80];
@@ -338,6 +418,44 @@ void tensor_print(const Tensor *x)
 {
     tensor_fprint(stdout, x);
     fputc('\n', stdout);
+}
+
+/* One dimension of a tensor of whole numbers, nested as tensor_fprint
+ * nests, each number right-aligned in width characters. */
+static void print_whole_dim(const Tensor *x, int dim, size_t offset, int indent, int width)
+{
+    size_t stride = 1;
+    for (int i = dim + 1; i < x->ndim; i++)
+        stride *= (size_t)x->shape[i];
+    putchar('[');
+    for (int i = 0; i < x->shape[dim]; i++) {
+        if (dim == x->ndim - 1) {
+            printf("%s%*ld", i ? ", " : "", width, lrintf(x->data[offset + (size_t)i]));
+            continue;
+        }
+        if (i > 0) {
+            putchar(',');
+            for (int k = 0; k < x->ndim - dim - 1; k++)
+                putchar('\n');
+            printf("%*s", indent + 1, "");
+        }
+        print_whole_dim(x, dim + 1, offset + (size_t)i * stride, indent + 1, width);
+    }
+    putchar(']');
+}
+
+void tensor_print_whole_named(const char *name, const Tensor *x)
+{
+    char buf[24];
+    int width = 1;
+    for (size_t i = 0; i < x->size; i++) {
+        int w = snprintf(buf, sizeof buf, "%ld", lrintf(x->data[i]));
+        if (w > width)
+            width = w;
+    }
+    printf("%s = tensor(", name);
+    print_whole_dim(x, 0, 0, (int)strlen(name) + (int)strlen(" = tensor("), width);
+    printf(")\n");
 }
 
 void tensor_print_named(const char *name, const Tensor *x)

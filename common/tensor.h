@@ -62,6 +62,14 @@ Tensor *tensor_arange(int ndim, const int *shape);
 Tensor *tensor_copy(const Tensor *x);
 void tensor_free(Tensor *x);   /* NULL is fine, as with free() */
 
+/* Free several tensors at once, at the end of a part:
+ *     TENSOR_FREE(scores, weights, out);
+ * frees the three (NULL entries are fine). The list is counted for you. */
+void tensor_free_all(Tensor *const *tensors, int count);
+#define TENSOR_FREE(...)                                  \
+    tensor_free_all((Tensor *const[]){__VA_ARGS__},       \
+                    (int)(sizeof((Tensor *const[]){__VA_ARGS__}) / sizeof(Tensor *)))
+
 /* ---- shape ------------------------------------------------------------- */
 /* Product of a shape, or 0 with *overflow set when it does not fit size_t
  * (or a dimension is not positive). */
@@ -74,6 +82,25 @@ Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape);
 /* New tensor with the dimensions reordered: out.shape[i] = x.shape[perm[i]],
  * like x.permute(*perm).contiguous(). The data is copied. */
 Tensor *tensor_permute(const Tensor *x, const int *perm);
+
+/* ---- pieces of a tensor (always copies) ------------------------------- */
+/* Indices start .. start + length - 1 along dimension dim, every other
+ * dimension whole: x.narrow(dim, start, length).contiguous() in PyTorch,
+ * x[:, :, start:start + length] for dim 2. The shape keeps its dimensions. */
+Tensor *tensor_slice(const Tensor *x, int dim, int start, int length);
+
+/* Index `index` of dimension dim, which disappears: x.select(dim, index),
+ * x[index] for dim 0. weights (B, T, K) -> tensor_select(weights, 0, b) (T, K).
+ * x needs at least 2 dimensions. */
+Tensor *tensor_select(const Tensor *x, int dim, int index);
+
+/* count tensors of one shape stacked along a new first dimension:
+ * torch.stack([a, b, c]). (T, K) matrices -> (count, T, K).
+ *     Tensor *panels = TENSOR_STACK(weights, weights_PX, moved);   */
+Tensor *tensor_stack(const Tensor *const *tensors, int count);
+#define TENSOR_STACK(...)                                      \
+    tensor_stack((const Tensor *const[]){__VA_ARGS__},         \
+                 (int)(sizeof((const Tensor *const[]){__VA_ARGS__}) / sizeof(Tensor *)))
 
 /* true when x has this shape; -1 in shape matches any size. */
 bool tensor_has_shape(const Tensor *x, int ndim, const int *shape);
@@ -100,6 +127,10 @@ void tensor_print(const Tensor *x);   /* to stdout, with a newline */
 /* "name = tensor(...)" on stdout; a tensor of several rows starts on the
  * next line so its rows stay aligned. */
 void tensor_print_named(const char *name, const Tensor *x);
+/* "name = tensor([[   0,    1], ...])": a tensor that holds whole numbers
+ * (index codes, counts) printed as PyTorch prints an integer tensor, every
+ * element rounded to the nearest integer, columns aligned. */
+void tensor_print_whole_named(const char *name, const Tensor *x);
 
 /* ---- comparison -------------------------------------------------------- */
 /* true when |actual - expected| <= atol + rtol * |expected| everywhere

@@ -420,6 +420,67 @@ static void plot_permutation_gp_taken(const char *dir)
     make_dir(dir, "out/permutation_weights.gp");
 }
 
+/* @/in: a model 05_multihead/train can load: 8 countries, num_hiddens 8,
+ * 2 heads, under the parameter names of nn.MultiheadAttention. Each setup
+ * below spoils one thing. */
+static void train_model_good(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "embed_keys.weight", SHAPE(8, 8));
+    write_floats(dir, "embed_values.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.in_proj_weight", SHAPE(24, 8));
+    write_floats(dir, "attention.in_proj_bias", SHAPE(24));
+    write_floats(dir, "attention.out_proj.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.out_proj.bias", SHAPE(8));
+    write_floats(dir, "readout.weight", SHAPE(8, 8));
+    write_floats(dir, "readout.bias", SHAPE(8));
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){2});
+}
+
+static void train_model_no_heads(const char *dir)
+{
+    train_model_good(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/num_heads.npy", dir);
+    cr_assert_eq(unlink(path), 0);
+}
+
+static void train_model_three_heads(const char *dir)
+{
+    train_model_good(dir);
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){3});
+}
+
+static void train_model_readout_rows(const char *dir)
+{
+    train_model_good(dir);
+    write_floats(dir, "readout.weight", SHAPE(9, 8));
+}
+
+static void train_model_in_proj_2d_bias(const char *dir)
+{
+    train_model_good(dir);
+    write_floats(dir, "attention.in_proj_bias", SHAPE(3, 8));
+}
+
+static void train_model_nan(const char *dir)
+{
+    train_model_good(dir);
+    write_floats_poisoned(dir, "attention.out_proj.weight", SHAPE(8, 8), 9, NAN);
+}
+
+static void train_model_few_countries(const char *dir)
+{
+    train_model_good(dir);
+    write_floats(dir, "embed_keys.weight", SHAPE(3, 8));
+}
+
+static void train_out_bias_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/readout.bias.npy");
+}
+
 static void a_file(const char *dir)
 {
     char path[512];
@@ -455,6 +516,7 @@ static void read_only_dir(const char *dir)
 #define IMPORTANCE "05_multihead/head_importance"
 #define BENCH "05_multihead/bench"
 #define LAYER_BACKWARD "05_multihead/backward"
+#define TRAIN "05_multihead/train"
 #define PERMUTATION "06_permutation_invariance/permutation_invariance"
 #define ORDER "06_permutation_invariance/exercise_causal_order"
 
@@ -687,6 +749,44 @@ static BadInput rows[] = {
      NULL},
     {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
     {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
+    /* chapter 05: train */
+    {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
+    {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1", NULL},
+    {TRAIN, "--steps 0", 2, "--steps expects a whole number from 1 to 1000000, got '0'", NULL},
+    {TRAIN, "--batch 0", 2, "--batch expects a whole number from 1 to 4096", NULL},
+    {TRAIN, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16", NULL},
+    {TRAIN, "--pairs 10 --countries 8", 2, "--countries 8 is fewer than --pairs 10", NULL},
+    {TRAIN, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
+    {TRAIN, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
+    {TRAIN, "--examples 0", 2, "--examples expects a whole number from 1 to 100000", NULL},
+    {TRAIN, "--to @/missing", 2, "--to: directory '", "@/missing/readout.bias.npy"},
+    {TRAIN, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
+     read_only_dir, 0, true},
+    /* readout.bias.npy cannot be written: no file of the model may appear */
+    {TRAIN, "--steps 2 --to @/out", 1, "readout.bias.npy: cannot write: a directory has that "
+     "name", "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
+    {TRAIN, "--from @/in --steps 5", 2, "--from takes the model's sizes from DIR and does not "
+     "train", NULL, train_model_good},
+    {TRAIN, "--from @/in --heads 2", 2, "--from takes the model's sizes", NULL,
+     train_model_good},
+    {TRAIN, "--from @/in --to @/in", 2, "--from and --to together", NULL, train_model_good},
+    {TRAIN, "--from @/in --bench", 2, "--bench times training a new model: drop --from", NULL,
+     train_model_good},
+    {TRAIN, "--from @/missing", 1, "missing/embed_keys.weight.npy: cannot open: No such file",
+     NULL},
+    {TRAIN, "--from @/in", 1, "in/num_heads.npy: cannot open: No such file", NULL,
+     train_model_no_heads},
+    {TRAIN, "--from @/in", 1, "does not hold a model this program can run (8 countries, "
+     "num_hiddens 8, 3 heads, for 8 pairs)", NULL, train_model_three_heads},
+    {TRAIN, "--from @/in", 1, "does not hold a model this program can run (3 countries", NULL,
+     train_model_few_countries},
+    {TRAIN, "--from @/in", 1, "in/readout.weight.npy: expected shape (8, 8), got (9, 8)", NULL,
+     train_model_readout_rows},
+    {TRAIN, "--from @/in", 1, "in/attention.in_proj_bias.npy: expected shape (24,), got (3, 8)",
+     NULL, train_model_in_proj_2d_bias},
+    {TRAIN, "--from @/in", 1, "attention.out_proj.weight.npy: element 9 (index [1, 1]) is NaN",
+     NULL, train_model_nan},
     {BENCH, "--config 1,2,3", 2, "--config expects B,n,D,H, four whole numbers, got '1,2,3'",
      NULL},
     {BENCH, "--config 1,64,10,3", 2, "--config: D = 10 does not divide by H = 3", NULL},

@@ -149,9 +149,12 @@ static void set_option(const char *prog, const CliOption *o, const char *text)
     case CLI_FLOAT: {
         /* The float that will be used is the one checked, against the
          * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
-         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits. */
-        float v = (float)cli_double(prog, o->name, text, -HUGE_VAL, HUGE_VAL);
-        if (!isfinite(v) || v < (float)o->min || v > (float)o->max)
+         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits.
+         * A word, NaN or an infinity gets the range in its message. */
+        char *end;
+        float v = (float)strtod(text, &end);
+        if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) ||
+            v < (float)o->min || v > (float)o->max)
             cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
                      o->name, o->min, o->max, text);
         *(float *)o->target = v;
@@ -175,13 +178,22 @@ static const char *stdout_prog = "program";
 
 static void close_stdout(void)
 {
-    /* A write that failed earlier sets the error flag and errno (nothing
-     * since has cleared errno, which C functions never set to 0); fclose
-     * reports a failure of the last flush or of the close itself. */
-    bool failed_before = ferror(stdout) != 0;
-    int failed_error = errno;
-    if (fclose(stdout) != 0 || failed_before) {
-        int error = failed_before ? failed_error : errno;
+    /* A write that failed earlier left the error flag set, but its errno
+     * may since have been overwritten by any other call. The descriptor is
+     * asked once more with an empty write, which reports a full device or
+     * a closed descriptor again; where it cannot tell, "write error". */
+    bool failed = false;
+    int error = 0;
+    if (ferror(stdout)) {
+        failed = true;
+        error = write(STDOUT_FILENO, "", 0) < 0 ? errno : 0;
+    }
+    errno = 0;
+    if (fclose(stdout) != 0 && !failed) {
+        failed = true;
+        error = errno;
+    }
+    if (failed) {
         fprintf(stderr, "%s: cannot write the output: %s\n", stdout_prog,
                 error != 0 ? strerror(error) : "write error");
         _exit(1);
@@ -280,4 +292,24 @@ void cli_print_help(const CliTable *table, FILE *out)
         }
         fputc('\n', out);
     }
+}
+
+/* The checks of one program run: a program is one process, so one count. */
+static int failed_checks = 0;
+
+void cli_check(const char *prog, bool holds, const char *what)
+{
+    if (!holds) {
+        fprintf(stderr, "%s: check failed: %s\n", prog, what);
+        failed_checks++;
+    }
+}
+
+int cli_checks_status(const char *prog)
+{
+    if (failed_checks == 0)
+        return 0;
+    fprintf(stderr, "%s: %d %s failed\n", prog, failed_checks,
+            plural(failed_checks, "check", "checks"));
+    return 1;
 }

@@ -101,4 +101,12 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
 /* An existing, writable directory, or a usage error naming it. */
 void cli_check_dir(const char *prog, const char *flag, const char *dir);
 
+/* ---- a program's own checks (chapters 03 and 06) -------------------------- */
+/* A chapter program checks what it shows, and its exit status says whether
+ * every check held. cli_check prints "PROG: check failed: WHAT" on stderr
+ * when holds is false and counts it; cli_checks_status ends the count:
+ * "PROG: 2 checks failed" on stderr and 1 when any failed, else 0. */
+void cli_check(const char *prog, bool holds, const char *what);
+int cli_checks_status(const char *prog);
+
 #endif

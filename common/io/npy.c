@@ -311,16 +311,13 @@ static void dims_str(char *buf, size_t len, const long long *dims, int ndim)
         snprintf(buf + used, len - used, ndim == 1 ? ",)" : ")");
 }
 
-/* pass 2 and 3: the dict, then what it promises. */
-static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyArray *arr)
+/* Pass 2: the dictionary, {'descr': '<f4', 'fortran_order': False,
+ * 'shape': (2, 3), }, each key once, into arr->descr, *fortran_order and
+ * dims (ndim of them). Returns 0, or -1 after reporting. */
+static int parse_header_dict(Cursor *c, NpyArray *arr, bool *fortran_order, long long *dims,
+                             int *ndim)
 {
-    Cursor cursor = {text, text, text + len, sink}, *c = &cursor;
     bool have_descr = false, have_order = false, have_shape = false;
-    bool fortran_order = false;
-    long long dims[MAX_PARSED_DIMS];
-    int ndim = 0;
-
-    // pass 2: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
     if (expect_char(c, '{', "expected '{' at the start of the header") != 0)
         return -1;
     skip_space(c);
@@ -337,24 +334,24 @@ static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyAr
         if (seen == NULL) {
             char shown[40];
             printable(shown, sizeof shown, key, strlen(key));
-            return npy_fail(sink, "header has an unexpected key '%s' (a .npy header has "
+            return npy_fail(c->sink, "header has an unexpected key '%s' (a .npy header has "
                             "exactly 'descr', 'fortran_order' and 'shape')", shown);
         }
         if (*seen)
-            return npy_fail(sink, "header repeats the key '%s'", key);
+            return npy_fail(c->sink, "header repeats the key '%s'", key);
         *seen = true;
         int status;
         if (seen == &have_descr) {
             skip_space(c);
             if (c->p < c->end && (*c->p == '[' || *c->p == '('))
-                return npy_fail(sink, "structured dtypes (a list of fields in 'descr') are not "
+                return npy_fail(c->sink, "structured dtypes (a list of fields in 'descr') are not "
                                 "supported; save a plain array of numbers");
             status = parse_string(c, arr->descr, sizeof arr->descr,
                                   "expected a quoted dtype such as '<f4' for 'descr'");
         } else if (seen == &have_order) {
-            status = parse_bool(c, &fortran_order);
+            status = parse_bool(c, fortran_order);
         } else {
-            status = parse_shape(c, dims, &ndim);
+            status = parse_shape(c, dims, ndim);
         }
         if (status != 0)
             return -1;
@@ -372,10 +369,18 @@ static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyAr
     if (c->p != c->end)
         return malformed(c, "expected only spaces after '}'");
 
-    // pass 3: what the header promises
     if (!have_descr || !have_order || !have_shape)
-        return npy_fail(sink, "header has no '%s' key", !have_descr ? "descr"
+        return npy_fail(c->sink, "header has no '%s' key", !have_descr ? "descr"
                         : !have_order ? "fortran_order" : "shape");
+    return 0;
+}
+
+/* Pass 3: what the header promises, checked: a known little-endian dtype,
+ * C order, 1 to TENSOR_MAX_DIMS dimensions, none empty, a byte count that
+ * fits. Fills arr's dtype_index, shape, ndim and count. */
+static int check_header(const ErrSink *sink, NpyArray *arr, bool fortran_order,
+                        const long long *dims, int ndim)
+{
     arr->dtype_index = -1;
     for (int i = 0; i < (int)(sizeof DTYPES / sizeof DTYPES[0]); i++)
         if (strcmp(arr->descr, DTYPES[i].descr) == 0)
@@ -416,6 +421,18 @@ static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyAr
     arr->ndim = ndim;
     arr->count = count;
     return 0;
+}
+
+/* The header's text (len bytes): pass 2, then pass 3. */
+static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyArray *arr)
+{
+    Cursor cursor = {text, text, text + len, sink};
+    bool fortran_order = false;
+    long long dims[MAX_PARSED_DIMS];
+    int ndim = 0;
+    if (parse_header_dict(&cursor, arr, &fortran_order, dims, &ndim) != 0)
+        return -1;
+    return check_header(sink, arr, fortran_order, dims, ndim);
 }
 
 /* ---- the whole file ------------------------------------------------------ */
@@ -677,7 +694,8 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
                 if (*buffer == NULL) {
                     npy_fail(sink, "out of memory reading %zu bytes", need);
                 } else {
-                    memcpy(*buffer, preamble + data_start, early);
+                    if (early > 0)
+                        memcpy(*buffer, preamble + data_start, early);
                     if (!read_exact(fd, *buffer + early, need - early))
                         read_failed(sink);
                     else
