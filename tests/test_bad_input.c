@@ -515,8 +515,8 @@ static void read_only_dir(const char *dir)
 #define GRID "05_multihead/head_grid"
 #define IMPORTANCE "05_multihead/head_importance"
 #define BENCH "05_multihead/bench"
-#define LAYER_BACKWARD "05_multihead/backward"
 #define TRAIN "05_multihead/train"
+#define LAYER_BACKWARD "05_multihead/backward"
 #define PERMUTATION "06_permutation_invariance/permutation_invariance"
 #define ORDER "06_permutation_invariance/exercise_causal_order"
 
