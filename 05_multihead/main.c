@@ -52,19 +52,6 @@ typedef struct {
 
 /* ---- measuring rows and weights ----------------------------------------------- */
 
-/* x[..., :n] of a 3-D tensor (B, T, D), a new tensor. */
-static Tensor *first_columns(const Tensor *x, int n)
-{
-    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
-    n = n < D ? n : D;
-    Tensor *out = tensor_zeros(SHAPE(B, T, n));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < n; j++)
-                AT3(out, b, t, j) = AT3(x, b, t, j);
-    return out;
-}
-
 /* Rows of output (B, T, D), each against the first row of its sequence
  * (per_sequence) or of the batch whose query has keys (spread; zero exactly
  * when those rows are equal), and each row with no key against b_o, or 0
@@ -94,13 +81,6 @@ static RowCheck check_rows(const Tensor *output, const ValidLens *valid_lens, co
         }
     }
     return c;
-}
-
-/* weights (B, H, T, K) -> (H, T, K) of sequence b, a new tensor. */
-static Tensor *sequence_heads(const Tensor *weights, int b)
-{
-    const int H = weights->shape[1], T = weights->shape[2], K = weights->shape[3];
-    return tensor_from(&AT4(weights, b, 0, 0, 0), SHAPE(H, T, K));
 }
 
 /* Sum of the weights (B, H, T, K) on masked keys: exactly 0 when the mask holds. */
@@ -202,7 +182,7 @@ static void explain_all_ones(Example *ex, const Tensor *X, const Tensor *Y, cons
  * with 4 decimals, or as few digits as each number needs. */
 static void print_rows(const Tensor *output, bool four_decimals)
 {
-    Tensor *head = first_columns(output, 6);
+    Tensor *head = tensor_slice(output, 2, 0, output->shape[2] < 6 ? output->shape[2] : 6);
     tensor_print_named("output[:, :, :6]", head);
     tensor_free(head);
     const double within = check_rows(output, NULL, NULL, true).spread;
@@ -230,16 +210,13 @@ static void part2_d2l_check_all_ones(Example *ex)
     print_rows(output, false);
     explain_all_ones(ex, X, Y, output);
     if (ex->valid_lens) {
-        Tensor *seq0 = sequence_heads(weights, 0);
+        Tensor *seq0 = tensor_select(weights, 0, 0);   /* (H, T, K) of sequence 0 */
         printf(opt->train ? "The weights after dropout (sequence 0, every head):\n"
                           : "The weights only show the mask (sequence 0, every head):\n");
         tensor_print_named("attention_weights[0]", seq0);
         tensor_free(seq0);
     }
-    tensor_free(X);
-    tensor_free(Y);
-    tensor_free(output);
-    tensor_free(weights);
+    TENSOR_FREE(X, Y, output, weights);
 }
 
 /* Each head has its own projections, so each looks at the keys its own
@@ -261,18 +238,21 @@ static void print_favourite_keys(const Tensor *weights)
     }
 }
 
-/* The set into dir, whole or not at all; the line that says what it wrote. */
-static int save_set(const char *dir, const NamedTensor *set, int count, const Tensor *output,
-                    const Tensor *weights)
+/* The run's files into dir as one set (layer_files_save_run), and the
+ * line that says what it wrote; 1 after the error line when it fails. */
+static int save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results)
 {
     char err[LAYER_FILES_ERR_LEN], s1[64], s2[64];
-    if (layer_files_save(dir, set, count, err, sizeof err) != 0) {
+    if (layer_files_save_run(dir, inputs, results, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", PROG, err);
-        return -1;
+        return 1;
     }
+    const Tensor *output = results->output, *weights = results->attention_weights;
     printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
            shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
            shape_str(s2, sizeof s2, weights->ndim, weights->shape));
+    if (results->grads.params != NULL)
+        printf("wrote the gradients of sum(output * grad_output) as %s/grad_<name>.npy\n", dir);
     return 0;
 }
 
@@ -288,7 +268,7 @@ static int part3_random_inputs(Example *ex)
     Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train, &ex->rng,
                                        &weights);
     print_rows(output, true);
-    Tensor *seq0 = sequence_heads(weights, 0);
+    Tensor *seq0 = tensor_select(weights, 0, 0);   /* (H, T, K) of sequence 0 */
     char shape[64];
     printf("per-head attention weights of sequence 0, (H, T, K) = %s:\n",
            shape_str(shape, sizeof shape, seq0->ndim, seq0->shape));
@@ -300,78 +280,78 @@ static int part3_random_inputs(Example *ex)
     printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
            "with --plot.)\n");
 
-    /* --to: the run as the files Part 4 reads, a bias or mask left out removed */
-    NamedTensor set[16] = {{"queries", X, NULL}, {"keys", Y, NULL}, {"values", Y, NULL}};
-    int count = 3 + layer_files_parameters(ex->layer, set + 3);
-    set[count++] = (NamedTensor){"valid_lens", NULL, ex->valid_lens};
-    set[count++] = (NamedTensor){"output", output, NULL};
-    set[count++] = (NamedTensor){"attention_weights", weights, NULL};
+    /* --to: the run as the files Part 4 reads */
     int status = opt->plot_dir && write_plot(opt->plot_dir, weights) != 0;
-    if (status == 0 && opt->to_dir && save_set(opt->to_dir, set, count, output, weights) != 0)
-        status = 1;
-    else if (status == 0 && opt->to_dir)
+    const LayerFiles inputs = layer_files_borrow(ex->layer, X, Y, Y, ex->valid_lens);
+    if (status == 0 && opt->to_dir)
+        status = save_run(opt->to_dir, &inputs, &(LayerResults){output, weights, {0}});
+    if (status == 0 && opt->to_dir)
         printf("%s also holds the inputs and parameters: run it again with\n"
                "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, opt->heads);
-    tensor_free(X);
-    tensor_free(Y);
-    tensor_free(output);
-    tensor_free(weights);
+    TENSOR_FREE(X, Y, output, weights);
     return status;
 }
 
 /* ---- Part 4: a layer from .npy files ------------------------------------------------ */
 
-static int part4_layer_from_files(const Options *opt)
+/* A line from the library's err after the program's name; returns 1. */
+static int fail(const char *err)
 {
-    LayerFiles files;
-    char err[LAYER_FILES_ERR_LEN];
-    if (layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        layer_files_free(&files);
-        return 1;
-    }
-    printf("Part 4. A layer from .npy files\n\n");
-    layer_files_print(opt->from_dir, &files);
-    printf("num_heads = %d, head size d = %d\n\n", opt->heads,
-           files.layer.num_hiddens / opt->heads);
-    Tensor *weights = NULL;
-    Tensor *output = multihead_forward(&files.layer, files.queries, files.keys, files.values,
-                                       files.valid_lens, false, NULL, &weights);
-    tensor_print_named("output", output);
-    tensor_print_named("attention_weights", weights);
-    printf("\n");
+    fprintf(stderr, "%s: %s\n", PROG, err);
+    return 1;
+}
 
-    /* With grad_output.npy, the gradients join the results (and, without
-     * it, their names remove the files of an earlier run from --to). */
-    NamedTensor results[2 + LAYER_FILES_GRADIENTS] = {{"output", output, NULL},
-                                                      {"attention_weights", weights, NULL}};
-    LayerGradients grads = {0};
-    if (files.grad_output != NULL)
-        layer_files_backward(&files, &grads);
-    const int count = 2 + layer_files_gradients(files.grad_output ? &grads : NULL, results + 2);
-    if (files.grad_output != NULL)
-        layer_gradients_print(&grads);
+/* The layer of files, its results checked (finite, within memory, against
+ * expected_*.npy), then plotted and written. */
+static int run_from_files(const Options *opt, const LayerFiles *files)
+{
+    char err[LAYER_FILES_ERR_LEN];
+    const Tensor *q = files->queries;
+    if (layer_files_check_memory(&files->layer, q->shape[0], q->shape[1], files->keys->shape[1],
+                                 files->grad_output != NULL, err, sizeof err) != 0)
+        return fail(err);
+    LayerResults results;
+    if (layer_files_run(files, &results, err, sizeof err) != 0)
+        return fail(err);
+    printf("Part 4. A layer from .npy files\n\n");
+    layer_files_print(opt->from_dir, files);
+    printf("num_heads = %d, head size d = %d\n\n", opt->heads,
+           files->layer.num_hiddens / opt->heads);
+    tensor_print_named("output", results.output);
+    tensor_print_named("attention_weights", results.attention_weights);
+    printf("\n");
+    if (files->grad_output != NULL)
+        layer_gradients_print(&results.grads);
+
+    NamedTensor compared[2 + LAYER_FILES_GRADIENTS] = {
+        {"output", results.output, NULL}, {"attention_weights", results.attention_weights, NULL}};
+    const int count = 2 + layer_files_gradients(&results.grads, compared + 2);
     /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
-    int compared = layer_files_check_expected(opt->from_dir, results, count, 1e-5f, 1e-5f, err,
-                                              sizeof err);
-    if (compared < 0)
-        fprintf(stderr, "%s: %s\n", PROG, err);
-    int status = compared < 0;
-    if (opt->plot_dir && write_plot(opt->plot_dir, weights) != 0)
+    const int verdict = layer_files_check_expected(opt->from_dir, compared, count, 1e-5f, 1e-5f,
+                                                   err, sizeof err);
+    int status = verdict < 0 ? fail(err) : 0;
+    if (status == 0 && opt->plot_dir && write_plot(opt->plot_dir, results.attention_weights) != 0)
         status = 1;
-    if (status == 0 && opt->to_dir && save_set(opt->to_dir, results, count, output, weights) != 0)
-        status = 1;
-    if (status == 0 && opt->to_dir && files.grad_output != NULL)
-        printf("wrote the gradients of sum(output * grad_output) as %s/grad_<name>.npy\n",
-               opt->to_dir);
-    if (status == 0 && compared > 0) {
+    /* into another directory the inputs go too, so that it holds one whole run */
+    const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
+    if (status == 0 && opt->to_dir)
+        status = save_run(opt->to_dir, same ? NULL : files, &results);
+    if (status == 0 && verdict > 0) {
         fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s\n", PROG,
                 opt->from_dir);
         status = 1;
     }
-    tensor_free(output);
-    tensor_free(weights);
-    layer_gradients_free(&grads);
+    layer_results_free(&results);
+    return status;
+}
+
+static int part4_layer_from_files(const Options *opt)
+{
+    LayerFiles files;
+    char err[LAYER_FILES_ERR_LEN];
+    const int status = layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0
+                           ? fail(err)
+                           : run_from_files(opt, &files);
     layer_files_free(&files);
     return status;
 }
@@ -464,6 +444,13 @@ int main(int argc, char **argv)
 
     ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
                              (float)opt.dropout, opt.bias, &ex.rng);
+    char err[LAYER_FILES_ERR_LEN];
+    if (layer_files_check_memory(ex.layer, opt.batch, opt.queries, opt.keys, false, err,
+                                 sizeof err) != 0) {
+        valid_lens_free(ex.valid_lens);
+        multihead_free(ex.layer);
+        return fail(err);
+    }
     part1_the_layer(&ex);
     part2_d2l_check_all_ones(&ex);
     int status = part3_random_inputs(&ex);
