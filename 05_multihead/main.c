@@ -132,50 +132,36 @@ static void part1_the_layer(const Example *ex)
            opt->bias ? "with biases" : "no biases (d2l's bias=False)");
 }
 
-/* Part 2's verdict, from the rows themselves. output (B, T, D) is the layer
- * on all-ones X and Y. In evaluation mode every row whose query has keys
- * averages identical value vectors, so those rows are one vector; dropout
- * in training mode zeroes a different set of weights in each row. A row
- * with valid_len 0 has all-zero weights, so it is W_o 0 + b_o = b_o. */
+/* Part 2's verdict, from the rows themselves (README section 2 says why).
+ * output (B, T, D) is the layer on all-ones X and Y: every row whose query
+ * has keys averages identical values, unless dropout (training mode) zeroes
+ * a different set of weights in each row; a row with valid_len 0 has
+ * all-zero weights, so it is W_o 0 + b_o = b_o. */
 static void explain_all_ones(Example *ex, const Tensor *X, const Tensor *Y, const Tensor *output)
 {
     const float tolerance = 1e-6f * (1.0f + tensor_max_abs(output));
     const RowCheck c = check_rows(output, ex->valid_lens, ex->layer->b_o, false);
-    if (c.keyed > 0 && c.spread <= tolerance && c.empty == 0) {
-        printf("Every output row is equal (across sequences up to float rounding: averages of\n"
-               "different numbers of copies of one vector round differently). With all-ones "
-               "inputs\n"
-               "every query, key and value is the same vector, so each head averages identical\n"
-               "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
-               "The shape check passes, and so would a layer with a masking or head-order bug.\n");
-    } else if (c.keyed > 0 && c.spread <= tolerance) {
-        printf("Every row whose query has keys is equal (up to float rounding): with all-ones\n"
-               "inputs each head averages identical values, so the weights, the mask, the heads\n"
-               "and the batch cannot change those rows.\n");
+    if (c.keyed > 0 && c.spread <= tolerance) {
+        printf("Every %s is equal, up to float rounding: all-ones inputs hide\n"
+               "the weights, the mask, the heads and the batch.\n",
+               c.empty ? "row whose query has keys" : "output row");
     } else if (c.keyed > 0) {
         /* the same layer and inputs without dropout: what the rows would be */
         Tensor *eval = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, false, NULL, NULL);
-        printf("The rows whose query has keys differ from the first of them by up to %.3g;\n"
-               "in evaluation mode (same layer, same inputs) by %.3g.\n", (double)c.spread,
-               (double)check_rows(eval, ex->valid_lens, NULL, false).spread);
+        printf("The rows whose query has keys differ by up to %.3g; in evaluation mode (same\n"
+               "layer, same inputs) by %.3g%s.\n", (double)c.spread,
+               (double)check_rows(eval, ex->valid_lens, NULL, false).spread,
+               ex->opt->train && ex->layer->dropout > 0.0f ? ": the difference is dropout" : "");
         tensor_free(eval);
-        if (ex->opt->train && ex->layer->dropout > 0.0f)
-            printf("The difference is dropout in training mode: each row loses its own random\n"
-                   "set of weights and the rest are scaled by 1 / (1 - p).\n");
     }
-    if (c.empty > 0) {
-        const int rows = c.keyed + c.empty;
-        const bool one = c.empty == 1;
-        char who[64] = "The only row has";
-        if (rows > 1)
-            snprintf(who, sizeof who, "%d of the %d rows %s", c.empty, rows, one ? "has" : "have");
-        printf("%s valid_len 0: no key takes part, so %s weights and %s\nattention output are "
-               "zero, and %s\n%s: %g).\n", who, one ? "its" : "their", one ? "its" : "their",
-               one ? "the row is" : "each such row is",
-               ex->layer->b_o ? "W_o 0 + b_o = b_o (largest difference from b_o"
-                              : "W_o 0 = 0, the layer having no biases (largest |entry|",
+    char who[64] = "The only row has";
+    if (c.keyed + c.empty > 1)
+        snprintf(who, sizeof who, "%d of the %d rows have", c.empty, c.keyed + c.empty);
+    if (c.empty > 0)
+        printf("%s valid_len 0: all-zero weights, so such a row is %s\n(%s: %g).\n", who,
+               ex->layer->b_o ? "W_o 0 + b_o = b_o" : "W_o 0 = 0 (no biases)",
+               ex->layer->b_o ? "largest difference from b_o" : "largest |entry|",
                (double)c.off_bias);
-    }
 }
 
 /* output (B, T, D): its first six columns and how far its rows differ,
@@ -238,22 +224,18 @@ static void print_favourite_keys(const Tensor *weights)
     }
 }
 
-/* The run's files into dir as one set (layer_files_save_run), and the
- * line that says what it wrote; 1 after the error line when it fails. */
+/* A line from the library's err after the program's name; returns 1. */
+static int fail(const char *err)
+{
+    fprintf(stderr, "%s: %s\n", PROG, err);
+    return 1;
+}
+
+/* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
 static int save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results)
 {
-    char err[LAYER_FILES_ERR_LEN], s1[64], s2[64];
-    if (layer_files_save_run(dir, inputs, results, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return 1;
-    }
-    const Tensor *output = results->output, *weights = results->attention_weights;
-    printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
-           shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
-           shape_str(s2, sizeof s2, weights->ndim, weights->shape));
-    if (results->grads.params != NULL)
-        printf("wrote the gradients of sum(output * grad_output) as %s/grad_<name>.npy\n", dir);
-    return 0;
+    char err[LAYER_FILES_ERR_LEN];
+    return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
 }
 
 static int part3_random_inputs(Example *ex)
@@ -294,41 +276,25 @@ static int part3_random_inputs(Example *ex)
 
 /* ---- Part 4: a layer from .npy files ------------------------------------------------ */
 
-/* A line from the library's err after the program's name; returns 1. */
-static int fail(const char *err)
-{
-    fprintf(stderr, "%s: %s\n", PROG, err);
-    return 1;
-}
-
-/* The layer of files, its results checked (finite, within memory, against
- * expected_*.npy), then plotted and written. */
+/* The layer of files, its results checked (within memory and finite by
+ * layer_files_run, then against expected_*.npy), then plotted and written. */
 static int run_from_files(const Options *opt, const LayerFiles *files)
 {
     char err[LAYER_FILES_ERR_LEN];
-    const Tensor *q = files->queries;
-    if (layer_files_check_memory(&files->layer, q->shape[0], q->shape[1], files->keys->shape[1],
-                                 files->grad_output != NULL, err, sizeof err) != 0)
-        return fail(err);
     LayerResults results;
     if (layer_files_run(files, &results, err, sizeof err) != 0)
         return fail(err);
     printf("Part 4. A layer from .npy files\n\n");
     layer_files_print(opt->from_dir, files);
-    printf("num_heads = %d, head size d = %d\n\n", opt->heads,
-           files->layer.num_hiddens / opt->heads);
     tensor_print_named("output", results.output);
     tensor_print_named("attention_weights", results.attention_weights);
     printf("\n");
     if (files->grad_output != NULL)
         layer_gradients_print(&results.grads);
 
-    NamedTensor compared[2 + LAYER_FILES_GRADIENTS] = {
-        {"output", results.output, NULL}, {"attention_weights", results.attention_weights, NULL}};
-    const int count = 2 + layer_files_gradients(&results.grads, compared + 2);
     /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
-    const int verdict = layer_files_check_expected(opt->from_dir, compared, count, 1e-5f, 1e-5f,
-                                                   err, sizeof err);
+    const int verdict = layer_files_check_results(opt->from_dir, &results, 1e-5f, 1e-5f, err,
+                                                  sizeof err);
     int status = verdict < 0 ? fail(err) : 0;
     if (status == 0 && opt->plot_dir && write_plot(opt->plot_dir, results.attention_weights) != 0)
         status = 1;

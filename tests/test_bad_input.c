@@ -801,7 +801,7 @@ static BadInput rows[] = {
      overflow_gradients},
     {MULTI, "--from @/in --heads 2", 1, "gradient grad_", NULL, overflow_gradients},
     /* an incomplete set of files */
-    {MULTI, "--from @/in --heads 2", 1, "in/b_k.npy is missing: the layer has 3 of the four "
+    {MULTI, "--from @/in --heads 2", 1, "/b_k.npy is missing: the layer has 3 of the four "
      "biases", NULL, from_bias_missing},
     {MULTI, "--from @/in --heads 2", 1, "in/b_o.npy are missing: the layer has 1 of the four",
      NULL, from_one_bias},

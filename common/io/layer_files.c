@@ -113,18 +113,17 @@ static int optional_file_present(const char *path, char *err, size_t err_len)
 
 /* ---- the directory's lock ---------------------------------------------------
  * Writers rename their files into DIR with an exclusive flock() on
- * DIR/.multihead.lock, readers load with a shared one, so that a reader
- * sees one whole set. Returns the descriptor to close (which unlocks), or
- * -1: a reader that can neither open nor create the lock file reads without
- * it (the directory is then read-only to it, and a writer who can write
- * there still locks); a writer fails with one line in err. */
+ * DIR/.multihead.lock, which they create; readers load with a shared one
+ * when the file is there (a directory no writer of ours has written into,
+ * such as a PyTorch export, gets no lock file from being read). Returns the
+ * descriptor to close (which unlocks), or -1: a reader then reads without
+ * the lock, a writer fails with one line in err. */
 static int lock_dir(const char *dir, bool exclusive, char *err, size_t err_len)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILES_LOCK);
-    int fd = open(path, (exclusive ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0)
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = exclusive ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
+                       : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && exclusive)
         set_error(err, err_len, "%s: cannot lock the directory: %s", path, strerror(errno));
     if (fd >= 0 && flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
@@ -449,10 +448,19 @@ int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerR
         set[count++] = (NamedTensor){"valid_lens", NULL, inputs->valid_lens};
         set[count++] = (NamedTensor){"grad_output", inputs->grad_output, NULL};
     }
-    set[count++] = (NamedTensor){"output", results->output, NULL};
-    set[count++] = (NamedTensor){"attention_weights", results->attention_weights, NULL};
+    const Tensor *output = results->output, *weights = results->attention_weights;
+    set[count++] = (NamedTensor){"output", output, NULL};
+    set[count++] = (NamedTensor){"attention_weights", weights, NULL};
     count += layer_files_gradients(&results->grads, set + count);
-    return layer_files_save(dir, set, count, err, err_len);
+    if (layer_files_save(dir, set, count, err, err_len) != 0)
+        return -1;
+    char s1[64], s2[64];
+    printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
+           shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
+           shape_str(s2, sizeof s2, weights->ndim, weights->shape));
+    if (results->grads.params != NULL)
+        printf("wrote the gradients of sum(output * grad_output) as %s/grad_<name>.npy\n", dir);
+    return 0;
 }
 
 LayerFiles layer_files_borrow(const MultiHeadAttention *layer, const Tensor *queries,
@@ -593,6 +601,8 @@ int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, s
     const int B = files->queries->shape[0], T = files->queries->shape[1];
     const int K = files->keys->shape[1], H = layer->num_heads;
     memset(results, 0, sizeof *results);
+    if (layer_files_check_memory(layer, B, T, K, files->grad_output != NULL, err, err_len) != 0)
+        return -1;
     MultiHeadSaved saved;
     results->output = multihead_forward_save(layer, files->queries, files->keys, files->values,
                                              files->valid_lens, false, NULL, &saved);
@@ -796,6 +806,16 @@ int layer_files_check_expected(const char *dir, const NamedTensor *results, int 
     return verdict;
 }
 
+int layer_files_check_results(const char *dir, const LayerResults *results, float atol,
+                              float rtol, char *err, size_t err_len)
+{
+    NamedTensor compared[2 + LAYER_FILES_GRADIENTS] = {
+        {"output", results->output, NULL},
+        {"attention_weights", results->attention_weights, NULL}};
+    const int count = 2 + layer_files_gradients(&results->grads, compared + 2);
+    return layer_files_check_expected(dir, compared, count, atol, rtol, err, err_len);
+}
+
 /* ---- describing ------------------------------------------------------------------ */
 
 void layer_files_print(const char *dir, const LayerFiles *files)
@@ -823,6 +843,8 @@ void layer_files_print(const char *dir, const LayerFiles *files)
         printf("  grad_output %s: the backward runs too\n",
                shape_str(shape, sizeof shape, files->grad_output->ndim,
                          files->grad_output->shape));
+    printf("num_heads = %d, head size d = %d\n\n", layer->num_heads,
+           layer->num_hiddens / layer->num_heads);
 }
 
 int layer_files_plot_weights(const char *dir, const char *name, const char *title,

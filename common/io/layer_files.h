@@ -66,8 +66,9 @@ typedef struct {
  * (npy.h) and its shape, the set must be whole: some of the four biases
  * but not all is an error naming the missing ones, and an optional file
  * that is a symbolic link leading nowhere is an error naming it (not "no
- * such file"). The files are read under a shared lock on dir (see
- * layer_files_save), so a writer's renames never land half way through. */
+ * such file"). The files are read under a shared lock on dir when it has
+ * the lock file (see layer_files_save), so a writer's renames never land
+ * half way through. */
 int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *err,
                      size_t err_len);
 void layer_files_free(LayerFiles *files);
@@ -98,7 +99,8 @@ int layer_files_parameters(const MultiHeadAttention *layer,
  *      removed.
  * So two programs writing into one directory leave one run's set or the
  * other's, never a mix; a reader that takes the shared lock
- * (layer_files_load does) never sees the renames half done; a signal before
+ * (layer_files_load does, when the lock file is there) never sees the
+ * renames half done; a signal before
  * the renames leaves the previous set and no temporary file (npy.h), and
  * one during them is delivered once the set is whole. What no lock can
  * promise: a reader that ignores the lock (np.load in a loop) may catch the
@@ -160,7 +162,8 @@ typedef struct {
  * heads' output, the output, then each gradient. Returns 0, or -1 with one
  * line in err naming the first stage that overflowed float32 and where:
  *   the query projection overflows float32 at [0, 1, 3]: scale the inputs down
- * and results empty: a program writes nothing it cannot read back. */
+ * and results empty: a program writes nothing it cannot read back. The
+ * memory the run needs is checked first (layer_files_check_memory). */
 int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, size_t err_len);
 void layer_results_free(LayerResults *results);
 
@@ -169,7 +172,9 @@ void layer_results_free(LayerResults *results);
  * the directory they were read from, and they stay as they are), then
  * output, attention_weights and grad_NAME for every gradient. A name the
  * run does not have (no biases, no mask, no backward) is removed from dir,
- * so that reading it back finds this run only. */
+ * so that reading it back finds this run only. Then says so on stdout:
+ *   wrote out/output.npy (2, 4, 100) and out/attention_weights.npy (2, 5, 4, 6)
+ * and, with gradients, a second line naming out/grad_<name>.npy. */
 int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,
                          char *err, size_t err_len);
 
@@ -210,11 +215,17 @@ int layer_files_compare(const char *dir, const char *name, const Tensor *actual,
 int layer_files_check_expected(const char *dir, const NamedTensor *results, int count,
                                 float atol, float rtol, char *err, size_t err_len);
 
+/* layer_files_check_expected on a run's results: output,
+ * attention_weights and every gradient there is. */
+int layer_files_check_results(const char *dir, const LayerResults *results, float atol,
+                              float rtol, char *err, size_t err_len);
+
 /* What layer_files_load read, on stdout:
  *   Loaded DIR:
  *     queries (3, 2, 12), keys (3, 6, 5), values (3, 6, 7)
  *     W_q (12, 12), W_k (12, 5), W_v (12, 7), W_o (12, 12), with biases
- *     valid_lens = tensor([6, 2, 4])                                      */
+ *     valid_lens = tensor([6, 2, 4])
+ *   num_heads = 4, head size d = 3                                        */
 void layer_files_print(const char *dir, const LayerFiles *files);
 
 /* Per-head weights (B, H, T, K) as a grid of heatmaps under title, one row
