@@ -12,6 +12,16 @@
  *
  * Weights have PyTorch's layout (out_features, in_features): W_q (D, Dq),
  * W_k (D, Dk), W_v (D, Dv), W_o (D, D); biases (D,) or NULL when bias is off.
+ *
+ * Non-finite results, for every layer of the library (this one, attention,
+ * the fast path in fast/): float32 arithmetic as IEEE 754 defines it, no
+ * check and no clamping. Finite inputs can still overflow (queries near
+ * 1e38 give an infinite projection, then NaN scores), and the clear and
+ * fast paths, which sum in different orders, need not overflow at the same
+ * place. The library returns such values as they come; whoever writes or
+ * prints results checks them first, naming the stage that overflowed
+ * (layer_files_run in io/layer_files.h does it for 05_multihead/multihead),
+ * so no NaN or infinity leaves a program unannounced.
  */
 #ifndef MULTIHEAD_H
 #define MULTIHEAD_H

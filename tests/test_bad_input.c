@@ -29,6 +29,7 @@
 #include <ftw.h>
 #include <grp.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -337,17 +338,101 @@ static void from_valid_lens_float(const char *dir)
     write_floats(dir, "valid_lens", SHAPE(2));
 }
 
-/* Rows of 65536 keys: the (1, 65536, 65536) scores need 17 GB. */
+/* Rows of 2^20 keys: the (1, 1, 2^20, 2^20) weights need 4.4 TB, refused
+ * before anything is allocated, on any machine. */
 static void from_long_rows(const char *dir)
 {
     make_dir(dir, "in");
-    write_floats(dir, "queries", SHAPE(1, 65536, 1));
-    write_floats(dir, "keys", SHAPE(1, 65536, 1));
-    write_floats(dir, "values", SHAPE(1, 65536, 1));
+    write_floats(dir, "queries", SHAPE(1, 1 << 20, 1));
+    write_floats(dir, "keys", SHAPE(1, 1 << 20, 1));
+    write_floats(dir, "values", SHAPE(1, 1 << 20, 1));
     write_floats(dir, "W_q", SHAPE(1, 1));
     write_floats(dir, "W_k", SHAPE(1, 1));
     write_floats(dir, "W_v", SHAPE(1, 1));
     write_floats(dir, "W_o", SHAPE(1, 1));
+}
+
+/* '<f4' data of the given shape, every element value. */
+static void write_filled(const char *dir, const char *name, int ndim, const int *shape,
+                         float value)
+{
+    int64_t shape64[TENSOR_MAX_DIMS];
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        shape64[i] = shape[i];
+        count *= (size_t)shape[i];
+    }
+    float data[64];
+    cr_assert(count <= 64);
+    for (size_t i = 0; i < count; i++)
+        data[i] = value;
+    write_npy(dir, name, "<f4", ndim, shape64, data, count * sizeof *data);
+}
+
+/* Finite inputs whose results are not: every weight 1, so that a projected
+ * entry is the sum of 4 inputs; @/out receives nothing. */
+static void from_weights_ones(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    const char *names[] = {"W_q", "W_k", "W_v", "W_o"};
+    for (int i = 0; i < 4; i++)
+        write_filled(dir, names[i], SHAPE(4, 4), 1.0f);
+}
+
+static void overflow_queries(const char *dir)
+{
+    from_weights_ones(dir);
+    write_filled(dir, "queries", SHAPE(2, 3, 4), 1e38f);   /* 4e38 after W_q */
+}
+
+static void overflow_scores(const char *dir)
+{
+    from_weights_ones(dir);
+    write_filled(dir, "queries", SHAPE(2, 3, 4), 1e20f);   /* 4e20 * 4e20 * d */
+    write_filled(dir, "keys", SHAPE(2, 4, 4), 1e20f);
+}
+
+static void overflow_gradients(const char *dir)
+{
+    from_weights_ones(dir);
+    write_filled(dir, "grad_output", SHAPE(2, 3, 4), 1e38f);
+}
+
+/* three of the four biases */
+static void from_bias_missing(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "b_q", SHAPE(4));
+    write_floats(dir, "b_v", SHAPE(4));
+    write_floats(dir, "b_o", SHAPE(4));
+}
+
+static void from_one_bias(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "b_v", SHAPE(4));
+}
+
+static void link_nowhere(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/%s.npy", dir, name);
+    cr_assert_eq(symlink("gone.npy", path), 0);
+}
+
+static void from_valid_lens_link(const char *dir)
+{
+    from_good(dir);
+    link_nowhere(dir, "valid_lens");
+}
+
+static void from_bias_links(const char *dir)
+{
+    from_good(dir);
+    const char *names[] = {"b_q", "b_k", "b_v", "b_o"};
+    for (int i = 0; i < 4; i++)
+        link_nowhere(dir, names[i]);
 }
 
 /* Output names already taken by a directory: the write fails half way. */
@@ -555,6 +640,11 @@ static void positions_plot_taken(const char *dir)
 {
     make_dir(dir, "out");
     make_dir(dir, "out/positions_attention.gp");
+}
+
+static void out_dir(const char *dir)
+{
+    make_dir(dir, "out");
 }
 
 static void a_file(const char *dir)
@@ -781,8 +871,28 @@ static BadInput rows[] = {
      "does not fit in an int", NULL, from_valid_lens_huge},
     {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy: holds floating-point data", NULL,
      from_valid_lens_float},
-    {MULTI, "--from @/in --heads 1", 1, "out of memory: a tensor of shape (1, 65536, 65536) "
-     "needs 17179869184 bytes", NULL, from_long_rows, 256, false},
+    {MULTI, "--from @/in --heads 1", 1, "this run needs about 8.8 TB of memory (the attention "
+     "weights (1, 1, 1048576, 1048576) alone take 4.4 TB)", NULL, from_long_rows, 256, false},
+    /* the built-in example at sizes within every option's range */
+    {MULTI, "--batch 64 --queries 256 --keys 256 --hiddens 1024 --heads 1024 --to @/out", 1,
+     "of memory", "@/out/output.npy", out_dir, 256, false},
+    /* finite inputs, results that are not: the first stage is named, nothing written */
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "the query projection overflows float32 at "
+     "[0, 0, 0]: scale the inputs down", "@/out/output.npy", overflow_queries},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "the attention scores overflow float32 at "
+     "[0, 0, 0, 0] (sequence, head, query, key)", "@/out/output.npy", overflow_scores},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "overflows float32 at", "@/out/output.npy",
+     overflow_gradients},
+    {MULTI, "--from @/in --heads 2", 1, "gradient grad_", NULL, overflow_gradients},
+    /* an incomplete set of files */
+    {MULTI, "--from @/in --heads 2", 1, "/b_k.npy is missing: the layer has 3 of the four "
+     "biases", NULL, from_bias_missing},
+    {MULTI, "--from @/in --heads 2", 1, "in/b_o.npy are missing: the layer has 1 of the four",
+     NULL, from_one_bias},
+    {MULTI, "--from @/in --heads 2", 1, "in/valid_lens.npy is a symbolic link to 'gone.npy', "
+     "which cannot be opened", NULL, from_valid_lens_link},
+    {MULTI, "--from @/in --heads 2", 1, "in/b_q.npy is a symbolic link to 'gone.npy'", NULL,
+     from_bias_links},
     {MULTI, "--from @/in --heads 2 --to @/missing", 2, "--to: directory '",
      "@/missing/output.npy", from_good},
     {MULTI, "--from @/in --heads 2 --to @/readonly", 2, "is not writable",
@@ -1205,6 +1315,128 @@ Test(bad_input, to_replaces_an_earlier_run)
               (double)c.max_diff);
     tensor_free(output);
     layer_files_free(&files);
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* MULTI with args in the background, its output to /dev/null, its files
+ * no larger than fsize bytes when fsize > 0 (a full disk, as the program
+ * sees it); the caller waits for the pid. */
+static pid_t spawn_multihead(const char *args, long fsize)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "exec %s/%s %s </dev/null >/dev/null 2>/dev/null", BIN_DIR, MULTI,
+             args);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (fsize > 0) {
+            struct rlimit limit = {(rlim_t)fsize, (rlim_t)fsize};
+            signal(SIGXFSZ, SIG_IGN);   /* a write past the limit fails with EFBIG */
+            if (setrlimit(RLIMIT_FSIZE, &limit) != 0)
+                _exit(125);
+        }
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The bytes of DIR/NAME.npy, or NULL. */
+static char *file_bytes(const char *dir, const char *name, size_t *len)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    return read_text_file(path, len);
+}
+
+/* The .npy files and temporary files in dir. */
+static void count_files(const char *dir, int *npy, int *temp)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d != NULL);
+    *npy = *temp = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t len = strlen(e->d_name);
+        *temp += strstr(e->d_name, ".tmp") != NULL;
+        *npy += len > 4 && strcmp(e->d_name + len - 4, ".npy") == 0;
+    }
+    closedir(d);
+}
+
+/* A second --to run that cannot write its files (the disk is full, as far
+ * as it can tell) exits 1 and leaves the first run's files as they were. */
+Test(bad_input, a_failed_to_keeps_the_previous_run)
+{
+    char scratch[] = "/tmp/attn_bad_input_XXXXXX";
+    cr_assert(mkdtemp(scratch) != NULL);
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+    static const char *const names[] = {"queries", "keys", "W_q", "W_o", "output",
+                                        "attention_weights"};
+    enum { NAMES = sizeof names / sizeof names[0] };
+    char args[600];
+    snprintf(args, sizeof args, "--hiddens 10 --heads 5 --to %s", scratch);
+    cr_assert_eq(wait_status(spawn_multihead(args, 0)), 0);
+    char *before[NAMES];
+    size_t before_len[NAMES];
+    int npy_before, temp;
+    count_files(scratch, &npy_before, &temp);
+    for (int i = 0; i < NAMES; i++)
+        cr_assert((before[i] = file_bytes(scratch, names[i], &before_len[i])) != NULL);
+
+    /* larger inputs, another seed, and no file over 2000 bytes */
+    snprintf(args, sizeof args, "--seed 9 --to %s", scratch);
+    cr_expect_eq(wait_status(spawn_multihead(args, 2000)), 1);
+    int npy_after;
+    count_files(scratch, &npy_after, &temp);
+    cr_expect_eq(npy_after, npy_before, "the failed run changed the set of files");
+    cr_expect_eq(temp, 0, "the failed run left temporary files");
+    for (int i = 0; i < NAMES; i++) {
+        size_t len;
+        char *after = file_bytes(scratch, names[i], &len);
+        cr_expect(after && len == before_len[i] && memcmp(after, before[i], len) == 0,
+                  "%s.npy is not the first run's any more", names[i]);
+        free(after);
+        free(before[i]);
+    }
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* SIGTERM while a run writes its files: no temporary file stays, and the
+ * directory holds no file of that run or all of them. The signal is sent
+ * as soon as a temporary file shows, or when the run is done: either way
+ * the test checks the same thing, so the timing cannot make it fail. */
+Test(bad_input, sigterm_while_writing_leaves_no_temporary_file)
+{
+    char scratch[] = "/tmp/attn_bad_input_XXXXXX";
+    cr_assert(mkdtemp(scratch) != NULL);
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+    char args[600];
+    /* (4, 16, 128, 128) weights: a 4 MB file that takes a moment to write */
+    snprintf(args, sizeof args, "--batch 4 --queries 128 --keys 128 --hiddens 32 --heads 16 "
+             "--valid-lens none --to %s", scratch);
+    pid_t pid = spawn_multihead(args, 0);
+    int npy = 0, temp = 0;
+    pid_t ended = 0;
+    while (temp == 0 && (ended = waitpid(pid, NULL, WNOHANG)) == 0) {
+        count_files(scratch, &npy, &temp);
+        usleep(200);
+    }
+    if (ended == 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    count_files(scratch, &npy, &temp);
+    cr_expect_eq(temp, 0, "temporary files left behind");
+    /* queries, keys, values, W_q ... W_o, output, attention_weights */
+    cr_expect(npy == 0 || npy == 9, "%d files: part of a run's set", npy);
     nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
