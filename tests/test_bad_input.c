@@ -750,8 +750,9 @@ static BadInput rows[] = {
     {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
     {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
     /* chapter 05: train */
-    {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
-    {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1", NULL},
+    {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1e+30, got '0'", NULL},
+    {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1e+30", NULL},
+    {TRAIN, "--lr 1e31", 2, "--lr expects a number from 1e-06 to 1e+30, got '1e31'", NULL},
     {TRAIN, "--steps 0", 2, "--steps expects a whole number from 1 to 1000000, got '0'", NULL},
     {TRAIN, "--batch 0", 2, "--batch expects a whole number from 1 to 4096", NULL},
     {TRAIN, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16", NULL},
@@ -766,8 +767,8 @@ static BadInput rows[] = {
     {TRAIN, "--steps 2 --to @/out", 1, "readout.bias.npy: cannot write: a directory has that "
      "name", "@/out/embed_keys.weight.npy", train_out_bias_taken},
     {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
-    {TRAIN, "--from @/in --steps 5", 2, "--from takes the model's sizes from DIR and does not "
-     "train", NULL, train_model_good},
+    {TRAIN, "--from @/in --steps 5", 1, "in holds a model without its training state (no "
+     "optimizer.step.npy): --from it without --steps evaluates it", NULL, train_model_good},
     {TRAIN, "--from @/in --heads 2", 2, "--from takes the model's sizes", NULL,
      train_model_good},
     {TRAIN, "--from @/in --to @/in", 2, "--from and --to together", NULL, train_model_good},

@@ -813,7 +813,8 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
     cr_expect_str_eq(parts[0], parts[1]);
     const double accuracy = heldout_accuracy(trained.out);
     cr_expect(accuracy > 20.0 && accuracy < 99.0, "60 steps gave %.2f%%", accuracy);
-    /* the model's 9 files, and the loss curve and heatmap */
+    /* the model's 9 files with its training state, and the loss curve and
+     * heatmap */
     const char *files[] = {"embed_keys.weight.npy", "attention.in_proj_weight.npy",
                            "num_heads.npy", "train_loss.dat", "train_loss.gp",
                            "train_attention.dat", "train_attention.gp"};
@@ -823,7 +824,7 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
         struct stat st;
         cr_expect_eq(stat(path, &st), 0, "%s was not written", files[i]);
     }
-    cr_expect_eq(count_files(scratch), LOOKUP_NUM_FILES + 4);
+    cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES + 4);
     run_result_free(&trained);
     run_result_free(&loaded);
 }
