@@ -189,6 +189,25 @@ static void handle_stop_signals(void (*handler)(int))
 
 typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
 
+/* The loss of step s was not a number, or its update made a parameter
+ * one; kept is the model after step `kept`. */
+static void report_divergence(double loss, int step, long kept, const Options *opt)
+{
+    char what[96];
+    if (isfinite(loss))
+        snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
+                 step);
+    else
+        snprintf(what, sizeof what, "the loss is %s at step %d", isnan(loss) ? "NaN" : "infinite",
+                 step);
+    fflush(stdout);
+    if (opt->to_dir)
+        fprintf(stderr, "%s: %s; --to keeps the model after step %ld, the last good one; try a "
+                "smaller --lr\n", PROG, what, kept);
+    else
+        fprintf(stderr, "%s: %s; try a smaller --lr\n", PROG, what);
+}
+
 /* The state before each step is kept until the step's loss, computed on
  * it, turns out to be a number; good is then the last such state. Two
  * copies of the parameters and of Adam's moments: a few memcpy per step. */
@@ -216,17 +235,11 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
         adam_snapshot_take(back.before, adam);
         int correct;
         const double loss = lookup_train_step(model, adam, batch, &correct);
-        if (!isfinite(loss)) {
-            adam_snapshot_restore(back.good, adam);
-            fflush(stdout);
-            const char *what = isnan(loss) ? "NaN" : "infinite";
-            if (opt->to_dir)
-                fprintf(stderr, "%s: the loss is %s at step %d; --to keeps the model after "
-                        "step %ld, the last with a finite loss; try a smaller --lr\n", PROG,
-                        what, step, adam->step);
-            else
-                fprintf(stderr, "%s: the loss is %s at step %d; try a smaller --lr\n", PROG,
-                        what, step);
+        const bool loss_finite = isfinite(loss);
+        if (!loss_finite || !parameters_finite(model->params, model->num_params)) {
+            /* a finite loss: the state before this step was good */
+            adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
+            report_divergence(loss, step, adam->step, opt);
             end = DIVERGED;
             break;
         }

@@ -36,6 +36,15 @@ bool parameters_grads_finite(const Parameter *params, int count)
     return true;
 }
 
+bool parameters_finite(const Parameter *params, int count)
+{
+    for (int i = 0; i < count; i++)
+        for (size_t j = 0; j < params[i].value->size; j++)
+            if (!isfinite(params[i].value->data[j]))
+                return false;
+    return true;
+}
+
 /* Stop unless each gradient has its value's shape. */
 static void check_params(const char *func, const Parameter *params, int count)
 {

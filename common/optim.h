@@ -38,6 +38,8 @@ void parameters_zero_grad(const Parameter *params, int count);
 size_t parameters_count(const Parameter *params, int count);
 /* true when every gradient is finite (a NaN or inf means training broke). */
 bool parameters_grads_finite(const Parameter *params, int count);
+/* true when every value is finite. */
+bool parameters_finite(const Parameter *params, int count);
 
 typedef struct {
     float lr, beta1, beta2, eps;
