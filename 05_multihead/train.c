@@ -3,7 +3,10 @@
  * look a word up (chapter 05, optional section "Attention that learns").
  *
  * Part 1: the task, in words: a fresh dictionary in every example.
- * Part 2: the model, and training it with Adam (a progress line).
+ * Part 2: the model, and training it with Adam (a progress line); a loss
+ *         that stops being a number, or SIGINT / SIGTERM, ends training
+ *         with the last good model saved, and --from DIR --steps N goes on
+ *         where a saved run stopped, to the same numbers.
  * Part 3: held-out accuracy, on examples never trained on.
  * Part 4: the learned attention of one example: the query's weight sits
  *         on the entry holding its key.
@@ -13,6 +16,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,18 +38,21 @@
 
 static const char PROG[] = "train";
 
-/* The generator streams: one for the parameters, one for the training
- * batches, one for the held-out examples, so that changing --steps leaves
- * the held-out set as it was (tests/fixtures/make_train_fixtures.py draws
- * the held-out set from the same stream). */
-enum { STREAM_TRAIN = 1, STREAM_HELDOUT = 2 };
-enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, PROGRESS_LINES = 10 };
+/* The generator streams: one for the parameters, one for the held-out
+ * examples (tests/fixtures/make_train_fixtures.py draws them from the same
+ * stream), and one for each training step's batch, STREAM_STEP + s, so that
+ * the batch of step s depends on the seed and s alone: changing --steps
+ * leaves every batch as it was, and a run that goes on from a saved step
+ * draws what an uninterrupted run would. */
+enum { STREAM_HELDOUT = 2 };
+static const uint64_t STREAM_STEP = (uint64_t)1 << 32;
+enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, PROGRESS_LINES = 10 };
 
 typedef struct {
     uint64_t seed;
     int steps, batch, pairs, countries, hiddens, heads, examples;
     float lr;
-    bool sizes_given, steps_given, bench;
+    bool sizes_given, steps_given, training_given, bench;
     const char *to_dir, *from_dir, *plot_dir;
 } Options;
 
@@ -107,17 +114,23 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
     free(text);
 }
 
+/* The batch of training step s (1, 2, ...). */
+static void draw_step_batch(const Task *task, TaskBatch *batch, uint64_t seed, int step)
+{
+    Rng rng = rng_new_stream(seed, STREAM_STEP + (uint64_t)step);
+    task_draw(task, batch, SPLIT_TRAIN, &rng);
+}
+
 static void part1_the_task(const Task *task, const Options *opt)
 {
     printf("Part 1. The task: look a country up in a dictionary\n\n");
     printf("Each example is a fresh dictionary of %d countries, each paired with a capital\n"
            "at random, and a query naming one of the countries. The answer is the capital\n"
            "paired with it in this example; the pairing changes every time, so it cannot\n"
-           "be memorised, only looked up. Three training examples:\n",
+           "be memorised, only looked up. The first three examples of step 1:\n",
            task->num_pairs);
-    TaskBatch *batch = task_batch_new(task, 3);
-    Rng rng = rng_new_stream(opt->seed, STREAM_TRAIN);
-    task_draw(task, batch, SPLIT_TRAIN, &rng);
+    TaskBatch *batch = task_batch_new(task, 3);   /* the draws of a batch of 3 begin any batch */
+    draw_step_batch(task, batch, opt->seed, 1);
     for (int b = 0; b < 3; b++)
         print_example(task, batch, b, true);
     printf("Every possible example belongs to one of two halves, training or held-out\n"
@@ -157,36 +170,83 @@ static void report_progress(int step, int steps, double mean_loss, double accura
     }
 }
 
-/* Train for opt->steps steps; losses (steps,) receives each step's loss.
- * Returns false when the loss stopped being a number. */
-static bool part2_train(LookupModel *model, const Task *task, const Options *opt,
-                        float *losses)
+/* SIGINT or SIGTERM during training: noted here, acted on between steps. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void note_signal(int sig)
 {
-    printf("Part 2. The model, trained\n\n");
-    describe_model(model, opt);
-    printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)opt->lr, opt->batch,
-           opt->steps);
-    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
+    stop_signal = sig;
+}
+
+/* handler: note_signal while training, SIG_DFL after */
+static void handle_stop_signals(void (*handler)(int))
+{
+    struct sigaction action = {.sa_handler = handler};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+}
+
+typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
+
+/* The loss of step s was not a number, or its update made a parameter
+ * one; kept is the model after step `kept`. */
+static void report_divergence(double loss, int step, long kept, const Options *opt)
+{
+    char what[96];
+    if (isfinite(loss))
+        snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
+                 step);
+    else
+        snprintf(what, sizeof what, "the loss is %s at step %d", isnan(loss) ? "NaN" : "infinite",
+                 step);
+    fflush(stdout);
+    if (opt->to_dir)
+        fprintf(stderr, "%s: %s; --to keeps the model after step %ld, the last good one; try a "
+                "smaller --lr\n", PROG, what, kept);
+    else
+        fprintf(stderr, "%s: %s; try a smaller --lr\n", PROG, what);
+}
+
+/* The state before each step is kept until the step's loss, computed on
+ * it, turns out to be a number; good is then the last such state. Two
+ * copies of the parameters and of Adam's moments: a few memcpy per step. */
+typedef struct {
+    AdamSnapshot *good, *before;
+} Rollback;
+
+/* From adam->step + 1 to opt->steps; losses (opt->steps - adam->step,)
+ * receives each step's loss. On a loss that is not a number, adam (and
+ * the model) go back to the last state whose loss was one. */
+static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
+                            const Options *opt, float *losses)
+{
     TaskBatch *batch = task_batch_new(task, opt->batch);
-    Rng rng = rng_new_stream(opt->seed, STREAM_TRAIN);
     const bool terminal = isatty(STDOUT_FILENO);
     const int every = opt->steps / PROGRESS_LINES > 0 ? opt->steps / PROGRESS_LINES : 1;
     const int window = terminal && every > 10 ? 10 : every;   /* steps the shown loss averages */
+    const int first = (int)adam->step + 1;
+    Rollback back = {adam_snapshot_new(adam), adam_snapshot_new(adam)};
     double window_loss = 0.0, window_correct = 0.0;
-    bool finite = true;
+    TrainEnd end = TRAINED;
     const double start = now_seconds();
-    for (int step = 1; step <= opt->steps; step++) {
-        task_draw(task, batch, SPLIT_TRAIN, &rng);
+    for (int step = first; step <= opt->steps && !stop_signal; step++) {
+        draw_step_batch(task, batch, opt->seed, step);
+        adam_snapshot_take(back.before, adam);
         int correct;
         const double loss = lookup_train_step(model, adam, batch, &correct);
-        if (!isfinite(loss)) {
-            fflush(stdout);
-            fprintf(stderr, "%s: the loss became %g at step %d; try a smaller --lr\n", PROG,
-                    loss, step);
-            finite = false;
+        const bool loss_finite = isfinite(loss);
+        if (!loss_finite || !parameters_finite(model->params, model->num_params)) {
+            /* a finite loss: the state before this step was good */
+            adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
+            report_divergence(loss, step, adam->step, opt);
+            end = DIVERGED;
             break;
         }
-        losses[step - 1] = (float)loss;
+        AdamSnapshot *swap = back.good;   /* the state before this step was good */
+        back.good = back.before;
+        back.before = swap;
+        losses[step - first] = (float)loss;
         window_loss += loss;
         window_correct += correct;
         if (step % window == 0 || step == opt->steps) {
@@ -197,12 +257,28 @@ static bool part2_train(LookupModel *model, const Task *task, const Options *opt
         }
     }
     const double seconds = now_seconds() - start;
-    if (finite)
-        printf("  (%d steps in %.2f s, %.0f steps/s)\n\n", opt->steps, seconds,
-               opt->steps / seconds);
+    if (end == TRAINED && !stop_signal)
+        printf("  (%ld steps in %.2f s, %.0f steps/s)\n\n", adam->step - first + 1, seconds,
+               (double)(adam->step - first + 1) / seconds);
+    adam_snapshot_free(back.good);
+    adam_snapshot_free(back.before);
     task_batch_free(batch);
-    adam_free(adam);
-    return finite;
+    return end;
+}
+
+static TrainEnd part2_train(LookupModel *model, Adam *adam, const Task *task,
+                            const Options *opt, float *losses)
+{
+    printf("Part 2. The model, trained\n\n");
+    describe_model(model, opt);
+    if (adam->step > 0)
+        printf("  Adam, learning rate %g, batches of %d, steps %ld to %d (going on from "
+               "%s):\n", (double)opt->lr, opt->batch, adam->step + 1, opt->steps,
+               opt->from_dir);
+    else
+        printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)opt->lr,
+               opt->batch, opt->steps);
+    return train_steps(model, adam, task, opt, losses);
 }
 
 /* ---- Part 3 ------------------------------------------------------------------ */
@@ -310,8 +386,9 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
 
 /* ---- --plot, --to, --from, --bench ---------------------------------------------- */
 
+/* losses (steps,) are those of steps first, first + 1, ... */
 static int write_plots(const char *dir, const Task *task, const TaskBatch *heldout,
-                       const Tensor *example, const float *losses, int steps)
+                       const Tensor *example, const float *losses, int first, int steps)
 {
     char title[96];
     snprintf(title, sizeof title, "query %s: entry %d holds its key",
@@ -321,7 +398,7 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
     if (steps > 0) {
         Tensor *xs = tensor_arange(SHAPE(steps));
         for (int i = 0; i < steps; i++)
-            xs->data[i] += 1.0f;
+            xs->data[i] += (float)first;
         Tensor *ys = tensor_from(losses, SHAPE(steps));
         /* a log scale shows the late steps, unless a loss rounded to 0 */
         bool all_positive = true;
@@ -373,6 +450,49 @@ static LookupModel *load_model(Options *opt)
     return model;
 }
 
+/* --from DIR --steps N: Adam's state and what draws the batches (the
+ * seed, the batch size, the pairs, written into opt), so that training
+ * goes on from DIR's step to the numbers an uninterrupted run reaches. */
+static Adam *load_training(LookupModel *model, Options *opt)
+{
+    char err[MODEL_ERR_LEN], path[1024];
+    snprintf(path, sizeof path, "%s/optimizer.step.npy", opt->from_dir);
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "%s: %s holds a model without its training state (no "
+                "optimizer.step.npy): --from it without --steps evaluates it\n", PROG,
+                opt->from_dir);
+        lookup_free(model);
+        exit(1);
+    }
+    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
+    LookupTraining training;
+    if (lookup_load_training(model, adam, &training, opt->from_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        adam_free(adam);
+        lookup_free(model);
+        exit(1);
+    }
+    if (training.batch_size < 1 || training.batch_size > MAX_BATCH ||
+        training.num_pairs < 2 || training.num_pairs > MAX_PAIRS ||
+        training.num_pairs > opt->countries) {
+        fprintf(stderr, "%s: %s/training.npy: expected a batch of 1 to %d examples and 2 to %d "
+                "pairs (at most the model's %d countries), got %d and %d\n", PROG,
+                opt->from_dir, MAX_BATCH, MAX_PAIRS, opt->countries, training.batch_size,
+                training.num_pairs);
+        adam_free(adam);
+        lookup_free(model);
+        exit(1);
+    }
+    if (adam->step >= opt->steps)
+        cli_fail(PROG, "--steps %d: the model in %s has taken %ld steps already; ask for more "
+                 "to go on training it", opt->steps, opt->from_dir, adam->step);
+    opt->seed = training.seed;
+    opt->batch = training.batch_size;
+    opt->pairs = training.num_pairs;
+    opt->lr = adam->lr;
+    return adam;
+}
+
 static double cpu_seconds(void)
 {
     struct timespec t;
@@ -391,8 +511,7 @@ static int bench(const Task *task, const Options *opt)
                                     &rng);
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
-    Rng data = rng_new_stream(opt->seed, STREAM_TRAIN);
-    task_draw(task, batch, SPLIT_TRAIN, &data);
+    draw_step_batch(task, batch, opt->seed, 1);
     for (int i = 0; i < 50; i++)   /* warm up */
         lookup_train_step(model, adam, batch, NULL);
     int steps = 0;
@@ -422,15 +541,18 @@ static Options parse_options(int argc, char **argv)
                    .hiddens = 32, .heads = 4, .examples = 2000, .lr = 0.001f};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N",
-         .help = "seed for the parameters, the batches and the held-out set"},
+         .help = "seed for the parameters, the batches and the held-out set",
+         .given = &opt.training_given},
         {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 1000000, .metavar = "N",
-         .help = "training steps (one batch each)", .given = &opt.steps_given},
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
-         .help = "examples per step"},
-        {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "X",
-         .help = "Adam's learning rate"},
+         .help = "training steps in all (one batch each); with --from, go on training up to N",
+         .given = &opt.steps_given},
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
+         .help = "examples per step", .given = &opt.training_given},
+        {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1e30, .metavar = "X",
+         .help = "Adam's learning rate (1e30 makes the loss overflow)",
+         .given = &opt.training_given},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
-         .help = "entries of each dictionary"},
+         .help = "entries of each dictionary", .given = &opt.training_given},
         {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
          .metavar = "V", .help = "countries (and capitals) words are drawn from, at least P",
          .given = &opt.sizes_given},
@@ -441,9 +563,10 @@ static Options parse_options(int argc, char **argv)
         {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
          .help = "held-out examples"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
-         .help = "save the trained model as DIR/<parameter name>.npy"},
+         .help = "save the trained model as DIR/<parameter name>.npy, with Adam's state"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "load a saved model instead of training one", .default_text = "train"},
+         .help = "load a saved model instead of training one (with --steps: go on training it)",
+         .default_text = "train"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the loss curve and the attention heatmap into DIR"},
         {"--bench", CLI_FLAG, &opt.bench,
@@ -457,11 +580,15 @@ static Options parse_options(int argc, char **argv)
                  "different countries", opt.countries, opt.pairs, opt.pairs);
     if (opt.hiddens % opt.heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
-    if (opt.from_dir && (opt.sizes_given || opt.steps_given))
-        cli_fail(PROG, "--from takes the model's sizes from DIR and does not train: drop "
-                 "--steps, --countries, --hiddens and --heads");
-    if (opt.from_dir && opt.to_dir)
-        cli_fail(PROG, "--from and --to together would only copy the model");
+    if (opt.from_dir && opt.sizes_given)
+        cli_fail(PROG, "--from takes the model's sizes from DIR: drop --countries, --hiddens "
+                 "and --heads");
+    if (opt.from_dir && opt.steps_given && opt.training_given)
+        cli_fail(PROG, "--from with --steps goes on with the seed, batch, pairs and learning "
+                 "rate saved in DIR: drop --seed, --batch, --pairs and --lr");
+    if (opt.from_dir && opt.to_dir && !opt.steps_given)
+        cli_fail(PROG, "--from and --to together would only copy the model: add --steps N to "
+                 "train it on up to step N");
     if (opt.from_dir && opt.bench)
         cli_fail(PROG, "--bench times training a new model: drop --from");
     return opt;
@@ -469,49 +596,87 @@ static Options parse_options(int argc, char **argv)
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* --to: the model with Adam's state, as one set. */
+static int save_model(const LookupModel *model, const Adam *adam, const Options *opt)
+{
+    char err[MODEL_ERR_LEN];
+    const LookupTraining training = {opt->batch, opt->pairs, opt->seed};
+    if (lookup_save_training(model, adam, &training, opt->to_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Part 2 when training: a new model, or the one loaded with its state.
+ * Returns the exit status: 0, or 1 (the loss diverged, or --to failed), or
+ * 128 + the signal that stopped it; --to holds the last good model. */
+static int train_and_save(LookupModel *model, Adam *adam, const Task *task, const Options *opt,
+                          float *losses)
+{
+    TrainEnd end = part2_train(model, adam, task, opt, losses);
+    int status = opt->to_dir ? save_model(model, adam, opt) : 0;
+    handle_stop_signals(SIG_DFL);
+    if (status == 0 && opt->to_dir && end == TRAINED && !stop_signal)
+        printf("saved the model in %s/ (PyTorch's parameter names; "
+               "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
+               opt->to_dir, opt->to_dir);
+    if (end == DIVERGED)
+        return 1;
+    if (stop_signal) {
+        fflush(stdout);
+        fprintf(stderr, "%s: stopped by %s after step %ld%s%s%s\n", PROG,
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", adam->step,
+                opt->to_dir && status == 0 ? "; the model is saved in " : "",
+                opt->to_dir && status == 0 ? opt->to_dir : "",
+                opt->to_dir && status == 0 ? "/, --from it with --steps N goes on" : "");
+        return 128 + stop_signal;
+    }
+    return status;
+}
+
 int main(int argc, char **argv)
 {
+    handle_stop_signals(note_signal);
     Options opt = parse_options(argc, argv);
     keep_freed_memory();
     LookupModel *model = opt.from_dir ? load_model(&opt) : NULL;   /* sets the sizes */
+    const bool training = model == NULL || opt.steps_given;
+    Adam *adam = model && training ? load_training(model, &opt) : NULL;   /* and the batches */
     const Task task = task_dictionary(opt.pairs, opt.countries, opt.countries);
     if (opt.bench)
         return bench(&task, &opt);
 
     part1_the_task(&task, &opt);
-    float *losses = checked_calloc(PROG, (size_t)opt.steps, sizeof *losses);
-    int trained_steps = 0;
-    if (model) {
+    int status = 0, first = 1, trained_steps = 0;
+    float *losses = NULL;
+    if (training) {
+        if (model == NULL) {
+            Rng rng = rng_new(opt.seed);
+            model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
+            adam = adam_new(model->params, model->num_params, opt.lr);
+        }
+        first = (int)adam->step + 1;
+        losses = checked_calloc(PROG, (size_t)(opt.steps - first + 1), sizeof *losses);
+        status = train_and_save(model, adam, &task, &opt, losses);
+        trained_steps = (int)adam->step - first + 1;
+        adam_free(adam);
+        if (status != 0) {
+            lookup_free(model);
+            free(losses);
+            return status;
+        }
+    } else {
+        handle_stop_signals(SIG_DFL);
         printf("Part 2. The model, loaded from %s\n\n", opt.from_dir);
         describe_model(model, &opt);
         printf("\n");
-    } else {
-        Rng rng = rng_new(opt.seed);
-        model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
-        if (!part2_train(model, &task, &opt, losses)) {
-            lookup_free(model);
-            free(losses);
-            return 1;
-        }
-        trained_steps = opt.steps;
-    }
-    int status = 0;
-    char err[MODEL_ERR_LEN];
-    if (opt.to_dir) {
-        if (lookup_save(model, opt.to_dir, err, sizeof err) == 0) {
-            printf("saved the model in %s/ (PyTorch's parameter names; "
-                   "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
-                   opt.to_dir, opt.to_dir);
-        } else {
-            fprintf(stderr, "%s: %s\n", PROG, err);
-            status = 1;
-        }
     }
     TaskBatch *heldout = heldout_examples(&task, &opt);
     part3_heldout(model, &task, heldout);
     Tensor *example = part4_attention(model, &task, heldout);
-    if (opt.plot_dir &&
-        write_plots(opt.plot_dir, &task, heldout, example, losses, trained_steps) != 0)
+    if (opt.plot_dir && write_plots(opt.plot_dir, &task, heldout, example, losses, first,
+                                    trained_steps) != 0)
         status = 1;
     tensor_free(example);
     task_batch_free(heldout);

@@ -280,10 +280,10 @@ int lookup_save(const LookupModel *m, const char *dir, char *err, size_t err_len
     return model_save(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
 }
 
-int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
+/* The number of heads first: no shape would catch a model saved with
+ * another one, and nothing must change when it differs. */
+static int check_heads(const LookupModel *m, const char *dir, char *err, size_t err_len)
 {
-    /* the number of heads first: no shape would catch a model saved with
-     * another one, and nothing must change when it differs */
     int saved_heads;
     if (model_read_ints(dir, "num_heads", &saved_heads, 1, err, err_len) != 0)
         return -1;
@@ -297,5 +297,118 @@ int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
             snprintf(err, err_len, "%s", message);
         return -1;
     }
+    return 0;
+}
+
+int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
+{
+    if (check_heads(m, dir, err, err_len) != 0)
+        return -1;
     return model_load(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
+}
+
+/* ---- the training state ------------------------------------------------------- */
+
+enum {
+    FLOAT_FILES = LOOKUP_NUM_FILES - 1,             /* the model's files but num_heads */
+    TRAINING_INTS = 6,
+    ALL_FILES = LOOKUP_NUM_SAVED_FILES,
+};
+
+/* Every file of a model with its training state, pointing at the model's
+ * tensors, Adam's moments and the small buffers here. */
+typedef struct {
+    ModelFile files[ALL_FILES];
+    char names[2 * FLOAT_FILES][96];
+    int step;
+    int training[TRAINING_INTS];
+    Tensor *lr;                                     /* (1,) */
+} TrainingFiles;
+
+/* The moment (m or v) of the parameter whose value is part. */
+static Tensor *moment_of(const LookupModel *m, Tensor *const *moments, const Tensor *part)
+{
+    for (int i = 0; i < m->num_params; i++)
+        if (m->params[i].value == part)
+            return moments[i];
+    die("lookup_model", "a saved tensor is not a parameter");
+}
+
+/* file (of the model) -> the file of its moments, stacked the same way */
+static ModelFile moment_file(const LookupModel *m, const ModelFile *file, Tensor *const *moments,
+                             char *name, size_t name_len, const char *prefix)
+{
+    ModelFile moment = {.name = name};
+    snprintf(name, name_len, "%s.%s", prefix, file->name);
+    for (int i = 0; i < MODEL_MAX_PARTS && file->parts[i]; i++)
+        moment.parts[i] = moment_of(m, moments, file->parts[i]);
+    return moment;
+}
+
+static void training_files(TrainingFiles *t, const LookupModel *m, const Adam *adam)
+{
+    if (adam->params != m->params || adam->count != m->num_params)
+        die("lookup_model", "the optimiser does not hold this model's parameters");
+    int n = 0;
+    for (int i = 0; i < LOOKUP_NUM_FILES; i++)
+        t->files[n++] = m->files[i];
+    for (int i = 0; i < FLOAT_FILES; i++) {
+        t->files[n++] = moment_file(m, &m->files[i], adam->m, t->names[2 * i],
+                                    sizeof t->names[0], "optimizer.exp_avg");
+        t->files[n++] = moment_file(m, &m->files[i], adam->v, t->names[2 * i + 1],
+                                    sizeof t->names[0], "optimizer.exp_avg_sq");
+    }
+    t->lr = tensor_zeros(SHAPE(1));
+    t->files[n++] = (ModelFile){.name = "optimizer.step", .ints = &t->step, .num_ints = 1};
+    t->files[n++] = (ModelFile){.name = "optimizer.lr", .parts = {t->lr}};
+    t->files[n++] = (ModelFile){.name = "training", .ints = t->training,
+                                .num_ints = TRAINING_INTS};
+}
+
+int lookup_save_training(const LookupModel *m, const Adam *adam, const LookupTraining *training,
+                         const char *dir, char *err, size_t err_len)
+{
+    TrainingFiles t;
+    training_files(&t, m, adam);
+    t.step = (int)adam->step;
+    t.lr->data[0] = adam->lr;
+    t.training[0] = training->batch_size;
+    t.training[1] = training->num_pairs;
+    for (int i = 0; i < 4; i++)
+        t.training[2 + i] = (int)((training->seed >> (16 * i)) & 0xffff);
+    const int status = model_save(dir, t.files, ALL_FILES, err, err_len);
+    tensor_free(t.lr);
+    return status;
+}
+
+int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
+                         char *err, size_t err_len)
+{
+    if (check_heads(m, dir, err, err_len) != 0)
+        return -1;
+    TrainingFiles t;
+    training_files(&t, m, adam);
+    int status = model_load(dir, t.files, ALL_FILES, err, err_len);
+    bool pieces_fit = true;
+    for (int i = 0; i < 4; i++)
+        pieces_fit = pieces_fit && t.training[2 + i] >= 0 && t.training[2 + i] <= 0xffff;
+    if (status == 0 && (t.step < 0 || !pieces_fit || !(t.lr->data[0] > 0.0f))) {
+        snprintf(err, err_len, "%s/%s: %s", dir, t.step < 0 ? "optimizer.step.npy" :
+                 !pieces_fit ? "training.npy" : "optimizer.lr.npy",
+                 t.step < 0 ? "the step count is negative" :
+                 !pieces_fit ? "the seed's pieces must be from 0 to 65535" :
+                 "the learning rate must be above 0");
+        status = -1;
+    }
+    if (status == 0) {
+        adam->step = t.step;
+        adam->lr = t.lr->data[0];
+        training->batch_size = t.training[0];
+        training->num_pairs = t.training[1];
+        training->seed = 0;
+        for (int i = 0; i < 4; i++)
+            training->seed |= (uint64_t)(t.training[2 + i] & 0xffff) << (16 * i);
+    }
+    tensor_free(t.lr);
+    return status;
 }

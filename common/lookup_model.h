@@ -45,11 +45,20 @@
  *     attention.out_proj.weight (D, D)      attention.out_proj.bias (D,)
  *     readout.weight (Vv, D)                readout.bias (Vv,)
  *     num_heads (1,)                        the one size no shape says
+ * and, to go on training (lookup_save_training), Adam's state under
+ * torch.optim.Adam's names for it, and what draws the batches:
+ *     optimizer.exp_avg.<file>.npy          m, stacked as <file> is
+ *     optimizer.exp_avg_sq.<file>.npy       v, the same way
+ *     optimizer.step.npy (1,)               steps taken
+ *     optimizer.lr.npy (1,)                 the learning rate
+ *     training.npy (6,)                     batch size, pairs, and the seed
+ *                                           as four 16-bit pieces, lowest first
  */
 #ifndef LOOKUP_MODEL_H
 #define LOOKUP_MODEL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "io/model.h"
 #include "multihead.h"
@@ -58,7 +67,12 @@
 #include "tasks.h"
 #include "tensor.h"
 
-enum { LOOKUP_NUM_PARAMS = 12, LOOKUP_NUM_FILES = 9 };
+/* files: the model's; saved files: with the training state (below) */
+enum {
+    LOOKUP_NUM_PARAMS = 12,
+    LOOKUP_NUM_FILES = 9,
+    LOOKUP_NUM_SAVED_FILES = LOOKUP_NUM_FILES + 2 * (LOOKUP_NUM_FILES - 1) + 3,
+};
 
 typedef struct {
     int key_vocab, value_vocab;       /* Vk, Vv */
@@ -130,5 +144,24 @@ double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *co
  * sizes (io/model.h: a set, one error line naming the file). Returns 0 or -1. */
 int lookup_save(const LookupModel *model, const char *dir, char *err, size_t err_len);
 int lookup_load(LookupModel *model, const char *dir, char *err, size_t err_len);
+
+/* What draws the batches: train.c draws the batch of step s from (seed, s)
+ * alone, so with Adam's step count this is all a run needs to go on where
+ * another stopped. */
+typedef struct {
+    int batch_size, num_pairs;
+    uint64_t seed;
+} LookupTraining;
+
+/* The model, Adam's state (whose parameters must be the model's) and the
+ * training as one set of files (above); loading checks and reads them all
+ * before it changes anything, except that a negative step count, a seed
+ * piece outside 16 bits or a learning rate not above 0 are found once the
+ * tensors are read in. Returns 0 or -1, err filled (err must not be NULL). */
+int lookup_save_training(const LookupModel *model, const Adam *adam,
+                         const LookupTraining *training, const char *dir, char *err,
+                         size_t err_len);
+int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
+                         const char *dir, char *err, size_t err_len);
 
 #endif

@@ -36,6 +36,15 @@ bool parameters_grads_finite(const Parameter *params, int count)
     return true;
 }
 
+bool parameters_finite(const Parameter *params, int count)
+{
+    for (int i = 0; i < count; i++)
+        for (size_t j = 0; j < params[i].value->size; j++)
+            if (!isfinite(params[i].value->data[j]))
+                return false;
+    return true;
+}
+
 /* Stop unless each gradient has its value's shape. */
 static void check_params(const char *func, const Parameter *params, int count)
 {
@@ -106,6 +115,64 @@ void adam_free(Adam *adam)
     free(adam->m);
     free(adam->v);
     free(adam);
+}
+
+AdamSnapshot *adam_snapshot_new(const Adam *adam)
+{
+    const char *func = "adam_snapshot_new";
+    AdamSnapshot *s = checked_calloc(func, 1, sizeof *s);
+    s->count = adam->count;
+    s->values = checked_calloc(func, (size_t)adam->count, sizeof *s->values);
+    s->m = checked_calloc(func, (size_t)adam->count, sizeof *s->m);
+    s->v = checked_calloc(func, (size_t)adam->count, sizeof *s->v);
+    for (int i = 0; i < adam->count; i++) {
+        s->values[i] = tensor_copy(adam->params[i].value);
+        s->m[i] = tensor_copy(adam->m[i]);
+        s->v[i] = tensor_copy(adam->v[i]);
+    }
+    s->step = adam->step;
+    return s;
+}
+
+/* dst = src, two tensors of the same size */
+static void copy_data(Tensor *dst, const Tensor *src)
+{
+    memcpy(dst->data, src->data, src->size * sizeof(float));
+}
+
+void adam_snapshot_take(AdamSnapshot *s, const Adam *adam)
+{
+    for (int i = 0; i < s->count; i++) {
+        copy_data(s->values[i], adam->params[i].value);
+        copy_data(s->m[i], adam->m[i]);
+        copy_data(s->v[i], adam->v[i]);
+    }
+    s->step = adam->step;
+}
+
+void adam_snapshot_restore(const AdamSnapshot *s, Adam *adam)
+{
+    for (int i = 0; i < s->count; i++) {
+        copy_data(adam->params[i].value, s->values[i]);
+        copy_data(adam->m[i], s->m[i]);
+        copy_data(adam->v[i], s->v[i]);
+    }
+    adam->step = s->step;
+}
+
+void adam_snapshot_free(AdamSnapshot *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; i < s->count; i++) {
+        tensor_free(s->values[i]);
+        tensor_free(s->m[i]);
+        tensor_free(s->v[i]);
+    }
+    free(s->values);
+    free(s->m);
+    free(s->v);
+    free(s);
 }
 
 void sgd_step(const Parameter *params, int count, float lr)

@@ -38,6 +38,8 @@ void parameters_zero_grad(const Parameter *params, int count);
 size_t parameters_count(const Parameter *params, int count);
 /* true when every gradient is finite (a NaN or inf means training broke). */
 bool parameters_grads_finite(const Parameter *params, int count);
+/* true when every value is finite. */
+bool parameters_finite(const Parameter *params, int count);
 
 typedef struct {
     float lr, beta1, beta2, eps;
@@ -53,6 +55,21 @@ typedef struct {
 Adam *adam_new(const Parameter *params, int count, float lr);
 void adam_step(Adam *adam);
 void adam_free(Adam *adam);   /* NULL is fine */
+
+/* A copy of the parameters and of Adam's state (m, v, step), to go back
+ * to: training keeps the last state whose loss was a number, so that a
+ * loss that overflows does not cost the model. */
+typedef struct {
+    int count;
+    long step;
+    Tensor **values, **m, **v;   /* copies, one per parameter */
+} AdamSnapshot;
+
+AdamSnapshot *adam_snapshot_new(const Adam *adam);   /* holds adam's state now */
+void adam_snapshot_take(AdamSnapshot *snapshot, const Adam *adam);
+/* The parameters and the moments copied back in, and the step count. */
+void adam_snapshot_restore(const AdamSnapshot *snapshot, Adam *adam);
+void adam_snapshot_free(AdamSnapshot *snapshot);    /* NULL is fine */
 
 /* One step of plain gradient descent: p -= lr * g. */
 void sgd_step(const Parameter *params, int count, float lr);

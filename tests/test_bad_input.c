@@ -560,6 +560,69 @@ static void train_model_few_countries(const char *dir)
     write_floats(dir, "embed_keys.weight", SHAPE(3, 8));
 }
 
+/* @/in with the training state beside the model: Adam's moments, stacked as
+ * the model's files, 5 steps taken, 4 examples of 8 pairs a batch, seed 0.
+ * Each setup below spoils one thing. */
+static void train_model_resumable(const char *dir)
+{
+    train_model_good(dir);
+    const char *names[] = {"embed_keys.weight", "embed_values.weight", "attention.in_proj_weight",
+                           "attention.in_proj_bias", "attention.out_proj.weight",
+                           "attention.out_proj.bias", "readout.weight", "readout.bias"};
+    const int rows[] = {8, 8, 24, 24, 8, 8, 8, 8}, matrix[] = {1, 1, 1, 0, 1, 0, 1, 0};
+    for (int i = 0; i < 8; i++)
+        for (int moment = 0; moment < 2; moment++) {
+            char name[96];
+            snprintf(name, sizeof name, "optimizer.%s.%s", moment ? "exp_avg_sq" : "exp_avg",
+                     names[i]);
+            if (matrix[i])
+                write_floats(dir, name, SHAPE(rows[i], 8));
+            else
+                write_floats(dir, name, SHAPE(rows[i]));
+        }
+    write_ints(dir, "optimizer.step", "<i4", SHAPE(1), (const long long[]){5});
+    write_floats_poisoned(dir, "optimizer.lr", SHAPE(1), 0, 0.001f);
+    write_ints(dir, "training", "<i4", SHAPE(6), (const long long[]){4, 8, 0, 0, 0, 0});
+}
+
+static void train_state_missing_moment(const char *dir)
+{
+    train_model_resumable(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/optimizer.exp_avg_sq.readout.bias.npy", dir);
+    cr_assert_eq(unlink(path), 0);
+}
+
+/* a moment saved for another vocabulary (9 countries) */
+static void train_state_other_vocabulary(const char *dir)
+{
+    train_model_resumable(dir);
+    write_floats(dir, "optimizer.exp_avg.embed_keys.weight", SHAPE(9, 8));
+}
+
+static void train_state_batch_zero(const char *dir)
+{
+    train_model_resumable(dir);
+    write_ints(dir, "training", "<i4", SHAPE(6), (const long long[]){0, 8, 0, 0, 0, 0});
+}
+
+static void train_state_step_negative(const char *dir)
+{
+    train_model_resumable(dir);
+    write_ints(dir, "optimizer.step", "<i4", SHAPE(1), (const long long[]){-3});
+}
+
+static void train_state_lr_not_npy(const char *dir)
+{
+    train_model_resumable(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/optimizer.lr.npy", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fputs("0.001\n", f);
+    fclose(f);
+}
+
 static void train_out_bias_taken(const char *dir)
 {
     make_dir(dir, "out");
@@ -996,8 +1059,9 @@ static BadInput rows[] = {
      "positions_attention.gp': Is a directory", "@/out/positions_attention.dat",
      positions_plot_taken},
     /* chapter 05: train */
-    {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
-    {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1", NULL},
+    {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1e+30, got '0'", NULL},
+    {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1e+30", NULL},
+    {TRAIN, "--lr 1e31", 2, "--lr expects a number from 1e-06 to 1e+30, got '1e31'", NULL},
     {TRAIN, "--steps 0", 2, "--steps expects a whole number from 1 to 1000000, got '0'", NULL},
     {TRAIN, "--batch 0", 2, "--batch expects a whole number from 1 to 4096", NULL},
     {TRAIN, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16", NULL},
@@ -1012,8 +1076,27 @@ static BadInput rows[] = {
     {TRAIN, "--steps 2 --to @/out", 1, "readout.bias.npy: cannot write: a directory has that "
      "name", "@/out/embed_keys.weight.npy", train_out_bias_taken},
     {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
-    {TRAIN, "--from @/in --steps 5", 2, "--from takes the model's sizes from DIR and does not "
-     "train", NULL, train_model_good},
+    {TRAIN, "--from @/in --steps 5", 1, "in holds a model without its training state (no "
+     "optimizer.step.npy): --from it without --steps evaluates it", NULL, train_model_good},
+    {TRAIN, "--from @/in --steps 9 --seed 3", 2, "--from with --steps goes on with the seed, "
+     "batch, pairs and learning rate saved in DIR: drop --seed, --batch, --pairs and --lr", NULL,
+     train_model_resumable},
+    {TRAIN, "--from @/in --steps 5", 2, "--steps 5: the model in ", NULL, train_model_resumable},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.exp_avg_sq.readout.bias.npy: cannot open: "
+     "No such file", NULL, train_state_missing_moment},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.exp_avg.embed_keys.weight.npy: expected "
+     "shape (8, 8), got (9, 8)", NULL, train_state_other_vocabulary},
+    {TRAIN, "--from @/in --steps 9", 1, "in/training.npy: expected a batch of 1 to 4096 examples "
+     "and 2 to 16 pairs (at most the model's 8 countries), got 0 and 8", NULL,
+     train_state_batch_zero},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.step.npy: the step count is negative",
+     NULL, train_state_step_negative},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.lr.npy: not a .npy file", NULL,
+     train_state_lr_not_npy},
+    /* the fixture's exp_avg_sq holds negative numbers: Adam's square root
+     * makes the parameters NaN, and the loaded model is what --to keeps */
+    {TRAIN, "--from @/in --steps 6 --to @/in", 1, "the update of step 6 made a parameter NaN or "
+     "infinite; --to keeps the model after step 5", NULL, train_model_resumable},
     {TRAIN, "--from @/in --heads 2", 2, "--from takes the model's sizes", NULL,
      train_model_good},
     {TRAIN, "--from @/in --to @/in", 2, "--from and --to together", NULL, train_model_good},

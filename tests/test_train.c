@@ -11,11 +11,17 @@
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "embedding.h"
 #include "helpers.h"
@@ -813,7 +819,8 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
     cr_expect_str_eq(parts[0], parts[1]);
     const double accuracy = heldout_accuracy(trained.out);
     cr_expect(accuracy > 20.0 && accuracy < 99.0, "60 steps gave %.2f%%", accuracy);
-    /* the model's 9 files, and the loss curve and heatmap */
+    /* the model's 9 files with its training state, and the loss curve and
+     * heatmap */
     const char *files[] = {"embed_keys.weight.npy", "attention.in_proj_weight.npy",
                            "num_heads.npy", "train_loss.dat", "train_loss.gp",
                            "train_attention.dat", "train_attention.gp"};
@@ -823,7 +830,7 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
         struct stat st;
         cr_expect_eq(stat(path, &st), 0, "%s was not written", files[i]);
     }
-    cr_expect_eq(count_files(scratch), LOOKUP_NUM_FILES + 4);
+    cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES + 4);
     run_result_free(&trained);
     run_result_free(&loaded);
 }
@@ -834,4 +841,161 @@ Test(train_program, help_lists_every_option)
                                    "--countries", "--hiddens", "--heads", "--examples", "--to",
                                    "--from", "--plot", "--bench"};
     expect_help_lists(TRAIN, options, sizeof options / sizeof options[0]);
+}
+
+/* ---- stopping and going on --------------------------------------------------------- */
+
+/* true when the two directories hold the same files, byte for byte */
+static bool same_files(const char *a, const char *b)
+{
+    DIR *d = opendir(a);
+    cr_assert_not_null(d);
+    bool same = count_files(a) == count_files(b);
+    for (struct dirent *e; same && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path_a[512], path_b[512];
+        snprintf(path_a, sizeof path_a, "%s/%s", a, e->d_name);
+        snprintf(path_b, sizeof path_b, "%s/%s", b, e->d_name);
+        size_t len_a, len_b;
+        char *bytes_a = read_text_file(path_a, &len_a), *bytes_b = read_text_file(path_b, &len_b);
+        same = bytes_a && bytes_b && len_a == len_b && memcmp(bytes_a, bytes_b, len_a) == 0;
+        if (!same)
+            cr_log_error("%s differs from %s", path_a, path_b);
+        free(bytes_a);
+        free(bytes_b);
+    }
+    closedir(d);
+    return same;
+}
+
+/* The number after "at step " in a line. */
+static int step_in(const char *line)
+{
+    const char *at = line ? strstr(line, "at step ") : NULL;
+    cr_assert_not_null(at, "no step named in: %s", line ? line : "");
+    return atoi(at + strlen("at step "));
+}
+
+/* The saved step count, read as the program reads it. */
+static int saved_step(const char *dir)
+{
+    int step = -1;
+    char err[MODEL_ERR_LEN];
+    cr_assert_eq(model_read_ints(dir, "optimizer.step", &step, 1, err, sizeof err), 0, "%s",
+                 err);
+    return step;
+}
+
+/* --lr 3e8 overflows a few steps in: the run stops naming the step s, and
+ * --to holds the model after step s - 2 when the loss of step s is not a
+ * number (the last whose loss, taken at step s - 1, was one), or after
+ * step s - 1 when the update of step s made a parameter overflow: the very
+ * files a run of that many steps saves. */
+Test(train_program, a_diverging_loss_keeps_the_last_good_model, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    char other[64], args[256];
+    scratch_dir_make(other, sizeof other, "train_test");
+    snprintf(args, sizeof args, "--lr 3e8 --steps 50 --to %s", scratch);
+    RunResult r = run_program(TRAIN, args);
+    cr_expect_eq(r.status, 1);
+    const int step = step_in(r.err);
+    cr_assert(step >= 3 && step <= 50, "the loss overflowed at step %d", step);
+    const int kept = saved_step(scratch);
+    cr_expect(kept == step - 2 || kept == step - 1, "stopped at step %d, kept %d", step, kept);
+    snprintf(args, sizeof args, "--lr 3e8 --steps %d --to %s", kept, other);
+    RunResult shorter = run_program(TRAIN, args);
+    cr_expect_eq(shorter.status, 0, "%s", shorter.err);
+    cr_expect(same_files(scratch, other));
+    run_result_free(&r);
+    run_result_free(&shorter);
+    scratch_dir_remove(other);
+}
+
+/* train with args in the background; after delay_ms, sig; its exit status */
+static int run_and_signal(const char *const *args, int delay_ms, int sig)
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        execv(BIN_DIR "/" TRAIN, (char *const *)args);
+        _exit(127);
+    }
+    struct timespec delay = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+    nanosleep(&delay, NULL);
+    kill(pid, sig);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* SIGTERM and SIGINT partway: the run saves the model of the last step it
+ * finished, complete and without temporary files, and exits 128 + the
+ * signal. Going on from it to step s + 20 gives the files an
+ * uninterrupted run of s + 20 steps saves, byte for byte. */
+Test(train_program, a_signal_saves_a_model_that_goes_on_to_the_same_numbers,
+     .init = make_scratch, .fini = remove_scratch)
+{
+    const int signals[2] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        char other[64], args[256];
+        scratch_dir_make(other, sizeof other, "train_test");
+        const char *argv[] = {TRAIN, "--steps", "1000000", "--seed", "5", "--to", scratch,
+                              NULL};
+        cr_expect_eq(run_and_signal(argv, 300, signals[i]), 128 + signals[i]);
+        cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES, "temporary files left?");
+        const int step = saved_step(scratch);
+        cr_assert(step >= 0 && step < 1000000);
+        snprintf(args, sizeof args, "--from %s --steps %d --to %s", scratch, step + 20,
+                 scratch);
+        RunResult resumed = run_program(TRAIN, args);
+        cr_expect_eq(resumed.status, 0, "%s", resumed.err);
+        snprintf(args, sizeof args, "--seed 5 --steps %d --to %s", step + 20, other);
+        RunResult straight = run_program(TRAIN, args);
+        cr_expect_eq(straight.status, 0, "%s", straight.err);
+        cr_expect(same_files(scratch, other), "stopped at step %d and went on", step);
+        run_result_free(&resumed);
+        run_result_free(&straight);
+        scratch_dir_remove(other);
+        scratch_dir_remove(scratch);
+        make_scratch();
+    }
+}
+
+/* 40 steps, then 40 more from the saved model, equal 80 straight: the
+ * files byte for byte, the loss lines of steps 41 to 80, and what Parts 3
+ * and 4 print. */
+Test(train_program, going_on_equals_an_uninterrupted_run, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    char other[64], args[256];
+    scratch_dir_make(other, sizeof other, "train_test");
+    snprintf(args, sizeof args, "--steps 40 --seed 7 --batch 16 --pairs 6 --to %s", scratch);
+    RunResult first = run_program(TRAIN, args);
+    cr_assert_eq(first.status, 0, "%s", first.err);
+    snprintf(args, sizeof args, "--from %s --steps 80 --to %s", scratch, scratch);
+    RunResult resumed = run_program(TRAIN, args);
+    cr_assert_eq(resumed.status, 0, "%s", resumed.err);
+    snprintf(args, sizeof args, "--steps 80 --seed 7 --batch 16 --pairs 6 --to %s", other);
+    RunResult straight = run_program(TRAIN, args);
+    cr_assert_eq(straight.status, 0, "%s", straight.err);
+    cr_expect(same_files(scratch, other));
+    /* the loss lines from step 48 on (every 8 steps), up to the timing line */
+    const char *lines[2] = {strstr(resumed.out, "  step    48/80"),
+                            strstr(straight.out, "  step    48/80")};
+    cr_assert(lines[0] && lines[1]);
+    const size_t len = (size_t)(strstr(lines[0], "  (") - lines[0]);
+    cr_expect(strstr(lines[1], "  (") - lines[1] == (ptrdiff_t)len &&
+              strncmp(lines[0], lines[1], len) == 0, "the loss lines differ:\n%s\n%s",
+              lines[0], lines[1]);
+    /* and what Parts 3 and 4 print */
+    cr_expect_str_eq(strstr(resumed.out, "Part 3."), strstr(straight.out, "Part 3."));
+    run_result_free(&first);
+    run_result_free(&resumed);
+    run_result_free(&straight);
+    scratch_dir_remove(other);
 }

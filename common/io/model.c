@@ -9,12 +9,17 @@
  * On a failure in pass 1 the temporary files are removed and the old model
  * is untouched. A rename within one directory does not fail once pass 1
  * has checked the names, short of the disk failing under it.
+ * SIGINT, SIGTERM and SIGHUP are held back while the two passes run: a
+ * signal in pass 1 would leave temporary files behind, one in pass 2 a mix
+ * of new and old files. A signal that arrives meanwhile is delivered when
+ * the save is over, complete or undone.
  * Loading goes in two: read and check every file, then copy them all in.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "io/model.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -140,6 +145,12 @@ int model_save(const char *dir, const ModelFile *files, int count, char *err, si
     char **finals = checked_calloc("model_save", (size_t)count, sizeof *finals);
     char **temps = checked_calloc("model_save", (size_t)count, sizeof *temps);
     int status = 0;
+    sigset_t held, before;
+    sigemptyset(&held);
+    sigaddset(&held, SIGINT);
+    sigaddset(&held, SIGTERM);
+    sigaddset(&held, SIGHUP);
+    sigprocmask(SIG_BLOCK, &held, &before);
     // pass 1: every file under a temporary name; a final name taken by
     // something other than a file would make its rename fail in pass 2,
     // after others had been renamed, so it stops the save here
@@ -172,6 +183,7 @@ int model_save(const char *dir, const ModelFile *files, int count, char *err, si
     }
     free(temps);
     free(finals);
+    sigprocmask(SIG_SETMASK, &before, NULL);   /* a signal held back arrives now */
     return status;
 }
 

@@ -21,7 +21,9 @@
  * The directory is written as a set: every file goes to a temporary name
  * first, and only when all of them are complete are they renamed over the
  * final names, so a failure partway leaves the old model (or nothing), never
- * some new files beside some old ones from a failed save. Loading reads and
+ * some new files beside some old ones from a failed save. SIGINT, SIGTERM
+ * and SIGHUP wait until a save is over, so an interrupted program leaves
+ * the old set or the new one, and no temporary file. Loading reads and
  * checks every file before it changes any tensor, so a failed load leaves
  * the model as it was.
  *
