@@ -214,7 +214,8 @@ SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' all
-	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1; \
+	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0; \
 	set -o pipefail; \
 	build/sanitize/tests/run_tests 2>&1 | tee build/sanitize/tests.log \
 	  || { echo "sanitize: a test failed (build/sanitize/tests.log)" >&2; exit 1; }; \
