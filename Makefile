@@ -50,8 +50,11 @@ program_of = $(OUT)/$(if $(filter main.c,$(notdir $(1))),$(dir $(1))$(shell echo
 PROGRAMS := $(foreach src,$(PROGRAM_SRC),$(call program_of,$(src)))
 
 # What `make run` runs, in the order a learner reads them: each chapter's
-# own program.
-RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c))
+# own program, then the extra programs a chapter lists in RUN_AFTER_<chapter>
+# (chapter 03's cost table and chapter 05's training run, a few seconds each).
+RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
+RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
+RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 all: $(PROGRAMS) $(OUT)/tests/run_tests
 
@@ -123,8 +126,10 @@ run: $(PROGRAMS)
 # ---- benchmark ----------------------------------------------------------------
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
 # peak and peak memory per configuration; a few minutes (05_multihead/bench.c).
-bench: $(OUT)/05_multihead/bench
+# Then training steps per second of 05_multihead/train's model.
+bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train
 	$< $(BENCH_ARGS)
+	$(OUT)/05_multihead/train --bench
 .PHONY: bench
 
 # ---- heatmaps ---------------------------------------------------------------
@@ -133,7 +138,7 @@ bench: $(OUT)/05_multihead/bench
 # gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 06_permutation_invariance/permutation_invariance
+PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 05_multihead/train 05_multihead/heads_experiment 05_multihead/head_importance 06_permutation_invariance/permutation_invariance 06_permutation_invariance/positions
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)
@@ -209,7 +214,8 @@ SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' all
-	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1; \
+	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0; \
 	set -o pipefail; \
 	build/sanitize/tests/run_tests 2>&1 | tee build/sanitize/tests.log \
 	  || { echo "sanitize: a test failed (build/sanitize/tests.log)" >&2; exit 1; }; \

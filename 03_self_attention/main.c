@@ -1,20 +1,18 @@
 /*
- * 03_self_attention - scaled dot-product attention, and what it costs.
+ * 03_self_attention - scaled dot-product attention, Parts 1 to 4.
  * main() lists the parts; each is a function named after what it shows.
+ * Part 5, what the n x n weight matrix costs, is its own program: cost.c.
  * A check that fails makes the exit status 1, with a line on stderr.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys (= number of
  * key-value pairs), d = query and key size, v = value size, n = number of
  * tokens in self-attention (T = K = n).
  */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "attention.h"
 #include "io/cli.h"
@@ -26,16 +24,14 @@
 
 static const char PROG[] = "self_attention";
 
-enum { MAX_TOKENS = 64, MAX_HIDDENS = 1024, MAX_COST_N = 65536 };
+enum { MAX_TOKENS = 64, MAX_HIDDENS = 1024 };
 
 typedef struct {
     uint64_t seed;
     int num_tokens;     /* 0: the three fixed tokens */
-    int num_hiddens;    /* 0 until parsed: 3, or 64 with --cost */
+    int num_hiddens;    /* 3 unless --tokens N gives random tokens */
     float dropout;
     bool train;
-    bool cost;
-    int cost_max;
     const char *plot_dir;
 } Options;
 
@@ -55,7 +51,7 @@ static void refuse_dropout_of_1(float p, int argc, char **argv)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .dropout = 0.5f, .cost_max = 4096};
+    Options opt = {.seed = 0, .num_hiddens = 3, .dropout = 0.5f};
     bool hiddens_given = false;
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for every random tensor"},
@@ -63,28 +59,21 @@ static Options parse_options(int argc, char **argv)
          .help = "self-attention on N random tokens instead of the three fixed ones",
          .default_text = "the three"},
         {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
-         .help = "size of each random token; also d in the --cost experiment",
-         .given = &hiddens_given, .default_text = "3; 64 with --cost"},
+         .help = "size of each random token", .given = &hiddens_given},
         {"--dropout", CLI_FLOAT, &opt.dropout, .min = 0, .max = 1, .metavar = "P",
          .help = "dropout probability on the weights, below 1;\nit acts only with --train"},
-        {"--train", CLI_FLAG, &opt.train, .help = "training mode: apply dropout and show what it does"},
-        {"--cost", CLI_FLAG, &opt.cost,
-         .help = "only Part 5: time one forward pass for n = 128, 256, ...\n"
-                 "and count the bytes of the n x n weight matrix"},
-        {"--cost-max", CLI_INT, &opt.cost_max, .min = 128, .max = MAX_COST_N, .metavar = "N",
-         .help = "largest n for --cost"},
+        {"--train", CLI_FLAG, &opt.train,
+         .help = "training mode: apply dropout and show what it does"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write heatmaps: DIR/self_attention.{dat,gp} and\nDIR/d2l_check.{dat,gp}"},
     };
     cli_parse(&(CliTable){PROG, "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V: d2l's "
-                                "check,\nself-attention on a few tokens, why sqrt(d), dropout, "
-                                "and the n^2 cost.",
+                                "check,\nself-attention on a few tokens, why sqrt(d) and dropout.\n"
+                                "Part 5, the n^2 cost, is ./03_self_attention/cost.",
                           CLI_COUNT(options), options},
               argc, argv);
     refuse_dropout_of_1(opt.dropout, argc, argv);
-    if (!hiddens_given)
-        opt.num_hiddens = opt.cost ? 64 : 3;
-    if (hiddens_given && opt.num_tokens == 0 && !opt.cost)
+    if (hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--hiddens sizes random tokens: give --tokens N too "
                  "(the three fixed tokens have size 3)");
     return opt;
@@ -371,79 +360,6 @@ static void part4_dropout(const Tensor *x, const Options *opt)
     TENSOR_FREE(eval_weights, eval_output, weights, output);
 }
 
-/* ---- Part 5 -------------------------------------------------------------- */
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* x (1, n, d) -> milliseconds of one dot_product_attention(x, x, x), the
- * best of runs */
-static double best_time_ms(const Tensor *x, int runs)
-{
-    double best = INFINITY;
-    for (int r = 0; r < runs; r++) {
-        double start = seconds_now();
-        Tensor *out = dot_product_attention(x, x, x, NULL, NULL, NULL);
-        best = fmin(best, seconds_now() - start);
-        tensor_free(out);
-    }
-    return best * 1e3;
-}
-
-/* now / prev in a column 6 wide, blank on the first row (prev 0) */
-static const char *ratio_str(char *buf, size_t len, double now, double prev)
-{
-    if (prev > 0.0)
-        snprintf(buf, len, "%6.2f", now / prev);
-    else
-        snprintf(buf, len, "%6s", "");
-    return buf;
-}
-
-static double physical_memory_bytes(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page_size > 0 ? (double)pages * (double)page_size : 0.0;
-}
-
-/* Only with --cost: time and memory of the n x n weight matrix as n doubles. */
-static void part5_cost(const Options *opt, Rng *rng)
-{
-    const int d = opt->num_hiddens;
-    const double memory = physical_memory_bytes();
-    printf("Part 5. What the n x n weight matrix costs\n\n");
-    printf("self-attention on n tokens of size d = %d; time: the best of a few runs\n\n", d);
-    printf("      n    time (ms)   x prev   weights (MB)   x prev   share of memory\n");
-    printf("                                  (10^6 bytes)\n");
-    double prev_ms = 0.0, prev_mb = 0.0;
-    for (int n = 128; n <= opt->cost_max; n *= 2) {
-        Tensor *x = tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, n, d));
-        /* repeat small sizes so the time is not all clock resolution */
-        const double ms = best_time_ms(x, n <= 512 ? 5 : n <= 2048 ? 2 : 1);
-        const double bytes = (double)n * n * sizeof(float);
-        const double mb = bytes / 1e6;
-        char time_ratio[16], mb_ratio[16];
-        printf("  %5d   %10.1f   %s   %12.2f   %s", n, ms,
-               ratio_str(time_ratio, sizeof time_ratio, ms, prev_ms), mb,
-               ratio_str(mb_ratio, sizeof mb_ratio, mb, prev_mb));
-        if (memory > 0.0)
-            printf("   %14.4f%%", 100.0 * bytes / memory);
-        printf("\n");
-        prev_ms = ms;
-        prev_mb = mb;
-        tensor_free(x);
-    }
-    if (memory > 0.0)
-        printf("\nThis machine has %.1f GB: one n x n float matrix fills it at n = %.0f.\n",
-               memory / 1e9, sqrt(memory / sizeof(float)));
-    printf("An 80 GB GPU (an A100) fills with a single matrix at n = %.0f.\n",
-           sqrt(80e9 / sizeof(float)));
-}
-
 /* ---- main ------------------------------------------------------------------ */
 
 /* check_weights (2, 1, 10), self_weights (2, n, n) -> the .dat and .gp files */
@@ -466,10 +382,6 @@ int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     Rng rng = rng_new(opt.seed);
-    if (opt.cost) {
-        part5_cost(&opt, &rng);                      /* only with --cost: the n^2 wall */
-        return 0;
-    }
     Tensor *check_weights = part1_d2l_check(&rng);   /* d2l's example, checked */
     Tensor *x = make_tokens(&opt, &rng);
     Tensor *self_weights = part2_self_attention(x, opt.num_tokens == 0);   /* Q = K = V */

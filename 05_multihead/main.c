@@ -52,19 +52,6 @@ typedef struct {
 
 /* ---- measuring rows and weights ----------------------------------------------- */
 
-/* x[..., :n] of a 3-D tensor (B, T, D), a new tensor. */
-static Tensor *first_columns(const Tensor *x, int n)
-{
-    const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
-    n = n < D ? n : D;
-    Tensor *out = tensor_zeros(SHAPE(B, T, n));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < n; j++)
-                AT3(out, b, t, j) = AT3(x, b, t, j);
-    return out;
-}
-
 /* Rows of output (B, T, D), each against the first row of its sequence
  * (per_sequence) or of the batch whose query has keys (spread; zero exactly
  * when those rows are equal), and each row with no key against b_o, or 0
@@ -94,13 +81,6 @@ static RowCheck check_rows(const Tensor *output, const ValidLens *valid_lens, co
         }
     }
     return c;
-}
-
-/* weights (B, H, T, K) -> (H, T, K) of sequence b, a new tensor. */
-static Tensor *sequence_heads(const Tensor *weights, int b)
-{
-    const int H = weights->shape[1], T = weights->shape[2], K = weights->shape[3];
-    return tensor_from(&AT4(weights, b, 0, 0, 0), SHAPE(H, T, K));
 }
 
 /* Sum of the weights (B, H, T, K) on masked keys: exactly 0 when the mask holds. */
@@ -152,57 +132,43 @@ static void part1_the_layer(const Example *ex)
            opt->bias ? "with biases" : "no biases (d2l's bias=False)");
 }
 
-/* Part 2's verdict, from the rows themselves. output (B, T, D) is the layer
- * on all-ones X and Y. In evaluation mode every row whose query has keys
- * averages identical value vectors, so those rows are one vector; dropout
- * in training mode zeroes a different set of weights in each row. A row
- * with valid_len 0 has all-zero weights, so it is W_o 0 + b_o = b_o. */
+/* Part 2's verdict, from the rows themselves (README section 2 says why).
+ * output (B, T, D) is the layer on all-ones X and Y: every row whose query
+ * has keys averages identical values, unless dropout (training mode) zeroes
+ * a different set of weights in each row; a row with valid_len 0 has
+ * all-zero weights, so it is W_o 0 + b_o = b_o. */
 static void explain_all_ones(Example *ex, const Tensor *X, const Tensor *Y, const Tensor *output)
 {
     const float tolerance = 1e-6f * (1.0f + tensor_max_abs(output));
     const RowCheck c = check_rows(output, ex->valid_lens, ex->layer->b_o, false);
-    if (c.keyed > 0 && c.spread <= tolerance && c.empty == 0) {
-        printf("Every output row is equal (across sequences up to float rounding: averages of\n"
-               "different numbers of copies of one vector round differently). With all-ones "
-               "inputs\n"
-               "every query, key and value is the same vector, so each head averages identical\n"
-               "values: the weights, the mask, the heads and the batch cannot change a thing.\n"
-               "The shape check passes, and so would a layer with a masking or head-order bug.\n");
-    } else if (c.keyed > 0 && c.spread <= tolerance) {
-        printf("Every row whose query has keys is equal (up to float rounding): with all-ones\n"
-               "inputs each head averages identical values, so the weights, the mask, the heads\n"
-               "and the batch cannot change those rows.\n");
+    if (c.keyed > 0 && c.spread <= tolerance) {
+        printf("Every %s is equal, up to float rounding: all-ones inputs hide\n"
+               "the weights, the mask, the heads and the batch.\n",
+               c.empty ? "row whose query has keys" : "output row");
     } else if (c.keyed > 0) {
         /* the same layer and inputs without dropout: what the rows would be */
         Tensor *eval = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, false, NULL, NULL);
-        printf("The rows whose query has keys differ from the first of them by up to %.3g;\n"
-               "in evaluation mode (same layer, same inputs) by %.3g.\n", (double)c.spread,
-               (double)check_rows(eval, ex->valid_lens, NULL, false).spread);
+        printf("The rows whose query has keys differ by up to %.3g; in evaluation mode (same\n"
+               "layer, same inputs) by %.3g%s.\n", (double)c.spread,
+               (double)check_rows(eval, ex->valid_lens, NULL, false).spread,
+               ex->opt->train && ex->layer->dropout > 0.0f ? ": the difference is dropout" : "");
         tensor_free(eval);
-        if (ex->opt->train && ex->layer->dropout > 0.0f)
-            printf("The difference is dropout in training mode: each row loses its own random\n"
-                   "set of weights and the rest are scaled by 1 / (1 - p).\n");
     }
-    if (c.empty > 0) {
-        const int rows = c.keyed + c.empty;
-        const bool one = c.empty == 1;
-        char who[64] = "The only row has";
-        if (rows > 1)
-            snprintf(who, sizeof who, "%d of the %d rows %s", c.empty, rows, one ? "has" : "have");
-        printf("%s valid_len 0: no key takes part, so %s weights and %s\nattention output are "
-               "zero, and %s\n%s: %g).\n", who, one ? "its" : "their", one ? "its" : "their",
-               one ? "the row is" : "each such row is",
-               ex->layer->b_o ? "W_o 0 + b_o = b_o (largest difference from b_o"
-                              : "W_o 0 = 0, the layer having no biases (largest |entry|",
+    char who[64] = "The only row has";
+    if (c.keyed + c.empty > 1)
+        snprintf(who, sizeof who, "%d of the %d rows have", c.empty, c.keyed + c.empty);
+    if (c.empty > 0)
+        printf("%s valid_len 0: all-zero weights, so such a row is %s\n(%s: %g).\n", who,
+               ex->layer->b_o ? "W_o 0 + b_o = b_o" : "W_o 0 = 0 (no biases)",
+               ex->layer->b_o ? "largest difference from b_o" : "largest |entry|",
                (double)c.off_bias);
-    }
 }
 
 /* output (B, T, D): its first six columns and how far its rows differ,
  * with 4 decimals, or as few digits as each number needs. */
 static void print_rows(const Tensor *output, bool four_decimals)
 {
-    Tensor *head = first_columns(output, 6);
+    Tensor *head = tensor_slice(output, 2, 0, output->shape[2] < 6 ? output->shape[2] : 6);
     tensor_print_named("output[:, :, :6]", head);
     tensor_free(head);
     const double within = check_rows(output, NULL, NULL, true).spread;
@@ -230,16 +196,13 @@ static void part2_d2l_check_all_ones(Example *ex)
     print_rows(output, false);
     explain_all_ones(ex, X, Y, output);
     if (ex->valid_lens) {
-        Tensor *seq0 = sequence_heads(weights, 0);
+        Tensor *seq0 = tensor_select(weights, 0, 0);   /* (H, T, K) of sequence 0 */
         printf(opt->train ? "The weights after dropout (sequence 0, every head):\n"
                           : "The weights only show the mask (sequence 0, every head):\n");
         tensor_print_named("attention_weights[0]", seq0);
         tensor_free(seq0);
     }
-    tensor_free(X);
-    tensor_free(Y);
-    tensor_free(output);
-    tensor_free(weights);
+    TENSOR_FREE(X, Y, output, weights);
 }
 
 /* Each head has its own projections, so each looks at the keys its own
@@ -261,19 +224,18 @@ static void print_favourite_keys(const Tensor *weights)
     }
 }
 
-/* The set into dir, whole or not at all; the line that says what it wrote. */
-static int save_set(const char *dir, const NamedTensor *set, int count, const Tensor *output,
-                    const Tensor *weights)
+/* A line from the library's err after the program's name; returns 1. */
+static int fail(const char *err)
 {
-    char err[LAYER_FILES_ERR_LEN], s1[64], s2[64];
-    if (layer_files_save(dir, set, count, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return -1;
-    }
-    printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
-           shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
-           shape_str(s2, sizeof s2, weights->ndim, weights->shape));
-    return 0;
+    fprintf(stderr, "%s: %s\n", PROG, err);
+    return 1;
+}
+
+/* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
+static int save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results)
+{
+    char err[LAYER_FILES_ERR_LEN];
+    return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
 }
 
 static int part3_random_inputs(Example *ex)
@@ -288,7 +250,7 @@ static int part3_random_inputs(Example *ex)
     Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train, &ex->rng,
                                        &weights);
     print_rows(output, true);
-    Tensor *seq0 = sequence_heads(weights, 0);
+    Tensor *seq0 = tensor_select(weights, 0, 0);   /* (H, T, K) of sequence 0 */
     char shape[64];
     printf("per-head attention weights of sequence 0, (H, T, K) = %s:\n",
            shape_str(shape, sizeof shape, seq0->ndim, seq0->shape));
@@ -300,65 +262,62 @@ static int part3_random_inputs(Example *ex)
     printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
            "with --plot.)\n");
 
-    /* --to: the run as the files Part 4 reads, a bias or mask left out removed */
-    NamedTensor set[16] = {{"queries", X, NULL}, {"keys", Y, NULL}, {"values", Y, NULL}};
-    int count = 3 + layer_files_parameters(ex->layer, set + 3);
-    set[count++] = (NamedTensor){"valid_lens", NULL, ex->valid_lens};
-    set[count++] = (NamedTensor){"output", output, NULL};
-    set[count++] = (NamedTensor){"attention_weights", weights, NULL};
+    /* --to: the run as the files Part 4 reads */
     int status = opt->plot_dir && write_plot(opt->plot_dir, weights) != 0;
-    if (status == 0 && opt->to_dir && save_set(opt->to_dir, set, count, output, weights) != 0)
-        status = 1;
-    else if (status == 0 && opt->to_dir)
+    const LayerFiles inputs = layer_files_borrow(ex->layer, X, Y, Y, ex->valid_lens);
+    if (status == 0 && opt->to_dir)
+        status = save_run(opt->to_dir, &inputs, &(LayerResults){output, weights, {0}});
+    if (status == 0 && opt->to_dir)
         printf("%s also holds the inputs and parameters: run it again with\n"
                "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, opt->heads);
-    tensor_free(X);
-    tensor_free(Y);
-    tensor_free(output);
-    tensor_free(weights);
+    TENSOR_FREE(X, Y, output, weights);
     return status;
 }
 
 /* ---- Part 4: a layer from .npy files ------------------------------------------------ */
 
-static int part4_layer_from_files(const Options *opt)
+/* The layer of files, its results checked (within memory and finite by
+ * layer_files_run, then against expected_*.npy), then plotted and written. */
+static int run_from_files(const Options *opt, const LayerFiles *files)
 {
-    LayerFiles files;
     char err[LAYER_FILES_ERR_LEN];
-    if (layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        layer_files_free(&files);
-        return 1;
-    }
+    LayerResults results;
+    if (layer_files_run(files, &results, err, sizeof err) != 0)
+        return fail(err);
     printf("Part 4. A layer from .npy files\n\n");
-    layer_files_print(opt->from_dir, &files);
-    printf("num_heads = %d, head size d = %d\n\n", opt->heads,
-           files.layer.num_hiddens / opt->heads);
-    Tensor *weights = NULL;
-    Tensor *output = multihead_forward(&files.layer, files.queries, files.keys, files.values,
-                                       files.valid_lens, false, NULL, &weights);
-    tensor_print_named("output", output);
-    tensor_print_named("attention_weights", weights);
+    layer_files_print(opt->from_dir, files);
+    tensor_print_named("output", results.output);
+    tensor_print_named("attention_weights", results.attention_weights);
     printf("\n");
+    if (files->grad_output != NULL)
+        layer_gradients_print(&results.grads);
 
-    const NamedTensor results[] = {{"output", output, NULL}, {"attention_weights", weights, NULL}};
     /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
-    int compared = layer_files_check_expected(opt->from_dir, results, 2, 1e-5f, 1e-5f, err,
-                                              sizeof err);
-    if (compared < 0)
-        fprintf(stderr, "%s: %s\n", PROG, err);
-    int status = compared < 0;
-    if (opt->plot_dir && write_plot(opt->plot_dir, weights) != 0)
+    const int verdict = layer_files_check_results(opt->from_dir, &results, 1e-5f, 1e-5f, err,
+                                                  sizeof err);
+    int status = verdict < 0 ? fail(err) : 0;
+    if (status == 0 && opt->plot_dir && write_plot(opt->plot_dir, results.attention_weights) != 0)
         status = 1;
-    if (status == 0 && opt->to_dir && save_set(opt->to_dir, results, 2, output, weights) != 0)
-        status = 1;
-    if (status == 0 && compared > 0) {
+    /* into another directory the inputs go too, so that it holds one whole run */
+    const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
+    if (status == 0 && opt->to_dir)
+        status = save_run(opt->to_dir, same ? NULL : files, &results);
+    if (status == 0 && verdict > 0) {
         fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s\n", PROG,
                 opt->from_dir);
         status = 1;
     }
-    tensor_free(output);
-    tensor_free(weights);
+    layer_results_free(&results);
+    return status;
+}
+
+static int part4_layer_from_files(const Options *opt)
+{
+    LayerFiles files;
+    char err[LAYER_FILES_ERR_LEN];
+    const int status = layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0
+                           ? fail(err)
+                           : run_from_files(opt, &files);
     layer_files_free(&files);
     return status;
 }
@@ -393,10 +352,12 @@ static Options parse_options(int argc, char **argv)
          .help = "seed for the parameters and inputs"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
          .help = "Part 4: queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
-                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy"},
+                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy;\n"
+                 "with DIR/grad_output.npy (B, T, D) the backward runs too"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "write output.npy and attention_weights.npy into DIR, and for\n"
-                 "the built-in example its inputs and parameters too, for --from"},
+                 "the built-in example its inputs and parameters too, for --from;\n"
+                 "with grad_output.npy also grad_queries.npy ... grad_b_o.npy"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
     };
@@ -449,6 +410,13 @@ int main(int argc, char **argv)
 
     ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
                              (float)opt.dropout, opt.bias, &ex.rng);
+    char err[LAYER_FILES_ERR_LEN];
+    if (layer_files_check_memory(ex.layer, opt.batch, opt.queries, opt.keys, false, err,
+                                 sizeof err) != 0) {
+        valid_lens_free(ex.valid_lens);
+        multihead_free(ex.layer);
+        return fail(err);
+    }
     part1_the_layer(&ex);
     part2_d2l_check_all_ones(&ex);
     int status = part3_random_inputs(&ex);

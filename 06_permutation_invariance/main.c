@@ -32,9 +32,10 @@
 static const char PROG[] = "permutation_invariance";
 
 /* The largest sizes: at all of them at once, with --trials and --samples
- * at their largest too, the program still ends within a few seconds. */
-enum { MAX_BATCH = 4, MAX_TOKENS = 64, MAX_HIDDENS = 64, MAX_KEYS = 64, MAX_TRIALS = 20,
-       MAX_SAMPLES = 1000 };
+ * at their largest too, the program still ends within a few seconds. A
+ * permutation of the tokens or of the keys fits in int perm[MAX_TOKENS]. */
+enum { MAX_BATCH = 4, MAX_TOKENS = 64, MAX_KEYS = MAX_TOKENS, MAX_HIDDENS = 64,
+       MAX_TRIALS = 20, MAX_SAMPLES = 1000 };
 
 typedef struct {
     uint64_t seed;
@@ -48,14 +49,10 @@ typedef struct {
  * least one valid token: lengths from 1 to T, one for all or one each. */
 static void read_valid_lens(Options *opt)
 {
-    if (opt->valid_lens_text == NULL) {
-        for (int b = 0; b < opt->batch; b++)
-            opt->valid_lens[b] = opt->tokens > 2 ? opt->tokens - 2 : 1;
-        return;
-    }
-    long lens[MAX_BATCH];
-    int n = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
-                          MAX_BATCH);
+    long lens[MAX_BATCH] = {opt->tokens > 2 ? opt->tokens - 2 : 1};   /* the default */
+    int n = opt->valid_lens_text == NULL ? 1
+            : cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
+                            MAX_BATCH);
     if (n != 1 && n != opt->batch)
         cli_fail(PROG, "--valid-lens needs one length (for every sequence) or %d (one per "
                  "sequence), got %d", opt->batch, n);
@@ -101,36 +98,6 @@ static Options parse_options(int argc, char **argv)
                  "size num_hiddens / num_heads", opt.heads, opt.hiddens);
     read_valid_lens(&opt);
     return opt;
-}
-
-/* ---- helpers ------------------------------------------------------------------ */
-
-/* X (B, T, D) -> f(X) (B, T, D): plain scaled dot-product self-attention
- * when layer is NULL, else layer(X, X, X) in evaluation mode. valid_lens
- * NULL or (B,); weights (B, T, T) or (B, H, T, T) when not NULL. */
-static Tensor *attend(const MultiHeadAttention *layer, const Tensor *X,
-                      const ValidLens *valid_lens, Tensor **weights)
-{
-    if (layer == NULL)
-        return dot_product_attention(X, X, X, valid_lens, NULL, weights);
-    return multihead_forward(layer, X, X, X, valid_lens, false, NULL, weights);
-}
-
-/* X (B, T, D), fX = f(X) -> max |f(P X) - P f(X)|, the distance from
- * equivariance. When not NULL, *moved gets max |f(P X) - f(X)| (the
- * distance from invariance) and *weights_PX the weights of P X. */
-static float equivariance_gap(const MultiHeadAttention *layer, const Tensor *X, const Tensor *fX,
-                              const ValidLens *valid_lens, const int *perm, float *moved,
-                              Tensor **weights_PX)
-{
-    Tensor *PX = permute_tokens(X, perm);
-    Tensor *fPX = attend(layer, PX, valid_lens, weights_PX);
-    Tensor *P_fX = permute_tokens(fX, perm);
-    const float gap = tensor_max_abs_diff(fPX, P_fX);
-    if (moved)
-        *moved = tensor_max_abs_diff(fPX, fX);
-    TENSOR_FREE(PX, fPX, P_fX);
-    return gap;
 }
 
 /* ---- part 1: the essay's check --------------------------------------------- */
@@ -197,74 +164,12 @@ static void part1_essay_check(void)
 
 /* ---- parts 2 and 3: equivariance ------------------------------------------- */
 
-typedef struct {
-    float worst;      /* largest max |f(P X) - P f(X)| */
-    int kept;         /* trials where f(P X) = f(X) up to rounding */
-} TableTally;
-
-/* One row of the table: perm applied to X (B, T, D), with fX = f(X) and
- * its weights (..., T, T) already computed. */
-static void equivariance_row(const MultiHeadAttention *layer, const Tensor *X, const Tensor *fX,
-                             const Tensor *weights, const int *perm, int trial, TableTally *tally)
-{
-    const int T = X->shape[1];
-    const float scale = tensor_max_abs(fX);
-    float moved;
-    Tensor *weights_PX = NULL;
-    const float gap = equivariance_gap(layer, X, fX, NULL, perm, &moved, &weights_PX);
-    /* Weights (..., T, T): the queries are the tokens and so are the keys,
-     * so both the rows and the columns move. */
-    Tensor *P_weights_PT = permute_queries_and_keys(weights, perm);
-    const float weights_diff = tensor_max_abs_diff(weights_PX, P_weights_PT);
-    tally->worst = gap > tally->worst ? gap : tally->worst;
-    tally->kept += equal_up_to_rounding(moved, scale);
-    char pbuf[64], ebuf[48], wbuf[24];
-    snprintf(wbuf, sizeof wbuf, "%.2e", (double)weights_diff);
-    printf("%5d  %-26s  %-28s  %-11s  %.4f\n", trial, permutation_str(pbuf, sizeof pbuf, perm, T),
-           eps_diff_str(ebuf, sizeof ebuf, gap, scale), weights_diff == 0.0f ? "0" : wbuf,
-           (double)moved);
-    TENSOR_FREE(weights_PX, P_weights_PT);
-}
-
-/* opts->trials random permutations of X (B, T, D): how far f(P X) is from
- * P f(X) and from f(X), and whether the weights moved as P A P^T. f is
- * plain self-attention when layer is NULL, else the layer. The first
- * permutation is copied to first_perm (T,) when it is not NULL. */
-static void equivariance_table(const Options *opts, const MultiHeadAttention *layer,
-                               const Tensor *X, Rng *rng, int *first_perm)
-{
-    const int T = X->shape[1];
-    Tensor *weights = NULL;
-    Tensor *fX = attend(layer, X, NULL, &weights);
-    const float scale = tensor_max_abs(fX);
-    printf("max |f(X)| = %.4f, float32 epsilon = %.3g\n", (double)scale, (double)FLT_EPSILON);
-    printf("%5s  %-26s  %-28s  %-11s  %s\n", "trial", "perm",
-           "max |f(PX) - P f(X)|", "weights", "max |f(PX) - f(X)|");
-    int *perm = checked_malloc(PROG, (size_t)T, sizeof *perm);
-    TableTally tally = {0};
-    for (int trial = 1; trial <= opts->trials; trial++) {
-        rng_permutation(rng, perm, T);
-        if (trial == 1 && first_perm)
-            memcpy(first_perm, perm, (size_t)T * sizeof *perm);
-        equivariance_row(layer, X, fX, weights, perm, trial, &tally);
-    }
-    const bool holds = equal_up_to_rounding(tally.worst, scale);
-    printf("f(P X) = P f(X): %s for every permutation (largest %.1f eps, tolerance %.0f eps)\n",
-           holds ? "holds" : "FAILS", eps_units(tally.worst, scale), PERMUTATION_TOL_EPS);
-    /* Only the identity, which moves nothing, can keep f(P X) = f(X). */
-    printf("f(P X) = f(X): holds for %d of %d\n", tally.kept, opts->trials);
-    cli_check(PROG, holds, layer ? "part 3: the layer is not equivariant"
-                                 : "part 2: self-attention is not equivariant");
-    free(perm);
-    TENSOR_FREE(fX, weights);
-}
-
 /* Sequence 0's weights for X and for P X side by side in the terminal, and
  * with --plot all three matrices in one figure. X (B, T, D), perm (T,). */
 static int show_weights(const Options *opts, const Tensor *X, const int *perm)
 {
     Tensor *weights = NULL, *weights_PX = NULL;
-    Tensor *fX = attend(NULL, X, NULL, &weights);
+    Tensor *fX = self_attend(NULL, X, NULL, &weights);
     equivariance_gap(NULL, X, fX, NULL, perm, NULL, &weights_PX);
     Tensor *moved = permute_queries_and_keys(weights, perm);
     Tensor *A = tensor_select(weights, 0, 0);             /* weights[0] (T, T) */
@@ -296,10 +201,10 @@ static int part2_plain_attention(const Options *opts, const Tensor *X, Rng *rng)
     printf("Part 2. Scaled dot-product self-attention, Q = K = V = X\n\n");
     printf("X (%d, %d, %d) ~ normal(0, 1); f(X) = softmax(X X^T / sqrt(%d)) X\n",
            X->shape[0], X->shape[1], X->shape[2], X->shape[2]);
-    int *perm = checked_malloc(PROG, (size_t)X->shape[1], sizeof *perm);
-    equivariance_table(opts, NULL, X, rng, perm);
+    int perm[MAX_TOKENS];
+    const EquivarianceTally tally = equivariance_table(NULL, X, opts->trials, rng, perm);
+    cli_check(PROG, tally.holds, "part 2: self-attention is not equivariant");
     int status = show_weights(opts, X, perm);
-    free(perm);
     printf("\n");
     return status;
 }
@@ -311,64 +216,31 @@ static void part3_multihead_layer(const Options *opts, const MultiHeadAttention 
     printf("Part 3. The multi-head layer of chapter 05, with its projections\n\n");
     printf("f(X) = MultiHeadAttention(X, X, X): num_hiddens %d, num_heads %d, bias on;\n"
            "weights (B, H, T, T), compared per head\n", layer->num_hiddens, layer->num_heads);
-    equivariance_table(opts, layer, X, rng, NULL);
+    const EquivarianceTally tally = equivariance_table(layer, X, opts->trials, rng, NULL);
+    cli_check(PROG, tally.holds, "part 3: the layer is not equivariant");
     printf("\n");
 }
 
 /* ---- part 4: invariance ----------------------------------------------------- */
-
-/* queries (B, T, D), keys and values (B, K, D): the output when the pairs
- * move together, keys alone, values alone, each against the unmoved one */
-static void moved_pairs_table(const MultiHeadAttention *layer, const Tensor *queries,
-                              const Tensor *keys, const Tensor *values, const int *perm)
-{
-    const int K = keys->shape[1];
-    Tensor *out = multihead_forward(layer, queries, keys, values, NULL, false, NULL, NULL);
-    const float scale = tensor_max_abs(out);
-    Tensor *P_keys = permute_tokens(keys, perm);
-    Tensor *P_values = permute_tokens(values, perm);
-    const Tensor *moved_keys[3] = {P_keys, P_keys, keys};
-    const Tensor *moved_values[3] = {P_values, values, P_values};
-    const char *what[3] = {"keys and values together", "keys only", "values only"};
-    char pbuf[64], dbuf[48];
-    printf("queries (%d, %d, %d), keys and values (%d, %d, %d), pairs moved by perm = %s\n",
-           queries->shape[0], queries->shape[1], queries->shape[2], keys->shape[0], K,
-           keys->shape[2], permutation_str(pbuf, sizeof pbuf, perm, K));
-    printf("  %-26s  %-28s\n", "moved", "max |f(Q, K', V') - f(Q, K, V)|");
-    for (int r = 0; r < 3; r++) {
-        Tensor *moved = multihead_forward(layer, queries, moved_keys[r], moved_values[r], NULL,
-                                          false, NULL, NULL);
-        const float diff = tensor_max_abs_diff(moved, out);
-        printf("  %-26s  %-28s  %s\n", what[r], eps_diff_str(dbuf, sizeof dbuf, diff, scale),
-               rounding_verdict(diff, scale));
-        if (r == 0)
-            cli_check(PROG, equal_up_to_rounding(diff, scale),
-                      "part 4: moving key-value pairs together changed the output");
-        tensor_free(moved);
-    }
-    printf("\n");
-    TENSOR_FREE(out, P_keys, P_values);
-}
 
 /* X (B, T, D) -> pooled (B, D): the mean over tokens of an equivariant
  * output is invariant, because P only reorders the terms of the mean. */
 static void pooling_check(const MultiHeadAttention *layer, const Tensor *X, const int *perm)
 {
     Tensor *PX = permute_tokens(X, perm);
-    Tensor *fX = attend(layer, X, NULL, NULL);
-    Tensor *fPX = attend(layer, PX, NULL, NULL);
+    Tensor *fX = self_attend(layer, X, NULL, NULL);
+    Tensor *fPX = self_attend(layer, PX, NULL, NULL);
     Tensor *pooled = mean_over_tokens(fX);
     Tensor *pooled_P = mean_over_tokens(fPX);
     const float scale = tensor_max_abs(pooled);
     const float diff = tensor_max_abs_diff(pooled, pooled_P);
-    char pbuf[64], dbuf[48];
+    char pbuf[64];
     printf("The layer, then the mean over tokens, perm = %s:\n",
            permutation_str(pbuf, sizeof pbuf, perm, X->shape[1]));
     tensor_print_named("mean_t f(X)[t]  ", pooled);
     tensor_print_named("mean_t f(P X)[t]", pooled_P);
-    printf("  max |mean f(P X) - mean f(X)| = %s  %s\n"
-           "  before pooling, max |f(P X) - f(X)| = %.4f\n\n",
-           eps_diff_str(dbuf, sizeof dbuf, diff, scale), rounding_verdict(diff, scale),
+    print_gap("  max |mean f(P X) - mean f(X)| = ", diff, scale);
+    printf("  before pooling, max |f(P X) - f(X)| = %.4f\n\n",
            (double)tensor_max_abs_diff(fPX, fX));
     cli_check(PROG, equal_up_to_rounding(diff, scale), "part 4: pooling is not invariant");
     TENSOR_FREE(PX, fX, fPX, pooled, pooled_P);
@@ -386,12 +258,13 @@ static void part4_invariance(const Options *opts, const MultiHeadAttention *laye
     Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
     Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, D));
     Tensor *values = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, D));
-    int *perm = checked_malloc(PROG, (size_t)(K > T ? K : T), sizeof *perm);
+    int perm[MAX_TOKENS];
     rng_permutation(rng, perm, K);
-    moved_pairs_table(layer, queries, keys, values, perm);
+    cli_check(PROG, key_value_moves_table(layer, queries, keys, values, perm),
+              "part 4: moving key-value pairs together changed the output");
+    printf("\n");
     rng_permutation(rng, perm, T);
     pooling_check(layer, X, perm);
-    free(perm);
     TENSOR_FREE(queries, keys, values);
 }
 
@@ -402,13 +275,12 @@ static void part4_invariance(const Options *opts, const MultiHeadAttention *laye
 static bool masked_check(const MultiHeadAttention *layer, const Tensor *X,
                          const ValidLens *valid_lens, const int *perm, const char *what)
 {
-    Tensor *fX = attend(layer, X, valid_lens, NULL);
+    Tensor *fX = self_attend(layer, X, valid_lens, NULL);
     const float scale = tensor_max_abs(fX);
     const float diff = equivariance_gap(layer, X, fX, valid_lens, perm, NULL, NULL);
-    char pbuf[64], dbuf[48];
-    printf("  %s perm = %s\n    max |f(PX) - P f(X)| = %s  %s\n", what,
-           permutation_str(pbuf, sizeof pbuf, perm, X->shape[1]),
-           eps_diff_str(dbuf, sizeof dbuf, diff, scale), rounding_verdict(diff, scale));
+    char pbuf[64];
+    printf("  %s perm = %s\n", what, permutation_str(pbuf, sizeof pbuf, perm, X->shape[1]));
+    print_gap("    max |f(PX) - P f(X)| = ", diff, scale);
     tensor_free(fX);
     return equal_up_to_rounding(diff, scale);
 }
@@ -448,7 +320,7 @@ static void part5_valid_lens(const Options *opts, const MultiHeadAttention *laye
     for (int b = 0; b < B; b++)
         shortest = opts->valid_lens[b] < shortest ? opts->valid_lens[b] : shortest;
     printf("positions 0..%d are real tokens in every sequence\n", shortest - 1);
-    int *perm = checked_malloc(PROG, (size_t)T, sizeof *perm);
+    int perm[MAX_TOKENS];
     permutation_of_prefix(rng, perm, shortest, T);
     cli_check(PROG, masked_check(layer, X, valid_lens, perm, "inside that prefix,"),
               "part 5: a permutation inside the valid prefix changed the output");
@@ -456,7 +328,6 @@ static void part5_valid_lens(const Options *opts, const MultiHeadAttention *laye
         padding_moved_in(opts, layer, X, valid_lens, perm, shortest, rng);
     else
         printf("  no padding to move in\n\n");
-    free(perm);
     valid_lens_free(valid_lens);
 }
 
@@ -468,7 +339,7 @@ static void positional_row(const MultiHeadAttention *layer, const Tensor *X, con
 {
     Tensor *PX = permute_tokens(X, perm);
     Tensor *PX_pos = add_positional_encoding(PX);   /* moved tokens, positions stay */
-    Tensor *gPX = attend(layer, PX_pos, NULL, NULL);
+    Tensor *gPX = self_attend(layer, PX_pos, NULL, NULL);
     Tensor *P_gX = permute_tokens(gX, perm);
     const float f_gap = equivariance_gap(layer, X, fX, NULL, perm, NULL, NULL);
     char pbuf[64], fbuf[48], gbuf[48];
@@ -489,67 +360,34 @@ static void part6_positional_encoding(const Options *opts, const MultiHeadAttent
     Tensor *PE = positional_encoding(T, opts->hiddens);
     tensor_print_named("PE", PE);
     Tensor *X_pos = add_positional_encoding(X);
-    Tensor *gX = attend(layer, X_pos, NULL, NULL);    /* g(X) = f(X + PE) */
-    Tensor *fX = attend(layer, X, NULL, NULL);
+    Tensor *gX = self_attend(layer, X_pos, NULL, NULL);    /* g(X) = f(X + PE) */
+    Tensor *fX = self_attend(layer, X, NULL, NULL);
     printf("%5s  %-26s  %-28s  %s\n", "trial", "perm", "max |f(PX) - P f(X)|",
            "max |g(PX) - P g(X)|");
-    int *perm = checked_malloc(PROG, (size_t)T, sizeof *perm);
+    int perm[MAX_TOKENS];
     for (int trial = 1; trial <= opts->trials; trial++) {
         rng_permutation(rng, perm, T);
         positional_row(layer, X, fX, gX, perm, trial);
     }
     printf("\n");
-    free(perm);
     TENSOR_FREE(PE, X_pos, gX, fX);
 }
 
 /* ---- part 7: floating point ------------------------------------------------ */
 
-/* X (B, T, D), fX = f(X), weights (B, T, T): one permutation followed
- * through the three steps of attention, to see where a difference appears */
-static void rounding_step_by_step(const Tensor *X, const Tensor *fX, const Tensor *weights,
-                                  const int *perm)
+/* X (B, T, D), perm (T,): one permutation followed through the three
+ * passes of attention, to see where a difference appears */
+static void rounding_step_by_step(const Tensor *X, const int *perm)
 {
-    Tensor *weights_PX = NULL;
-    const float gap = equivariance_gap(NULL, X, fX, NULL, perm, NULL, &weights_PX);
-    Tensor *PX = permute_tokens(X, perm);
-    Tensor *scores = matmul_bt(X, X);
-    Tensor *scores_PX = matmul_bt(PX, PX);
-    Tensor *scores_moved = permute_queries_and_keys(scores, perm);
-    Tensor *weights_moved = permute_queries_and_keys(weights, perm);
+    const AttentionPassGaps gaps = attention_pass_gaps(X, perm);
     char pbuf[64];
     printf("perm = %s, step by step:\n", permutation_str(pbuf, sizeof pbuf, perm, X->shape[1]));
-    printf("  %-26s %-11s %s\n", "step", "max diff", "what is summed");
-    printf("  %-26s %-11.3g %s\n", "scores   X X^T",
-           (double)tensor_max_abs_diff(scores_PX, scores_moved),
-           "the features, which P does not touch");
-    printf("  %-26s %-11.3g %s\n", "weights  softmax of rows",
-           (double)tensor_max_abs_diff(weights_PX, weights_moved),
-           "the keys, in a new order (in double)");
-    printf("  %-26s %-11.3g %s\n", "output   weights @ values", (double)gap,
-           "the keys, in a new order (in float)");
-    TENSOR_FREE(PX, weights_PX, scores, scores_PX, scores_moved, weights_moved);
-}
-
-/* X (B, T, D), fX = f(X): max |f(PX) - P f(X)| in eps over many permutations */
-static void rounding_statistics(const Options *opts, const Tensor *X, const Tensor *fX,
-                                int *perm, Rng *rng)
-{
-    const float scale = tensor_max_abs(fX);
-    int exact = 0;
-    double worst = 0.0, total = 0.0;
-    for (int s = 0; s < opts->samples; s++) {
-        rng_permutation(rng, perm, X->shape[1]);
-        double units = eps_units(equivariance_gap(NULL, X, fX, NULL, perm, NULL, NULL), scale);
-        exact += units == 0.0;
-        worst = units > worst ? units : worst;
-        total += units;
-    }
-    printf("Over %d random %s of part 2's X, max |f(PX) - P f(X)| in eps units:\n"
-           "  bit for bit equal %d %s, mean %.2f eps, largest %.2f eps (tolerance %.0f eps)\n",
-           opts->samples, plural(opts->samples, "permutation", "permutations"), exact,
-           plural(exact, "time", "times"), total / opts->samples, worst, PERMUTATION_TOL_EPS);
-    cli_check(PROG, worst <= PERMUTATION_TOL_EPS, "part 7: rounding went past the tolerance");
+    printf("  %-26s %-11s %s\n", "step", "max diff", "sums over");
+    printf("  %-26s %-11.3g %s\n", "scores   X X^T", (double)gaps.scores, "features");
+    printf("  %-26s %-11.3g %s\n", "weights  softmax of rows", (double)gaps.weights,
+           "keys, in double");
+    printf("  %-26s %-11.3g %s\n", "output   weights @ values", (double)gaps.output,
+           "keys, in float");
 }
 
 /* X (B, T, D): where the last-bit differences come from */
@@ -557,9 +395,8 @@ static void part7_rounding(const Options *opts, const Tensor *X, Rng *rng)
 {
     const int T = opts->tokens;
     printf("Part 7. Why equal means equal to a tolerance, not bit for bit\n\n");
-    int *perm = checked_malloc(PROG, (size_t)T, sizeof *perm);
-    Tensor *weights = NULL;
-    Tensor *fX = attend(NULL, X, NULL, &weights);
+    int perm[MAX_TOKENS];
+    Tensor *fX = self_attend(NULL, X, NULL, NULL);
     /* The identity moves nothing, so the same operations run in the same
      * order and give the same bits. */
     for (int i = 0; i < T; i++)
@@ -569,15 +406,22 @@ static void part7_rounding(const Options *opts, const Tensor *X, Rng *rng)
     cli_check(PROG, identity_diff == 0.0f, "part 7: the identity permutation changed some bits");
 
     rng_permutation(rng, perm, T);
-    rounding_step_by_step(X, fX, weights, perm);
+    rounding_step_by_step(X, perm);
     volatile float a = 0.1f, b = 0.6f, c = 0.7f;   /* volatile: added at run time */
-    printf("Float addition rounds after every step, so the order of the terms matters:\n"
+    printf("the same three floats, added in two orders:\n"
            "  (0.1f + 0.6f) + 0.7f = %.9g\n"
            "  0.1f + (0.6f + 0.7f) = %.9g\n",
            (double)((a + b) + c), (double)(a + (b + c)));
-    rounding_statistics(opts, X, fX, perm, rng);
-    free(perm);
-    TENSOR_FREE(weights, fX);
+    /* max |f(PX) - P f(X)| in eps over many permutations */
+    const EquivarianceStats stats =
+        equivariance_statistics(NULL, X, fX, opts->samples, perm, rng);
+    printf("Over %d random %s of part 2's X, max |f(PX) - P f(X)| in eps units:\n"
+           "  bit for bit equal %d %s, mean %.2f eps, largest %.2f eps (tolerance %.0f eps)\n",
+           opts->samples, plural(opts->samples, "permutation", "permutations"), stats.exact,
+           plural(stats.exact, "time", "times"), stats.mean, stats.worst, PERMUTATION_TOL_EPS);
+    cli_check(PROG, stats.worst <= PERMUTATION_TOL_EPS,
+              "part 7: rounding went past the tolerance");
+    tensor_free(fX);
 }
 
 int main(int argc, char **argv)

@@ -1,11 +1,14 @@
 /* error.c - stopping with one line, and allocation that cannot fail
  * silently. See error.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "error.h"
 
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static const char *program_name;   /* NULL until a program names itself */
 
@@ -53,4 +56,23 @@ void *checked_malloc(const char *func, size_t count, size_t elem)
         die(func, "out of memory allocating %zu bytes (%.1f MB)",
             count * elem, (double)(count * elem) / 1e6);
     return p;
+}
+
+/* The smaller of the physical memory and the address-space limit. */
+size_t memory_available(const char **what)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    size_t bytes = SIZE_MAX;
+    *what = "no limit known";
+    if (pages > 0 && page_size > 0 && (size_t)pages <= SIZE_MAX / (size_t)page_size) {
+        bytes = (size_t)pages * (size_t)page_size;
+        *what = "the machine's memory";
+    }
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        limit.rlim_cur < bytes) {
+        bytes = (size_t)limit.rlim_cur;
+        *what = "the memory limit (ulimit -v)";
+    }
+    return bytes;
 }

@@ -28,4 +28,12 @@ _Noreturn void die(const char *func, const char *fmt, ...)
 void *checked_calloc(const char *func, size_t count, size_t elem);
 void *checked_malloc(const char *func, size_t count, size_t elem);
 
+/* Bytes a program may hope to allocate: the physical memory, or the
+ * address-space limit (ulimit -v) when that is smaller; *what names which
+ * of the two it is, for a message. A program whose sizes come from the
+ * user compares what a run needs with this before it starts, so that a run
+ * too large fails at once with one line, not after minutes of swapping or
+ * half way through. SIZE_MAX when neither is known. */
+size_t memory_available(const char **what);
+
 #endif

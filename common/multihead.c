@@ -176,13 +176,13 @@ MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer)
     grads->W_k = tensor_zeros(layer->W_k->ndim, layer->W_k->shape);
     grads->W_v = tensor_zeros(layer->W_v->ndim, layer->W_v->shape);
     grads->W_o = tensor_zeros(layer->W_o->ndim, layer->W_o->shape);
-    if (layer->bias) {
-        const int D = layer->num_hiddens;
-        grads->b_q = tensor_zeros(SHAPE(D));
-        grads->b_k = tensor_zeros(SHAPE(D));
-        grads->b_v = tensor_zeros(SHAPE(D));
-        grads->b_o = tensor_zeros(SHAPE(D));
-    }
+    /* one gradient per bias the layer has (a layer read from files may
+     * have some biases and not others) */
+    const int D = layer->num_hiddens;
+    grads->b_q = layer->b_q ? tensor_zeros(SHAPE(D)) : NULL;
+    grads->b_k = layer->b_k ? tensor_zeros(SHAPE(D)) : NULL;
+    grads->b_v = layer->b_v ? tensor_zeros(SHAPE(D)) : NULL;
+    grads->b_o = layer->b_o ? tensor_zeros(SHAPE(D)) : NULL;
     return grads;
 }
 

@@ -12,6 +12,16 @@
  *
  * Weights have PyTorch's layout (out_features, in_features): W_q (D, Dq),
  * W_k (D, Dk), W_v (D, Dv), W_o (D, D); biases (D,) or NULL when bias is off.
+ *
+ * Non-finite results, for every layer of the library (this one, attention,
+ * the fast path in fast/): float32 arithmetic as IEEE 754 defines it, no
+ * check and no clamping. Finite inputs can still overflow (queries near
+ * 1e38 give an infinite projection, then NaN scores), and the clear and
+ * fast paths, which sum in different orders, need not overflow at the same
+ * place. The library returns such values as they come; whoever writes or
+ * prints results checks them first, naming the stage that overflowed
+ * (layer_files_run in io/layer_files.h does it for 05_multihead/multihead),
+ * so no NaN or infinity leaves a program unannounced.
  */
 #ifndef MULTIHEAD_H
 #define MULTIHEAD_H
@@ -55,7 +65,7 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
  * accumulates; multihead_grads_zero before each step. */
 typedef struct {
     Tensor *W_q, *W_k, *W_v, *W_o;   /* same shapes as the layer's */
-    Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL when the layer has no bias */
+    Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL where the layer has no such bias */
 } MultiHeadGrads;
 MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer);   /* zeros */
 void multihead_grads_zero(MultiHeadGrads *grads);

@@ -1,8 +1,10 @@
 /*
- * permute_tokens.c - reordering the tokens of a sequence (introduced in
- * chapter 06). See permute_tokens.h.
+ * permute_tokens.c - reordering the tokens of a sequence, and measuring
+ * what it does to self-attention (introduced in chapter 06). See
+ * permute_tokens.h.
  *
- * Legend: B = batch_size, T = number of tokens, D = num_hiddens.
+ * Legend: B = batch_size, T = number of tokens, D = num_hiddens,
+ * H = num_heads.
  */
 #include "permute_tokens.h"
 
@@ -10,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "attention.h"
+#include "ops.h"
 
 double eps_units(float diff, float scale)
 {
@@ -38,6 +43,13 @@ const char *eps_diff_str(char *buf, size_t len, float diff, float scale)
 const char *rounding_verdict(float diff, float scale)
 {
     return equal_up_to_rounding(diff, scale) ? "equal" : "DIFFERENT";
+}
+
+void print_gap(const char *label, float diff, float scale)
+{
+    char buf[48];
+    printf("%s%s  %s\n", label, eps_diff_str(buf, sizeof buf, diff, scale),
+           rounding_verdict(diff, scale));
 }
 
 const char *permutation_str(char *buf, size_t len, const int *perm, int n)
@@ -173,4 +185,152 @@ Tensor *mean_over_tokens(const Tensor *x)
             for (int k = 0; k < D; k++)
                 AT2(mean, b, k) += AT3(x, b, t, k) / (float)T;
     return mean;
+}
+
+/* ---- what a permutation does to self-attention ------------------------- */
+
+/* X (B, T, D) -> (B, T, D); weights (B, T, T) or (B, H, T, T) */
+Tensor *self_attend(const MultiHeadAttention *layer, const Tensor *X,
+                    const ValidLens *valid_lens, Tensor **weights)
+{
+    if (layer == NULL)
+        return dot_product_attention(X, X, X, valid_lens, NULL, weights);
+    return multihead_forward(layer, X, X, X, valid_lens, false, NULL, weights);
+}
+
+/* X (B, T, D), fX (B, T, D), perm (T,) -> max |f(P X) - P f(X)| */
+float equivariance_gap(const MultiHeadAttention *layer, const Tensor *X, const Tensor *fX,
+                       const ValidLens *valid_lens, const int *perm, float *moved,
+                       Tensor **weights_PX)
+{
+    Tensor *PX = permute_tokens(X, perm);
+    Tensor *fPX = self_attend(layer, PX, valid_lens, weights_PX);
+    Tensor *P_fX = permute_tokens(fX, perm);
+    const float gap = tensor_max_abs_diff(fPX, P_fX);
+    if (moved)
+        *moved = tensor_max_abs_diff(fPX, fX);
+    TENSOR_FREE(PX, fPX, P_fX);
+    return gap;
+}
+
+/* One row of the table: perm applied to X (B, T, D), with fX = f(X) and
+ * its weights (..., T, T) already computed. */
+static void equivariance_row(const MultiHeadAttention *layer, const Tensor *X, const Tensor *fX,
+                             const Tensor *weights, const int *perm, int trial,
+                             EquivarianceTally *tally)
+{
+    float moved;
+    Tensor *weights_PX = NULL;
+    const float gap = equivariance_gap(layer, X, fX, NULL, perm, &moved, &weights_PX);
+    Tensor *P_weights_PT = permute_queries_and_keys(weights, perm);
+    const float weights_diff = tensor_max_abs_diff(weights_PX, P_weights_PT);
+    tally->worst = gap > tally->worst ? gap : tally->worst;
+    tally->kept += equal_up_to_rounding(moved, tally->scale);
+    char pbuf[64], ebuf[48], wbuf[24];
+    snprintf(wbuf, sizeof wbuf, "%.2e", (double)weights_diff);
+    printf("%5d  %-26s  %-28s  %-11s  %.4f\n", trial,
+           permutation_str(pbuf, sizeof pbuf, perm, X->shape[1]),
+           eps_diff_str(ebuf, sizeof ebuf, gap, tally->scale), weights_diff == 0.0f ? "0" : wbuf,
+           (double)moved);
+    TENSOR_FREE(weights_PX, P_weights_PT);
+}
+
+/* X (B, T, D) -> one table row per permutation */
+EquivarianceTally equivariance_table(const MultiHeadAttention *layer, const Tensor *X,
+                                     int trials, Rng *rng, int *first_perm)
+{
+    const int T = X->shape[1];
+    Tensor *weights = NULL;
+    Tensor *fX = self_attend(layer, X, NULL, &weights);
+    EquivarianceTally tally = {.scale = tensor_max_abs(fX)};
+    printf("max |f(X)| = %.4f, float32 epsilon = %.3g\n", (double)tally.scale,
+           (double)FLT_EPSILON);
+    printf("%5s  %-26s  %-28s  %-11s  %s\n", "trial", "perm", "max |f(PX) - P f(X)|",
+           "weights", "max |f(PX) - f(X)|");
+    int *perm = checked_malloc("equivariance_table", (size_t)T, sizeof *perm);
+    for (int trial = 1; trial <= trials; trial++) {
+        rng_permutation(rng, perm, T);
+        if (trial == 1 && first_perm)
+            memcpy(first_perm, perm, (size_t)T * sizeof *perm);
+        equivariance_row(layer, X, fX, weights, perm, trial, &tally);
+    }
+    free(perm);
+    TENSOR_FREE(fX, weights);
+    tally.holds = equal_up_to_rounding(tally.worst, tally.scale);
+    printf("f(P X) = P f(X): %s for every permutation (largest %.1f eps, tolerance %.0f eps)\n",
+           tally.holds ? "holds" : "FAILS", eps_units(tally.worst, tally.scale),
+           PERMUTATION_TOL_EPS);
+    /* Only the identity, which moves nothing, can keep f(P X) = f(X). */
+    printf("f(P X) = f(X): holds for %d of %d\n", tally.kept, trials);
+    return tally;
+}
+
+/* X (B, T, D), fX (B, T, D), perm (T,) -> the statistics */
+EquivarianceStats equivariance_statistics(const MultiHeadAttention *layer, const Tensor *X,
+                                          const Tensor *fX, int samples, int *perm, Rng *rng)
+{
+    const float scale = tensor_max_abs(fX);
+    EquivarianceStats stats = {0};
+    double total = 0.0;
+    for (int s = 0; s < samples; s++) {
+        rng_permutation(rng, perm, X->shape[1]);
+        const double units =
+            eps_units(equivariance_gap(layer, X, fX, NULL, perm, NULL, NULL), scale);
+        stats.exact += units == 0.0;
+        stats.worst = units > stats.worst ? units : stats.worst;
+        total += units;
+    }
+    stats.mean = samples > 0 ? total / samples : 0.0;
+    return stats;
+}
+
+/* queries (B, T, D), keys and values (B, K, D), perm (K,) -> three rows */
+bool key_value_moves_table(const MultiHeadAttention *layer, const Tensor *queries,
+                           const Tensor *keys, const Tensor *values, const int *perm)
+{
+    Tensor *out = multihead_forward(layer, queries, keys, values, NULL, false, NULL, NULL);
+    const float scale = tensor_max_abs(out);
+    Tensor *P_keys = permute_tokens(keys, perm);
+    Tensor *P_values = permute_tokens(values, perm);
+    const Tensor *moved_keys[3] = {P_keys, P_keys, keys};
+    const Tensor *moved_values[3] = {P_values, values, P_values};
+    const char *what[3] = {"keys and values together", "keys only", "values only"};
+    bool together_equal = false;
+    char pbuf[64];
+    printf("queries (%d, %d, %d), keys and values (%d, %d, %d), pairs moved by perm = %s\n",
+           queries->shape[0], queries->shape[1], queries->shape[2], keys->shape[0],
+           keys->shape[1], keys->shape[2], permutation_str(pbuf, sizeof pbuf, perm,
+                                                           keys->shape[1]));
+    printf("  %-26s  %-28s\n", "moved", "max |f(Q, K', V') - f(Q, K, V)|");
+    for (int r = 0; r < 3; r++) {
+        Tensor *moved = multihead_forward(layer, queries, moved_keys[r], moved_values[r], NULL,
+                                          false, NULL, NULL);
+        const float diff = tensor_max_abs_diff(moved, out);
+        char dbuf[48];
+        printf("  %-26s  %-28s  %s\n", what[r], eps_diff_str(dbuf, sizeof dbuf, diff, scale),
+               rounding_verdict(diff, scale));
+        if (r == 0)
+            together_equal = equal_up_to_rounding(diff, scale);
+        tensor_free(moved);
+    }
+    TENSOR_FREE(out, P_keys, P_values);
+    return together_equal;
+}
+
+/* X (B, T, D), perm (T,) -> the three differences */
+AttentionPassGaps attention_pass_gaps(const Tensor *X, const int *perm)
+{
+    Tensor *weights = NULL, *weights_PX = NULL;
+    Tensor *fX = self_attend(NULL, X, NULL, &weights);
+    AttentionPassGaps gaps;
+    gaps.output = equivariance_gap(NULL, X, fX, NULL, perm, NULL, &weights_PX);
+    Tensor *PX = permute_tokens(X, perm);
+    Tensor *scores = matmul_bt(X, X);
+    Tensor *scores_PX = matmul_bt(PX, PX);
+    Tensor *scores_moved = permute_queries_and_keys(scores, perm);
+    Tensor *weights_moved = permute_queries_and_keys(weights, perm);
+    gaps.scores = tensor_max_abs_diff(scores_PX, scores_moved);
+    gaps.weights = tensor_max_abs_diff(weights_PX, weights_moved);
+    TENSOR_FREE(fX, weights, weights_PX, PX, scores, scores_PX, scores_moved, weights_moved);
+    return gaps;
 }

@@ -366,6 +366,7 @@ Test(attention, valid_len_above_num_keys_is_an_error)
 /* ---- the chapter 03 programs -------------------------------------------- */
 
 #define SELF_ATTENTION "03_self_attention/self_attention"
+#define COST "03_self_attention/cost"
 
 /* The numbers on the line of the sqrt(d) table that starts with d. */
 static int sqrt_d_row(const char *out, int d, double *var, double *var_scaled, double *peak_plain,
@@ -536,7 +537,7 @@ Test(chapter03, random_tokens)
 
 Test(chapter03, cost_table_grows_by_four)
 {
-    RunResult r = run_program(SELF_ATTENTION, "--cost --cost-max 512 --hiddens 16");
+    RunResult r = run_program(COST, "--cost-max 512 --hiddens 16");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     float d = 0.0f;
     cr_expect(floats_after(r.out, "size d =", &d, 1) == 1 && d == 16.0f);
@@ -567,19 +568,25 @@ Test(chapter03, bad_options_give_one_line_and_status_2)
         {"--dropout nan", "--dropout expects a number"},
         {"--hiddens 5", "--hiddens sizes random tokens: give --tokens N too"},
         {"--tokens 0", "--tokens expects a whole number from 1 to 64"},
-        {"--cost --cost-max 100", "--cost-max expects a whole number from 128"},
         {"--plot", "--plot needs a value"},
         {"--plot /nonexistent/dir", "directory '/nonexistent/dir' does not exist"},
         {"--scale", "unknown option '--scale'"},
     };
     expect_bad_options(SELF_ATTENTION, cases, sizeof cases / sizeof cases[0]);
+    static const char *const cost_cases[][2] = {
+        {"--cost-max 100", "--cost-max expects a whole number from 128"},
+        {"--hiddens 2000", "--hiddens expects a whole number from 1 to 1024"},
+    };
+    expect_bad_options(COST, cost_cases, sizeof cost_cases / sizeof cost_cases[0]);
 }
 
 Test(chapter03, help_lists_every_option)
 {
-    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--dropout", "--train", "--cost",
-                             "--cost-max", "--plot", "--help"};
+    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--dropout", "--train",
+                                   "--plot", "--help"};
     expect_help_lists(SELF_ATTENTION, options, sizeof options / sizeof options[0]);
+    const char *const cost_options[] = {"--seed", "--hiddens", "--cost-max", "--help"};
+    expect_help_lists(COST, cost_options, sizeof cost_options / sizeof cost_options[0]);
 }
 
 Test(chapter03, plot_writes_both_heatmaps)

@@ -29,6 +29,7 @@
 #include <ftw.h>
 #include <grp.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -337,20 +338,129 @@ static void from_valid_lens_float(const char *dir)
     write_floats(dir, "valid_lens", SHAPE(2));
 }
 
-/* Rows of 65536 keys: the (1, 65536, 65536) scores need 17 GB. */
+/* Rows of 2^20 keys: the (1, 1, 2^20, 2^20) weights need 4.4 TB, refused
+ * before anything is allocated, on any machine. */
 static void from_long_rows(const char *dir)
 {
     make_dir(dir, "in");
-    write_floats(dir, "queries", SHAPE(1, 65536, 1));
-    write_floats(dir, "keys", SHAPE(1, 65536, 1));
-    write_floats(dir, "values", SHAPE(1, 65536, 1));
+    write_floats(dir, "queries", SHAPE(1, 1 << 20, 1));
+    write_floats(dir, "keys", SHAPE(1, 1 << 20, 1));
+    write_floats(dir, "values", SHAPE(1, 1 << 20, 1));
     write_floats(dir, "W_q", SHAPE(1, 1));
     write_floats(dir, "W_k", SHAPE(1, 1));
     write_floats(dir, "W_v", SHAPE(1, 1));
     write_floats(dir, "W_o", SHAPE(1, 1));
 }
 
+/* '<f4' data of the given shape, every element value. */
+static void write_filled(const char *dir, const char *name, int ndim, const int *shape,
+                         float value)
+{
+    int64_t shape64[TENSOR_MAX_DIMS];
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        shape64[i] = shape[i];
+        count *= (size_t)shape[i];
+    }
+    float data[64];
+    cr_assert(count <= 64);
+    for (size_t i = 0; i < count; i++)
+        data[i] = value;
+    write_npy(dir, name, "<f4", ndim, shape64, data, count * sizeof *data);
+}
+
+/* Finite inputs whose results are not: every weight 1, so that a projected
+ * entry is the sum of 4 inputs; @/out receives nothing. */
+static void from_weights_ones(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    const char *names[] = {"W_q", "W_k", "W_v", "W_o"};
+    for (int i = 0; i < 4; i++)
+        write_filled(dir, names[i], SHAPE(4, 4), 1.0f);
+}
+
+static void overflow_queries(const char *dir)
+{
+    from_weights_ones(dir);
+    write_filled(dir, "queries", SHAPE(2, 3, 4), 1e38f);   /* 4e38 after W_q */
+}
+
+static void overflow_scores(const char *dir)
+{
+    from_weights_ones(dir);
+    write_filled(dir, "queries", SHAPE(2, 3, 4), 1e20f);   /* 4e20 * 4e20 * d */
+    write_filled(dir, "keys", SHAPE(2, 4, 4), 1e20f);
+}
+
+static void overflow_gradients(const char *dir)
+{
+    from_weights_ones(dir);
+    write_filled(dir, "grad_output", SHAPE(2, 3, 4), 1e38f);
+}
+
+/* three of the four biases */
+static void from_bias_missing(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "b_q", SHAPE(4));
+    write_floats(dir, "b_v", SHAPE(4));
+    write_floats(dir, "b_o", SHAPE(4));
+}
+
+static void from_one_bias(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "b_v", SHAPE(4));
+}
+
+static void link_nowhere(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/%s.npy", dir, name);
+    cr_assert_eq(symlink("gone.npy", path), 0);
+}
+
+static void from_valid_lens_link(const char *dir)
+{
+    from_good(dir);
+    link_nowhere(dir, "valid_lens");
+}
+
+static void from_bias_links(const char *dir)
+{
+    from_good(dir);
+    const char *names[] = {"b_q", "b_k", "b_v", "b_o"};
+    for (int i = 0; i < 4; i++)
+        link_nowhere(dir, names[i]);
+}
+
 /* Output names already taken by a directory: the write fails half way. */
+/* grad_output.npy asks for the backward; @/out receives the results */
+static void grad_output_wrong_shape(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    write_floats(dir, "grad_output", SHAPE(2, 3, 5));
+}
+
+static void grad_output_nan(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "out");
+    /* element 7 of (2, 3, 4) is [0, 1, 3] */
+    write_floats_poisoned(dir, "grad_output", SHAPE(2, 3, 4), 7, NAN);
+}
+
+/* the results and the first gradients are written, then grad_W_k.npy fails */
+static void grad_w_k_taken(const char *dir)
+{
+    from_good(dir);
+    write_floats(dir, "grad_output", SHAPE(2, 3, 4));
+    make_dir(dir, "out");
+    make_dir(dir, "out/grad_W_k.npy");
+}
+
 static void out_results_taken(const char *dir)
 {
     from_good(dir);
@@ -395,6 +505,211 @@ static void plot_permutation_gp_taken(const char *dir)
     make_dir(dir, "out/permutation_weights.gp");
 }
 
+/* @/in: a model 05_multihead/train can load: 8 countries, num_hiddens 8,
+ * 2 heads, under the parameter names of nn.MultiheadAttention. Each setup
+ * below spoils one thing. */
+static void train_model_good(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "embed_keys.weight", SHAPE(8, 8));
+    write_floats(dir, "embed_values.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.in_proj_weight", SHAPE(24, 8));
+    write_floats(dir, "attention.in_proj_bias", SHAPE(24));
+    write_floats(dir, "attention.out_proj.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.out_proj.bias", SHAPE(8));
+    write_floats(dir, "readout.weight", SHAPE(8, 8));
+    write_floats(dir, "readout.bias", SHAPE(8));
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){2});
+}
+
+static void train_model_no_heads(const char *dir)
+{
+    train_model_good(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/num_heads.npy", dir);
+    cr_assert_eq(unlink(path), 0);
+}
+
+static void train_model_three_heads(const char *dir)
+{
+    train_model_good(dir);
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){3});
+}
+
+static void train_model_readout_rows(const char *dir)
+{
+    train_model_good(dir);
+    write_floats(dir, "readout.weight", SHAPE(9, 8));
+}
+
+static void train_model_in_proj_2d_bias(const char *dir)
+{
+    train_model_good(dir);
+    write_floats(dir, "attention.in_proj_bias", SHAPE(3, 8));
+}
+
+static void train_model_nan(const char *dir)
+{
+    train_model_good(dir);
+    write_floats_poisoned(dir, "attention.out_proj.weight", SHAPE(8, 8), 9, NAN);
+}
+
+static void train_model_few_countries(const char *dir)
+{
+    train_model_good(dir);
+    write_floats(dir, "embed_keys.weight", SHAPE(3, 8));
+}
+
+/* @/in with the training state beside the model: Adam's moments, stacked as
+ * the model's files, 5 steps taken, 4 examples of 8 pairs a batch, seed 0.
+ * Each setup below spoils one thing. */
+static void train_model_resumable(const char *dir)
+{
+    train_model_good(dir);
+    const char *names[] = {"embed_keys.weight", "embed_values.weight", "attention.in_proj_weight",
+                           "attention.in_proj_bias", "attention.out_proj.weight",
+                           "attention.out_proj.bias", "readout.weight", "readout.bias"};
+    const int rows[] = {8, 8, 24, 24, 8, 8, 8, 8}, matrix[] = {1, 1, 1, 0, 1, 0, 1, 0};
+    for (int i = 0; i < 8; i++)
+        for (int moment = 0; moment < 2; moment++) {
+            char name[96];
+            snprintf(name, sizeof name, "optimizer.%s.%s", moment ? "exp_avg_sq" : "exp_avg",
+                     names[i]);
+            if (matrix[i])
+                write_floats(dir, name, SHAPE(rows[i], 8));
+            else
+                write_floats(dir, name, SHAPE(rows[i]));
+        }
+    write_ints(dir, "optimizer.step", "<i4", SHAPE(1), (const long long[]){5});
+    write_floats_poisoned(dir, "optimizer.lr", SHAPE(1), 0, 0.001f);
+    write_ints(dir, "training", "<i4", SHAPE(6), (const long long[]){4, 8, 0, 0, 0, 0});
+}
+
+static void train_state_missing_moment(const char *dir)
+{
+    train_model_resumable(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/optimizer.exp_avg_sq.readout.bias.npy", dir);
+    cr_assert_eq(unlink(path), 0);
+}
+
+/* a moment saved for another vocabulary (9 countries) */
+static void train_state_other_vocabulary(const char *dir)
+{
+    train_model_resumable(dir);
+    write_floats(dir, "optimizer.exp_avg.embed_keys.weight", SHAPE(9, 8));
+}
+
+static void train_state_batch_zero(const char *dir)
+{
+    train_model_resumable(dir);
+    write_ints(dir, "training", "<i4", SHAPE(6), (const long long[]){0, 8, 0, 0, 0, 0});
+}
+
+static void train_state_step_negative(const char *dir)
+{
+    train_model_resumable(dir);
+    write_ints(dir, "optimizer.step", "<i4", SHAPE(1), (const long long[]){-3});
+}
+
+static void train_state_lr_not_npy(const char *dir)
+{
+    train_model_resumable(dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/in/optimizer.lr.npy", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fputs("0.001\n", f);
+    fclose(f);
+}
+
+static void train_out_bias_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/readout.bias.npy");
+}
+
+/* A two-key model (05_multihead/head_importance --to): 8 countries and
+ * capitals, num_hiddens 8, 2 heads. */
+static void two_key_good(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "embed_keys.weight", SHAPE(8, 8));
+    write_floats(dir, "embed_values.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.W_q.weight", SHAPE(8, 16));
+    write_floats(dir, "attention.W_k.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.W_v.weight", SHAPE(8, 8));
+    write_floats(dir, "attention.W_o.weight", SHAPE(8, 8));
+    write_floats(dir, "readout.weight", SHAPE(16, 8));
+    write_floats(dir, "readout.bias", SHAPE(16));
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){2});
+}
+
+static void two_key_no_heads(const char *dir)
+{
+    two_key_good(dir);
+    remove_input(dir, "num_heads");
+}
+
+static void two_key_three_heads(const char *dir)
+{
+    two_key_good(dir);
+    write_ints(dir, "num_heads", "<i4", SHAPE(1), (const long long[]){3});
+}
+
+static void two_key_readout_rows(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "readout.weight", SHAPE(9, 8));
+}
+
+static void two_key_nan(const char *dir)
+{
+    two_key_good(dir);
+    write_floats_poisoned(dir, "attention.W_v.weight", SHAPE(8, 8), 10, NAN);
+}
+
+static void two_key_many_countries(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "embed_keys.weight", SHAPE(41, 8));
+}
+
+static void two_key_few_countries(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "embed_keys.weight", SHAPE(5, 8));
+}
+
+static void two_key_other_hiddens(const char *dir)
+{
+    two_key_good(dir);
+    write_floats(dir, "embed_values.weight", SHAPE(8, 6));
+}
+
+static void importance_plot_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/head_pruning.gp");
+}
+
+static void heads_plot_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/two_keys_2_heads.gp");
+}
+
+static void positions_plot_taken(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "out/positions_attention.gp");
+}
+
+static void out_dir(const char *dir)
+{
+    make_dir(dir, "out");
+}
+
 static void a_file(const char *dir)
 {
     char path[512];
@@ -420,14 +735,20 @@ static void read_only_dir(const char *dir)
 #define SOFTMAX "02_softmax_mask/softmax_mask"
 #define CAUSAL "02_softmax_mask/exercise_causal_mask"
 #define SELF "03_self_attention/self_attention"
+#define COST "03_self_attention/cost"
 #define DROPOUT "03_self_attention/exercise_dropout_average"
 #define STREAMING "03_self_attention/streaming"
+#define BACKWARD "03_self_attention/backward"
 #define TRANSPOSE "04_transpose_qkv/transpose_qkv"
 #define SPLIT "04_transpose_qkv/exercise_head_split"
 #define MULTI "05_multihead/multihead"
 #define GRID "05_multihead/head_grid"
 #define IMPORTANCE "05_multihead/head_importance"
+#define HEADS "05_multihead/heads_experiment"
+#define POSITIONS "06_permutation_invariance/positions"
 #define BENCH "05_multihead/bench"
+#define TRAIN "05_multihead/train"
+#define LAYER_BACKWARD "05_multihead/backward"
 #define PERMUTATION "06_permutation_invariance/permutation_invariance"
 #define ORDER "06_permutation_invariance/exercise_causal_order"
 
@@ -492,7 +813,11 @@ static BadInput rows[] = {
     {SELF, "--dropout -0.1", 2, "--dropout expects a number from 0 to 1, got '-0.1'", NULL},
     {SELF, "--dropout nan", 2, "--dropout expects a number from 0 to 1, got 'nan'", NULL},
     {SELF, "--dropout inf", 2, "--dropout expects a number from 0 to 1, got 'inf'", NULL},
-    {SELF, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {SELF, "--cost", 2, "unknown option '--cost'", NULL},
+    {COST, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {COST, "--cost-max 100000", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
+    {COST, "--hiddens 0", 2, "--hiddens expects a whole number from 1 to 1024, got '0'", NULL},
+    {COST, "--tokens 4", 2, "unknown option '--tokens'", NULL},
     {SELF, "--plot", 2, "--plot needs a value", NULL},
     {SELF, "--plot @/missing", 2, "--plot: directory '", "@/missing/self_attention.dat"},
     {SELF, "--plot @/out", 1, "self_attention.dat': Is a directory",
@@ -501,6 +826,18 @@ static BadInput rows[] = {
     {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
     {DROPOUT, "--dropout 0.99999999", 2, "got 0.99999999, which is 1 as a float", NULL},
     {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
+    {BACKWARD, "--tokens 0", 2, "--tokens expects a whole number from 1 to 8, got '0'", NULL},
+    {BACKWARD, "--tokens 9", 2, "--tokens expects a whole number from 1 to 8", NULL},
+    {BACKWARD, "--hiddens 2", 2, "--hiddens sizes random tokens: give --tokens N too", NULL},
+    {BACKWARD, "--tokens 3 --hiddens 5", 2, "--hiddens expects a whole number from 1 to 4",
+     NULL},
+    {BACKWARD, "--eps 0", 2, "--eps expects a number from 1e-06 to 0.5, got '0'", NULL},
+    {BACKWARD, "--eps nan", 2, "--eps expects a number from 1e-06 to 0.5, got 'nan'", NULL},
+    {BACKWARD, "--eps 1", 2, "--eps expects a number from 1e-06 to 0.5, got '1'", NULL},
+    {BACKWARD, "--jacobian-max 3", 2, "--jacobian-max expects a whole number from 4 to 4096",
+     NULL},
+    {BACKWARD, "--jacobian-max 99999999999", 2, "--jacobian-max expects a whole number", NULL},
+    {BACKWARD, "--seed -1", 2, "--seed expects a whole number", NULL},
     {STREAMING, "--block 0", 2, "--block expects a whole number from 1 to 6, got '0'", NULL},
     {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
     {STREAMING, "--batch 65", 2, "--batch expects a whole number from 1 to 64", NULL},
@@ -597,8 +934,28 @@ static BadInput rows[] = {
      "does not fit in an int", NULL, from_valid_lens_huge},
     {MULTI, "--from @/in --heads 2", 1, "valid_lens.npy: holds floating-point data", NULL,
      from_valid_lens_float},
-    {MULTI, "--from @/in --heads 1", 1, "out of memory: a tensor of shape (1, 65536, 65536) "
-     "needs 17179869184 bytes", NULL, from_long_rows, 256, false},
+    {MULTI, "--from @/in --heads 1", 1, "this run needs about 8.8 TB of memory (the attention "
+     "weights (1, 1, 1048576, 1048576) alone take 4.4 TB)", NULL, from_long_rows, 256, false},
+    /* the built-in example at sizes within every option's range */
+    {MULTI, "--batch 64 --queries 256 --keys 256 --hiddens 1024 --heads 1024 --to @/out", 1,
+     "of memory", "@/out/output.npy", out_dir, 256, false},
+    /* finite inputs, results that are not: the first stage is named, nothing written */
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "the query projection overflows float32 at "
+     "[0, 0, 0]: scale the inputs down", "@/out/output.npy", overflow_queries},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "the attention scores overflow float32 at "
+     "[0, 0, 0, 0] (sequence, head, query, key)", "@/out/output.npy", overflow_scores},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "overflows float32 at", "@/out/output.npy",
+     overflow_gradients},
+    {MULTI, "--from @/in --heads 2", 1, "gradient grad_", NULL, overflow_gradients},
+    /* an incomplete set of files */
+    {MULTI, "--from @/in --heads 2", 1, "/b_k.npy is missing: the layer has 3 of the four "
+     "biases", NULL, from_bias_missing},
+    {MULTI, "--from @/in --heads 2", 1, "in/b_o.npy are missing: the layer has 1 of the four",
+     NULL, from_one_bias},
+    {MULTI, "--from @/in --heads 2", 1, "in/valid_lens.npy is a symbolic link to 'gone.npy', "
+     "which cannot be opened", NULL, from_valid_lens_link},
+    {MULTI, "--from @/in --heads 2", 1, "in/b_q.npy is a symbolic link to 'gone.npy'", NULL,
+     from_bias_links},
     {MULTI, "--from @/in --heads 2 --to @/missing", 2, "--to: directory '",
      "@/missing/output.npy", from_good},
     {MULTI, "--from @/in --heads 2 --to @/readonly", 2, "is not writable",
@@ -608,8 +965,23 @@ static BadInput rows[] = {
      "@/out/output.npy", out_results_taken},
     {MULTI, "--from @/in --heads 2 --to @/out", 1, "output.npy: cannot write",
      "@/out/attention_weights.npy", out_output_taken},
+    /* the backward's input: a wrong shape or a NaN, one line and nothing written */
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy has shape (2, 3, 5), "
+     "expected (2, 3, 4) = (batch_size, num_queries, num_hiddens)", "@/out/output.npy",
+     grad_output_wrong_shape},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy: element 7 (index [0, 1, 3]) "
+     "is NaN; the data must be finite", "@/out/output.npy", grad_output_nan},
+    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_W_k.npy: cannot write",
+     "@/out/grad_queries.npy", grad_w_k_taken},
     {MULTI, "--from @/in --heads 2 --plot @/missing", 2, "--plot: directory '",
      "@/missing/multihead_weights.dat", from_good},
+
+    /* chapter 05: the layer backwards */
+    {LAYER_BACKWARD, "--heads 4", 2, "--heads 4 does not divide num_hiddens 6", NULL},
+    {LAYER_BACKWARD, "--heads 7", 2, "--heads expects a whole number from 1 to 6, got '7'", NULL},
+    {LAYER_BACKWARD, "--head 2", 2, "--head 2: the layer has heads 0 to 1", NULL},
+    {LAYER_BACKWARD, "--heads 3 --head -1", 2, "--head expects a whole number from 0 to 5", NULL},
+    {LAYER_BACKWARD, "--seed x", 2, "--seed expects a whole number", NULL},
 
     /* chapter 05: the exercises */
     {GRID, "--hiddens 8 --heads 3", 2, "--hiddens 8 does not divide by --heads 3", NULL},
@@ -619,20 +991,131 @@ static BadInput rows[] = {
     {GRID, "--plot @/missing", 2, "--plot: directory '", NULL},
     {GRID, "--plot @/out", 1, "head_grid_random.gp': Is a directory",
      "@/out/head_grid_random.dat", plot_head_grid_gp_taken},
-    {IMPORTANCE, "--gains 1", 2, "--gains needs at least 2 heads, got '1'", NULL},
-    {IMPORTANCE, "--gains 1,x", 2, "--gains expects a number from 0 to 10, got 'x'", NULL},
-    {IMPORTANCE, "--gains 11,1", 2, "--gains expects a number from 0 to 10, got '11'", NULL},
-    {IMPORTANCE, "--gains 1,2,3,4,5,6,7,8,9,1,2,3,4,5,6,7,8", 2, "--gains takes at most 16",
+    {IMPORTANCE, "--heads 17", 2, "--heads expects a whole number from 1 to 16, got '17'",
      NULL},
-    /* all-zero gains make the output 0, and every importance 0 / 0 */
-    {IMPORTANCE, "--gains 0,0,0,0,0,0,0,0", 2, "--gains needs a gain above 0 as a float: with "
-     "all zero the output is 0", NULL},
-    {IMPORTANCE, "--gains 1e-300,0", 2, "--gains needs a gain above 0 as a float", NULL},
-    /* above 0 as floats, but W_o times them rounds to 0 */
-    {IMPORTANCE, "--gains 1e-45,1e-45", 2, "--gains are too small: the output is 0 in float",
+    {IMPORTANCE, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4",
      NULL},
-    {IMPORTANCE, "--head-size 0", 2, "--head-size expects a whole number from 1 to 64", NULL},
-    {IMPORTANCE, "--sequences 257", 2, "--sequences expects a whole number from 1 to 256", NULL},
+    {IMPORTANCE, "--pairs 10 --countries 8", 2, "--countries 8 is fewer than --pairs 10", NULL},
+    {IMPORTANCE, "--orders 0", 2, "--orders expects a whole number from 1 to 1000, got '0'",
+     NULL},
+    {IMPORTANCE, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
+    {IMPORTANCE, "--from @/missing", 2, "--from: '", NULL},
+    {IMPORTANCE, "--from @/in --heads 2", 2, "--from takes the model's sizes from its files",
+     NULL, two_key_good},
+    {IMPORTANCE, "--from @/in --steps 5", 2, "--from takes the model's sizes", NULL,
+     two_key_good},
+    {IMPORTANCE, "--from @/in --to @/in", 2, "--from and --to together would only copy the "
+     "model", NULL, two_key_good},
+    {IMPORTANCE, "--examples 5001", 2, "--examples expects a whole number from 1 to 5000", NULL},
+    {POSITIONS, "--examples 0", 2, "--examples expects a whole number from 1 to 5000, got '0'",
+     NULL},
+    /* the dictionary model of train is another model: it has no W_q of its own */
+    {IMPORTANCE, "--from @/in", 1, "in/attention.W_q.weight.npy: cannot open: No such file",
+     NULL, train_model_good},
+    {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: cannot open: No such file", NULL,
+     two_key_no_heads},
+    {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: 3 heads do not divide num_hiddens 8",
+     NULL, two_key_three_heads},
+    {IMPORTANCE, "--from @/in", 1, "in/readout.weight.npy: expected shape (16, 8), got (9, 8)",
+     NULL, two_key_readout_rows},
+    {IMPORTANCE, "--from @/in", 1, "attention.W_v.weight.npy: element 10 (index [1, 2]) is NaN",
+     NULL, two_key_nan},
+    {IMPORTANCE, "--from @/in", 1, "embed_keys.weight has 8 columns and embed_values.weight 6",
+     NULL, two_key_other_hiddens},
+    {IMPORTANCE, "--from @/in", 1, "a vocabulary larger than the task's word lists", NULL,
+     two_key_many_countries},
+    {IMPORTANCE, "--from @/in", 1, "a vocabulary smaller than --pairs", NULL,
+     two_key_few_countries},
+    {IMPORTANCE, "--to @/missing", 2, "--to: directory '", "@/missing/readout.bias.npy"},
+    {IMPORTANCE, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
+     read_only_dir, 0, true},
+    /* one final name taken: no file of the model is left, none half written */
+    {IMPORTANCE, "--steps 2 --examples 10 --to @/out", 1, "readout.bias.npy: cannot write",
+     "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {IMPORTANCE, "--plot @/missing", 2, "--plot: directory '", "@/missing/head_pruning.dat"},
+    {IMPORTANCE, "--steps 2 --examples 10 --orders 1 --plot @/out", 1,
+     "head_pruning.gp' into place: Is a directory", "@/out/head_pruning.dat",
+     importance_plot_taken},
+    {HEADS, "--heads 1,3", 2, "--heads: 3 heads do not divide --hiddens 32", NULL},
+    {HEADS, "--heads 1,,2", 2, "--heads expects comma-separated whole numbers from 1 to 128",
+     NULL},
+    {HEADS, "--heads 1,2,4,8,1,2,4", 2, "--heads takes at most 6 numbers", NULL},
+    {HEADS, "--seeds 9", 2, "--seeds expects a whole number from 1 to 8, got '9'", NULL},
+    {HEADS, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16, got '1'", NULL},
+    {HEADS, "--countries 5", 2, "--countries 5 is fewer than --pairs 6", NULL},
+    {HEADS, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
+    {HEADS, "--plot @/missing", 2, "--plot: directory '", "@/missing/two_keys_1_heads.dat"},
+    {HEADS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
+     "two_keys_2_heads.gp': Is a directory", "@/out/two_keys_2_heads.dat", heads_plot_taken},
+    {POSITIONS, "--length 1", 2, "--length expects a whole number from 2 to 16, got '1'", NULL},
+    {POSITIONS, "--letters 27", 2, "--letters expects a whole number from 2 to 26", NULL},
+    {POSITIONS, "--letters 5", 2, "--letters 5 is fewer than --length 8", NULL},
+    {POSITIONS, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
+    {POSITIONS, "--seeds 0", 2, "--seeds expects a whole number from 1 to 8, got '0'", NULL},
+    {POSITIONS, "--lr 2", 2, "--lr expects a number from 1e-06 to 1, got '2'", NULL},
+    {POSITIONS, "--plot @/missing", 2, "--plot: directory '",
+     "@/missing/positions_attention.dat"},
+    {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
+     "positions_attention.gp': Is a directory", "@/out/positions_attention.dat",
+     positions_plot_taken},
+    /* chapter 05: train */
+    {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1e+30, got '0'", NULL},
+    {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1e+30", NULL},
+    {TRAIN, "--lr 1e31", 2, "--lr expects a number from 1e-06 to 1e+30, got '1e31'", NULL},
+    {TRAIN, "--steps 0", 2, "--steps expects a whole number from 1 to 1000000, got '0'", NULL},
+    {TRAIN, "--batch 0", 2, "--batch expects a whole number from 1 to 4096", NULL},
+    {TRAIN, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16", NULL},
+    {TRAIN, "--pairs 10 --countries 8", 2, "--countries 8 is fewer than --pairs 10", NULL},
+    {TRAIN, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
+    {TRAIN, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
+    {TRAIN, "--examples 0", 2, "--examples expects a whole number from 1 to 100000", NULL},
+    {TRAIN, "--to @/missing", 2, "--to: directory '", "@/missing/readout.bias.npy"},
+    {TRAIN, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
+     read_only_dir, 0, true},
+    /* readout.bias.npy cannot be written: no file of the model may appear */
+    {TRAIN, "--steps 2 --to @/out", 1, "readout.bias.npy: cannot write: a directory has that "
+     "name", "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
+    {TRAIN, "--from @/in --steps 5", 1, "in holds a model without its training state (no "
+     "optimizer.step.npy): --from it without --steps evaluates it", NULL, train_model_good},
+    {TRAIN, "--from @/in --steps 9 --seed 3", 2, "--from with --steps goes on with the seed, "
+     "batch, pairs and learning rate saved in DIR: drop --seed, --batch, --pairs and --lr", NULL,
+     train_model_resumable},
+    {TRAIN, "--from @/in --steps 5", 2, "--steps 5: the model in ", NULL, train_model_resumable},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.exp_avg_sq.readout.bias.npy: cannot open: "
+     "No such file", NULL, train_state_missing_moment},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.exp_avg.embed_keys.weight.npy: expected "
+     "shape (8, 8), got (9, 8)", NULL, train_state_other_vocabulary},
+    {TRAIN, "--from @/in --steps 9", 1, "in/training.npy: expected a batch of 1 to 4096 examples "
+     "and 2 to 16 pairs (at most the model's 8 countries), got 0 and 8", NULL,
+     train_state_batch_zero},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.step.npy: the step count is negative",
+     NULL, train_state_step_negative},
+    {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.lr.npy: not a .npy file", NULL,
+     train_state_lr_not_npy},
+    /* the fixture's exp_avg_sq holds negative numbers: Adam's square root
+     * makes the parameters NaN, and the loaded model is what --to keeps */
+    {TRAIN, "--from @/in --steps 6 --to @/in", 1, "the update of step 6 made a parameter NaN or "
+     "infinite; --to keeps the model after step 5", NULL, train_model_resumable},
+    {TRAIN, "--from @/in --heads 2", 2, "--from takes the model's sizes", NULL,
+     train_model_good},
+    {TRAIN, "--from @/in --to @/in", 2, "--from and --to together", NULL, train_model_good},
+    {TRAIN, "--from @/in --bench", 2, "--bench times training a new model: drop --from", NULL,
+     train_model_good},
+    {TRAIN, "--from @/missing", 1, "missing/embed_keys.weight.npy: cannot open: No such file",
+     NULL},
+    {TRAIN, "--from @/in", 1, "in/num_heads.npy: cannot open: No such file", NULL,
+     train_model_no_heads},
+    {TRAIN, "--from @/in", 1, "does not hold a model this program can run (8 countries, "
+     "num_hiddens 8, 3 heads, for 8 pairs)", NULL, train_model_three_heads},
+    {TRAIN, "--from @/in", 1, "does not hold a model this program can run (3 countries", NULL,
+     train_model_few_countries},
+    {TRAIN, "--from @/in", 1, "in/readout.weight.npy: expected shape (8, 8), got (9, 8)", NULL,
+     train_model_readout_rows},
+    {TRAIN, "--from @/in", 1, "in/attention.in_proj_bias.npy: expected shape (24,), got (3, 8)",
+     NULL, train_model_in_proj_2d_bias},
+    {TRAIN, "--from @/in", 1, "attention.out_proj.weight.npy: element 9 (index [1, 1]) is NaN",
+     NULL, train_model_nan},
     {BENCH, "--config 1,2,3", 2, "--config expects B,n,D,H, four whole numbers, got '1,2,3'",
      NULL},
     {BENCH, "--config 1,64,10,3", 2, "--config: D = 10 does not divide by H = 3", NULL},
@@ -915,6 +1398,128 @@ Test(bad_input, to_replaces_an_earlier_run)
               (double)c.max_diff);
     tensor_free(output);
     layer_files_free(&files);
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* MULTI with args in the background, its output to /dev/null, its files
+ * no larger than fsize bytes when fsize > 0 (a full disk, as the program
+ * sees it); the caller waits for the pid. */
+static pid_t spawn_multihead(const char *args, long fsize)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "exec %s/%s %s </dev/null >/dev/null 2>/dev/null", BIN_DIR, MULTI,
+             args);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (fsize > 0) {
+            struct rlimit limit = {(rlim_t)fsize, (rlim_t)fsize};
+            signal(SIGXFSZ, SIG_IGN);   /* a write past the limit fails with EFBIG */
+            if (setrlimit(RLIMIT_FSIZE, &limit) != 0)
+                _exit(125);
+        }
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The bytes of DIR/NAME.npy, or NULL. */
+static char *file_bytes(const char *dir, const char *name, size_t *len)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    return read_text_file(path, len);
+}
+
+/* The .npy files and temporary files in dir. */
+static void count_files(const char *dir, int *npy, int *temp)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d != NULL);
+    *npy = *temp = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t len = strlen(e->d_name);
+        *temp += strstr(e->d_name, ".tmp") != NULL;
+        *npy += len > 4 && strcmp(e->d_name + len - 4, ".npy") == 0;
+    }
+    closedir(d);
+}
+
+/* A second --to run that cannot write its files (the disk is full, as far
+ * as it can tell) exits 1 and leaves the first run's files as they were. */
+Test(bad_input, a_failed_to_keeps_the_previous_run)
+{
+    char scratch[] = "/tmp/attn_bad_input_XXXXXX";
+    cr_assert(mkdtemp(scratch) != NULL);
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+    static const char *const names[] = {"queries", "keys", "W_q", "W_o", "output",
+                                        "attention_weights"};
+    enum { NAMES = sizeof names / sizeof names[0] };
+    char args[600];
+    snprintf(args, sizeof args, "--hiddens 10 --heads 5 --to %s", scratch);
+    cr_assert_eq(wait_status(spawn_multihead(args, 0)), 0);
+    char *before[NAMES];
+    size_t before_len[NAMES];
+    int npy_before, temp;
+    count_files(scratch, &npy_before, &temp);
+    for (int i = 0; i < NAMES; i++)
+        cr_assert((before[i] = file_bytes(scratch, names[i], &before_len[i])) != NULL);
+
+    /* larger inputs, another seed, and no file over 2000 bytes */
+    snprintf(args, sizeof args, "--seed 9 --to %s", scratch);
+    cr_expect_eq(wait_status(spawn_multihead(args, 2000)), 1);
+    int npy_after;
+    count_files(scratch, &npy_after, &temp);
+    cr_expect_eq(npy_after, npy_before, "the failed run changed the set of files");
+    cr_expect_eq(temp, 0, "the failed run left temporary files");
+    for (int i = 0; i < NAMES; i++) {
+        size_t len;
+        char *after = file_bytes(scratch, names[i], &len);
+        cr_expect(after && len == before_len[i] && memcmp(after, before[i], len) == 0,
+                  "%s.npy is not the first run's any more", names[i]);
+        free(after);
+        free(before[i]);
+    }
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* SIGTERM while a run writes its files: no temporary file stays, and the
+ * directory holds no file of that run or all of them. The signal is sent
+ * as soon as a temporary file shows, or when the run is done: either way
+ * the test checks the same thing, so the timing cannot make it fail. */
+Test(bad_input, sigterm_while_writing_leaves_no_temporary_file)
+{
+    char scratch[] = "/tmp/attn_bad_input_XXXXXX";
+    cr_assert(mkdtemp(scratch) != NULL);
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+    char args[600];
+    /* (4, 16, 128, 128) weights: a 4 MB file that takes a moment to write */
+    snprintf(args, sizeof args, "--batch 4 --queries 128 --keys 128 --hiddens 32 --heads 16 "
+             "--valid-lens none --to %s", scratch);
+    pid_t pid = spawn_multihead(args, 0);
+    int npy = 0, temp = 0;
+    pid_t ended = 0;
+    while (temp == 0 && (ended = waitpid(pid, NULL, WNOHANG)) == 0) {
+        count_files(scratch, &npy, &temp);
+        usleep(200);
+    }
+    if (ended == 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    count_files(scratch, &npy, &temp);
+    cr_expect_eq(temp, 0, "temporary files left behind");
+    /* queries, keys, values, W_q ... W_o, output, attention_weights */
+    cr_expect(npy == 0 || npy == 9, "%d files: part of a run's set", npy);
     nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 

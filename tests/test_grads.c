@@ -565,3 +565,92 @@ Test(grads, parameter_gradients_accumulate_and_zero)
     multihead_saved_free(&saved);
     layer_ctx_free(&c);
 }
+
+Test(grads_fd, a_missing_scale_is_caught)
+{
+    /* The classic mistake, forgetting 1/sqrt(d) in pass 1 backwards, makes
+     * dQ and dK sqrt(d) times too large: the check must see it (relative
+     * error sqrt(d) - 1 = 1 for d = 4, far above FD_TOL). */
+    Rng rng = rng_new(25);
+    AttentionCtx c;
+    c.queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 4));
+    c.keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 4));
+    c.values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 2));
+    c.g = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, 3, 2));
+    c.valid_lens = NULL;
+    c.p = 0.0f;
+    c.rng_start = rng_new(1);
+    AttentionSaved saved;
+    Tensor *out = dot_product_attention_save(c.queries, c.keys, c.values, NULL, NULL, &saved);
+    Tensor *dq = NULL;
+    dot_product_attention_backward(c.queries, c.keys, c.values, &saved, c.g, &dq, NULL, NULL);
+    Tensor *numeric = gradcheck_numeric(attention_loss, &c, c.queries, FD_EPS);
+    cr_expect_lt(gradcheck_rel_error(dq, numeric), FD_TOL);
+    for (size_t i = 0; i < dq->size; i++)
+        dq->data[i] *= 2.0f;   /* sqrt(4): the scale forgotten */
+    double err = gradcheck_rel_error(dq, numeric);
+    cr_expect(fabs(err - 1.0) < 0.01, "a missing scale gave relative error %g, not 1", err);
+    Tensor *all[] = {c.queries, c.keys, c.values, c.g, out, dq, numeric};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tensor_free(all[i]);
+    attention_saved_free(&saved);
+}
+
+/* ---- chapter 03's program ------------------------------------------------------ */
+
+Test(grads_program, backward_runs_on_random_tokens_and_lists_its_options)
+{
+    RunResult r = run_program("03_self_attention/backward",
+                              "--tokens 5 --hiddens 2 --seed 7 --jacobian-max 64");
+    cr_expect_eq(r.status, 0, "backward exited with %d: %s", r.status, r.err ? r.err : "");
+    cr_expect(r.err && r.err[0] == '\0', "backward wrote on stderr: %s", r.err);
+    run_result_free(&r);
+    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--eps",
+                                   "--jacobian-max", "--help"};
+    expect_help_lists("03_self_attention/backward", options, 6);
+}
+
+Test(grads_hand, a_nearly_one_hot_row_keeps_its_accuracy)
+{
+    /* Scores far apart make one weight 0.99991 and the rest small; then
+     * dS_j = p_j (g_j - <g, p>) subtracts two nearly equal numbers, and
+     * float weights that sum to 1 + 1e-7 instead of 1 cost 5e-5 of
+     * accuracy (measured without the division by the weights' sum in
+     * softmax_row_backward; 3e-7 with it). The reference is the same
+     * formula in double, from double weights. */
+    const double scores[6] = {5.41, 2.86, -15.68, 8.641, 18.0, -5.799};
+    const float g[6] = {0.7f, -1.3f, 0.2f, 2.1f, -0.4f, 1.1f};
+    double p64[6], sum = 0.0, dot = 0.0;
+    float p[6], out[6];
+    for (int j = 0; j < 6; j++)
+        sum += p64[j] = exp(scores[j] - 18.0);
+    for (int j = 0; j < 6; j++) {
+        p64[j] /= sum;
+        dot += p64[j] * g[j];
+        p[j] = (float)scores[j];
+    }
+    softmax_row(p, 6);
+    softmax_row_backward(p, g, out, 6);
+    double worst = 0.0, scale = 0.0;
+    for (int j = 0; j < 6; j++) {
+        const double expected = p64[j] * (g[j] - dot);
+        worst = fmax(worst, fabs(out[j] - expected));
+        scale = fmax(scale, fabs(expected));
+    }
+    cr_expect_lt(worst / scale, 1e-6, "relative error %g", worst / scale);
+    cr_expect_gt(scale, 1e-4);
+}
+
+Test(grads_program, layer_backward_runs_for_every_head_count)
+{
+    const char *const runs[] = {"--heads 1 --head 0", "--heads 3 --head 2 --seed 4",
+                                "--heads 6 --head 5 --seed 9"};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        /* exit status 1 would mean the hand-worked head disagrees */
+        RunResult r = run_program("05_multihead/backward", runs[i]);
+        cr_expect_eq(r.status, 0, "%s: exit %d: %s", runs[i], r.status, r.err ? r.err : "");
+        run_result_free(&r);
+    }
+    const char *const options[] = {"--seed", "--heads", "--head", "--help"};
+    expect_help_lists("05_multihead/backward", options, 4);
+}

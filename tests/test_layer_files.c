@@ -9,13 +9,18 @@
  * The directories are tests/fixtures/multihead/<case>/ (their README lists
  * the cases), or copies of them changed by one file.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   /* flock, usleep */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -176,12 +181,29 @@ Test(layer_files, names_the_file_that_does_not_fit)
     snprintf(path, sizeof path, "%s/W_o.npy", dir);
     cr_assert_eq(remove(path), 0);
     expect_load_error(dir, 4, "W_o.npy: cannot open");
+    /* some biases but not all: the missing ones are named */
     snprintf(path, sizeof path, "%s/b_k.npy", dir);
     cr_assert_eq(remove(path), 0);
+    expect_load_error(dir, 4, "b_k.npy is missing: the layer has 3 of the four biases");
+    /* none of the four: a layer without biases */
+    static const char *const biases[] = {"b_q", "b_k", "b_v", "b_o"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, biases[i]);
+        cr_assert_eq(remove(path), 0);
+    }
     LayerFiles files;
     cr_expect_eq(layer_files_load(dir, 4, &files, err, sizeof err), 0, "%s", err);
-    cr_expect(files.b_k == NULL && files.b_q != NULL && files.layer.bias);
+    cr_expect(files.b_k == NULL && files.b_q == NULL && !files.layer.bias);
     layer_files_free(&files);
+    /* a link that leads nowhere where the mask should be is not "no mask" */
+    snprintf(path, sizeof path, "%s/valid_lens.npy", dir);
+    cr_assert_eq(remove(path), 0);
+    cr_assert_eq(symlink("nowhere.npy", path), 0);
+    cr_expect_eq(layer_files_load(dir, 4, &files, err, sizeof err), -1);
+    cr_expect(strstr(err, "valid_lens.npy is a symbolic link to 'nowhere.npy'") != NULL, "%s",
+              err);
+    layer_files_free(&files);
+    cr_assert_eq(unlink(path), 0);
     scratch_dir_remove(dir);
 }
 
@@ -260,6 +282,192 @@ Test(layer_files, a_set_is_written_whole_or_not_at_all)
     cr_assert_eq(rmdir(path), 0);
     tensor_free(x);
     scratch_dir_remove(dir);
+}
+
+/* Names in dir that hold ".tmp": temporary files left behind. */
+static int temp_files_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d != NULL);
+    int found = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        found += strstr(e->d_name, ".tmp") != NULL;
+    closedir(d);
+    return found;
+}
+
+/* The first element of DIR/NAME.npy, or NAN when it cannot be read. */
+static float first_value(const char *dir, const char *name)
+{
+    char path[600], err[NPY_ERR_LEN];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    Tensor *x = npy_load(path, err, sizeof err);
+    const float v = x ? x->data[0] : NAN;
+    tensor_free(x);
+    return v;
+}
+
+Test(layer_files, a_failed_save_keeps_the_previous_set)
+{
+    char dir[64], path[600], err[LAYER_FILES_ERR_LEN] = "";
+    scratch_dir_make(dir, sizeof dir, "attn_layer_files");
+    cr_assert(dir[0]);
+    Tensor *one = tensor_full(1.0f, SHAPE(2, 3)), *two = tensor_full(2.0f, SHAPE(2, 3));
+    const NamedTensor first[] = {{"a", one, NULL}, {"b", one, NULL}, {"c", one, NULL}};
+    cr_assert_eq(layer_files_save(dir, first, 3, err, sizeof err), 0, "%s", err);
+    /* the second run has one more file, whose name a directory holds */
+    snprintf(path, sizeof path, "%s/d.npy", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    const NamedTensor second[] = {{"a", two, NULL}, {"b", two, NULL}, {"c", NULL, NULL},
+                                  {"d", two, NULL}};
+    cr_expect_eq(layer_files_save(dir, second, 4, err, sizeof err), -1);
+    cr_expect(strstr(err, "d.npy: cannot write") != NULL, "%s", err);
+    /* every file of the first run is there, with its numbers */
+    cr_expect(first_value(dir, "a") == 1.0f && first_value(dir, "b") == 1.0f &&
+              first_value(dir, "c") == 1.0f, "the first run's set was touched");
+    cr_expect_eq(temp_files_in(dir), 0, "temporary files left behind");
+    /* and once the name is free, the second run replaces it whole */
+    cr_assert_eq(rmdir(path), 0);
+    cr_assert_eq(layer_files_save(dir, second, 4, err, sizeof err), 0, "%s", err);
+    cr_expect(first_value(dir, "a") == 2.0f && first_value(dir, "d") == 2.0f);
+    cr_expect(!file_there(dir, "c"), "c.npy is not part of the second run");
+    TENSOR_FREE(one, two);
+    scratch_dir_remove(dir);
+}
+
+/* SIGTERM while a file waits under its temporary name: the program ends
+ * by the signal, and the temporary file is gone. */
+Test(layer_files, a_signal_removes_the_temporary_files)
+{
+    char dir[64];
+    scratch_dir_make(dir, sizeof dir, "attn_layer_files");
+    cr_assert(dir[0]);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        char path[600], err[NPY_ERR_LEN];
+        Tensor *x = tensor_arange(SHAPE(4, 4));
+        NpyPending first, second;
+        snprintf(path, sizeof path, "%s/first.npy", dir);
+        if (npy_save_pending(path, x, &first, err, sizeof err) != 0)
+            _exit(3);
+        snprintf(path, sizeof path, "%s/second.npy", dir);
+        if (npy_save_pending(path, x, &second, err, sizeof err) != 0)
+            _exit(3);
+        /* both exist now, under their temporary names */
+        raise(SIGTERM);
+        _exit(4);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+              "the child did not end by SIGTERM (status %d)", status);
+    cr_expect_eq(temp_files_in(dir), 0, "temporary files left behind");
+    cr_expect(!file_there(dir, "first") && !file_there(dir, "second"));
+    scratch_dir_remove(dir);
+}
+
+/* A writer renames only while it holds the directory's lock: with the lock
+ * held elsewhere, the set waits under temporary names, then appears whole. */
+Test(layer_files, a_writer_waits_for_the_lock)
+{
+    char dir[64], path[600];
+    scratch_dir_make(dir, sizeof dir, "attn_layer_files");
+    cr_assert(dir[0]);
+    snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILES_LOCK);
+    int lock = open(path, O_RDWR | O_CREAT, 0644);
+    cr_assert(lock >= 0);
+    cr_assert_eq(flock(lock, LOCK_SH), 0);   /* as a reader loading the directory */
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        /* a lock belongs to the open file, which the child shares: let go of it */
+        close(lock);
+        char err[LAYER_FILES_ERR_LEN];
+        Tensor *x = tensor_arange(SHAPE(2, 2));
+        const NamedTensor set[] = {{"a", x, NULL}, {"b", x, NULL}};
+        _exit(layer_files_save(dir, set, 2, err, sizeof err) == 0 ? 0 : 1);
+    }
+    usleep(100 * 1000);
+    /* whatever the child has done by now, no file of the set is in place */
+    cr_expect(!file_there(dir, "a") && !file_there(dir, "b"),
+              "a file was renamed while the directory was locked");
+    close(lock);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cr_expect(file_there(dir, "a") && file_there(dir, "b"));
+    cr_expect_eq(temp_files_in(dir), 0);
+    scratch_dir_remove(dir);
+}
+
+/* ---- running the layer ----------------------------------------------------------- */
+
+/* A layer of D = 4, 2 heads, every weight 1, on queries and keys filled
+ * with q and k: what overflows where can be worked out by hand. */
+static void run_filled(float q, float k, float g, int expect, const char *message)
+{
+    Rng rng = rng_new(1);
+    MultiHeadAttention *layer = multihead_new(4, 4, 4, 4, 2, 0.0f, false, &rng);
+    Tensor *weights[] = {layer->W_q, layer->W_k, layer->W_v, layer->W_o};
+    for (int i = 0; i < 4; i++)
+        for (size_t j = 0; j < weights[i]->size; j++)
+            weights[i]->data[j] = 1.0f;
+    Tensor *queries = tensor_full(q, SHAPE(2, 3, 4)), *keys = tensor_full(k, SHAPE(2, 5, 4));
+    Tensor *grad_output = g != 0.0f ? tensor_full(g, SHAPE(2, 3, 4)) : NULL;
+    LayerFiles files = layer_files_borrow(layer, queries, keys, keys, NULL);
+    files.grad_output = grad_output;
+    LayerResults results;
+    char err[LAYER_FILES_ERR_LEN] = "";
+    cr_expect_eq(layer_files_run(&files, &results, err, sizeof err), expect, "%s", err);
+    if (message)
+        cr_expect(strstr(err, message) != NULL, "err '%s' does not contain '%s'", err, message);
+    if (expect == 0) {
+        /* every key alike: the output is V's row times W_o, 4 * 4 * k */
+        cr_expect_float_eq(results.output->data[0], 16.0f * k, 1e-3f * 16.0f * k);
+        cr_expect_float_eq(results.attention_weights->data[0], 0.2f, 1e-6f);
+        cr_expect_eq(results.attention_weights->ndim, 4);
+    } else {
+        cr_expect(results.output == NULL && results.attention_weights == NULL);
+    }
+    layer_results_free(&results);
+    TENSOR_FREE(queries, keys, grad_output);
+    multihead_free(layer);
+}
+
+Test(layer_files, a_run_names_the_stage_that_overflows)
+{
+    run_filled(1.0f, 2.0f, 1.0f, 0, NULL);
+    /* 4 * 1e38 per projected entry: the first of (B, T, D) */
+    run_filled(1e38f, 1.0f, 0.0f, -1, "the query projection overflows float32 at [0, 0, 0]");
+    run_filled(1.0f, 1e38f, 0.0f, -1, "the key projection overflows float32 at [0, 0, 0]");
+    /* Q and K entries of 4e20, finite; their dot product over d = 2 is not */
+    run_filled(1e20f, 1e20f, 0.0f, -1, "the attention scores overflow float32 at [0, 0, 0, 0]");
+    /* zero queries keep the scores at 0; the values' 1.2e38 are finite, the
+     * output's 4 * 1.2e38 is not */
+    run_filled(0.0f, 3e37f, 0.0f, -1, "the output (the heads times W_o) overflows float32 at "
+               "[0, 0, 0]");
+    /* a finite forward, a gradient that is not */
+    run_filled(1.0f, 1.0f, 1e38f, -1, "the gradient grad_");
+}
+
+Test(layer_files, the_memory_a_run_needs)
+{
+    Rng rng = rng_new(1);
+    MultiHeadAttention *layer = multihead_new(1, 1, 1, 1, 1, 0.0f, false, &rng);
+    /* inputs 3, parameters 4 + 4, projections 3 twice, weights 1 twice,
+     * heads, concat and output 3: 22 floats; the backward doubles it */
+    cr_expect_float_eq(layer_files_bytes_needed(layer, 1, 1, 1, false), 88.0, 1e-9);
+    cr_expect_float_eq(layer_files_bytes_needed(layer, 1, 1, 1, true), 176.0, 1e-9);
+    char err[LAYER_FILES_ERR_LEN] = "";
+    cr_expect_eq(layer_files_check_memory(layer, 1, 1, 1, true, err, sizeof err), 0);
+    /* (64, 1, 2^20, 2^20) weights: 2^48 bytes, on no machine we run */
+    cr_expect_eq(layer_files_check_memory(layer, 64, 1 << 20, 1 << 20, false, err, sizeof err),
+                 -1);
+    cr_expect(strstr(err, "this run needs about 563.0 TB of memory") != NULL, "%s", err);
+    multihead_free(layer);
 }
 
 /* ---- comparing ---------------------------------------------------------------- */

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -474,6 +475,134 @@ Test(permutation, valid_lens_inside_prefix_holds_across_it_breaks)
             valid_lens_free(valid_lens);
             case_free(&c);
         }
+}
+
+/* ---- the measuring helpers the chapter's program prints with ----------------- */
+
+/* self_attend and equivariance_gap give exactly what the direct
+ * computation gives, and the identity moves nothing, bit for bit. */
+Test(permute_tokens, self_attend_and_equivariance_gap_as_computed_by_hand)
+{
+    for (int si = 1; si < 4; si++)
+        for (int seed = 0; seed < 3; seed++) {
+            Case c = case_new(si, seed);
+            for (int with_layer = 0; with_layer < 2; with_layer++) {
+                const MultiHeadAttention *layer = with_layer ? c.layer : NULL;
+                Tensor *w = NULL, *w_PX = NULL;
+                Tensor *fX = self_attend(layer, c.X, NULL, &w);
+                Tensor *direct = layer ? layer_self(layer, c.X, NULL, NULL) : plain(c.X, NULL);
+                cr_expect(tensor_allclose(fX, direct, 0.0f, 0.0f, stderr));
+                cr_expect_eq(w->ndim, layer ? 4 : 3);
+                float moved = -1.0f;
+                const float gap = equivariance_gap(layer, c.X, fX, NULL, c.perm, &moved, &w_PX);
+                Tensor *PX = permute_tokens(c.X, c.perm);
+                Tensor *fPX = layer ? layer_self(layer, PX, NULL, NULL) : plain(PX, NULL);
+                Tensor *P_fX = permute_tokens(fX, c.perm);
+                cr_expect_eq(gap, tensor_max_abs_diff(fPX, P_fX), "size %d seed %d", si, seed);
+                cr_expect_eq(moved, tensor_max_abs_diff(fPX, fX));
+                cr_expect(gap <= tolerance(tensor_max_abs(fX)));
+                cr_expect(moved > (float)FAR_FACTOR * tolerance(tensor_max_abs(fX)));
+                int identity[64];
+                for (int t = 0; t < c.s.T; t++)
+                    identity[t] = t;
+                cr_expect_eq(equivariance_gap(layer, c.X, fX, NULL, identity, &moved, NULL), 0.0f);
+                cr_expect_eq(moved, 0.0f);
+                TENSOR_FREE(w, w_PX, fX, direct, PX, fPX, P_fX);
+            }
+            case_free(&c);
+        }
+}
+
+/* The scores of P X are the scores of X moved, bit for bit (the same terms
+ * in the same order); the output differs by rounding only, and by exactly
+ * what equivariance_gap measures. */
+Test(permute_tokens, attention_pass_gaps_scores_exact)
+{
+    for (int si = 0; si < NUM_SIZES; si++) {
+        Case c = case_new(si, 1);
+        const AttentionPassGaps gaps = attention_pass_gaps(c.X, c.perm);
+        Tensor *fX = plain(c.X, NULL);
+        cr_expect_eq(gaps.scores, 0.0f, "size %d: %g", si, (double)gaps.scores);
+        cr_expect(gaps.weights <= 1e-6f, "size %d: %g", si, (double)gaps.weights);
+        cr_expect_eq(gaps.output, equivariance_gap(NULL, c.X, fX, NULL, c.perm, NULL, NULL));
+        tensor_free(fX);
+        case_free(&c);
+    }
+}
+
+/* equivariance_table counts f(P X) = f(X) only for the identity: with 2
+ * tokens, replaying the same draws, it counts exactly the identity draws. */
+Test(permute_tokens, equivariance_table_counts_identities, .init = cr_redirect_stdout)
+{
+    Case c = case_new(0, 3);   /* 2 tokens: half the draws are the identity */
+    enum { TRIALS = 16 };
+    Rng rng = rng_new(11), replay = rng_new(11);
+    int first[2];
+    const EquivarianceTally tally = equivariance_table(NULL, c.X, TRIALS, &rng, first);
+    int identities = 0, perm[2], first_drawn[2];
+    for (int trial = 0; trial < TRIALS; trial++) {
+        rng_permutation(&replay, perm, 2);
+        identities += perm[0] == 0;
+        if (trial == 0)
+            memcpy(first_drawn, perm, sizeof perm);
+    }
+    Tensor *fX = plain(c.X, NULL);
+    cr_expect(identities > 0 && identities < TRIALS, "seed 11 should draw both");
+    cr_expect_eq(tally.kept, identities);
+    cr_expect(tally.holds);
+    cr_expect_eq(tally.scale, tensor_max_abs(fX));
+    cr_expect(tally.worst <= tolerance(tally.scale));
+    cr_expect_arr_eq(first, first_drawn, sizeof first);
+    tensor_free(fX);
+    case_free(&c);
+}
+
+/* The statistics agree with equivariance_gap on the same draws. */
+Test(permute_tokens, equivariance_statistics_replayed)
+{
+    Case c = case_new(2, 0);
+    enum { SAMPLES = 50 };
+    Tensor *fX = plain(c.X, NULL);
+    const float scale = tensor_max_abs(fX);
+    Rng rng = rng_new(5), replay = rng_new(5);
+    int perm[64];
+    const EquivarianceStats stats = equivariance_statistics(NULL, c.X, fX, SAMPLES, perm, &rng);
+    int exact = 0;
+    double worst = 0.0, total = 0.0;
+    for (int s = 0; s < SAMPLES; s++) {
+        int drawn[64];
+        rng_permutation(&replay, drawn, c.s.T);
+        const double units = eps_units(equivariance_gap(NULL, c.X, fX, NULL, drawn, NULL, NULL),
+                                       scale);
+        exact += units == 0.0;
+        worst = fmax(worst, units);
+        total += units;
+        if (s == SAMPLES - 1)
+            cr_expect_arr_eq(perm, drawn, (size_t)c.s.T * sizeof *perm, "the last draw");
+    }
+    cr_expect_eq(stats.exact, exact);
+    cr_expect_eq(stats.worst, worst);
+    cr_expect(fabs(stats.mean - total / SAMPLES) < 1e-12);
+    cr_expect(stats.worst <= TOL_EPS && stats.mean <= stats.worst);
+    tensor_free(fX);
+    case_free(&c);
+}
+
+/* Moving the key-value pairs together is reported equal. */
+Test(permute_tokens, key_value_moves_table_together_equal, .init = cr_redirect_stdout)
+{
+    for (int si = 1; si < NUM_SIZES; si++) {
+        Case c = case_new(si, 2);
+        Rng rng = rng_new_stream(2, 7);
+        Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(c.s.B, c.s.T, c.s.D));
+        Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(c.s.B, c.s.K, c.s.D));
+        Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(c.s.B, c.s.K, c.s.D));
+        int perm[64];
+        moving_permutation(&rng, perm, c.s.K);
+        cr_expect(key_value_moves_table(c.layer, queries, keys, values, perm), "size %d", si);
+        TENSOR_FREE(queries, keys, values);
+        case_free(&c);
+    }
 }
 
 /* ---- the 3x3 check ------------------------------------------- */

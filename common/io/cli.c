@@ -178,13 +178,22 @@ static const char *stdout_prog = "program";
 
 static void close_stdout(void)
 {
-    /* A write that failed earlier sets the error flag and errno (nothing
-     * since has cleared errno, which C functions never set to 0); fclose
-     * reports a failure of the last flush or of the close itself. */
-    bool failed_before = ferror(stdout) != 0;
-    int failed_error = errno;
-    if (fclose(stdout) != 0 || failed_before) {
-        int error = failed_before ? failed_error : errno;
+    /* A write that failed earlier left the error flag set, but its errno
+     * may since have been overwritten by any other call. The descriptor is
+     * asked once more with an empty write, which reports a full device or
+     * a closed descriptor again; where it cannot tell, "write error". */
+    bool failed = false;
+    int error = 0;
+    if (ferror(stdout)) {
+        failed = true;
+        error = write(STDOUT_FILENO, "", 0) < 0 ? errno : 0;
+    }
+    errno = 0;
+    if (fclose(stdout) != 0 && !failed) {
+        failed = true;
+        error = errno;
+    }
+    if (failed) {
         fprintf(stderr, "%s: cannot write the output: %s\n", stdout_prog,
                 error != 0 ? strerror(error) : "write error");
         _exit(1);

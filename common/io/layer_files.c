@@ -1,12 +1,18 @@
 /* layer_files.c - a multi-head layer's .npy files: load, save, compare. See layer_files.h. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE   /* flock */
 #include "io/layer_files.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/npy.h"
 #include "io/plot.h"
@@ -59,6 +65,11 @@ static const InputFile INPUT_FILES[] = {
      .meaning = "(num_hiddens,), num_hiddens from W_q.npy", .field = offsetof(LayerFiles, b_v)},
     {"b_o", .optional = true, .ndim = 1, .dims = {DIM_D},
      .meaning = "(num_hiddens,), num_hiddens from W_q.npy", .field = offsetof(LayerFiles, b_o)},
+    /* the gradient of a loss with respect to the output: the output's shape */
+    {"grad_output", .optional = true, .ndim = 3, .dims = {DIM_B, DIM_T, DIM_D},
+     .meaning = "(batch_size, num_queries, num_hiddens), the output's shape, from queries.npy "
+                "and W_q.npy",
+     .field = offsetof(LayerFiles, grad_output)},
 };
 enum { NUM_INPUT_FILES = sizeof INPUT_FILES / sizeof INPUT_FILES[0] };
 
@@ -77,15 +88,58 @@ static void set_error(char *err, size_t err_len, const char *fmt, ...)
     va_end(args);
 }
 
-static bool file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static void file_path(char *buf, size_t len, const char *dir, const char *name)
 {
     snprintf(buf, len, "%s/%s.npy", dir, name);
+}
+
+/* Is the optional file at path there? 1 or 0; -1 with one line in err for
+ * a symbolic link that leads nowhere: taking it for "no file" would run
+ * without a mask or a bias that the directory meant to give. */
+static int optional_file_present(const char *path, char *err, size_t err_len)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 1;
+    if (lstat(path, &st) != 0)
+        return 0;
+    char target[1024] = "";
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    target[len > 0 ? len : 0] = '\0';
+    set_error(err, err_len, "%s is a symbolic link to '%s', which cannot be opened (%s): "
+              "remove the link or make it lead to a file", path, target, strerror(errno));
+    return -1;
+}
+
+/* ---- the directory's lock ---------------------------------------------------
+ * Writers rename their files into DIR with an exclusive flock() on
+ * DIR/.multihead.lock, which they create; readers load with a shared one
+ * when the file is there (a directory no writer of ours has written into,
+ * such as a PyTorch export, gets no lock file from being read). Returns the
+ * descriptor to close (which unlocks), or -1: a reader then reads without
+ * the lock, a writer fails with one line in err. */
+static int lock_dir(const char *dir, bool exclusive, char *err, size_t err_len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILES_LOCK);
+    int fd = exclusive ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
+                       : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && exclusive)
+        set_error(err, err_len, "%s: cannot lock the directory: %s", path, strerror(errno));
+    if (fd >= 0 && flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+        if (exclusive)
+            set_error(err, err_len, "%s: cannot lock the directory: %s", path,
+                      strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void unlock_dir(int fd)
+{
+    if (fd >= 0)
+        close(fd);
 }
 
 /* DIR/NAME.npy as float32 into *out: 0 (NULL when optional and absent), or
@@ -96,8 +150,9 @@ static int load_tensor(const char *dir, const char *name, bool optional, Tensor 
     char path[4096], npy_err[NPY_ERR_LEN];
     file_path(path, sizeof path, dir, name);
     *out = NULL;
-    if (optional && !file_exists(path))
-        return 0;
+    const int present = optional ? optional_file_present(path, err, err_len) : 1;
+    if (present <= 0)
+        return present;
     *out = npy_load(path, npy_err, sizeof npy_err);
     if (*out == NULL) {
         set_error(err, err_len, "%s", npy_err);
@@ -135,8 +190,9 @@ static int load_valid_lens(const char *dir, const int sizes[DIM_COUNT], ValidLen
     char path[4096], npy_err[NPY_ERR_LEN];
     file_path(path, sizeof path, dir, "valid_lens");
     *out = NULL;
-    if (!file_exists(path))
-        return 0;
+    const int present = optional_file_present(path, err, err_len);
+    if (present <= 0)
+        return present;
     NpyInts ints;
     if (npy_load_ints(path, &ints, npy_err, sizeof npy_err) != 0) {
         set_error(err, err_len, "%s", npy_err);
@@ -170,10 +226,36 @@ static Tensor **field_of(LayerFiles *files, const InputFile *file)
     return (Tensor **)((char *)files + file->field);
 }
 
-int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *err,
-                     size_t err_len)
+/* Some of the four biases but not all: one line naming the missing ones.
+ * A missing bias taken as zero would run a layer the directory does not
+ * describe (PyTorch's bias=True gives all four). */
+static int check_bias_set(const char *dir, const LayerFiles *files, char *err, size_t err_len)
 {
-    memset(files, 0, sizeof *files);
+    const Tensor *biases[] = {files->b_q, files->b_k, files->b_v, files->b_o};
+    static const char *const names[] = {"b_q", "b_k", "b_v", "b_o"};
+    char missing[4200] = "";
+    int count = 0, present = 0;
+    for (int i = 0; i < 4; i++) {
+        present += biases[i] != NULL;
+        if (biases[i] == NULL) {
+            size_t used = strlen(missing);
+            snprintf(missing + used, sizeof missing - used, "%s%s/%s.npy", count ? ", " : "",
+                     dir, names[i]);
+            count++;
+        }
+    }
+    if (present == 0 || present == 4)
+        return 0;
+    set_error(err, err_len, "%s %s missing: the layer has %d of the four biases b_q, b_k, b_v "
+              "and b_o, and needs all four or none", missing, count == 1 ? "is" : "are",
+              present);
+    return -1;
+}
+
+/* layer_files_load, with the directory already locked. */
+static int load_locked(const char *dir, int num_heads, LayerFiles *files, char *err,
+                       size_t err_len)
+{
     int sizes[DIM_COUNT];
     for (int i = 0; i < DIM_COUNT; i++)
         sizes[i] = -1;
@@ -187,6 +269,8 @@ int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *er
         if (*slot != NULL && check_and_fix_sizes(dir, file, *slot, sizes, err, err_len) != 0)
             return -1;
     }
+    if (check_bias_set(dir, files, err, err_len) != 0)
+        return -1;
 
     // pass 2: the heads must split num_hiddens evenly
     const int D = sizes[DIM_D];
@@ -199,13 +283,23 @@ int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *er
     *layer = (MultiHeadAttention){
         .query_size = sizes[DIM_DQ], .key_size = sizes[DIM_DK], .value_size = sizes[DIM_DV],
         .num_hiddens = D, .num_heads = num_heads, .dropout = 0.0f,
-        .bias = files->b_q || files->b_k || files->b_v || files->b_o,
+        .bias = files->b_q != NULL,
         .W_q = files->W_q, .W_k = files->W_k, .W_v = files->W_v, .W_o = files->W_o,
         .b_q = files->b_q, .b_k = files->b_k, .b_v = files->b_v, .b_o = files->b_o,
     };
 
     // pass 3: the optional mask, whose lengths count the keys of keys.npy
     return load_valid_lens(dir, sizes, &files->valid_lens, err, err_len);
+}
+
+int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *err,
+                     size_t err_len)
+{
+    memset(files, 0, sizeof *files);
+    const int lock = lock_dir(dir, false, NULL, 0);
+    const int status = load_locked(dir, num_heads, files, err, err_len);
+    unlock_dir(lock);
+    return status;
 }
 
 void layer_files_free(LayerFiles *files)
@@ -235,41 +329,401 @@ int layer_files_parameters(const MultiHeadAttention *layer,
     return LAYER_FILES_PARAMETERS;
 }
 
-static void remove_file(const char *dir, const char *name)
+/* One file of the set under its temporary name (npy's pending save);
+ * nothing for a name the run does not have. */
+static int write_pending(const char *dir, const NamedTensor *item, NpyPending *pending,
+                         char *err, size_t err_len)
 {
     char path[4096];
-    file_path(path, sizeof path, dir, name);
-    remove(path);
+    file_path(path, sizeof path, dir, item->name);
+    memset(pending, 0, sizeof *pending);
+    if (item->tensor != NULL)
+        return npy_save_pending(path, item->tensor, pending, err, err_len);
+    if (item->lengths != NULL)
+        return npy_save_ints_pending(path, item->lengths->data, item->lengths->ndim,
+                                     item->lengths->shape, pending, err, err_len);
+    return 0;
 }
 
-static int save_one(const char *dir, const NamedTensor *item, char *err, size_t err_len)
+static void discard_all(NpyPending *pending, int count)
 {
-    char path[4096], npy_err[NPY_ERR_LEN];
-    file_path(path, sizeof path, dir, item->name);
-    int status = 0;
-    if (item->tensor != NULL)
-        status = npy_save(path, item->tensor, npy_err, sizeof npy_err);
-    else if (item->lengths != NULL)
-        status = npy_save_ints(path, item->lengths->data, item->lengths->ndim,
-                               item->lengths->shape, npy_err, sizeof npy_err);
-    else
-        remove(path);   /* not part of this run: an old file would be read back */
-    if (status != 0)
-        set_error(err, err_len, "%s", npy_err);
-    return status;
+    for (int i = 0; i < count; i++)
+        npy_discard(&pending[i]);
+}
+
+/* The renames, under the lock and with the signals held. A name held by a
+ * directory cannot be replaced: that is refused before anything moves. New
+ * names go first: should one fail, removing them restores the directory.
+ * Then the names that replace a file of the previous run (a rename over an
+ * existing name needs no room in the directory), then the removals. */
+static int commit_set(const char *dir, const NamedTensor *set, NpyPending *pending, int count,
+                      char *err, size_t err_len)
+{
+    bool existed[LAYER_FILES_MAX_SET];
+    struct stat st;
+    for (int i = 0; i < count; i++) {
+        char path[4096];
+        file_path(path, sizeof path, dir, set[i].name);
+        existed[i] = lstat(path, &st) == 0;
+        if (existed[i] && S_ISDIR(st.st_mode)) {
+            set_error(err, err_len, "%s: cannot %s: a directory has that name", path,
+                      pending[i].path ? "write" : "remove the previous run's file");
+            discard_all(pending, count);
+            return -1;
+        }
+    }
+    bool placed[LAYER_FILES_MAX_SET] = {false};
+    for (int i = 0; i < count; i++) {
+        if (pending[i].path == NULL || existed[i])
+            continue;
+        if (npy_commit(&pending[i], err, err_len) != 0) {
+            for (int j = 0; j < i; j++)   /* the new names already in place go again */
+                if (placed[j]) {
+                    char path[4096];
+                    file_path(path, sizeof path, dir, set[j].name);
+                    unlink(path);
+                }
+            discard_all(pending, count);
+            return -1;
+        }
+        placed[i] = true;
+    }
+    for (int i = 0; i < count; i++)
+        if (pending[i].path != NULL && npy_commit(&pending[i], err, err_len) != 0) {
+            discard_all(pending, count);
+            return -1;
+        }
+    for (int i = 0; i < count; i++) {
+        char path[4096];
+        file_path(path, sizeof path, dir, set[i].name);
+        if (set[i].tensor == NULL && set[i].lengths == NULL && unlink(path) != 0 &&
+            errno != ENOENT) {
+            set_error(err, err_len, "%s: cannot remove the previous run's file: %s", path,
+                      strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int layer_files_save(const char *dir, const NamedTensor *set, int count, char *err,
                      size_t err_len)
 {
+    NpyPending pending[LAYER_FILES_MAX_SET];
+    if (count > LAYER_FILES_MAX_SET) {
+        set_error(err, err_len, "layer_files_save: %d files, at most %d", count,
+                  LAYER_FILES_MAX_SET);
+        return -1;
+    }
+    // pass 1: every file complete under its temporary name
     for (int i = 0; i < count; i++)
-        if (save_one(dir, &set[i], err, err_len) != 0) {
-            /* the files written so far belong with the one that failed */
-            for (int j = 0; j < i; j++)
-                remove_file(dir, set[j].name);
+        if (write_pending(dir, &set[i], &pending[i], err, err_len) != 0) {
+            discard_all(pending, i);
             return -1;
         }
+    // pass 2: all of them into place at once, as far as other writers,
+    // readers that lock, and signals can tell
+    const int lock = lock_dir(dir, true, err, err_len);
+    if (lock < 0) {
+        discard_all(pending, count);
+        return -1;
+    }
+    npy_hold_signals(true);
+    const int status = commit_set(dir, set, pending, count, err, err_len);
+    npy_hold_signals(false);
+    unlock_dir(lock);
+    return status;
+}
+
+int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,
+                         char *err, size_t err_len)
+{
+    NamedTensor set[LAYER_FILES_MAX_SET];
+    int count = 0;
+    if (inputs != NULL) {
+        set[count++] = (NamedTensor){"queries", inputs->queries, NULL};
+        set[count++] = (NamedTensor){"keys", inputs->keys, NULL};
+        set[count++] = (NamedTensor){"values", inputs->values, NULL};
+        count += layer_files_parameters(&inputs->layer, set + count);
+        set[count++] = (NamedTensor){"valid_lens", NULL, inputs->valid_lens};
+        set[count++] = (NamedTensor){"grad_output", inputs->grad_output, NULL};
+    }
+    const Tensor *output = results->output, *weights = results->attention_weights;
+    set[count++] = (NamedTensor){"output", output, NULL};
+    set[count++] = (NamedTensor){"attention_weights", weights, NULL};
+    count += layer_files_gradients(&results->grads, set + count);
+    if (layer_files_save(dir, set, count, err, err_len) != 0)
+        return -1;
+    char s1[64], s2[64];
+    printf("wrote %s/output.npy %s and %s/attention_weights.npy %s\n", dir,
+           shape_str(s1, sizeof s1, output->ndim, output->shape), dir,
+           shape_str(s2, sizeof s2, weights->ndim, weights->shape));
+    if (results->grads.params != NULL)
+        printf("wrote the gradients of sum(output * grad_output) as %s/grad_<name>.npy\n", dir);
     return 0;
+}
+
+LayerFiles layer_files_borrow(const MultiHeadAttention *layer, const Tensor *queries,
+                              const Tensor *keys, const Tensor *values,
+                              const ValidLens *valid_lens)
+{
+    /* const is cast away for the struct's sake only: nothing here is freed
+     * or written through a borrowed LayerFiles */
+    return (LayerFiles){
+        .queries = (Tensor *)queries, .keys = (Tensor *)keys, .values = (Tensor *)values,
+        .W_q = layer->W_q, .W_k = layer->W_k, .W_v = layer->W_v, .W_o = layer->W_o,
+        .b_q = layer->b_q, .b_k = layer->b_k, .b_v = layer->b_v, .b_o = layer->b_o,
+        .valid_lens = (ValidLens *)valid_lens, .layer = *layer,
+    };
+}
+
+bool layer_files_same_dir(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* ---- the backward ---------------------------------------------------------------- */
+
+/* ---- running the layer, every stage checked ------------------------------
+ * The library passes IEEE values through (multihead.h): inputs near
+ * float32's largest value overflow into infinity in a projection, and then
+ * into NaN. Each stage is checked in the order the forward computes it, so
+ * the line names the first stage that overflowed, where the fix is. */
+
+/* Index of the first NaN or infinity of x, or SIZE_MAX. */
+static size_t first_non_finite(const Tensor *x)
+{
+    for (size_t i = 0; i < x->size; i++)
+        if (!isfinite(x->data[i]))
+            return i;
+    return SIZE_MAX;
+}
+
+/* "[0, 1, 3]": a flat index written as the index of each dimension. */
+static void index_text(char *buf, size_t len, size_t flat, int ndim, const int *shape)
+{
+    int index[TENSOR_MAX_DIMS];
+    for (int i = ndim - 1; i >= 0; i--) {
+        index[i] = (int)(flat % (size_t)shape[i]);
+        flat /= (size_t)shape[i];
+    }
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", index[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
+
+/* A head's (B*H, n, d) tensor, checked as the (B, n, D) projection it was
+ * split from: element [b*H + h, t, j] is [b, t, h*d + j] there. */
+static int check_projection(const char *what, const Tensor *heads, int H, char *err,
+                            size_t err_len)
+{
+    const size_t bad = first_non_finite(heads);
+    if (bad == SIZE_MAX)
+        return 0;
+    const int n = heads->shape[1], d = heads->shape[2];
+    const int row = (int)(bad / ((size_t)n * d)), t = (int)(bad / d % n), j = (int)(bad % d);
+    set_error(err, err_len, "the %s projection overflows float32 at [%d, %d, %d]: scale the "
+              "inputs down", what, row / H, t, row % H * d + j);
+    return -1;
+}
+
+/* Softmax turns finite scores into finite weights, so a non-finite weight
+ * means a score Q K^T / sqrt(d) overflowed; the message names its key. */
+static int check_scores(const MultiHeadSaved *saved, int H, char *err, size_t err_len)
+{
+    const Tensor *weights = saved->attention.weights;   /* (B*H, T, K) */
+    const size_t bad = first_non_finite(weights);
+    if (bad == SIZE_MAX)
+        return 0;
+    const int T = weights->shape[1], K = weights->shape[2], d = saved->Q->shape[2];
+    const int row = (int)(bad / ((size_t)T * K)), t = (int)(bad / K % T);
+    int key = (int)(bad % K);
+    for (int j = K - 1; j >= 0; j--) {   /* the first key whose score is not finite */
+        float score = 0.0f;
+        for (int i = 0; i < d; i++)
+            score += AT3(saved->Q, row, t, i) * AT3(saved->K, row, j, i);
+        key = isfinite(score / sqrtf((float)d)) ? key : j;
+    }
+    set_error(err, err_len, "the attention scores overflow float32 at [%d, %d, %d, %d] "
+              "(sequence, head, query, key): scale the queries or keys down", row / H, row % H,
+              t, key);
+    return -1;
+}
+
+/* A tensor of shape (B, T, D) or a gradient, checked whole. */
+static int check_stage(const char *what, const Tensor *x, const char *advice, char *err,
+                       size_t err_len)
+{
+    const size_t bad = x != NULL ? first_non_finite(x) : SIZE_MAX;
+    if (bad == SIZE_MAX)
+        return 0;
+    char where[96];
+    index_text(where, sizeof where, bad, x->ndim, x->shape);
+    set_error(err, err_len, "%s overflows float32 at %s: %s", what, where, advice);
+    return -1;
+}
+
+static int check_forward(const MultiHeadSaved *saved, const Tensor *output, int H, char *err,
+                         size_t err_len)
+{
+    if (check_projection("query", saved->Q, H, err, err_len) != 0 ||
+        check_projection("key", saved->K, H, err, err_len) != 0 ||
+        check_projection("value", saved->V, H, err, err_len) != 0 ||
+        check_scores(saved, H, err, err_len) != 0)
+        return -1;
+    return check_stage("the heads' output (weights times values)", saved->concat,
+                       "scale the values down", err, err_len) != 0 ||
+           check_stage("the output (the heads times W_o)", output, "scale the inputs down", err,
+                       err_len) != 0 ? -1 : 0;
+}
+
+static int check_gradients(const LayerResults *results, char *err, size_t err_len)
+{
+    NamedTensor grads[LAYER_FILES_GRADIENTS];
+    const int count = layer_files_gradients(&results->grads, grads);
+    char what[64];
+    for (int i = 0; i < count; i++) {
+        snprintf(what, sizeof what, "the gradient %s", grads[i].name);
+        if (check_stage(what, grads[i].tensor, "scale grad_output or the inputs down", err,
+                        err_len) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, size_t err_len)
+{
+    const MultiHeadAttention *layer = &files->layer;
+    const int B = files->queries->shape[0], T = files->queries->shape[1];
+    const int K = files->keys->shape[1], H = layer->num_heads;
+    memset(results, 0, sizeof *results);
+    if (layer_files_check_memory(layer, B, T, K, files->grad_output != NULL, err, err_len) != 0)
+        return -1;
+    MultiHeadSaved saved;
+    results->output = multihead_forward_save(layer, files->queries, files->keys, files->values,
+                                             files->valid_lens, false, NULL, &saved);
+    int status = check_forward(&saved, results->output, H, err, err_len);
+    if (status == 0 && files->grad_output != NULL) {
+        /* fresh gradients: "added into" starts from zero */
+        LayerGradients *g = &results->grads;
+        g->params = multihead_grads_new(layer);
+        multihead_backward(layer, &saved, files->grad_output, g->params, &g->queries,
+                           &g->keys, &g->values, NULL);
+        status = check_gradients(results, err, err_len);
+    }
+    /* (B*H, T, K) and (B, H, T, K) hold the same numbers in the same order:
+     * row b*H + h is head h of sequence b. Evaluation mode: no dropout. */
+    results->attention_weights = tensor_reshape(saved.attention.weights, SHAPE(B, H, T, K));
+    saved.attention.weights = NULL;
+    multihead_saved_free(&saved);
+    if (status != 0)
+        layer_results_free(results);
+    return status;
+}
+
+void layer_results_free(LayerResults *results)
+{
+    tensor_free(results->output);
+    tensor_free(results->attention_weights);
+    layer_gradients_free(&results->grads);
+    memset(results, 0, sizeof *results);
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+/* "17.2 GB": bytes as a person reads them. */
+static void bytes_text(char *buf, size_t len, double bytes)
+{
+    static const char *const units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+    int u = 0;
+    while (bytes >= 1000.0 && u < 6) {
+        bytes /= 1000.0;
+        u++;
+    }
+    snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+}
+
+double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
+                                bool backward)
+{
+    const double D = layer->num_hiddens, H = layer->num_heads;
+    const double inputs = (double)B * T * layer->query_size +
+                          (double)B * K * (layer->key_size + layer->value_size);
+    const double params = D * (layer->query_size + layer->key_size + layer->value_size + D) +
+                          4 * D;
+    const double projections = (double)B * T * D + 2.0 * B * K * D;   /* Q, K, V */
+    const double weights = (double)B * H * T * K;
+    /* projected, then split into heads; the weights and their copy for the
+     * caller; the heads' output, merged, and the output */
+    double floats = inputs + params + 2 * projections + 2 * weights + 3.0 * B * T * D;
+    if (backward)   /* the weights' and scores' gradients, and one of everything else */
+        floats += 2 * weights + inputs + params + 2 * projections + 3.0 * B * T * D;
+    return 4.0 * floats;
+}
+
+int layer_files_check_memory(const MultiHeadAttention *layer, int B, int T, int K,
+                             bool backward, char *err, size_t err_len)
+{
+    const char *what;
+    const double have = (double)memory_available(&what);
+    const double need = layer_files_bytes_needed(layer, B, T, K, backward);
+    if (need <= have)
+        return 0;
+    char need_text[32], weights_text[32], have_text[32];
+    bytes_text(need_text, sizeof need_text, need);
+    bytes_text(weights_text, sizeof weights_text,
+               4.0 * B * layer->num_heads * (double)T * K);
+    bytes_text(have_text, sizeof have_text, have);
+    set_error(err, err_len, "this run needs about %s of memory (the attention weights "
+              "(%d, %d, %d, %d) alone take %s), more than %s, %s: use fewer queries, keys or "
+              "heads", need_text, B, layer->num_heads, T, K, weights_text, what, have_text);
+    return -1;
+}
+
+void layer_gradients_free(LayerGradients *grads)
+{
+    tensor_free(grads->queries);
+    tensor_free(grads->keys);
+    tensor_free(grads->values);
+    multihead_grads_free(grads->params);
+    memset(grads, 0, sizeof *grads);
+}
+
+void layer_gradients_print(const LayerGradients *g)
+{
+    const MultiHeadGrads *p = g->params;
+    printf("gradients of sum(output * grad_output), largest |entry|:\n");
+    printf("  queries %.4g, keys %.4g, values %.4g\n", (double)tensor_max_abs(g->queries),
+           (double)tensor_max_abs(g->keys), (double)tensor_max_abs(g->values));
+    printf("  W_q %.4g, W_k %.4g, W_v %.4g, W_o %.4g\n", (double)tensor_max_abs(p->W_q),
+           (double)tensor_max_abs(p->W_k), (double)tensor_max_abs(p->W_v),
+           (double)tensor_max_abs(p->W_o));
+    if (p->b_k != NULL)
+        printf("  b_k %.1e (0 up to rounding: softmax ignores a shift shared by all keys)\n",
+               (double)tensor_max_abs(p->b_k));
+    printf("\n");
+}
+
+int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS])
+{
+    const LayerGradients none = {0};
+    const MultiHeadGrads no_params = {0};
+    const LayerGradients *g = grads != NULL ? grads : &none;
+    const MultiHeadGrads *p = g->params != NULL ? g->params : &no_params;
+    const NamedTensor gradients[LAYER_FILES_GRADIENTS] = {
+        {"grad_queries", g->queries, NULL}, {"grad_keys", g->keys, NULL},
+        {"grad_values", g->values, NULL},
+        {"grad_W_q", p->W_q, NULL}, {"grad_W_k", p->W_k, NULL},
+        {"grad_W_v", p->W_v, NULL}, {"grad_W_o", p->W_o, NULL},
+        {"grad_b_q", p->b_q, NULL}, {"grad_b_k", p->b_k, NULL},
+        {"grad_b_v", p->b_v, NULL}, {"grad_b_o", p->b_o, NULL},
+    };
+    memcpy(out, gradients, sizeof gradients);
+    return LAYER_FILES_GRADIENTS;
 }
 
 /* ---- comparing ------------------------------------------------------------------- */
@@ -352,6 +806,16 @@ int layer_files_check_expected(const char *dir, const NamedTensor *results, int 
     return verdict;
 }
 
+int layer_files_check_results(const char *dir, const LayerResults *results, float atol,
+                              float rtol, char *err, size_t err_len)
+{
+    NamedTensor compared[2 + LAYER_FILES_GRADIENTS] = {
+        {"output", results->output, NULL},
+        {"attention_weights", results->attention_weights, NULL}};
+    const int count = 2 + layer_files_gradients(&results->grads, compared + 2);
+    return layer_files_check_expected(dir, compared, count, atol, rtol, err, err_len);
+}
+
 /* ---- describing ------------------------------------------------------------------ */
 
 void layer_files_print(const char *dir, const LayerFiles *files)
@@ -375,6 +839,12 @@ void layer_files_print(const char *dir, const LayerFiles *files)
         valid_lens_print_named("  valid_lens", files->valid_lens);
     else
         printf("  no valid_lens.npy: no mask\n");
+    if (files->grad_output)
+        printf("  grad_output %s: the backward runs too\n",
+               shape_str(shape, sizeof shape, files->grad_output->ndim,
+                         files->grad_output->shape));
+    printf("num_heads = %d, head size d = %d\n\n", layer->num_heads,
+           layer->num_hiddens / layer->num_heads);
 }
 
 int layer_files_plot_weights(const char *dir, const char *name, const char *title,

@@ -10,6 +10,8 @@
  *   queries.npy (B, T, Dq)   keys.npy (B, K, Dk)   values.npy (B, K, Dv)
  *   W_q.npy (D, Dq)  W_k.npy (D, Dk)  W_v.npy (D, Dv)  W_o.npy (D, D)
  *   optional: b_q.npy ... b_o.npy (D,), valid_lens.npy (B,) or (B, T) integers,
+ *             grad_output.npy (B, T, D): the gradient of a loss with respect
+ *             to the output, which asks for the backward (below),
  *             expected_NAME.npy for any result NAME, to compare with
  *
  * with the weights in PyTorch's (out_features, in_features) layout. Every
@@ -21,7 +23,10 @@
  * of LayerFiles.
  *
  * Results go back as a set of named tensors (output, attention_weights,
- * and whatever a program adds): written together or not at all.
+ * and whatever a program adds), and a directory receives them as a set
+ * (layer_files_save, below): a reader sees all of one run's files or all
+ * of another's, never a mix, never a half-written or temporary file, and a
+ * run that fails leaves the previous complete set in place.
  *
  * Errors are returned, never fatal, as in npy.h: every function takes a
  * buffer err of err_len bytes and fills it with one line naming the file
@@ -40,6 +45,9 @@
 /* Room for any message these functions write (longer paths are cut). */
 enum { LAYER_FILES_ERR_LEN = 1024 };
 
+/* The lock file that writers and readers of a directory share (below). */
+#define LAYER_FILES_LOCK ".multihead.lock"
+
 /* Everything a directory holds for one run of the layer. The tensors are
  * owned here; layer borrows the weights and biases below, so it is used as
  * &files.layer and never given to multihead_free. */
@@ -47,13 +55,20 @@ typedef struct {
     Tensor *queries, *keys, *values;      /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
     Tensor *W_q, *W_k, *W_v, *W_o;        /* (D, Dq), (D, Dk), (D, Dv), (D, D) */
     Tensor *b_q, *b_k, *b_v, *b_o;        /* (D,) each, or NULL: no such file */
+    Tensor *grad_output;                  /* (B, T, D), or NULL: no backward */
     ValidLens *valid_lens;                /* (B,) or (B, T), or NULL: no mask */
     MultiHeadAttention layer;             /* sizes, num_heads, the tensors above */
 } LayerFiles;
 
 /* Load and check every file of dir for a layer of num_heads heads.
  * Returns 0, or -1 with one line in err; either way files holds what was
- * read and layer_files_free releases it. */
+ * read and layer_files_free releases it. Besides each file's own checks
+ * (npy.h) and its shape, the set must be whole: some of the four biases
+ * but not all is an error naming the missing ones, and an optional file
+ * that is a symbolic link leading nowhere is an error naming it (not "no
+ * such file"). The files are read under a shared lock on dir when it has
+ * the lock file (see layer_files_save), so a writer's renames never land
+ * half way through. */
 int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *err,
                      size_t err_len);
 void layer_files_free(LayerFiles *files);
@@ -74,12 +89,107 @@ enum { LAYER_FILES_PARAMETERS = 8 };
 int layer_files_parameters(const MultiHeadAttention *layer,
                            NamedTensor out[LAYER_FILES_PARAMETERS]);
 
-/* Write every tensor of the set into dir as NAME.npy. Each file is written
- * to a temporary name and renamed (npy_save); when one fails, the files
- * this call already wrote are removed, so the set is whole or absent.
- * Returns 0, or -1 with one line in err. */
+/* Write every tensor of the set into dir as NAME.npy, as a set:
+ *   1. every file is written whole under a temporary name (NAME.npy.tmpXXXXXX,
+ *      npy_save_pending); a failure removes them, and dir is as it was;
+ *   2. with an exclusive flock() on dir/.multihead.lock, and SIGINT, SIGTERM
+ *      and SIGHUP held back, they are renamed into place (a name held by a
+ *      directory is refused before anything moves; new names go first, so
+ *      that one failing can be undone), then the names without a tensor are
+ *      removed.
+ * So two programs writing into one directory leave one run's set or the
+ * other's, never a mix; a reader that takes the shared lock
+ * (layer_files_load does, when the lock file is there) never sees the
+ * renames half done; a signal before
+ * the renames leaves the previous set and no temporary file (npy.h), and
+ * one during them is delivered once the set is whole. What no lock can
+ * promise: a reader that ignores the lock (np.load in a loop) may catch the
+ * few microseconds of the renames, and SIGKILL or a crash in step 1 leaves
+ * temporary files (the previous set is still whole). At most
+ * LAYER_FILES_MAX_SET files. Returns 0, or -1 with one line in err. */
+enum { LAYER_FILES_MAX_SET = 32 };
 int layer_files_save(const char *dir, const NamedTensor *set, int count, char *err,
                      size_t err_len);
+
+/* true when the two paths name one directory (--from DIR --to DIR). */
+bool layer_files_same_dir(const char *a, const char *b);
+
+/* A LayerFiles view of a layer and its inputs, owning nothing (never give
+ * it to layer_files_free): what layer_files_save_run writes for a run that
+ * did not come from files. */
+LayerFiles layer_files_borrow(const MultiHeadAttention *layer, const Tensor *queries,
+                              const Tensor *keys, const Tensor *values,
+                              const ValidLens *valid_lens);
+
+/* ---- the backward --------------------------------------------------------
+ * With grad_output.npy = G, the gradients of L = sum(output * G) with
+ * respect to every input and parameter: what PyTorch's
+ * (output * G).sum().backward() leaves in .grad. */
+typedef struct {
+    Tensor *queries, *keys, *values;   /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
+    MultiHeadGrads *params;            /* W_q ... W_o, and b_q ... b_o with biases */
+} LayerGradients;
+
+void layer_gradients_free(LayerGradients *grads);
+/* The largest |entry| of each gradient on stdout, and the key bias's,
+ * which is 0 up to rounding:
+ *   gradients of sum(output * grad_output), largest |entry|:
+ *     queries 1.102, keys 1.193, values 2.434
+ *     W_q 2.681, W_k 3.235, W_v 5.226, W_o 7.113
+ *     b_k 1.6e-07 (0 up to rounding: softmax ignores a shift shared by all keys) */
+void layer_gradients_print(const LayerGradients *grads);
+
+/* The gradients named as their files: grad_queries, grad_keys, grad_values,
+ * grad_W_q ... grad_W_o, grad_b_q ... grad_b_o. Empty grads (no backward
+ * this run) or a layer without biases gives entries without a tensor, so
+ * layer_files_save removes such files left by an earlier run. Returns the
+ * count, 11. */
+enum { LAYER_FILES_GRADIENTS = 11 };
+int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS]);
+
+/* ---- a run ---------------------------------------------------------------- */
+
+/* What one run of the layer gives. */
+typedef struct {
+    Tensor *output;              /* (B, T, D) */
+    Tensor *attention_weights;   /* (B, H, T, K) */
+    LayerGradients grads;        /* all NULL without grad_output.npy */
+} LayerResults;
+
+/* The layer of files, forward in evaluation mode and, with grad_output.npy,
+ * backward, every stage checked for NaN and infinity in the order it is
+ * computed: the query, key and value projections, the attention scores, the
+ * heads' output, the output, then each gradient. Returns 0, or -1 with one
+ * line in err naming the first stage that overflowed float32 and where:
+ *   the query projection overflows float32 at [0, 1, 3]: scale the inputs down
+ * and results empty: a program writes nothing it cannot read back. The
+ * memory the run needs is checked first (layer_files_check_memory). */
+int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, size_t err_len);
+void layer_results_free(LayerResults *results);
+
+/* The files of one run into dir as one set (layer_files_save): inputs
+ * (queries ... values, W_q ... b_o, valid_lens, grad_output; NULL: dir is
+ * the directory they were read from, and they stay as they are), then
+ * output, attention_weights and grad_NAME for every gradient. A name the
+ * run does not have (no biases, no mask, no backward) is removed from dir,
+ * so that reading it back finds this run only. Then says so on stdout:
+ *   wrote out/output.npy (2, 4, 100) and out/attention_weights.npy (2, 5, 4, 6)
+ * and, with gradients, a second line naming out/grad_<name>.npy. */
+int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,
+                         char *err, size_t err_len);
+
+/* Bytes a run of layer on B sequences of T queries and K keys needs, about:
+ * the inputs and parameters, the projections and their split copies, the
+ * (B, H, T, K) attention weights twice, the heads' outputs; about twice that
+ * with the backward. layer_files_check_memory compares it with
+ * memory_available (error.h): 0, or -1 with one line in err saying how much
+ * is needed, before anything large is allocated. */
+double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
+                                bool backward);
+int layer_files_check_memory(const MultiHeadAttention *layer, int B, int T, int K,
+                             bool backward, char *err, size_t err_len);
+
+/* ---- comparing with PyTorch ------------------------------------------------ */
 
 /* A result against DIR/expected_NAME.npy. */
 typedef struct {
@@ -105,11 +215,17 @@ int layer_files_compare(const char *dir, const char *name, const Tensor *actual,
 int layer_files_check_expected(const char *dir, const NamedTensor *results, int count,
                                 float atol, float rtol, char *err, size_t err_len);
 
+/* layer_files_check_expected on a run's results: output,
+ * attention_weights and every gradient there is. */
+int layer_files_check_results(const char *dir, const LayerResults *results, float atol,
+                              float rtol, char *err, size_t err_len);
+
 /* What layer_files_load read, on stdout:
  *   Loaded DIR:
  *     queries (3, 2, 12), keys (3, 6, 5), values (3, 6, 7)
  *     W_q (12, 12), W_k (12, 5), W_v (12, 7), W_o (12, 12), with biases
- *     valid_lens = tensor([6, 2, 4])                                      */
+ *     valid_lens = tensor([6, 2, 4])
+ *   num_heads = 4, head size d = 3                                        */
 void layer_files_print(const char *dir, const LayerFiles *files);
 
 /* Per-head weights (B, H, T, K) as a grid of heatmaps under title, one row

@@ -20,6 +20,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -694,7 +695,8 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
                 if (*buffer == NULL) {
                     npy_fail(sink, "out of memory reading %zu bytes", need);
                 } else {
-                    memcpy(*buffer, preamble + data_start, early);
+                    if (early > 0)
+                        memcpy(*buffer, preamble + data_start, early);
                     if (!read_exact(fd, *buffer + early, need - early))
                         read_failed(sink);
                     else
@@ -776,10 +778,123 @@ static size_t format_header(unsigned char *buf, size_t buf_len, const char *desc
     return total;
 }
 
+/* ---- temporary files, and the signals that would strand them ------------
+ * A file is written under a temporary name beside its own (NAME.tmpXXXXXX)
+ * and renamed into place when complete. Until then the temporary name is
+ * registered here: SIGINT, SIGTERM or SIGHUP remove every registered file,
+ * then end the program as the signal would have. The handler is installed
+ * the first time a file is registered, for each of those signals that still
+ * has its default action (a program that handles one itself keeps it).
+ * Registering and renaming happen with the signals held, so the handler
+ * never sees a name half registered or a file already renamed. */
+
+enum { MAX_TEMP_FILES = 64 };
+static char *volatile temp_files[MAX_TEMP_FILES];   /* NULL: a free slot */
+static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
+enum { NUM_CLEANUP_SIGNALS = sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0] };
+static bool handlers_installed;
+static int hold_depth;
+static sigset_t held_mask;
+
+static void remove_temp_files_and_reraise(int sig)
+{
+    /* only async-signal-safe calls here: unlink, signal, raise */
+    for (int i = 0; i < MAX_TEMP_FILES; i++)
+        if (temp_files[i] != NULL)
+            unlink(temp_files[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    handlers_installed = true;
+    for (int i = 0; i < NUM_CLEANUP_SIGNALS; i++) {
+        struct sigaction old, act;
+        if (sigaction(CLEANUP_SIGNALS[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            continue;
+        memset(&act, 0, sizeof act);
+        act.sa_handler = remove_temp_files_and_reraise;
+        sigemptyset(&act.sa_mask);
+        sigaction(CLEANUP_SIGNALS[i], &act, NULL);
+    }
+}
+
+void npy_hold_signals(bool hold)
+{
+    if (hold && hold_depth++ == 0) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        for (int i = 0; i < NUM_CLEANUP_SIGNALS; i++)
+            sigaddset(&mask, CLEANUP_SIGNALS[i]);
+        sigprocmask(SIG_BLOCK, &mask, &held_mask);
+    } else if (!hold && hold_depth > 0 && --hold_depth == 0) {
+        sigprocmask(SIG_SETMASK, &held_mask, NULL);   /* a held signal lands here */
+    }
+}
+
+/* Called with the signals held. */
+static void register_temp(char *name)
+{
+    if (!handlers_installed)
+        install_handlers();
+    for (int i = 0; i < MAX_TEMP_FILES; i++)
+        if (temp_files[i] == NULL) {
+            temp_files[i] = name;
+            return;
+        }
+    /* more than 64 files pending at once: this one is not cleaned up on a signal */
+}
+
+static void unregister_temp(const char *name)
+{
+    for (int i = 0; i < MAX_TEMP_FILES; i++)
+        if (temp_files[i] == name)
+            temp_files[i] = NULL;
+}
+
+static void pending_clear(NpyPending *pending)
+{
+    free(pending->path);
+    free(pending->temp);
+    pending->path = pending->temp = NULL;
+}
+
+void npy_discard(NpyPending *pending)
+{
+    if (pending->temp != NULL) {
+        npy_hold_signals(true);
+        unlink(pending->temp);
+        unregister_temp(pending->temp);
+        npy_hold_signals(false);
+    }
+    pending_clear(pending);
+}
+
+int npy_commit(NpyPending *pending, char *err, size_t err_len)
+{
+    const ErrSink sink = {pending->path ? pending->path : "<none>", err, err_len};
+    clear_err(err, err_len);
+    if (pending->temp == NULL)
+        return npy_fail(&sink, "internal error: nothing to commit");
+    npy_hold_signals(true);
+    int status = rename(pending->temp, pending->path) == 0 ? 0 : -1;
+    int saved = errno;
+    if (status != 0)
+        unlink(pending->temp);
+    unregister_temp(pending->temp);
+    npy_hold_signals(false);
+    if (status != 0)
+        npy_fail(&sink, "cannot write: %s", strerror(saved));
+    pending_clear(pending);
+    return status;
+}
+
 /* Header and data (count items of 4 bytes, already little-endian) into a
- * temporary file beside path, renamed into place when complete. */
-static int write_npy(const char *path, const char *descr, int ndim, const int *shape,
-                     const unsigned char *data, size_t count, const ErrSink *sink)
+ * registered temporary file beside path, complete, not yet renamed. */
+static int write_pending(const char *path, const char *descr, int ndim, const int *shape,
+                         const unsigned char *data, size_t count, const ErrSink *sink,
+                         NpyPending *pending)
 {
     unsigned char header[512];
     size_t header_len = format_header(header, sizeof header, descr, ndim, shape);
@@ -787,43 +902,52 @@ static int write_npy(const char *path, const char *descr, int ndim, const int *s
         return npy_fail(sink, "internal error: header too long");
 
     size_t temp_len = strlen(path) + sizeof ".tmpXXXXXX";
-    char *temp = malloc(temp_len);
-    if (temp == NULL)
+    pending->path = strdup(path);
+    pending->temp = malloc(temp_len);
+    if (pending->path == NULL || pending->temp == NULL) {
+        pending_clear(pending);
         return npy_fail(sink, "out of memory");
-    snprintf(temp, temp_len, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(temp);
+    }
+    snprintf(pending->temp, temp_len, "%s.tmpXXXXXX", path);
+    npy_hold_signals(true);
+    int fd = mkstemp(pending->temp);
+    int saved = errno;
+    if (fd >= 0)
+        register_temp(pending->temp);
+    npy_hold_signals(false);
     if (fd < 0) {
-        int saved = errno;
-        free(temp);
+        pending_clear(pending);
         return npy_fail(sink, "cannot create: %s", strerror(saved));
     }
     fchmod(fd, 0644);   /* mkstemp makes the file private (0600) */
     FILE *f = fdopen(fd, "wb");
-    if (f == NULL) {
-        int saved = errno;
-        close(fd);
-        unlink(temp);
-        free(temp);
-        return npy_fail(sink, "cannot write: %s", strerror(saved));
-    }
-    bool ok = fwrite(header, 1, header_len, f) == header_len
+    bool ok = f != NULL && fwrite(header, 1, header_len, f) == header_len
               && fwrite(data, 4, count, f) == count;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (ok && rename(temp, path) != 0) {
+    saved = errno;
+    if (f == NULL)
+        close(fd);
+    else if (fclose(f) != 0 && ok) {
         ok = false;
         saved = errno;
     }
     if (!ok) {
-        unlink(temp);
-        free(temp);
+        npy_discard(pending);
         return npy_fail(sink, "cannot write: %s", strerror(saved));
     }
-    free(temp);
     return 0;
+}
+
+/* write_pending, then the rename into place. */
+static int write_npy(const char *path, const char *descr, int ndim, const int *shape,
+                     const unsigned char *data, size_t count, const ErrSink *sink,
+                     NpyPending *pending)
+{
+    NpyPending own = {0};
+    NpyPending *p = pending != NULL ? pending : &own;
+    memset(p, 0, sizeof *p);
+    if (write_pending(path, descr, ndim, shape, data, count, sink, p) != 0)
+        return -1;
+    return pending != NULL ? 0 : npy_commit(p, sink->err, sink->err_len);
 }
 
 static int check_shape(int ndim, const int *shape, const ErrSink *sink, size_t *count)
@@ -841,7 +965,8 @@ static int check_shape(int ndim, const int *shape, const ErrSink *sink, size_t *
     return 0;
 }
 
-int npy_save(const char *path, const Tensor *x, char *err, size_t err_len)
+static int save_floats(const char *path, const Tensor *x, NpyPending *pending, char *err,
+                       size_t err_len)
 {
     const ErrSink sink = {path, err, err_len};
     size_t count;
@@ -856,13 +981,13 @@ int npy_save(const char *path, const Tensor *x, char *err, size_t err_len)
         memcpy(&bits, &x->data[i], 4);
         put_le_u32(bytes + 4 * i, bits);
     }
-    int status = write_npy(path, "<f4", x->ndim, x->shape, bytes, count, &sink);
+    int status = write_npy(path, "<f4", x->ndim, x->shape, bytes, count, &sink, pending);
     free(bytes);
     return status;
 }
 
-int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
-                  char *err, size_t err_len)
+static int save_ints(const char *path, const int *values, int ndim, const int *shape,
+                     NpyPending *pending, char *err, size_t err_len)
 {
     const ErrSink sink = {path, err, err_len};
     size_t count;
@@ -881,7 +1006,32 @@ int npy_save_ints(const char *path, const int *values, int ndim, const int *shap
 #endif
         put_le_u32(bytes + 4 * i, (uint32_t)(int32_t)values[i]);
     }
-    int status = write_npy(path, "<i4", ndim, shape, bytes, count, &sink);
+    int status = write_npy(path, "<i4", ndim, shape, bytes, count, &sink, pending);
     free(bytes);
     return status;
+}
+
+int npy_save(const char *path, const Tensor *x, char *err, size_t err_len)
+{
+    return save_floats(path, x, NULL, err, err_len);
+}
+
+int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
+                  char *err, size_t err_len)
+{
+    return save_ints(path, values, ndim, shape, NULL, err, err_len);
+}
+
+int npy_save_pending(const char *path, const Tensor *x, NpyPending *pending, char *err,
+                     size_t err_len)
+{
+    memset(pending, 0, sizeof *pending);
+    return save_floats(path, x, pending, err, err_len);
+}
+
+int npy_save_ints_pending(const char *path, const int *values, int ndim, const int *shape,
+                          NpyPending *pending, char *err, size_t err_len)
+{
+    memset(pending, 0, sizeof *pending);
+    return save_ints(path, values, ndim, shape, pending, err, err_len);
 }

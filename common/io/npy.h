@@ -30,12 +30,17 @@
  * with one line naming the file and the problem, for example
  *     queries.npy: big-endian data ('>f4') is not supported; save it with .astype('<f4')
  * When err is NULL the line is printed on stderr instead. A save writes a
- * temporary file in the same directory and renames it into place, so a
- * failed save leaves no half-written file.
+ * temporary file in the same directory (NAME.tmpXXXXXX) and renames it into
+ * place, so a failed save leaves no half-written file. Until the rename,
+ * SIGINT, SIGTERM and SIGHUP remove the temporary file before the program
+ * ends (for each of them that the program has not given a handler of its
+ * own), so an interrupted save leaves nothing behind either; only SIGKILL
+ * and a crash can.
  */
 #ifndef NPY_H
 #define NPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tensor.h"
@@ -76,5 +81,28 @@ int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
  * 1 to 4 positive dimensions. Returns 0, or -1 on error. */
 int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
                   char *err, size_t err_len);
+
+/* ---- a set of files that appears at once ----------------------------------
+ * The two steps of a save, apart, for a caller that writes several files
+ * and renames them only once all are written (layer_files_save): the
+ * _pending saves leave a complete file under its temporary name, removed
+ * by the signals above; npy_commit renames it into place, npy_discard
+ * removes it. Either frees what the pending save holds. */
+typedef struct {
+    char *path;   /* where the file goes */
+    char *temp;   /* where it is now; NULL once committed or discarded */
+} NpyPending;
+int npy_save_pending(const char *path, const Tensor *x, NpyPending *pending, char *err,
+                     size_t err_len);
+int npy_save_ints_pending(const char *path, const int *values, int ndim, const int *shape,
+                          NpyPending *pending, char *err, size_t err_len);
+int npy_commit(NpyPending *pending, char *err, size_t err_len);
+void npy_discard(NpyPending *pending);
+
+/* Hold SIGINT, SIGTERM and SIGHUP back (hold true) until the matching
+ * release (hold false), which delivers any that came meanwhile: a caller
+ * renaming several files into place holds them around the renames, so that
+ * the set is whole when the signal ends the program. Calls nest. */
+void npy_hold_signals(bool hold);
 
 #endif

@@ -1,0 +1,686 @@
+/*
+ * train - the dictionary, learned: a multi-head attention layer trained to
+ * look a word up (chapter 05, optional section "Attention that learns").
+ *
+ * Part 1: the task, in words: a fresh dictionary in every example.
+ * Part 2: the model, and training it with Adam (a progress line); a loss
+ *         that stops being a number, or SIGINT / SIGTERM, ends training
+ *         with the last good model saved, and --from DIR --steps N goes on
+ *         where a saved run stopped, to the same numbers.
+ * Part 3: held-out accuracy, on examples never trained on.
+ * Part 4: the learned attention of one example: the query's weight sits
+ *         on the entry holding its key.
+ *
+ * Legend: B = batch_size, P = entries of an example, H = num_heads,
+ * D = num_hiddens, V = words in each vocabulary.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "io/cli.h"
+#include "io/curve.h"
+#include "io/npy.h"
+#include "io/plot.h"
+#include "loss.h"
+#include "lookup_model.h"
+#include "tasks.h"
+
+static const char PROG[] = "train";
+
+/* The generator streams: one for the parameters, one for the held-out
+ * examples (tests/fixtures/make_train_fixtures.py draws them from the same
+ * stream), and one for each training step's batch, STREAM_STEP + s, so that
+ * the batch of step s depends on the seed and s alone: changing --steps
+ * leaves every batch as it was, and a run that goes on from a saved step
+ * draws what an uninterrupted run would. */
+enum { STREAM_HELDOUT = 2 };
+static const uint64_t STREAM_STEP = (uint64_t)1 << 32;
+enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, PROGRESS_LINES = 10 };
+
+typedef struct {
+    uint64_t seed;
+    int steps, batch, pairs, countries, hiddens, heads, examples;
+    float lr;
+    bool sizes_given, steps_given, training_given, bench;
+    const char *to_dir, *from_dir, *plot_dir;
+} Options;
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Every training step allocates and frees the same tensors. glibc returns
+ * the free top of its heap to the system once it passes 128 KB (and serves
+ * blocks over 128 KB with mmap, unmapped when freed), so each step would
+ * fault fresh zeroed pages back in: with --batch 256 a step took five times
+ * as long. The default size stays under those limits. Keeping freed memory
+ * for the next step costs nothing: the memory peaks in the first step. */
+static void keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+}
+
+/* ---- Part 1 ------------------------------------------------------------------ */
+
+/* Example b in words, wrapped after a comma past 84 columns, with its
+ * answer when show_answer. */
+static void print_example(const Task *task, const TaskBatch *batch, int b, bool show_answer)
+{
+    char *text;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        die(PROG, "out of memory");
+    task_print_example(f, task, batch, b);
+    if (show_answer)
+        fprintf(f, " -> %s", task->value_words[batch->answers[b]]);
+    fclose(f);
+    int column = 2;
+    printf("  ");
+    for (const char *word = text; *word;) {
+        const char *end = strstr(word, ", ");
+        const size_t n = end ? (size_t)(end - word) + 1 : strlen(word);   /* with its comma */
+        if (column > 2 && column + 1 + (int)n > 84) {
+            printf("\n   ");
+            column = 3;
+        } else if (word != text) {
+            putchar(' ');
+            column++;
+        }
+        printf("%.*s", (int)n, word);
+        column += (int)n;
+        word += n;
+        while (*word == ' ')
+            word++;
+    }
+    putchar('\n');
+    free(text);
+}
+
+/* The batch of training step s (1, 2, ...). */
+static void draw_step_batch(const Task *task, TaskBatch *batch, uint64_t seed, int step)
+{
+    Rng rng = rng_new_stream(seed, STREAM_STEP + (uint64_t)step);
+    task_draw(task, batch, SPLIT_TRAIN, &rng);
+}
+
+static void part1_the_task(const Task *task, const Options *opt)
+{
+    printf("Part 1. The task: look a country up in a dictionary\n\n");
+    printf("Each example is a fresh dictionary of %d countries, each paired with a capital\n"
+           "at random, and a query naming one of the countries. The answer is the capital\n"
+           "paired with it in this example; the pairing changes every time, so it cannot\n"
+           "be memorised, only looked up. The first three examples of step 1:\n",
+           task->num_pairs);
+    TaskBatch *batch = task_batch_new(task, 3);   /* the draws of a batch of 3 begin any batch */
+    draw_step_batch(task, batch, opt->seed, 1);
+    for (int b = 0; b < 3; b++)
+        print_example(task, batch, b, true);
+    printf("Every possible example belongs to one of two halves, training or held-out\n"
+           "(one bit of its fingerprint decides), so no held-out example is ever trained on.\n\n");
+    task_batch_free(batch);
+}
+
+/* ---- Part 2 ------------------------------------------------------------------ */
+
+static void describe_model(const LookupModel *model, const Options *opt)
+{
+    const int D = model->num_hiddens, H = model->num_heads, V = model->key_vocab;
+    printf("  embed_keys (%d, %d): the query word and the entries' keys\n", V, D);
+    printf("  embed_values (%d, %d): the entries' values\n", model->value_vocab, D);
+    printf("  multi-head attention: %d heads of size %d, the query attending over the %d "
+           "entries\n", H, D / H, opt->pairs);
+    printf("  readout (%d, %d): a score for every capital; cross-entropy against the answer\n",
+           model->value_vocab, D);
+    printf("  %zu parameters\n", parameters_count(model->params, model->num_params));
+}
+
+/* The progress line: in place on a terminal, PROGRESS_LINES plain lines
+ * otherwise (a log, or a README quote). */
+static void report_progress(int step, int steps, double mean_loss, double accuracy,
+                            bool terminal)
+{
+    const int every = steps / PROGRESS_LINES > 0 ? steps / PROGRESS_LINES : 1;
+    if (terminal) {
+        printf("\r  step %5d/%d  loss %.4f  training accuracy %5.1f%%", step, steps, mean_loss,
+               100.0 * accuracy);
+        if (step == steps)
+            printf("\n");
+        fflush(stdout);
+    } else if (step % every == 0 || step == steps) {
+        printf("  step %5d/%d  loss %.4f  training accuracy %5.1f%%\n", step, steps, mean_loss,
+               100.0 * accuracy);
+    }
+}
+
+/* SIGINT or SIGTERM during training: noted here, acted on between steps. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void note_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* handler: note_signal while training, SIG_DFL after */
+static void handle_stop_signals(void (*handler)(int))
+{
+    struct sigaction action = {.sa_handler = handler};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+}
+
+typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
+
+/* The loss of step s was not a number, or its update made a parameter
+ * one; kept is the model after step `kept`. */
+static void report_divergence(double loss, int step, long kept, const Options *opt)
+{
+    char what[96];
+    if (isfinite(loss))
+        snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
+                 step);
+    else
+        snprintf(what, sizeof what, "the loss is %s at step %d", isnan(loss) ? "NaN" : "infinite",
+                 step);
+    fflush(stdout);
+    if (opt->to_dir)
+        fprintf(stderr, "%s: %s; --to keeps the model after step %ld, the last good one; try a "
+                "smaller --lr\n", PROG, what, kept);
+    else
+        fprintf(stderr, "%s: %s; try a smaller --lr\n", PROG, what);
+}
+
+/* The state before each step is kept until the step's loss, computed on
+ * it, turns out to be a number; good is then the last such state. Two
+ * copies of the parameters and of Adam's moments: a few memcpy per step. */
+typedef struct {
+    AdamSnapshot *good, *before;
+} Rollback;
+
+/* From adam->step + 1 to opt->steps; losses (opt->steps - adam->step,)
+ * receives each step's loss. On a loss that is not a number, adam (and
+ * the model) go back to the last state whose loss was one. */
+static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
+                            const Options *opt, float *losses)
+{
+    TaskBatch *batch = task_batch_new(task, opt->batch);
+    const bool terminal = isatty(STDOUT_FILENO);
+    const int every = opt->steps / PROGRESS_LINES > 0 ? opt->steps / PROGRESS_LINES : 1;
+    const int window = terminal && every > 10 ? 10 : every;   /* steps the shown loss averages */
+    const int first = (int)adam->step + 1;
+    Rollback back = {adam_snapshot_new(adam), adam_snapshot_new(adam)};
+    double window_loss = 0.0, window_correct = 0.0;
+    TrainEnd end = TRAINED;
+    const double start = now_seconds();
+    for (int step = first; step <= opt->steps && !stop_signal; step++) {
+        draw_step_batch(task, batch, opt->seed, step);
+        adam_snapshot_take(back.before, adam);
+        int correct;
+        const double loss = lookup_train_step(model, adam, batch, &correct);
+        const bool loss_finite = isfinite(loss);
+        if (!loss_finite || !parameters_finite(model->params, model->num_params)) {
+            /* a finite loss: the state before this step was good */
+            adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
+            report_divergence(loss, step, adam->step, opt);
+            end = DIVERGED;
+            break;
+        }
+        AdamSnapshot *swap = back.good;   /* the state before this step was good */
+        back.good = back.before;
+        back.before = swap;
+        losses[step - first] = (float)loss;
+        window_loss += loss;
+        window_correct += correct;
+        if (step % window == 0 || step == opt->steps) {
+            const int n = step % window == 0 ? window : step % window;
+            report_progress(step, opt->steps, window_loss / n,
+                            window_correct / ((double)n * opt->batch), terminal);
+            window_loss = window_correct = 0.0;
+        }
+    }
+    const double seconds = now_seconds() - start;
+    if (end == TRAINED && !stop_signal)
+        printf("  (%ld steps in %.2f s, %.0f steps/s)\n\n", adam->step - first + 1, seconds,
+               (double)(adam->step - first + 1) / seconds);
+    adam_snapshot_free(back.good);
+    adam_snapshot_free(back.before);
+    task_batch_free(batch);
+    return end;
+}
+
+static TrainEnd part2_train(LookupModel *model, Adam *adam, const Task *task,
+                            const Options *opt, float *losses)
+{
+    printf("Part 2. The model, trained\n\n");
+    describe_model(model, opt);
+    if (adam->step > 0)
+        printf("  Adam, learning rate %g, batches of %d, steps %ld to %d (going on from "
+               "%s):\n", (double)opt->lr, opt->batch, adam->step + 1, opt->steps,
+               opt->from_dir);
+    else
+        printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)opt->lr,
+               opt->batch, opt->steps);
+    return train_steps(model, adam, task, opt, losses);
+}
+
+/* ---- Part 3 ------------------------------------------------------------------ */
+
+static TaskBatch *heldout_examples(const Task *task, const Options *opt)
+{
+    TaskBatch *heldout = task_batch_new(task, opt->examples);
+    Rng rng = rng_new_stream(opt->seed, STREAM_HELDOUT);
+    task_draw(task, heldout, SPLIT_HELDOUT, &rng);
+    return heldout;
+}
+
+static void part3_heldout(const LookupModel *model, const Task *task, const TaskBatch *heldout)
+{
+    printf("Part 3. Held-out accuracy\n\n");
+    int correct;
+    const double loss = lookup_evaluate(model, heldout, &correct);
+    const int N = heldout->batch_size;
+    printf("  %d examples never trained on: %d answered right, accuracy %.2f%%, loss %.4f\n",
+           N, correct, 100.0 * correct / N, loss);
+    printf("  (a guess among the example's capitals would be right 1 time in %d: %.1f%%)\n\n",
+           task->num_pairs, 100.0 / task->num_pairs);
+}
+
+/* ---- Part 4 ------------------------------------------------------------------ */
+
+/* The entry of example b whose key the query names. */
+static int asked_entry(const TaskBatch *batch, int b)
+{
+    const int P = batch->num_pairs;
+    int asked = 0;
+    while (batch->keys[b * P + asked] != batch->queries[b])
+        asked++;
+    return asked;
+}
+
+/* The mean weight each head puts on the entry whose key the query names,
+ * over the held-out examples: weights (N, H, 1, P) -> per_head (H,). */
+static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout, double *per_head)
+{
+    const int N = weights->shape[0], H = weights->shape[1];
+    for (int h = 0; h < H; h++)
+        per_head[h] = 0.0;
+    for (int b = 0; b < N; b++) {
+        const int asked = asked_entry(heldout, b);
+        for (int h = 0; h < H; h++)
+            per_head[h] += AT4(weights, b, h, 0, asked) / N;
+    }
+}
+
+/* Example 0 of the held-out set: its words, the heads' weights (H, P)
+ * printed and drawn (new, for --plot). */
+static Tensor *part4_attention(const LookupModel *model, const Task *task,
+                               const TaskBatch *heldout)
+{
+    printf("Part 4. What the attention learned\n\n");
+    const int H = model->num_heads, P = heldout->num_pairs;
+    Tensor *weights;
+    Tensor *logits = lookup_forward(model, heldout, &weights, NULL);
+    const int answer = heldout->answers[0];
+    int predicted = 0;
+    for (int j = 1; j < model->value_vocab; j++)
+        if (AT3(logits, 0, 0, j) > AT3(logits, 0, 0, predicted))
+            predicted = j;
+    printf("  held-out example 0:\n");
+    print_example(task, heldout, 0, false);
+    printf("  answer %s, the model says %s\n\n", task->value_words[answer],
+           task->value_words[predicted]);
+    printf("  entries:");
+    for (int j = 0; j < P; j++)
+        printf(" %d %s%s", j, task->key_words[heldout->keys[j]], j + 1 < P ? "," : "\n");
+
+    Tensor *example = tensor_from(&AT4(weights, 0, 0, 0, 0), SHAPE(H, P));
+    char title[128];
+    snprintf(title, sizeof title, "  the weights of the query %s, one row per head (entries "
+             "across):", task->key_words[heldout->queries[0]]);
+    tensor_print_named("  weights", example);
+    heatmap_terminal(stdout, example, title);
+
+    /* the entry holding the query's key, and the heads whose largest
+     * weight is on it */
+    const int asked = asked_entry(heldout, 0);
+    int on_key = 0;
+    for (int h = 0; h < H; h++) {
+        int best = 0;
+        for (int j = 1; j < P; j++)
+            if (AT2(example, h, j) > AT2(example, h, best))
+                best = j;
+        on_key += best == asked;
+    }
+    printf("  %d of the %d heads put their largest weight on entry %d, the one holding %s%s",
+           on_key, H, asked, task->key_words[heldout->queries[0]],
+           on_key == H ? ":\n  the query found its key.\n" : ".\n");
+
+    double per_head[MAX_PAIRS];
+    weight_on_the_key(weights, heldout, per_head);
+    printf("\n  mean weight on the entry holding the query's key, over the %d held-out "
+           "examples:\n ", heldout->batch_size);
+    for (int h = 0; h < H; h++)
+        printf(" head %d %.3f%s", h, per_head[h], h + 1 < H ? "," : "\n");
+    tensor_free(weights);
+    tensor_free(logits);
+    return example;
+}
+
+/* ---- --plot, --to, --from, --bench ---------------------------------------------- */
+
+/* losses (steps,) are those of steps first, first + 1, ... */
+static int write_plots(const char *dir, const Task *task, const TaskBatch *heldout,
+                       const Tensor *example, const float *losses, int first, int steps)
+{
+    char title[96];
+    snprintf(title, sizeof title, "query %s: entry %d holds its key",
+             task->key_words[heldout->queries[0]], asked_entry(heldout, 0));
+    const char *titles[1] = {title};
+    int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", titles);
+    if (steps > 0) {
+        Tensor *xs = tensor_arange(SHAPE(steps));
+        for (int i = 0; i < steps; i++)
+            xs->data[i] += (float)first;
+        Tensor *ys = tensor_from(losses, SHAPE(steps));
+        /* a log scale shows the late steps, unless a loss rounded to 0 */
+        bool all_positive = true;
+        for (int i = 0; i < steps; i++)
+            all_positive = all_positive && losses[i] > 0.0f;
+        status |= plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
+                              all_positive);
+        tensor_free(xs);
+        tensor_free(ys);
+    }
+    if (status == 0)
+        printf("\nwrote %s/train_attention.{dat,gp}%s (render: make plots, or gnuplot each "
+               ".gp)\n", dir, steps > 0 ? " and train_loss.{dat,gp}" : "");
+    return status;
+}
+
+/* --from DIR: the model, with its sizes (written into opt) read from the
+ * saved files; a directory that does not hold one stops with one line. */
+static LookupModel *load_model(Options *opt)
+{
+    char err[MODEL_ERR_LEN], path[1024];
+    snprintf(path, sizeof path, "%s/embed_keys.weight.npy", opt->from_dir);
+    Tensor *embed = npy_load(path, err, sizeof err);
+    if (embed == NULL || model_read_ints(opt->from_dir, "num_heads", &opt->heads, 1, err,
+                                         sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        tensor_free(embed);
+        exit(1);
+    }
+    opt->countries = embed->ndim == 2 ? embed->shape[0] : 0;
+    opt->hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
+    tensor_free(embed);
+    if (opt->countries < opt->pairs || opt->countries > TASK_MAX_COUNTRIES ||
+        opt->hiddens < 1 || opt->heads < 1 || opt->heads > MAX_PAIRS ||
+        opt->hiddens % opt->heads != 0) {
+        fprintf(stderr, "%s: %s does not hold a model this program can run (%d countries, "
+                "num_hiddens %d, %d heads, for %d pairs)\n", PROG, opt->from_dir,
+                opt->countries, opt->hiddens, opt->heads, opt->pairs);
+        exit(1);
+    }
+    Rng rng = rng_new(opt->seed);
+    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
+                                    &rng);
+    if (lookup_load(model, opt->from_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        lookup_free(model);
+        exit(1);
+    }
+    return model;
+}
+
+/* --from DIR --steps N: Adam's state and what draws the batches (the
+ * seed, the batch size, the pairs, written into opt), so that training
+ * goes on from DIR's step to the numbers an uninterrupted run reaches. */
+static Adam *load_training(LookupModel *model, Options *opt)
+{
+    char err[MODEL_ERR_LEN], path[1024];
+    snprintf(path, sizeof path, "%s/optimizer.step.npy", opt->from_dir);
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "%s: %s holds a model without its training state (no "
+                "optimizer.step.npy): --from it without --steps evaluates it\n", PROG,
+                opt->from_dir);
+        lookup_free(model);
+        exit(1);
+    }
+    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
+    LookupTraining training;
+    if (lookup_load_training(model, adam, &training, opt->from_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        adam_free(adam);
+        lookup_free(model);
+        exit(1);
+    }
+    if (training.batch_size < 1 || training.batch_size > MAX_BATCH ||
+        training.num_pairs < 2 || training.num_pairs > MAX_PAIRS ||
+        training.num_pairs > opt->countries) {
+        fprintf(stderr, "%s: %s/training.npy: expected a batch of 1 to %d examples and 2 to %d "
+                "pairs (at most the model's %d countries), got %d and %d\n", PROG,
+                opt->from_dir, MAX_BATCH, MAX_PAIRS, opt->countries, training.batch_size,
+                training.num_pairs);
+        adam_free(adam);
+        lookup_free(model);
+        exit(1);
+    }
+    if (adam->step >= opt->steps)
+        cli_fail(PROG, "--steps %d: the model in %s has taken %ld steps already; ask for more "
+                 "to go on training it", opt->steps, opt->from_dir, adam->step);
+    opt->seed = training.seed;
+    opt->batch = training.batch_size;
+    opt->pairs = training.num_pairs;
+    opt->lr = adam->lr;
+    return adam;
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Training steps per second at these sizes, on one batch drawn beforehand,
+ * so that the step alone is timed (as the PyTorch reference does). The CPU
+ * time per step is printed too: on a busy machine the steps per second
+ * fall with the share of a core the program gets, the CPU time much less. */
+static int bench(const Task *task, const Options *opt)
+{
+    Rng rng = rng_new(opt->seed);
+    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
+                                    &rng);
+    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
+    TaskBatch *batch = task_batch_new(task, opt->batch);
+    draw_step_batch(task, batch, opt->seed, 1);
+    for (int i = 0; i < 50; i++)   /* warm up */
+        lookup_train_step(model, adam, batch, NULL);
+    int steps = 0;
+    const double start = now_seconds(), cpu_start = cpu_seconds();
+    double elapsed;
+    do {
+        lookup_train_step(model, adam, batch, NULL);
+        steps++;
+    } while ((elapsed = now_seconds() - start) < 3.0);
+    const double cpu_ms = 1e3 * (cpu_seconds() - cpu_start) / steps;
+    printf("%s --bench: %.0f training steps/s, %.3f ms of CPU per step (batch %d, %d pairs, "
+           "num_hiddens %d, %d heads, 1 thread)\n", PROG, steps / elapsed, cpu_ms, opt->batch,
+           opt->pairs, opt->hiddens, opt->heads);
+    printf("PyTorch on the same model and batch: /usr/bin/python3 "
+           "tests/fixtures/make_train_fixtures.py --time\n");
+    task_batch_free(batch);
+    adam_free(adam);
+    lookup_free(model);
+    return 0;
+}
+
+/* ---- options ------------------------------------------------------------------ */
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.seed = 0, .steps = 400, .batch = 32, .pairs = 8, .countries = 24,
+                   .hiddens = 32, .heads = 4, .examples = 2000, .lr = 0.001f};
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for the parameters, the batches and the held-out set",
+         .given = &opt.training_given},
+        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 1000000, .metavar = "N",
+         .help = "training steps in all (one batch each); with --from, go on training up to N",
+         .given = &opt.steps_given},
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
+         .help = "examples per step", .given = &opt.training_given},
+        {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1e30, .metavar = "X",
+         .help = "Adam's learning rate (1e30 makes the loss overflow)",
+         .given = &opt.training_given},
+        {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
+         .help = "entries of each dictionary", .given = &opt.training_given},
+        {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
+         .metavar = "V", .help = "countries (and capitals) words are drawn from, at least P",
+         .given = &opt.sizes_given},
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 512, .metavar = "D",
+         .help = "num_hiddens", .given = &opt.sizes_given},
+        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_PAIRS, .metavar = "H",
+         .help = "num_heads; must divide D", .given = &opt.sizes_given},
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
+         .help = "held-out examples"},
+        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
+         .help = "save the trained model as DIR/<parameter name>.npy, with Adam's state"},
+        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+         .help = "load a saved model instead of training one (with --steps: go on training it)",
+         .default_text = "train"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "write the loss curve and the attention heatmap into DIR"},
+        {"--bench", CLI_FLAG, &opt.bench,
+         .help = "print training steps per second at these sizes, then stop"},
+    };
+    cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "
+                                "in a dictionary.", CLI_COUNT(options), options},
+              argc, argv);
+    if (opt.countries < opt.pairs)
+        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                 "different countries", opt.countries, opt.pairs, opt.pairs);
+    if (opt.hiddens % opt.heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
+    if (opt.from_dir && opt.sizes_given)
+        cli_fail(PROG, "--from takes the model's sizes from DIR: drop --countries, --hiddens "
+                 "and --heads");
+    if (opt.from_dir && opt.steps_given && opt.training_given)
+        cli_fail(PROG, "--from with --steps goes on with the seed, batch, pairs and learning "
+                 "rate saved in DIR: drop --seed, --batch, --pairs and --lr");
+    if (opt.from_dir && opt.to_dir && !opt.steps_given)
+        cli_fail(PROG, "--from and --to together would only copy the model: add --steps N to "
+                 "train it on up to step N");
+    if (opt.from_dir && opt.bench)
+        cli_fail(PROG, "--bench times training a new model: drop --from");
+    return opt;
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+/* --to: the model with Adam's state, as one set. */
+static int save_model(const LookupModel *model, const Adam *adam, const Options *opt)
+{
+    char err[MODEL_ERR_LEN];
+    const LookupTraining training = {opt->batch, opt->pairs, opt->seed};
+    if (lookup_save_training(model, adam, &training, opt->to_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Part 2 when training: a new model, or the one loaded with its state.
+ * Returns the exit status: 0, or 1 (the loss diverged, or --to failed), or
+ * 128 + the signal that stopped it; --to holds the last good model. */
+static int train_and_save(LookupModel *model, Adam *adam, const Task *task, const Options *opt,
+                          float *losses)
+{
+    TrainEnd end = part2_train(model, adam, task, opt, losses);
+    int status = opt->to_dir ? save_model(model, adam, opt) : 0;
+    handle_stop_signals(SIG_DFL);
+    if (status == 0 && opt->to_dir && end == TRAINED && !stop_signal)
+        printf("saved the model in %s/ (PyTorch's parameter names; "
+               "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
+               opt->to_dir, opt->to_dir);
+    if (end == DIVERGED)
+        return 1;
+    if (stop_signal) {
+        fflush(stdout);
+        fprintf(stderr, "%s: stopped by %s after step %ld%s%s%s\n", PROG,
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", adam->step,
+                opt->to_dir && status == 0 ? "; the model is saved in " : "",
+                opt->to_dir && status == 0 ? opt->to_dir : "",
+                opt->to_dir && status == 0 ? "/, --from it with --steps N goes on" : "");
+        return 128 + stop_signal;
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    handle_stop_signals(note_signal);
+    Options opt = parse_options(argc, argv);
+    keep_freed_memory();
+    LookupModel *model = opt.from_dir ? load_model(&opt) : NULL;   /* sets the sizes */
+    const bool training = model == NULL || opt.steps_given;
+    Adam *adam = model && training ? load_training(model, &opt) : NULL;   /* and the batches */
+    const Task task = task_dictionary(opt.pairs, opt.countries, opt.countries);
+    if (opt.bench)
+        return bench(&task, &opt);
+
+    part1_the_task(&task, &opt);
+    int status = 0, first = 1, trained_steps = 0;
+    float *losses = NULL;
+    if (training) {
+        if (model == NULL) {
+            Rng rng = rng_new(opt.seed);
+            model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
+            adam = adam_new(model->params, model->num_params, opt.lr);
+        }
+        first = (int)adam->step + 1;
+        losses = checked_calloc(PROG, (size_t)(opt.steps - first + 1), sizeof *losses);
+        status = train_and_save(model, adam, &task, &opt, losses);
+        trained_steps = (int)adam->step - first + 1;
+        adam_free(adam);
+        if (status != 0) {
+            lookup_free(model);
+            free(losses);
+            return status;
+        }
+    } else {
+        handle_stop_signals(SIG_DFL);
+        printf("Part 2. The model, loaded from %s\n\n", opt.from_dir);
+        describe_model(model, &opt);
+        printf("\n");
+    }
+    TaskBatch *heldout = heldout_examples(&task, &opt);
+    part3_heldout(model, &task, heldout);
+    Tensor *example = part4_attention(model, &task, heldout);
+    if (opt.plot_dir && write_plots(opt.plot_dir, &task, heldout, example, losses, first,
+                                    trained_steps) != 0)
+        status = 1;
+    tensor_free(example);
+    task_batch_free(heldout);
+    lookup_free(model);
+    free(losses);
+    return status;
+}

@@ -1,0 +1,318 @@
+/*
+ * positions - chapter 06's theorem as a failure to learn: the same small
+ * self-attention model trained to reverse sequences, without and with the
+ * sinusoidal positional encoding.
+ *
+ * Part 1: the task, a held-out example, and the model.
+ * Part 2: train both models from the same initial parameters on the same
+ *         batches, for several seeds; a table of held-out accuracy beside
+ *         what a guess that cannot see order gets.
+ * Part 3: one held-out sequence, reversed by both models, and where each
+ *         one's queries look: with positions, the anti-diagonal.
+ *
+ * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
+ * D = num_hiddens, V = vocabulary.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/cli.h"
+#include "io/plot.h"
+#include "optim.h"
+#include "reversal_model.h"
+#include "tasks_more.h"
+#include "tensor.h"
+
+static const char PROG[] = "positions";
+
+/* Sequences fit a terminal heatmap; the held-out set is evaluated in one
+ * batch, a few hundred MB at the largest sizes. */
+enum { MAX_LENGTH = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_HEADS = 8,
+       MAX_EXAMPLES = 5000 };
+
+/* Each use of randomness draws from its own stream of the seed. */
+enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
+
+typedef struct {
+    uint64_t seed;
+    int length, letters, hiddens, heads, steps, batch, seeds, examples;
+    float lr;
+    const char *plot_dir;
+} Options;
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.seed = 0, .length = 8, .letters = 16, .hiddens = 32, .heads = 1,
+                   .steps = 400, .batch = 32, .seeds = 3, .examples = 1000, .lr = 0.01f};
+    const CliOption options[] = {
+        {"--length", CLI_INT, &opt.length, .min = 2, .max = MAX_LENGTH, .metavar = "T",
+         .help = "tokens per sequence"},
+        {"--letters", CLI_INT, &opt.letters, .min = 2, .max = TASK_MAX_LETTERS, .metavar = "V",
+         .help = "letters to draw from, at least T"},
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
+         .help = "num_hiddens"},
+        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
+         .help = "num_heads, dividing D"},
+        {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
+         .help = "Adam steps per model"},
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
+         .help = "sequences per step"},
+        {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
+         .help = "Adam's learning rate"},
+        {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
+         .help = "seeds per model (parameters, batches)"},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "S",
+         .help = "the first seed, and the held-out set's"},
+        {"--examples", CLI_INT, &opt.examples, .min = 1, .max = MAX_EXAMPLES, .metavar = "N",
+         .help = "held-out sequences"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "write DIR/positions_attention.{dat,gp}"},
+    };
+    cli_parse(&(CliTable){PROG, "Self-attention learns to reverse sequences only when it is "
+                          "told the positions.", CLI_COUNT(options), options},
+              argc, argv);
+    if (opt.letters < opt.length)
+        cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
+                 "letters", opt.letters, opt.length, opt.length);
+    if (opt.hiddens % opt.heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
+    return opt;
+}
+
+/* ---- training ------------------------------------------------------------------ */
+
+/* A line that rewrites itself on a terminal; nothing otherwise (the table's
+ * rows are the progress then). On stderr, so stdout stays the same. */
+static void show_progress(bool terminal, const char *what, int step, int steps, double loss)
+{
+    if (!terminal)
+        return;
+    fprintf(stderr, "\r  %s: step %5d of %d, loss %.4f  ", what, step, steps, loss);
+    if (step == steps)
+        fprintf(stderr, "\r%*s\r", 60, "");
+}
+
+/* One model trained from seed's initial parameters on seed's batches. The
+ * two models of a seed differ only in positions. NULL when the loss stops
+ * being a number (a message says so). */
+static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
+{
+    Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
+    ReversalModel *model = reversal_new(opt->letters, opt->hiddens, opt->heads, positions, &init);
+    Adam *adam = adam_new(model->params, REVERSAL_NUM_PARAMS, opt->lr);
+    TaskBatch *batch = task_batch_new(task, opt->batch);
+    const bool terminal = isatty(STDERR_FILENO);
+    char what[64];
+    snprintf(what, sizeof what, "%s positions, seed %llu", positions ? "with" : "without",
+             (unsigned long long)seed);
+    for (int step = 1; step <= opt->steps; step++) {
+        task_reversal_draw(task, batch, SPLIT_TRAIN, &data);
+        const double loss = reversal_train_step(model, adam, batch);
+        if (!isfinite(loss)) {
+            fflush(stdout);
+            fprintf(stderr, "%s: %s: the loss became %g at step %d; try a smaller --lr\n",
+                    PROG, what, loss, step);
+            reversal_free(model);
+            model = NULL;
+            break;
+        }
+        if (step % 10 == 0 || step == opt->steps)
+            show_progress(terminal, what, step, opt->steps, loss);
+    }
+    task_batch_free(batch);
+    adam_free(adam);
+    return model;
+}
+
+static double accuracy(const ReversalModel *model, const TaskBatch *held_out)
+{
+    int correct = 0;
+    reversal_evaluate(model, held_out, &correct);
+    return (double)correct / ((double)held_out->batch_size * held_out->num_pairs);
+}
+
+/* ---- Part 1 -------------------------------------------------------------------- */
+
+static void part1_task(const Options *opt, const Task *task, const TaskBatch *held_out)
+{
+    const int T = opt->length;
+    printf("Positions, learned: reversing a sequence\n\n"
+           "Part 1. The task and the model\n\n"
+           "A sequence is %d different letters out of %d; the answer at position t is\n"
+           "the letter at position %d - t. A held-out example:\n\n    ", T, opt->letters, T - 1);
+    task_print_sequence(stdout, task, held_out->keys, T);
+    printf("  ->  ");
+    task_print_sequence(stdout, task, held_out->answers, T);
+    printf("\n\nThe model: embed_tokens (%d, %d), optionally + the positional encoding\n"
+           "PE[:%d] (common/positional.c), self-attention with %d head%s (num_hiddens %d,\n"
+           "no biases), readout %d -> %d. Both models start from the same parameters\n"
+           "and see the same batches: %d Adam steps of %d sequences, lr %g. Held-out:\n"
+           "%d sequences, none of them trained on.\n\n", opt->letters, opt->hiddens, T,
+           opt->heads, plural(opt->heads, "", "s"), opt->hiddens, opt->hiddens, opt->letters,
+           opt->steps, opt->batch, (double)opt->lr, opt->examples);
+}
+
+/* ---- Part 2 -------------------------------------------------------------------- */
+
+/* Train both models for every seed and print the table; models[0] and
+ * models[1] keep the first seed's two models for part 3. Returns false
+ * when a training broke down. */
+static bool part2_table(const Options *opt, const Task *task, const TaskBatch *held_out,
+                        ReversalModel **models)
+{
+    printf("Part 2. Held-out accuracy, the share of tokens put in the right place\n\n"
+           "                   ");
+    for (int s = 0; s < opt->seeds; s++) {
+        char seed[32];
+        snprintf(seed, sizeof seed, "seed %llu", (unsigned long long)(opt->seed + (uint64_t)s));
+        printf("%10s", seed);
+    }
+    printf("      mean\n");
+    for (int with = 0; with < 2; with++) {
+        printf("  %-19s", with ? "with positions" : "without positions");
+        fflush(stdout);
+        double sum = 0.0;
+        for (int s = 0; s < opt->seeds; s++) {
+            ReversalModel *model = train(opt, task, with, opt->seed + (uint64_t)s);
+            if (model == NULL)
+                return false;
+            const double acc = accuracy(model, held_out);
+            sum += acc;
+            printf("  %7.1f%%", 100.0 * acc);
+            fflush(stdout);
+            if (s == 0)
+                models[with] = model;
+            else
+                reversal_free(model);
+        }
+        printf("  %7.1f%%\n", 100.0 * sum / opt->seeds);
+    }
+    /* What a model that sees which letters are there, but not where, can
+     * do: position t's answer is one of the other T - 1 letters, each as
+     * likely; when T is odd the middle letter is its own answer, and
+     * nothing tells the middle apart, so all T letters are as likely. */
+    const int T = opt->length, choices = T % 2 == 0 ? T - 1 : T;
+    printf("  guessing among the %s%d letters of the sequence: %.1f%%\n\n",
+           T % 2 == 0 ? "other " : "", choices, 100.0 / choices);
+    return true;
+}
+
+/* ---- Part 3 -------------------------------------------------------------------- */
+
+/* The model's answer for the first held-out sequence, as letters. */
+static void print_answer(const char *label, const ReversalModel *model, const Task *task,
+                         const TaskBatch *held_out, Tensor **weights)
+{
+    const int T = held_out->num_pairs, V = model->vocab;
+    TaskBatch *one = task_batch_example(held_out, 0);
+    Tensor *logits = reversal_forward(model, one, weights, NULL);
+    int predicted[MAX_LENGTH], right = 0;
+    for (int t = 0; t < T; t++) {
+        const float *row = &AT3(logits, 0, t, 0);
+        predicted[t] = 0;
+        for (int v = 1; v < V; v++)
+            if (row[v] > row[predicted[t]])
+                predicted[t] = v;
+        right += predicted[t] == one->answers[t];
+    }
+    printf("  %-18s", label);
+    task_print_sequence(stdout, task, predicted, T);
+    printf("   (%d of %d right)\n", right, T);
+    tensor_free(logits);
+    task_batch_free(one);
+}
+
+/* The mean over held-out sequences, heads and positions t of the weight
+ * query t puts on key T-1-t. */
+static double mirror_weight(const ReversalModel *model, const TaskBatch *held_out)
+{
+    const int B = held_out->batch_size, T = held_out->num_pairs, H = model->num_heads;
+    Tensor *weights = NULL;   /* (B, H, T, T) */
+    Tensor *logits = reversal_forward(model, held_out, &weights, NULL);
+    double sum = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                sum += AT4(weights, b, h, t, T - 1 - t);
+    TENSOR_FREE(weights, logits);
+    return sum / ((double)B * H * T);
+}
+
+static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch *held_out,
+                          ReversalModel *const *models)
+{
+    const int T = opt->length, H = opt->heads;
+    printf("Part 3. One held-out sequence, and where the queries look (seed %llu)\n\n",
+           (unsigned long long)opt->seed);
+    printf("  %-18s", "sequence");
+    task_print_sequence(stdout, task, held_out->keys, T);
+    printf("\n  %-18s", "reversed");
+    task_print_sequence(stdout, task, held_out->answers, T);
+    printf("\n");
+    Tensor *weights[2];   /* (1, H, T, T) each */
+    print_answer("without positions", models[0], task, held_out, &weights[0]);
+    print_answer("with positions", models[1], task, held_out, &weights[1]);
+
+    /* every head of both models, queries down and keys across */
+    Tensor *panels = tensor_zeros(SHAPE(2, H, T, T));
+    char title_text[2 * MAX_HEADS][64];
+    const char *titles[2 * MAX_HEADS];
+    for (int with = 0; with < 2; with++)
+        for (int h = 0; h < H; h++) {
+            const int p = with * H + h;
+            float *panel = panels->data + (size_t)p * T * T;
+            memcpy(panel, &AT4(weights[with], 0, h, 0, 0), (size_t)T * T * sizeof(float));
+            snprintf(title_text[p], 64, "%s positions, head %d", with ? "with" : "without", h);
+            titles[p] = title_text[p];
+            Tensor *matrix = tensor_from(panel, SHAPE(T, T));
+            printf("\n");
+            heatmap_terminal(stdout, matrix, title_text[p]);
+            tensor_free(matrix);
+        }
+    printf("\nRows are positions asking (queries), columns positions answering (keys).\n"
+           "Without positions a query can only ask for letters, not places; with them,\n"
+           "position t looks at position %d - t: the anti-diagonal. The weight a query\n"
+           "puts on its mirror position, averaged over the held-out sequences and the\n"
+           "heads: %.3f without positions, %.3f with (1/%d = %.3f is an even spread).\n",
+           T - 1, mirror_weight(models[0], held_out), mirror_weight(models[1], held_out), T,
+           1.0 / T);
+    int status = 0;
+    if (opt->plot_dir != NULL) {
+        if (plot_heatmaps(opt->plot_dir, "positions_attention", panels, "key position",
+                          "query position", titles) == 0)
+            printf("\nwrote %s/positions_attention.dat and %s/positions_attention.gp "
+                   "(render: gnuplot %s/positions_attention.gp)\n",
+                   opt->plot_dir, opt->plot_dir, opt->plot_dir);
+        else
+            status = 1;
+    }
+    tensor_free(panels);
+    tensor_free(weights[0]);
+    tensor_free(weights[1]);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = parse_options(argc, argv);
+    Task task = task_reversal(opt.length, opt.letters);
+    TaskBatch *held_out = task_batch_new(&task, opt.examples);
+    Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
+    task_reversal_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+
+    part1_task(&opt, &task, held_out);
+    ReversalModel *models[2] = {NULL, NULL};
+    int status = 1;
+    if (part2_table(&opt, &task, held_out, models))
+        status = part3_heatmaps(&opt, &task, held_out, models);
+    reversal_free(models[0]);
+    reversal_free(models[1]);
+    task_batch_free(held_out);
+    return status;
+}

@@ -1,0 +1,67 @@
+/*
+ * embedding.c - a token embedding (introduced in chapter 05's optional
+ * section "Attention that learns"). See embedding.h.
+ *
+ * Legend: V = vocabulary size, D = embedding size, N = number of ids.
+ */
+#include "embedding.h"
+
+#include <string.h>
+
+Tensor *embedding_new(int num_embeddings, int embedding_dim, Rng *rng)
+{
+    if (num_embeddings < 1 || embedding_dim < 1)
+        die("embedding_new", "sizes must be positive: num_embeddings %d, embedding_dim %d",
+            num_embeddings, embedding_dim);
+    return tensor_normal(rng, 0.0f, 1.0f, SHAPE(num_embeddings, embedding_dim));
+}
+
+/* Stop unless every id is a row of the table. */
+static void check_ids(const char *func, const int *ids, size_t count, int vocab)
+{
+    for (size_t i = 0; i < count; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            die(func, "id %d at position %zu is outside the vocabulary [0, %d)", ids[i], i,
+                vocab);
+}
+
+/* weight (V, D), ids (...) -> out (..., D) */
+Tensor *embedding_forward(const Tensor *weight, const int *ids, int ndim, const int *shape)
+{
+    const char *func = "embedding_forward";
+    tensor_check_shape(func, "weight", weight, SHAPE(-1, -1));
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS - 1)
+        die(func, "ids must have 1 to %d dimensions, got %d", TENSOR_MAX_DIMS - 1, ndim);
+    const int V = weight->shape[0], D = weight->shape[1];
+    int out_shape[TENSOR_MAX_DIMS];
+    memcpy(out_shape, shape, (size_t)ndim * sizeof *shape);
+    out_shape[ndim] = D;
+    Tensor *out = tensor_zeros(ndim + 1, out_shape);
+    const size_t N = out->size / (size_t)D;
+    check_ids(func, ids, N, V);
+    for (size_t i = 0; i < N; i++)
+        memcpy(out->data + i * D, weight->data + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+    return out;
+}
+
+/* grad_out (..., D) -> grad_weight (V, D) += each row into the row of its id */
+void embedding_backward(Tensor *grad_weight, const int *ids, const Tensor *grad_out)
+{
+    const char *func = "embedding_backward";
+    tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(-1, -1));
+    const int V = grad_weight->shape[0], D = grad_weight->shape[1];
+    if (grad_out->shape[grad_out->ndim - 1] != D) {
+        char a[64], b[64];
+        die(func, "grad_out %s must end in the embedding size of grad_weight %s",
+            shape_str(a, sizeof a, grad_out->ndim, grad_out->shape),
+            shape_str(b, sizeof b, grad_weight->ndim, grad_weight->shape));
+    }
+    const size_t N = grad_out->size / (size_t)D;
+    check_ids(func, ids, N, V);
+    for (size_t i = 0; i < N; i++) {
+        float *row = grad_weight->data + (size_t)ids[i] * D;
+        const float *grad_row = grad_out->data + i * D;
+        for (int j = 0; j < D; j++)
+            row[j] += grad_row[j];
+    }
+}

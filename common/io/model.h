@@ -1,0 +1,65 @@
+/*
+ * model.h - a model saved as a directory of .npy files (introduced in
+ * chapter 05's optional section "Attention that learns").
+ *
+ * Each file is named as PyTorch names the parameter in its state_dict,
+ * with .npy added, so a few lines of Python rebuild the module:
+ *
+ *     DIR/embed_keys.weight.npy          (V, D)
+ *     DIR/attention.in_proj_weight.npy   (3 D, D) = W_q, W_k, W_v stacked
+ *     DIR/attention.out_proj.weight.npy  (D, D)
+ *     ...
+ *     state = {name: torch.from_numpy(np.load(f"DIR/{name}.npy")) for name in names}
+ *     module.load_state_dict(state)
+ *
+ * One file may hold several C tensors stacked along their first dimension:
+ * nn.MultiheadAttention keeps W_q, W_k and W_v as one in_proj_weight (3 D, D)
+ * and their biases as one in_proj_bias (3 D,), where our layer has four
+ * tensors per projection. A file may instead hold a few whole numbers
+ * ('<i4'), for what a model needs that no shape says (its number of heads).
+ *
+ * The directory is written as a set: every file goes to a temporary name
+ * first, and only when all of them are complete are they renamed over the
+ * final names, so a failure partway leaves the old model (or nothing), never
+ * some new files beside some old ones from a failed save. SIGINT, SIGTERM
+ * and SIGHUP wait until a save is over, so an interrupted program leaves
+ * the old set or the new one, and no temporary file. Loading reads and
+ * checks every file before it changes any tensor, so a failed load leaves
+ * the model as it was.
+ *
+ * Errors come back as one line in err (or on stderr when err is NULL),
+ * naming the file and what was expected, as npy.h does.
+ */
+#ifndef MODEL_IO_H
+#define MODEL_IO_H
+
+#include <stddef.h>
+
+#include "tensor.h"
+
+enum { MODEL_MAX_PARTS = 4, MODEL_ERR_LEN = 768 };
+
+typedef struct {
+    const char *name;                 /* "attention.in_proj_weight", no ".npy" */
+    Tensor *parts[MODEL_MAX_PARTS];   /* stacked along dimension 0; unused ones NULL */
+    int *ints;                        /* instead of parts: num_ints whole numbers */
+    int num_ints;
+} ModelFile;
+
+/* Write DIR/NAME.npy for each of files[0..count) as a set (see above).
+ * dir must exist. Returns 0, or -1 with err filled and nothing new left
+ * under dir. */
+int model_save(const char *dir, const ModelFile *files, int count, char *err, size_t err_len);
+
+/* Read every file back into the parts (or ints) it names. Each file must
+ * hold exactly the shape of its stacked parts (or num_ints numbers).
+ * Returns 0, or -1 with err filled and no tensor changed. */
+int model_load(const char *dir, const ModelFile *files, int count, char *err, size_t err_len);
+
+/* Read the whole numbers of DIR/NAME.npy (a 1-D '<i4' or '<i8' file of
+ * exactly count values) into out: what a program needs to know before it
+ * can build the model that model_load fills. Returns 0 or -1. */
+int model_read_ints(const char *dir, const char *name, int *out, int count,
+                    char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * lookup_model.h - the model that learns to look words up (introduced in
+ * chapter 05's optional section "Attention that learns").
+ *
+ * Legend: B = batch_size, P = entries of an example (num_keys of the
+ * attention), Q = query words of an example (num_queries), H = num_heads,
+ * D = num_hiddens, Vk = key vocabulary, Vv = value vocabulary.
+ *
+ *   queries (B, Q)  keys (B, P)  values (B, P)          word ids (tasks.h)
+ *      | embed_keys   | embed_keys  | embed_values      (Vk, D), (Vv, D)
+ *   q (B, Q, D)     k (B, P, D)  v (B, P, D)
+ *      \______________|_____________/
+ *        attention: multi-head, H heads              W_q, W_k, W_v, W_o + biases
+ *                     |
+ *              out (B, Q, D)
+ *                     | readout: linear D -> Vv
+ *              logits (B, Q, Vv)  -> cross-entropy against answers (B, Q)
+ *
+ * The query word and the entries' keys share one embedding: a country is
+ * one vector wherever it appears, so "this query names that key" is a
+ * comparison of the same vector through W_q and W_k. The values have their
+ * own table, and the readout turns the attention's output into a score per
+ * value word. Answer i is read from query word i, so a task used with this
+ * model has as many answer words as query words (A = Q).
+ *
+ * The layer is multihead.c's, computed in one different order: a word's
+ * projected key (its embedding through W_k) is the same in every example,
+ * so W_k and W_v project the vocabularies' tables, Vk and Vv rows, and each
+ * entry then looks its projected key and value up, instead of projecting
+ * the B*P entries of a batch one by one. The products are the same numbers
+ * (embedding_forward copies rows, and a row of x W^T depends on that row
+ * of x alone); the work of the two projections drops from B*P rows to
+ * Vk + Vv. lookup_forward equals multihead_forward on the embedded
+ * entries (tests/test_train.c).
+ *
+ * As PyTorch (tests/fixtures/make_train_fixtures.py writes it):
+ *     class LookupModel(nn.Module):
+ *         embed_keys = nn.Embedding(Vk, D); embed_values = nn.Embedding(Vv, D)
+ *         attention = nn.MultiheadAttention(D, H, batch_first=True)
+ *         readout = nn.Linear(D, Vv)
+ * and saved under those parameter names (io/model.h):
+ *     embed_keys.weight (Vk, D)             embed_values.weight (Vv, D)
+ *     attention.in_proj_weight (3D, D)      = W_q, W_k, W_v stacked
+ *     attention.in_proj_bias (3D,)          = b_q, b_k, b_v stacked
+ *     attention.out_proj.weight (D, D)      attention.out_proj.bias (D,)
+ *     readout.weight (Vv, D)                readout.bias (Vv,)
+ *     num_heads (1,)                        the one size no shape says
+ * and, to go on training (lookup_save_training), Adam's state under
+ * torch.optim.Adam's names for it, and what draws the batches:
+ *     optimizer.exp_avg.<file>.npy          m, stacked as <file> is
+ *     optimizer.exp_avg_sq.<file>.npy       v, the same way
+ *     optimizer.step.npy (1,)               steps taken
+ *     optimizer.lr.npy (1,)                 the learning rate
+ *     training.npy (6,)                     batch size, pairs, and the seed
+ *                                           as four 16-bit pieces, lowest first
+ */
+#ifndef LOOKUP_MODEL_H
+#define LOOKUP_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/model.h"
+#include "multihead.h"
+#include "optim.h"
+#include "random.h"
+#include "tasks.h"
+#include "tensor.h"
+
+/* files: the model's; saved files: with the training state (below) */
+enum {
+    LOOKUP_NUM_PARAMS = 12,
+    LOOKUP_NUM_FILES = 9,
+    LOOKUP_NUM_SAVED_FILES = LOOKUP_NUM_FILES + 2 * (LOOKUP_NUM_FILES - 1) + 3,
+};
+
+typedef struct {
+    int key_vocab, value_vocab;       /* Vk, Vv */
+    int num_hiddens, num_heads;       /* D, H */
+    Tensor *embed_keys;               /* (Vk, D) */
+    Tensor *embed_values;             /* (Vv, D) */
+    MultiHeadAttention *attention;    /* D -> D, H heads, with biases */
+    Tensor *readout_weight;           /* (Vv, D) */
+    Tensor *readout_bias;             /* (Vv,) */
+
+    /* gradients, same shapes, added into by lookup_backward */
+    Tensor *grad_embed_keys, *grad_embed_values;
+    MultiHeadGrads *grad_attention;
+    Tensor *grad_readout_weight, *grad_readout_bias;
+
+    /* every trainable tensor with its gradient, for the optimiser
+     * (attention.W_q, ... as separate tensors: Adam works element by
+     * element, so this equals PyTorch's stacked in_proj_weight) */
+    Parameter params[LOOKUP_NUM_PARAMS];
+    int num_params;
+    /* the files of a saved model, PyTorch's names (see above) */
+    ModelFile files[LOOKUP_NUM_FILES];
+    int saved_num_heads;              /* what the num_heads file holds */
+} LookupModel;
+
+/* Parameters drawn as PyTorch initialises the modules above:
+ * embeddings N(0, 1); in_proj_weight Xavier-uniform over (3D, D), in_proj
+ * and out_proj biases 0, out_proj.weight and the readout nn.Linear's
+ * default (uniform, bound 1/sqrt(D)). num_hiddens must divide by num_heads. */
+LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
+                        Rng *rng);
+void lookup_free(LookupModel *model);   /* NULL is fine */
+
+/* What the forward keeps for the backward. */
+typedef struct {
+    const TaskBatch *batch;           /* borrowed: the ids */
+    Tensor *q;                        /* (B, Q, D): the query words' embeddings */
+    Tensor *Q, *K, *V;                /* (B*H, Q, d), (B*H, P, d) x2: projected, split */
+    AttentionSaved attention;         /* weights (B*H, Q, P) */
+    Tensor *concat;                   /* (B, Q, D): heads merged, W_o's input */
+    Tensor *out;                      /* (B, Q, D): the layer's output, the readout's input */
+} LookupSaved;
+
+/* batch -> logits (B, Q, Vv) (new). When attention_weights is not NULL it
+ * receives the per-head weights (B, H, Q, P). When saved is not NULL it is
+ * filled for lookup_backward (free it with lookup_saved_free). */
+Tensor *lookup_forward(const LookupModel *model, const TaskBatch *batch,
+                       Tensor **attention_weights, LookupSaved *saved);
+
+/* grad_logits (B, Q, Vv) -> every parameter's gradient added into the
+ * model's grad tensors (zero them first: parameters_zero_grad). When
+ * grad_concat is not NULL it receives (new) the gradient of the merged
+ * heads (B, Q, D), W_o's input, as multihead_backward gives it: a gate on
+ * head h has the gradient sum over its d columns of concat * grad_concat. */
+void lookup_backward(LookupModel *model, const LookupSaved *saved, const Tensor *grad_logits,
+                     Tensor **grad_concat);
+void lookup_saved_free(LookupSaved *saved);
+
+/* One training step on one batch: zero the gradients, forward,
+ * cross-entropy against batch->answers, backward, adam_step. Returns the
+ * loss before the step; *correct (when not NULL) receives how many answers
+ * were right before the step. */
+double lookup_train_step(LookupModel *model, Adam *adam, const TaskBatch *batch, int *correct);
+
+/* Mean loss and number of right answers over a batch, without gradients. */
+double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *correct);
+
+/* Save as DIR/<name>.npy files, or load them into a model of the same
+ * sizes (io/model.h: a set, one error line naming the file). Returns 0 or -1. */
+int lookup_save(const LookupModel *model, const char *dir, char *err, size_t err_len);
+int lookup_load(LookupModel *model, const char *dir, char *err, size_t err_len);
+
+/* What draws the batches: train.c draws the batch of step s from (seed, s)
+ * alone, so with Adam's step count this is all a run needs to go on where
+ * another stopped. */
+typedef struct {
+    int batch_size, num_pairs;
+    uint64_t seed;
+} LookupTraining;
+
+/* The model, Adam's state (whose parameters must be the model's) and the
+ * training as one set of files (above); loading checks and reads them all
+ * before it changes anything, except that a negative step count, a seed
+ * piece outside 16 bits or a learning rate not above 0 are found once the
+ * tensors are read in. Returns 0 or -1, err filled (err must not be NULL). */
+int lookup_save_training(const LookupModel *model, const Adam *adam,
+                         const LookupTraining *training, const char *dir, char *err,
+                         size_t err_len);
+int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
+                         const char *dir, char *err, size_t err_len);
+
+#endif

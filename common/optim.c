@@ -1,0 +1,187 @@
+/*
+ * optim.c - parameters, Adam and SGD (introduced in chapter 05's optional
+ * section "Attention that learns"). See optim.h.
+ *
+ * Adam follows torch.optim.Adam (PyTorch 1.13, the single-tensor path)
+ * operation by operation, in float32 like the tensors it updates, with
+ * the step-dependent scalars in double as Python computes them; that is
+ * what lets a few steps match PyTorch's to float rounding.
+ */
+#include "optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void parameters_zero_grad(const Parameter *params, int count)
+{
+    for (int i = 0; i < count; i++)
+        memset(params[i].grad->data, 0, params[i].grad->size * sizeof(float));
+}
+
+size_t parameters_count(const Parameter *params, int count)
+{
+    size_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += params[i].value->size;
+    return total;
+}
+
+bool parameters_grads_finite(const Parameter *params, int count)
+{
+    for (int i = 0; i < count; i++)
+        for (size_t j = 0; j < params[i].grad->size; j++)
+            if (!isfinite(params[i].grad->data[j]))
+                return false;
+    return true;
+}
+
+bool parameters_finite(const Parameter *params, int count)
+{
+    for (int i = 0; i < count; i++)
+        for (size_t j = 0; j < params[i].value->size; j++)
+            if (!isfinite(params[i].value->data[j]))
+                return false;
+    return true;
+}
+
+/* Stop unless each gradient has its value's shape. */
+static void check_params(const char *func, const Parameter *params, int count)
+{
+    for (int i = 0; i < count; i++) {
+        const Tensor *value = params[i].value;
+        tensor_check_shape(func, params[i].name, params[i].grad, value->ndim, value->shape);
+    }
+}
+
+Adam *adam_new(const Parameter *params, int count, float lr)
+{
+    const char *func = "adam_new";
+    check_params(func, params, count);
+    Adam *adam = checked_calloc(func, 1, sizeof *adam);
+    adam->lr = lr;
+    adam->beta1 = 0.9f;
+    adam->beta2 = 0.999f;
+    adam->eps = 1e-8f;
+    adam->count = count;
+    adam->params = params;
+    adam->m = checked_calloc(func, (size_t)count, sizeof *adam->m);
+    adam->v = checked_calloc(func, (size_t)count, sizeof *adam->v);
+    for (int i = 0; i < count; i++) {
+        adam->m[i] = tensor_zeros(params[i].value->ndim, params[i].value->shape);
+        adam->v[i] = tensor_zeros(params[i].value->ndim, params[i].value->shape);
+    }
+    return adam;
+}
+
+void adam_step(Adam *adam)
+{
+    adam->step++;
+    /* the bias corrections depend on the step only: scalars, in double as
+     * Python computes 1 - beta1 ** step */
+    const double t = (double)adam->step;
+    const double bias_correction1 = 1.0 - pow((double)adam->beta1, t);
+    const double bias_correction2 = 1.0 - pow((double)adam->beta2, t);
+    const float step_size = (float)((double)adam->lr / bias_correction1);
+    const float bias_correction2_sqrt = (float)sqrt(bias_correction2);
+    const float beta1 = adam->beta1, beta2 = adam->beta2, eps = adam->eps;
+    const float one_minus_beta1 = (float)(1.0 - (double)beta1);
+    const float one_minus_beta2 = (float)(1.0 - (double)beta2);
+
+    for (int i = 0; i < adam->count; i++) {
+        float *p = adam->params[i].value->data;
+        const float *g = adam->params[i].grad->data;
+        float *m = adam->m[i]->data, *v = adam->v[i]->data;
+        const size_t n = adam->params[i].value->size;
+        for (size_t j = 0; j < n; j++) {
+            // the moving averages of the gradient and of its square
+            m[j] = m[j] * beta1 + one_minus_beta1 * g[j];
+            v[j] = v[j] * beta2 + one_minus_beta2 * (g[j] * g[j]);
+            // the step, each moment divided by its bias correction
+            const float denom = sqrtf(v[j]) / bias_correction2_sqrt + eps;
+            p[j] = p[j] - step_size * (m[j] / denom);
+        }
+    }
+}
+
+void adam_free(Adam *adam)
+{
+    if (adam == NULL)
+        return;
+    for (int i = 0; i < adam->count; i++) {
+        tensor_free(adam->m[i]);
+        tensor_free(adam->v[i]);
+    }
+    free(adam->m);
+    free(adam->v);
+    free(adam);
+}
+
+AdamSnapshot *adam_snapshot_new(const Adam *adam)
+{
+    const char *func = "adam_snapshot_new";
+    AdamSnapshot *s = checked_calloc(func, 1, sizeof *s);
+    s->count = adam->count;
+    s->values = checked_calloc(func, (size_t)adam->count, sizeof *s->values);
+    s->m = checked_calloc(func, (size_t)adam->count, sizeof *s->m);
+    s->v = checked_calloc(func, (size_t)adam->count, sizeof *s->v);
+    for (int i = 0; i < adam->count; i++) {
+        s->values[i] = tensor_copy(adam->params[i].value);
+        s->m[i] = tensor_copy(adam->m[i]);
+        s->v[i] = tensor_copy(adam->v[i]);
+    }
+    s->step = adam->step;
+    return s;
+}
+
+/* dst = src, two tensors of the same size */
+static void copy_data(Tensor *dst, const Tensor *src)
+{
+    memcpy(dst->data, src->data, src->size * sizeof(float));
+}
+
+void adam_snapshot_take(AdamSnapshot *s, const Adam *adam)
+{
+    for (int i = 0; i < s->count; i++) {
+        copy_data(s->values[i], adam->params[i].value);
+        copy_data(s->m[i], adam->m[i]);
+        copy_data(s->v[i], adam->v[i]);
+    }
+    s->step = adam->step;
+}
+
+void adam_snapshot_restore(const AdamSnapshot *s, Adam *adam)
+{
+    for (int i = 0; i < s->count; i++) {
+        copy_data(adam->params[i].value, s->values[i]);
+        copy_data(adam->m[i], s->m[i]);
+        copy_data(adam->v[i], s->v[i]);
+    }
+    adam->step = s->step;
+}
+
+void adam_snapshot_free(AdamSnapshot *s)
+{
+    if (s == NULL)
+        return;
+    for (int i = 0; i < s->count; i++) {
+        tensor_free(s->values[i]);
+        tensor_free(s->m[i]);
+        tensor_free(s->v[i]);
+    }
+    free(s->values);
+    free(s->m);
+    free(s->v);
+    free(s);
+}
+
+void sgd_step(const Parameter *params, int count, float lr)
+{
+    check_params("sgd_step", params, count);
+    for (int i = 0; i < count; i++) {
+        float *p = params[i].value->data;
+        const float *g = params[i].grad->data;
+        for (size_t j = 0; j < params[i].value->size; j++)
+            p[j] -= lr * g[j];
+    }
+}

@@ -1,0 +1,77 @@
+/*
+ * optim.h - parameters and their optimisers: Adam and plain SGD
+ * (introduced in chapter 05's optional section "Attention that learns").
+ *
+ * A model lists its trainable tensors as Parameters: a name (PyTorch's, as
+ * model.named_parameters() gives it), the value and its gradient, which
+ * every backward adds into (+=, as PyTorch's .grad accumulates). A training
+ * step is then
+ *     parameters_zero_grad(params, n);     // optimizer.zero_grad()
+ *     ... forward, loss, backward ...      // loss.backward()
+ *     adam_step(adam);                     // optimizer.step()
+ *
+ * Adam (Kingma and Ba, 2015) with torch.optim.Adam's defaults and its
+ * exact arithmetic, step t = 1, 2, ...:
+ *     m = beta1 m + (1 - beta1) g             first moment
+ *     v = beta2 v + (1 - beta2) g^2           second moment
+ *     p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+ * The two divisions by (1 - beta^t) are the bias correction: m and v start
+ * at 0, so without them the first steps would be too small.
+ * Defaults: beta1 = 0.9, beta2 = 0.999, eps = 1e-8, no weight decay.
+ *
+ * SGD: p -= lr * g.
+ */
+#ifndef OPTIM_H
+#define OPTIM_H
+
+#include "tensor.h"
+
+typedef struct {
+    const char *name;   /* "embed_keys.weight", as PyTorch names it */
+    Tensor *value;
+    Tensor *grad;       /* same shape as value */
+} Parameter;
+
+/* grad = 0 for every parameter. */
+void parameters_zero_grad(const Parameter *params, int count);
+/* Total number of trainable numbers. */
+size_t parameters_count(const Parameter *params, int count);
+/* true when every gradient is finite (a NaN or inf means training broke). */
+bool parameters_grads_finite(const Parameter *params, int count);
+/* true when every value is finite. */
+bool parameters_finite(const Parameter *params, int count);
+
+typedef struct {
+    float lr, beta1, beta2, eps;
+    long step;               /* steps taken so far, t */
+    int count;
+    const Parameter *params; /* borrowed: the model owns them */
+    Tensor **m, **v;         /* first and second moments, one per parameter */
+} Adam;
+
+/* Adam over params[0..count) with learning rate lr and PyTorch's defaults
+ * for the rest (change beta1, beta2 or eps in the struct before the first
+ * step if needed). params must stay alive while the optimiser is used. */
+Adam *adam_new(const Parameter *params, int count, float lr);
+void adam_step(Adam *adam);
+void adam_free(Adam *adam);   /* NULL is fine */
+
+/* A copy of the parameters and of Adam's state (m, v, step), to go back
+ * to: training keeps the last state whose loss was a number, so that a
+ * loss that overflows does not cost the model. */
+typedef struct {
+    int count;
+    long step;
+    Tensor **values, **m, **v;   /* copies, one per parameter */
+} AdamSnapshot;
+
+AdamSnapshot *adam_snapshot_new(const Adam *adam);   /* holds adam's state now */
+void adam_snapshot_take(AdamSnapshot *snapshot, const Adam *adam);
+/* The parameters and the moments copied back in, and the step count. */
+void adam_snapshot_restore(const AdamSnapshot *snapshot, Adam *adam);
+void adam_snapshot_free(AdamSnapshot *snapshot);    /* NULL is fine */
+
+/* One step of plain gradient descent: p -= lr * g. */
+void sgd_step(const Parameter *params, int count, float lr);
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * reversal_model.c - self-attention that learns to reverse a sequence
+ * (introduced in chapter 06's optional section "Positions, learned"). See
+ * reversal_model.h.
+ *
+ * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
+ * D = num_hiddens, V = vocabulary.
+ */
+#include "reversal_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedding.h"
+#include "loss.h"
+#include "ops.h"
+#include "positional.h"
+
+static void list_parameters(ReversalModel *m)
+{
+    const MultiHeadAttention *a = m->attention;
+    const MultiHeadGrads *g = m->grad_attention;
+    /* Adam works element by element, so W_q, W_k and W_v as three tensors
+     * step exactly as PyTorch's one stacked in_proj_weight does */
+    const Parameter params[REVERSAL_NUM_PARAMS] = {
+        {"embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens},
+        {"attention.in_proj_weight[W_q]", a->W_q, g->W_q},
+        {"attention.in_proj_weight[W_k]", a->W_k, g->W_k},
+        {"attention.in_proj_weight[W_v]", a->W_v, g->W_v},
+        {"attention.out_proj.weight", a->W_o, g->W_o},
+        {"readout.weight", m->readout_weight, m->grad_readout_weight},
+        {"readout.bias", m->readout_bias, m->grad_readout_bias},
+    };
+    memcpy(m->params, params, sizeof params);
+    const ModelFile files[REVERSAL_NUM_FILES] = {
+        {.name = "embed_tokens.weight", .parts = {m->embed_tokens}},
+        {.name = "attention.in_proj_weight", .parts = {a->W_q, a->W_k, a->W_v}},
+        {.name = "attention.out_proj.weight", .parts = {a->W_o}},
+        {.name = "readout.weight", .parts = {m->readout_weight}},
+        {.name = "readout.bias", .parts = {m->readout_bias}},
+        {.name = "num_heads", .ints = &m->saved_num_heads, .num_ints = 1},
+    };
+    memcpy(m->files, files, sizeof files);
+}
+
+/* weight (D, D) <- uniform in [-bound, bound), the bound of
+ * nn.init.xavier_uniform_ on the stacked (3D, D) in_proj_weight:
+ * sqrt(6 / (fan_in + fan_out)) = sqrt(6 / (D + 3D)). */
+static void xavier_in_proj(Tensor *weight, int D, Rng *rng)
+{
+    const float bound = sqrtf(6.0f / (float)(4 * D));
+    for (size_t i = 0; i < weight->size; i++)
+        weight->data[i] = -bound + 2.0f * bound * rng_uniform(rng);
+}
+
+ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool positions,
+                            Rng *rng)
+{
+    const char *func = "reversal_new";
+    if (vocab < 1)
+        die(func, "the vocabulary must be positive, got %d", vocab);
+    ReversalModel *m = checked_calloc(func, 1, sizeof *m);
+    const int D = num_hiddens;
+    m->vocab = vocab;
+    m->num_hiddens = D;
+    m->num_heads = num_heads;
+    m->positions = positions;
+    m->saved_num_heads = num_heads;
+    // drawn in a fixed order, so a seed names one model
+    m->embed_tokens = embedding_new(vocab, D, rng);
+    /* multihead_new checks the sizes and draws W_o as nn.Linear does; the
+     * in-projection is redrawn as nn.MultiheadAttention draws it */
+    m->attention = multihead_new(D, D, D, D, num_heads, 0.0f, false, rng);
+    xavier_in_proj(m->attention->W_q, D, rng);
+    xavier_in_proj(m->attention->W_k, D, rng);
+    xavier_in_proj(m->attention->W_v, D, rng);
+    const float bound = 1.0f / sqrtf((float)D);
+    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(vocab, D));
+    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(vocab));
+
+    m->grad_embed_tokens = tensor_zeros(SHAPE(vocab, D));
+    m->grad_attention = multihead_grads_new(m->attention);
+    m->grad_readout_weight = tensor_zeros(SHAPE(vocab, D));
+    m->grad_readout_bias = tensor_zeros(SHAPE(vocab));
+    list_parameters(m);
+    return m;
+}
+
+void reversal_free(ReversalModel *model)
+{
+    if (model == NULL)
+        return;
+    tensor_free(model->embed_tokens);
+    multihead_free(model->attention);
+    tensor_free(model->readout_weight);
+    tensor_free(model->readout_bias);
+    tensor_free(model->grad_embed_tokens);
+    multihead_grads_free(model->grad_attention);
+    tensor_free(model->grad_readout_weight);
+    tensor_free(model->grad_readout_bias);
+    free(model);
+}
+
+/* batch -> logits (B, T, V) */
+Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
+                         Tensor **attention_weights, ReversalSaved *saved)
+{
+    const int B = batch->batch_size, T = batch->num_pairs, H = model->num_heads;
+
+    // step 1: the tokens' vectors, and where they stand (when positions is on)
+    Tensor *x = embedding_forward(model->embed_tokens, batch->keys, SHAPE(B, T));
+    if (model->positions) {
+        /* P is a constant: nothing to learn in it, nothing to backpropagate */
+        Tensor *with_positions = add_positional_encoding(x);
+        tensor_free(x);
+        x = with_positions;
+    }
+
+    // step 2: self-attention, every token a query over all T tokens
+    Tensor *out;   /* (B, T, D) */
+    if (saved != NULL) {
+        out = multihead_forward_save(model->attention, x, x, x, NULL, false, NULL,
+                                     &saved->attention);
+        if (attention_weights != NULL) {
+            *attention_weights = tensor_copy(saved->attention.attention.weights);
+            tensor_reshape(*attention_weights, SHAPE(B, H, T, T));
+        }
+    } else {
+        out = multihead_forward(model->attention, x, x, x, NULL, false, NULL,
+                                attention_weights);
+    }
+
+    // step 3: the readout scores every token of the vocabulary, at every position
+    Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
+    if (saved != NULL) {
+        saved->batch = batch;
+        saved->x = x;
+        saved->out = out;
+    } else {
+        tensor_free(x);
+        tensor_free(out);
+    }
+    return logits;
+}
+
+/* grad_logits (B, T, V) -> parameter gradients (+=) */
+void reversal_backward(ReversalModel *model, const ReversalSaved *saved,
+                       const Tensor *grad_logits)
+{
+    const TaskBatch *batch = saved->batch;
+    const int B = batch->batch_size, T = batch->num_pairs;
+    tensor_check_shape("reversal_backward", "grad_logits", grad_logits,
+                       SHAPE(B, T, model->vocab));
+
+    // step 3 backwards: the readout
+    Tensor *grad_out = linear_backward(saved->out, model->readout_weight, grad_logits,
+                                       model->grad_readout_weight, model->grad_readout_bias);
+
+    // step 2 backwards: x was the queries, the keys and the values, so its
+    // gradient is the sum of the three
+    Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
+    multihead_backward(model->attention, &saved->attention, grad_out, model->grad_attention,
+                       &grad_q, &grad_k, &grad_v, NULL);
+    for (size_t i = 0; i < grad_q->size; i++)
+        grad_q->data[i] += grad_k->data[i] + grad_v->data[i];
+
+    // step 1 backwards: the positional encoding adds a constant, so x's
+    // gradient goes to the embedding rows as it is
+    embedding_backward(model->grad_embed_tokens, batch->keys, grad_q);
+    tensor_free(grad_out);
+    tensor_free(grad_q);
+    tensor_free(grad_k);
+    tensor_free(grad_v);
+}
+
+void reversal_saved_free(ReversalSaved *saved)
+{
+    tensor_free(saved->x);
+    tensor_free(saved->out);
+    multihead_saved_free(&saved->attention);
+    *saved = (ReversalSaved){0};
+}
+
+double reversal_train_step(ReversalModel *model, Adam *adam, const TaskBatch *batch)
+{
+    parameters_zero_grad(model->params, REVERSAL_NUM_PARAMS);
+    ReversalSaved saved = {0};
+    Tensor *logits = reversal_forward(model, batch, NULL, &saved);
+    /* (B, T, V) against answers (B, T): B*T rows, the mean over all */
+    const double loss = cross_entropy(logits, batch->answers);
+    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    reversal_backward(model, &saved, grad_logits);
+    adam_step(adam);
+    tensor_free(grad_logits);
+    tensor_free(logits);
+    reversal_saved_free(&saved);
+    return loss;
+}
+
+double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
+                         int *tokens_correct)
+{
+    Tensor *logits = reversal_forward(model, batch, NULL, NULL);
+    const double loss = cross_entropy(logits, batch->answers);
+    if (tokens_correct != NULL)
+        *tokens_correct = count_correct(logits, batch->answers);
+    tensor_free(logits);
+    return loss;
+}
+
+int reversal_save(ReversalModel *model, const char *dir, char *err, size_t err_len)
+{
+    model->saved_num_heads = model->num_heads;
+    return model_save(dir, model->files, REVERSAL_NUM_FILES, err, err_len);
+}
+
+int reversal_load(ReversalModel *model, const char *dir, char *err, size_t err_len)
+{
+    int num_heads = 0;
+    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0)
+        return -1;
+    if (num_heads != model->num_heads) {
+        char message[MODEL_ERR_LEN];
+        snprintf(message, sizeof message, "%s/num_heads.npy: holds %d, the model has %d heads",
+                 dir, num_heads, model->num_heads);
+        if (err == NULL)
+            fprintf(stderr, "%s\n", message);
+        else if (err_len > 0)
+            snprintf(err, err_len, "%s", message);
+        return -1;
+    }
+    return model_load(dir, model->files, REVERSAL_NUM_FILES, err, err_len);
+}

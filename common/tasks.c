@@ -1,0 +1,178 @@
+/*
+ * tasks.c - seeded generators of task examples (introduced in chapter 05's
+ * optional section "Attention that learns"). See tasks.h.
+ *
+ * Legend: B = batch_size, P = num_pairs, Q = query words, A = answer words.
+ */
+#include "tasks.h"
+
+#include <stdlib.h>
+
+#include "error.h"
+
+/* Countries and their capitals, one word each. The lists are only the
+ * vocabularies: an example pairs them at random, so "Japan: Lima" is as
+ * likely as "Japan: Tokyo". */
+static const char *const COUNTRIES[TASK_MAX_COUNTRIES] = {
+    "Japan",   "France",  "Peru",    "Kenya",   "Chile",    "Egypt",    "Spain",    "Italy",
+    "Brazil",  "Canada",  "Norway",  "Sweden",  "Greece",   "Poland",   "Cuba",     "Ghana",
+    "Nepal",   "Iran",    "Mali",    "Fiji",    "Oman",     "Qatar",    "Turkey",   "Russia",
+    "China",   "Vietnam", "Austria", "Hungary", "Portugal", "Ireland",  "Germany",  "Finland",
+    "Denmark", "Colombia", "Ecuador", "Morocco", "Senegal", "Thailand", "Australia", "Iraq",
+};
+static const char *const CAPITALS[TASK_MAX_COUNTRIES] = {
+    "Tokyo",   "Paris",   "Lima",    "Nairobi", "Santiago", "Cairo",    "Madrid",   "Rome",
+    "Brasilia", "Ottawa", "Oslo",    "Stockholm", "Athens", "Warsaw",   "Havana",   "Accra",
+    "Kathmandu", "Tehran", "Bamako", "Suva",    "Muscat",   "Doha",     "Ankara",   "Moscow",
+    "Beijing", "Hanoi",   "Vienna",  "Budapest", "Lisbon",  "Dublin",   "Berlin",   "Helsinki",
+    "Copenhagen", "Bogota", "Quito", "Rabat",   "Dakar",    "Bangkok",  "Canberra", "Baghdad",
+};
+
+Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
+{
+    if (num_pairs < 1 || key_vocab < num_pairs || value_vocab < num_pairs ||
+        key_vocab > TASK_MAX_COUNTRIES || value_vocab > TASK_MAX_COUNTRIES)
+        die("task_dictionary", "num_pairs %d needs vocabularies from num_pairs to %d words, "
+            "got %d keys and %d values", num_pairs, TASK_MAX_COUNTRIES, key_vocab, value_vocab);
+    return (Task){
+        .kind = TASK_DICTIONARY,
+        .name = "dictionary",
+        .num_pairs = num_pairs,
+        .num_queries = 1,
+        .num_answers = 1,
+        .key_vocab = key_vocab,
+        .value_vocab = value_vocab,
+        .key_words = COUNTRIES,
+        .value_words = CAPITALS,
+    };
+}
+
+TaskBatch *task_batch_new(const Task *task, int batch_size)
+{
+    const char *func = "task_batch_new";
+    if (batch_size < 1)
+        die(func, "batch_size must be at least 1, got %d", batch_size);
+    TaskBatch *batch = checked_calloc(func, 1, sizeof *batch);
+    const size_t B = (size_t)batch_size;
+    batch->batch_size = batch_size;
+    batch->num_pairs = task->num_pairs;
+    batch->num_queries = task->num_queries;
+    batch->num_answers = task->num_answers;
+    batch->keys = checked_calloc(func, B * task->num_pairs, sizeof(int));
+    batch->values = checked_calloc(func, B * task->num_pairs, sizeof(int));
+    batch->queries = checked_calloc(func, B * task->num_queries, sizeof(int));
+    batch->answers = checked_calloc(func, B * task->num_answers, sizeof(int));
+    return batch;
+}
+
+void task_batch_free(TaskBatch *batch)
+{
+    if (batch == NULL)
+        return;
+    free(batch->keys);
+    free(batch->values);
+    free(batch->queries);
+    free(batch->answers);
+    free(batch);
+}
+
+/* out[0..count): count different words out of [0, vocab), in random order:
+ * the first count entries of a partial Fisher-Yates shuffle. */
+static void draw_distinct(Rng *rng, int *out, int count, int vocab, int *scratch)
+{
+    for (int i = 0; i < vocab; i++)
+        scratch[i] = i;
+    for (int i = 0; i < count; i++) {
+        int j = i + (int)rng_below(rng, (uint32_t)(vocab - i));
+        int tmp = scratch[i];
+        scratch[i] = scratch[j];
+        scratch[j] = tmp;
+        out[i] = scratch[i];
+    }
+}
+
+/* One dictionary example: keys (P,), values (P,), query (1,), answer (1,). */
+static void draw_dictionary(const Task *task, Rng *rng, int *keys, int *values, int *query,
+                            int *answer, int *scratch)
+{
+    const int P = task->num_pairs;
+    draw_distinct(rng, keys, P, task->key_vocab, scratch);
+    draw_distinct(rng, values, P, task->value_vocab, scratch);
+    const int asked = (int)rng_below(rng, (uint32_t)P);   /* the entry the query names */
+    query[0] = keys[asked];
+    answer[0] = values[asked];
+}
+
+void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
+{
+    const char *func = "task_draw";
+    const int P = task->num_pairs, Q = task->num_queries, A = task->num_answers;
+    if (batch->num_pairs != P || batch->num_queries != Q || batch->num_answers != A)
+        die(func, "the batch was made for %d pairs, %d query and %d answer words; the %s "
+            "task has %d, %d and %d", batch->num_pairs, batch->num_queries,
+            batch->num_answers, task->name, P, Q, A);
+    const int vocab = task->key_vocab > task->value_vocab ? task->key_vocab : task->value_vocab;
+    int *scratch = checked_malloc(func, (size_t)vocab, sizeof(int));
+    for (int b = 0; b < batch->batch_size; b++) {
+        int *keys = batch->keys + (size_t)b * P, *values = batch->values + (size_t)b * P;
+        int *query = batch->queries + (size_t)b * Q, *answer = batch->answers + (size_t)b * A;
+        do {   /* about two draws per example: half of all examples are in each split */
+            switch (task->kind) {
+            case TASK_DICTIONARY:
+                draw_dictionary(task, rng, keys, values, query, answer, scratch);
+                break;
+            }
+        } while (task_split_of(batch, b) != split);
+    }
+    free(scratch);
+}
+
+/* FNV-1a over the example's numbers, in a fixed order. */
+static uint64_t fnv1a_ints(uint64_t hash, const int *xs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)xs[i];
+        for (int byte = 0; byte < 4; byte++) {
+            hash ^= (x >> (8 * byte)) & 0xffu;
+            hash *= 1099511628211ULL;
+        }
+    }
+    return hash;
+}
+
+uint64_t task_example_hash(const TaskBatch *batch, int b)
+{
+    const int P = batch->num_pairs, Q = batch->num_queries, A = batch->num_answers;
+    uint64_t hash = 14695981039346656037ULL;
+    hash = fnv1a_ints(hash, batch->keys + (size_t)b * P, P);
+    hash = fnv1a_ints(hash, batch->values + (size_t)b * P, P);
+    hash = fnv1a_ints(hash, batch->queries + (size_t)b * Q, Q);
+    hash = fnv1a_ints(hash, batch->answers + (size_t)b * A, A);
+    /* FNV-1a's lowest bit is only the parity of the ids' lowest bits; the
+     * finaliser of MurmurHash3 (fmix64) spreads every input bit over all 64 */
+    hash ^= hash >> 33;
+    hash *= 0xff51afd7ed558ccdULL;
+    hash ^= hash >> 33;
+    hash *= 0xc4ceb9fe1a85ec53ULL;
+    hash ^= hash >> 33;
+    return hash;
+}
+
+TaskSplit task_split_of(const TaskBatch *batch, int b)
+{
+    return (TaskSplit)(task_example_hash(batch, b) >> 63);
+}
+
+void task_print_example(FILE *out, const Task *task, const TaskBatch *batch, int b)
+{
+    const int P = batch->num_pairs, Q = batch->num_queries;
+    const int *keys = batch->keys + (size_t)b * P, *values = batch->values + (size_t)b * P;
+    const int *query = batch->queries + (size_t)b * Q;
+    fputc('{', out);
+    for (int i = 0; i < P; i++)
+        fprintf(out, "%s%s: %s", i ? ", " : "", task->key_words[keys[i]],
+                task->value_words[values[i]]);
+    fputs("}  query", out);   /* two spaces: the query stands apart */
+    for (int i = 0; i < Q; i++)
+        fprintf(out, " %s", task->key_words[query[i]]);
+}

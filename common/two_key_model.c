@@ -1,0 +1,393 @@
+/*
+ * two_key_model.c - the model of chapter 05's heads experiment (introduced
+ * in chapter 05's optional section "Why several heads"). See
+ * two_key_model.h.
+ *
+ * Legend: B = batch_size, P = entries of an example, H = num_heads,
+ * D = num_hiddens, d = D / H, Vk, Vv = key and value vocabularies.
+ */
+#include "two_key_model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedding.h"
+#include "head_gates.h"
+#include "io/npy.h"
+#include "loss.h"
+#include "ops.h"
+
+/* The optimiser's list and the files' list, both in PyTorch's names. */
+static void list_parameters(TwoKeyModel *m)
+{
+    const MultiHeadAttention *a = m->attention;
+    const MultiHeadGrads *g = m->grad_attention;
+    const Parameter params[TWO_KEY_NUM_PARAMS] = {
+        {"embed_keys.weight", m->embed_keys, m->grad_embed_keys},
+        {"embed_values.weight", m->embed_values, m->grad_embed_values},
+        {"attention.W_q.weight", a->W_q, g->W_q},
+        {"attention.W_k.weight", a->W_k, g->W_k},
+        {"attention.W_v.weight", a->W_v, g->W_v},
+        {"attention.W_o.weight", a->W_o, g->W_o},
+        {"readout.weight", m->readout_weight, m->grad_readout_weight},
+        {"readout.bias", m->readout_bias, m->grad_readout_bias},
+    };
+    memcpy(m->params, params, sizeof params);
+    for (int i = 0; i < TWO_KEY_NUM_PARAMS; i++)
+        m->files[i] = (ModelFile){.name = params[i].name, .parts = {params[i].value}};
+    m->files[TWO_KEY_NUM_PARAMS] = (ModelFile){.name = "num_heads",
+                                               .ints = &m->saved_num_heads, .num_ints = 1};
+}
+
+TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
+                         Rng *rng)
+{
+    const char *func = "two_key_new";
+    if (key_vocab < 1 || value_vocab < 1)
+        die(func, "vocabularies must be positive, got %d keys and %d values", key_vocab,
+            value_vocab);
+    TwoKeyModel *m = checked_calloc(func, 1, sizeof *m);
+    const int D = num_hiddens;
+    m->key_vocab = key_vocab;
+    m->value_vocab = value_vocab;
+    m->num_hiddens = D;
+    m->num_heads = num_heads;
+    m->saved_num_heads = num_heads;
+    // drawn in a fixed order, so a seed names one model
+    m->embed_keys = embedding_new(key_vocab, D, rng);
+    m->embed_values = embedding_new(value_vocab, D, rng);
+    /* query size 2D: the two query words side by side; no biases, as in
+     * d2l's MultiHeadAttention (multihead_new checks that H divides D) */
+    m->attention = multihead_new(2 * D, D, D, D, num_heads, 0.0f, false, rng);
+    const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
+    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(2 * value_vocab, D));
+    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(2 * value_vocab));
+
+    m->grad_embed_keys = tensor_zeros(SHAPE(key_vocab, D));
+    m->grad_embed_values = tensor_zeros(SHAPE(value_vocab, D));
+    m->grad_attention = multihead_grads_new(m->attention);
+    m->grad_readout_weight = tensor_zeros(SHAPE(2 * value_vocab, D));
+    m->grad_readout_bias = tensor_zeros(SHAPE(2 * value_vocab));
+    list_parameters(m);
+    return m;
+}
+
+void two_key_free(TwoKeyModel *model)
+{
+    if (model == NULL)
+        return;
+    tensor_free(model->embed_keys);
+    tensor_free(model->embed_values);
+    multihead_free(model->attention);
+    tensor_free(model->readout_weight);
+    tensor_free(model->readout_bias);
+    tensor_free(model->grad_embed_keys);
+    tensor_free(model->grad_embed_values);
+    multihead_grads_free(model->grad_attention);
+    tensor_free(model->grad_readout_weight);
+    tensor_free(model->grad_readout_bias);
+    free(model);
+}
+
+static void check_batch(const char *func, const TaskBatch *batch)
+{
+    if (batch->num_queries != 2 || batch->num_answers != 2)
+        die(func, "the model reads two query words and gives two answers, the batch has "
+            "%d and %d", batch->num_queries, batch->num_answers);
+}
+
+/* batch -> logits (B, 2, Vv) */
+Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
+                        Tensor **attention_weights, TwoKeySaved *saved)
+{
+    const char *func = "two_key_forward";
+    check_batch(func, batch);
+    if (saved != NULL && gates != NULL)
+        die(func, "the backward runs on the model as it trains: saved needs gates NULL");
+    const int B = batch->batch_size, P = batch->num_pairs, D = model->num_hiddens;
+    const int H = model->num_heads;
+
+    // step 1: embeddings; the two query words side by side are one query vector
+    Tensor *q = embedding_forward(model->embed_keys, batch->queries, SHAPE(B, 2));
+    tensor_reshape(q, SHAPE(B, 1, 2 * D));   /* (B, 2, D) and (B, 1, 2D): the same numbers */
+    Tensor *k = embedding_forward(model->embed_keys, batch->keys, SHAPE(B, P));
+    Tensor *v = embedding_forward(model->embed_values, batch->values, SHAPE(B, P));
+
+    // step 2: the attention, each head's output times its gate
+    MultiHeadAttention gated = *model->attention;
+    if (gates != NULL)
+        gated.W_o = head_gated_W_o(model->attention, gates);
+    Tensor *out;   /* (B, 1, D) */
+    if (saved != NULL) {
+        out = multihead_forward_save(&gated, q, k, v, NULL, false, NULL, &saved->attention);
+        if (attention_weights != NULL) {
+            *attention_weights = tensor_copy(saved->attention.attention.weights);
+            tensor_reshape(*attention_weights, SHAPE(B, H, 1, P));
+        }
+    } else {
+        out = multihead_forward(&gated, q, k, v, NULL, false, NULL, attention_weights);
+    }
+    if (gates != NULL)
+        tensor_free(gated.W_o);
+
+    // step 3: the readout scores every capital, for each of the two answers
+    Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
+    tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
+    if (saved != NULL) {
+        saved->batch = batch;
+        saved->q = q;
+        saved->k = k;
+        saved->v = v;
+        saved->out = out;
+    } else {
+        tensor_free(q);
+        tensor_free(k);
+        tensor_free(v);
+        tensor_free(out);
+    }
+    return logits;
+}
+
+/* grad_logits (B, 2, Vv) -> parameter gradients (+=), grad_concat (B, 1, D) */
+void two_key_backward(TwoKeyModel *model, const TwoKeySaved *saved, const Tensor *grad_logits,
+                      Tensor **grad_concat)
+{
+    const char *func = "two_key_backward";
+    const TaskBatch *batch = saved->batch;
+    const int B = batch->batch_size, D = model->num_hiddens;
+    tensor_check_shape(func, "grad_logits", grad_logits, SHAPE(B, 2, model->value_vocab));
+
+    // step 3 backwards: the readout, on the logits seen as (B, 1, 2 Vv)
+    Tensor *grad_flat = tensor_copy(grad_logits);
+    tensor_reshape(grad_flat, SHAPE(B, 1, 2 * model->value_vocab));
+    Tensor *grad_out = linear_backward(saved->out, model->readout_weight, grad_flat,
+                                       model->grad_readout_weight, model->grad_readout_bias);
+
+    // step 2 backwards: the attention (no gates while training)
+    Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
+    multihead_backward(model->attention, &saved->attention, grad_out, model->grad_attention,
+                       &grad_q, &grad_k, &grad_v, grad_concat);
+
+    // step 1 backwards: each row of a gradient goes back to the word it came from
+    tensor_reshape(grad_q, SHAPE(B, 2, D));
+    embedding_backward(model->grad_embed_keys, batch->queries, grad_q);
+    embedding_backward(model->grad_embed_keys, batch->keys, grad_k);
+    embedding_backward(model->grad_embed_values, batch->values, grad_v);
+    tensor_free(grad_flat);
+    tensor_free(grad_out);
+    tensor_free(grad_q);
+    tensor_free(grad_k);
+    tensor_free(grad_v);
+}
+
+void two_key_saved_free(TwoKeySaved *saved)
+{
+    tensor_free(saved->q);
+    tensor_free(saved->k);
+    tensor_free(saved->v);
+    tensor_free(saved->out);
+    multihead_saved_free(&saved->attention);
+    *saved = (TwoKeySaved){0};
+}
+
+double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch)
+{
+    parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
+    TwoKeySaved saved = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    /* (B, 2, Vv) against answers (B, 2): 2B rows, the mean over all */
+    const double loss = cross_entropy(logits, batch->answers);
+    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    two_key_backward(model, &saved, grad_logits, NULL);
+    adam_step(adam);
+    tensor_free(grad_logits);
+    tensor_free(logits);
+    two_key_saved_free(&saved);
+    return loss;
+}
+
+/* The index of the largest of n scores (the first on a tie, like argmax). */
+static int argmax(const float *scores, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (scores[i] > scores[best])
+            best = i;
+    return best;
+}
+
+/* logits (B, 2, Vv), answers (B, 2) -> how many of each answer, and of
+ * both, are right */
+static TwoKeyCorrect count_right(const Tensor *logits, const int *answers)
+{
+    const int B = logits->shape[0], Vv = logits->shape[2];
+    TwoKeyCorrect count = {0, 0, 0};
+    for (int b = 0; b < B; b++) {
+        const int *answer = answers + (size_t)b * 2;
+        const bool first = argmax(&AT3(logits, b, 0, 0), Vv) == answer[0];
+        const bool second = argmax(&AT3(logits, b, 1, 0), Vv) == answer[1];
+        count.first += first;
+        count.second += second;
+        count.pairs += first && second;
+    }
+    return count;
+}
+
+double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
+                        TwoKeyCorrect *correct)
+{
+    Tensor *logits = two_key_forward(model, batch, gates, NULL, NULL);
+    const double loss = cross_entropy(logits, batch->answers);
+    if (correct != NULL)
+        *correct = count_right(logits, batch->answers);
+    tensor_free(logits);
+    return loss;
+}
+
+/* batch -> concat (B, 1, D): the heads side by side, before W_o */
+Tensor *two_key_heads(const TwoKeyModel *model, const TaskBatch *batch)
+{
+    TwoKeySaved saved = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    Tensor *concat = saved.attention.concat;
+    saved.attention.concat = NULL;   /* kept; the rest goes */
+    tensor_free(logits);
+    two_key_saved_free(&saved);
+    return concat;
+}
+
+double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
+                              const Tensor *concat, const float *gates, TwoKeyCorrect *correct)
+{
+    const MultiHeadAttention *layer = model->attention;
+    const int B = batch->batch_size;
+    tensor_check_shape("two_key_evaluate_heads", "concat", concat,
+                       SHAPE(B, 1, model->num_hiddens));
+    // the end of the layer (multihead.c's pass 3), with each head gated
+    Tensor *W_o = gates != NULL ? head_gated_W_o(layer, gates) : NULL;
+    Tensor *out = linear(concat, W_o != NULL ? W_o : layer->W_o, layer->b_o);   /* (B, 1, D) */
+    // and the readout, as in two_key_forward
+    Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
+    tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
+    const double loss = cross_entropy(logits, batch->answers);
+    if (correct != NULL)
+        *correct = count_right(logits, batch->answers);
+    TENSOR_FREE(W_o, out, logits);
+    return loss;
+}
+
+void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double *importance)
+{
+    const int B = batch->batch_size, H = model->num_heads;
+    TwoKeySaved saved = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    Tensor *grad_concat = NULL;
+    two_key_backward(model, &saved, grad_logits, &grad_concat);
+    parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
+
+    /* gate_grads (B, H) are slopes of the batch's loss, the mean of the B
+     * examples' losses: example b's own slope is B times its entry, and
+     * the mean over b of |B * entry| is the sum of |entry|. */
+    Tensor *gate_grads = head_gate_grads(saved.attention.concat, grad_concat, H);
+    for (int h = 0; h < H; h++) {
+        double sum = 0.0;
+        for (int b = 0; b < B; b++)
+            sum += fabs((double)AT2(gate_grads, b, h));
+        importance[h] = sum;
+    }
+    tensor_free(gate_grads);
+    tensor_free(grad_concat);
+    tensor_free(grad_logits);
+    tensor_free(logits);
+    two_key_saved_free(&saved);
+}
+
+int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
+{
+    model->saved_num_heads = model->num_heads;
+    return model_save(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
+}
+
+/* One error line into err, or onto stderr when err is NULL (io/model.h's rule). */
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+{
+    char message[MODEL_ERR_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    if (err == NULL) {
+        fflush(stdout);
+        fprintf(stderr, "%s\n", message);
+    } else if (err_len > 0) {
+        snprintf(err, err_len, "%s", message);
+    }
+    return -1;
+}
+
+int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
+{
+    /* the number of heads first: a model of other heads has the same shapes */
+    int num_heads = 0;
+    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0)
+        return -1;
+    if (num_heads != model->num_heads)
+        return fail(err, err_len, "%s/num_heads.npy: holds %d, the model has %d heads", dir,
+                    num_heads, model->num_heads);
+    return model_load(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
+}
+
+/* The shape (rows, columns) of DIR/NAME.npy, a 2-D table. */
+static int read_table_shape(const char *dir, const char *name, int *rows, int *cols,
+                            char *err, size_t err_len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    char npy_err[NPY_ERR_LEN];
+    Tensor *table = npy_load(path, npy_err, sizeof npy_err);
+    if (table == NULL)
+        return fail(err, err_len, "%s", npy_err);
+    const int ndim = table->ndim;
+    *rows = table->shape[0];
+    *cols = ndim == 2 ? table->shape[1] : 0;
+    tensor_free(table);
+    if (ndim != 2)
+        return fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
+                    "dimensions", path, ndim);
+    return 0;
+}
+
+TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
+{
+    int num_heads = 0, key_vocab = 0, value_vocab = 0, D = 0, D_values = 0;
+    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0 ||
+        read_table_shape(dir, "embed_keys.weight", &key_vocab, &D, err, err_len) != 0 ||
+        read_table_shape(dir, "embed_values.weight", &value_vocab, &D_values, err,
+                         err_len) != 0)
+        return NULL;
+    if (D_values != D) {
+        fail(err, err_len, "%s: embed_keys.weight has %d columns and embed_values.weight "
+             "%d: both are num_hiddens", dir, D, D_values);
+        return NULL;
+    }
+    if (num_heads < 1 || D % num_heads != 0) {
+        fail(err, err_len, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
+             num_heads, D);
+        return NULL;
+    }
+    /* every parameter is overwritten by the load: the draws do not matter */
+    Rng rng = rng_new(0);
+    TwoKeyModel *model = two_key_new(key_vocab, value_vocab, D, num_heads, &rng);
+    if (two_key_load(model, dir, err, err_len) != 0) {
+        two_key_free(model);
+        return NULL;
+    }
+    return model;
+}

@@ -1,0 +1,139 @@
+/*
+ * two_key_model.h - the model of chapter 05's heads experiment: one query
+ * vector names two keys, one multi-head layer reads the entries, and the
+ * readout gives both answers (introduced in chapter 05's optional section
+ * "Why several heads").
+ *
+ * Legend: B = batch_size, P = entries of an example (num_keys of the
+ * attention), H = num_heads, D = num_hiddens, d = D / H, Vk = key
+ * vocabulary, Vv = value vocabulary.
+ *
+ *   queries (B, 2)        keys (B, P)        values (B, P)      word ids (tasks_more.h)
+ *      | embed_keys          | embed_keys       | embed_values     (Vk, D), (Vv, D)
+ *   (B, 2, D), read as      k (B, P, D)        v (B, P, D)
+ *   q (B, 1, 2D): the two keys side by side, ONE query vector
+ *      \_____________________|__________________/
+ *        attention: H heads, query size 2D, no biases       W_q (D, 2D), W_k, W_v, W_o (D, D)
+ *                            |
+ *                      out (B, 1, D)
+ *                            | readout: linear D -> 2 Vv
+ *                  logits (B, 2, Vv): the first answer, then the second
+ *
+ * With one head, each example gets one softmax over its P entries: to
+ * fetch two capitals it must share its weight between two entries, and
+ * the blend it returns does not say which capital belonged to which key.
+ * With H heads of size D / H (the same D, the same number of parameters),
+ * each head has a softmax of its own.
+ *
+ * The layer is d2l's MultiHeadAttention with its older signature, whose
+ * query size may differ from num_hiddens, and no biases (d2l's default);
+ * nn.MultiheadAttention cannot take a query of another size than its
+ * embed_dim, so the files use d2l's names (io/model.h):
+ *     embed_keys.weight (Vk, D)          embed_values.weight (Vv, D)
+ *     attention.W_q.weight (D, 2D)       attention.W_k.weight (D, D)
+ *     attention.W_v.weight (D, D)        attention.W_o.weight (D, D)
+ *     readout.weight (2 Vv, D)           readout.bias (2 Vv,)
+ *     num_heads (1,)                     the one size no shape says
+ */
+#ifndef TWO_KEY_MODEL_H
+#define TWO_KEY_MODEL_H
+
+#include "io/model.h"
+#include "multihead.h"
+#include "optim.h"
+#include "random.h"
+#include "tasks.h"
+#include "tensor.h"
+
+enum { TWO_KEY_NUM_PARAMS = 8, TWO_KEY_NUM_FILES = 9 };
+
+typedef struct {
+    int key_vocab, value_vocab;       /* Vk, Vv */
+    int num_hiddens, num_heads;       /* D, H */
+    Tensor *embed_keys;               /* (Vk, D) */
+    Tensor *embed_values;             /* (Vv, D) */
+    MultiHeadAttention *attention;    /* query 2D, keys and values D -> D, no biases */
+    Tensor *readout_weight;           /* (2 Vv, D) */
+    Tensor *readout_bias;             /* (2 Vv,) */
+
+    /* gradients, same shapes, added into by two_key_backward */
+    Tensor *grad_embed_keys, *grad_embed_values;
+    MultiHeadGrads *grad_attention;
+    Tensor *grad_readout_weight, *grad_readout_bias;
+
+    Parameter params[TWO_KEY_NUM_PARAMS];   /* for the optimiser, PyTorch's names */
+    ModelFile files[TWO_KEY_NUM_FILES];     /* for saving and loading */
+    int saved_num_heads;                    /* what the num_heads file holds */
+} TwoKeyModel;
+
+/* Parameters drawn as d2l's modules initialise them: embeddings N(0, 1)
+ * (nn.Embedding), every linear layer nn.Linear's default (uniform, bound
+ * 1/sqrt(fan_in)). num_hiddens must divide by num_heads. */
+TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
+                         Rng *rng);
+void two_key_free(TwoKeyModel *model);   /* NULL is fine */
+
+/* What the forward keeps for the backward. */
+typedef struct {
+    const TaskBatch *batch;           /* borrowed: the ids */
+    Tensor *q, *k, *v;                /* embeddings (B, 1, 2D), (B, P, D), (B, P, D) */
+    MultiHeadSaved attention;
+    Tensor *out;                      /* (B, 1, D): attention output, readout input */
+} TwoKeySaved;
+
+/* batch (Q = 2 query words) -> logits (B, 2, Vv) (new). gates (H,) or NULL
+ * (all 1) multiply each head's output (head_gates.h): 0 masks a head.
+ * attention_weights, when not NULL, receives the per-head weights
+ * (B, H, 1, P). saved, when not NULL, is filled for the backward; it needs
+ * gates NULL, the model as it trains. */
+Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
+                        Tensor **attention_weights, TwoKeySaved *saved);
+
+/* grad_logits (B, 2, Vv) -> every parameter's gradient added into the
+ * model's grad tensors (zero them first). grad_concat, when not NULL,
+ * receives (B, 1, D), the gradient of the heads side by side before W_o
+ * (head_gate_grads turns it into gate gradients). */
+void two_key_backward(TwoKeyModel *model, const TwoKeySaved *saved, const Tensor *grad_logits,
+                      Tensor **grad_concat);
+void two_key_saved_free(TwoKeySaved *saved);
+
+/* One training step: zero the gradients, forward, cross-entropy against
+ * the two answers, backward, adam_step. Returns the loss before the step. */
+double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch);
+
+/* How many examples of a batch have each answer right, and both. */
+typedef struct {
+    int first, second;   /* the first capital right; the second */
+    int pairs;           /* both right: the task's accuracy counts these */
+} TwoKeyCorrect;
+
+/* With the heads gated by gates (NULL: all 1): the mean loss, and the
+ * counts of right answers when correct is not NULL. */
+double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
+                        TwoKeyCorrect *correct);
+
+/* The same in two halves, for many gate settings on one batch: the heads'
+ * outputs do not depend on the gates, so two_key_heads computes them once,
+ * concat (B, 1, D) (new), and two_key_evaluate_heads runs only what comes
+ * after them, W_o with the gates and the readout. */
+Tensor *two_key_heads(const TwoKeyModel *model, const TaskBatch *batch);
+double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
+                              const Tensor *concat, const float *gates, TwoKeyCorrect *correct);
+
+/* Michel, Levy and Neubig's importance of every head on a batch:
+ * importance[h] = mean over the B examples of |dL_b / dxi_h| at xi = 1,
+ * L_b being example b's own loss (the mean of its two cross-entropies).
+ * One forward and one backward for the whole batch; the model's gradients
+ * are left zero. */
+void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double *importance);
+
+/* Save as DIR/<name>.npy files, or load them into a model of the same
+ * sizes (io/model.h). Returns 0, or -1 with one line in err. */
+int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len);
+int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len);
+/* A new model with the sizes a saved directory holds (read from its
+ * num_heads file and its embeddings' shapes), loaded from it; NULL, with
+ * one line in err, when the directory does not hold a two-key model. */
+TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len);
+
+#endif
