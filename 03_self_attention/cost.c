@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "attention.h"
+#include "error.h"
 #include "io/cli.h"
 #include "random.h"
 #include "tensor.h"
@@ -118,9 +119,23 @@ static void part5_cost(const Options *opt, Rng *rng)
            sqrt(80e9 / sizeof(float)));
 }
 
+/* The table's last row holds the most: its n x n weights, and n x d
+ * for the tokens, the output and a product's scratch. */
+static void check_memory(const Options *opt)
+{
+    int n = 128;
+    while (2 * n <= opt->cost_max)
+        n *= 2;
+    char detail[64];
+    snprintf(detail, sizeof detail, "the (%d, %d) weights of n = %d", n, n, n);
+    memory_require(4.0 * ((double)n * n + 4.0 * n * opt->num_hiddens), detail,
+                   "use a smaller --cost-max");
+}
+
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
+    check_memory(&opt);
     Rng rng = rng_new(opt.seed);
     part5_cost(&opt, &rng);
     return 0;

@@ -84,6 +84,7 @@ typedef struct {
     int repeats;               /* timed runs per line (the median is printed) */
     int threads;               /* the "many threads" count */
     int clear_max;             /* the clear layer runs only for n <= this */
+    double scale;              /* standard deviation of the random inputs */
     bool quick;                /* skip the slow lines */
     const char *config_text;   /* --config B,n,D,H */
     const char *pytorch_text;  /* --pytorch-ms F,FB */
@@ -93,6 +94,7 @@ typedef struct {
 
 typedef struct {
     int ok;                    /* 1 when the child finished */
+    int finite;                /* 1 when the warm-up's results held no NaN or infinity */
     double ms;                 /* median milliseconds per pass */
     int runs;                  /* timed runs behind the median */
     double max_rss_mb;
@@ -145,16 +147,17 @@ typedef struct {
     AttentionSaved head_saved;
 } Work;
 
-static void work_init(Work *w, const Config *c, bool fast, int threads, uint64_t seed)
+static void work_init(Work *w, const Config *c, bool fast, int threads, const Options *opt)
 {
-    Rng rng = rng_new(seed);
+    Rng rng = rng_new(opt->seed);
+    const float s = (float)opt->scale;
     const int D = c->num_hiddens, B = c->batch, H = c->num_heads;
     *w = (Work){.c = c, .fast = fast, .threads = threads};
     if (c->pass == ATTENTION_BACKWARD) {
         const int n = c->num_queries, d = D / H;
-        w->head_q = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
-        w->head_k = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
-        w->head_v = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
+        w->head_q = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
+        w->head_k = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
+        w->head_v = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
         w->head_grad = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
         w->head_out = fast ? streaming_attention_save(w->head_q, w->head_k, w->head_v, NULL,
                                                       threads, &w->head_lse)
@@ -163,10 +166,10 @@ static void work_init(Work *w, const Config *c, bool fast, int threads, uint64_t
         return;
     }
     w->layer = multihead_new(D, D, D, D, H, 0.0f, true, &rng);
-    w->queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_queries, D));
+    w->queries = tensor_normal(&rng, 0.0f, s, SHAPE(B, c->num_queries, D));
     w->keys = c->num_keys == c->num_queries
                   ? w->queries
-                  : tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_keys, D));
+                  : tensor_normal(&rng, 0.0f, s, SHAPE(B, c->num_keys, D));
     w->valid_lens = c->toy_mask ? valid_lens_1d((const int[]){3, 2}, 2) : NULL;
     if (c->pass == FORWARD_BACKWARD) {
         w->grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_queries, D));
@@ -190,30 +193,44 @@ static void work_free(Work *w)
     attention_saved_free(&w->head_saved);
 }
 
+/* The flat index of the first NaN or infinity among a pass's results
+ * (output, then the input gradients), or SIZE_MAX. */
+static size_t first_non_finite_of(const Tensor *const *results, int count)
+{
+    size_t offset = 0;
+    for (int i = 0; i < count; i++) {
+        if (results[i] == NULL)
+            continue;
+        const size_t bad = tensor_first_non_finite(results[i]);
+        if (bad != SIZE_MAX)
+            return offset + bad;
+        offset += results[i]->size;
+    }
+    return SIZE_MAX;
+}
+
 /* One timed pass; every tensor it makes is freed before it returns. The
- * parameter gradients accumulate from pass to pass, as without zero_grad. */
-static void run_pass(Work *w)
+ * parameter gradients accumulate from pass to pass, as without zero_grad.
+ * With check, the results are looked at first: the index of a NaN or an
+ * infinity among them (float32 overflowed: multihead.h), or SIZE_MAX. */
+static size_t run_pass(Work *w, bool check)
 {
     const Tensor *q = w->queries, *k = w->keys;
-    Tensor *gq = NULL, *gk = NULL, *gv = NULL;
+    Tensor *out = NULL, *gq = NULL, *gk = NULL, *gv = NULL;
     if (w->c->pass == FORWARD) {
-        tensor_free(w->fast ? fast_multihead_forward(w->layer, q, k, k, w->valid_lens, w->threads)
-                            : multihead_forward(w->layer, q, k, k, w->valid_lens, false, NULL,
-                                                NULL));
+        out = w->fast ? fast_multihead_forward(w->layer, q, k, k, w->valid_lens, w->threads)
+                      : multihead_forward(w->layer, q, k, k, w->valid_lens, false, NULL, NULL);
     } else if (w->c->pass == FORWARD_BACKWARD && w->fast) {
         FastMultiHeadSaved saved;
-        Tensor *out = fast_multihead_forward_save(w->layer, q, k, k, w->valid_lens, w->threads,
-                                                  &saved);
+        out = fast_multihead_forward_save(w->layer, q, k, k, w->valid_lens, w->threads, &saved);
         fast_multihead_backward(w->layer, &saved, w->grad_output, w->grads, &gq, &gk, &gv,
                                 w->threads);
         fast_multihead_saved_free(&saved);
-        tensor_free(out);
     } else if (w->c->pass == FORWARD_BACKWARD) {
         MultiHeadSaved saved;
-        Tensor *out = multihead_forward_save(w->layer, q, k, k, w->valid_lens, false, NULL, &saved);
+        out = multihead_forward_save(w->layer, q, k, k, w->valid_lens, false, NULL, &saved);
         multihead_backward(w->layer, &saved, w->grad_output, w->grads, &gq, &gk, &gv, NULL);
         multihead_saved_free(&saved);
-        tensor_free(out);
     } else if (w->fast) {
         streaming_attention_backward(w->head_q, w->head_k, w->head_v, NULL, w->head_out,
                                      w->head_lse, w->head_grad, w->threads, &gq, &gk, &gv);
@@ -221,23 +238,24 @@ static void run_pass(Work *w)
         dot_product_attention_backward(w->head_q, w->head_k, w->head_v, &w->head_saved,
                                        w->head_grad, &gq, &gk, &gv);
     }
-    tensor_free(gq);
-    tensor_free(gk);
-    tensor_free(gv);
+    const Tensor *results[] = {out, gq, gk, gv};
+    const size_t bad = check ? first_non_finite_of(results, 4) : SIZE_MAX;
+    TENSOR_FREE(out, gq, gk, gv);
+    return bad;
 }
 
 /* Build the line's work, run it, and return the median. */
 static Result measure(const Config *c, bool fast, int threads, const Options *opt)
 {
     Work w;
-    work_init(&w, c, fast, threads, opt->seed);
+    work_init(&w, c, fast, threads, opt);
     /* The first run warms up (page faults, caches). One that took over 5 s
      * is its own measurement: repeating it would only cost minutes. */
     double t0 = now_ms();
-    run_pass(&w);
+    const bool finite = run_pass(&w, true) == SIZE_MAX;
     double first = now_ms() - t0;
-    Result r = {1, first, 1, 0.0};
-    if (first <= 5000.0) {
+    Result r = {1, finite, first, 1, 0.0};
+    if (finite && first <= 5000.0) {
         int runs = first > 1000.0 ? (opt->repeats < 3 ? opt->repeats : 3) : opt->repeats;
         /* a pass shorter than 20 ms is timed in a loop, so the clock's
          * resolution and the loop overhead do not matter */
@@ -246,7 +264,7 @@ static Result measure(const Config *c, bool fast, int threads, const Options *op
         for (int i = 0; i < runs; i++) {
             t0 = now_ms();
             for (int j = 0; j < inner; j++)
-                run_pass(&w);
+                run_pass(&w, false);
             times[i] = (now_ms() - t0) / inner;
         }
         qsort(times, (size_t)runs, sizeof times[0], compare_doubles);
@@ -264,7 +282,7 @@ static Result measure(const Config *c, bool fast, int threads, const Options *op
  * that dies (out of memory, a crash) gives ok = 0. */
 static Result measure_in_child(const Config *c, bool fast, int threads, const Options *opt)
 {
-    Result r = {0, 0.0, 0, 0.0};
+    Result r = {0, 0, 0.0, 0, 0.0};
     int fds[2];
     fflush(stdout);
     if (pipe(fds) != 0) {
@@ -312,6 +330,11 @@ static void print_line(const Config *c, const char *impl, int threads, const Res
 {
     if (!r->ok) {
         printf("%-30s %-8s %-6s %7d   failed: the child process did not finish (out of memory?)\n",
+               c->label, PASS_NAMES[c->pass], impl, threads);
+        return;
+    }
+    if (!r->finite) {
+        printf("%-30s %-8s %-6s %7d   failed: a result overflowed float32 (NaN or infinity)\n",
                c->label, PASS_NAMES[c->pass], impl, threads);
         return;
     }
@@ -402,7 +425,7 @@ static void targets_init(Target t[TARGET_COUNT], const Options *opt)
 static void targets_record(Target t[TARGET_COUNT], const Config *c, int threads, int N,
                            const Result *r)
 {
-    if (!r->ok)
+    if (!r->ok || !r->finite)
         return;
     const bool d512 = c->num_hiddens == 512 && c->num_heads == 8;
     const bool small = d512 && c->batch == 8 && c->num_queries == 512;
@@ -465,7 +488,7 @@ static void parse_pytorch(Options *opt)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048,
+    Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048, .scale = 1.0,
                    .pytorch_forward_ms = PYTORCH_FORWARD_MS,
                    .pytorch_forward_backward_ms = PYTORCH_FORWARD_BACKWARD_MS};
     const CliOption options[] = {
@@ -477,6 +500,9 @@ static Options parse_options(int argc, char **argv)
         {"--clear-max", CLI_INT, &opt.clear_max, .min = 1, .max = 65536, .metavar = "N",
          .help = "run the clear layer only up to n = N (one pass at\nn = 4096 takes minutes); "
                  "it never runs when its weights\nwould pass 2 GB"},
+        {"--scale", CLI_DOUBLE, &opt.scale, .min = 1e-30, .max = 1e38, .metavar = "S",
+         .help = "standard deviation of the random inputs (1e20\nmakes float32 overflow, and "
+                 "the lines say so)"},
         {"--quick", CLI_FLAG, &opt.quick,
          .help = "only the d2l toy and (8, 512, 512, 8), fast lines only"},
         {"--config", CLI_STRING, &opt.config_text, .metavar = "B,n,D,H",
@@ -549,7 +575,7 @@ static int run_config(const Config *c, bool first_fast_only, const Options *opt,
     } else if (clear) {
         Line *line = new_line();
         *line = (Line){c, "clear", 1, measure_in_child(c, false, 1, opt), ""};
-        failed += !line->r.ok;
+        failed += !line->r.ok || !line->r.finite;
         if (!line->r.ok && c->pass == FORWARD)
             clear_forward_failed = c->label;
     } else if (!c->fast_only && !opt->quick && !fits) {
@@ -569,7 +595,7 @@ static int run_config(const Config *c, bool first_fast_only, const Options *opt,
             continue;
         Result r = measure_in_child(c, true, threads, opt);
         *new_line() = (Line){c, "fast", threads, r, ""};
-        failed += !r.ok;
+        failed += !r.ok || !r.finite;
         targets_record(targets, c, threads, N, &r);
     }
     return failed;

@@ -133,8 +133,8 @@ static TwoKeyModel *train(const Options *opt, const Task *task)
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
-            fprintf(stderr, "%s: the loss became %g at step %d; try a smaller --lr\n", PROG,
-                    loss, step);
+            fprintf(stderr, "%s: the loss became %s at step %d; try a smaller --lr\n", PROG,
+                    non_finite_name(loss), step);
             two_key_free(model);
             model = NULL;
             break;

@@ -124,8 +124,9 @@ static TwoKeyModel *train(const Options *opt, const Task *task, int heads, uint6
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
-            fprintf(stderr, "%s: %d heads, seed %llu: the loss became %g at step %d; try a "
-                    "smaller --lr\n", PROG, heads, (unsigned long long)seed, loss, step);
+            fprintf(stderr, "%s: %d heads, seed %llu: the loss became %s at step %d; try a "
+                    "smaller --lr\n", PROG, heads, (unsigned long long)seed,
+                    non_finite_name(loss), step);
             two_key_free(model);
             model = NULL;
             break;

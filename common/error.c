@@ -76,3 +76,40 @@ size_t memory_available(const char **what)
     }
     return bytes;
 }
+
+void bytes_text(char *buf, size_t len, double bytes)
+{
+    static const char *const units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+    int u = 0;
+    while (bytes >= 1000.0 && u < 6) {
+        bytes /= 1000.0;
+        u++;
+    }
+    snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+}
+
+int memory_check(double need, const char *detail, const char *hint, char *err, size_t err_len)
+{
+    const char *what;
+    const double have = (double)memory_available(&what);
+    if (need <= have)
+        return 0;
+    char need_text[32], have_text[32];
+    bytes_text(need_text, sizeof need_text, need);
+    bytes_text(have_text, sizeof have_text, have);
+    snprintf(err, err_len, "this run needs about %s of memory%s%s%s, more than %s, %s: %s",
+             need_text, detail ? " (" : "", detail ? detail : "", detail ? ")" : "", what,
+             have_text, hint);
+    return -1;
+}
+
+void memory_require(double need, const char *detail, const char *hint)
+{
+    char err[512];
+    if (memory_check(need, detail, hint, err, sizeof err) == 0)
+        return;
+    fflush(stdout);
+    error_prefix();
+    fprintf(stderr, "%s\n", err);
+    exit(1);
+}

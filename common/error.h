@@ -36,4 +36,17 @@ void *checked_malloc(const char *func, size_t count, size_t elem);
  * half way through. SIZE_MAX when neither is known. */
 size_t memory_available(const char **what);
 
+/* The check itself. need: the bytes a run will take at its largest, worked
+ * out from the sizes asked for (an estimate that errs on the large side);
+ * detail: what dominates it, or NULL; hint: what to make smaller. Returns
+ * 0 when need fits, else -1 with one line in err:
+ *   "this run needs about 34.4 GB of memory (two (65536, 65536) matrices),
+ *    more than the machine's memory, 25.3 GB: use a smaller --cost-max" */
+int memory_check(double need, const char *detail, const char *hint, char *err, size_t err_len);
+/* For a program, before its work: the same check, and when need does not
+ * fit, that line on stderr after the program's name, then exit(1). */
+void memory_require(double need, const char *detail, const char *hint);
+/* "17.2 GB": bytes as a person reads them, in powers of 1000. */
+void bytes_text(char *buf, size_t len, double bytes);
+
 #endif

@@ -469,14 +469,38 @@ void tensor_print_named(const char *name, const Tensor *x)
 
 /* ---- comparison -------------------------------------------------------- */
 
-static void index_str(char *buf, size_t len, size_t flat, int ndim, const int *shape)
+const char *tensor_index_str(char *buf, size_t len, size_t flat, int ndim, const int *shape)
 {
-    int idx[TENSOR_MAX_DIMS];
+    int index[TENSOR_MAX_DIMS];
     for (int i = ndim - 1; i >= 0; i--) {
-        idx[i] = (int)(flat % (size_t)shape[i]);
+        index[i] = (int)(flat % (size_t)shape[i]);
         flat /= (size_t)shape[i];
     }
-    shape_str(buf, len, ndim, idx);
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", index[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+const char *non_finite_name(double v)
+{
+    return isnan(v) ? "NaN" : isinf(v) ? (v > 0 ? "inf" : "-inf") : "finite";
+}
+
+size_t tensor_first_non_finite(const Tensor *x)
+{
+    for (size_t i = 0; i < x->size; i++)
+        if (!isfinite(x->data[i]))
+            return i;
+    return SIZE_MAX;
+}
+
+/* v for printf: a NaN of either sign as the positive one, "nan", never "-nan" */
+static double shown(double v)
+{
+    return isnan(v) ? NAN : v;
 }
 
 static bool allclose_core(const float *actual, const float *expected, size_t n,
@@ -508,14 +532,14 @@ static bool allclose_core(const float *actual, const float *expected, size_t n,
     char where[80];
     fprintf(report, "allclose: %zu of %zu elements differ (atol %g, rtol %g)\n",
             bad, n, (double)atol, (double)rtol);
-    index_str(where, sizeof where, worst, ndim, shape);
+    tensor_index_str(where, sizeof where, worst, ndim, shape);
     fprintf(report, "  worst at %s: actual %.8g, expected %.8g, |diff| %.3g\n", where,
-            (double)actual[worst], (double)expected[worst],
-            fabs((double)actual[worst] - (double)expected[worst]));
+            shown(actual[worst]), shown(expected[worst]),
+            shown(fabs((double)actual[worst] - (double)expected[worst])));
     for (size_t k = 0; k < bad && k < SHOW; k++) {
-        index_str(where, sizeof where, first[k], ndim, shape);
+        tensor_index_str(where, sizeof where, first[k], ndim, shape);
         fprintf(report, "  at %s: actual %.8g, expected %.8g\n", where,
-                (double)actual[first[k]], (double)expected[first[k]]);
+                shown(actual[first[k]]), shown(expected[first[k]]));
     }
     return false;
 }
@@ -553,7 +577,7 @@ float tensor_max_abs_diff(const Tensor *a, const Tensor *b)
     for (size_t i = 0; i < a->size; i++) {
         float d = fabsf(a->data[i] - b->data[i]);
         if (isnan(d))
-            return d;   /* a NaN anywhere means "not equal", whatever follows */
+            return NAN;   /* "not equal", whatever follows; +NaN prints "nan", not "-nan" */
         if (d > worst)
             worst = d;
     }
@@ -565,7 +589,7 @@ float tensor_max_abs(const Tensor *x)
     float m = 0.0f;
     for (size_t i = 0; i < x->size; i++) {
         if (isnan(x->data[i]))
-            return x->data[i];
+            return NAN;   /* positive: printf shows "nan" for it, "-nan" for x86's default NaN */
         if (fabsf(x->data[i]) > m)
             m = fabsf(x->data[i]);
     }

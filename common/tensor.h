@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -142,9 +143,20 @@ bool tensor_allclose(const Tensor *actual, const Tensor *expected,
 bool floats_allclose(const float *actual, const float *expected, size_t n,
                      float atol, float rtol, FILE *report);
 /* Largest |a - b| over all elements (shapes must match); NaN when any
- * difference is NaN. */
+ * difference is NaN. A NaN returned here and by tensor_max_abs is always
+ * the positive one, which printf writes as "nan": the NaN that x86's
+ * arithmetic makes has its sign bit set, and prints as "-nan". */
 float tensor_max_abs_diff(const Tensor *a, const Tensor *b);
 /* Largest |x|; NaN when x holds a NaN. */
 float tensor_max_abs(const Tensor *x);
+/* The flat index of x's first NaN or infinity, or SIZE_MAX when every
+ * element is finite. */
+size_t tensor_first_non_finite(const Tensor *x);
+/* A non-finite value's name in a message: "NaN", "inf" or "-inf" (printf
+ * would write x86's NaN as "-nan"); for a finite v, "finite". */
+const char *non_finite_name(double v);
+/* A flat index as the index of each dimension: 11 in shape (2, 3, 2) is
+ * "[1, 2, 1]". Returns buf. */
+const char *tensor_index_str(char *buf, size_t len, size_t flat, int ndim, const int *shape);
 
 #endif

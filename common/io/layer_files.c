@@ -492,36 +492,12 @@ bool layer_files_same_dir(const char *a, const char *b)
  * into NaN. Each stage is checked in the order the forward computes it, so
  * the line names the first stage that overflowed, where the fix is. */
 
-/* Index of the first NaN or infinity of x, or SIZE_MAX. */
-static size_t first_non_finite(const Tensor *x)
-{
-    for (size_t i = 0; i < x->size; i++)
-        if (!isfinite(x->data[i]))
-            return i;
-    return SIZE_MAX;
-}
-
-/* "[0, 1, 3]": a flat index written as the index of each dimension. */
-static void index_text(char *buf, size_t len, size_t flat, int ndim, const int *shape)
-{
-    int index[TENSOR_MAX_DIMS];
-    for (int i = ndim - 1; i >= 0; i--) {
-        index[i] = (int)(flat % (size_t)shape[i]);
-        flat /= (size_t)shape[i];
-    }
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < ndim && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%d", i ? ", " : "", index[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
 /* A head's (B*H, n, d) tensor, checked as the (B, n, D) projection it was
  * split from: element [b*H + h, t, j] is [b, t, h*d + j] there. */
 static int check_projection(const char *what, const Tensor *heads, int H, char *err,
                             size_t err_len)
 {
-    const size_t bad = first_non_finite(heads);
+    const size_t bad = tensor_first_non_finite(heads);
     if (bad == SIZE_MAX)
         return 0;
     const int n = heads->shape[1], d = heads->shape[2];
@@ -536,7 +512,7 @@ static int check_projection(const char *what, const Tensor *heads, int H, char *
 static int check_scores(const MultiHeadSaved *saved, int H, char *err, size_t err_len)
 {
     const Tensor *weights = saved->attention.weights;   /* (B*H, T, K) */
-    const size_t bad = first_non_finite(weights);
+    const size_t bad = tensor_first_non_finite(weights);
     if (bad == SIZE_MAX)
         return 0;
     const int T = weights->shape[1], K = weights->shape[2], d = saved->Q->shape[2];
@@ -558,11 +534,11 @@ static int check_scores(const MultiHeadSaved *saved, int H, char *err, size_t er
 static int check_stage(const char *what, const Tensor *x, const char *advice, char *err,
                        size_t err_len)
 {
-    const size_t bad = x != NULL ? first_non_finite(x) : SIZE_MAX;
+    const size_t bad = x != NULL ? tensor_first_non_finite(x) : SIZE_MAX;
     if (bad == SIZE_MAX)
         return 0;
     char where[96];
-    index_text(where, sizeof where, bad, x->ndim, x->shape);
+    tensor_index_str(where, sizeof where, bad, x->ndim, x->shape);
     set_error(err, err_len, "%s overflows float32 at %s: %s", what, where, advice);
     return -1;
 }
@@ -635,18 +611,6 @@ void layer_results_free(LayerResults *results)
 
 /* ---- memory ------------------------------------------------------------------ */
 
-/* "17.2 GB": bytes as a person reads them. */
-static void bytes_text(char *buf, size_t len, double bytes)
-{
-    static const char *const units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
-    int u = 0;
-    while (bytes >= 1000.0 && u < 6) {
-        bytes /= 1000.0;
-        u++;
-    }
-    snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-}
-
 double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
                                 bool backward)
 {
@@ -668,20 +632,12 @@ double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, i
 int layer_files_check_memory(const MultiHeadAttention *layer, int B, int T, int K,
                              bool backward, char *err, size_t err_len)
 {
-    const char *what;
-    const double have = (double)memory_available(&what);
-    const double need = layer_files_bytes_needed(layer, B, T, K, backward);
-    if (need <= have)
-        return 0;
-    char need_text[32], weights_text[32], have_text[32];
-    bytes_text(need_text, sizeof need_text, need);
-    bytes_text(weights_text, sizeof weights_text,
-               4.0 * B * layer->num_heads * (double)T * K);
-    bytes_text(have_text, sizeof have_text, have);
-    set_error(err, err_len, "this run needs about %s of memory (the attention weights "
-              "(%d, %d, %d, %d) alone take %s), more than %s, %s: use fewer queries, keys or "
-              "heads", need_text, B, layer->num_heads, T, K, weights_text, what, have_text);
-    return -1;
+    char detail[96], weights_text[32];
+    bytes_text(weights_text, sizeof weights_text, 4.0 * B * layer->num_heads * (double)T * K);
+    snprintf(detail, sizeof detail, "the attention weights (%d, %d, %d, %d) alone take %s", B,
+             layer->num_heads, T, K, weights_text);
+    return memory_check(layer_files_bytes_needed(layer, B, T, K, backward), detail,
+                        "use fewer queries, keys or heads", err, err_len);
 }
 
 void layer_gradients_free(LayerGradients *grads)

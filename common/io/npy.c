@@ -555,7 +555,7 @@ static Tensor *convert_floats(const NpyArray *arr, const ErrSink *sink)
         if (!isfinite(x->data[i])) {
             element_str(where, sizeof where, i, arr->ndim, arr->shape);
             npy_fail(sink, "%s is %s; the data must be finite", where,
-                     isnan(x->data[i]) ? "NaN" : x->data[i] > 0 ? "inf" : "-inf");
+                     non_finite_name(x->data[i]));
             tensor_free(x);
             return NULL;
         }
