@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "attention.h"
+#include "error.h"
 #include "fast/fast_matmul.h"
 #include "fast/fast_multihead.h"
 #include "fast/streaming_attention.h"
@@ -126,6 +127,29 @@ static double flops_of(const Config *c)
     default:
         return projections + attention;
     }
+}
+
+/* ---- memory, checked before any line runs ------------------------------------ */
+
+/* Bytes one line holds at its peak, counted from what it allocates (and
+ * rounded up): the fast forward keeps the inputs, the concatenated heads
+ * and the output (about 6 (B, n, D) tensors with scratch); forward +
+ * backward adds the saved projections and every gradient (about 16); the
+ * attention backward alone has the heads' q, k, v, output, gradients
+ * (about 10). The clear layer adds its (B*H, T, K) weights: once forward,
+ * three times (weights, their gradient, the scores') with the backward.
+ * (8, 512, 512, 8) forward + backward comes to 142 MB here; its measured
+ * peak is 126 MB. */
+static double line_bytes(const Config *c, bool clear)
+{
+    const double rows = (double)c->batch * (c->num_queries > c->num_keys ? c->num_queries
+                                                                         : c->num_keys);
+    const double D = c->num_hiddens;
+    const double per_row = c->pass == FORWARD ? 6.0 : c->pass == FORWARD_BACKWARD ? 16.0 : 10.0;
+    const double params = (c->pass == FORWARD ? 4.0 : 8.0) * D * D;
+    const double weights = (double)c->batch * c->num_heads * c->num_queries * c->num_keys;
+    return 4.0 * (per_row * rows * D + params + (clear ? (c->pass == FORWARD ? 1 : 3) * weights
+                                                       : 0.0));
 }
 
 /* ---- one line, in a child process ------------------------------------------- */
@@ -318,6 +342,7 @@ static Result measure_in_child(const Config *c, bool fast, int threads, const Op
 /* ---- printing --------------------------------------------------------------------- */
 
 static double peak_1, peak_n;    /* GFLOP/s, the larger of two measurements */
+static int overflowed;           /* lines whose results held NaN or infinity */
 static bool share_over_100;      /* a line beat the measured peak */
 
 static void print_header(void)
@@ -334,6 +359,7 @@ static void print_line(const Config *c, const char *impl, int threads, const Res
         return;
     }
     if (!r->finite) {
+        overflowed++;
         printf("%-30s %-8s %-6s %7d   failed: a result overflowed float32 (NaN or infinity)\n",
                c->label, PASS_NAMES[c->pass], impl, threads);
         return;
@@ -549,6 +575,34 @@ static void print_introduction(const Options *opt)
            opt->threads);
 }
 
+/* Whether a configuration has a clear line: not with --quick, not past
+ * --clear-max, never when its weights pass CLEAR_MAX_WEIGHT_BYTES. */
+static bool runs_clear(const Config *c, const Options *opt)
+{
+    const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
+    return !c->fast_only && !opt->quick && c->num_queries <= opt->clear_max &&
+           weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
+}
+
+/* The largest line of the list must fit before any runs: one line if not,
+ * where each child would otherwise fail on its own. */
+static void check_memory(const Config *list, int count, const Options *opt)
+{
+    double need = 0.0;
+    const Config *largest = &list[0];
+    for (int i = 0; i < count; i++) {
+        const double bytes = line_bytes(&list[i], runs_clear(&list[i], opt));
+        if (bytes > need) {
+            need = bytes;
+            largest = &list[i];
+        }
+    }
+    char detail[96];
+    snprintf(detail, sizeof detail, "the %s line of %s", PASS_NAMES[largest->pass],
+             largest->label);
+    memory_require(need, detail, "use a smaller --config, or a smaller --clear-max");
+}
+
 /* Every line of one configuration: the clear one (or why not), then fast
  * on 1 and N threads. Returns how many child processes failed. */
 static int run_config(const Config *c, bool first_fast_only, const Options *opt,
@@ -562,7 +616,7 @@ static int run_config(const Config *c, bool first_fast_only, const Options *opt,
                  "-- the streaming path alone: the clear layer's weights would take %.0f GB"
                  " and more --", weight_bytes / 1e9);
     bool fits = weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
-    bool clear = !c->fast_only && !opt->quick && c->num_queries <= opt->clear_max && fits;
+    bool clear = runs_clear(c, opt);
     const char *pass = PASS_NAMES[c->pass];
     /* a configuration whose clear forward did not finish (out of memory)
      * does not try its forward + backward, which needs more */
@@ -605,15 +659,6 @@ int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     const int N = opt.threads;
-    print_introduction(&opt);
-
-    /* the peak now and again after the lines; the table waits for both */
-    peak_1 = fast_peak_gflops(1, 0.5);
-    peak_n = fast_peak_gflops(N, 0.5);
-    printf("Running the lines; the table follows when they and a second measurement\n"
-           "of the peak are done.\n\n");
-    fflush(stdout);
-
     Config configs[] = {
         {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, FORWARD, true, false},
         {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, FORWARD_BACKWARD, true, false},
@@ -633,6 +678,16 @@ int main(int argc, char **argv)
     } else if (opt.quick) {
         count = 4;
     }
+
+    check_memory(list, count, &opt);
+    print_introduction(&opt);
+
+    /* the peak now and again after the lines; the table waits for both */
+    peak_1 = fast_peak_gflops(1, 0.5);
+    peak_n = fast_peak_gflops(N, 0.5);
+    printf("Running the lines; the table follows when they and a second measurement\n"
+           "of the peak are done.\n\n");
+    fflush(stdout);
 
     Target targets[TARGET_COUNT];
     targets_init(targets, &opt);
@@ -673,6 +728,12 @@ int main(int argc, char **argv)
                                         : "from the machine the targets were set on");
         for (int i = 0; i < TARGET_COUNT; i++)
             print_target(&targets[i]);
+    }
+    /* a child that died said why on stderr itself; an overflow is said here */
+    if (overflowed > 0) {
+        fflush(stdout);
+        fprintf(stderr, "%s: %d %s overflowed float32 (see the table): use a smaller --scale\n",
+                PROG, overflowed, plural(overflowed, "line", "lines"));
     }
     return failed == 0 ? 0 : 1;
 }

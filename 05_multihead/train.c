@@ -635,6 +635,17 @@ static int train_and_save(LookupModel *model, Adam *adam, const Task *task, cons
     return status;
 }
 
+/* Memory for the sizes asked for (or read from --from), before any work. */
+static void check_memory(const Options *opt)
+{
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d held-out examples or batches of %d, of %d pairs, "
+             "num_hiddens %d", opt->examples, opt->batch, opt->pairs, opt->hiddens);
+    memory_require(lookup_bytes_needed(opt->countries, opt->pairs, opt->hiddens, opt->batch,
+                                       opt->examples),
+                   detail, "use fewer --examples, a smaller --batch or --hiddens");
+}
+
 int main(int argc, char **argv)
 {
     handle_stop_signals(note_signal);
@@ -643,6 +654,7 @@ int main(int argc, char **argv)
     LookupModel *model = opt.from_dir ? load_model(&opt) : NULL;   /* sets the sizes */
     const bool training = model == NULL || opt.steps_given;
     Adam *adam = model && training ? load_training(model, &opt) : NULL;   /* and the batches */
+    check_memory(&opt);
     const Task task = task_dictionary(opt.pairs, opt.countries, opt.countries);
     if (opt.bench)
         return bench(&task, &opt);

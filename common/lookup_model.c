@@ -273,6 +273,15 @@ double lookup_evaluate(const LookupModel *m, const TaskBatch *batch, int *correc
     return loss;
 }
 
+double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int batch, int examples)
+{
+    const double D = num_hiddens, block = (double)num_pairs * D;
+    const double training = 12.0 * batch * block, heldout = 6.0 * examples * block;
+    /* parameters with their gradients and Adam's two moments */
+    const double params = 4.0 * (2.0 * vocab * D + 4.0 * D * D + vocab * D);
+    return 4.0 * ((training > heldout ? training : heldout) + params);
+}
+
 /* ---- saving and loading ------------------------------------------------------- */
 
 int lookup_save(const LookupModel *m, const char *dir, char *err, size_t err_len)
