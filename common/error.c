@@ -23,17 +23,31 @@ void error_prefix(void)
         fprintf(stderr, "%s: ", program_name);
 }
 
-_Noreturn void die(const char *func, const char *fmt, ...)
+static void vreport(const char *func, const char *fmt, va_list args)
 {
-    va_list args;
     fflush(stdout);
     error_prefix();
     fprintf(stderr, "%s: ", func);
-    va_start(args, fmt);
     vfprintf(stderr, fmt, args);
-    va_end(args);
     fputc('\n', stderr);
+}
+
+_Noreturn void die(const char *func, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vreport(func, fmt, args);
+    va_end(args);
     exit(1);
+}
+
+int report_error(const char *func, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vreport(func, fmt, args);
+    va_end(args);
+    return -1;
 }
 
 void *checked_calloc(const char *func, size_t count, size_t elem)

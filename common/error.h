@@ -21,6 +21,9 @@ void error_prefix(void);
 /* Print "[prog: ]func: message" on stderr and exit(1). printf-style. */
 _Noreturn void die(const char *func, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The same line without the exit, for a function that returns -1 to its
+ * caller after saying why (the plot writers). Returns -1. */
+int report_error(const char *func, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Checked malloc/calloc for scratch buffers: the failure message names the
  * caller and the number of bytes asked for. count * elem is overflow-checked.

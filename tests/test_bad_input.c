@@ -1355,6 +1355,11 @@ ParameterizedTest(int *index, bad_input, rows)
               *index, row->program, args, row->message, err);
     cr_expect(is_one_line(err), "row %d, %s %s: stderr is not one line: %s", *index,
               row->program, args, err);
+    /* library errors included, every line starts with the program's name */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s: ", strrchr(row->program, '/') + 1);
+    cr_expect(strncmp(err, prefix, strlen(prefix)) == 0, "row %d, %s %s: stderr does not "
+              "start with '%s': %s", *index, row->program, args, prefix, err);
     if (must_not_exist) {
         struct stat st;
         cr_expect_neq(stat(must_not_exist, &st), 0, "row %d, %s %s left %s behind", *index,

@@ -16,18 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int curve_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int curve_fail(const char *fmt, ...)
-{
-    va_list args;
-    fflush(stdout);
-    fputs("plot_curves: ", stderr);
-    va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return -1;
-}
+/* One error line, "[prog: ]plot_curves: ...", then -1 for the caller to return. */
+#define curve_fail(...) report_error("plot_curves", __VA_ARGS__)
 
 /* A gnuplot string in single quotes: a quote inside is written twice, a
  * newline (which would end the command) becomes a space. */

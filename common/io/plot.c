@@ -33,19 +33,8 @@
 /* ---- errors and files --------------------------------------------------- */
 
 /* The single error line every failure prints. */
-static int plot_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int plot_fail(const char *fmt, ...)
-{
-    va_list args;
-    fflush(stdout);
-    error_prefix();
-    fputs("plot_heatmaps: ", stderr);
-    va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return -1;
-}
+/* One error line, "[prog: ]plot_heatmaps: ...", then -1 for the caller to return. */
+#define plot_fail(...) report_error("plot_heatmaps", __VA_ARGS__)
 
 /* "DIR/NAME.EXT" in a new string; NULL when out of memory. */
 static char *join_path(const char *dir, const char *name, const char *ext)
