@@ -90,9 +90,7 @@ static Options parse_options(int argc, char **argv)
                           CLI_COUNT(options), options},
               argc, argv);
     if (opt.from_dir != NULL) {
-        struct stat st;
-        if (stat(opt.from_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            cli_fail(PROG, "--from: '%s' is not a directory", opt.from_dir);
+        cli_check_input_dir(PROG, "--from", opt.from_dir);
         if (opt.to_dir != NULL)
             cli_fail(PROG, "--from and --to together would only copy the model");
         if (opt.sizes_given)

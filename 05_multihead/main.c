@@ -374,9 +374,8 @@ static Options parse_options(int argc, char **argv)
  * fits and otherwise every key of every sequence. */
 static ValidLens *check_options(const Options *opt)
 {
-    struct stat st;
-    if (opt->from_dir && (stat(opt->from_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        cli_fail(PROG, "--from: '%s' is not a directory", opt->from_dir);
+    if (opt->from_dir)
+        cli_check_input_dir(PROG, "--from", opt->from_dir);
     if (opt->from_dir && !opt->heads_given)
         cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
     if (opt->from_dir && opt->example_flags)

@@ -580,6 +580,8 @@ static Options parse_options(int argc, char **argv)
                  "different countries", opt.countries, opt.pairs, opt.pairs);
     if (opt.hiddens % opt.heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
+    if (opt.from_dir)
+        cli_check_input_dir(PROG, "--from", opt.from_dir);
     if (opt.from_dir && opt.sizes_given)
         cli_fail(PROG, "--from takes the model's sizes from DIR: drop --countries, --hiddens "
                  "and --heads");

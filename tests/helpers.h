@@ -65,6 +65,11 @@ char *stderr_of(void (*fn)(void), int *status);
 void scratch_dir_make(char *buf, size_t len, const char *prefix);
 void scratch_dir_remove(const char *dir);
 
+/* Every built program of every chapter folder, found as the Makefile finds
+ * them (an executable file without a dot in its name), into names as
+ * "03_self_attention/streaming". Returns how many, at most max. */
+int find_programs(char names[][320], int max);
+
 /* Read a whole file; NULL when it cannot be read. The caller frees. */
 char *read_text_file(const char *path, size_t *len);
 

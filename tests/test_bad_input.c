@@ -894,7 +894,8 @@ static BadInput rows[] = {
     {MULTI, "--plot @/missing", 2, "--plot: directory '", "@/missing/multihead_weights.dat"},
 
     /* chapter 05: --from DIR */
-    {MULTI, "--from @/missing --heads 2", 2, "--from: '", NULL},
+    {MULTI, "--from @/missing --heads 2", 2, "--from: directory '", NULL},
+    {MULTI, "--from @/file --heads 2", 2, "is not a directory", NULL, a_file},
     {MULTI, "--from @/in", 2, "--from needs --heads H", NULL, from_good},
     {MULTI, "--from @/in --heads 2 --batch 3", 2, "--from takes its sizes", NULL, from_good},
     {MULTI, "--from @/in --heads 2", 1, "keys.npy: cannot open: No such file", NULL,
@@ -1002,7 +1003,7 @@ static BadInput rows[] = {
     {IMPORTANCE, "--orders 0", 2, "--orders expects a whole number from 1 to 1000, got '0'",
      NULL},
     {IMPORTANCE, "--lr 0", 2, "--lr expects a number from 1e-06 to 1, got '0'", NULL},
-    {IMPORTANCE, "--from @/missing", 2, "--from: '", NULL},
+    {IMPORTANCE, "--from @/missing", 2, "--from: directory '", NULL},
     {IMPORTANCE, "--from @/in --heads 2", 2, "--from takes the model's sizes from its files",
      NULL, two_key_good},
     {IMPORTANCE, "--from @/in --steps 5", 2, "--from takes the model's sizes", NULL,
@@ -1105,7 +1106,7 @@ static BadInput rows[] = {
     {TRAIN, "--from @/in --to @/in", 2, "--from and --to together", NULL, train_model_good},
     {TRAIN, "--from @/in --bench", 2, "--bench times training a new model: drop --from", NULL,
      train_model_good},
-    {TRAIN, "--from @/missing", 1, "missing/embed_keys.weight.npy: cannot open: No such file",
+    {TRAIN, "--from @/missing", 2, "missing' does not exist",
      NULL},
     {TRAIN, "--from @/in", 1, "in/num_heads.npy: cannot open: No such file", NULL,
      train_model_no_heads},

@@ -123,6 +123,19 @@ void cli_check_dir(const char *prog, const char *flag, const char *dir)
         cli_fail(prog, "%s: directory '%s' is not writable", flag, dir);
 }
 
+void cli_check_input_dir(const char *prog, const char *flag, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 && errno == ENOENT)
+        cli_fail(prog, "%s: directory '%s' does not exist", flag, dir);
+    if (stat(dir, &st) != 0)
+        cli_fail(prog, "%s: cannot read '%s': %s", flag, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        cli_fail(prog, "%s: '%s' is not a directory", flag, dir);
+    if (access(dir, R_OK | X_OK) != 0)
+        cli_fail(prog, "%s: directory '%s' cannot be read", flag, dir);
+}
+
 /* ---- the option table ---------------------------------------------------- */
 
 static const CliOption *find_option(const CliTable *table, const char *arg)

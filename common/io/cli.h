@@ -100,6 +100,9 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* An existing, writable directory, or a usage error naming it. */
 void cli_check_dir(const char *prog, const char *flag, const char *dir);
+/* An existing directory a program reads from (--from): "does not exist",
+ * "is not a directory" or "cannot be read", a usage error naming it. */
+void cli_check_input_dir(const char *prog, const char *flag, const char *dir);
 
 /* ---- a program's own checks (chapters 03 and 06) -------------------------- */
 /* A chapter program checks what it shows, and its exit status says whether
