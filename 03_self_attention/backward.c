@@ -29,6 +29,7 @@
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"
+#include "worked_example.h"
 
 static const char PROG[] = "backward";
 
@@ -43,13 +44,6 @@ typedef struct {
     int jacobian_max;   /* the largest row of Part 5 */
     bool hiddens_given;
 } Options;
-
-/* Chapter 03's three tokens (self_attention, Part 2), one per row. */
-static const float example_tokens[3 * 3] = {
-    0.8063f, 0.5281f, 2.7724f,
-    1.4511f, -0.4305f, 1.3205f,
-    1.3092f, -0.5249f, -1.0714f,
-};
 
 /* sum(out * g), in double: the loss, whose gradient with respect to out is g */
 static double dot_loss(const Tensor *out, const Tensor *g)
@@ -87,7 +81,7 @@ static Problem forward_and_loss(const Options *opt, Rng *rng)
     const bool fixed = opt->num_tokens == 0;
     const int n = fixed ? 3 : opt->num_tokens, d = fixed ? 3 : opt->num_hiddens;
     Problem p;
-    p.queries = fixed ? tensor_from(example_tokens, SHAPE(1, n, d))
+    p.queries = fixed ? tensor_from(EXAMPLE_TOKENS, SHAPE(1, n, d))
                       : tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, n, d));
     p.keys = tensor_copy(p.queries);
     p.values = tensor_copy(p.queries);

@@ -21,6 +21,7 @@
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"
+#include "worked_example.h"
 
 static const char PROG[] = "self_attention";
 
@@ -135,36 +136,12 @@ static Tensor *part1_d2l_check(Rng *rng)
 
 /* ---- Part 2 -------------------------------------------------------------- */
 
-/* The three tokens (rows) of a worked PyTorch example of self-attention. */
-static const float example_tokens[3 * 3] = {
-    0.8063f, 0.5281f, 2.7724f,
-    1.4511f, -0.4305f, 1.3205f,
-    1.3092f, -0.5249f, -1.0714f,
-};
-
-/* What that example's PyTorch run printed for softmax(X X^T) X. */
-static const float example_output[3 * 3] = {
-    0.8178f, 0.5111f, 2.7465f,
-    1.0429f, 0.1725f, 2.2049f,
-    1.3184f, -0.5126f, -0.8610f,
-};
-
 /* The tokens X (1, n, d): the example's three, or random ones. */
 static Tensor *make_tokens(const Options *opt, Rng *rng)
 {
     if (opt->num_tokens == 0)
-        return tensor_from(example_tokens, SHAPE(1, 3, 3));
+        return tensor_from(EXAMPLE_TOKENS, SHAPE(1, 3, 3));
     return tensor_normal(rng, 0.0f, 1.0f, SHAPE(1, opt->num_tokens, opt->num_hiddens));
-}
-
-/* x (1, n, d) -> softmax(x x^T) x, the example's formula, without the scale.
- * The weights (1, n, n) go to *weights. */
-static Tensor *unscaled_self_attention(const Tensor *x, Tensor **weights)
-{
-    Tensor *scores = matmul_bt(x, x);
-    *weights = masked_softmax(scores, NULL);
-    tensor_free(scores);
-    return matmul(*weights, x);
 }
 
 /* x (1, n, d): the unscaled weights (1, n, n), printed beside what the
@@ -172,12 +149,12 @@ static Tensor *unscaled_self_attention(const Tensor *x, Tensor **weights)
 static Tensor *show_unscaled(const Tensor *x, bool fixed)
 {
     Tensor *plain_weights = NULL;
-    Tensor *plain = unscaled_self_attention(x, &plain_weights);
+    Tensor *plain = unscaled_attention(x, x, x, &plain_weights);   /* softmax(X X^T) X */
     printf("\nWithout the scale, softmax(X X^T) X:\n");
     tensor_print_named("weights", plain_weights);
     tensor_print_named("output ", plain);
     if (fixed) {
-        Tensor *printed = tensor_from(example_output, SHAPE(1, 3, 3));
+        Tensor *printed = tensor_from(EXAMPLE_PRINTED_OUTPUT, SHAPE(1, 3, 3));
         const float diff = tensor_max_abs_diff(plain, printed);
         tensor_print_named("the PyTorch example printed", printed);
         printf("Largest difference %.4f (its tokens were printed to 4 decimals)\n", (double)diff);

@@ -28,6 +28,7 @@
 #include "random.h"
 #include "softmax.h"
 #include "tensor.h"
+#include "worked_example.h"
 
 static const char PROG[] = "permutation_invariance";
 
@@ -102,49 +103,26 @@ static Options parse_options(int argc, char **argv)
 
 /* ---- part 1: the essay's check --------------------------------------------- */
 
-/* The essay's function, line for line: inner = query @ key^T; softmax over
- * the last dimension; inner @ value. It does not divide by sqrt(d), unlike
- * d2l and common/attention.c; the property holds either way, because a
- * constant factor on every score moves with the scores.
- * query, key (n, d), value (n, v) -> (n, v) */
-static Tensor *essay_self_attention(const Tensor *query, const Tensor *key, const Tensor *value)
-{
-    Tensor *inner = matmul_bt(query, key);    /* (n, n) */
-    Tensor *weights = softmax(inner);         /* (n, n), rows sum to 1 */
-    Tensor *out = matmul(weights, value);     /* (n, v) */
-    TENSOR_FREE(inner, weights);
-    return out;
-}
-
-/* q (3, 3): the essay's numbers */
+/* q (3, 3): the essay's numbers (worked_example.h) */
 static void part1_essay_check(void)
 {
     printf("Part 1. The essay's check: 3 tokens, rows reversed\n\n");
-    /* The essay drew q = torch.randn(3, 3) and printed it to 4 decimals;
-     * these are the printed numbers... */
-    static const float essay_q[9] = {
-        0.8063f,  0.5281f,  2.7724f,
-        1.4511f, -0.4305f,  1.3205f,
-        1.3092f, -0.5249f, -1.0714f,
-    };
-    /* ...and what it printed for attention = self_attention(q, q, q). */
-    static const float essay_printed_attention[9] = {
-        0.8178f,  0.5111f,  2.7465f,
-        1.0429f,  0.1725f,  2.2049f,
-        1.3184f, -0.5126f, -0.8610f,
-    };
     const int reverse[3] = {2, 1, 0};
-    Tensor *q = tensor_from(essay_q, SHAPE(3, 3));
+    /* The essay drew q = torch.randn(3, 3) and printed it to 4 decimals:
+     * chapter 03's worked example. Its function is softmax(q q^T) q, line
+     * for line, without d2l's 1 / sqrt(d); the property holds either way,
+     * because a constant factor on every score moves with the scores. */
+    Tensor *q = tensor_from(EXAMPLE_TOKENS, SHAPE(3, 3));
     tensor_print_named("q", q);
-    Tensor *attention = essay_self_attention(q, q, q);   /* softmax(q q^T) q */
+    Tensor *attention = unscaled_attention(q, q, q, NULL);   /* softmax(q q^T) q */
     tensor_print_named("attention", attention);
     Tensor *permuted = permute_along(q, 0, reverse);   /* q[[2, 1, 0]] */
     tensor_print_named("permuted = q[[2, 1, 0]]", permuted);
-    Tensor *permuted_attention = essay_self_attention(permuted, permuted, permuted);
+    Tensor *permuted_attention = unscaled_attention(permuted, permuted, permuted, NULL);
     tensor_print_named("permuted_attention", permuted_attention);
 
     Tensor *attention_moved = permute_along(attention, 0, reverse);
-    Tensor *printed = tensor_from(essay_printed_attention, SHAPE(3, 3));
+    Tensor *printed = tensor_from(EXAMPLE_PRINTED_OUTPUT, SHAPE(3, 3));
     const float scale = tensor_max_abs(attention);
     const float equivariance = tensor_max_abs_diff(permuted_attention, attention_moved);
     const float invariance = tensor_max_abs_diff(permuted_attention, attention);
