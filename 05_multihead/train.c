@@ -415,10 +415,13 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
     return status;
 }
 
-/* The sizes this program can run, for a model read from a directory. */
+/* The sizes this program can run, for a model read from a directory. Going
+ * on training, the pairs are the saved ones (checked against the model's
+ * countries as the training state is read), not --pairs' default. */
 static LookupLimits limits_of(const Options *opt)
 {
-    return (LookupLimits){.min_vocab = opt->pairs, .max_vocab = TASK_MAX_COUNTRIES,
+    return (LookupLimits){.min_vocab = opt->steps_given ? 2 : opt->pairs,
+                          .max_vocab = TASK_MAX_COUNTRIES,
                           .max_hiddens = MAX_HIDDENS, .max_heads = MAX_PAIRS,
                           .max_batch = MAX_BATCH, .max_pairs = MAX_PAIRS};
 }

@@ -75,8 +75,6 @@ def main():
                                npy_bytes(np.zeros((0, 2), dtype="<f4"))},
         "heads_do_not_divide_hiddens": {**small, "num_heads":
                                         npy_bytes(np.array([3], dtype="<i4"))},
-        "negative_squared_average": {**small, "optimizer.exp_avg_sq.readout.bias":
-                                     npy_bytes(np.array([1e-3, -1e-3], dtype="<f4"))},
         "batch_of_zero": {**small, "training":
                           npy_bytes(np.array([0, 2, 0, 0, 0, 0], dtype="<i4"))},
         "readout_as_directory": {**small, "readout.weight": b"D"},
