@@ -142,8 +142,8 @@ static bool is_one_error_line(const char *message)
 {
     const size_t prefix = strlen(PROG) + 2;
     return strncmp(message, PROG, strlen(PROG)) == 0 &&
-           strncmp(message + strlen(PROG), ": ", 2) == 0 && strlen(message) > prefix && strchr(message, '\n') == NULL &&
-           strchr(message, '\r') == NULL;
+           strncmp(message + strlen(PROG), ": ", 2) == 0 && strlen(message) > prefix &&
+           strchr(message, '\n') == NULL && strchr(message, '\r') == NULL;
 }
 
 /* A number option after a parse that succeeded: the last text, strictly
