@@ -6,6 +6,7 @@
 #   make plots           write every heatmap into plots/ and render it with gnuplot
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
+#   make fuzz            the three parsers under libFuzzer, FUZZ_SECONDS (60) each
 #   make clean           remove everything built
 #   make 03_self_attention   (any chapter folder) build and run that chapter
 #
@@ -37,7 +38,7 @@ endif
 # command line) and fast/ (the speed sections).
 COMMON_SRC := $(wildcard common/*.c common/io/*.c common/fast/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
-TEST_SRC   := $(wildcard tests/*.c)
+TEST_SRC   := $(wildcard tests/*.c tests/fuzz/*_promises.c)
 
 # ---- the chapter programs ------------------------------------------------
 # Every NN_chapter/*.c that defines main is a program, found by pattern:
@@ -226,26 +227,53 @@ sanitize:
 	done; echo "sanitize: tests and programs clean"
 
 # ---- fuzzing ----------------------------------------------------------------
-# libFuzzer feeds the .npy reader mutated files for FUZZ_SECONDS, starting
-# from tests/fuzz/seeds (see tests/fuzz/README.md). It needs clang. A crash,
-# a sanitizer report or a leak stops it with a non-zero status and leaves
-# the input in build/fuzz/: copy it into tests/fuzz/regressions/, where the
-# test suite reads it from then on.
+# libFuzzer feeds three parsers mutated inputs for FUZZ_SECONDS each (see
+# tests/fuzz/README.md): npy (the .npy reader), cli (the option tables) and
+# model (a saved model directory, as train --from reads it). Target T is
+# tests/fuzz/T_fuzz.c, starts from tests/fuzz/T_seeds/ with the tokens of
+# tests/fuzz/T.dict, keeps what it learns in build/fuzz/T/corpus/ and its
+# log in build/fuzz/T/log. It needs clang. A crash, a broken promise, a
+# sanitizer report or a leak stops it with a non-zero status and leaves the
+# input in build/fuzz/T/: copy it into tests/fuzz/regressions/T/, where the
+# test suite reads it from then on. common/ and the promise checks are
+# compiled once for the three, with the fuzzer's coverage hooks.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRC     := tests/fuzz/npy_fuzz.c common/io/npy.c common/tensor.c common/error.c common/random.c
-build/fuzz/npy_fuzz: $(FUZZ_SRC) common/io/npy.h common/tensor.h common/error.h common/random.h | fuzz-tools
+FUZZ_TARGETS := npy cli model
+FUZZ_FLAGS   := -std=c11 -O1 -g -Wall -Wextra -Werror -Wno-psabi -Icommon -Itests/fuzz \
+                -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(COMMON_SRC) $(wildcard tests/fuzz/*_promises.c))
+# the model's files are up to a few KB each, more than libFuzzer's default
+FUZZ_ARGS_model := -max_len=16384
+
+build/fuzz/obj/%.o: %.c | fuzz-tools
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -std=c11 -O1 -g -Wall -Wextra -Werror -Icommon \
-	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $(FUZZ_SRC) -lm
-fuzz: build/fuzz/npy_fuzz
-	@mkdir -p build/fuzz/corpus
-	build/fuzz/npy_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	  -dict=tests/fuzz/npy.dict -artifact_prefix=build/fuzz/ -print_final_stats=1 \
-	  build/fuzz/corpus tests/fuzz/seeds \
-	  || { echo "fuzz: the reader failed on the input saved in build/fuzz/;" \
-	            "copy it into tests/fuzz/regressions/ (tests/fuzz/README.md)" >&2; exit 1; }
-.PHONY: fuzz
+	$(call say,CC,$<)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+build/fuzz/libfuzzed.a: $(FUZZ_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+build/fuzz/%_fuzz: tests/fuzz/%_fuzz.c build/fuzz/libfuzzed.a
+	$(call say,LD,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< build/fuzz/libfuzzed.a -lm -lpthread
+
+# fuzz-T runs target T alone: make fuzz-model FUZZ_SECONDS=300
+$(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: build/fuzz/%_fuzz
+	@mkdir -p build/fuzz/$*/corpus
+	@echo "fuzz: $* for $(FUZZ_SECONDS) s (log: build/fuzz/$*/log)"
+	@build/fuzz/$*_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  -dict=tests/fuzz/$*.dict -artifact_prefix=build/fuzz/$*/ -print_final_stats=1 \
+	  $(FUZZ_ARGS_$*) build/fuzz/$*/corpus tests/fuzz/$*_seeds >build/fuzz/$*/log 2>&1 \
+	  || { grep -E 'broken promise|ERROR|SUMMARY' build/fuzz/$*/log | head -n 5 >&2; \
+	       echo "fuzz: $* failed on $$(sed -n 's/.*Test unit written to //p' build/fuzz/$*/log);" \
+	            "copy it into tests/fuzz/regressions/$*/ (tests/fuzz/README.md)" >&2; exit 1; }
+	@awk -v t=$* -v corpus=$$(ls build/fuzz/$*/corpus | wc -l) \
+	  '/^stat::number_of_executed_units/ {runs = $$2} /^stat::average_exec_per_sec/ {rate = $$2} \
+	   /^stat::peak_rss_mb/ {rss = $$2} \
+	   END {printf "fuzz: %s: %d inputs, %d a second, %d MB, corpus of %d, no broken promise\n", \
+	        t, runs, rate, rss, corpus}' build/fuzz/$*/log
+fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
+.PHONY: fuzz $(addprefix fuzz-,$(FUZZ_TARGETS))
+.PRECIOUS: build/fuzz/%_fuzz
 
 clean:
 	rm -rf build tests/run_tests $(PROGRAMS) plots

@@ -46,7 +46,7 @@ static const char PROG[] = "train";
  * draws what an uninterrupted run would. */
 enum { STREAM_HELDOUT = 2 };
 static const uint64_t STREAM_STEP = (uint64_t)1 << 32;
-enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, PROGRESS_LINES = 10 };
+enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, MAX_HIDDENS = 512, PROGRESS_LINES = 10 };
 
 typedef struct {
     uint64_t seed;
@@ -415,38 +415,31 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
     return status;
 }
 
+/* The sizes this program can run, for a model read from a directory. Going
+ * on training, the pairs are the saved ones (checked against the model's
+ * countries as the training state is read), not --pairs' default. */
+static LookupLimits limits_of(const Options *opt)
+{
+    return (LookupLimits){.min_vocab = opt->steps_given ? 2 : opt->pairs,
+                          .max_vocab = TASK_MAX_COUNTRIES,
+                          .max_hiddens = MAX_HIDDENS, .max_heads = MAX_PAIRS,
+                          .max_batch = MAX_BATCH, .max_pairs = MAX_PAIRS};
+}
+
 /* --from DIR: the model, with its sizes (written into opt) read from the
  * saved files; a directory that does not hold one stops with one line. */
 static LookupModel *load_model(Options *opt)
 {
-    char err[MODEL_ERR_LEN], path[1024];
-    snprintf(path, sizeof path, "%s/embed_keys.weight.npy", opt->from_dir);
-    Tensor *embed = npy_load(path, err, sizeof err);
-    if (embed == NULL || model_read_ints(opt->from_dir, "num_heads", &opt->heads, 1, err,
-                                         sizeof err) != 0) {
+    char err[MODEL_ERR_LEN];
+    const LookupLimits limits = limits_of(opt);
+    LookupModel *model = lookup_load_new(opt->from_dir, &limits, err, sizeof err);
+    if (model == NULL) {
         fprintf(stderr, "%s: %s\n", PROG, err);
-        tensor_free(embed);
         exit(1);
     }
-    opt->countries = embed->ndim == 2 ? embed->shape[0] : 0;
-    opt->hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
-    tensor_free(embed);
-    if (opt->countries < opt->pairs || opt->countries > TASK_MAX_COUNTRIES ||
-        opt->hiddens < 1 || opt->heads < 1 || opt->heads > MAX_PAIRS ||
-        opt->hiddens % opt->heads != 0) {
-        fprintf(stderr, "%s: %s does not hold a model this program can run (%d countries, "
-                "num_hiddens %d, %d heads, for %d pairs)\n", PROG, opt->from_dir,
-                opt->countries, opt->hiddens, opt->heads, opt->pairs);
-        exit(1);
-    }
-    Rng rng = rng_new(opt->seed);
-    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
-                                    &rng);
-    if (lookup_load(model, opt->from_dir, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        lookup_free(model);
-        exit(1);
-    }
+    opt->countries = model->key_vocab;
+    opt->hiddens = model->num_hiddens;
+    opt->heads = model->num_heads;
     return model;
 }
 
@@ -464,22 +457,12 @@ static Adam *load_training(LookupModel *model, Options *opt)
         lookup_free(model);
         exit(1);
     }
-    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
+    const LookupLimits limits = limits_of(opt);
     LookupTraining training;
-    if (lookup_load_training(model, adam, &training, opt->from_dir, err, sizeof err) != 0) {
+    Adam *adam = lookup_load_training_new(model, opt->from_dir, &limits, &training, err,
+                                          sizeof err);
+    if (adam == NULL) {
         fprintf(stderr, "%s: %s\n", PROG, err);
-        adam_free(adam);
-        lookup_free(model);
-        exit(1);
-    }
-    if (training.batch_size < 1 || training.batch_size > MAX_BATCH ||
-        training.num_pairs < 2 || training.num_pairs > MAX_PAIRS ||
-        training.num_pairs > opt->countries) {
-        fprintf(stderr, "%s: %s/training.npy: expected a batch of 1 to %d examples and 2 to %d "
-                "pairs (at most the model's %d countries), got %d and %d\n", PROG,
-                opt->from_dir, MAX_BATCH, MAX_PAIRS, opt->countries, training.batch_size,
-                training.num_pairs);
-        adam_free(adam);
         lookup_free(model);
         exit(1);
     }
@@ -556,7 +539,7 @@ static Options parse_options(int argc, char **argv)
         {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
          .metavar = "V", .help = "countries (and capitals) words are drawn from, at least P",
          .given = &opt.sizes_given},
-        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 512, .metavar = "D",
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens", .given = &opt.sizes_given},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_PAIRS, .metavar = "H",
          .help = "num_heads; must divide D", .given = &opt.sizes_given},

@@ -11,9 +11,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "embedding.h"
 #include "heads.h"
+#include "io/npy.h"
 #include "loss.h"
 #include "ops.h"
 
@@ -390,25 +392,46 @@ int lookup_save_training(const LookupModel *m, const Adam *adam, const LookupTra
     return status;
 }
 
-int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
-                         char *err, size_t err_len)
+/* The three small files of the training state (step, learning rate, what
+ * draws the batches) read into t and checked, before any tensor changes.
+ * When limits is not NULL the batch size and pairs are checked too. */
+static int read_training(TrainingFiles *t, const LookupModel *m, const LookupLimits *limits,
+                         const char *dir, char *err, size_t err_len)
+{
+    if (model_load(dir, &t->files[ALL_FILES - 3], 3, err, err_len) != 0)
+        return -1;
+    bool pieces_fit = true;
+    for (int i = 0; i < 4; i++)
+        pieces_fit = pieces_fit && t->training[2 + i] >= 0 && t->training[2 + i] <= 0xffff;
+    if (t->step < 0 || !pieces_fit || !(t->lr->data[0] > 0.0f)) {
+        snprintf(err, err_len, "%s/%s: %s", dir, t->step < 0 ? "optimizer.step.npy" :
+                 !pieces_fit ? "training.npy" : "optimizer.lr.npy",
+                 t->step < 0 ? "the step count is negative" :
+                 !pieces_fit ? "the seed's pieces must be from 0 to 65535" :
+                 "the learning rate must be above 0");
+        return -1;
+    }
+    const int batch_size = t->training[0], num_pairs = t->training[1];
+    if (limits != NULL && (batch_size < 1 || batch_size > limits->max_batch || num_pairs < 2 ||
+                           num_pairs > limits->max_pairs || num_pairs > m->key_vocab)) {
+        snprintf(err, err_len, "%s/training.npy: expected a batch of 1 to %d examples and 2 to "
+                 "%d pairs (at most the model's %d countries), got %d and %d", dir,
+                 limits->max_batch, limits->max_pairs, m->key_vocab, batch_size, num_pairs);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
+                         const LookupLimits *limits, const char *dir, char *err, size_t err_len)
 {
     if (check_heads(m, dir, err, err_len) != 0)
         return -1;
     TrainingFiles t;
     training_files(&t, m, adam);
-    int status = model_load(dir, t.files, ALL_FILES, err, err_len);
-    bool pieces_fit = true;
-    for (int i = 0; i < 4; i++)
-        pieces_fit = pieces_fit && t.training[2 + i] >= 0 && t.training[2 + i] <= 0xffff;
-    if (status == 0 && (t.step < 0 || !pieces_fit || !(t.lr->data[0] > 0.0f))) {
-        snprintf(err, err_len, "%s/%s: %s", dir, t.step < 0 ? "optimizer.step.npy" :
-                 !pieces_fit ? "training.npy" : "optimizer.lr.npy",
-                 t.step < 0 ? "the step count is negative" :
-                 !pieces_fit ? "the seed's pieces must be from 0 to 65535" :
-                 "the learning rate must be above 0");
-        status = -1;
-    }
+    int status = read_training(&t, m, limits, dir, err, err_len);
+    if (status == 0)
+        status = model_load(dir, t.files, ALL_FILES, err, err_len);
     if (status == 0) {
         adam->step = t.step;
         adam->lr = t.lr->data[0];
@@ -420,4 +443,60 @@ int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, c
     }
     tensor_free(t.lr);
     return status;
+}
+
+int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
+                         char *err, size_t err_len)
+{
+    return load_training(m, adam, training, NULL, dir, err, err_len);
+}
+
+/* ---- a model of the sizes its files give ------------------------------------- */
+
+LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *err,
+                             size_t err_len)
+{
+    // step 1: the sizes, from embed_keys.weight (Vk, D) and num_heads
+    size_t path_len = strlen(dir) + sizeof "/embed_keys.weight.npy";
+    char *path = checked_malloc("lookup_load_new", path_len, 1);
+    snprintf(path, path_len, "%s/embed_keys.weight.npy", dir);
+    Tensor *embed = npy_load(path, err, err_len);
+    free(path);
+    int heads = 0;
+    if (embed == NULL || model_read_ints(dir, "num_heads", &heads, 1, err, err_len) != 0) {
+        tensor_free(embed);
+        return NULL;
+    }
+    const int vocab = embed->ndim == 2 ? embed->shape[0] : 0;
+    const int hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
+    tensor_free(embed);
+    // step 2: sizes the program can run; D divides by H
+    if (vocab < limits->min_vocab || vocab > limits->max_vocab || hiddens < 1 ||
+        hiddens > limits->max_hiddens || heads < 1 || heads > limits->max_heads ||
+        hiddens % heads != 0) {
+        snprintf(err, err_len, "%s does not hold a model this program can run (%d countries, "
+                 "num_hiddens %d, %d heads, for %d pairs)", dir, vocab, hiddens, heads,
+                 limits->min_vocab);
+        return NULL;
+    }
+    // step 3: build it (every parameter is then replaced) and read every file
+    Rng rng = rng_new(0);
+    LookupModel *m = lookup_new(vocab, vocab, hiddens, heads, &rng);
+    if (lookup_load(m, dir, err, err_len) != 0) {
+        lookup_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+Adam *lookup_load_training_new(LookupModel *m, const char *dir, const LookupLimits *limits,
+                               LookupTraining *training, char *err, size_t err_len)
+{
+    /* the learning rate is the saved one once the load succeeds */
+    Adam *adam = adam_new(m->params, m->num_params, 1e-3f);
+    if (load_training(m, adam, training, limits, dir, err, err_len) != 0) {
+        adam_free(adam);
+        return NULL;
+    }
+    return adam;
 }

@@ -163,14 +163,35 @@ typedef struct {
 } LookupTraining;
 
 /* The model, Adam's state (whose parameters must be the model's) and the
- * training as one set of files (above); loading checks and reads them all
- * before it changes anything, except that a negative step count, a seed
- * piece outside 16 bits or a learning rate not above 0 are found once the
- * tensors are read in. Returns 0 or -1, err filled (err must not be NULL). */
+ * training as one set of files (above); loading reads and checks them all
+ * (a negative step count, a seed piece outside 16 bits and a learning rate
+ * not above 0 are refused) before it changes anything. Returns 0 or -1,
+ * err filled (err must not be NULL). */
 int lookup_save_training(const LookupModel *model, const Adam *adam,
                          const LookupTraining *training, const char *dir, char *err,
                          size_t err_len);
 int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
                          const char *dir, char *err, size_t err_len);
+
+/* ---- a saved model, sizes and all (train --from DIR) ------------------------
+ * What a program can run: the ends of its options' ranges. */
+typedef struct {
+    int min_vocab, max_vocab;     /* countries: at least a dictionary's pairs */
+    int max_hiddens, max_heads;   /* D and H */
+    int max_batch, max_pairs;     /* the training state's batch size and pairs */
+} LookupLimits;
+
+/* A new model of the sizes DIR's files give (Vk = Vv and D from
+ * embed_keys.weight (Vk, D), H from num_heads), checked against limits and
+ * D % H == 0, then loaded. NULL with err filled (not NULL): one line naming
+ * the file, or the directory when the sizes do not fit. */
+LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *err,
+                             size_t err_len);
+/* A new Adam over model's parameters with DIR's training state, as
+ * lookup_load_training, the batch size (1 to max_batch) and the pairs
+ * (2 to max_pairs, at most Vk) checked too. NULL with err filled and the
+ * model unchanged. */
+Adam *lookup_load_training_new(LookupModel *model, const char *dir, const LookupLimits *limits,
+                               LookupTraining *training, char *err, size_t err_len);
 
 #endif

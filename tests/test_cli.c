@@ -112,6 +112,44 @@ Test(cli, errors_are_one_line_with_status_2)
     expect_usage_error("--scale", "2.5", "prog: --scale expects a number from -2 to 2, got '2.5'\n");
 }
 
+/* A newline inside an argument is shown as \n: the error stays one line. */
+Test(cli, an_error_with_a_newline_in_it_stays_one_line)
+{
+    expect_usage_error("--batch", "1\n2", "prog: --batch expects a whole number from 1 to 16, "
+                       "got '1\\n2'\n");
+    expect_usage_error("--bat\nch", "2", "prog: unknown option '--bat\\nch' (try --help)\n");
+}
+
+/* cli_parse_args returns what cli_parse would do: the same line in err,
+ * cut to its length, or CLI_HELP for the caller to print the help. */
+Test(cli, the_parser_without_exits_returns_the_same_line)
+{
+    opts = (Opts){.batch = 2};
+    const CliOption options[] = {
+        {"--batch", CLI_INT, &opts.batch, .min = 1, .max = 16, .metavar = "B", .help = "b"},
+        {"--verbose", CLI_FLAG, &opts.verbose, .help = "say more"},
+    };
+    const CliTable table = {"prog", "A table under test.", CLI_COUNT(options), options};
+    char err[CLI_ERR_LEN], small[12];
+    char *bad[] = {"prog", "--verbose", "--batch", "17", NULL};
+    cr_expect_eq(cli_parse_args(&table, 4, bad, err, sizeof err), CLI_ERROR);
+    cr_expect_str_eq(err, "prog: --batch expects a whole number from 1 to 16, got '17'");
+    cr_expect(opts.verbose, "options before the error are read");
+    cr_expect_eq(opts.batch, 2, "the bad value is not stored");
+    cr_expect_eq(cli_parse_args(&table, 4, bad, small, sizeof small), CLI_ERROR);
+    cr_expect_str_eq(small, "prog: --bat");
+    char *help[] = {"prog", "--help", "--batch", "17", NULL};
+    cr_expect_eq(cli_parse_args(&table, 4, help, err, sizeof err), CLI_HELP);
+    char *good[] = {"prog", "--batch", "16", NULL};
+    cr_expect_eq(cli_parse_args(&table, 3, good, err, sizeof err), CLI_PARSED);
+    cr_expect_eq(opts.batch, 16);
+    long v = 0;
+    cr_expect(cli_read_long("prog", "--n", "-3", -5, 5, &v, err, sizeof err));
+    cr_expect_eq(v, -3);
+    cr_expect_not(cli_read_long("prog", "--n", " 3", -5, 5, &v, err, sizeof err));
+    cr_expect_eq(v, -3, "a refused number leaves the value as it was");
+}
+
 Test(cli, numbers_are_read_strictly)
 {
     /* strtol and strtoull skip leading white space, so ' -5' once became

@@ -23,7 +23,7 @@
 #include "io/npy.h"
 
 #define FIXTURES "tests/fixtures/npy/"
-#define REGRESSIONS "tests/fuzz/regressions/"
+#define REGRESSIONS "tests/fuzz/regressions/npy/"
 
 /* ---- small helpers ------------------------------------------------------- */
 

@@ -999,3 +999,21 @@ Test(train_program, going_on_equals_an_uninterrupted_run, .init = make_scratch,
     run_result_free(&straight);
     scratch_dir_remove(other);
 }
+
+/* A model of fewer countries than --pairs' default (8) goes on training:
+ * its pairs are the saved ones, not the default. */
+Test(train_program, a_small_dictionary_goes_on_training, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    char args[256];
+    snprintf(args, sizeof args, "--steps 3 --countries 5 --pairs 3 --hiddens 4 --heads 2 "
+             "--examples 10 --to %s", scratch);
+    RunResult first = run_program(TRAIN, args);
+    cr_assert_eq(first.status, 0, "%s", first.err);
+    snprintf(args, sizeof args, "--from %s --steps 5 --examples 10 --to %s", scratch, scratch);
+    RunResult resumed = run_program(TRAIN, args);
+    cr_expect_eq(resumed.status, 0, "%s", resumed.err);
+    cr_expect_eq(saved_step(scratch), 5);
+    run_result_free(&first);
+    run_result_free(&resumed);
+}

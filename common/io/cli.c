@@ -14,17 +14,79 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* ---- one error line ------------------------------------------------------- */
+
+/* "PROG: " and the message in a new string, with each character that
+ * would break the line (a newline or carriage return inside an argument,
+ * a vertical tab, a form feed) written as an escape, "\n", "\x0b", so
+ * that one error is always one line; everything else, a tab included, is
+ * kept byte for byte. */
+static char *error_line(const char *prog, const char *fmt, va_list args)
+{
+    va_list again;
+    va_copy(again, args);
+    const int len = vsnprintf(NULL, 0, fmt, again);
+    va_end(again);
+    const size_t message_len = len > 0 ? (size_t)len : 0;
+    char *message = checked_malloc("cli", message_len + 1, 1);
+    vsnprintf(message, message_len + 1, fmt, args);
+    /* at most 4 characters for each one, "\x0b" */
+    char *line = checked_malloc("cli", strlen(prog) + 2 + 4 * message_len + 1, 1);
+    char *at = line + sprintf(line, "%s: ", prog);
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
+        if (*p == '\n')
+            at += sprintf(at, "\\n");
+        else if (*p == '\r')
+            at += sprintf(at, "\\r");
+        else if (*p == '\v' || *p == '\f')
+            at += sprintf(at, "\\x%02x", *p);
+        else
+            *at++ = (char)*p;
+    }
+    *at = '\0';
+    free(message);
+    return line;
+}
+
+/* The error line into err (cut to err_len), or, with err NULL, on stderr
+ * and exit 2. Returns false, for the readers to return. */
+static bool cli_error_v(char *err, size_t err_len, const char *prog, const char *fmt,
+                        va_list args)
+{
+    char *line = error_line(prog, fmt, args);
+    if (err == NULL) {
+        fflush(stdout);
+        fprintf(stderr, "%s\n", line);
+        free(line);
+        exit(EXIT_USAGE);
+    }
+    if (err_len > 0)
+        snprintf(err, err_len, "%s", line);
+    free(line);
+    return false;
+}
+
+static bool cli_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool cli_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    cli_error_v(err, err_len, prog, fmt, args);
+    va_end(args);
+    return false;
+}
+
 _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
 {
     va_list args;
-    fflush(stdout);
-    fprintf(stderr, "%s: ", prog);
     va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
+    cli_error_v(NULL, 0, prog, fmt, args);
     va_end(args);
-    fputc('\n', stderr);
-    exit(EXIT_USAGE);
+    exit(EXIT_USAGE);   /* not reached: cli_error_v exits */
 }
+
+/* ---- numbers --------------------------------------------------------------- */
 
 /* One rule for every number on the command line: no white space anywhere
  * (strtol would skip it, so ' -5' slipped past the sign check of a seed)
@@ -38,6 +100,106 @@ static bool plain_number_text(const char *text)
             return false;
     return true;
 }
+
+bool cli_read_long(const char *prog, const char *flag, const char *text, long min, long max,
+                   long *out, char *err, size_t err_len)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
+        return cli_error(err, err_len, prog, "%s expects a whole number from %ld to %ld, got '%s'",
+                         flag, min, max, text);
+    *out = v;
+    return true;
+}
+
+bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t *out,
+                  char *err, size_t err_len)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    /* strtoull accepts "-1" and wraps it; a seed is never negative. */
+    if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE ||
+        text[0] == '-')
+        return cli_error(err, err_len, prog, "%s expects a whole number from 0 to %llu, got '%s'",
+                         flag, (unsigned long long)UINT64_MAX, text);
+    *out = (uint64_t)v;
+    return true;
+}
+
+bool cli_read_double(const char *prog, const char *flag, const char *text, double min,
+                     double max, double *out, char *err, size_t err_len)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) || v < min || v > max)
+        return cli_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
+                         flag, min, max, text);
+    *out = v;
+    return true;
+}
+
+bool cli_read_float(const char *prog, const char *flag, const char *text, double min,
+                    double max, float *out, char *err, size_t err_len)
+{
+    /* The float that will be used is the one checked, against the
+     * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
+     * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits.
+     * A word, NaN or an infinity gets the range in its message. */
+    char *end;
+    float v = (float)strtod(text, &end);
+    if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) ||
+        v < (float)min || v > (float)max)
+        return cli_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
+                         flag, min, max, text);
+    *out = v;
+    return true;
+}
+
+int cli_read_long_list(const char *prog, const char *flag, const char *text, long min,
+                       long max, long *out, int max_count, char *err, size_t err_len)
+{
+    int count = 0;
+    const char *p = text;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (!plain_number_text(text) || end == p || errno == ERANGE || v < min || v > max ||
+            (*end != ',' && *end != '\0')) {
+            cli_error(err, err_len, prog, "%s expects comma-separated whole numbers from %ld "
+                      "to %ld, got '%s'", flag, min, max, text);
+            return -1;
+        }
+        if (count == max_count) {
+            cli_error(err, err_len, prog, "%s takes at most %d numbers, got '%s'", flag,
+                      max_count, text);
+            return -1;
+        }
+        out[count++] = v;
+        if (*end == '\0')
+            return count;
+        p = end + 1;
+    }
+}
+
+bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
+                  size_t err_len)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return cli_error(err, err_len, prog, "%s: directory '%s' does not exist", flag, dir);
+    if (!S_ISDIR(st.st_mode))
+        return cli_error(err, err_len, prog, "%s: '%s' is not a directory", flag, dir);
+    if (access(dir, W_OK) != 0)
+        return cli_error(err, err_len, prog, "%s: directory '%s' is not writable", flag, dir);
+    return true;
+}
+
+/* ---- the pieces that exit: each a reader with err NULL --------------------- */
 
 bool cli_is(const char *arg, const char *flag)
 {
@@ -54,57 +216,29 @@ const char *cli_value(const char *prog, int argc, char **argv, int *i)
 
 long cli_long(const char *prog, const char *flag, const char *text, long min, long max)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-        cli_fail(prog, "%s expects a whole number from %ld to %ld, got '%s'",
-                 flag, min, max, text);
+    long v = 0;
+    cli_read_long(prog, flag, text, min, max, &v, NULL, 0);
     return v;
 }
 
 uint64_t cli_u64(const char *prog, const char *flag, const char *text)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    /* strtoull accepts "-1" and wraps it; a seed is never negative. */
-    if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE ||
-        text[0] == '-')
-        cli_fail(prog, "%s expects a whole number from 0 to %llu, got '%s'",
-                 flag, (unsigned long long)UINT64_MAX, text);
-    return (uint64_t)v;
+    uint64_t v = 0;
+    cli_read_u64(prog, flag, text, &v, NULL, 0);
+    return v;
 }
 
 double cli_double(const char *prog, const char *flag, const char *text, double min, double max)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) || v < min || v > max)
-        cli_fail(prog, "%s expects a number from %g to %g, got '%s'", flag, min, max, text);
+    double v = 0;
+    cli_read_double(prog, flag, text, min, max, &v, NULL, 0);
     return v;
 }
 
 int cli_long_list(const char *prog, const char *flag, const char *text,
                   long min, long max, long *out, int max_count)
 {
-    int count = 0;
-    const char *p = text;
-    for (;;) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (!plain_number_text(text) || end == p || errno == ERANGE || v < min || v > max || (*end != ',' && *end != '\0'))
-            cli_fail(prog, "%s expects comma-separated whole numbers from %ld to %ld, got '%s'",
-                     flag, min, max, text);
-        if (count == max_count)
-            cli_fail(prog, "%s takes at most %d numbers, got '%s'", flag, max_count, text);
-        out[count++] = v;
-        if (*end == '\0')
-            return count;
-        p = end + 1;
-    }
+    return cli_read_long_list(prog, flag, text, min, max, out, max_count, NULL, 0);
 }
 
 _Noreturn void cli_unknown(const char *prog, const char *arg)
@@ -114,13 +248,7 @@ _Noreturn void cli_unknown(const char *prog, const char *arg)
 
 void cli_check_dir(const char *prog, const char *flag, const char *dir)
 {
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        cli_fail(prog, "%s: directory '%s' does not exist", flag, dir);
-    if (!S_ISDIR(st.st_mode))
-        cli_fail(prog, "%s: '%s' is not a directory", flag, dir);
-    if (access(dir, W_OK) != 0)
-        cli_fail(prog, "%s: directory '%s' is not writable", flag, dir);
+    cli_read_dir(prog, flag, dir, NULL, 0);
 }
 
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir)
@@ -146,41 +274,36 @@ static const CliOption *find_option(const CliTable *table, const char *arg)
     return NULL;
 }
 
-/* One option's value from text into its target, with the range check. */
-static void set_option(const char *prog, const CliOption *o, const char *text)
+/* One option's value from text into its target, with the range check.
+ * The target changes only when the value is good. */
+static bool set_option(const char *prog, const CliOption *o, const char *text, char *err,
+                       size_t err_len)
 {
     switch (o->kind) {
-    case CLI_INT:
-        *(int *)o->target = (int)cli_long(prog, o->name, text, (long)o->min, (long)o->max);
-        break;
-    case CLI_U64:
-        *(uint64_t *)o->target = cli_u64(prog, o->name, text);
-        break;
-    case CLI_DOUBLE:
-        *(double *)o->target = cli_double(prog, o->name, text, o->min, o->max);
-        break;
-    case CLI_FLOAT: {
-        /* The float that will be used is the one checked, against the
-         * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
-         * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits.
-         * A word, NaN or an infinity gets the range in its message. */
-        char *end;
-        float v = (float)strtod(text, &end);
-        if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) ||
-            v < (float)o->min || v > (float)o->max)
-            cli_fail(prog, "%s expects a number from %g to %g, got '%s'",
-                     o->name, o->min, o->max, text);
-        *(float *)o->target = v;
-        break;
+    case CLI_INT: {
+        long v;
+        if (!cli_read_long(prog, o->name, text, (long)o->min, (long)o->max, &v, err, err_len))
+            return false;
+        *(int *)o->target = (int)v;
+        return true;
     }
+    case CLI_U64:
+        return cli_read_u64(prog, o->name, text, (uint64_t *)o->target, err, err_len);
+    case CLI_DOUBLE:
+        return cli_read_double(prog, o->name, text, o->min, o->max, (double *)o->target, err,
+                               err_len);
+    case CLI_FLOAT:
+        return cli_read_float(prog, o->name, text, o->min, o->max, (float *)o->target, err,
+                              err_len);
     case CLI_STRING:
     case CLI_DIR:
         *(const char **)o->target = text;
-        break;
+        return true;
     case CLI_FLAG:
         *(bool *)o->target = true;
-        break;
+        return true;
     }
+    return true;
 }
 
 /* Standard output is checked like a file, as coreutils do: buffered
@@ -213,21 +336,30 @@ static void close_stdout(void)
     }
 }
 
-void cli_parse(const CliTable *table, int argc, char **argv)
+CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
+                         size_t err_len)
 {
-    stdout_prog = table->prog;
-    error_set_program(table->prog);
-    atexit(close_stdout);
+    const char *prog = table->prog;
+    if (err != NULL && err_len > 0)
+        err[0] = '\0';
     for (int i = 1; i < argc; i++) {
-        if (cli_is(argv[i], "--help")) {
-            cli_print_help(table, stdout);
-            exit(0);
-        }
+        if (cli_is(argv[i], "--help"))
+            return CLI_HELP;
         const CliOption *o = find_option(table, argv[i]);
-        if (o == NULL)
-            cli_unknown(table->prog, argv[i]);
-        const char *text = o->kind == CLI_FLAG ? NULL : cli_value(table->prog, argc, argv, &i);
-        set_option(table->prog, o, text);
+        if (o == NULL) {
+            cli_error(err, err_len, prog, "unknown option '%s' (try --help)", argv[i]);
+            return CLI_ERROR;
+        }
+        const char *text = NULL;
+        if (o->kind != CLI_FLAG) {
+            if (i + 1 >= argc) {
+                cli_error(err, err_len, prog, "%s needs a value (try --help)", argv[i]);
+                return CLI_ERROR;
+            }
+            text = argv[++i];
+        }
+        if (!set_option(prog, o, text, err, err_len))
+            return CLI_ERROR;
         if (o->given != NULL)
             *o->given = true;
     }
@@ -235,8 +367,21 @@ void cli_parse(const CliTable *table, int argc, char **argv)
      * is reported the same way whatever the directory. */
     for (int i = 0; i < table->count; i++) {
         const CliOption *o = &table->options[i];
-        if (o->kind == CLI_DIR && *(const char **)o->target != NULL)
-            cli_check_dir(table->prog, o->name, *(const char **)o->target);
+        if (o->kind == CLI_DIR && *(const char **)o->target != NULL &&
+            !cli_read_dir(prog, o->name, *(const char **)o->target, err, err_len))
+            return CLI_ERROR;
+    }
+    return CLI_PARSED;
+}
+
+void cli_parse(const CliTable *table, int argc, char **argv)
+{
+    stdout_prog = table->prog;
+    error_set_program(table->prog);
+    atexit(close_stdout);
+    if (cli_parse_args(table, argc, argv, NULL, 0) == CLI_HELP) {
+        cli_print_help(table, stdout);
+        exit(0);
     }
 }
 

@@ -80,6 +80,41 @@ static inline const char *plural(long n, const char *one, const char *many)
     return n == 1 ? one : many;
 }
 
+/* ---- the parser without the exits -----------------------------------------
+ * What cli_parse and the pieces below do, returning instead of exiting, for
+ * a caller that must go on (the fuzz target tests/fuzz/cli_fuzz.c). The
+ * error is the same line cli_parse prints, "PROG: what is wrong", written
+ * into err (cut to err_len). A character of the user's text that would
+ * break the line (a newline, a carriage return, a vertical tab, a form
+ * feed) is shown escaped, "\n", "\x0b", in both places, so an error is one
+ * line whatever argv holds. With err NULL each function does what
+ * cli_parse does instead: print the line on stderr and exit 2. */
+enum { CLI_ERR_LEN = 512 };
+
+typedef enum {
+    CLI_PARSED,   /* every option read into its target and checked */
+    CLI_HELP,     /* --help came before any error; the caller prints the help */
+    CLI_ERROR,    /* err holds the line; targets before the error may be set */
+} CliStatus;
+
+CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
+                         size_t err_len);
+/* The number readers: true with the value in *out, or false with err filled. */
+bool cli_read_long(const char *prog, const char *flag, const char *text, long min, long max,
+                   long *out, char *err, size_t err_len);
+bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t *out,
+                  char *err, size_t err_len);
+bool cli_read_double(const char *prog, const char *flag, const char *text, double min,
+                     double max, double *out, char *err, size_t err_len);
+/* the float that will be used is the one checked, against the ends as floats */
+bool cli_read_float(const char *prog, const char *flag, const char *text, double min,
+                    double max, float *out, char *err, size_t err_len);
+/* How many numbers were read into out, or -1 with err filled. */
+int cli_read_long_list(const char *prog, const char *flag, const char *text, long min,
+                       long max, long *out, int max_count, char *err, size_t err_len);
+bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
+                  size_t err_len);
+
 /* ---- the pieces, also for programs' own checks -------------------------- */
 bool cli_is(const char *arg, const char *flag);
 /* The value after argv[*i]; advances *i. Missing: "--seed needs a value". */

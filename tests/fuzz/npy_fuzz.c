@@ -1,8 +1,8 @@
 /*
- * npy_fuzz.c - libFuzzer target for the .npy reader (common/npy.c).
+ * npy_fuzz.c - libFuzzer target for the .npy reader (common/io/npy.c).
  *
  * libFuzzer calls LLVMFuzzerTestOneInput with millions of byte strings,
- * mutated from the valid files in tests/fuzz/seeds/ and steered by the code
+ * mutated from the valid files in tests/fuzz/npy_seeds/ and steered by the code
  * paths they reach. The reader must refuse every bad one with a message
  * and never crash, read out of bounds (AddressSanitizer), hit undefined
  * behaviour (UBSan), leak, or exit. Built and run by `make fuzz`.
