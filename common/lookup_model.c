@@ -368,6 +368,7 @@ static void training_files(TrainingFiles *t, const LookupModel *m, const Adam *a
                                     sizeof t->names[0], "optimizer.exp_avg");
         t->files[n++] = moment_file(m, &m->files[i], adam->v, t->names[2 * i + 1],
                                     sizeof t->names[0], "optimizer.exp_avg_sq");
+        t->files[n - 1].nonnegative = true;
     }
     t->lr = tensor_zeros(SHAPE(1));
     t->files[n++] = (ModelFile){.name = "optimizer.step", .ints = &t->step, .num_ints = 1};

@@ -362,8 +362,8 @@ static void write_filled(const char *dir, const char *name, int ndim, const int 
         shape64[i] = shape[i];
         count *= (size_t)shape[i];
     }
-    float data[64];
-    cr_assert(count <= 64);
+    float data[256];
+    cr_assert(count <= 256);
     for (size_t i = 0; i < count; i++)
         data[i] = value;
     write_npy(dir, name, "<f4", ndim, shape64, data, count * sizeof *data);
@@ -575,7 +575,12 @@ static void train_model_resumable(const char *dir)
             char name[96];
             snprintf(name, sizeof name, "optimizer.%s.%s", moment ? "exp_avg_sq" : "exp_avg",
                      names[i]);
-            if (matrix[i])
+            /* exp_avg_sq holds squares: 0.01 everywhere */
+            if (matrix[i] && moment)
+                write_filled(dir, name, SHAPE(rows[i], 8), 0.01f);
+            else if (moment)
+                write_filled(dir, name, SHAPE(rows[i]), 0.01f);
+            else if (matrix[i])
                 write_floats(dir, name, SHAPE(rows[i], 8));
             else
                 write_floats(dir, name, SHAPE(rows[i]));
@@ -583,6 +588,25 @@ static void train_model_resumable(const char *dir)
     write_ints(dir, "optimizer.step", "<i4", SHAPE(1), (const long long[]){5});
     write_floats_poisoned(dir, "optimizer.lr", SHAPE(1), 0, 0.001f);
     write_ints(dir, "training", "<i4", SHAPE(6), (const long long[]){4, 8, 0, 0, 0, 0});
+}
+
+/* a second moment below 0: no mean of squares is */
+static void train_state_negative_square(const char *dir)
+{
+    train_model_resumable(dir);
+    float squares[64];
+    for (int i = 0; i < 64; i++)
+        squares[i] = i == 9 ? -0.5f : 0.01f;
+    write_npy(dir, "optimizer.exp_avg_sq.readout.weight", "<f4", 2, (const int64_t[]){8, 8},
+              squares, sizeof squares);
+}
+
+/* first moments of 3e38 over second moments of 0: the update is infinite */
+static void train_state_update_overflows(const char *dir)
+{
+    train_model_resumable(dir);
+    write_filled(dir, "optimizer.exp_avg.readout.bias", SHAPE(8), 3e38f);
+    write_filled(dir, "optimizer.exp_avg_sq.readout.bias", SHAPE(8), 0.0f);
 }
 
 static void train_state_missing_moment(const char *dir)
@@ -1097,10 +1121,13 @@ static BadInput rows[] = {
      NULL, train_state_step_negative},
     {TRAIN, "--from @/in --steps 9", 1, "in/optimizer.lr.npy: not a .npy file", NULL,
      train_state_lr_not_npy},
-    /* the fixture's exp_avg_sq holds negative numbers: Adam's square root
-     * makes the parameters NaN, and the loaded model is what --to keeps */
+    /* moments that make the update infinite: the loaded model is what --to
+     * keeps */
     {TRAIN, "--from @/in --steps 6 --to @/in", 1, "the update of step 6 made a parameter NaN or "
-     "infinite; --to keeps the model after step 5", NULL, train_model_resumable},
+     "infinite; --to keeps the model after step 5", NULL, train_state_update_overflows},
+    {TRAIN, "--from @/in --steps 6", 1, "in/optimizer.exp_avg_sq.readout.weight.npy: element 9 "
+     "(index [1, 1]) is -0.5; this file holds squares, which are never negative", NULL,
+     train_state_negative_square},
     {TRAIN, "--from @/in --heads 2", 2, "--from takes the model's sizes", NULL,
      train_model_good},
     {TRAIN, "--from @/in --to @/in", 2, "--from and --to together", NULL, train_model_good},

@@ -195,6 +195,15 @@ typedef struct {
     NpyInts ints;
 } Loaded;
 
+/* The flat index of x's first negative number, or SIZE_MAX. */
+static size_t first_negative(const Tensor *x)
+{
+    for (size_t i = 0; i < x->size; i++)
+        if (x->data[i] < 0.0f)
+            return i;
+    return SIZE_MAX;
+}
+
 static int load_one(const char *dir, const ModelFile *file, Loaded *loaded, char *err,
                     size_t err_len)
 {
@@ -224,6 +233,17 @@ static int load_one(const char *dir, const ModelFile *file, Loaded *loaded, char
                                 shape_str(want, sizeof want, ndim, shape),
                                 shape_str(got, sizeof got, got_ndim, got_shape));
         }
+    }
+    if (status == 0 && file->nonnegative) {
+        /* a second moment is a mean of squares: a negative one would make
+         * the next update's square root NaN */
+        const size_t bad = first_negative(loaded->tensor);
+        char where[80];
+        if (bad != SIZE_MAX)
+            status = model_fail(err, err_len, "%s: element %zu (index %s) is %g; this file "
+                                "holds squares, which are never negative", path, bad,
+                                tensor_index_str(where, sizeof where, bad, got_ndim, got_shape),
+                                (double)loaded->tensor->data[bad]);
     }
     free(path);
     return status;

@@ -33,6 +33,7 @@
 #ifndef MODEL_IO_H
 #define MODEL_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tensor.h"
@@ -44,6 +45,7 @@ typedef struct {
     Tensor *parts[MODEL_MAX_PARTS];   /* stacked along dimension 0; unused ones NULL */
     int *ints;                        /* instead of parts: num_ints whole numbers */
     int num_ints;
+    bool nonnegative;                 /* loading refuses a negative number (Adam's v) */
 } ModelFile;
 
 /* Write DIR/NAME.npy for each of files[0..count) as a set (see above).

@@ -19,9 +19,8 @@
  *     num_hiddens up to 512 divided by 1 to 16 heads), every tensor the
  *     shape those sizes give, and only finite numbers; an accepted training
  *     state has a step count of at least 0, a learning rate above 0, a
- *     batch and pairs train can use, and finite moments (a negative
- *     squared-gradient average is let through: train then stops on the
- *     NaN its square root gives, see tests/test_bad_input.c);
+ *     batch and pairs train can use, finite moments, and squared-gradient
+ *     averages (v) of 0 or more, whose square root the next step takes;
  *   - loading never blocks (a named pipe) and never leaks (LeakSanitizer).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -234,6 +233,8 @@ static const char *check_training(const LookupModel *m, const Adam *adam,
         for (size_t j = 0; j < adam->m[i]->size; j++)
             if (!isfinite(adam->m[i]->data[j]) || !isfinite(adam->v[i]->data[j]))
                 return "accepted moments are finite";
+            else if (adam->v[i]->data[j] < 0.0f)
+                return "accepted squared-gradient averages are not negative";
     return NULL;
 }
 
