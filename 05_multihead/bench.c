@@ -131,21 +131,26 @@ static double flops_of(const Config *c)
 
 /* ---- memory, checked before any line runs ------------------------------------ */
 
-/* Bytes one line holds at its peak, counted from what it allocates (and
- * rounded up): the fast forward keeps the inputs, the concatenated heads
- * and the output (about 6 (B, n, D) tensors with scratch); forward +
- * backward adds the saved projections and every gradient (about 16); the
- * attention backward alone has the heads' q, k, v, output, gradients
- * (about 10). The clear layer adds its (B*H, T, K) weights: once forward,
- * three times (weights, their gradient, the scores') with the backward.
- * (8, 512, 512, 8) forward + backward comes to 142 MB here; its measured
- * peak is 126 MB. */
+/* Bytes one line's tensors hold at their peak, counted from what it
+ * allocates (and rounded up): the fast forward keeps the inputs, the
+ * concatenated heads and the output (about 6 (B, n, D) tensors with
+ * scratch); the clear forward also holds the projections split into heads
+ * (about 10); forward + backward adds the saved projections and every
+ * gradient (about 16); the attention backward alone has the heads' q, k,
+ * v, output, gradients (about 10). The clear layer adds its (B*H, T, K)
+ * weights: once forward, three times (weights, their gradient, the
+ * scores') with the backward. Measured resident peaks against this (with
+ * memory_check's 16 MB for the program): (8, 512, 512, 8) clear forward
+ * 132 MB (171 MB), fast forward + backward 126 MB (159 MB); (2, 2048, 64,
+ * 8) clear forward 277 MB (295 MB), clear forward + backward 820 MB
+ * (838 MB), fast forward + backward 21 MB (33 MB). */
 static double line_bytes(const Config *c, bool clear)
 {
     const double rows = (double)c->batch * (c->num_queries > c->num_keys ? c->num_queries
                                                                          : c->num_keys);
     const double D = c->num_hiddens;
-    const double per_row = c->pass == FORWARD ? 6.0 : c->pass == FORWARD_BACKWARD ? 16.0 : 10.0;
+    const double per_row = c->pass == FORWARD ? (clear ? 10.0 : 6.0)
+                           : c->pass == FORWARD_BACKWARD ? 16.0 : 10.0;
     const double params = (c->pass == FORWARD ? 4.0 : 8.0) * D * D;
     const double weights = (double)c->batch * c->num_heads * c->num_queries * c->num_keys;
     return 4.0 * (per_row * rows * D + params + (clear ? (c->pass == FORWARD ? 1 : 3) * weights

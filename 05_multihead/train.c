@@ -626,8 +626,8 @@ static void check_memory(const Options *opt)
     char detail[96];
     snprintf(detail, sizeof detail, "%d held-out examples or batches of %d, of %d pairs, "
              "num_hiddens %d", opt->examples, opt->batch, opt->pairs, opt->hiddens);
-    memory_require(lookup_bytes_needed(opt->countries, opt->pairs, opt->hiddens, opt->batch,
-                                       opt->examples),
+    memory_require(lookup_bytes_needed(opt->countries, opt->pairs, opt->hiddens, opt->heads,
+                                       opt->batch, opt->examples),
                    detail, "use fewer --examples, a smaller --batch or --hiddens");
 }
 

@@ -104,6 +104,11 @@ void bytes_text(char *buf, size_t len, double bytes)
 
 int memory_check(double need, const char *detail, const char *hint, char *err, size_t err_len)
 {
+    /* need counts the tensors; the program itself, its libraries, stacks
+     * and stdio buffers come on top (about 2 to 4 MB resident and mapped
+     * here, more with threads): measured peaks of small runs passed the
+     * tensors alone by that much */
+    need += MEMORY_BASE_BYTES;
     const char *what;
     const double have = (double)memory_available(&what);
     if (need <= have)

@@ -39,8 +39,11 @@ void *checked_malloc(const char *func, size_t count, size_t elem);
  * half way through. SIZE_MAX when neither is known. */
 size_t memory_available(const char **what);
 
-/* The check itself. need: the bytes a run will take at its largest, worked
- * out from the sizes asked for (an estimate that errs on the large side);
+/* What every run holds besides its tensors (memory_check adds it). */
+#define MEMORY_BASE_BYTES 16e6
+/* The check itself. need: the bytes a run's tensors take at their largest,
+ * worked out from the sizes asked for (an estimate that errs on the large
+ * side), MEMORY_BASE_BYTES added;
  * detail: what dominates it, or NULL; hint: what to make smaller. Returns
  * 0 when need fits, else -1 with one line in err:
  *   "this run needs about 34.4 GB of memory (two (65536, 65536) matrices),

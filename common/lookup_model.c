@@ -275,10 +275,17 @@ double lookup_evaluate(const LookupModel *m, const TaskBatch *batch, int *correc
     return loss;
 }
 
-double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int batch, int examples)
+double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int num_heads, int batch,
+                           int examples)
 {
-    const double D = num_hiddens, block = (double)num_pairs * D;
-    const double training = 12.0 * batch * block, heldout = 6.0 * examples * block;
+    const double P = num_pairs, D = num_hiddens, H = num_heads;
+    /* one example's query word: its vectors (q, its projection and split,
+     * the heads' output merged, the output), its H x P weights (beside
+     * their copy, or their gradient and the scores'), its Vv logits (and
+     * their gradient); and its 2P + 2 word ids */
+    const double forward = 6.0 * P * D + 8.0 * D + 3.0 * H * P + 2.0 * vocab + 2.0 * P + 2.0;
+    const double step = 12.0 * P * D + 16.0 * D + 6.0 * H * P + 4.0 * vocab + 2.0 * P + 2.0;
+    const double training = batch * step, heldout = examples * forward;
     /* parameters with their gradients and Adam's two moments */
     const double params = 4.0 * (2.0 * vocab * D + 4.0 * D * D + vocab * D);
     return 4.0 * ((training > heldout ? training : heldout) + params);

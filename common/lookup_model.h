@@ -140,14 +140,21 @@ double lookup_train_step(LookupModel *model, Adam *adam, const TaskBatch *batch,
 /* Mean loss and number of right answers over a batch, without gradients. */
 double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *correct);
 
-/* Bytes a run needs at its peak: training on batches of batch examples,
- * then one forward over examples held-out ones, with num_pairs entries per
- * example. Per example and entry, the forward holds the keys' and values'
- * embeddings, their projections and their split heads: 6 (P, D) blocks;
- * a training step also keeps them for the backward beside their gradients:
- * 12. Measured at P = 16, D = 512: 14.4 GB for 100000 held-out examples,
- * where this gives 19.7 GB, and 0.94 GB for a batch of 4096 (1.6 GB). */
-double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int batch, int examples);
+/* Bytes a run's tensors need at their peak: training on batches of batch
+ * examples, then one forward over examples held-out ones, with num_pairs
+ * entries and one query word per example. Per example and entry, the
+ * forward holds the keys' and values' embeddings, their projections and
+ * their split heads: 6 (P, D) blocks; a training step also keeps them for
+ * the backward beside their gradients: 12. Per query word come its few
+ * D-vectors, its H x P weights and its Vv logits, which outweigh the
+ * blocks when D is small. Measured resident peaks of train, against
+ * this: P = 16, D = H = 16, Vv = 40: 685 MB for 100000 held-out examples
+ * (1.02 GB); P = 16, D = 512, H = 16: 2.93 GB for 20000 held-out examples
+ * (4.35 GB; 14.4 GB for 100000, 21.7 GB) and 0.96 GB for a batch of 4096
+ * (1.79 GB); P = 2, D = 1, Vv = 40: 28 MB for 100000 held-out examples
+ * (45 MB). memory_check adds what the program itself holds. */
+double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int num_heads, int batch,
+                           int examples);
 
 /* Save as DIR/<name>.npy files, or load them into a model of the same
  * sizes (io/model.h: a set, one error line naming the file). Returns 0 or -1. */
