@@ -189,17 +189,22 @@ static void handle_stop_signals(void (*handler)(int))
 
 typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
 
-/* The loss of step s was not a number, or its update made a parameter
- * one; kept is the model after step `kept`. */
-static void report_divergence(double loss, int step, long kept, const Options *opt)
+/* The loss of step s was not a number; or, by_update, its update made a
+ * parameter one (loss finite) or made the loss one (loss not finite: the
+ * parameters overflow in the forward); kept is the model after step
+ * `kept`. */
+static void report_divergence(double loss, bool by_update, int step, long kept,
+                              const Options *opt)
 {
     char what[96];
-    if (isfinite(loss))
+    const char *kind = isnan(loss) ? "NaN" : "infinite";
+    if (by_update && isfinite(loss))
         snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
                  step);
+    else if (by_update)
+        snprintf(what, sizeof what, "the update of step %d made the loss %s", step, kind);
     else
-        snprintf(what, sizeof what, "the loss is %s at step %d", isnan(loss) ? "NaN" : "infinite",
-                 step);
+        snprintf(what, sizeof what, "the loss is %s at step %d", kind, step);
     fflush(stdout);
     if (opt->to_dir)
         fprintf(stderr, "%s: %s; --to keeps the model after step %ld, the last good one; try a "
@@ -239,7 +244,7 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
         if (!loss_finite || !parameters_finite(model->params, model->num_params)) {
             /* a finite loss: the state before this step was good */
             adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
-            report_divergence(loss, step, adam->step, opt);
+            report_divergence(loss, loss_finite, step, adam->step, opt);
             end = DIVERGED;
             break;
         }
@@ -257,6 +262,17 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
         }
     }
     const double seconds = now_seconds() - start;
+    /* the last update has no loss of its own: the loss of its parameters
+     * on the last batch says whether they still give numbers (an update
+     * can leave every parameter finite and the forward overflowing) */
+    const double after = end == TRAINED && adam->step >= first
+                             ? lookup_evaluate(model, batch, NULL) : 0.0;
+    if (!isfinite(after)) {
+        const int last = (int)adam->step;
+        adam_snapshot_restore(back.good, adam);
+        report_divergence(after, true, last, adam->step, opt);
+        end = DIVERGED;
+    }
     if (end == TRAINED && !stop_signal)
         printf("  (%ld steps in %.2f s, %.0f steps/s)\n\n", adam->step - first + 1, seconds,
                (double)(adam->step - first + 1) / seconds);
@@ -291,16 +307,28 @@ static TaskBatch *heldout_examples(const Task *task, const Options *opt)
     return heldout;
 }
 
-static void part3_heldout(const LookupModel *model, const Task *task, const TaskBatch *heldout)
+/* Returns 0, or 1 after one line on stderr when the loss is not a number:
+ * a model (loaded, or trained on batches that never held the word whose
+ * parameters overflowed) whose forward overflows float32 on these
+ * examples. */
+static int part3_heldout(const LookupModel *model, const Task *task, const TaskBatch *heldout)
 {
     printf("Part 3. Held-out accuracy\n\n");
     int correct;
     const double loss = lookup_evaluate(model, heldout, &correct);
+    if (!isfinite(loss)) {
+        fflush(stdout);
+        fprintf(stderr, "%s: the held-out loss is %s: the model's forward overflows float32 on "
+                "these examples; train it again with a smaller --lr\n", PROG,
+                isnan(loss) ? "NaN" : "infinite");
+        return 1;
+    }
     const int N = heldout->batch_size;
     printf("  %d examples never trained on: %d answered right, accuracy %.2f%%, loss %.4f\n",
            N, correct, 100.0 * correct / N, loss);
     printf("  (a guess among the example's capitals would be right 1 time in %d: %.1f%%)\n\n",
            task->num_pairs, 100.0 / task->num_pairs);
+    return 0;
 }
 
 /* ---- Part 4 ------------------------------------------------------------------ */
@@ -670,10 +698,13 @@ int main(int argc, char **argv)
         printf("\n");
     }
     TaskBatch *heldout = heldout_examples(&task, &opt);
-    part3_heldout(model, &task, heldout);
-    Tensor *example = part4_attention(model, &task, heldout);
-    if (opt.plot_dir && write_plots(opt.plot_dir, &task, heldout, example, losses, first,
-                                    trained_steps) != 0)
+    Tensor *example = NULL;
+    if (part3_heldout(model, &task, heldout) != 0)
+        status = 1;
+    else
+        example = part4_attention(model, &task, heldout);
+    if (example != NULL && opt.plot_dir &&
+        write_plots(opt.plot_dir, &task, heldout, example, losses, first, trained_steps) != 0)
         status = 1;
     tensor_free(example);
     task_batch_free(heldout);

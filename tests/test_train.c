@@ -749,6 +749,16 @@ static double heldout_accuracy(const char *out)
     return strtod(at + strlen("accuracy "), NULL);
 }
 
+/* The number after "loss " in Part 3's line. */
+static double heldout_loss(const char *out)
+{
+    const char *line = strstr(out, "never trained on:");
+    cr_assert_not_null(line, "no held-out line in:\n%s", out);
+    const char *at = strstr(line, "loss ");
+    cr_assert_not_null(at);
+    return strtod(at + strlen("loss "), NULL);
+}
+
 /* The output without the line that holds a timing ("steps in ... s"). */
 static char *without_timing(const char *out)
 {
@@ -911,6 +921,56 @@ Test(train_program, a_diverging_loss_keeps_the_last_good_model, .init = make_scr
     run_result_free(&r);
     run_result_free(&shorter);
     scratch_dir_remove(other);
+}
+
+/* --lr 1e30: step 1's loss is a number, but its update leaves parameters
+ * (finite, near 1e27) whose forward overflows; no later loss would say
+ * so. The run stops with one line naming step 1, --to holds the model
+ * before it (step 0), and that model runs with a held-out loss that is a
+ * number. */
+Test(train_program, a_last_update_that_overflows_is_not_kept, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    char args[256];
+    snprintf(args, sizeof args, "--lr 1e30 --steps 1 --to %s", scratch);
+    RunResult r = run_program(TRAIN, args);
+    cr_expect_eq(r.status, 1);
+    cr_expect(is_one_line(r.err), "stderr: %s", r.err);
+    cr_expect_not_null(strstr(r.err, "step 1"), "%s", r.err);
+    cr_expect_null(strstr(r.out, "nan"), "%s", r.out);
+    cr_expect_eq(saved_step(scratch), 0);
+    snprintf(args, sizeof args, "--from %s", scratch);
+    RunResult loaded = run_program(TRAIN, args);
+    cr_expect_eq(loaded.status, 0, "%s", loaded.err);
+    cr_expect(isfinite(heldout_loss(loaded.out)), "%s", loaded.out);
+    run_result_free(&r);
+    run_result_free(&loaded);
+}
+
+/* A saved model whose parameters are finite but overflow in the forward
+ * (embeddings of 1e30): Part 3 stops with one line, exit 1, and no NaN
+ * reaches the output. */
+Test(train_program, a_model_that_overflows_stops_before_its_numbers, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    char args[256], path[256], err[MODEL_ERR_LEN];
+    snprintf(args, sizeof args, "--steps 1 --to %s", scratch);
+    RunResult trained = run_program(TRAIN, args);
+    cr_assert_eq(trained.status, 0, "%s", trained.err);
+    snprintf(path, sizeof path, "%s/embed_keys.weight.npy", scratch);
+    Tensor *embed = npy_load(path, err, sizeof err);
+    cr_assert_not_null(embed, "%s", err);
+    for (size_t i = 0; i < embed->size; i++)
+        embed->data[i] = i % 2 ? 1e30f : -1e30f;
+    cr_assert_eq(npy_save(path, embed, err, sizeof err), 0, "%s", err);
+    tensor_free(embed);
+    snprintf(args, sizeof args, "--from %s", scratch);
+    RunResult loaded = run_program(TRAIN, args);
+    cr_expect_eq(loaded.status, 1);
+    cr_expect(is_one_line(loaded.err), "stderr: %s", loaded.err);
+    cr_expect_null(strstr(loaded.out, "nan"), "%s", loaded.out);
+    run_result_free(&trained);
+    run_result_free(&loaded);
 }
 
 /* train with args in the background; after delay_ms, sig; its exit status */
