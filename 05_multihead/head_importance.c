@@ -190,6 +190,23 @@ static double accuracy(const TwoKeyModel *model, const HeldOut *held, const floa
     return (double)correct.pairs / held->examples->batch_size;
 }
 
+/* 0, or 1 after one line when the held-out loss with every head is not a
+ * number: a loaded model whose parameters are finite but overflow float32
+ * in the forward (training stops on such a loss itself); every number of
+ * the parts would be NaN. */
+static int check_finite(const TwoKeyModel *model, const HeldOut *held)
+{
+    TwoKeyCorrect correct;
+    const double loss = two_key_evaluate_heads(model, held->examples, held->heads, NULL,
+                                               &correct);
+    if (isfinite(loss))
+        return 0;
+    fflush(stdout);
+    fprintf(stderr, "%s: the held-out loss is %s: the model's forward overflows float32 on "
+            "these examples\n", PROG, non_finite_name(loss));
+    return 1;
+}
+
 static void part1_model(const Options *opt, const TwoKeyModel *model, const HeldOut *held)
 {
     const int H = model->num_heads, D = model->num_hiddens;
@@ -407,8 +424,11 @@ int main(int argc, char **argv)
     task_two_keys_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
     held.heads = two_key_heads(model, held.examples);
 
-    part1_model(&opt, model, &held);
-    int status = opt.to_dir != NULL ? save(&opt, model) : 0;
+    int status = check_finite(model, &held);
+    if (status == 0)
+        part1_model(&opt, model, &held);
+    if (status == 0 && opt.to_dir != NULL)
+        status = save(&opt, model);
     if (status == 0) {
         double importance[MAX_HEADS] = {0}, lost[MAX_HEADS] = {0};
         part2_importance(model, &held, importance, lost);

@@ -17,6 +17,7 @@
 #include "gradcheck.h"
 #include "head_gates.h"
 #include "helpers.h"
+#include "io/npy.h"
 #include "loss.h"
 #include "optim.h"
 #include "tasks_more.h"
@@ -400,6 +401,33 @@ Test(programs, head_importance_to_then_from)
     const char *a = strstr(trained.out, "Part 2."), *b = strstr(loaded.out, "Part 2.");
     cr_assert(a && b);
     cr_expect_str_eq(a, b);
+    run_result_free(&trained);
+    run_result_free(&loaded);
+    scratch_dir_remove(dir);
+}
+
+/* A saved model whose parameters are finite but overflow in the forward
+ * (embeddings of 1e30): --from stops with one line, exit 1, before any
+ * part prints a NaN accuracy, slope or curve. */
+Test(programs, head_importance_from_a_model_that_overflows)
+{
+    char dir[64], args[256], path[128], err[256];
+    scratch_dir_make(dir, sizeof dir, "head_importance");
+    snprintf(args, sizeof args, "--steps 1 --examples 20 --orders 1 --to %s", dir);
+    RunResult trained = run_program("05_multihead/head_importance", args);
+    cr_assert_eq(trained.status, 0, "%s", trained.err);
+    snprintf(path, sizeof path, "%s/embed_keys.weight.npy", dir);
+    Tensor *embed = npy_load(path, err, sizeof err);
+    cr_assert_not_null(embed, "%s", err);
+    for (size_t i = 0; i < embed->size; i++)
+        embed->data[i] = i % 2 ? 1e30f : -1e30f;
+    cr_assert_eq(npy_save(path, embed, err, sizeof err), 0, "%s", err);
+    tensor_free(embed);
+    snprintf(args, sizeof args, "--examples 20 --orders 1 --from %s", dir);
+    RunResult loaded = run_program("05_multihead/head_importance", args);
+    cr_expect_eq(loaded.status, 1);
+    cr_expect(is_one_line(loaded.err), "stderr: %s", loaded.err);
+    cr_expect_null(strstr(loaded.out, "nan"), "%s", loaded.out);
     run_result_free(&trained);
     run_result_free(&loaded);
     scratch_dir_remove(dir);
