@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/npy.h"
+
 /* The tests read fixtures and run programs by paths relative to the
  * repository's root, which the Makefile compiles in as SOURCE_DIR: the
  * runner moves there first, so ./tests/run_tests works from any directory. */
@@ -263,4 +265,15 @@ int find_programs(char names[][320], int max)
         closedir(d);
     }
     return count;
+}
+
+void npy_fill_alternating(const char *path, float value)
+{
+    char err[512];
+    Tensor *x = npy_load(path, err, sizeof err);
+    cr_assert_not_null(x, "%s", err);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = i % 2 ? value : -value;
+    cr_assert_eq(npy_save(path, x, err, sizeof err), 0, "%s", err);
+    tensor_free(x);
 }

@@ -70,6 +70,11 @@ void scratch_dir_remove(const char *dir);
  * "03_self_attention/streaming". Returns how many, at most max. */
 int find_programs(char names[][320], int max);
 
+/* Replace every value of the .npy file at path, keeping its shape, by
+ * -value, +value, -value, ... in turn: a saved model whose parameters are
+ * finite but overflow float32 in the forward. Asserts on failure. */
+void npy_fill_alternating(const char *path, float value);
+
 /* Read a whole file; NULL when it cannot be read. The caller frees. */
 char *read_text_file(const char *path, size_t *len);
 

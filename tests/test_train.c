@@ -739,24 +739,14 @@ Test(lookup_model, save_and_load_round_trip, .init = make_scratch, .fini = remov
 
 #define TRAIN "05_multihead/train"
 
-/* The number after "accuracy " in Part 3's line, in percent. */
-static double heldout_accuracy(const char *out)
+/* The number after word (as "accuracy ") in Part 3's line. */
+static double heldout_number(const char *out, const char *word)
 {
     const char *line = strstr(out, "never trained on:");
     cr_assert_not_null(line, "no held-out line in:\n%s", out);
-    const char *at = strstr(line, "accuracy ");
+    const char *at = strstr(line, word);
     cr_assert_not_null(at);
-    return strtod(at + strlen("accuracy "), NULL);
-}
-
-/* The number after "loss " in Part 3's line. */
-static double heldout_loss(const char *out)
-{
-    const char *line = strstr(out, "never trained on:");
-    cr_assert_not_null(line, "no held-out line in:\n%s", out);
-    const char *at = strstr(line, "loss ");
-    cr_assert_not_null(at);
-    return strtod(at + strlen("loss "), NULL);
+    return strtod(at + strlen(word), NULL);
 }
 
 /* The output without the line that holds a timing ("steps in ... s"). */
@@ -776,7 +766,7 @@ Test(train_program, defaults_reach_99_percent_held_out)
 {
     RunResult r = run_program(TRAIN, "");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    const double accuracy = heldout_accuracy(r.out);
+    const double accuracy = heldout_number(r.out, "accuracy ");
     cr_expect(accuracy >= 99.0, "held-out accuracy %.2f%%", accuracy);
     /* the query's weight sits on its key: every head's mean weight there is
      * well above an even spread over 8 entries (0.125) */
@@ -827,7 +817,7 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
     plots_line[0] = '\0';
     /* Parts 3 and 4 (accuracy, loss, weights) agree to the last digit */
     cr_expect_str_eq(parts[0], parts[1]);
-    const double accuracy = heldout_accuracy(trained.out);
+    const double accuracy = heldout_number(trained.out, "accuracy ");
     cr_expect(accuracy > 20.0 && accuracy < 99.0, "60 steps gave %.2f%%", accuracy);
     /* the model's 9 files with its training state, and the loss curve and
      * heatmap */
@@ -942,7 +932,7 @@ Test(train_program, a_last_update_that_overflows_is_not_kept, .init = make_scrat
     snprintf(args, sizeof args, "--from %s", scratch);
     RunResult loaded = run_program(TRAIN, args);
     cr_expect_eq(loaded.status, 0, "%s", loaded.err);
-    cr_expect(isfinite(heldout_loss(loaded.out)), "%s", loaded.out);
+    cr_expect(isfinite(heldout_number(loaded.out, "loss ")), "%s", loaded.out);
     run_result_free(&r);
     run_result_free(&loaded);
 }
@@ -953,17 +943,12 @@ Test(train_program, a_last_update_that_overflows_is_not_kept, .init = make_scrat
 Test(train_program, a_model_that_overflows_stops_before_its_numbers, .init = make_scratch,
      .fini = remove_scratch)
 {
-    char args[256], path[256], err[MODEL_ERR_LEN];
+    char args[256], path[256];
     snprintf(args, sizeof args, "--steps 1 --to %s", scratch);
     RunResult trained = run_program(TRAIN, args);
     cr_assert_eq(trained.status, 0, "%s", trained.err);
     snprintf(path, sizeof path, "%s/embed_keys.weight.npy", scratch);
-    Tensor *embed = npy_load(path, err, sizeof err);
-    cr_assert_not_null(embed, "%s", err);
-    for (size_t i = 0; i < embed->size; i++)
-        embed->data[i] = i % 2 ? 1e30f : -1e30f;
-    cr_assert_eq(npy_save(path, embed, err, sizeof err), 0, "%s", err);
-    tensor_free(embed);
+    npy_fill_alternating(path, 1e30f);
     snprintf(args, sizeof args, "--from %s", scratch);
     RunResult loaded = run_program(TRAIN, args);
     cr_expect_eq(loaded.status, 1);
