@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -91,7 +92,8 @@ size_t memory_available(const char **what)
     return bytes;
 }
 
-void bytes_text(char *buf, size_t len, double bytes)
+/* bytes_text with digits after the point (none for plain bytes) */
+static void bytes_text_digits(char *buf, size_t len, double bytes, int digits)
 {
     static const char *const units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
     int u = 0;
@@ -99,7 +101,12 @@ void bytes_text(char *buf, size_t len, double bytes)
         bytes /= 1000.0;
         u++;
     }
-    snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    snprintf(buf, len, "%.*f %s", u == 0 ? 0 : digits, bytes, units[u]);
+}
+
+void bytes_text(char *buf, size_t len, double bytes)
+{
+    bytes_text_digits(buf, len, bytes, 1);
 }
 
 int memory_check(double need, const char *detail, const char *hint, char *err, size_t err_len)
@@ -113,9 +120,14 @@ int memory_check(double need, const char *detail, const char *hint, char *err, s
     const double have = (double)memory_available(&what);
     if (need <= have)
         return 0;
+    /* one digit, or as many more as it takes for "needs about 614.4 MB,
+     * more than 614.4 MB" to show the two apart */
     char need_text[32], have_text[32];
-    bytes_text(need_text, sizeof need_text, need);
-    bytes_text(have_text, sizeof have_text, have);
+    for (int digits = 1; digits == 1 || (digits <= 4 && strcmp(need_text, have_text) == 0);
+         digits++) {
+        bytes_text_digits(need_text, sizeof need_text, need, digits);
+        bytes_text_digits(have_text, sizeof have_text, have, digits);
+    }
     snprintf(err, err_len, "this run needs about %s of memory%s%s%s, more than %s, %s: %s",
              need_text, detail ? " (" : "", detail ? detail : "", detail ? ")" : "", what,
              have_text, hint);

@@ -1412,6 +1412,37 @@ ParameterizedTest(int *index, bad_input, rows)
 
 /* --to into a directory that already holds a run with --bias: the new run
  * has no biases, and reading the directory back must not find the old ones. */
+/* A need just above the limit: the line shows the two amounts apart
+ * ("needs about 629.1456 MB, more than 629.1456 MB" would not), one line.
+ * In a child, which alone takes the address-space limit. */
+Test(bad_input, memory_line_shows_need_and_limit_apart)
+{
+    if (UNDER_ASAN)
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        const rlim_t limit_bytes = (rlim_t)600 << 20;   /* 629.1456 MB */
+        struct rlimit limit = {limit_bytes, limit_bytes};
+        if (setrlimit(RLIMIT_AS, &limit) != 0)
+            _exit(125);
+        char err[512], need[32], have[32], need_unit[8], have_unit[8];
+        if (memory_check((double)limit_bytes + 1000.0 - MEMORY_BASE_BYTES, NULL, "hint", err,
+                         sizeof err) != -1)
+            _exit(3);
+        if (sscanf(err, "this run needs about %31[0-9.] %7s of memory, more than the memory "
+                   "limit (ulimit -v), %31[0-9.] %7[^:]: hint", need, need_unit, have,
+                   have_unit) != 4)
+            _exit(4);
+        const bool apart = strcmp(need, have) != 0 || strcmp(need_unit, have_unit) != 0;
+        _exit(!apart ? 5 : strchr(err, '\n') != NULL ? 6 : 0);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
 /* The memory check's estimate must err on the large side: given just the
  * address space it asks for, a run passes the check and then finishes,
  * where an estimate short of the real peak ends in an allocation failure
