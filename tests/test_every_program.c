@@ -88,6 +88,10 @@ static void expect_refused(const char *program, const char *args, int want, cons
     run_result_free(&r);
 }
 
+/* Put after a value that must be refused: were it taken, the program would
+ * stop here at once (and the test fail on the message), not run in full. */
+static const char STOP[] = "--no-such-option";
+
 static void numbers_are_read_strictly(const char *program, const Option *o)
 {
     char args[128], words[64];
@@ -97,11 +101,11 @@ static void numbers_are_read_strictly(const char *program, const Option *o)
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
         char text[48];
         snprintf(text, sizeof text, forms[i], value);
-        snprintf(args, sizeof args, "%s %s", o->name, text);
+        snprintf(args, sizeof args, "%s %s %s", o->name, text, STOP);
         expect_refused(program, args, 2, words);
     }
     if (strcmp(o->name, "--seed") == 0) {
-        snprintf(args, sizeof args, "%s ' -5'", o->name);
+        snprintf(args, sizeof args, "%s ' -5' %s", o->name, STOP);
         expect_refused(program, args, 2, "--seed expects a whole number from 0 to "
                        "18446744073709551615, got ' -5'");
     }
