@@ -36,20 +36,6 @@ typedef struct {
     uint64_t seed;
 } Options;
 
-/* The table checks --dropout as the float the library keeps, where
- * 0.99999999 is already 1; that 1 is refused here, naming what was typed. */
-static void refuse_dropout_of_1(float p, int argc, char **argv)
-{
-    if (p < 1.0f)
-        return;
-    const char *text = "1";
-    for (int i = 1; i + 1 < argc; i++)
-        if (cli_is(argv[i], "--dropout"))
-            text = argv[i + 1];
-    cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %s%s", text,
-             strtod(text, NULL) < 1.0 ? ", which is 1 as a float" : "");
-}
-
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.dropout = 0.5f, .draws = 100000, .seed = 0};
@@ -65,7 +51,7 @@ static Options parse_options(int argc, char **argv)
                                 "weights.",
                           CLI_COUNT(options), options},
               argc, argv);
-    refuse_dropout_of_1(opt.dropout, argc, argv);
+    cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     return opt;
 }
 

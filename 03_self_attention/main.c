@@ -36,20 +36,6 @@ typedef struct {
     const char *plot_dir;
 } Options;
 
-/* The table checks --dropout as the float the library keeps, where
- * 0.99999999 is already 1; that 1 is refused here, naming what was typed. */
-static void refuse_dropout_of_1(float p, int argc, char **argv)
-{
-    if (p < 1.0f)
-        return;
-    const char *text = "1";
-    for (int i = 1; i + 1 < argc; i++)
-        if (cli_is(argv[i], "--dropout"))
-            text = argv[i + 1];
-    cli_fail(PROG, "--dropout must be below 1 (1 would drop every weight), got %s%s", text,
-             strtod(text, NULL) < 1.0 ? ", which is 1 as a float" : "");
-}
-
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.seed = 0, .num_hiddens = 3, .dropout = 0.5f};
@@ -73,7 +59,7 @@ static Options parse_options(int argc, char **argv)
                                 "Part 5, the n^2 cost, is ./03_self_attention/cost.",
                           CLI_COUNT(options), options},
               argc, argv);
-    refuse_dropout_of_1(opt.dropout, argc, argv);
+    cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     if (hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--hiddens sizes random tokens: give --tokens N too "
                  "(the three fixed tokens have size 3)");

@@ -41,7 +41,8 @@ size_t shape_size(int ndim, const int *shape, bool *overflow)
     return size;
 }
 
-static Tensor *tensor_alloc(const char *func, int ndim, const int *shape, bool zero)
+Tensor *tensor_alloc_with(const char *func, int ndim, const int *shape,
+                          float *(*allocate)(size_t count))
 {
     char buf[80];
     bool overflow;
@@ -56,7 +57,7 @@ static Tensor *tensor_alloc(const char *func, int ndim, const int *shape, bool z
     for (int i = 0; i < TENSOR_MAX_DIMS; i++)
         x->shape[i] = i < ndim ? shape[i] : 1;
     x->size = size;
-    x->data = zero ? calloc(size, sizeof(float)) : malloc(size * sizeof(float));
+    x->data = allocate(size);
     if (x->data == NULL) {
         free(x);
         die(func, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
@@ -64,6 +65,21 @@ static Tensor *tensor_alloc(const char *func, int ndim, const int *shape, bool z
             (double)(size * sizeof(float)) / 1e6);
     }
     return x;
+}
+
+static float *zeroed_floats(size_t count)
+{
+    return calloc(count, sizeof(float));
+}
+
+static float *uninitialised_floats(size_t count)
+{
+    return malloc(count * sizeof(float));   /* shape_size kept count * 4 in range */
+}
+
+static Tensor *tensor_alloc(const char *func, int ndim, const int *shape, bool zero)
+{
+    return tensor_alloc_with(func, ndim, shape, zero ? zeroed_floats : uninitialised_floats);
 }
 
 Tensor *tensor_zeros(int ndim, const int *shape)

@@ -51,6 +51,12 @@ typedef struct {
 
 /* ---- creation and destruction ---------------------------------------- */
 Tensor *tensor_zeros(int ndim, const int *shape);
+/* A tensor whose data comes from allocate(size), for code with an
+ * allocator of its own (the fast path wants 64-byte alignment); the data
+ * must be freeable with free(). Shapes are checked and a NULL from
+ * allocate stops as tensor_zeros does, naming func. */
+Tensor *tensor_alloc_with(const char *func, int ndim, const int *shape,
+                          float *(*allocate)(size_t count));
 Tensor *tensor_ones(int ndim, const int *shape);
 Tensor *tensor_full(float value, int ndim, const int *shape);
 /* values holds product(shape) floats, copied in row-major order. */

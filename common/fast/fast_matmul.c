@@ -137,30 +137,19 @@ float *fast_alloc_panels(const char *func, size_t count)
     return p;
 }
 
+/* aligned_floats, zeroed; NULL when it fails */
+static float *aligned_zeroed_floats(size_t count)
+{
+    float *p = aligned_floats(count);
+    if (p != NULL)
+        memset(p, 0, count * sizeof(float));
+    return p;
+}
+
 Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
 {
-    char buf[80];
-    bool overflow;
-    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        die(func, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
-    size_t size = shape_size(ndim, shape, &overflow);
-    if (overflow)
-        die(func, "cannot make a tensor of shape %s: every size must be positive "
-            "and the total must fit in memory", shape_str(buf, sizeof buf, ndim, shape));
-    Tensor *x = checked_malloc(func, 1, sizeof *x);
-    x->ndim = ndim;
-    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
-        x->shape[i] = i < ndim ? shape[i] : 1;
-    x->size = size;
-    x->data = aligned_floats(size);   /* freed by tensor_free's free() like any other */
-    if (x->data == NULL) {
-        free(x);
-        die(func, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
-            shape_str(buf, sizeof buf, ndim, shape), size * sizeof(float),
-            (double)(size * sizeof(float)) / 1e6);
-    }
-    memset(x->data, 0, size * sizeof(float));
-    return x;
+    /* freed by tensor_free's free() like any other */
+    return tensor_alloc_with(func, ndim, shape, aligned_zeroed_floats);
 }
 
 /* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */

@@ -251,6 +251,18 @@ void cli_check_dir(const char *prog, const char *flag, const char *dir)
     cli_read_dir(prog, flag, dir, NULL, 0);
 }
 
+void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv)
+{
+    if (p < 1.0f)
+        return;
+    const char *text = "1";
+    for (int i = 1; i + 1 < argc; i++)
+        if (cli_is(argv[i], "--dropout"))
+            text = argv[i + 1];
+    cli_fail(prog, "--dropout must be below 1 (1 would drop every weight), got %s%s", text,
+             strtod(text, NULL) < 1.0 ? ", which is 1 as a float" : "");
+}
+
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir)
 {
     struct stat st;

@@ -135,6 +135,10 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* An existing, writable directory, or a usage error naming it. */
 void cli_check_dir(const char *prog, const char *flag, const char *dir);
+/* --dropout P, read by the table as the float the library keeps, where
+ * 0.99999999 is already 1: a p of 1 (every weight dropped) is refused,
+ * naming what was typed. */
+void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv);
 /* An existing directory a program reads from (--from): "does not exist",
  * "is not a directory" or "cannot be read", a usage error naming it. */
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir);
