@@ -1,0 +1,57 @@
+/*
+ * rope.c - rotary position embeddings (introduced in chapter 06's page
+ * "Positions that keep a symmetry"). See rope.h.
+ *
+ * Legend: N = batch_size * num_heads, T = tokens, d = head size (even).
+ */
+#include "rope.h"
+
+#include <math.h>
+
+double rope_theta(int pair, int head_size)
+{
+    return pow(10000.0, -2.0 * (double)pair / (double)head_size);
+}
+
+/* x (N, T, d) -> x, in place */
+void rope_rotate(Tensor *x, int first_position, bool inverse)
+{
+    const char *func = "rope_rotate";
+    tensor_check_shape(func, "x", x, SHAPE(-1, -1, -1));
+    const int N = x->shape[0], T = x->shape[1], d = x->shape[2];
+    if (d % 2 != 0)
+        die(func, "the head size must be even to cut it into pairs, got %d", d);
+    if (first_position < 0 || (long long)first_position + T > ROPE_MAX_POSITION)
+        die(func, "positions %d ... %lld must be in [0, %d)", first_position,
+            (long long)first_position + T - 1, ROPE_MAX_POSITION);
+    const double sign = inverse ? -1.0 : 1.0;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < d / 2; i++) {
+            /* one angle per (position, pair), shared by every matrix */
+            const double angle = sign * (double)(first_position + t) * rope_theta(i, d);
+            const float c = (float)cos(angle), s = (float)sin(angle);
+            for (int n = 0; n < N; n++) {
+                float *pair = &AT3(x, n, t, 2 * i);
+                const float even = pair[0], odd = pair[1];
+                pair[0] = even * c - odd * s;
+                pair[1] = even * s + odd * c;
+            }
+        }
+}
+
+/* x (N, T, d) -> rotated (N, T, d) */
+Tensor *rope_forward(const Tensor *x, int first_position)
+{
+    Tensor *rotated = tensor_copy(x);
+    rope_rotate(rotated, first_position, false);
+    return rotated;
+}
+
+/* grad_rotated (N, T, d) -> grad_x (N, T, d) */
+Tensor *rope_backward(const Tensor *grad_rotated, int first_position)
+{
+    /* y = R x with R orthogonal, so dL/dx = R^T dL/dy: the turn back */
+    Tensor *grad_x = tensor_copy(grad_rotated);
+    rope_rotate(grad_x, first_position, true);
+    return grad_x;
+}
