@@ -725,6 +725,25 @@ static void heads_plot_taken(const char *dir)
     make_dir(dir, "out/two_keys_2_heads.gp");
 }
 
+/* @/in for relative_positions --from: queries, keys, values (B, H, T, d) */
+static void relpos_inputs(const char *dir, int d, int num_keys)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "queries", SHAPE(1, 2, 3, d));
+    write_floats(dir, "keys", SHAPE(1, 2, num_keys, d));
+    write_floats(dir, "values", SHAPE(1, 2, 3, d));
+}
+static void relpos_good(const char *dir) { relpos_inputs(dir, 4, 3); }
+static void relpos_odd_head(const char *dir) { relpos_inputs(dir, 3, 3); }
+static void relpos_keys_longer(const char *dir) { relpos_inputs(dir, 4, 5); }
+static void relpos_overflow(const char *dir)
+{
+    relpos_good(dir);
+    write_floats_poisoned(dir, "queries", SHAPE(1, 2, 3, 4), 2, 3e38f);
+    write_floats_poisoned(dir, "keys", SHAPE(1, 2, 3, 4), 2, 3e38f);
+}
+static void relpos_empty(const char *dir) { make_dir(dir, "in"); }
+
 static void positions_plot_taken(const char *dir)
 {
     make_dir(dir, "out");
@@ -772,6 +791,7 @@ static void read_only_dir(const char *dir)
 #define IMPORTANCE "05_multihead/head_importance"
 #define HEADS "05_multihead/heads_experiment"
 #define POSITIONS "06_permutation_invariance/positions"
+#define RELPOS "06_permutation_invariance/relative_positions"
 #define BENCH "05_multihead/bench"
 #define TRAIN "05_multihead/train"
 #define LAYER_BACKWARD "05_multihead/backward"
@@ -1088,6 +1108,32 @@ static BadInput rows[] = {
     {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
      "positions_attention.gp': Is a directory", "@/out/positions_attention.dat",
      positions_plot_taken},
+    /* chapter 06: relative_positions */
+    {RELPOS, "--from @/in --to @ --positions rope", 1, "RoPE turns pairs of columns: the head "
+     "size (the last dimension of", "@/scores.npy", relpos_odd_head},
+    {RELPOS, "--from @/in --to @ --positions alibi", 1, "keys.npy: shape (1, 2, 5, 4) differs "
+     "from queries.npy's (1, 2, 3, 4)", "@/scores.npy", relpos_keys_longer},
+    {RELPOS, "--from @/in --to @ --positions rope --offset -1", 2,
+     "--offset expects a whole number from 0", "@/scores.npy", relpos_good},
+    {RELPOS, "--from @/in --to @ --positions rope --offset 16777214", 2,
+     "--offset 16777214 with 3 tokens reaches position 16777216; positions must stay below "
+     "2^24", "@/scores.npy", relpos_good},
+    {RELPOS, "--from @/in --to @ --positions rope --causal", 1, "the scores are not finite",
+     "@/scores.npy", relpos_overflow},
+    {RELPOS, "--from @/in --to @ --positions sideways", 2,
+     "--positions 'sideways': expected none, rope or alibi", "@/scores.npy", relpos_good},
+    {RELPOS, "--from @/in --positions rope", 2, "--from needs --to DIR", NULL, relpos_good},
+    {RELPOS, "--from @/in --to @", 2, "--from needs --positions", "@/scores.npy", relpos_good},
+    {RELPOS, "--from @/missing --to @ --positions none", 2, "--from", "@/scores.npy"},
+    {RELPOS, "--from @/in --to @ --positions none", 1, "queries.npy", "@/scores.npy",
+     relpos_empty},
+    {RELPOS, "--positions rope", 2, "--to, --positions and --causal go with --from DIR", NULL},
+    {RELPOS, "--hiddens 12 --heads 4", 2, "--hiddens 12 / --heads 4 must be a whole, even head "
+     "size", NULL},
+    {RELPOS, "--letters 20", 2, "--letters 20 is fewer than 4 x --length 6", NULL},
+    {RELPOS, "--back 6", 2, "--back 6 must be below --length 6", NULL},
+    {RELPOS, "--offset 100001", 2, "--offset 100001: parts 1 and 2 build tables", NULL},
+    {RELPOS, "--tokens 17", 2, "--tokens expects a whole number from 2 to 16, got '17'", NULL},
     /* chapter 05: train */
     {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1e+30, got '0'", NULL},
     {TRAIN, "--lr -0.01", 2, "--lr expects a number from 1e-06 to 1e+30", NULL},

@@ -162,7 +162,10 @@ Test(relpos_pytorch, rope_full_offset)
 {
     check_case("rope_full_offset", HEAD_POSITIONS_ROPE, false, 1000);
 }
-Test(relpos_pytorch, alibi_causal) { check_case("alibi_causal", HEAD_POSITIONS_ALIBI, true, 0); }
+Test(relpos_pytorch, alibi_causal)
+{
+    check_case("alibi_causal", HEAD_POSITIONS_ALIBI, true, 0);
+}
 Test(relpos_pytorch, alibi_six_heads)
 {
     check_case("alibi_six_heads", HEAD_POSITIONS_ALIBI, false, 7);
@@ -287,3 +290,77 @@ Test(position_model, offset_changes_only_absolute_schemes)
         position_model_free(model);
     }
 }
+
+/* ---- the program ----------------------------------------------------------------- */
+
+#define RELPOS "06_permutation_invariance/relative_positions"
+
+/* The two figures of a row of part 1's table: "  RoPE   1.3e-01   1.3e-07" */
+static void table_row(const char *out, const char *scheme, double *permuted, double *offset)
+{
+    char start[32];
+    snprintf(start, sizeof start, "\n  %-12s", scheme);
+    const char *row = strstr(out, start);
+    cr_assert(row != NULL, "no row for %s in:\n%s", scheme, out);
+    cr_assert_eq(sscanf(row + strlen(start), "%lf %lf", permuted, offset), 2, "row %s", scheme);
+}
+
+Test(relative_positions, symmetry_table)
+{
+    RunResult r = run_program(RELPOS, "");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    double permuted, offset;
+    table_row(r.out, "none", &permuted, &offset);
+    cr_expect(permuted < 1e-5 && offset < 1e-5, "none: %g %g", permuted, offset);
+    const char *absolute[2] = {"sinusoidal", "learned"};
+    for (int i = 0; i < 2; i++) {
+        table_row(r.out, absolute[i], &permuted, &offset);
+        cr_expect(permuted > 1e-2 && offset > 1e-2, "%s: %g %g", absolute[i], permuted, offset);
+    }
+    const char *relative[2] = {"RoPE", "ALiBi"};
+    for (int i = 0; i < 2; i++) {
+        table_row(r.out, relative[i], &permuted, &offset);
+        cr_expect(permuted > 1e-2 && offset < 1e-5, "%s: %g %g", relative[i], permuted, offset);
+    }
+    run_result_free(&r);
+}
+
+/* --from a fixture folder --to a scratch one: the three files PyTorch made */
+static void check_files(const char *name, const char *args)
+{
+    char to[64], command[512], dir[256];
+    scratch_dir_make(to, sizeof to, "relpos");
+    snprintf(dir, sizeof dir, "%s/%s", FIXTURES, name);
+    snprintf(command, sizeof command, "--from %s --to %s %s", dir, to, args);
+    RunResult r = run_program(RELPOS, command);
+    cr_assert_eq(r.status, 0, "%s: exit %d: %s", command, r.status, r.err);
+    const char *names[3] = {"scores", "weights", "output"};
+    for (int i = 0; i < 3; i++) {
+        char expected_name[64];
+        snprintf(expected_name, sizeof expected_name, "expected_%s", names[i]);
+        Tensor *got = load_case(to, names[i]), *expected = load_case(dir, expected_name);
+        cr_expect(tensor_allclose(got, expected, 1e-6f, 1e-5f, stderr), "%s: %s differs", name,
+                  names[i]);
+        TENSOR_FREE(got, expected);
+    }
+    run_result_free(&r);
+    scratch_dir_remove(to);
+}
+
+Test(relative_positions, from_to_rope)
+{
+    check_files("rope_causal", "--positions rope --causal --offset 3");
+}
+Test(relative_positions, from_to_rope_offset)
+{
+    check_files("rope_full_offset", "--positions rope --offset 1000");
+}
+Test(relative_positions, from_to_alibi)
+{
+    check_files("alibi_causal", "--positions alibi --causal");
+}
+Test(relative_positions, from_to_alibi_six_heads)
+{
+    check_files("alibi_six_heads", "--positions alibi --offset 7");
+}
+Test(relative_positions, from_to_none) { check_files("none_causal", "--positions none --causal"); }
