@@ -462,12 +462,14 @@ static Tensor *mean_weights(const PositionModel *model, const TaskBatch *held_ou
 static int part5_heatmaps(const Options *opt, const Job *jobs,
                           TaskBatch *held_out[][NUM_LENGTHS])
 {
-    const int N = opt->seeds;
-    printf("Part 5. Where the first seed's models look, averaged over the held-out\n"
-           "sequences and the heads: queries down, keys across.\n");
+    const int N = opt->seeds, L = opt->length;
+    printf("Part 5. Where the first seed's task-1 models look at T = %d, past the\n"
+           "training length: queries %d ... %d (rows 0 ... %d), every key (columns),\n"
+           "the weights averaged over the held-out sequences and the heads.\n",
+           2 * L, L, 2 * L - 1, L - 1);
     int status = 0;
     for (int task = 0; task < NUM_TASKS; task++) {
-        /* task 1 at 2L, past what it was trained on; task 2 at L */
+        /* task 1 at 2L, past what it was trained on; task 2 at L (--plot only) */
         const int length_index = task == TASK_BACK ? 1 : 0;
         const TaskBatch *set = held_out[task][length_index];
         const int T = set->num_pairs;
@@ -481,8 +483,12 @@ static int part5_heatmaps(const Options *opt, const Job *jobs,
             snprintf(title_text[scheme], sizeof title_text[scheme], "%s, %s, T = %d",
                      task == TASK_BACK ? "k back" : "reversal", position_scheme_names[scheme], T);
             titles[scheme] = title_text[scheme];
-            printf("\n");
-            heatmap_terminal(stdout, mean, title_text[scheme]);
+            if (task == TASK_BACK) {
+                Tensor *past = tensor_slice(mean, 0, L, T - L);   /* (T - L, T) */
+                printf("\n");
+                heatmap_terminal(stdout, past, position_scheme_names[scheme]);
+                tensor_free(past);
+            }
             tensor_free(mean);
         }
         if (opt->plot_dir != NULL && status == 0) {
@@ -491,7 +497,7 @@ static int part5_heatmaps(const Options *opt, const Job *jobs,
             if (plot_heatmaps(opt->plot_dir, name, panels, "key", "query", titles) != 0)
                 status = 1;
             if (status == 0)
-                printf("\nwrote %s/%s.dat and .gp\n", opt->plot_dir, name);
+                printf("\nwrote %s/%s.dat and .gp (every query)\n", opt->plot_dir, name);
         }
         tensor_free(panels);
     }

@@ -364,3 +364,20 @@ Test(relative_positions, from_to_alibi_six_heads)
     check_files("alibi_six_heads", "--positions alibi --offset 7");
 }
 Test(relative_positions, from_to_none) { check_files("none_causal", "--positions none --causal"); }
+
+/* Every seed trains on its own streams: one thread or two, the same output. */
+Test(relative_positions, training_does_not_depend_on_threads)
+{
+    const char *args = "--train --steps 20 --seeds 2 --examples 20 --threads %d";
+    char command[2][128];
+    RunResult r[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(command[i], sizeof command[i], args, i + 1);
+        r[i] = run_program(RELPOS, command[i]);
+        cr_assert_eq(r[i].status, 0, "%s: exit %d: %s", command[i], r[i].status, r[i].err);
+    }
+    cr_expect_str_eq(r[0].out, r[1].out);
+    cr_expect(strstr(r[0].out, "Task 2: reversal") != NULL);
+    run_result_free(&r[0]);
+    run_result_free(&r[1]);
+}
