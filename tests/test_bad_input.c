@@ -40,10 +40,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "helpers.h"
 #include "error.h"
+#include "helpers.h"
 #include "io/layer_files.h"
-#include "lookup_model.h"
+#include "io/saved_models.h"
+#include "learn/lookup_model.h"
 #include "multihead.h"
 #include "tensor.h"
 
