@@ -35,11 +35,11 @@
 #include "io/layer_files.h"
 #include "io/npy.h"
 #include "io/plot.h"
+#include "learn/optim.h"
+#include "learn/position_model.h"
+#include "learn/tasks.h"
 #include "ops.h"
-#include "optim.h"
-#include "position_model.h"
 #include "rope.h"
-#include "tasks_more.h"
 #include "tensor.h"
 
 static const char PROG[] = "relative_positions";
@@ -273,7 +273,7 @@ static void run_job(Job *job)
     TaskBatch *batch = task_batch_new(&task, opt->batch);
     const int first = first_scored(job->task, opt->back);
     for (int step = 1; step <= opt->steps && !job->diverged; step++) {
-        task_reversal_draw(&task, batch, SPLIT_TRAIN, &data);
+        task_draw(&task, batch, SPLIT_TRAIN, &data);
         set_answers(job->task, opt->back, batch);
         const double loss = position_model_train_step(model, adam, batch->keys, batch->answers,
                                                       opt->batch, L, first);
@@ -516,7 +516,7 @@ static int run_training(const Options *opt)
         for (int t = 0; t < NUM_TASKS; t++) {
             held_out[t][i] = task_batch_new(&task, opt->examples);
             Rng same = rng;
-            task_reversal_draw(&task, held_out[t][i], SPLIT_HELDOUT, &same);
+            task_draw(&task, held_out[t][i], SPLIT_HELDOUT, &same);
             set_answers((TaskId)t, opt->back, held_out[t][i]);
         }
     }

@@ -18,7 +18,7 @@
 #include "helpers.h"
 #include "io/npy.h"
 #include "position_attention.h"
-#include "position_model.h"
+#include "learn/position_model.h"
 #include "random.h"
 #include "rope.h"
 #include "tensor.h"

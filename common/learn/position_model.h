@@ -28,8 +28,8 @@
 
 #include <stdbool.h>
 
+#include "learn/optim.h"
 #include "multihead.h"
-#include "optim.h"
 #include "position_attention.h"
 #include "random.h"
 #include "tensor.h"

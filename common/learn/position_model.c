@@ -6,15 +6,15 @@
  * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
  * D = num_hiddens, d = D / H, V = vocabulary, L = max_length.
  */
-#include "position_model.h"
+#include "learn/position_model.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "embedding.h"
 #include "heads.h"
-#include "loss.h"
+#include "learn/embedding.h"
+#include "learn/loss.h"
 #include "ops.h"
 #include "positional.h"
 
