@@ -9,7 +9,6 @@
 #include "two_key_model.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,24 +312,8 @@ int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
     return model_save(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
 }
 
-/* One error line into err, or onto stderr when err is NULL (io/model.h's rule). */
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    char message[MODEL_ERR_LEN];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (err == NULL) {
-        fflush(stdout);
-        fprintf(stderr, "%s\n", message);
-    } else if (err_len > 0) {
-        snprintf(err, err_len, "%s", message);
-    }
-    return -1;
-}
+/* One error line into err, or onto stderr when err is NULL. */
+#define fail(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
 
 int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
 {
@@ -348,20 +331,20 @@ int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
 static int read_table_shape(const char *dir, const char *name, int *rows, int *cols,
                             char *err, size_t err_len)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    char npy_err[NPY_ERR_LEN];
-    Tensor *table = npy_load(path, npy_err, sizeof npy_err);
-    if (table == NULL)
-        return fail(err, err_len, "%s", npy_err);
-    const int ndim = table->ndim;
-    *rows = table->shape[0];
-    *cols = ndim == 2 ? table->shape[1] : 0;
+    char *path = npy_path(dir, name);
+    Tensor *table = npy_load(path, err, err_len);
+    const int ndim = table ? table->ndim : 0;
+    if (table != NULL) {
+        *rows = table->shape[0];
+        *cols = ndim == 2 ? table->shape[1] : 0;
+    }
     tensor_free(table);
-    if (ndim != 2)
-        return fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
-                    "dimensions", path, ndim);
-    return 0;
+    const int status = table == NULL ? -1
+                       : ndim != 2 ? fail(err, err_len, "%s: expected a table (rows, "
+                                          "num_hiddens), got %d dimensions", path, ndim)
+                                   : 0;
+    free(path);
+    return status;
 }
 
 TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
