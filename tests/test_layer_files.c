@@ -9,7 +9,7 @@
  * The directories are tests/fixtures/multihead/<case>/ (their README lists
  * the cases), or copies of them changed by one file.
  */
-#define _DEFAULT_SOURCE   /* flock, usleep */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,9 +18,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -378,7 +378,7 @@ Test(layer_files, a_writer_waits_for_the_lock)
         const NamedTensor set[] = {{"a", x, NULL}, {"b", x, NULL}};
         _exit(layer_files_save(dir, set, 2, err, sizeof err) == 0 ? 0 : 1);
     }
-    usleep(100 * 1000);
+    nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
     /* whatever the child has done by now, no file of the set is in place */
     cr_expect(!file_there(dir, "a") && !file_there(dir, "b"),
               "a file appeared while the directory was locked");

@@ -2,7 +2,7 @@
  * fileset.c - the one writer of sets of files, and the signals. See
  * fileset.h for the steps and what they promise.
  */
-#define _DEFAULT_SOURCE   /* flock, mkdtemp */
+#define _DEFAULT_SOURCE   /* mkdtemp */
 #include "io/fileset.h"
 
 #include <dirent.h>
@@ -12,15 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
-#include "io/platform.h"
+#include "platform.h"
 
 struct FileSet {
     char *dir;          /* the target, as the caller named it (for messages) */
+    char *parent;       /* its parent directory's real path */
     char *base;         /* its last component, inside parent */
     char *temp;         /* ".BASE.new-XXXXXX", inside parent */
     int parent_fd;      /* the parent directory, locked for the set's life */
@@ -171,6 +171,7 @@ static void set_free(FileSet *set)
         free(set->names[i]);
     free(set->names);
     free(set->dir);
+    free(set->parent);
     free(set->base);
     free(set->temp);
     free(set);
@@ -192,10 +193,10 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
         set_free(set);
         return NULL;
     }
+    set->parent = parent;
     set->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (set->parent_fd < 0 || flock(set->parent_fd, LOCK_EX) != 0) {
+    if (set->parent_fd < 0 || platform_lock(set->parent_fd, true) != 0) {
         error_format(err, err_len, parent, "cannot lock the directory: %s", strerror(errno));
-        free(parent);
         set_free(set);
         return NULL;
     }
@@ -204,7 +205,6 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
     if (fstatat(set->parent_fd, set->base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
         !S_ISDIR(st.st_mode)) {   /* gone since split_dir looked */
         error_format(err, err_len, NULL, "cannot write into '%s': not a directory", dir);
-        free(parent);
         set_free(set);
         return NULL;
     }
@@ -213,7 +213,6 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
     sprintf(stem, ".%s.new-XXXXXX", set->base);
     char *temp_path = joined(parent, stem);
     free(stem);
-    free(parent);
     if (mkdtemp(temp_path) == NULL) {
         error_format(err, err_len, set->dir, "cannot write beside it: %s", strerror(errno));
         free(temp_path);
@@ -342,10 +341,15 @@ static int carry_across(FileSet *set, char *err, size_t err_len)
  * the temporary name, for remove. */
 static int exchange(FileSet *set, char *err, size_t err_len)
 {
-    if (platform_exchange(set->parent_fd, set->temp, set->base) == 0)
+    char *temp = joined(set->parent, set->temp), *target = joined(set->parent, set->base);
+    const int exchanged = platform_exchange(temp, target);
+    const int saved = errno;
+    free(temp);
+    free(target);
+    if (exchanged == 0)
         return 0;
-    if (errno != ENOSYS && errno != EINVAL)
-        return error_format(err, err_len, set->dir, "cannot replace: %s", strerror(errno));
+    if (saved != ENOTSUP)
+        return error_format(err, err_len, set->dir, "cannot replace: %s", strerror(saved));
     /* no exchange here: DIR aside for an instant (see clean_up_after_kills) */
     char *aside = checked_malloc("fileset", strlen(set->base) + 16, 1);
     sprintf(aside, ".%s.old-%.6s", set->base, set->temp + strlen(set->temp) - 6);
@@ -402,7 +406,7 @@ int fileset_read_lock(const char *dir)
     const int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(parent);
     free(base);
-    if (fd >= 0 && flock(fd, LOCK_SH) != 0) {
+    if (fd >= 0 && platform_lock(fd, false) != 0) {
         close(fd);
         return -1;
     }

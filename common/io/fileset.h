@@ -11,7 +11,7 @@
  *              the new set, written in full
  *   carry      every file of DIR that the set does not write (inputs, other
  *              programs' plots) hard-linked into it
- *   exchange   it and DIR, in one atomic step (platform_exchange)
+ *   exchange   it and DIR, in one atomic step (platform_exchange, platform.h)
  *   remove     the old set, now under the temporary name; unlock
  *
  * so a kill at any moment (SIGKILL included) leaves DIR holding the whole

@@ -1,5 +1,5 @@
 /* layer_files.c - a multi-head layer's .npy files: load, save, compare. See layer_files.h. */
-#define _DEFAULT_SOURCE   /* flock */
+#define _POSIX_C_SOURCE 200809L
 #include "io/layer_files.h"
 
 #include <errno.h>
@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
