@@ -109,6 +109,6 @@ void position_attention_cache_free(PositionAttentionCache *cache)
         return;
     tensor_free(cache->queries);
     tensor_free(cache->keys);
-    attention_saved_free(&cache->attention);
+    attention_cache_free(&cache->attention);
     *cache = (PositionAttentionCache){0};
 }

@@ -39,7 +39,7 @@ typedef struct {
 typedef struct {
     Tensor *queries, *keys;      /* (N, T, d): as the scores saw them, rotated for RoPE */
     const Tensor *values;        /* (N, T, d), borrowed */
-    AttentionSaved attention;    /* weights (N, T, T) */
+    AttentionCache attention;    /* weights (N, T, T) */
 } PositionAttentionCache;
 
 /* queries, keys, values (N, T, d) -> output (N, T, d), new. scores, when
