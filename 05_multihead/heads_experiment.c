@@ -35,8 +35,6 @@ static const char PROG[] = "heads_experiment";
 enum { MAX_COUNTS = 6, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_PAIRS = HEATMAP_TERMINAL_MAX,
        MAX_EXAMPLES = 5000 };
 
-/* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
 
 typedef struct {
     uint64_t seed;
@@ -114,7 +112,7 @@ static void show_progress(bool terminal, int heads, uint64_t seed, int step, int
  * number. */
 static TwoKeyModel *train(const Options *opt, const Task *task, int heads, uint64_t seed)
 {
-    Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
     TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, heads, &init);
     Adam *adam = adam_new(model->params, TWO_KEY_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
@@ -277,7 +275,7 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv);
     Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
     TaskBatch *held_out = task_batch_new(&task, opt.examples);
-    Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
+    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
     task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
     part1_task(&opt, &task, held_out);

@@ -36,8 +36,6 @@ static const char PROG[] = "positions";
 enum { MAX_LENGTH = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_HEADS = 8,
        MAX_EXAMPLES = 5000 };
 
-/* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
 
 typedef struct {
     uint64_t seed;
@@ -103,7 +101,7 @@ static void show_progress(bool terminal, const char *what, int step, int steps, 
  * being a number (a message says so). */
 static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
 {
-    Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
     ReversalModel *model = reversal_new(opt->letters, opt->hiddens, opt->heads, positions, &init);
     Adam *adam = adam_new(model->params, REVERSAL_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
@@ -303,7 +301,7 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv);
     Task task = task_reversal(opt.length, opt.letters);
     TaskBatch *held_out = task_batch_new(&task, opt.examples);
-    Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
+    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
     task_reversal_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
     part1_task(&opt, &task, held_out);
