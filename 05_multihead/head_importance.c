@@ -28,10 +28,11 @@
 
 #include "io/cli.h"
 #include "io/curve.h"
-#include "optim.h"
-#include "tasks_more.h"
+#include "io/saved_models.h"
+#include "learn/optim.h"
+#include "learn/tasks.h"
+#include "learn/two_key_model.h"
 #include "tensor.h"
-#include "two_key_model.h"
 
 static const char PROG[] = "head_importance";
 
@@ -125,7 +126,7 @@ static TwoKeyModel *train(const Options *opt, const Task *task)
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
     for (int step = 1; step <= opt->steps; step++) {
-        task_two_keys_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
@@ -419,7 +420,7 @@ int main(int argc, char **argv)
     Task task = task_two_keys(opt.pairs, model->key_vocab, model->value_vocab);
     HeldOut held = {task_batch_new(&task, opt.examples), NULL};
     Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
-    task_two_keys_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
+    task_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
     held.heads = two_key_heads(model, held.examples);
 
     int status = check_finite(model, &held);

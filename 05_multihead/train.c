@@ -28,10 +28,11 @@
 #include "io/curve.h"
 #include "io/npy.h"
 #include "io/plot.h"
+#include "io/saved_models.h"
+#include "learn/lookup_model.h"
+#include "learn/loss.h"
+#include "learn/tasks.h"
 #include "platform.h"
-#include "loss.h"
-#include "lookup_model.h"
-#include "tasks.h"
 
 static const char PROG[] = "train";
 

@@ -23,15 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "embedding.h"
 #include "helpers.h"
 #include "io/model.h"
 #include "io/npy.h"
-#include "loss.h"
+#include "io/saved_models.h"
+#include "learn/embedding.h"
+#include "learn/lookup_model.h"
+#include "learn/loss.h"
+#include "learn/optim.h"
+#include "learn/tasks.h"
 #include "ops.h"
-#include "lookup_model.h"
-#include "optim.h"
-#include "tasks.h"
 
 /* ---- embedding ------------------------------------------------------------ */
 

@@ -6,15 +6,15 @@
  * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
  * D = num_hiddens, V = vocabulary.
  */
-#include "reversal_model.h"
+#include "learn/reversal_model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "embedding.h"
-#include "loss.h"
+#include "learn/embedding.h"
+#include "learn/loss.h"
 #include "ops.h"
 #include "positional.h"
 
@@ -208,28 +208,4 @@ double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
         *tokens_correct = count_correct(logits, batch->answers);
     tensor_free(logits);
     return loss;
-}
-
-int reversal_save(ReversalModel *model, const char *dir, char *err, size_t err_len)
-{
-    model->saved_num_heads = model->num_heads;
-    return model_save(dir, model->files, REVERSAL_NUM_FILES, err, err_len);
-}
-
-int reversal_load(ReversalModel *model, const char *dir, char *err, size_t err_len)
-{
-    int num_heads = 0;
-    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0)
-        return -1;
-    if (num_heads != model->num_heads) {
-        char message[MODEL_ERR_LEN];
-        snprintf(message, sizeof message, "%s/num_heads.npy: holds %d, the model has %d heads",
-                 dir, num_heads, model->num_heads);
-        if (err == NULL)
-            fprintf(stderr, "%s\n", message);
-        else if (err_len > 0)
-            snprintf(err, err_len, "%s", message);
-        return -1;
-    }
-    return model_load(dir, model->files, REVERSAL_NUM_FILES, err, err_len);
 }

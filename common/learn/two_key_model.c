@@ -6,7 +6,7 @@
  * Legend: B = batch_size, P = entries of an example, H = num_heads,
  * D = num_hiddens, d = D / H, Vk, Vv = key and value vocabularies.
  */
-#include "two_key_model.h"
+#include "learn/two_key_model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,10 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "embedding.h"
-#include "head_gates.h"
-#include "io/npy.h"
-#include "loss.h"
+#include "learn/embedding.h"
+#include "learn/head_gates.h"
+#include "learn/loss.h"
 #include "ops.h"
 
 /* The optimiser's list and the files' list, both in PyTorch's names. */
@@ -305,89 +304,4 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     tensor_free(grad_logits);
     tensor_free(logits);
     two_key_saved_free(&saved);
-}
-
-int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
-{
-    model->saved_num_heads = model->num_heads;
-    return model_save(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
-}
-
-/* One error line into err, or onto stderr when err is NULL (io/model.h's rule). */
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    char message[MODEL_ERR_LEN];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (err == NULL) {
-        fflush(stdout);
-        fprintf(stderr, "%s\n", message);
-    } else if (err_len > 0) {
-        snprintf(err, err_len, "%s", message);
-    }
-    return -1;
-}
-
-int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
-{
-    /* the number of heads first: a model of other heads has the same shapes */
-    int num_heads = 0;
-    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0)
-        return -1;
-    if (num_heads != model->num_heads)
-        return fail(err, err_len, "%s/num_heads.npy: holds %d, the model has %d heads", dir,
-                    num_heads, model->num_heads);
-    return model_load(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
-}
-
-/* The shape (rows, columns) of DIR/NAME.npy, a 2-D table. */
-static int read_table_shape(const char *dir, const char *name, int *rows, int *cols,
-                            char *err, size_t err_len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    char npy_err[NPY_ERR_LEN];
-    Tensor *table = npy_load(path, npy_err, sizeof npy_err);
-    if (table == NULL)
-        return fail(err, err_len, "%s", npy_err);
-    const int ndim = table->ndim;
-    *rows = table->shape[0];
-    *cols = ndim == 2 ? table->shape[1] : 0;
-    tensor_free(table);
-    if (ndim != 2)
-        return fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
-                    "dimensions", path, ndim);
-    return 0;
-}
-
-TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
-{
-    int num_heads = 0, key_vocab = 0, value_vocab = 0, D = 0, D_values = 0;
-    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0 ||
-        read_table_shape(dir, "embed_keys.weight", &key_vocab, &D, err, err_len) != 0 ||
-        read_table_shape(dir, "embed_values.weight", &value_vocab, &D_values, err,
-                         err_len) != 0)
-        return NULL;
-    if (D_values != D) {
-        fail(err, err_len, "%s: embed_keys.weight has %d columns and embed_values.weight "
-             "%d: both are num_hiddens", dir, D, D_values);
-        return NULL;
-    }
-    if (num_heads < 1 || D % num_heads != 0) {
-        fail(err, err_len, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
-             num_heads, D);
-        return NULL;
-    }
-    /* every parameter is overwritten by the load: the draws do not matter */
-    Rng rng = rng_new(0);
-    TwoKeyModel *model = two_key_new(key_vocab, value_vocab, D, num_heads, &rng);
-    if (two_key_load(model, dir, err, err_len) != 0) {
-        two_key_free(model);
-        return NULL;
-    }
-    return model;
 }
