@@ -97,10 +97,10 @@ Test(two_key_model, backward_equals_finite_differences)
     TaskBatch *batch = draw_batch(&task, BATCH, 7);
 
     parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    two_key_backward(model, &saved, grad_logits, NULL);
+    two_key_backward(model, &cache, grad_logits, NULL);
 
     LossContext ctx = {model, batch, {1.0f, 1.0f, 1.0f}};
     for (int i = 0; i < TWO_KEY_NUM_PARAMS; i++) {
@@ -111,7 +111,7 @@ Test(two_key_model, backward_equals_finite_differences)
     }
     tensor_free(grad_logits);
     tensor_free(logits);
-    two_key_saved_free(&saved);
+    two_key_cache_free(&cache);
     task_batch_free(batch);
     two_key_free(model);
 }
@@ -125,12 +125,12 @@ Test(head_gates, gate_gradient_equals_finite_differences)
     Task task = task_two_keys(PAIRS, COUNTRIES, COUNTRIES);
     TaskBatch *batch = draw_batch(&task, BATCH, 9);
 
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
     Tensor *grad_concat = NULL;
-    two_key_backward(model, &saved, grad_logits, &grad_concat);
-    Tensor *gate_grads = head_gate_grads(saved.attention.concat, grad_concat, HEADS);
+    two_key_backward(model, &cache, grad_logits, &grad_concat);
+    Tensor *gate_grads = head_gate_grads(cache.attention.concat, grad_concat, HEADS);
     cr_assert(tensor_has_shape(gate_grads, SHAPE(BATCH, HEADS)));
 
     Tensor *gates = tensor_ones(SHAPE(HEADS));
@@ -155,7 +155,7 @@ Test(head_gates, gate_gradient_equals_finite_differences)
     tensor_free(grad_concat);
     tensor_free(grad_logits);
     tensor_free(logits);
-    two_key_saved_free(&saved);
+    two_key_cache_free(&cache);
     task_batch_free(batch);
     two_key_free(model);
 }

@@ -120,10 +120,10 @@ static void check_gradients(bool positions)
     task_draw(&task, batch, SPLIT_TRAIN, &rng);
 
     parameters_zero_grad(model->params, REVERSAL_NUM_PARAMS);
-    ReversalSaved saved = {0};
-    Tensor *logits = reversal_forward(model, batch, NULL, &saved);
+    ReversalCache cache = {0};
+    Tensor *logits = reversal_forward(model, batch, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    reversal_backward(model, &saved, grad_logits);
+    reversal_backward(model, &cache, grad_logits);
 
     LossContext ctx = {model, batch};
     for (int i = 0; i < REVERSAL_NUM_PARAMS; i++) {
@@ -135,7 +135,7 @@ static void check_gradients(bool positions)
     }
     tensor_free(grad_logits);
     tensor_free(logits);
-    reversal_saved_free(&saved);
+    reversal_cache_free(&cache);
     task_batch_free(batch);
     reversal_free(model);
 }

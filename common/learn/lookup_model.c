@@ -134,7 +134,7 @@ static void check_batch(const char *func, const TaskBatch *batch)
 
 /* batch -> logits (B, Q, Vv) */
 Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
-                       Tensor **attention_weights, LookupSaved *saved)
+                       Tensor **attention_weights, LookupCache *cache)
 {
     check_batch("lookup_forward", batch);
     const MultiHeadAttention *a = m->attention;
@@ -151,11 +151,11 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     Tensor *values = embedding_forward(value_table, batch->values, SHAPE(B, P));  /* (B, P, D) */
     // step 3: the heads (chapter 04's split), attention in each (chapter
     // 03), the heads merged and mixed by W_o
-    LookupSaved s = {.batch = batch, .q = q};
+    LookupCache s = {.batch = batch, .q = q};
     s.Q = transpose_qkv(queries, H);                                      /* (B*H, Q, d) */
     s.K = transpose_qkv(keys, H);                                         /* (B*H, P, d) */
     s.V = transpose_qkv(values, H);
-    Tensor *heads = dot_product_attention_save(s.Q, s.K, s.V, NULL, NULL, &s.attention);
+    Tensor *heads = dot_product_attention_cache(s.Q, s.K, s.V, NULL, NULL, &s.attention);
     s.concat = transpose_output(heads, H);                                /* (B, Q, D) */
     s.out = linear(s.concat, a->W_o, a->b_o);
     // step 4: a score for every value word
@@ -169,10 +169,10 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     Tensor *scratch[] = {queries, key_table, value_table, keys, values, heads};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         tensor_free(scratch[i]);
-    if (saved)
-        *saved = s;
+    if (cache)
+        *cache = s;
     else
-        lookup_saved_free(&s);
+        lookup_cache_free(&s);
     return logits;
 }
 
@@ -198,21 +198,21 @@ static void add_into(Tensor *x, const Tensor *y)
 }
 
 /* grad_logits (B, Q, Vv) -> gradients added into the model's grad tensors */
-void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *grad_logits,
+void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *grad_logits,
                      Tensor **grad_concat)
 {
-    const TaskBatch *batch = saved->batch;
+    const TaskBatch *batch = cache->batch;
     const MultiHeadAttention *a = m->attention;
     MultiHeadGrads *g = m->grad_attention;
     const int H = m->num_heads;
     // step 4 backwards: the readout
-    Tensor *grad_out = linear_backward(saved->out, m->readout_weight, grad_logits,
+    Tensor *grad_out = linear_backward(cache->out, m->readout_weight, grad_logits,
                                        m->grad_readout_weight, m->grad_readout_bias);
     // step 3 backwards: W_o, the merge, attention, the split
-    Tensor *grad_merged = linear_backward(saved->concat, a->W_o, grad_out, g->W_o, g->b_o);
+    Tensor *grad_merged = linear_backward(cache->concat, a->W_o, grad_out, g->W_o, g->b_o);
     Tensor *grad_heads = transpose_output_backward(grad_merged, H);       /* (B*H, Q, d) */
     Tensor *grad_Q, *grad_K, *grad_V;
-    dot_product_attention_backward(saved->Q, saved->K, saved->V, &saved->attention, grad_heads,
+    dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, grad_heads,
                                    &grad_Q, &grad_K, &grad_V);
     Tensor *grad_queries = transpose_qkv_backward(grad_Q, H);              /* (B, Q, D) */
     Tensor *grad_keys = transpose_qkv_backward(grad_K, H);                 /* (B, P, D) */
@@ -227,7 +227,7 @@ void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *gra
     add_into(m->grad_embed_values, grad_from_values);
     // step 1 backwards: through W_q into the query words' rows; a country
     // used as query and as key gets both gradients
-    Tensor *grad_q = linear_backward(saved->q, a->W_q, grad_queries, g->W_q, g->b_q);
+    Tensor *grad_q = linear_backward(cache->q, a->W_q, grad_queries, g->W_q, g->b_q);
     embedding_backward(m->grad_embed_keys, batch->queries, grad_q);
     if (grad_concat)
         *grad_concat = tensor_copy(grad_merged);
@@ -238,29 +238,29 @@ void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *gra
         tensor_free(scratch[i]);
 }
 
-void lookup_saved_free(LookupSaved *saved)
+void lookup_cache_free(LookupCache *cache)
 {
-    attention_saved_free(&saved->attention);
-    Tensor *tensors[] = {saved->q, saved->Q, saved->K, saved->V, saved->concat, saved->out};
+    attention_cache_free(&cache->attention);
+    Tensor *tensors[] = {cache->q, cache->Q, cache->K, cache->V, cache->concat, cache->out};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
         tensor_free(tensors[i]);
-    *saved = (LookupSaved){0};
+    *cache = (LookupCache){0};
 }
 
 double lookup_train_step(LookupModel *m, Adam *adam, const TaskBatch *batch, int *correct)
 {
     parameters_zero_grad(m->params, m->num_params);
-    LookupSaved saved;
-    Tensor *logits = lookup_forward(m, batch, NULL, &saved);
+    LookupCache cache;
+    Tensor *logits = lookup_forward(m, batch, NULL, &cache);
     const double loss = cross_entropy(logits, batch->answers);
     if (correct)
         *correct = count_correct(logits, batch->answers);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    lookup_backward(m, &saved, grad_logits, NULL);
+    lookup_backward(m, &cache, grad_logits, NULL);
     adam_step(adam);
     tensor_free(grad_logits);
     tensor_free(logits);
-    lookup_saved_free(&saved);
+    lookup_cache_free(&cache);
     return loss;
 }
 

@@ -100,25 +100,25 @@ typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q;                        /* (B, Q, D): the query words' embeddings */
     Tensor *Q, *K, *V;                /* (B*H, Q, d), (B*H, P, d) x2: projected, split */
-    AttentionSaved attention;         /* weights (B*H, Q, P) */
+    AttentionCache attention;         /* weights (B*H, Q, P) */
     Tensor *concat;                   /* (B, Q, D): heads merged, W_o's input */
     Tensor *out;                      /* (B, Q, D): the layer's output, the readout's input */
-} LookupSaved;
+} LookupCache;
 
 /* batch -> logits (B, Q, Vv) (new). When attention_weights is not NULL it
- * receives the per-head weights (B, H, Q, P). When saved is not NULL it is
- * filled for lookup_backward (free it with lookup_saved_free). */
+ * receives the per-head weights (B, H, Q, P). When cache is not NULL it is
+ * filled for lookup_backward (free it with lookup_cache_free). */
 Tensor *lookup_forward(const LookupModel *model, const TaskBatch *batch,
-                       Tensor **attention_weights, LookupSaved *saved);
+                       Tensor **attention_weights, LookupCache *cache);
 
 /* grad_logits (B, Q, Vv) -> every parameter's gradient added into the
  * model's grad tensors (zero them first: parameters_zero_grad). When
  * grad_concat is not NULL it receives (new) the gradient of the merged
  * heads (B, Q, D), W_o's input, as multihead_backward gives it: a gate on
  * head h has the gradient sum over its d columns of concat * grad_concat. */
-void lookup_backward(LookupModel *model, const LookupSaved *saved, const Tensor *grad_logits,
+void lookup_backward(LookupModel *model, const LookupCache *cache, const Tensor *grad_logits,
                      Tensor **grad_concat);
-void lookup_saved_free(LookupSaved *saved);
+void lookup_cache_free(LookupCache *cache);
 
 /* One training step on one batch: zero the gradients, forward,
  * cross-entropy against batch->answers, backward, adam_step. Returns the

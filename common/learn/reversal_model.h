@@ -73,19 +73,19 @@ void reversal_free(ReversalModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;     /* borrowed: the tokens are batch->keys (B, T) */
     Tensor *x;                  /* (B, T, D): the attention's input */
-    MultiHeadSaved attention;
+    MultiHeadCache attention;
     Tensor *out;                /* (B, T, D): readout input */
-} ReversalSaved;
+} ReversalCache;
 
 /* batch (the reversal task: keys = the sequence) -> logits (B, T, V) (new).
- * attention_weights, when not NULL, receives (B, H, T, T); saved, when not
+ * attention_weights, when not NULL, receives (B, H, T, T); cache, when not
  * NULL, is filled for the backward. */
 Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
-                         Tensor **attention_weights, ReversalSaved *saved);
+                         Tensor **attention_weights, ReversalCache *cache);
 /* grad_logits (B, T, V) -> every parameter's gradient added in. */
-void reversal_backward(ReversalModel *model, const ReversalSaved *saved,
+void reversal_backward(ReversalModel *model, const ReversalCache *cache,
                        const Tensor *grad_logits);
-void reversal_saved_free(ReversalSaved *saved);
+void reversal_cache_free(ReversalCache *cache);
 
 /* Zero the gradients, forward, cross-entropy against batch->answers (the
  * sequence reversed), backward, adam_step; returns the loss before it. */

@@ -77,25 +77,25 @@ void two_key_free(TwoKeyModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q, *k, *v;                /* embeddings (B, 1, 2D), (B, P, D), (B, P, D) */
-    MultiHeadSaved attention;
+    MultiHeadCache attention;
     Tensor *out;                      /* (B, 1, D): attention output, readout input */
-} TwoKeySaved;
+} TwoKeyCache;
 
 /* batch (Q = 2 query words) -> logits (B, 2, Vv) (new). gates (H,) or NULL
  * (all 1) multiply each head's output (head_gates.h): 0 masks a head.
  * attention_weights, when not NULL, receives the per-head weights
- * (B, H, 1, P). saved, when not NULL, is filled for the backward; it needs
+ * (B, H, 1, P). cache, when not NULL, is filled for the backward; it needs
  * gates NULL, the model as it trains. */
 Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
-                        Tensor **attention_weights, TwoKeySaved *saved);
+                        Tensor **attention_weights, TwoKeyCache *cache);
 
 /* grad_logits (B, 2, Vv) -> every parameter's gradient added into the
  * model's grad tensors (zero them first). grad_concat, when not NULL,
  * receives (B, 1, D), the gradient of the heads side by side before W_o
  * (head_gate_grads turns it into gate gradients). */
-void two_key_backward(TwoKeyModel *model, const TwoKeySaved *saved, const Tensor *grad_logits,
+void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor *grad_logits,
                       Tensor **grad_concat);
-void two_key_saved_free(TwoKeySaved *saved);
+void two_key_cache_free(TwoKeyCache *cache);
 
 /* One training step: zero the gradients, forward, cross-entropy against
  * the two answers, backward, adam_step. Returns the loss before the step. */
