@@ -729,6 +729,7 @@ static void heads_plot_taken(const char *dir)
 /* @/in for relative_positions --from: queries, keys, values (B, H, T, d) */
 static void relpos_inputs(const char *dir, int d, int num_keys)
 {
+    make_dir(dir, "out");
     make_dir(dir, "in");
     write_floats(dir, "queries", SHAPE(1, 2, 3, d));
     write_floats(dir, "keys", SHAPE(1, 2, num_keys, d));
@@ -743,7 +744,11 @@ static void relpos_overflow(const char *dir)
     write_floats_poisoned(dir, "queries", SHAPE(1, 2, 3, 4), 2, 3e38f);
     write_floats_poisoned(dir, "keys", SHAPE(1, 2, 3, 4), 2, 3e38f);
 }
-static void relpos_empty(const char *dir) { make_dir(dir, "in"); }
+static void relpos_empty(const char *dir)
+{
+    make_dir(dir, "out");
+    make_dir(dir, "in");
+}
 
 static void positions_plot_taken(const char *dir)
 {
@@ -1107,23 +1112,26 @@ static BadInput rows[] = {
     {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 2, "holds a directory, 'positions_attention.gp'", "@/out/positions_attention.dat",
      positions_plot_taken},
     /* chapter 06: relative_positions */
-    {RELPOS, "--from @/in --to @ --positions rope", 1, "RoPE turns pairs of columns: the head "
-     "size (the last dimension of", "@/scores.npy", relpos_odd_head},
-    {RELPOS, "--from @/in --to @ --positions alibi", 1, "keys.npy: shape (1, 2, 5, 4) differs "
-     "from queries.npy's (1, 2, 3, 4)", "@/scores.npy", relpos_keys_longer},
-    {RELPOS, "--from @/in --to @ --positions rope --offset -1", 2,
-     "--offset expects a whole number from 0", "@/scores.npy", relpos_good},
-    {RELPOS, "--from @/in --to @ --positions rope --offset 16777214", 2,
+    {RELPOS, "--from @/in --to @/out --positions rope", 1,
+     "RoPE turns pairs of columns: the head size (the last dimension of", "@/out/scores.npy",
+     relpos_odd_head},
+    {RELPOS, "--from @/in --to @/out --positions alibi", 1,
+     "keys.npy: shape (1, 2, 5, 4) differs from queries.npy's (1, 2, 3, 4)", "@/out/scores.npy",
+     relpos_keys_longer},
+    {RELPOS, "--from @/in --to @/out --positions rope --offset -1", 2,
+     "--offset expects a whole number from 0", "@/out/scores.npy", relpos_good},
+    {RELPOS, "--from @/in --to @/out --positions rope --offset 16777214", 2,
      "--offset 16777214 with 3 tokens reaches position 16777216; positions must stay below "
-     "2^24", "@/scores.npy", relpos_good},
-    {RELPOS, "--from @/in --to @ --positions rope --causal", 1, "the scores are not finite",
-     "@/scores.npy", relpos_overflow},
-    {RELPOS, "--from @/in --to @ --positions sideways", 2,
-     "--positions 'sideways': expected none, rope or alibi", "@/scores.npy", relpos_good},
+     "2^24", "@/out/scores.npy", relpos_good},
+    {RELPOS, "--from @/in --to @/out --positions rope --causal", 1, "the scores are not finite",
+     "@/out/scores.npy", relpos_overflow},
+    {RELPOS, "--from @/in --to @/out --positions sideways", 2,
+     "--positions 'sideways': expected none, rope or alibi", "@/out/scores.npy", relpos_good},
     {RELPOS, "--from @/in --positions rope", 2, "--from needs --to DIR", NULL, relpos_good},
-    {RELPOS, "--from @/in --to @", 2, "--from needs --positions", "@/scores.npy", relpos_good},
-    {RELPOS, "--from @/missing --to @ --positions none", 2, "--from", "@/scores.npy"},
-    {RELPOS, "--from @/in --to @ --positions none", 1, "queries.npy", "@/scores.npy",
+    {RELPOS, "--from @/in --to @/out", 2, "--from needs --positions", "@/out/scores.npy",
+     relpos_good},
+    {RELPOS, "--from @/missing --to @ --positions none", 2, "--from", "@/out/scores.npy"},
+    {RELPOS, "--from @/in --to @/out --positions none", 1, "queries.npy", "@/out/scores.npy",
      relpos_empty},
     {RELPOS, "--positions rope", 2, "--to, --positions and --causal go with --from DIR", NULL},
     {RELPOS, "--hiddens 12 --heads 4", 2, "--hiddens 12 / --heads 4 must be a whole, even head "
