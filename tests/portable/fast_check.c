@@ -100,12 +100,12 @@ static void check_streaming(Rng *rng)
         lens[i] = i % T == 7 ? 0 : 1 + (int)((i * 37L) % K);
     ValidLens *valid_lens = valid_lens_2d(lens, B, T);
 
-    AttentionSaved saved = {0};
-    Tensor *clear = dot_product_attention_save(queries, keys, values, valid_lens, NULL, &saved);
+    AttentionCache cache = {0};
+    Tensor *clear = dot_product_attention_cache(queries, keys, values, valid_lens, NULL, &cache);
     Tensor *clear_grads[3], *fast_grads[3], *logsumexp = NULL;
-    dot_product_attention_backward(queries, keys, values, &saved, grad_output, &clear_grads[0],
+    dot_product_attention_backward(queries, keys, values, &cache, grad_output, &clear_grads[0],
                                    &clear_grads[1], &clear_grads[2]);
-    Tensor *fast = streaming_attention_save(queries, keys, values, valid_lens, 2, &logsumexp);
+    Tensor *fast = streaming_attention_cache(queries, keys, values, valid_lens, 2, &logsumexp);
     streaming_attention_backward(queries, keys, values, valid_lens, fast, logsumexp, grad_output,
                                  2, &fast_grads[0], &fast_grads[1], &fast_grads[2]);
     expect_close("streaming_attention, 2-D valid_lens", fast, clear, 1e-5f);
@@ -115,7 +115,7 @@ static void check_streaming(Rng *rng)
     tensor_free_all(clear_grads, 3);
     tensor_free_all(fast_grads, 3);
     tensor_free_all((Tensor *[]){queries, keys, values, grad_output, clear, fast, logsumexp}, 7);
-    attention_saved_free(&saved);
+    attention_cache_free(&cache);
     valid_lens_free(valid_lens);
 }
 
@@ -131,17 +131,17 @@ static void check_multihead(Rng *rng)
     Tensor *grad_output = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
     ValidLens *valid_lens = valid_lens_1d((const int[]){K, 33}, B);
 
-    MultiHeadSaved saved = {0};
-    FastMultiHeadSaved fast_saved = {0};
+    MultiHeadCache cache = {0};
+    FastMultiHeadCache fast_cache = {0};
     MultiHeadGrads *clear_grads = multihead_grads_new(layer), *fast_grads = multihead_grads_new(layer);
     Tensor *clear_in[3], *fast_in[3];
-    Tensor *clear = multihead_forward_save(layer, queries, keys, values, valid_lens, false, NULL,
-                                           &saved);
-    multihead_backward(layer, &saved, grad_output, clear_grads, &clear_in[0], &clear_in[1],
+    Tensor *clear = multihead_forward_cache(layer, queries, keys, values, valid_lens, false, NULL,
+                                            &cache);
+    multihead_backward(layer, &cache, grad_output, clear_grads, &clear_in[0], &clear_in[1],
                        &clear_in[2], NULL);
-    Tensor *fast = fast_multihead_forward_save(layer, queries, keys, values, valid_lens, 2,
-                                               &fast_saved);
-    fast_multihead_backward(layer, &fast_saved, grad_output, fast_grads, &fast_in[0], &fast_in[1],
+    Tensor *fast = fast_multihead_forward_cache(layer, queries, keys, values, valid_lens, 2,
+                                                &fast_cache);
+    fast_multihead_backward(layer, &fast_cache, grad_output, fast_grads, &fast_in[0], &fast_in[1],
                             &fast_in[2], 2);
     expect_close("fast_multihead_forward", fast, clear, 1e-5f);
     expect_close("fast_multihead_backward: grad queries", fast_in[0], clear_in[0], 1e-5f);
@@ -153,8 +153,8 @@ static void check_multihead(Rng *rng)
     tensor_free_all(clear_in, 3);
     tensor_free_all(fast_in, 3);
     tensor_free_all((Tensor *[]){queries, keys, values, grad_output, clear, fast}, 6);
-    multihead_saved_free(&saved);
-    fast_multihead_saved_free(&fast_saved);
+    multihead_cache_free(&cache);
+    fast_multihead_cache_free(&fast_cache);
     multihead_grads_free(clear_grads);
     multihead_grads_free(fast_grads);
     valid_lens_free(valid_lens);
