@@ -50,6 +50,14 @@ PROGRAM_SRC := $(shell grep -l '^int main' $(addsuffix /*.c,$(CHAPTERS)))
 program_of = $(OUT)/$(if $(filter main.c,$(notdir $(1))),$(dir $(1))$(shell echo $(dir $(1)) | sed 's|^[0-9]*_||; s|/$$||'),$(basename $(1)))
 PROGRAMS := $(foreach src,$(PROGRAM_SRC),$(call program_of,$(src)))
 
+# The repository's own programs: those whose source git tracks (every one
+# when there is no git, as in an unpacked archive). The tests that run every
+# program run these, from the list in $(OUT)/build/programs.txt, so a
+# learner's my_solution.c is built but never held to the repository's rules;
+# a new program of the repository joins the tests once it is added to git.
+TRACKED_SRC := $(shell git ls-files -- $(addsuffix /*.c,$(CHAPTERS)) 2>/dev/null)
+REPO_PROGRAMS := $(foreach src,$(if $(TRACKED_SRC),$(filter $(TRACKED_SRC),$(PROGRAM_SRC)),$(PROGRAM_SRC)),$(call program_of,$(src)))
+
 # What `make run` runs, in the order a learner reads them: each chapter's
 # own program, then the extra programs a chapter lists in RUN_AFTER_<chapter>
 # (chapter 03's cost table and chapter 05's training run, a few seconds each).
@@ -57,18 +65,27 @@ RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
 RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
-all: $(PROGRAMS) $(OUT)/tests/run_tests
+all: $(PROGRAMS) $(OUT)/tests/run_tests program-list
+
+# The list the tests read (see REPO_PROGRAMS), written on every make.
+program-list:
+	@mkdir -p $(OUT)/build
+	@printf '%s\n' $(patsubst $(OUT)/%,%,$(REPO_PROGRAMS)) >$(OUT)/build/programs.txt
 
 # Each program depends on its source and on all of common/.
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
 
 # DEPFILE keeps a program's header dependencies under build/, out of the
-# chapter folders.
+# chapter folders. Every program linked is noted in $(OUT)/build/built.txt,
+# so that make clean removes it even after its source is gone (a learner's
+# my_solution.c, deleted).
 DEPFILE = -MF $(OUT)/build/deps/$(subst /,_,$(patsubst $(OUT)/%,%,$@)).d
+BUILT_LIST = $(OUT)/build/built.txt
 $(PROGRAMS):
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	@grep -qsxF '$@' $(BUILT_LIST) || echo '$@' >>$(BUILT_LIST)
 
 $(OUT)/build/common/%.o: common/%.c
 	@mkdir -p $(@D)
@@ -169,7 +186,7 @@ $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
 
-test: $(PROGRAMS) $(OUT)/tests/run_tests
+test: $(PROGRAMS) $(OUT)/tests/run_tests program-list
 	$(OUT)/tests/run_tests $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing
@@ -275,8 +292,10 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 .PHONY: fuzz $(addprefix fuzz-,$(FUZZ_TARGETS))
 .PRECIOUS: build/fuzz/%_fuzz
 
+# Every program make linked (built.txt), whether or not its source is
+# still there, then everything under build/.
 clean:
-	rm -rf build tests/run_tests $(PROGRAMS) plots
+	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests plots
 
-.PHONY: all run test criterion fuzz-tools sanitize clean
+.PHONY: all run test program-list criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

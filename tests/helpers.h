@@ -65,9 +65,11 @@ char *stderr_of(void (*fn)(void), int *status);
 void scratch_dir_make(char *buf, size_t len, const char *prefix);
 void scratch_dir_remove(const char *dir);
 
-/* Every built program of every chapter folder, found as the Makefile finds
- * them (an executable file without a dot in its name), into names as
- * "03_self_attention/streaming". Returns how many, at most max. */
+/* The repository's own programs, as the Makefile lists them in
+ * BIN_DIR/build/programs.txt (those whose source git tracks: a learner's
+ * my_solution is not among them), into names as
+ * "03_self_attention/streaming". Asserts that each is built. Returns how
+ * many, at most max. */
 int find_programs(char names[][320], int max);
 
 /* Replace every value of the .npy file at path, keeping its shape, by

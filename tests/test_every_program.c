@@ -2,9 +2,9 @@
  * test_every_program.c - the command-line rules, tried on every option of
  * every program.
  *
- * The programs are found the way the Makefile finds them, and each one's
- * options are read from its own --help, so an option or a program added
- * later is covered without touching this file. For every option:
+ * The programs are the repository's own, as the Makefile lists them, and
+ * each one's options are read from its own --help, so an option or a
+ * program added later is covered without touching this file. For every option:
  *   - a number with white space around it, or a leading '+', is refused
  *     (strtol would skip the space: ' -5' once became 2^64 - 5 as a seed);
  *   - an option given last without its value says it needs one;
