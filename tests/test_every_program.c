@@ -8,6 +8,7 @@
  *   - a number with white space around it, or a leading '+', is refused
  *     (strtol would skip the space: ' -5' once became 2^64 - 5 as a seed);
  *   - an option given last without its value says it needs one;
+ *   - a directory option prints no default in --help (none is taken);
  *   - a directory option given a path of 4000 characters that does not
  *     exist keeps the reason at the end of its line, whatever the path's
  *     length, and one given a named pipe answers at once, without
@@ -31,6 +32,7 @@ typedef struct {
     char name[40];      /* "--batch" */
     char metavar[16];   /* "B", "DIR", or "" for a flag */
     char min[32];       /* "1" of "1 to 16", or "" when no range is printed */
+    char dflt[64];      /* "8" of "(default 8)", or "" when none is printed */
 } Option;
 
 /* The options of one program, from its --help: a line "  --name META help",
@@ -55,8 +57,10 @@ static int options_of(const char *program, Option *options, int max)
         /* the range, if this line holds it: ", A to B" */
         Option *o = &options[count - 1];
         char *defaults = strstr(line, " (default");
-        if (defaults != NULL)
+        if (defaults != NULL) {
+            sscanf(defaults, " (default %63[^)]", o->dflt);
             *defaults = '\0';
+        }
         char *comma = strrchr(line, ',');
         char low[32], high[32], rest[8];
         if (comma != NULL && sscanf(comma + 1, " %31s to %31s%7s", low, high, rest) == 2)
@@ -178,6 +182,9 @@ Test(every_program, every_option_follows_the_rules, .timeout = 240)
                 numbers++;
             }
             if (strcmp(o->metavar, "DIR") == 0) {
+                /* a directory is the user's choice: none is taken unasked */
+                cr_expect_str_eq(o->dflt, "", "%s --help: %s prints a default, '%s'",
+                                 programs[p], o->name, o->dflt);
                 a_long_path_keeps_its_reason(programs[p], o);
                 a_named_pipe_is_refused_at_once(programs[p], o, fifo);
                 directories++;
