@@ -4,7 +4,7 @@
  *
  * Part 1: the task, in words: a fresh dictionary in every example.
  * Part 2: the model, and training it with Adam (a progress line); a loss
- *         that stops being a number, or SIGINT / SIGTERM, ends training
+ *         that stops being a number, or SIGINT / SIGTERM / SIGHUP, ends training
  *         with the last good model saved, and --from DIR --steps N goes on
  *         where a saved run stopped, to the same numbers.
  * Part 3: held-out accuracy, on examples never trained on.
@@ -24,28 +24,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include "io/cli.h"
+#include "io/fileset.h"
 #include "io/curve.h"
 #include "io/npy.h"
 #include "io/plot.h"
-#include "loss.h"
-#include "lookup_model.h"
-#include "tasks.h"
+#include "io/saved_models.h"
+#include "learn/lookup_model.h"
+#include "learn/loss.h"
+#include "learn/tasks.h"
+#include "platform.h"
 
 static const char PROG[] = "train";
 
-/* The generator streams: one for the parameters, one for the held-out
- * examples (tests/fixtures/make_train_fixtures.py draws them from the same
- * stream), and one for each training step's batch, STREAM_STEP + s, so that
- * the batch of step s depends on the seed and s alone: changing --steps
- * leaves every batch as it was, and a run that goes on from a saved step
- * draws what an uninterrupted run would. */
-enum { STREAM_HELDOUT = 2 };
-static const uint64_t STREAM_STEP = (uint64_t)1 << 32;
+/* The generator streams (random.h): the parameters and the held-out
+ * examples each have their own (tests/fixtures/make_train_fixtures.py draws
+ * the held-out ones from the same stream), and each training step's batch
+ * one of its own (rng_step), so that changing --steps leaves every batch
+ * as it was. */
 enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, MAX_HIDDENS = 512, PROGRESS_LINES = 10 };
 
 typedef struct {
@@ -61,20 +57,6 @@ static double now_seconds(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Every training step allocates and frees the same tensors. glibc returns
- * the free top of its heap to the system once it passes 128 KB (and serves
- * blocks over 128 KB with mmap, unmapped when freed), so each step would
- * fault fresh zeroed pages back in: with --batch 256 a step took five times
- * as long. The default size stays under those limits. Keeping freed memory
- * for the next step costs nothing: the memory peaks in the first step. */
-static void keep_freed_memory(void)
-{
-#ifdef __GLIBC__
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-#endif
 }
 
 /* ---- Part 1 ------------------------------------------------------------------ */
@@ -117,7 +99,7 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
 /* The batch of training step s (1, 2, ...). */
 static void draw_step_batch(const Task *task, TaskBatch *batch, uint64_t seed, int step)
 {
-    Rng rng = rng_new_stream(seed, STREAM_STEP + (uint64_t)step);
+    Rng rng = rng_step(seed, (uint64_t)step);
     task_draw(task, batch, SPLIT_TRAIN, &rng);
 }
 
@@ -170,35 +152,21 @@ static void report_progress(int step, int steps, double mean_loss, double accura
     }
 }
 
-/* SIGINT or SIGTERM during training: noted here, acted on between steps. */
-static volatile sig_atomic_t stop_signal = 0;
-
-static void note_signal(int sig)
-{
-    stop_signal = sig;
-}
-
-/* handler: note_signal while training, SIG_DFL after */
-static void handle_stop_signals(void (*handler)(int))
-{
-    struct sigaction action = {.sa_handler = handler};
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
-}
-
 typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
 
 /* The loss of step s was not a number; or, by_update, its update made a
- * parameter one (loss finite) or made the loss one (loss not finite: the
+ * parameter one (loss finite; or, moments, one of Adam's moments, which
+ * would then be saved) or made the loss one (loss not finite: the
  * parameters overflow in the forward); kept is the model after step
  * `kept`. */
-static void report_divergence(double loss, bool by_update, int step, long kept,
+static void report_divergence(double loss, bool by_update, bool moments, int step, long kept,
                               const Options *opt)
 {
     char what[96];
     const char *kind = isnan(loss) ? "NaN" : "infinite";
-    if (by_update && isfinite(loss))
+    if (by_update && isfinite(loss) && moments)
+        snprintf(what, sizeof what, "the update of step %d made Adam's moments overflow", step);
+    else if (by_update && isfinite(loss))
         snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
                  step);
     else if (by_update)
@@ -211,6 +179,17 @@ static void report_divergence(double loss, bool by_update, int step, long kept,
                 "smaller --lr\n", PROG, what, kept);
     else
         fprintf(stderr, "%s: %s; try a smaller --lr\n", PROG, what);
+}
+
+/* Adam's moments all numbers: a square of a huge gradient overflows to
+ * inf long before the parameters do, and would then be saved. */
+static bool moments_finite(const Adam *adam)
+{
+    for (int i = 0; i < adam->count; i++)
+        if (tensor_first_non_finite(adam->m[i]) != SIZE_MAX ||
+            tensor_first_non_finite(adam->v[i]) != SIZE_MAX)
+            return false;
+    return true;
 }
 
 /* The state before each step is kept until the step's loss, computed on
@@ -235,16 +214,18 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
     double window_loss = 0.0, window_correct = 0.0;
     TrainEnd end = TRAINED;
     const double start = now_seconds();
-    for (int step = first; step <= opt->steps && !stop_signal; step++) {
+    signals_note(true);   /* SIGINT, SIGTERM, SIGHUP: finish the step, then stop */
+    for (int step = first; step <= opt->steps && !signals_caught(); step++) {
         draw_step_batch(task, batch, opt->seed, step);
         adam_snapshot_take(back.before, adam);
         int correct;
         const double loss = lookup_train_step(model, adam, batch, &correct);
         const bool loss_finite = isfinite(loss);
-        if (!loss_finite || !parameters_finite(model->params, model->num_params)) {
+        const bool moments = !moments_finite(adam);
+        if (!loss_finite || moments || !parameters_finite(model->params, model->num_params)) {
             /* a finite loss: the state before this step was good */
             adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
-            report_divergence(loss, loss_finite, step, adam->step, opt);
+            report_divergence(loss, loss_finite, moments, step, adam->step, opt);
             end = DIVERGED;
             break;
         }
@@ -261,6 +242,7 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
             window_loss = window_correct = 0.0;
         }
     }
+    signals_note(false);   /* from here a signal ends the program (after a save) */
     const double seconds = now_seconds() - start;
     /* the last update has no loss of its own: the loss of its parameters
      * on the last batch says whether they still give numbers (an update
@@ -270,10 +252,10 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
     if (!isfinite(after)) {
         const int last = (int)adam->step;
         adam_snapshot_restore(back.good, adam);
-        report_divergence(after, true, last, adam->step, opt);
+        report_divergence(after, true, false, last, adam->step, opt);
         end = DIVERGED;
     }
-    if (end == TRAINED && !stop_signal)
+    if (end == TRAINED && !signals_caught())
         printf("  (%ld steps in %.2f s, %.0f steps/s)\n\n", adam->step - first + 1, seconds,
                (double)(adam->step - first + 1) / seconds);
     adam_snapshot_free(back.good);
@@ -302,7 +284,7 @@ static TrainEnd part2_train(LookupModel *model, Adam *adam, const Task *task,
 static TaskBatch *heldout_examples(const Task *task, const Options *opt)
 {
     TaskBatch *heldout = task_batch_new(task, opt->examples);
-    Rng rng = rng_new_stream(opt->seed, STREAM_HELDOUT);
+    Rng rng = rng_use(opt->seed, RNG_HELDOUT);
     task_draw(task, heldout, SPLIT_HELDOUT, &rng);
     return heldout;
 }
@@ -343,17 +325,27 @@ static int asked_entry(const TaskBatch *batch, int b)
     return asked;
 }
 
-/* The mean weight each head puts on the entry whose key the query names,
- * over the held-out examples: weights (N, H, 1, P) -> per_head (H,). */
-static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout, double *per_head)
+/* Over the held-out examples, for each head: the mean weight it puts on
+ * the entry whose key the query names, and the share of examples whose
+ * largest weight falls there (the first largest, like argmax):
+ * weights (N, H, 1, P) -> mean_weight (H,), largest_share (H,). */
+static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout,
+                              double *mean_weight, double *largest_share)
 {
-    const int N = weights->shape[0], H = weights->shape[1];
+    const int N = weights->shape[0], H = weights->shape[1], P = weights->shape[3];
     for (int h = 0; h < H; h++)
-        per_head[h] = 0.0;
+        mean_weight[h] = largest_share[h] = 0.0;
     for (int b = 0; b < N; b++) {
         const int asked = asked_entry(heldout, b);
-        for (int h = 0; h < H; h++)
-            per_head[h] += AT4(weights, b, h, 0, asked) / N;
+        for (int h = 0; h < H; h++) {
+            const float *row = &AT4(weights, b, h, 0, 0);
+            int best = 0;
+            for (int j = 1; j < P; j++)
+                if (row[j] > row[best])
+                    best = j;
+            mean_weight[h] += row[asked] / N;
+            largest_share[h] += (best == asked) / (double)N;
+        }
     }
 }
 
@@ -401,12 +393,13 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
            on_key, H, asked, task->key_words[heldout->queries[0]],
            on_key == H ? ":\n  the query found its key.\n" : ".\n");
 
-    double per_head[MAX_PAIRS];
-    weight_on_the_key(weights, heldout, per_head);
-    printf("\n  mean weight on the entry holding the query's key, over the %d held-out "
-           "examples:\n ", heldout->batch_size);
+    double mean_weight[MAX_PAIRS], largest_share[MAX_PAIRS];
+    weight_on_the_key(weights, heldout, mean_weight, largest_share);
+    printf("\n  over all %d held-out examples, the entry holding the query's key:\n"
+           "    head   has the head's largest weight   mean weight on it\n",
+           heldout->batch_size);
     for (int h = 0; h < H; h++)
-        printf(" head %d %.3f%s", h, per_head[h], h + 1 < H ? "," : "\n");
+        printf("    %4d   %28.1f%%   %17.3f\n", h, 100.0 * largest_share[h], mean_weight[h]);
     tensor_free(weights);
     tensor_free(logits);
     return example;
@@ -423,7 +416,7 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
              task->key_words[heldout->queries[0]], asked_entry(heldout, 0));
     const char *titles[1] = {title};
     int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", titles);
-    if (steps > 0) {
+    if (status == 0 && steps > 0) {   /* one fault, one line: the first stops the rest */
         Tensor *xs = tensor_arange(SHAPE(steps));
         for (int i = 0; i < steps; i++)
             xs->data[i] += (float)first;
@@ -432,7 +425,7 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
         bool all_positive = true;
         for (int i = 0; i < steps; i++)
             all_positive = all_positive && losses[i] > 0.0f;
-        status |= plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
+        status = plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
                               all_positive);
         tensor_free(xs);
         tensor_free(ys);
@@ -476,9 +469,10 @@ static LookupModel *load_model(Options *opt)
  * goes on from DIR's step to the numbers an uninterrupted run reaches. */
 static Adam *load_training(LookupModel *model, Options *opt)
 {
-    char err[MODEL_ERR_LEN], path[1024];
-    snprintf(path, sizeof path, "%s/optimizer.step.npy", opt->from_dir);
-    if (access(path, F_OK) != 0) {
+    char err[MODEL_ERR_LEN], *path = npy_path(opt->from_dir, "optimizer.step");
+    const bool has_state = access(path, F_OK) == 0;
+    free(path);
+    if (!has_state) {
         fprintf(stderr, "%s: %s holds a model without its training state (no "
                 "optimizer.step.npy): --from it without --steps evaluates it\n", PROG,
                 opt->from_dir);
@@ -517,7 +511,7 @@ static double cpu_seconds(void)
  * fall with the share of a core the program gets, the CPU time much less. */
 static int bench(const Task *task, const Options *opt)
 {
-    Rng rng = rng_new(opt->seed);
+    Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
     LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
                                     &rng);
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
@@ -628,7 +622,7 @@ static int train_and_save(LookupModel *model, Adam *adam, const Task *task, cons
 {
     TrainEnd end = part2_train(model, adam, task, opt, losses);
     int status = opt->to_dir ? save_model(model, adam, opt) : 0;
-    handle_stop_signals(SIG_DFL);
+    const int stop_signal = signals_caught();
     if (status == 0 && opt->to_dir && end == TRAINED && !stop_signal)
         printf("saved the model in %s/ (PyTorch's parameter names; "
                "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
@@ -638,7 +632,7 @@ static int train_and_save(LookupModel *model, Adam *adam, const Task *task, cons
     if (stop_signal) {
         fflush(stdout);
         fprintf(stderr, "%s: stopped by %s after step %ld%s%s%s\n", PROG,
-                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", adam->step,
+                signal_name(stop_signal), adam->step,
                 opt->to_dir && status == 0 ? "; the model is saved in " : "",
                 opt->to_dir && status == 0 ? opt->to_dir : "",
                 opt->to_dir && status == 0 ? "/, --from it with --steps N goes on" : "");
@@ -660,9 +654,13 @@ static void check_memory(const Options *opt)
 
 int main(int argc, char **argv)
 {
-    handle_stop_signals(note_signal);
     Options opt = parse_options(argc, argv);
-    keep_freed_memory();
+    /* Every training step allocates and frees the same tensors; an
+     * allocator that gives freed memory back to the system faults fresh
+     * zeroed pages in at each step (glibc's did: with --batch 256 a step
+     * took five times as long). Keeping it costs nothing: the memory peaks
+     * in the first step. */
+    platform_keep_freed_memory();
     LookupModel *model = opt.from_dir ? load_model(&opt) : NULL;   /* sets the sizes */
     const bool training = model == NULL || opt.steps_given;
     Adam *adam = model && training ? load_training(model, &opt) : NULL;   /* and the batches */
@@ -676,7 +674,7 @@ int main(int argc, char **argv)
     float *losses = NULL;
     if (training) {
         if (model == NULL) {
-            Rng rng = rng_new(opt.seed);
+            Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
             model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
             adam = adam_new(model->params, model->num_params, opt.lr);
         }
@@ -691,7 +689,6 @@ int main(int argc, char **argv)
             return status;
         }
     } else {
-        handle_stop_signals(SIG_DFL);
         printf("Part 2. The model, loaded from %s\n\n", opt.from_dir);
         describe_model(model, &opt);
         printf("\n");
