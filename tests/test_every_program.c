@@ -199,3 +199,27 @@ Test(every_program, every_option_follows_the_rules, .timeout = 240)
     unlink(fifo);
     scratch_dir_remove(scratch);
 }
+
+/* A program that checks what it shows says when every check held, in one
+ * line on stdout, instead of leaving success to an empty stderr. */
+Test(every_program, a_passing_self_check_says_so, .timeout = 240)
+{
+    static const char *const checking[][2] = {
+        {"02_softmax_mask/exercise_causal_mask", "the self-check"},
+        {"03_self_attention/self_attention", "all 3 self-checks"},
+        {"03_self_attention/backward", "the self-check"},
+        {"03_self_attention/streaming", "the self-check"},
+        {"05_multihead/backward", "the self-check"},
+        {"06_permutation_invariance/exercise_causal_order", "the self-check"},
+        {"06_permutation_invariance/permutation_invariance", "all 8 self-checks"},
+    };
+    for (size_t i = 0; i < sizeof checking / sizeof checking[0]; i++) {
+        RunResult r = run_program(checking[i][0], "");
+        char line[96];
+        snprintf(line, sizeof line, "\ncheck: %s passed\n", checking[i][1]);
+        cr_expect_eq(r.status, 0, "%s: status %d: %s", checking[i][0], r.status, r.err);
+        cr_expect(r.out && strstr(r.out, line) != NULL, "%s does not print '%s'", checking[i][0],
+                  line + 1);
+        run_result_free(&r);
+    }
+}
