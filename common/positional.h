@@ -11,8 +11,6 @@
  *     PE[i, 2j]     = sin(i / 10000^(2j / D))
  *     PE[i, 2j + 1] = cos(i / 10000^(2j / D))
  *
- * d2l calls the table P; chapter 06 calls it PE, since P is its permutation.
- *
  * Column pair (2j, 2j+1) is a point going round the unit circle at its own
  * frequency, from one turn per 2*pi tokens (j = 0) down to very slow ones, so
  * every position gets a different pattern, like the digits of a counter.
