@@ -49,17 +49,8 @@
 #include "tensor.h"
 
 /* A sanitizer build reserves terabytes of shadow memory, so an address-space
- * limit would stop it before main; its allocator is capped instead. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
+ * limit would stop it before main (UNDER_ASAN, helpers.h); its allocator is
+ * capped instead. */
 
 typedef void (*Setup)(const char *dir);
 
@@ -755,6 +746,24 @@ static void read_only_dir(const char *dir)
     cr_assert_eq(chmod(path, 0555), 0);
 }
 
+/* DIR/nosearch: writable, not searchable (a file in it cannot be opened) */
+static void unsearchable_dir(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "nosearch");
+    char path[512];
+    snprintf(path, sizeof path, "%s/nosearch", dir);
+    cr_assert_eq(chmod(path, 0666), 0);
+}
+
+/* DIR/loop: a symbolic link to itself */
+static void symlink_loop(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/loop", dir);
+    cr_assert_eq(symlink("loop", path), 0);
+}
+
 /* ---- the table --------------------------------------------------------------- */
 
 #define DOT "01_dot_product/dot_product"
@@ -1101,7 +1110,16 @@ static BadInput rows[] = {
     {TRAIN, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
      read_only_dir, 0, true},
     /* readout.bias.npy cannot be written: no file of the model may appear */
-    {TRAIN, "--steps 2 --to @/out", 2, "holds a directory, 'readout.bias.npy'", "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {TRAIN, "--steps 2 --to @/out", 2, "holds a directory, 'readout.bias.npy'",
+     "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    /* writable but not searchable: refused before training, not after it */
+    {TRAIN, "--to @/nosearch", 2, "--to: directory '", "@/nosearch/readout.bias.npy",
+     unsearchable_dir, 0, true},
+    {TRAIN, "--plot @/nosearch", 2, "is not searchable", "@/nosearch/train_loss.dat",
+     unsearchable_dir, 0, true},
+    /* a loop of symbolic links is named as one, not as "does not exist" */
+    {TRAIN, "--to @/loop", 2, "--to: '", NULL, symlink_loop},
+    {MULTI, "--to @/loop", 2, "is a loop of symbolic links", NULL, symlink_loop},
     {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
     {TRAIN, "--from @/in --steps 5", 1, "in holds a model without its training state (no "
      "optimizer.step.npy): --from it without --steps evaluates it", NULL, train_model_good},
