@@ -34,11 +34,12 @@
 
 #include "io/cli.h"
 #include "io/curve.h"
-#include "optim.h"
-#include "seeds.h"
-#include "tasks_more.h"
+#include "io/saved_models.h"
+#include "learn/optim.h"
+#include "learn/seeds.h"
+#include "learn/tasks.h"
+#include "learn/two_key_model.h"
 #include "tensor.h"
-#include "two_key_model.h"
 
 static const char PROG[] = "head_importance";
 
@@ -137,7 +138,7 @@ static TwoKeyModel *train(const Options *opt, const Task *task, uint64_t seed, i
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     for (int step = 1; step <= opt->steps; step++) {
-        task_two_keys_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             *bad_step = step;
@@ -643,7 +644,7 @@ int main(int argc, char **argv)
     Task task = task_two_keys(opt.pairs, model->key_vocab, model->value_vocab);
     HeldOut held = {task_batch_new(&task, opt.examples), NULL};
     Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
-    task_two_keys_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
+    task_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
     held.heads = two_key_heads(model, held.examples);
     TaskBatch *ranking = ranking_examples(&task, opt.examples, opt.seed);
 

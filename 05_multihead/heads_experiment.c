@@ -30,11 +30,11 @@
 
 #include "io/cli.h"
 #include "io/plot.h"
-#include "optim.h"
-#include "seeds.h"
-#include "tasks_more.h"
+#include "learn/optim.h"
+#include "learn/seeds.h"
+#include "learn/tasks.h"
+#include "learn/two_key_model.h"
 #include "tensor.h"
-#include "two_key_model.h"
 
 static const char PROG[] = "heads_experiment";
 
@@ -137,7 +137,7 @@ static TwoKeyModel *train(const Options *opt, const Task *task, int heads, int m
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     for (int step = 1; step <= opt->steps; step++) {
-        task_two_keys_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             *bad_step = step;
@@ -210,8 +210,8 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
     TwoKeyModel *plain = two_key_new(opt->countries, opt->countries, opt->hiddens, 1, &rng);
     printf("The model reads the query as ONE vector, the two countries' embeddings\n"
            "side by side, and attends over the %d entries with H heads of size %d / H;\n"
-           "a linear readout gives both capitals (common/two_key_model.h). Whatever H,\n"
-           "it has num_hiddens %d and %zu parameters.", opt->pairs, opt->hiddens, opt->hiddens,
+           "a linear readout gives both capitals (common/learn/two_key_model.h).\n"
+           "Whatever H, it has num_hiddens %d and %zu parameters.", opt->pairs, opt->hiddens, opt->hiddens,
            parameters_count(plain->params, plain->num_params));
     two_key_free(plain);
     if (opt->mlp > 0) {
@@ -415,7 +415,7 @@ int main(int argc, char **argv)
     Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
     TaskBatch *held_out = task_batch_new(&task, opt.examples);
     Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
-    task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    task_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
     part1_task(&opt, &task, held_out);
     TwoKeyModel *models[MAX_ROWS] = {NULL};

@@ -24,10 +24,10 @@
 
 #include "io/cli.h"
 #include "io/plot.h"
-#include "optim.h"
-#include "reversal_model.h"
-#include "seeds.h"
-#include "tasks_more.h"
+#include "learn/optim.h"
+#include "learn/reversal_model.h"
+#include "learn/seeds.h"
+#include "learn/tasks.h"
 #include "tensor.h"
 
 static const char PROG[] = "positions";
@@ -114,7 +114,7 @@ static ReversalModel *train(const Options *opt, const Task *task, bool positions
     snprintf(what, sizeof what, "%s positions, seed %llu", positions ? "with" : "without",
              (unsigned long long)seed);
     for (int step = 1; step <= opt->steps; step++) {
-        task_reversal_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = reversal_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
     Task task = task_reversal(opt.length, opt.letters);
     TaskBatch *held_out = task_batch_new(&task, opt.examples);
     Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
-    task_reversal_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    task_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
     part1_task(&opt, &task, held_out);
     ReversalModel *models[2] = {NULL, NULL};

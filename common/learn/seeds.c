@@ -1,6 +1,6 @@
 /* seeds.c - outcomes over many seeds, and their runs on threads. See seeds.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "seeds.h"
+#include "learn/seeds.h"
 
 #include <pthread.h>
 #include <stdbool.h>
