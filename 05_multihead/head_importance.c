@@ -239,7 +239,7 @@ static TaskBatch *ranking_examples(const Task *task, int n, uint64_t seed)
 {
     TaskBatch *examples = task_batch_new(task, n);
     Rng data = rng_use(seed, RNG_BATCHES);
-    task_two_keys_draw(task, examples, SPLIT_TRAIN, &data);
+    task_draw(task, examples, SPLIT_TRAIN, &data);
     return examples;
 }
 
@@ -485,15 +485,17 @@ static int fewest_heads(const double *curve, int H)
 static void print_curves(const char *indent, int H, const double *least, const double *most,
                          const double *random, const double *best, int orders)
 {
-    printf("%sheads kept   least important first", indent);
-    if (most != NULL)
-        printf("   most important first");
-    printf("   random (mean of %d)   best subset\n", orders);
+    char mean[32];
+    snprintf(mean, sizeof mean, "(mean of %d)", orders);
+    printf("%sheads kept   least important%s   random orders   best subset\n", indent,
+           most != NULL ? "   most important" : "");
+    printf("%s                        first%s   %13s\n", indent,
+           most != NULL ? "            first" : "", mean);
     for (int k = 0; k <= H; k++) {
-        printf("%s%10d   %20.1f%%", indent, H - k, 100.0 * least[k]);
+        printf("%s%10d   %14.1f%%", indent, H - k, 100.0 * least[k]);
         if (most != NULL)
-            printf("   %19.1f%%", 100.0 * most[k]);
-        printf("   %17.1f%%", 100.0 * random[k]);
+            printf("   %13.1f%%", 100.0 * most[k]);
+        printf("   %12.1f%%", 100.0 * random[k]);
         if (best != NULL)
             printf("   %10.1f%%\n", 100.0 * best[k]);
         else
@@ -570,7 +572,8 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
                                                                       held_out_examples)};
         const double full = accuracy(models[s], &held, NULL);
         if (full < TRAINED) {
-            printf(" seed %llu (%.1f%%)", (unsigned long long)seed, 100.0 * full);
+            printf("%s seed %llu (%.1f%%)", left_out > 0 && left_out % 4 == 0 ? "\n   " : "",
+                   (unsigned long long)seed, 100.0 * full);
             left_out++;
         } else {
             TaskBatch *ranking = ranking_examples(task, held_out_examples->batch_size, seed);

@@ -211,8 +211,8 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
     printf("The model reads the query as ONE vector, the two countries' embeddings\n"
            "side by side, and attends over the %d entries with H heads of size %d / H;\n"
            "a linear readout gives both capitals (common/learn/two_key_model.h).\n"
-           "Whatever H, it has num_hiddens %d and %zu parameters.", opt->pairs, opt->hiddens, opt->hiddens,
-           parameters_count(plain->params, plain->num_params));
+           "Whatever H, it has num_hiddens %d and %zu parameters.", opt->pairs, opt->hiddens,
+           opt->hiddens, parameters_count(plain->params, plain->num_params));
     two_key_free(plain);
     if (opt->mlp > 0) {
         TwoKeyModel *mlp = two_key_new_mlp(opt->countries, opt->countries, opt->hiddens, 1,
@@ -276,7 +276,7 @@ static void print_exceptions(const Options *opt, const Runs *runs, int i, double
         const double both = runs->correct[i][s].pairs / N;
         if ((both < SUCCESS) != list_failed)
             continue;
-        printf("%s seed %llu (%.1f%%)", shown > 0 && shown % 4 == 0 ? "\n   " : "",
+        printf("%s seed %llu (%.1f%%)", shown % 4 == 0 ? "\n   " : ",",
                (unsigned long long)(opt->seed + (uint64_t)s), 100.0 * both);
         shown++;
     }
@@ -401,9 +401,9 @@ static void part4_by_hand(const Options *opt, const TaskBatch *held_out)
     two_key_evaluate(model, held_out, NULL, &c);
     const double N = held_out->batch_size;
     printf("  The same model with 1 head, its weights written by two_key_set_by_hand()\n"
-           "  (common/two_key_model.c): half the weight on each of the two entries the\n"
-           "  query names, their capitals' blend read out for both answers, and the tie\n"
-           "  broken by a fixed order of capitals. On the same held-out examples:\n"
+           "  (common/learn/two_key_model.c): half the weight on each of the two entries\n"
+           "  the query names, their capitals' blend read out for both answers, and the\n"
+           "  tie broken by a fixed order of capitals. On the same held-out examples:\n"
            "  both capitals right %.1f%%, the first %.1f%%, the second %.1f%%\n",
            100.0 * c.pairs / N, 100.0 * c.first / N, 100.0 * c.second / N);
     two_key_free(model);

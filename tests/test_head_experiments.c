@@ -170,7 +170,7 @@ Test(two_key_model, one_head_set_by_hand_is_right_half_the_time)
     Task task = task_two_keys(6, 16, 16);
     TaskBatch *held_out = task_batch_new(&task, 2000);
     Rng draw = rng_use(0, RNG_HELDOUT);
-    task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &draw);
+    task_draw(&task, held_out, SPLIT_HELDOUT, &draw);
     TwoKeyCorrect c;
     two_key_evaluate(model, held_out, NULL, &c);
     /* both right exactly when the query's order is the capitals' order */
