@@ -38,6 +38,7 @@
 #ifndef TWO_KEY_MODEL_H
 #define TWO_KEY_MODEL_H
 
+#include "learn/attention_layer.h"
 #include "learn/optim.h"
 #include "learn/state_dict.h"
 #include "learn/tasks.h"
@@ -54,6 +55,7 @@ typedef struct {
     Tensor *embed_keys;               /* (Vk, D) */
     Tensor *embed_values;             /* (Vv, D) */
     MultiHeadAttention *attention;    /* query 2D, keys and values D -> D, no biases */
+    AttentionLayer attend;            /* how it runs: CLEAR_ATTENTION unless a program says */
     int mlp_hiddens;                  /* N: 0, no MLP; else out + W2 relu(W1 out + b1) + b2 */
     Tensor *mlp_weight1, *mlp_bias1;  /* (N, D), (N,): mlp.0 */
     Tensor *mlp_weight2, *mlp_bias2;  /* (D, N), (D,): mlp.2 */
