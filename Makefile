@@ -223,7 +223,15 @@ $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
 
-test: $(PROGRAMS) $(OUT)/tests/run_tests program-list
+# The kill harness (tests/test_writer.c) loads this shim into a program with
+# LD_PRELOAD to kill it after each of its file-system steps in turn; it is
+# never linked into a program. No sanitizer flags: it goes into plain builds.
+$(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
+	@mkdir -p $(@D)
+	$(call say,LD,$(patsubst ./%,%,$@))
+	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
+
+test: $(PROGRAMS) $(OUT)/tests/run_tests $(OUT)/tests/kill_shim.so program-list
 	$(OUT)/tests/run_tests $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing
@@ -333,7 +341,7 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 # Every program make linked (built.txt), whether or not its source is
 # still there, then everything under build/.
 clean:
-	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests plots
+	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests tests/kill_shim.so plots
 
 .PHONY: all programs run test program-list criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

@@ -311,17 +311,17 @@ static int run_from_files(const Options *opt, const LayerFiles *files)
     const int verdict = layer_files_check_results(opt->from_dir, &results, 1e-5f, 1e-5f, err,
                                                   sizeof err);
     int status = verdict < 0 ? fail(err) : 0;
+    if (status == 0 && verdict > 0) {   /* a failed check replaces no previous result */
+        fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s%s\n", PROG,
+                opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written" : "");
+        status = 1;
+    }
     if (status == 0 && opt->plot_dir && write_plot(opt->plot_dir, results.attention_weights) != 0)
         status = 1;
     /* into another directory the inputs go too, so that it holds one whole run */
     const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
     if (status == 0 && opt->to_dir)
         status = save_run(opt->to_dir, same ? NULL : files, &results);
-    if (status == 0 && verdict > 0) {
-        fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s\n", PROG,
-                opt->from_dir);
-        status = 1;
-    }
     layer_results_free(&results);
     return status;
 }

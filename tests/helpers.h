@@ -17,6 +17,19 @@
 #define SOURCE_DIR "."
 #endif
 
+/* 1 in a build under AddressSanitizer (make sanitize), whose shadow
+ * memory rules out an address-space limit and a preloaded library. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 typedef struct {
     int status;      /* exit status, or 128 + signal number */
     char *out;       /* everything written to stdout, NUL-terminated */
