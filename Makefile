@@ -52,6 +52,14 @@ PROGRAM_SRC := $(shell grep -l '^int main' $(addsuffix /*.c,$(CHAPTERS)))
 program_of = $(OUT)/$(if $(filter main.c,$(notdir $(1))),$(dir $(1))$(shell echo $(dir $(1)) | sed 's|^[0-9]*_||; s|/$$||'),$(basename $(1)))
 PROGRAMS := $(foreach src,$(PROGRAM_SRC),$(call program_of,$(src)))
 
+# The repository's own programs: those whose source git tracks (every one
+# when there is no git, as in an unpacked archive). The tests that run every
+# program run these, from the list in $(OUT)/build/programs.txt, so a
+# learner's my_solution.c is built but never held to the repository's rules;
+# a new program of the repository joins the tests once it is added to git.
+TRACKED_SRC := $(shell git ls-files -- $(addsuffix /*.c,$(CHAPTERS)) 2>/dev/null)
+REPO_PROGRAMS := $(foreach src,$(if $(TRACKED_SRC),$(filter $(TRACKED_SRC),$(PROGRAM_SRC)),$(PROGRAM_SRC)),$(call program_of,$(src)))
+
 # What `make run` runs, in the order a learner reads them: each chapter's
 # own program, then the extra programs a chapter lists in RUN_AFTER_<chapter>
 # (chapter 03's cost table and chapter 05's training run, a few seconds each).
@@ -59,7 +67,12 @@ RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
 RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
-all: $(PROGRAMS)
+all: $(PROGRAMS) program-list
+
+# The list the tests read (see REPO_PROGRAMS), written on every make.
+program-list:
+	@mkdir -p $(OUT)/build
+	@printf '%s\n' $(patsubst $(OUT)/%,%,$(REPO_PROGRAMS)) >$(OUT)/build/programs.txt
 
 # The chapter programs alone, without the tests (no Criterion needed): what
 # make portability builds with musl-gcc and for aarch64.
@@ -69,12 +82,16 @@ programs: $(PROGRAMS)
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
 
 # DEPFILE keeps a program's header dependencies under build/, out of the
-# chapter folders.
+# chapter folders. Every program linked is noted in $(OUT)/build/built.txt,
+# so that make clean removes it even after its source is gone (a learner's
+# my_solution.c, deleted).
 DEPFILE = -MF $(OUT)/build/deps/$(subst /,_,$(patsubst $(OUT)/%,%,$@)).d
+BUILT_LIST = $(OUT)/build/built.txt
 $(PROGRAMS):
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	@grep -qsxF '$@' $(BUILT_LIST) || echo '$@' >>$(BUILT_LIST)
 
 $(OUT)/build/common/%.o: common/%.c
 	@mkdir -p $(@D)
@@ -206,7 +223,15 @@ $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
 
-test: $(PROGRAMS) $(OUT)/tests/run_tests
+# The kill harness (tests/test_writer.c) loads this shim into a program with
+# LD_PRELOAD to kill it after each of its file-system steps in turn; it is
+# never linked into a program. No sanitizer flags: it goes into plain builds.
+$(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
+	@mkdir -p $(@D)
+	$(call say,LD,$(patsubst ./%,%,$@))
+	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
+
+test: $(PROGRAMS) $(OUT)/tests/run_tests $(OUT)/tests/kill_shim.so program-list
 	$(OUT)/tests/run_tests $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing
@@ -313,8 +338,10 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 .PHONY: fuzz $(addprefix fuzz-,$(FUZZ_TARGETS))
 .PRECIOUS: build/fuzz/%_fuzz
 
+# Every program make linked (built.txt), whether or not its source is
+# still there, then everything under build/.
 clean:
-	rm -rf build tests/run_tests $(PROGRAMS) plots
+	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests tests/kill_shim.so plots
 
-.PHONY: all programs run test criterion fuzz-tools sanitize clean
+.PHONY: all programs run test program-list criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

@@ -533,5 +533,6 @@ int main(int argc, char **argv)
         tensor_free(all[i]);
     attention_cache_free(&p.cache);
     /* the library must be what the chapter derives: a disagreement fails */
-    return agree ? 0 : 1;
+    cli_check(PROG, agree, "the library's backward is not the one derived by hand");
+    return cli_checks_status(PROG);
 }

@@ -295,5 +295,6 @@ int main(int argc, char **argv)
     bool same_by_hand = part1_online_softmax(opt.block);         /* six keys, by hand */
     bool same = part2_compare_with_clear(&opt, &rng);           /* the real function */
     part3_memory_table();                                       /* what it saves */
-    return same_by_hand && same ? 0 : 1;
+    cli_check(PROG, same_by_hand && same, "streaming attention is not the clear attention");
+    return cli_checks_status(PROG);
 }

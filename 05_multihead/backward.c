@@ -283,5 +283,6 @@ int main(int argc, char **argv)
     multihead_grads_free(p.grads);
     multihead_free(p.layer);
     /* the library must be what the chapter derives: a disagreement fails */
-    return same ? 0 : 1;
+    cli_check(PROG, same, "the library's backward is not the one derived by hand");
+    return cli_checks_status(PROG);
 }

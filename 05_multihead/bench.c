@@ -62,14 +62,6 @@ enum { MAX_RUNS = 51, MAX_LINES = 64 };
  * larger run may not fit in memory. */
 #define CLEAR_MAX_WEIGHT_BYTES 2e9
 
-/* PyTorch 1.13's nn.MultiheadAttention at (8, 512, 512, 8) on 2 threads,
- * on the machine these targets were set on (median ms, forward and
- * forward + backward, with 2 MB pages: the better figures that
- * tests/fixtures/time_pytorch_multihead.py printed there). Measure yours
- * and give them with --pytorch-ms. */
-#define PYTORCH_FORWARD_MS 152.1
-#define PYTORCH_FORWARD_BACKWARD_MS 404.4
-
 typedef enum { FORWARD, FORWARD_BACKWARD, ATTENTION_BACKWARD } Pass;
 static const char *const PASS_NAMES[] = {"forward", "fwd+bwd", "attn bwd"};
 
@@ -89,9 +81,9 @@ typedef struct {
     double scale;              /* standard deviation of the random inputs */
     bool quick;                /* skip the slow lines */
     const char *config_text;   /* --config B,n,D,H */
-    const char *pytorch_text;  /* --pytorch-ms F,FB */
+    const char *pytorch_text;  /* --pytorch-ms F,FB, or NULL: PyTorch is not compared */
     Config custom[2];          /* --config: its forward and forward + backward */
-    double pytorch_forward_ms, pytorch_forward_backward_ms;
+    double pytorch_ms[2];      /* forward, forward + backward at (8, 512, 512, 8) */
 } Options;
 
 typedef struct {
@@ -400,85 +392,76 @@ static Line *new_line(void)
     return line;
 }
 
-/* ---- the speed and memory targets ------------------------------------------------------ */
+/* ---- ratios measured in this run ------------------------------------------------------- */
 
-typedef struct {
-    char what[80];
-    double value, limit;
-    const char *unit;
-    char why[60];              /* where the limit comes from, or "" */
-    bool ran;
-} Target;
-
-static void print_target(const Target *t)
+/* The finished line of configuration c with this implementation and
+ * thread count; NULL when there is none. */
+static const Line *finished_line(const Config *c, const char *impl, int threads)
 {
-    if (!t->ran) {
-        printf("  %-58s not run\n", t->what);
-        return;
+    for (int i = 0; i < line_count; i++) {
+        const Line *l = &lines[i];
+        if (l->text[0] == '\0' && l->c == c && strcmp(l->impl, impl) == 0 &&
+            l->threads == threads && l->r.ok && l->r.finite)
+            return l;
     }
-    printf("  %-58s %9.1f %-3s (limit %.1f %s%s): %s\n", t->what, t->value, t->unit, t->limit,
-           t->unit, t->why, t->value <= t->limit ? "met" : "NOT met");
+    return NULL;
 }
 
-enum { T_FORWARD, T_FORWARD_BACKWARD, T_LONG_TIME, T_LONG_MEMORY, T_BACKWARD_MEMORY,
-       T_HUGE_MEMORY, TARGET_COUNT };
+/* "47.8x": how many times longer the other line took, or "-" without it */
+static void ratio_text(char *buf, size_t len, double other_ms, double ms)
+{
+    if (other_ms > 0.0)
+        snprintf(buf, len, "%.2fx", other_ms / ms);
+    else
+        snprintf(buf, len, "-");
+}
 
-static void targets_init(Target t[TARGET_COUNT], const Options *opt)
+/* PyTorch's time for c, as given with --pytorch-ms (measured before this
+ * run, at (8, 512, 512, 8) only); 0 when there is none. */
+static double pytorch_ms_of(const Config *c, const Options *opt)
+{
+    const bool at_its_size = c->batch == 8 && c->num_queries == 512 && c->num_keys == 512 &&
+                             c->num_hiddens == 512 && c->num_heads == 8;
+    if (opt->pytorch_text == NULL || !at_its_size || c->pass == ATTENTION_BACKWARD)
+        return 0.0;
+    return opt->pytorch_ms[c->pass == FORWARD ? 0 : 1];
+}
+
+/* Every fast line on N threads against the lines it can be held to: the
+ * clear layer on 1 thread and the fast one on 1 thread, both timed in this
+ * run, and PyTorch when its time was given. */
+static void print_ratios(const Options *opt)
 {
     const int N = opt->threads;
-    memset(t, 0, TARGET_COUNT * sizeof *t);
-    snprintf(t[T_FORWARD].what, sizeof t[0].what, "(8, 512, 512, 8) forward, fast, %d threads: time",
-             N);
-    t[T_FORWARD].limit = opt->pytorch_forward_ms / 2.0;
-    snprintf(t[T_FORWARD].why, sizeof t[0].why, " = PyTorch's %.1f / 2", opt->pytorch_forward_ms);
-    snprintf(t[T_FORWARD_BACKWARD].what, sizeof t[0].what,
-             "(8, 512, 512, 8) fwd+bwd, fast, %d threads: time", N);
-    t[T_FORWARD_BACKWARD].limit = opt->pytorch_forward_backward_ms / 1.5;
-    snprintf(t[T_FORWARD_BACKWARD].why, sizeof t[0].why, " = PyTorch's %.1f / 1.5",
-             opt->pytorch_forward_backward_ms);
-    snprintf(t[T_LONG_TIME].what, sizeof t[0].what, "(1, 8192, 512, 8) forward, fast, %d threads: time",
-             N);
-    t[T_LONG_TIME].limit = 1400;
-    snprintf(t[T_LONG_MEMORY].what, sizeof t[0].what,
-             "(1, 8192, 512, 8) forward, fast, %d threads: peak memory", N);
-    t[T_LONG_MEMORY].limit = 100;
-    snprintf(t[T_BACKWARD_MEMORY].what, sizeof t[0].what,
-             "(1, 8192, 512, 8) attn bwd, fast, %d threads: peak memory", N);
-    t[T_BACKWARD_MEMORY].limit = 200;
-    snprintf(t[T_HUGE_MEMORY].what, sizeof t[0].what, "(1, 32768, 512, 8) forward, fast: peak memory");
-    t[T_HUGE_MEMORY].limit = 600;
-    for (int i = 0; i < TARGET_COUNT; i++)
-        t[i].unit = i == T_FORWARD || i == T_FORWARD_BACKWARD || i == T_LONG_TIME ? "ms" : "MB";
-}
-
-/* A fast line's result, for the targets that name its configuration. */
-static void targets_record(Target t[TARGET_COUNT], const Config *c, int threads, int N,
-                           const Result *r)
-{
-    if (!r->ok || !r->finite)
-        return;
-    const bool d512 = c->num_hiddens == 512 && c->num_heads == 8;
-    const bool small = d512 && c->batch == 8 && c->num_queries == 512;
-    const bool long_one = d512 && c->batch == 1 && c->num_queries == 8192;
-    int which = -1;
-    double value = r->ms;
-    if (threads == N && small)
-        which = c->pass == FORWARD ? T_FORWARD : c->pass == FORWARD_BACKWARD ? T_FORWARD_BACKWARD : -1;
-    else if (threads == N && long_one && c->pass == FORWARD) {
-        t[T_LONG_MEMORY].value = r->max_rss_mb;
-        t[T_LONG_MEMORY].ran = true;
-        which = T_LONG_TIME;
-    } else if (threads == N && long_one && c->pass == ATTENTION_BACKWARD) {
-        which = T_BACKWARD_MEMORY;
-        value = r->max_rss_mb;
-    } else if (d512 && c->batch == 1 && c->num_queries == 32768) {
-        which = T_HUGE_MEMORY;
-        value = r->max_rss_mb;
+    printf("\nSpeed-ups, each measured in this run: the time of the clear layer (1 thread),\n"
+           "of the fast one on 1 thread%s, over the fast one's on %d threads.\n",
+           opt->pytorch_text ? " and of PyTorch (given with --pytorch-ms)" : "", N);
+    char threads_head[32];
+    snprintf(threads_head, sizeof threads_head, "1/%d threads", N);
+    printf("%-30s %-8s %12s %12s%s\n", "config (B, n, D, H)", "pass", "clear/fast",
+           threads_head, opt->pytorch_text ? "  PyTorch/fast" : "");
+    for (int i = 0; i < line_count; i++) {
+        const Line *fast = &lines[i];
+        if (fast->text[0] != '\0' || strcmp(fast->impl, "fast") != 0 || fast->threads != N ||
+            finished_line(fast->c, "fast", N) != fast)
+            continue;
+        const Line *clear = finished_line(fast->c, "clear", 1);
+        const Line *one = finished_line(fast->c, "fast", 1);
+        char clear_text[16], one_text[16], pytorch_text[16];
+        ratio_text(clear_text, sizeof clear_text, clear ? clear->r.ms : 0.0, fast->r.ms);
+        ratio_text(one_text, sizeof one_text, one ? one->r.ms : 0.0, fast->r.ms);
+        ratio_text(pytorch_text, sizeof pytorch_text, pytorch_ms_of(fast->c, opt), fast->r.ms);
+        printf("%-30s %-8s %12s %12s", fast->c->label, PASS_NAMES[fast->c->pass], clear_text,
+               one_text);
+        if (opt->pytorch_text)
+            printf("  %12s", pytorch_text);
+        printf("\n");
     }
-    if (which >= 0) {
-        t[which].value = value;
-        t[which].ran = true;
-    }
+    if (opt->pytorch_text == NULL)
+        printf("\nTo hold the fast layer to PyTorch, time PyTorch before the bench, not during\n"
+               "it (the two would share the cores):\n"
+               "  /usr/bin/python3 tests/fixtures/time_pytorch_multihead.py --threads %d\n"
+               "then give the two medians it prints with --pytorch-ms F,FB.\n", N);
 }
 
 /* ---- options ---------------------------------------------------------------------- */
@@ -503,7 +486,7 @@ static void parse_config(Options *opt)
                                   i == 0 ? FORWARD : FORWARD_BACKWARD, false, false};
 }
 
-/* --pytorch-ms F,FB: PyTorch's medians to set the targets from */
+/* --pytorch-ms F,FB: PyTorch's medians, measured before the bench */
 static void parse_pytorch(Options *opt)
 {
     const char *text = opt->pytorch_text, *comma = strchr(text, ',');
@@ -512,15 +495,13 @@ static void parse_pytorch(Options *opt)
         cli_fail(PROG, "--pytorch-ms expects F,FB, two times in ms, got '%s'", text);
     memcpy(first, text, (size_t)(comma - text));
     first[comma - text] = '\0';
-    opt->pytorch_forward_ms = cli_double(PROG, "--pytorch-ms", first, 0.001, 1e7);
-    opt->pytorch_forward_backward_ms = cli_double(PROG, "--pytorch-ms", comma + 1, 0.001, 1e7);
+    opt->pytorch_ms[0] = cli_double(PROG, "--pytorch-ms", first, 0.001, 1e7);
+    opt->pytorch_ms[1] = cli_double(PROG, "--pytorch-ms", comma + 1, 0.001, 1e7);
 }
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048, .scale = 1.0,
-                   .pytorch_forward_ms = PYTORCH_FORWARD_MS,
-                   .pytorch_forward_backward_ms = PYTORCH_FORWARD_BACKWARD_MS};
+    Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048, .scale = 1.0};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the layer and its inputs"},
         {"--repeats", CLI_INT, &opt.repeats, .min = 1, .max = MAX_RUNS, .metavar = "N",
@@ -539,9 +520,9 @@ static Options parse_options(int argc, char **argv)
          .help = "only this self-attention configuration, forward\nand forward + backward",
          .default_text = "the list above"},
         {"--pytorch-ms", CLI_STRING, &opt.pytorch_text, .metavar = "F,FB",
-         .help = "PyTorch's forward and forward + backward ms at\n(8, 512, 512, 8), for "
-                 "the targets, as\ntests/fixtures/time_pytorch_multihead.py prints them",
-         .default_text = "152.1,404.4: measured where\nthe targets were set"},
+         .help = "PyTorch's forward and forward + backward ms at\n(8, 512, 512, 8), as "
+                 "tests/fixtures/\ntime_pytorch_multihead.py prints them when run\njust "
+                 "before the bench: the speed-ups then\ninclude PyTorch's"},
     };
     cli_parse(&(CliTable){PROG,
                           "Time and peak memory of the multi-head attention layer, the clear "
@@ -562,7 +543,7 @@ static Options parse_options(int argc, char **argv)
 
 /* ---- main ------------------------------------------------------------------------- */
 
-static void print_introduction(const Options *opt)
+static void print_introduction(void)
 {
     printf("Multi-head attention, clear (the chapters' code, one thread) against fast\n"
            "(register-tile matmul, streaming attention, heads shared by threads).\n"
@@ -572,11 +553,7 @@ static void print_introduction(const Options *opt)
            "process's largest resident size. Timings move with whatever else runs on\n"
            "the machine; the GFLOP/s count FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2 for the\n"
            "forward, 3 times that for fwd+bwd (forward and backward), and\n"
-           "4*B*n*n*D*2 for attn bwd (attention's backward alone, on the heads).\n"
-           "PyTorch's figures for the targets: run, at the same time as this,\n"
-           "  /usr/bin/python3 tests/fixtures/time_pytorch_multihead.py --threads %d\n"
-           "and give the two medians it prints with --pytorch-ms F,FB.\n\n",
-           opt->threads);
+           "4*B*n*n*D*2 for attn bwd (attention's backward alone, on the heads).\n\n");
 }
 
 /* Whether a configuration has a clear line: not with --quick, not past
@@ -609,8 +586,7 @@ static void check_memory(const Config *list, int count, const Options *opt)
 
 /* Every line of one configuration: the clear one (or why not), then fast
  * on 1 and N threads. Returns how many child processes failed. */
-static int run_config(const Config *c, bool first_fast_only, const Options *opt,
-                      Target targets[TARGET_COUNT])
+static int run_config(const Config *c, bool first_fast_only, const Options *opt)
 {
     const int N = opt->threads;
     int failed = 0;
@@ -654,7 +630,6 @@ static int run_config(const Config *c, bool first_fast_only, const Options *opt,
         Result r = measure_in_child(c, true, threads, opt);
         *new_line() = (Line){c, "fast", threads, r, ""};
         failed += !r.ok || !r.finite;
-        targets_record(targets, c, threads, N, &r);
     }
     return failed;
 }
@@ -684,7 +659,7 @@ int main(int argc, char **argv)
     }
 
     check_memory(list, count, &opt);
-    print_introduction(&opt);
+    print_introduction();
 
     /* the peak now and again after the lines; the table waits for both */
     peak_1 = fast_peak_gflops(1, 0.5);
@@ -693,12 +668,10 @@ int main(int argc, char **argv)
            "of the peak are done.\n\n");
     fflush(stdout);
 
-    Target targets[TARGET_COUNT];
-    targets_init(targets, &opt);
     int failed = 0;   /* lines whose child did not finish: the status says so */
     for (int i = 0; i < count; i++)
         failed += run_config(&list[i], list[i].fast_only && (i == 0 || !list[i - 1].fast_only),
-                             &opt, targets);
+                             &opt);
 
     /* keep the larger peak: a core busy during one measurement makes it low */
     peak_1 = fmax(peak_1, fast_peak_gflops(1, 0.5));
@@ -726,13 +699,7 @@ int main(int argc, char **argv)
         printf("\n* more than 100%% of the peak: the peak was measured low (other programs\n"
                "  were using the cores while it was measured), so this share is too high.\n");
 
-    if (opt.config_text == NULL) {
-        printf("\nTargets, on this run (PyTorch's figures %s):\n",
-               opt.pytorch_text != NULL ? "as given with --pytorch-ms"
-                                        : "from the machine the targets were set on");
-        for (int i = 0; i < TARGET_COUNT; i++)
-            print_target(&targets[i]);
-    }
+    print_ratios(&opt);
     /* a child that died said why on stderr itself; an overflow is said here */
     if (overflowed > 0) {
         fflush(stdout);

@@ -63,7 +63,7 @@ static void panel_draw(Panel *p, const Tensor *matrix, const char *title)
     FILE *mem = open_memstream(&p->text, &size);
     if (mem == NULL)
         die(PROG, "cannot open a memory stream for the terminal grid");
-    heatmap_terminal(mem, matrix, title);
+    heatmap_terminal_shades(mem, matrix, title);
     fclose(mem);
     p->num_lines = 0;
     for (char *line = strtok(p->text, "\n"); line && p->num_lines < 24;

@@ -415,6 +415,10 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
     snprintf(title, sizeof title, "query %s: entry %d holds its key",
              task->key_words[heldout->queries[0]], asked_entry(heldout, 0));
     const char *titles[1] = {title};
+    char err[512];
+    FileSet *plots = fileset_begin(dir, err, sizeof err);   /* both plots, one set */
+    if (plots == NULL)
+        return report_error(PROG, "%s", err);
     int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", titles);
     if (status == 0 && steps > 0) {   /* one fault, one line: the first stops the rest */
         Tensor *xs = tensor_arange(SHAPE(steps));
@@ -430,6 +434,10 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
         tensor_free(xs);
         tensor_free(ys);
     }
+    if (status != 0)
+        fileset_abandon(plots);   /* the line is out: the previous plots stay */
+    else if (fileset_commit(plots, err, sizeof err) != 0)
+        status = report_error(PROG, "%s", err);
     if (status == 0)
         printf("\nwrote %s/train_attention.{dat,gp}%s (render: make plots, or gnuplot each "
                ".gp)\n", dir, steps > 0 ? " and train_loss.{dat,gp}" : "");
@@ -570,8 +578,7 @@ static Options parse_options(int argc, char **argv)
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "save the trained model as DIR/<parameter name>.npy, with Adam's state"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "load a saved model instead of training one (with --steps: go on training it)",
-         .default_text = "train"},
+         .help = "load a saved model instead of training one (with --steps: go on training it)"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the loss curve and the attention heatmap into DIR"},
         {"--bench", CLI_FLAG, &opt.bench,
@@ -603,16 +610,60 @@ static Options parse_options(int argc, char **argv)
 
 /* ---- main --------------------------------------------------------------------- */
 
-/* --to: the model with Adam's state, as one set. */
-static int save_model(const LookupModel *model, const Adam *adam, const Options *opt)
+/* words (count of them) as a JSON list, "[\"Qatar\", ...]", onto f. */
+static void json_words(FILE *f, const char *const *words, int count)
+{
+    fputc('[', f);
+    for (int i = 0; i < count; i++) {
+        fputs(i ? ", \"" : "\"", f);
+        for (const char *c = words[i]; *c; c++)
+            fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+        fputc('"', f);
+    }
+    fputc(']', f);
+}
+
+/* vocabulary.json: the words of the ids, in id order, so that Python can
+ * decode the model's answers without reading C:
+ *     words = json.load(open("DIR/vocabulary.json"))
+ *     words["capitals"][logits.argmax()] */
+static int save_vocabulary(FileSet *set, const Task *task, char *err, size_t err_len)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        die(PROG, "out of memory");
+    fputs("{\"countries\": ", f);
+    json_words(f, task->key_words, task->key_vocab);
+    fputs(",\n \"capitals\": ", f);
+    json_words(f, task->value_words, task->value_vocab);
+    fputs("}\n", f);
+    fclose(f);
+    const int status = fileset_write(set, "vocabulary.json", text, len, err, err_len);
+    free(text);
+    return status;
+}
+
+/* --to: the model with Adam's state and the vocabulary, as one set. */
+static int save_model(const LookupModel *model, const Adam *adam, const Task *task,
+                      const Options *opt)
 {
     char err[MODEL_ERR_LEN];
     const LookupTraining training = {opt->batch, opt->pairs, opt->seed};
-    if (lookup_save_training(model, adam, &training, opt->to_dir, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return 1;
+    FileSet *set = fileset_begin(opt->to_dir, err, sizeof err);   /* the model's save joins it */
+    int status = set != NULL ? 0 : -1;
+    if (status == 0 && (save_vocabulary(set, task, err, sizeof err) != 0 ||
+                        lookup_save_training(model, adam, &training, opt->to_dir, err,
+                                             sizeof err) != 0)) {
+        fileset_abandon(set);
+        status = -1;
+    } else if (status == 0) {
+        status = fileset_commit(set, err, sizeof err);
     }
-    return 0;
+    if (status != 0)
+        report_error(PROG, "%s", err);
+    return status != 0;
 }
 
 /* Part 2 when training: a new model, or the one loaded with its state.
@@ -622,7 +673,7 @@ static int train_and_save(LookupModel *model, Adam *adam, const Task *task, cons
                           float *losses)
 {
     TrainEnd end = part2_train(model, adam, task, opt, losses);
-    int status = opt->to_dir ? save_model(model, adam, opt) : 0;
+    int status = opt->to_dir ? save_model(model, adam, task, opt) : 0;
     const int stop_signal = signals_caught();
     if (status == 0 && opt->to_dir && end == TRAINED && !stop_signal)
         printf("saved the model in %s/ (PyTorch's parameter names; "

@@ -272,27 +272,21 @@ int tensor_numbers_in(const char *text, const char *name, int occurrence, double
 /* See helpers.h. */
 int find_programs(char names[][320], int max)
 {
-    static const char *const chapters[] = {
-        "01_dot_product", "02_softmax_mask", "03_self_attention",
-        "04_transpose_qkv", "05_multihead", "06_permutation_invariance",
-    };
+    char list_path[512];
+    snprintf(list_path, sizeof list_path, "%s/build/programs.txt", BIN_DIR);
+    char *list = read_text_file(list_path, NULL);
+    cr_assert_not_null(list, "cannot read %s: run make first", list_path);
     int count = 0;
-    for (size_t c = 0; c < sizeof chapters / sizeof chapters[0]; c++) {
-        char dir[256];
-        snprintf(dir, sizeof dir, "%s/%s", BIN_DIR, chapters[c]);
-        DIR *d = opendir(dir);
-        cr_assert_not_null(d, "cannot list %s", dir);
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL && count < max) {
-            char path[512];
-            struct stat st;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            if (strchr(e->d_name, '.') == NULL && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-                (st.st_mode & S_IXUSR))
-                snprintf(names[count++], sizeof names[0], "%s/%s", chapters[c], e->d_name);
-        }
-        closedir(d);
+    for (char *name = strtok(list, "\n"); name != NULL; name = strtok(NULL, "\n")) {
+        cr_assert_lt(count, max, "%s lists more than %d programs", list_path, max);
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", BIN_DIR, name);
+        cr_assert(stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR),
+                  "%s is listed in %s but not built", path, list_path);
+        snprintf(names[count++], sizeof names[0], "%s", name);
     }
+    free(list);
     return count;
 }
 

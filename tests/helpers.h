@@ -17,6 +17,19 @@
 #define SOURCE_DIR "."
 #endif
 
+/* 1 in a build under AddressSanitizer (make sanitize), whose shadow
+ * memory rules out an address-space limit and a preloaded library. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 typedef struct {
     int status;      /* exit status, or 128 + signal number */
     char *out;       /* everything written to stdout, NUL-terminated */
@@ -68,9 +81,11 @@ void scratch_dir_remove(const char *dir);
  * ".BASE.old-*" beside dir (fileset.h), and "*.tmp*" inside it. */
 int set_leftovers(const char *dir);
 
-/* Every built program of every chapter folder, found as the Makefile finds
- * them (an executable file without a dot in its name), into names as
- * "03_self_attention/streaming". Returns how many, at most max. */
+/* The repository's own programs, as the Makefile lists them in
+ * BIN_DIR/build/programs.txt (those whose source git tracks: a learner's
+ * my_solution is not among them), into names as
+ * "03_self_attention/streaming". Asserts that each is built. Returns how
+ * many, at most max. */
 int find_programs(char names[][320], int max);
 
 /* Replace every value of the .npy file at path, keeping its shape, by

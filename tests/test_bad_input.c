@@ -49,17 +49,8 @@
 #include "tensor.h"
 
 /* A sanitizer build reserves terabytes of shadow memory, so an address-space
- * limit would stop it before main; its allocator is capped instead. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
+ * limit would stop it before main (UNDER_ASAN, helpers.h); its allocator is
+ * capped instead. */
 
 typedef void (*Setup)(const char *dir);
 
@@ -779,6 +770,24 @@ static void read_only_dir(const char *dir)
     cr_assert_eq(chmod(path, 0555), 0);
 }
 
+/* DIR/nosearch: writable, not searchable (a file in it cannot be opened) */
+static void unsearchable_dir(const char *dir)
+{
+    from_good(dir);
+    make_dir(dir, "nosearch");
+    char path[512];
+    snprintf(path, sizeof path, "%s/nosearch", dir);
+    cr_assert_eq(chmod(path, 0666), 0);
+}
+
+/* DIR/loop: a symbolic link to itself */
+static void symlink_loop(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/loop", dir);
+    cr_assert_eq(symlink("loop", path), 0);
+}
+
 /* ---- the table --------------------------------------------------------------- */
 
 #define DOT "01_dot_product/dot_product"
@@ -1095,7 +1104,15 @@ static BadInput rows[] = {
     {HEADS, "--heads 1,,2", 2, "--heads expects comma-separated whole numbers from 1 to 128",
      NULL},
     {HEADS, "--heads 1,2,4,8,1,2,4", 2, "--heads takes at most 6 numbers", NULL},
-    {HEADS, "--seeds 9", 2, "--seeds expects a whole number from 1 to 8, got '9'", NULL},
+    {HEADS, "--seeds 65", 2, "--seeds expects a whole number from 1 to 64, got '65'", NULL},
+    {HEADS, "--mlp -1", 2, "--mlp expects a whole number from 0 to 512, got '-1'", NULL},
+    {HEADS, "--threads 0", 2, "--threads expects a whole number from 1 to 16, got '0'", NULL},
+    {IMPORTANCE, "--seeds 65", 2, "--seeds expects a whole number from 1 to 64, got '65'",
+     NULL},
+    {IMPORTANCE, "--seeds 2 --to @/out", 2, "--to saves one model: --seeds 2 trains 2",
+     "@/out/readout.bias.npy", from_weights_ones},
+    {IMPORTANCE, "--threads 17", 2, "--threads expects a whole number from 1 to 16", NULL},
+    {POSITIONS, "--seeds 65", 2, "--seeds expects a whole number from 1 to 64, got '65'", NULL},
     {HEADS, "--pairs 1", 2, "--pairs expects a whole number from 2 to 16, got '1'", NULL},
     {HEADS, "--countries 5", 2, "--countries 5 is fewer than --pairs 6", NULL},
     {HEADS, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
@@ -1105,7 +1122,7 @@ static BadInput rows[] = {
     {POSITIONS, "--letters 27", 2, "--letters expects a whole number from 2 to 26", NULL},
     {POSITIONS, "--letters 5", 2, "--letters 5 is fewer than --length 8", NULL},
     {POSITIONS, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
-    {POSITIONS, "--seeds 0", 2, "--seeds expects a whole number from 1 to 8, got '0'", NULL},
+    {POSITIONS, "--seeds 0", 2, "--seeds expects a whole number from 1 to 64, got '0'", NULL},
     {POSITIONS, "--lr 2", 2, "--lr expects a number from 1e-06 to 1, got '2'", NULL},
     {POSITIONS, "--plot @/missing", 2, "--plot: directory '",
      "@/missing/positions_attention.dat"},
@@ -1155,7 +1172,16 @@ static BadInput rows[] = {
     {TRAIN, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
      read_only_dir, 0, true},
     /* readout.bias.npy cannot be written: no file of the model may appear */
-    {TRAIN, "--steps 2 --to @/out", 2, "holds a directory, 'readout.bias.npy'", "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {TRAIN, "--steps 2 --to @/out", 2, "holds a directory, 'readout.bias.npy'",
+     "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    /* writable but not searchable: refused before training, not after it */
+    {TRAIN, "--to @/nosearch", 2, "--to: directory '", "@/nosearch/readout.bias.npy",
+     unsearchable_dir, 0, true},
+    {TRAIN, "--plot @/nosearch", 2, "is not searchable", "@/nosearch/train_loss.dat",
+     unsearchable_dir, 0, true},
+    /* a loop of symbolic links is named as one, not as "does not exist" */
+    {TRAIN, "--to @/loop", 2, "--to: '", NULL, symlink_loop},
+    {MULTI, "--to @/loop", 2, "is a loop of symbolic links", NULL, symlink_loop},
     {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
     {TRAIN, "--from @/in --steps 5", 1, "in holds a model without its training state (no "
      "optimizer.step.npy): --from it without --steps evaluates it", NULL, train_model_good},

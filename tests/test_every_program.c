@@ -2,12 +2,13 @@
  * test_every_program.c - the command-line rules, tried on every option of
  * every program.
  *
- * The programs are found the way the Makefile finds them, and each one's
- * options are read from its own --help, so an option or a program added
- * later is covered without touching this file. For every option:
+ * The programs are the repository's own, as the Makefile lists them, and
+ * each one's options are read from its own --help, so an option or a
+ * program added later is covered without touching this file. For every option:
  *   - a number with white space around it, or a leading '+', is refused
  *     (strtol would skip the space: ' -5' once became 2^64 - 5 as a seed);
  *   - an option given last without its value says it needs one;
+ *   - a directory option prints no default in --help (none is taken);
  *   - a directory option given a path of 4000 characters that does not
  *     exist keeps the reason at the end of its line, whatever the path's
  *     length, and one given a named pipe answers at once, without
@@ -31,6 +32,7 @@ typedef struct {
     char name[40];      /* "--batch" */
     char metavar[16];   /* "B", "DIR", or "" for a flag */
     char min[32];       /* "1" of "1 to 16", or "" when no range is printed */
+    char dflt[64];      /* "8" of "(default 8)", or "" when none is printed */
 } Option;
 
 /* The options of one program, from its --help: a line "  --name META help",
@@ -55,8 +57,10 @@ static int options_of(const char *program, Option *options, int max)
         /* the range, if this line holds it: ", A to B" */
         Option *o = &options[count - 1];
         char *defaults = strstr(line, " (default");
-        if (defaults != NULL)
+        if (defaults != NULL) {
+            sscanf(defaults, " (default %63[^)]", o->dflt);
             *defaults = '\0';
+        }
         char *comma = strrchr(line, ',');
         char low[32], high[32], rest[8];
         if (comma != NULL && sscanf(comma + 1, " %31s to %31s%7s", low, high, rest) == 2)
@@ -178,6 +182,9 @@ Test(every_program, every_option_follows_the_rules, .timeout = 240)
                 numbers++;
             }
             if (strcmp(o->metavar, "DIR") == 0) {
+                /* a directory is the user's choice: none is taken unasked */
+                cr_expect_str_eq(o->dflt, "", "%s --help: %s prints a default, '%s'",
+                                 programs[p], o->name, o->dflt);
                 a_long_path_keeps_its_reason(programs[p], o);
                 a_named_pipe_is_refused_at_once(programs[p], o, fifo);
                 directories++;
@@ -191,4 +198,28 @@ Test(every_program, every_option_follows_the_rules, .timeout = 240)
     cr_expect_geq(directories, 15, "only %d directory options found", directories);
     unlink(fifo);
     scratch_dir_remove(scratch);
+}
+
+/* A program that checks what it shows says when every check held, in one
+ * line on stdout, instead of leaving success to an empty stderr. */
+Test(every_program, a_passing_self_check_says_so, .timeout = 240)
+{
+    static const char *const checking[][2] = {
+        {"02_softmax_mask/exercise_causal_mask", "the self-check"},
+        {"03_self_attention/self_attention", "all 3 self-checks"},
+        {"03_self_attention/backward", "the self-check"},
+        {"03_self_attention/streaming", "the self-check"},
+        {"05_multihead/backward", "the self-check"},
+        {"06_permutation_invariance/exercise_causal_order", "the self-check"},
+        {"06_permutation_invariance/permutation_invariance", "all 8 self-checks"},
+    };
+    for (size_t i = 0; i < sizeof checking / sizeof checking[0]; i++) {
+        RunResult r = run_program(checking[i][0], "");
+        char line[96];
+        snprintf(line, sizeof line, "\ncheck: %s passed\n", checking[i][1]);
+        cr_expect_eq(r.status, 0, "%s: status %d: %s", checking[i][0], r.status, r.err);
+        cr_expect(r.out && strstr(r.out, line) != NULL, "%s does not print '%s'", checking[i][0],
+                  line + 1);
+        run_result_free(&r);
+    }
 }

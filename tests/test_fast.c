@@ -894,6 +894,29 @@ Test(fast_programs, bench_runs_a_small_configuration)
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         cr_expect(strstr(r.out, expected[i]), "no line '%s':\n%s", expected[i], r.out);
     cr_expect(strstr(r.out, "failed") == NULL, "a line failed:\n%s", r.out);
+    /* the speed-ups are ratios of this run's own medians, and no target
+     * from another machine is held against it */
+    cr_expect(strstr(r.out, "Target") == NULL && strstr(r.out, " met") == NULL, "%s", r.out);
+    double clear_ms, fast_1_ms, fast_2_ms, clear_ratio, threads_ratio;
+    const char *clear = strstr(r.out, expected[0]), *fast_1 = strstr(r.out, expected[1]);
+    const char *fast_2 = strstr(r.out, expected[2]), *ratios = strstr(r.out, "1/2 threads\n");
+    cr_assert(clear && fast_1 && fast_2 && ratios, "%s", r.out);
+    cr_assert_eq(sscanf(clear + strlen(expected[0]), "%lf", &clear_ms), 1);
+    cr_assert_eq(sscanf(fast_1 + strlen(expected[1]), "%lf", &fast_1_ms), 1);
+    cr_assert_eq(sscanf(fast_2 + strlen(expected[2]), "%lf", &fast_2_ms), 1);
+    cr_assert_eq(sscanf(strstr(ratios, "forward") + strlen("forward"), "%lfx %lfx", &clear_ratio,
+                        &threads_ratio), 2, "%s", ratios);
+    /* times and ratios are printed to 2 decimals: a ratio a / b of the
+     * printed times is off by up to (a / b) (0.005 / a + 0.005 / b), and
+     * the printed ratio by 0.005 more */
+    cr_assert_gt(fast_2_ms, 0.05, "%s", r.out);
+    const double a[2] = {clear_ms, fast_1_ms}, got[2] = {clear_ratio, threads_ratio};
+    for (int i = 0; i < 2; i++) {
+        const double ratio = a[i] / fast_2_ms;
+        cr_expect_float_eq(got[i], ratio, 0.0051 + ratio * (0.005 / a[i] + 0.005 / fast_2_ms),
+                           "ratio %d: %s", i, r.out);
+    }
+    cr_expect(strstr(r.out, "PyTorch/fast") == NULL, "PyTorch compared without --pytorch-ms");
     run_result_free(&r);
 }
 

@@ -501,6 +501,47 @@ Test(multihead_program, all_ones_rows_are_measured)
     run_result_free(&r);
 }
 
+/* "largest difference between two output rows" is over every pair of rows:
+ * with D = 4 the program prints whole rows, so the test recomputes both
+ * numbers from them (to the 4 decimals printed), in Part 2 with dropout and
+ * in Part 3; the rows of two sequences are not only compared with the first
+ * row of the batch. "differ by up to" is the larger of the two. */
+Test(multihead_program, row_differences_are_over_every_pair)
+{
+    enum { B = 2, T = 4, D = 4 };
+    RunResult r = run_program("05_multihead/multihead", "--hiddens 4 --heads 2 --train");
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    const char *line = r.out;
+    for (int part = 0; part < 2; part++) {
+        double rows[B * T * D];
+        cr_assert_eq(tensor_numbers_in(r.out, "output[:, :, :6]", part, rows, B * T * D),
+                     B * T * D, "%s", r.out);
+        double within = 0.0, across = 0.0;
+        for (int a = 0; a < B * T; a++)
+            for (int b = 0; b < B * T; b++)
+                for (int j = 0; j < D; j++) {
+                    const double gap = fabs(rows[a * D + j] - rows[b * D + j]);
+                    if (a / T == b / T)
+                        within = fmax(within, gap);
+                    else
+                        across = fmax(across, gap);
+                }
+        line = strstr(line, "largest difference between two output rows: ");
+        cr_assert_not_null(line, "%s", r.out);
+        double printed_within, printed_across;
+        cr_assert_eq(sscanf(line, "largest difference between two output rows: %lf within a "
+                            "sequence, %lf across sequences", &printed_within, &printed_across),
+                     2, "%s", line);
+        cr_expect_float_eq(printed_within, within, 2e-4, "part %d: %s", part + 2, line);
+        cr_expect_float_eq(printed_across, across, 2e-4, "part %d: %s", part + 2, line);
+        if (part == 0)
+            cr_expect_float_eq(number_after(r.out, "differ by up to "), fmax(within, across),
+                               2e-4, "%s", r.out);
+        line++;
+    }
+    run_result_free(&r);
+}
+
 Test(multihead_program, a_sequence_with_no_key_outputs_the_bias)
 {
     /* Part 3 on random inputs, written with --to: sequence 0 has valid_len

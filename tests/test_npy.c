@@ -697,17 +697,10 @@ Test(npy, a_named_pipe_is_refused_without_waiting, .timeout = 10)
  * refused after its first bytes, not with "out of memory" after reading it;
  * the address space is capped at 1 GB to prove nothing large is allocated
  * (except under AddressSanitizer, whose shadow memory needs far more). */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
 
 static void load_huge_file(void)
 {
-#ifndef UNDER_ASAN   /* AddressSanitizer reserves terabytes of address space itself */
+#if !UNDER_ASAN   /* AddressSanitizer reserves terabytes of address space itself */
     struct rlimit limit = {1u << 30, 1u << 30};
     setrlimit(RLIMIT_AS, &limit);
 #endif

@@ -3,9 +3,8 @@
  * output cannot be written (a full disk: /dev/full) says so in one line on
  * stderr and exits 1, instead of exiting 0 with its output lost.
  *
- * Every program in the chapter folders is found the way the Makefile finds
- * them (an executable file without a dot in its name), so a new program is
- * covered without touching this file.
+ * Every program of the repository is found in the Makefile's list of them
+ * (find_programs), so a new program is covered without touching this file.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>

@@ -451,14 +451,25 @@ Test(plot, bad_name_and_bad_shape_are_refused, .init = make_scratch, .fini = rem
 
 /* ---- heatmap_terminal ---------------------------------------------------- */
 
-static char *terminal_drawing(const Tensor *m, const char *title)
+/* heatmap_terminal's drawing, or heatmap_terminal_shades' (shades_only).
+ * Not inlined: gcc 12 then takes the returned text for a pointer to the
+ * local buf that open_memstream was given (-Wdangling-pointer). */
+__attribute__((noinline)) static char *drawing_of(const Tensor *m, const char *title, bool shades_only)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    heatmap_terminal(f, m, title);
+    if (shades_only)
+        heatmap_terminal_shades(f, m, title);
+    else
+        heatmap_terminal(f, m, title);
     fclose(f);
     return buf;
+}
+
+static char *terminal_drawing(const Tensor *m, const char *title)
+{
+    return drawing_of(m, title, false);
 }
 
 Test(plot, terminal_drawing_of_a_tiny_matrix)
@@ -473,8 +484,8 @@ Test(plot, terminal_drawing_of_a_tiny_matrix)
                      "tiny\n"
                      "     0 1 2\n"
                      "   ┌──────┐\n"
-                     " 0 │ ·░░▒▒│\n"
-                     " 1 │▒▒▓▓██│\n"
+                     " 0 │ ·░░▒▒│    0 0.25 0.26\n"
+                     " 1 │▒▒▓▓██│ 0.50 0.75 1.00\n"
                      "   └──────┘\n"
                      "   · exactly 0 (masked), ░ above 0 up to 0.25, ▒ up to 0.5, ▓ up to 0.75,"
                      " █ up to 1\n",
@@ -490,7 +501,8 @@ Test(plot, terminal_masked_cells_are_dots_and_small_weights_are_shaded)
     const float weights[] = {1e-6f, 0.0f, NAN, 2.0f, 1e-45f, -0.0f, -0.5f};
     Tensor *m = tensor_from(weights, SHAPE(1, 7));
     char *got = terminal_drawing(m, NULL);
-    cr_expect(strstr(got, " 0 │░░ ·??██░░ ·--│\n") != NULL, "drew:\n%s", got);
+    cr_expect(strstr(got, " 0 │░░ ·??██░░ ·--│ 0.00    0  nan 2.00 0.00    0 -0.50\n") != NULL,
+              "drew:\n%s", got);
     cr_expect(strncmp(got, "     0 1 2 3 4 5 6\n", 19) == 0,
               "no title line when title is NULL:\n%s", got);
     char legend[160];
@@ -498,6 +510,48 @@ Test(plot, terminal_masked_cells_are_dots_and_small_weights_are_shaded)
     const size_t got_len = strlen(got), legend_len = strlen(legend);
     cr_expect(got_len > legend_len && strcmp(got + got_len - legend_len, legend) == 0,
               "the legend is the last line:\n%s", got);
+    free(got);
+    tensor_free(m);
+}
+
+/* Chapter 03's contrast: the unscaled weights 0.98 and 0.02 against the
+ * scaled 0.91 and 0.09 share their shades, so the rows must differ in their
+ * numbers; the numbers are those of the matrix, read back from the line. */
+Test(plot, terminal_rows_of_distinct_weights_differ)
+{
+    const float weights[] = {0.98f, 0.02f, 0.0f,
+                             0.91f, 0.09f, 0.0f};
+    Tensor *m = tensor_from(weights, SHAPE(2, 3));
+    char *got = terminal_drawing(m, NULL);
+    const char *row0 = strstr(got, " 0 │"), *row1 = strstr(got, " 1 │");
+    cr_assert(row0 != NULL && row1 != NULL, "drew:\n%s", got);
+    const char *cells0 = strstr(row0, "│"), *cells1 = strstr(row1, "│");
+    cr_expect(strncmp(cells0, cells1, strlen("│██░░ ·│")) == 0,
+              "four shades draw 0.98 and 0.91 alike:\n%s", got);
+    cr_expect(strncmp(row0, row1, (size_t)(strchr(row0, '\n') - row0)) != 0,
+              "two rows of different weights are drawn the same:\n%s", got);
+    for (int t = 0; t < 2; t++) {
+        const char *after = strstr(strstr(t ? row1 : row0, "│") + 1, "│") + strlen("│");
+        float a, b, c;
+        cr_expect_eq(sscanf(after, "%f %f %f", &a, &b, &c), 3, "row %d: %s", t, after);
+        cr_expect(fabsf(a - weights[3 * t]) <= 0.005f && fabsf(b - weights[3 * t + 1]) <= 0.005f
+                  && c == 0.0f, "row %d shows %g %g %g", t, a, b, c);
+    }
+    free(got);
+
+    /* the shades alone (for panels side by side) end each row at its border */
+    got = drawing_of(m, NULL, true);
+    cr_expect(strstr(got, " 0 │██░░ ·│\n 1 │██░░ ·│\n") != NULL, "drew:\n%s", got);
+    free(got);
+    tensor_free(m);
+}
+
+/* Beyond HEATMAP_VALUES_MAX keys the rows are too long for the numbers. */
+Test(plot, terminal_values_only_up_to_eight_keys)
+{
+    Tensor *m = tensor_full(0.5f, SHAPE(1, HEATMAP_VALUES_MAX + 1));
+    char *got = terminal_drawing(m, NULL);
+    cr_expect(strstr(got, "▒▒│\n") != NULL && strstr(got, "0.50") == NULL, "drew:\n%s", got);
     free(got);
     tensor_free(m);
 }

@@ -889,7 +889,7 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
     cr_expect_str_eq(parts[0], parts[1]);
     const double accuracy = heldout_number(trained.out, "accuracy ");
     cr_expect(accuracy > 20.0 && accuracy < 99.0, "60 steps gave %.2f%%", accuracy);
-    /* the model's 9 files with its training state, and the loss curve and
+    /* the model's 9 files with its training state, vocabulary.json, and the loss curve and
      * heatmap */
     const char *files[] = {"embed_keys.weight.npy", "attention.in_proj_weight.npy",
                            "num_heads.npy", "train_loss.dat", "train_loss.gp",
@@ -900,7 +900,7 @@ Test(train_program, a_saved_model_loads_with_the_same_results, .init = make_scra
         struct stat st;
         cr_expect_eq(stat(path, &st), 0, "%s was not written", files[i]);
     }
-    cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES + 4);
+    cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES + 1 + 4);
     run_result_free(&trained);
     run_result_free(&loaded);
 }
@@ -1064,7 +1064,7 @@ Test(train_program, a_signal_saves_a_model_that_goes_on_to_the_same_numbers,
         const char *argv[] = {TRAIN, "--steps", "1000000", "--seed", "5", "--to", scratch,
                               NULL};
         cr_expect_eq(run_and_signal(argv, 300, signals[i]), 128 + signals[i]);
-        cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES, "temporary files left?");
+        cr_expect_eq(count_files(scratch), LOOKUP_NUM_SAVED_FILES + 1, "temporary files left?");
         const int step = saved_step(scratch);
         cr_assert(step >= 0 && step < 1000000);
         snprintf(args, sizeof args, "--from %s --steps %d --to %s", scratch, step + 20,

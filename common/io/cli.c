@@ -430,20 +430,28 @@ void cli_print_help(const CliTable *table, FILE *out)
 }
 
 /* The checks of one program run: a program is one process, so one count. */
-static int failed_checks = 0;
+static int failed_checks = 0, passed_checks = 0;
 
 void cli_check(const char *prog, bool holds, const char *what)
 {
     if (!holds) {
         fprintf(stderr, "%s: check failed: %s\n", prog, what);
         failed_checks++;
+    } else {
+        passed_checks++;
     }
 }
 
 int cli_checks_status(const char *prog)
 {
-    if (failed_checks == 0)
+    if (failed_checks == 0) {
+        /* success is said too, not left to the silence of stderr */
+        if (passed_checks == 1)
+            printf("check: the self-check passed\n");
+        else if (passed_checks > 1)
+            printf("check: all %d self-checks passed\n", passed_checks);
         return 0;
+    }
     fprintf(stderr, "%s: %d %s failed\n", prog, failed_checks,
             plural(failed_checks, "check", "checks"));
     return 1;

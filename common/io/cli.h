@@ -145,11 +145,12 @@ void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv);
  * "is not a directory" or "cannot be read", a usage error naming it. */
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir);
 
-/* ---- a program's own checks (chapters 03 and 06) -------------------------- */
+/* ---- a program's own checks ------------------------------------------------ */
 /* A chapter program checks what it shows, and its exit status says whether
  * every check held. cli_check prints "PROG: check failed: WHAT" on stderr
  * when holds is false and counts it; cli_checks_status ends the count:
- * "PROG: 2 checks failed" on stderr and 1 when any failed, else 0. */
+ * "PROG: 2 checks failed" on stderr and 1 when any failed, else
+ * "check: all 5 self-checks passed" on stdout (when any ran) and 0. */
 void cli_check(const char *prog, bool holds, const char *what);
 int cli_checks_status(const char *prog);
 

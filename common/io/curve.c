@@ -70,7 +70,8 @@ static void write_gp(FILE *f, const char *name, int S, const char *xlabel, const
     fputs("\nset grid\n", f);
     if (log_y)
         fputs("set logscale y\n", f);
-    fputs(titles ? "set key top right\n" : "unset key\n", f);
+    /* below the plot, outside it: a key inside would cover a curve somewhere */
+    fputs(titles ? "set key below\n" : "unset key\n", f);
     fputs("plot ", f);
     for (int s = 0; s < S; s++) {
         fprintf(f, "%shere.'%s.dat' using 1:%d with linespoints pointsize 0.5 ",

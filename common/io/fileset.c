@@ -27,7 +27,13 @@ struct FileSet {
     int temp_fd;        /* the new directory */
     char **names;       /* the files written so far */
     int count;
+    int joined;         /* begins that joined this set while it was open */
+    bool failed;        /* a joined writer abandoned its part */
 };
+
+/* The set this process has open, which a begin for the same directory
+ * joins instead of starting a second one (a program's two plots, one set). */
+static FileSet *open_set;
 
 /* A copy of s, new. */
 static char *copied(const char *s)
@@ -163,6 +169,8 @@ static void clean_up_after_kills(int parent_fd, const char *base)
 
 static void set_free(FileSet *set)
 {
+    if (open_set == set)
+        open_set = NULL;
     if (set->temp_fd >= 0)
         close(set->temp_fd);
     if (set->parent_fd >= 0)
@@ -180,6 +188,10 @@ static void set_free(FileSet *set)
 
 FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
 {
+    if (open_set != NULL && strcmp(open_set->dir, dir) == 0) {
+        open_set->joined++;
+        return open_set;
+    }
     signal(SIGXFSZ, SIG_IGN);   /* a file past ulimit -f: EFBIG, one line, not a silent end */
     signals_hold(true);
     FileSet *set = checked_calloc("fileset", 1, sizeof *set);
@@ -227,6 +239,8 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
         fileset_abandon(set);
         return NULL;
     }
+    if (open_set == NULL)
+        open_set = set;
     return set;
 }
 
@@ -371,6 +385,15 @@ static int exchange(FileSet *set, char *err, size_t err_len)
 
 int fileset_commit(FileSet *set, char *err, size_t err_len)
 {
+    if (set->joined > 0) {   /* a joined part: the set goes in place with the first begin */
+        set->joined--;
+        return 0;
+    }
+    if (set->failed) {
+        error_format(err, err_len, set->dir, "not written: a part of the set failed");
+        fileset_abandon(set);
+        return -1;
+    }
     int status = carry_across(set, err, err_len);
     struct stat st;
     if (status == 0 && fstatat(set->parent_fd, set->base, &st, 0) == 0)
@@ -393,6 +416,11 @@ int fileset_commit(FileSet *set, char *err, size_t err_len)
 
 void fileset_abandon(FileSet *set)
 {
+    if (set->joined > 0) {   /* a joined part: the whole set will be abandoned */
+        set->joined--;
+        set->failed = true;
+        return;
+    }
     if (set->temp != NULL)
         remove_tree(set->parent_fd, set->temp);
     set_free(set);

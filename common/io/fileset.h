@@ -45,7 +45,10 @@ typedef struct FileSet FileSet;
 int fileset_check_dir(const char *dir, char *err, size_t err_len);
 
 /* A new, empty set for dir; the signals wait from here until the commit or
- * the abandon. NULL with err filled. */
+ * the abandon. NULL with err filled. A begin for a directory whose set is
+ * open already joins it: its commit then does nothing, its abandon marks
+ * the whole set failed, and the first begin's commit puts everything in
+ * place at once (a program's plots, written by several calls, as one set). */
 FileSet *fileset_begin(const char *dir, char *err, size_t err_len);
 /* File NAME of the set (no '/'): len bytes, written in full now. 0, or -1
  * with err filled; the set stays open, for fileset_abandon. */

@@ -443,7 +443,18 @@ static void border(FILE *out, int K, const char *left, const char *right)
     fprintf(out, "%s\n", right);
 }
 
-void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title)
+/* A weight beside its row, to 2 decimals: four shades cannot tell 0.98
+ * from 0.91, the numbers can. An exact 0 is "0", so that it stays apart
+ * from a small weight that rounds to "0.00". */
+static void put_value(FILE *out, float v)
+{
+    if (v == 0.0f)
+        fprintf(out, " %4s", "0");
+    else
+        fprintf(out, " %4.2f", (double)v);
+}
+
+static void draw(FILE *out, const Tensor *matrix, const char *title, bool values)
 {
     tensor_check_shape("heatmap_terminal", "matrix", matrix, SHAPE(-1, -1));
     const int T = matrix->shape[0], K = matrix->shape[1];
@@ -465,8 +476,21 @@ void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title)
         fprintf(out, "%2d │", t);
         for (int k = 0; k < K; k++)
             fputs(shade_of(AT2(matrix, t, k)), out);
-        fputs("│\n", out);
+        fputs("│", out);
+        for (int k = 0; k < K && values && K <= HEATMAP_VALUES_MAX; k++)
+            put_value(out, AT2(matrix, t, k));
+        fputc('\n', out);
     }
     border(out, K, "└", "┘");
     fprintf(out, "   %s\n", HEATMAP_TERMINAL_LEGEND);
+}
+
+void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title)
+{
+    draw(out, matrix, title, true);
+}
+
+void heatmap_terminal_shades(FILE *out, const Tensor *matrix, const char *title)
+{
+    draw(out, matrix, title, false);
 }

@@ -2,8 +2,9 @@
  * plot.h - attention heatmaps (introduced in chapter 02).
  *
  * Two ways to see a weight matrix:
- *   - heatmap_terminal draws it with shade characters, two per cell, so
- *     nothing needs to be installed to look at a small matrix;
+ *   - heatmap_terminal draws it with shade characters, two per cell, and
+ *     the weights beside each row, so nothing needs to be installed to look
+ *     at a small matrix;
  *   - plot_heatmaps writes DIR/NAME.dat and DIR/NAME.gp, a gnuplot script
  *     that renders DIR/NAME.png: queries down, keys across, row 0 at the
  *     top, a colour bar from 0 to 1, one panel per matrix in a grid, as
@@ -59,11 +60,16 @@ extern const char HEATMAP_MASKED_NOTE[];
 
 /* matrix (T, K) with values expected in [0, 1]; larger matrices than
  * HEATMAP_TERMINAL_MAX in either direction print a one-line note instead.
- * The drawing ends with the legend line: three spaces, then
- * HEATMAP_TERMINAL_LEGEND. A cell below 0 shows as "--", NaN as "??"; no
- * attention weight is either. */
-enum { HEATMAP_TERMINAL_MAX = 16 };
+ * Four shades cannot show every difference (0.98 and 0.91 are both full),
+ * so when K is at most HEATMAP_VALUES_MAX each row is followed by its
+ * weights to 2 decimals (an exact 0 as "0"). The drawing ends with the
+ * legend line: three spaces, then HEATMAP_TERMINAL_LEGEND. A cell below 0
+ * shows as "--", NaN as "??"; no attention weight is either. */
+enum { HEATMAP_TERMINAL_MAX = 16, HEATMAP_VALUES_MAX = 8 };
 void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title);
+/* The shades alone, for panels set side by side (05_multihead/head_grid),
+ * where the numbers would not fit. */
+void heatmap_terminal_shades(FILE *out, const Tensor *matrix, const char *title);
 
 /* "· exactly 0 (masked), ░ above 0 up to 0.25, ..." without the leading
  * spaces or the newline, for a program that prints the legend once under
