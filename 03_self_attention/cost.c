@@ -12,11 +12,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "attention.h"
 #include "error.h"
 #include "io/cli.h"
+#include "platform.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -79,17 +79,11 @@ static const char *ratio_str(char *buf, size_t len, double now, double prev)
     return buf;
 }
 
-static double physical_memory_bytes(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page_size > 0 ? (double)pages * (double)page_size : 0.0;
-}
-
 /* Time and memory of the n x n weight matrix as n doubles. */
 static void part5_cost(const Options *opt, Rng *rng)
 {
     const int d = opt->num_hiddens;
-    const double memory = physical_memory_bytes();
+    const double memory = platform_memory_bytes();
     printf("Part 5. What the n x n weight matrix costs\n\n");
     printf("self-attention on n tokens of size d = %d; time: the best of a few runs\n\n", d);
     printf("      n    time (ms)   x prev   weights (MB)   x prev   share of memory\n");

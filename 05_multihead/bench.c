@@ -25,7 +25,7 @@
  *     backward), the attention backward 4 products of 2*B*n*n*D (the fast
  *     one's recomputed scores are not counted: they are its price for not
  *     keeping the weights); percent of the peak for that thread count;
- *   - peak resident memory (getrusage's ru_maxrss). Every line runs in a
+ *   - peak resident memory (platform_peak_rss_bytes). Every line runs in a
  *     child process of its own, so one line's peak never includes
  *     another's.
  * Other programs running at the same time slow the runs down; medians
@@ -49,6 +49,7 @@
 #include "fast/streaming_attention.h"
 #include "io/cli.h"
 #include "multihead.h"
+#include "platform.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -300,9 +301,7 @@ static Result measure(const Config *c, bool fast, int threads, const Options *op
         r.ms = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
         r.runs = runs;
     }
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    r.max_rss_mb = (double)usage.ru_maxrss / 1024.0;   /* Linux reports kilobytes */
+    r.max_rss_mb = platform_peak_rss_bytes() / (1024.0 * 1024.0);
     work_free(&w);
     return r;
 }
@@ -708,8 +707,8 @@ int main(int argc, char **argv)
            "kernels' width; the larger of a measurement before the lines and one\n"
            "after): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads.\n\n",
            fast_vector_width(), peak_1, peak_n, N);
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const int usable = online > 0 && online < N ? (int)online : N;
+    const int online = platform_cpu_count();
+    const int usable = online < N ? online : N;
     if (peak_n < 0.75 * usable * peak_1)
         printf("Note: %d threads reached only %.1fx the peak of one on %d usable cores, so\n"
                "other programs are using the cores; the multi-threaded lines are slower\n"

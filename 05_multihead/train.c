@@ -24,14 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include "io/cli.h"
 #include "io/curve.h"
 #include "io/npy.h"
 #include "io/plot.h"
+#include "platform.h"
 #include "loss.h"
 #include "lookup_model.h"
 #include "tasks.h"
@@ -61,20 +58,6 @@ static double now_seconds(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Every training step allocates and frees the same tensors. glibc returns
- * the free top of its heap to the system once it passes 128 KB (and serves
- * blocks over 128 KB with mmap, unmapped when freed), so each step would
- * fault fresh zeroed pages back in: with --batch 256 a step took five times
- * as long. The default size stays under those limits. Keeping freed memory
- * for the next step costs nothing: the memory peaks in the first step. */
-static void keep_freed_memory(void)
-{
-#ifdef __GLIBC__
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-#endif
 }
 
 /* ---- Part 1 ------------------------------------------------------------------ */
@@ -663,7 +646,12 @@ int main(int argc, char **argv)
 {
     handle_stop_signals(note_signal);
     Options opt = parse_options(argc, argv);
-    keep_freed_memory();
+    /* Every training step allocates and frees the same tensors; an
+     * allocator that gives freed memory back to the system faults fresh
+     * zeroed pages in at each step (glibc's did: with --batch 256 a step
+     * took five times as long). Keeping it costs nothing: the memory peaks
+     * in the first step. */
+    platform_keep_freed_memory();
     LookupModel *model = opt.from_dir ? load_model(&opt) : NULL;   /* sets the sizes */
     const bool training = model == NULL || opt.steps_given;
     Adam *adam = model && training ? load_training(model, &opt) : NULL;   /* and the batches */

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
+
+#include "platform.h"
 
 static const char *program_name;   /* NULL until a program names itself */
 
@@ -76,11 +77,11 @@ void *checked_malloc(const char *func, size_t count, size_t elem)
 /* The smaller of the physical memory and the address-space limit. */
 size_t memory_available(const char **what)
 {
-    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    const double memory = platform_memory_bytes();
     size_t bytes = SIZE_MAX;
     *what = "no limit known";
-    if (pages > 0 && page_size > 0 && (size_t)pages <= SIZE_MAX / (size_t)page_size) {
-        bytes = (size_t)pages * (size_t)page_size;
+    if (memory > 0.0 && memory < (double)SIZE_MAX) {
+        bytes = (size_t)memory;
         *what = "the machine's memory";
     }
     struct rlimit limit;

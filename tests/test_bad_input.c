@@ -20,14 +20,12 @@
  * Runs of the sanitizer build keep checking memory errors here, but not
  * leaks: a program that stops on an error does not free what it holds.
  */
-#define _DEFAULT_SOURCE
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <grp.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -38,6 +36,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -45,6 +44,7 @@
 #include "io/layer_files.h"
 #include "lookup_model.h"
 #include "multihead.h"
+#include "platform.h"
 #include "tensor.h"
 
 /* A sanitizer build reserves terabytes of shadow memory, so an address-space
@@ -1272,7 +1272,7 @@ static RunResult run_limited(const BadInput *row, const char *args)
         }
         /* nobody: root would write into the read-only directory anyway */
         if (row->unprivileged && geteuid() == 0 &&
-            (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+            platform_become_user(65534, 65534) != 0)
             _exit(126);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
@@ -1633,7 +1633,7 @@ Test(bad_input, sigterm_while_writing_leaves_no_temporary_file)
     pid_t ended = 0;
     while (temp == 0 && (ended = waitpid(pid, NULL, WNOHANG)) == 0) {
         count_files(scratch, &npy, &temp);
-        usleep(200);
+        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
     }
     if (ended == 0) {
         kill(pid, SIGTERM);

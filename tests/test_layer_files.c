@@ -9,7 +9,7 @@
  * The directories are tests/fixtures/multihead/<case>/ (their README lists
  * the cases), or copies of them changed by one file.
  */
-#define _DEFAULT_SOURCE   /* flock, usleep */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,15 +18,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
 #include "io/layer_files.h"
 #include "io/npy.h"
 #include "multihead.h"
+#include "platform.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -378,7 +379,7 @@ Test(layer_files, a_writer_waits_for_the_lock)
     snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILES_LOCK);
     int lock = open(path, O_RDWR | O_CREAT, 0644);
     cr_assert(lock >= 0);
-    cr_assert_eq(flock(lock, LOCK_SH), 0);   /* as a reader loading the directory */
+    cr_assert_eq(platform_lock(lock, false), 0);   /* as a reader loading the directory */
     fflush(NULL);
     pid_t pid = fork();
     cr_assert(pid >= 0);
@@ -390,7 +391,7 @@ Test(layer_files, a_writer_waits_for_the_lock)
         const NamedTensor set[] = {{"a", x, NULL}, {"b", x, NULL}};
         _exit(layer_files_save(dir, set, 2, err, sizeof err) == 0 ? 0 : 1);
     }
-    usleep(100 * 1000);
+    nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
     /* whatever the child has done by now, no file of the set is in place */
     cr_expect(!file_there(dir, "a") && !file_there(dir, "b"),
               "a file was renamed while the directory was locked");

@@ -19,14 +19,14 @@
  * itself), and compiles with -ffp-contract=fast (see the Makefile) so that
  * c += a * b becomes one fused multiply-add instruction.
  */
-#define _DEFAULT_SOURCE   /* madvise, beside POSIX */
+#define _POSIX_C_SOURCE 200809L
 #include "fast/fast_matmul.h"
+#include "platform.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "ops.h"
@@ -117,11 +117,8 @@ static float *aligned_floats(size_t count)
         return NULL;
     bytes = (bytes + align - 1) / align * align;
     float *p = aligned_alloc(align, bytes);
-#ifdef MADV_HUGEPAGE
-    /* a request only: where the system gives no large pages, nothing changes */
     if (p != NULL && align == HUGE_PAGE)
-        madvise(p, bytes, MADV_HUGEPAGE);
-#endif
+        platform_advise_huge_pages(p, bytes);
     return p;
 }
 

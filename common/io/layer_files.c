@@ -1,5 +1,5 @@
 /* layer_files.c - a multi-head layer's .npy files: load, save, compare. See layer_files.h. */
-#define _DEFAULT_SOURCE   /* flock */
+#define _POSIX_C_SOURCE 200809L
 #include "io/layer_files.h"
 
 #include <errno.h>
@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/npy.h"
 #include "io/plot.h"
+#include "platform.h"
 
 /* ---- the table of input files ---------------------------------------------- */
 
@@ -112,7 +112,7 @@ static int optional_file_present(const char *path, char *err, size_t err_len)
 }
 
 /* ---- the directory's lock ---------------------------------------------------
- * Writers rename their files into DIR with an exclusive flock() on
+ * Writers rename their files into DIR with an exclusive lock (platform_lock) on
  * DIR/.multihead.lock, which they create; readers load with a shared one
  * when the file is there (a directory no writer of ours has written into,
  * such as a PyTorch export, gets no lock file from being read). Returns the
@@ -126,7 +126,7 @@ static int lock_dir(const char *dir, bool exclusive, char *err, size_t err_len)
                        : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && exclusive)
         set_error(err, err_len, "%s: cannot lock the directory: %s", path, strerror(errno));
-    if (fd >= 0 && flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+    if (fd >= 0 && platform_lock(fd, exclusive) != 0) {
         if (exclusive)
             set_error(err, err_len, "%s: cannot lock the directory: %s", path,
                       strerror(errno));

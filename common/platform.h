@@ -1,0 +1,66 @@
+/*
+ * platform.h - the one home of what differs between systems (used from
+ * chapter 03 on: memory checks, the benchmark, training, the file writer).
+ *
+ * Everything else in the repository is ISO C11 plus plain POSIX
+ * (_POSIX_C_SOURCE 200809L). The few calls that are neither (the machine's
+ * memory, the peak resident memory, large pages, allocator tuning, a lock
+ * on a file, the atomic exchange of two directories, the number of cores)
+ * are made here, each behind its #ifdef with one branch per system:
+ *
+ *   Linux (glibc or musl)   sysconf, getrusage in kB, madvise, mallopt
+ *                           (glibc only), flock, the renameat2 system call
+ *   macOS                   sysctl hw.memsize, getrusage in bytes, flock,
+ *                           renamex_np(RENAME_SWAP)
+ *   any other POSIX system  sysconf where it has the name, fcntl locks, and
+ *                           no directory exchange (the caller's fallback)
+ *
+ * Only Linux on x86-64 and aarch64 (glibc and musl) is built and run by the
+ * tests and CI; the macOS branches were checked by reading Apple's manual
+ * pages (see the top README's macOS section).
+ */
+#ifndef PLATFORM_H
+#define PLATFORM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Bytes of physical memory, 0 when the system does not say. */
+double platform_memory_bytes(void);
+
+/* The largest resident memory of this process so far, in bytes (getrusage's
+ * ru_maxrss, whose unit differs between systems), 0 when unknown. */
+double platform_peak_rss_bytes(void);
+
+/* Processors online, at least 1. */
+int platform_cpu_count(void);
+
+/* Ask for large (2 MB) pages behind [p, p + bytes), p aligned to 2 MB. A
+ * request only: where the system has none, nothing changes. */
+void platform_advise_huge_pages(void *p, size_t bytes);
+
+/* Ask the allocator to keep freed memory for the next allocation instead
+ * of returning it to the system (a training loop that frees and allocates
+ * the same tensors every step). Only glibc has the knob; elsewhere nothing
+ * changes. */
+void platform_keep_freed_memory(void);
+
+/* Lock the open file fd, shared (readers) or exclusive (a writer), waiting
+ * until it is free. The lock goes with the descriptor: closing fd releases
+ * it. 0, or -1 with errno. */
+int platform_lock(int fd, bool exclusive);
+
+/* Exchange two existing directory entries (files or directories) in one
+ * step: after it, a reader finds either both old names or both swapped,
+ * never one without the other. 0, or -1 with errno; errno ENOTSUP when
+ * this system or file system has no such call, and the caller then uses
+ * its fallback (the file writer's manifest, written last). */
+int platform_exchange(const char *path_a, const char *path_b);
+
+/* For a child process that root started and that must act as an ordinary
+ * user (the tests of a directory that cannot be written: root writes into
+ * any): drop the supplementary groups, then become gid and uid. 0, or -1
+ * with errno. */
+int platform_become_user(unsigned uid, unsigned gid);
+
+#endif
