@@ -5,15 +5,15 @@
  * Legend: B = batch_size, T = tokens decoded so far, T_max = capacity,
  * H = num_heads, G = num_kv_heads (G divides H), D = num_hiddens, d = D / H.
  */
-#define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include "kv_cache.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "ops.h"
+#include "platform.h"
 #include "softmax.h"
 
 double kv_cache_bytes(int batch_size, int num_kv_heads, int capacity, int head_size)
@@ -26,9 +26,7 @@ double kv_cache_bytes(int batch_size, int num_kv_heads, int capacity, int head_s
  * the cache could not be watched */
 static float *map_floats(size_t count)
 {
-    void *p = mmap(NULL, count * sizeof(float), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return platform_map_zeroed(count * sizeof(float));
 }
 
 static size_t cache_floats(const KVCache *cache)   /* B * G * T_max * d */
@@ -62,10 +60,8 @@ void kv_cache_free(KVCache *cache)
 {
     if (cache == NULL)
         return;
-    if (cache->keys != NULL)
-        munmap(cache->keys, cache_floats(cache) * sizeof(float));
-    if (cache->values != NULL)
-        munmap(cache->values, cache_floats(cache) * sizeof(float));
+    platform_unmap(cache->keys, cache_floats(cache) * sizeof(float));
+    platform_unmap(cache->values, cache_floats(cache) * sizeof(float));
     free(cache);
 }
 

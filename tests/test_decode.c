@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fast/fast_decode.h"
 #include "heads.h"
 #include "helpers.h"
 #include "io/npy.h"
@@ -266,4 +267,76 @@ Test(decode_pytorch, fixtures_are_not_trivial)
     cr_expect_gt(tensor_max_abs(a), 0.1f);
     cr_expect_gt(tensor_max_abs_diff(a, b), 0.05f);
     TENSOR_FREE(a, b);
+}
+
+/* ---- the fast step ------------------------------------------------------------ */
+
+/* fast_decode_step against decode_step over 40 tokens: the same cache
+ * contents, outputs within rounding of the sums' order (not bit-equal) */
+static void check_fast_step(int H, int G, int d, uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    const int B = 2, T = 40, D = H * d;
+    MultiHeadAttention *layer = multihead_new_grouped(D, D, D, D, H, G, 0.0f, true, &rng);
+    Tensor *tokens = random_tokens(&rng, B, T, D);
+    KVCache *clear = kv_cache_new(B, G, T, d), *fast = kv_cache_new(B, G, T, d);
+    float worst = 0.0f;
+    for (int t = 0; t < T; t++) {
+        Tensor *token = tensor_zeros(SHAPE(B, D));
+        for (int b = 0; b < B; b++)
+            memcpy(token->data + b * D, &AT3(tokens, b, t, 0), D * sizeof(float));
+        Tensor *a = decode_step(layer, clear, token);
+        Tensor *f = fast_decode_step(layer, fast, token);
+        const float diff = tensor_max_abs_diff(f, a) / tensor_max_abs(a);
+        worst = diff > worst ? diff : worst;
+        TENSOR_FREE(token, a, f);
+    }
+    cr_expect_lt(worst, 1e-5f, "H %d G %d d %d: fast step differs by %g relative", H, G, d,
+                 (double)worst);
+    TENSOR_FREE(tokens);
+    kv_cache_free(clear);
+    kv_cache_free(fast);
+    multihead_free(layer);
+}
+
+Test(fast_decode, multi_head_equals_clear_step) { check_fast_step(4, 4, 16, 21); }
+Test(fast_decode, grouped_equals_clear_step) { check_fast_step(8, 2, 64, 22); }
+Test(fast_decode, multi_query_odd_head_size_equals_clear_step) { check_fast_step(3, 1, 13, 23); }
+
+Test(fast_decode, stream_read_sums_every_float)
+{
+    /* 1000 floats, not a multiple of the vector block: 0 + 1 + ... + 999 */
+    float *x = malloc(1000 * sizeof(float));
+    for (int i = 0; i < 1000; i++)
+        x[i] = (float)i;
+    cr_expect_float_eq(fast_stream_read(x, 1000), 499500.0f, 0.5f);
+    cr_expect_float_eq(fast_stream_read(x + 1, 3), 6.0f, 0.0f);
+    free(x);
+}
+
+/* ---- the program: --from DIR --to DIR ---------------------------------------- */
+
+static void check_program_on_fixture(const char *name, int H, int G)
+{
+    char dir[64], args[512], path[256], err[NPY_ERR_LEN];
+    scratch_dir_make(dir, sizeof dir, "decode_to");
+    snprintf(args, sizeof args, "--from %s/%s --heads %d --kv-heads %d --to %s", FIXTURES, name,
+             H, G, dir);
+    RunResult r = run_program("05_multihead/decode", args);
+    cr_expect_eq(r.status, 0, "decode %s: %s", args, r.err);
+    snprintf(path, sizeof path, "%s/outputs.npy", dir);
+    Tensor *outputs = npy_load(path, err, sizeof err);
+    cr_assert(outputs, "%s", err);
+    Tensor *expected = fixture(name, "expected_outputs");
+    cr_expect(tensor_allclose(outputs, expected, 1e-5f, 1e-5f, stderr), "%s", name);
+    TENSOR_FREE(outputs, expected);
+    run_result_free(&r);
+    scratch_dir_remove(dir);
+}
+
+Test(decode_program, from_files_equals_pytorch_for_every_grouping)
+{
+    check_program_on_fixture("heads4_kv4", 4, 4);
+    check_program_on_fixture("heads4_kv2", 4, 2);
+    check_program_on_fixture("heads4_kv1", 4, 1);
 }
