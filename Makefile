@@ -1,6 +1,6 @@
 # Attention in plain C: build, run, test.
 #
-#   make                 build every chapter program and the tests
+#   make                 build every chapter program (no test library needed)
 #   make run             run every chapter program in order, with its defaults
 #   make test            build and run the Criterion tests (installs Criterion if missing)
 #   make plots           write every heatmap into plots/ and render it with gnuplot
@@ -34,9 +34,10 @@ else
   say = @printf '  %-4s %s\n' $(1) $(2);
 endif
 
-# common/ in three layers: the clear attention path, io/ (files and the
-# command line) and fast/ (the speed sections).
-COMMON_SRC := $(wildcard common/*.c common/io/*.c common/fast/*.c)
+# common/ in four layers: the clear attention path, learn/ (what makes
+# attention learn: embedding, loss, optimiser, tasks, the small models),
+# io/ (files and the command line) and fast/ (the speed sections).
+COMMON_SRC := $(wildcard common/*.c common/learn/*.c common/io/*.c common/fast/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
 TEST_SRC   := $(wildcard tests/*.c tests/fuzz/*_promises.c)
 
@@ -57,7 +58,7 @@ RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
 RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
-all: $(PROGRAMS) $(OUT)/tests/run_tests
+all: $(PROGRAMS)
 
 # Each program depends on its source and on all of common/.
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
@@ -76,7 +77,7 @@ $(OUT)/build/common/%.o: common/%.c
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The fast kernels (fast_matmul, fast_exp, streaming_attention,
-# multihead_fast; `make bench`) get flags on top of CFLAGS, on these files
+# fast_multihead; `make bench`) get flags on top of CFLAGS, on these files
 # only, so the clear code and every number a chapter prints stay as above:
 #   -ffp-contract=fast  a * b + c may become one fused multiply-add, the
 #                       instruction the register-tile kernels are built on;
@@ -134,12 +135,14 @@ bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train
 .PHONY: bench
 
 # ---- heatmaps ---------------------------------------------------------------
-# Every program listed here takes --plot DIR and writes NAME.dat + NAME.gp
-# into it (common/plot.h); a program joins by adding its path to the list.
-# gnuplot then renders each NAME.gp into NAME.png beside it.
+# Every program whose option table has {"--plot", ...} takes --plot DIR and
+# writes NAME.dat + NAME.gp into it (common/io/plot.h); found by pattern, so
+# a new program joins by having the option. gnuplot then renders each
+# NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_PROGRAMS := 02_softmax_mask/softmax_mask 03_self_attention/self_attention 05_multihead/multihead 05_multihead/head_grid 05_multihead/train 05_multihead/heads_experiment 05_multihead/head_importance 06_permutation_invariance/permutation_invariance 06_permutation_invariance/positions
+PLOT_SRC := $(shell grep -l '{"--plot"' $(PROGRAM_SRC))
+PLOT_PROGRAMS := $(patsubst $(OUT)/%,%,$(foreach src,$(PLOT_SRC),$(call program_of,$(src))))
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	@mkdir -p $(PLOT_DIR)
@@ -214,7 +217,8 @@ fuzz-tools:
 SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
-	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' all
+	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' \
+	  all build/sanitize/tests/run_tests
 	@export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0; \
 	set -o pipefail; \

@@ -71,7 +71,7 @@ static void scale_inplace(Tensor *x, float divisor)
 typedef struct {
     Tensor *queries, *keys, *values;   /* (1, n, d) each, equal to X */
     Tensor *grad_output;               /* G (1, n, d) */
-    AttentionSaved saved;              /* P (1, n, n) */
+    AttentionCache cache;              /* P (1, n, n) */
     Tensor *output;                    /* O (1, n, d) */
 } Problem;
 
@@ -97,12 +97,12 @@ static Problem forward_and_loss(const Options *opt, Rng *rng)
                    "a gradient of its own:\n");
     tensor_print_named("X", p.queries);
 
-    p.output = dot_product_attention_save(p.queries, p.keys, p.values, NULL, NULL, &p.saved);
+    p.output = dot_product_attention_cache(p.queries, p.keys, p.values, NULL, NULL, &p.cache);
     Tensor *scores = matmul_bt(p.queries, p.keys);
     scale_inplace(scores, sqrtf((float)d));
     printf("\nS = Q K^T / sqrt(%d), P = softmax(S) row by row, O = P V:\n", d);
     tensor_print_named("S", scores);
-    tensor_print_named("P", p.saved.weights);
+    tensor_print_named("P", p.cache.weights);
     tensor_print_named("O", p.output);
     printf("\nA loss is one number. Whatever comes after the layer, its gradient reaches\n"
            "O as a matrix dO of O's shape; L = sum(O * G) makes that matrix G itself:\n");
@@ -118,7 +118,7 @@ static Problem forward_and_loss(const Options *opt, Rng *rng)
 static bool backward_by_hand(const Problem *p)
 {
     printf("Part 2. Backwards, pass by pass\n\n");
-    const Tensor *P = p->saved.weights, *G = p->grad_output;
+    const Tensor *P = p->cache.weights, *G = p->grad_output;
     const int n = P->shape[1], d = p->queries->shape[2];
 
     printf("pass 4 backwards: O = P V, so dV = P^T dO and dP = dO V^T\n");
@@ -157,7 +157,7 @@ static bool backward_by_hand(const Problem *p)
     tensor_print_named("dK", dK);
 
     Tensor *lib_dQ = NULL, *lib_dK = NULL, *lib_dV = NULL;
-    dot_product_attention_backward(p->queries, p->keys, p->values, &p->saved, G, &lib_dQ,
+    dot_product_attention_backward(p->queries, p->keys, p->values, &p->cache, G, &lib_dQ,
                                    &lib_dK, &lib_dV);
     float worst = fmaxf(tensor_max_abs_diff(dQ, lib_dQ),
                         fmaxf(tensor_max_abs_diff(dK, lib_dK), tensor_max_abs_diff(dV, lib_dV)));
@@ -216,7 +216,7 @@ static void formula_against_differences(const Problem *p, double eps)
            "(L(x + eps) - L(x - eps)) / 2 eps taken (common/gradcheck.c); the relative\n"
            "error is the largest difference over the largest gradient.\n\n", eps);
     Tensor *dQ = NULL, *dK = NULL, *dV = NULL;
-    dot_product_attention_backward(p->queries, p->keys, p->values, &p->saved, p->grad_output,
+    dot_product_attention_backward(p->queries, p->keys, p->values, &p->cache, p->grad_output,
                                    &dQ, &dK, &dV);
     const char *names[3] = {"dQ", "dK", "dV"};
     Tensor *inputs[3] = {p->queries, p->keys, p->values}, *grads[3] = {dQ, dK, dV};
@@ -323,12 +323,12 @@ static void numeric64(Problem64 *p, double eps, double *grad)
     double *inputs[3] = {p->q, p->k, p->v};
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < nd; i++) {
-            const double saved = inputs[t][i];
-            inputs[t][i] = saved + eps;
+            const double original = inputs[t][i];
+            inputs[t][i] = original + eps;
             const double up = loss64(p);
-            inputs[t][i] = saved - eps;
+            inputs[t][i] = original - eps;
             const double down = loss64(p);
-            inputs[t][i] = saved;
+            inputs[t][i] = original;
             grad[t * nd + i] = (up - down) / (2.0 * eps);
         }
 }
@@ -527,7 +527,7 @@ int main(int argc, char **argv)
     Tensor *all[] = {p.queries, p.keys, p.values, p.grad_output, p.output};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tensor_free(all[i]);
-    attention_saved_free(&p.saved);
+    attention_cache_free(&p.cache);
     /* the library must be what the chapter derives: a disagreement fails */
     return agree ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 /*
  * backward - the multi-head layer, backwards: chapter 05's optional section.
  *
- * Part 1: the layer forward with multihead_forward_save and backwards with
+ * Part 1: the layer forward with multihead_forward_cache and backwards with
  *         multihead_backward on a small random layer with biases and a mask;
  *         every gradient against central finite differences.
  * Part 2: the surprise: the key bias b_k gets a zero gradient, whatever the
@@ -50,7 +50,7 @@ typedef struct {
     MultiHeadAttention *layer;
     Tensor *queries, *keys, *values, *grad_output;
     ValidLens *valid_lens;
-    MultiHeadSaved saved;
+    MultiHeadCache cache;
     MultiHeadGrads *grads;
     Tensor *grad_queries, *grad_keys, *grad_values;
 } Problem;
@@ -95,16 +95,16 @@ static Problem forward_and_backward(const Options *opt, Rng *rng)
            "sees no key:\n", B, T, DQ, B, K, DK, B, K, DV, D, opt->num_heads,
            D / opt->num_heads);
     valid_lens_print_named("valid_lens", p.valid_lens);
-    Tensor *output = multihead_forward_save(p.layer, p.queries, p.keys, p.values, p.valid_lens,
-                                            false, NULL, &p.saved);
-    const size_t kept = p.saved.Q->size + p.saved.K->size + p.saved.V->size +
-                        p.saved.attention.weights->size + p.saved.concat->size;
-    printf("multihead_forward_save kept Q (B*H, T, d), K and V (B*H, K, d), the weights\n"
+    Tensor *output = multihead_forward_cache(p.layer, p.queries, p.keys, p.values, p.valid_lens,
+                                            false, NULL, &p.cache);
+    const size_t kept = p.cache.Q->size + p.cache.K->size + p.cache.V->size +
+                        p.cache.attention.weights->size + p.cache.concat->size;
+    printf("multihead_forward_cache kept Q (B*H, T, d), K and V (B*H, K, d), the weights\n"
            "(B*H, T, K) and concat (B, T, D) for the backward: %zu floats, %zu bytes.\n",
            kept, kept * sizeof(float));
     printf("With L = sum(output * G) for a random G (B, T, D), multihead_backward gives:\n\n");
     p.grads = multihead_grads_new(p.layer);
-    multihead_backward(p.layer, &p.saved, p.grad_output, p.grads, &p.grad_queries,
+    multihead_backward(p.layer, &p.cache, p.grad_output, p.grads, &p.grad_queries,
                        &p.grad_keys, &p.grad_values, NULL);
 
     printf("  gradient      shape      largest |entry|   finite differences\n"
@@ -181,7 +181,7 @@ static Tensor *head_of(const Tensor *x, int row)
 static Tensor *head_key_grad_by_hand(const Problem *p, int h, bool print)
 {
     const int H = p->layer->num_heads, d = D / H;
-    Tensor *grad_concat = linear_backward(p->saved.concat, p->layer->W_o, p->grad_output,
+    Tensor *grad_concat = linear_backward(p->cache.concat, p->layer->W_o, p->grad_output,
                                           NULL, NULL);                        /* (B, T, D) */
     Tensor *share = tensor_zeros(SHAPE(d, DK));
     for (int b = 0; b < B; b++) {
@@ -190,8 +190,8 @@ static Tensor *head_key_grad_by_hand(const Problem *p, int h, bool print)
         for (int t = 0; t < T; t++)
             for (int i = 0; i < d; i++)
                 AT3(dO_h, 0, t, i) = AT3(grad_concat, b, t, h * d + i);
-        Tensor *P = head_of(p->saved.attention.weights, row);
-        Tensor *Q = head_of(p->saved.Q, row), *V = head_of(p->saved.V, row);
+        Tensor *P = head_of(p->cache.attention.weights, row);
+        Tensor *Q = head_of(p->cache.Q, row), *V = head_of(p->cache.V, row);
         Tensor *dP = matmul_bt(dO_h, V);                                       /* (1, T, K) */
         Tensor *dS = masked_softmax_backward(P, dP);
         Tensor *dS_t = tensor_permute(dS, (const int[]){0, 2, 1});             /* (1, K, T) */
@@ -272,7 +272,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tensor_free(all[i]);
     valid_lens_free(p.valid_lens);
-    multihead_saved_free(&p.saved);
+    multihead_cache_free(&p.cache);
     multihead_grads_free(p.grads);
     multihead_free(p.layer);
     /* the library must be what the chapter derives: a disagreement fails */

@@ -136,7 +136,7 @@ static double flops_of(const Config *c)
  * allocates (and rounded up): the fast forward keeps the inputs, the
  * concatenated heads and the output (about 6 (B, n, D) tensors with
  * scratch); the clear forward also holds the projections split into heads
- * (about 10); forward + backward adds the saved projections and every
+ * (about 10); forward + backward adds the cached projections and every
  * gradient (about 16); the attention backward alone has the heads' q, k,
  * v, output, gradients (about 10). The clear layer adds its (B*H, T, K)
  * weights: once forward, three times (weights, their gradient, the
@@ -174,7 +174,7 @@ typedef struct {
     /* attention's backward alone: the heads' tensors (B*H, n, d) and what
      * the forward returned, made once */
     Tensor *head_q, *head_k, *head_v, *head_out, *head_lse, *head_grad;
-    AttentionSaved head_saved;
+    AttentionCache head_cache;
 } Work;
 
 static void work_init(Work *w, const Config *c, bool fast, int threads, const Options *opt)
@@ -189,10 +189,10 @@ static void work_init(Work *w, const Config *c, bool fast, int threads, const Op
         w->head_k = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
         w->head_v = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
         w->head_grad = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
-        w->head_out = fast ? streaming_attention_save(w->head_q, w->head_k, w->head_v, NULL,
+        w->head_out = fast ? streaming_attention_cache(w->head_q, w->head_k, w->head_v, NULL,
                                                       threads, &w->head_lse)
-                           : dot_product_attention_save(w->head_q, w->head_k, w->head_v, NULL,
-                                                        NULL, &w->head_saved);
+                           : dot_product_attention_cache(w->head_q, w->head_k, w->head_v, NULL,
+                                                        NULL, &w->head_cache);
         return;
     }
     w->layer = multihead_new(D, D, D, D, H, 0.0f, true, &rng);
@@ -220,7 +220,7 @@ static void work_free(Work *w)
     Tensor *heads[] = {w->head_q, w->head_k, w->head_v, w->head_out, w->head_lse, w->head_grad};
     for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
         tensor_free(heads[i]);
-    attention_saved_free(&w->head_saved);
+    attention_cache_free(&w->head_cache);
 }
 
 /* The flat index of the first NaN or infinity among a pass's results
@@ -251,21 +251,21 @@ static size_t run_pass(Work *w, bool check)
         out = w->fast ? fast_multihead_forward(w->layer, q, k, k, w->valid_lens, w->threads)
                       : multihead_forward(w->layer, q, k, k, w->valid_lens, false, NULL, NULL);
     } else if (w->c->pass == FORWARD_BACKWARD && w->fast) {
-        FastMultiHeadSaved saved;
-        out = fast_multihead_forward_save(w->layer, q, k, k, w->valid_lens, w->threads, &saved);
-        fast_multihead_backward(w->layer, &saved, w->grad_output, w->grads, &gq, &gk, &gv,
+        FastMultiHeadCache cache;
+        out = fast_multihead_forward_cache(w->layer, q, k, k, w->valid_lens, w->threads, &cache);
+        fast_multihead_backward(w->layer, &cache, w->grad_output, w->grads, &gq, &gk, &gv,
                                 w->threads);
-        fast_multihead_saved_free(&saved);
+        fast_multihead_cache_free(&cache);
     } else if (w->c->pass == FORWARD_BACKWARD) {
-        MultiHeadSaved saved;
-        out = multihead_forward_save(w->layer, q, k, k, w->valid_lens, false, NULL, &saved);
-        multihead_backward(w->layer, &saved, w->grad_output, w->grads, &gq, &gk, &gv, NULL);
-        multihead_saved_free(&saved);
+        MultiHeadCache cache;
+        out = multihead_forward_cache(w->layer, q, k, k, w->valid_lens, false, NULL, &cache);
+        multihead_backward(w->layer, &cache, w->grad_output, w->grads, &gq, &gk, &gv, NULL);
+        multihead_cache_free(&cache);
     } else if (w->fast) {
         streaming_attention_backward(w->head_q, w->head_k, w->head_v, NULL, w->head_out,
                                      w->head_lse, w->head_grad, w->threads, &gq, &gk, &gv);
     } else {
-        dot_product_attention_backward(w->head_q, w->head_k, w->head_v, &w->head_saved,
+        dot_product_attention_backward(w->head_q, w->head_k, w->head_v, &w->head_cache,
                                        w->head_grad, &gq, &gk, &gv);
     }
     const Tensor *results[] = {out, gq, gk, gv};

@@ -28,10 +28,11 @@
 
 #include "io/cli.h"
 #include "io/curve.h"
-#include "optim.h"
-#include "tasks_more.h"
+#include "io/saved_models.h"
+#include "learn/optim.h"
+#include "learn/tasks.h"
+#include "learn/two_key_model.h"
 #include "tensor.h"
-#include "two_key_model.h"
 
 static const char PROG[] = "head_importance";
 
@@ -40,8 +41,6 @@ static const char PROG[] = "head_importance";
 enum { MAX_HEADS = 16, MAX_HIDDENS = 128, MAX_PAIRS = 16, MAX_ORDERS = 1000,
        MAX_EXAMPLES = 5000 };
 
-/* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3, STREAM_ORDERS = 4 };
 
 typedef struct {
     uint64_t seed;
@@ -119,15 +118,15 @@ static void show_progress(int step, int steps, double loss)
 
 static TwoKeyModel *train(const Options *opt, const Task *task)
 {
-    Rng init = rng_new_stream(opt->seed, STREAM_INIT);
-    Rng data = rng_new_stream(opt->seed, STREAM_TRAIN);
+    Rng init = rng_use(opt->seed, RNG_PARAMETERS);
+    Rng data = rng_use(opt->seed, RNG_BATCHES);
     TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
                                      &init);
     Adam *adam = adam_new(model->params, TWO_KEY_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
     for (int step = 1; step <= opt->steps; step++) {
-        task_two_keys_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
@@ -358,7 +357,7 @@ static int part3_pruning(const Options *opt, const TwoKeyModel *model, const Hel
     double one_order[MAX_HEADS + 1];
     pruning_curve(model, held, least_first, by_least);
     pruning_curve(model, held, most_first, by_most);
-    Rng rng = rng_new_stream(opt->seed, STREAM_ORDERS);
+    Rng rng = rng_use(opt->seed, RNG_ORDERS);
     for (int r = 0; r < opt->orders; r++) {
         rng_permutation(&rng, order, H);
         pruning_curve(model, held, order, one_order);
@@ -420,8 +419,8 @@ int main(int argc, char **argv)
         return 1;
     Task task = task_two_keys(opt.pairs, model->key_vocab, model->value_vocab);
     HeldOut held = {task_batch_new(&task, opt.examples), NULL};
-    Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
-    task_two_keys_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
+    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
+    task_draw(&task, held.examples, SPLIT_HELDOUT, &held_out_rng);
     held.heads = two_key_heads(model, held.examples);
 
     int status = check_finite(model, &held);

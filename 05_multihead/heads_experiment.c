@@ -23,10 +23,10 @@
 
 #include "io/cli.h"
 #include "io/plot.h"
-#include "optim.h"
-#include "tasks_more.h"
+#include "learn/optim.h"
+#include "learn/tasks.h"
+#include "learn/two_key_model.h"
 #include "tensor.h"
-#include "two_key_model.h"
 
 static const char PROG[] = "heads_experiment";
 
@@ -35,8 +35,6 @@ static const char PROG[] = "heads_experiment";
 enum { MAX_COUNTS = 6, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_PAIRS = HEATMAP_TERMINAL_MAX,
        MAX_EXAMPLES = 5000 };
 
-/* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
 
 typedef struct {
     uint64_t seed;
@@ -114,13 +112,13 @@ static void show_progress(bool terminal, int heads, uint64_t seed, int step, int
  * number. */
 static TwoKeyModel *train(const Options *opt, const Task *task, int heads, uint64_t seed)
 {
-    Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
     TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, heads, &init);
     Adam *adam = adam_new(model->params, TWO_KEY_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
     for (int step = 1; step <= opt->steps; step++) {
-        task_two_keys_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = two_key_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
@@ -170,7 +168,7 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
     TwoKeyModel *sizes = two_key_new(opt->countries, opt->countries, opt->hiddens, 1, &rng);
     printf("The model reads the query as ONE vector, the two countries' embeddings\n"
            "side by side, and attends over the %d entries with H heads of size %d / H;\n"
-           "a readout gives both capitals (common/two_key_model.h). Whatever H, it has\n"
+           "a readout gives both capitals (common/learn/two_key_model.h). Whatever H, it has\n"
            "num_hiddens %d and %zu parameters. Training: %d Adam steps of %d examples,\n"
            "lr %g, the same batches for every H; held-out: %d examples, none of them\n"
            "trained on.\n\n", opt->pairs, opt->hiddens, opt->hiddens,
@@ -277,8 +275,8 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv);
     Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
     TaskBatch *held_out = task_batch_new(&task, opt.examples);
-    Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
-    task_two_keys_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
+    task_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
     part1_task(&opt, &task, held_out);
     TwoKeyModel *models[MAX_COUNTS] = {NULL};

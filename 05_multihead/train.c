@@ -28,21 +28,19 @@
 #include "io/curve.h"
 #include "io/npy.h"
 #include "io/plot.h"
+#include "io/saved_models.h"
+#include "learn/lookup_model.h"
+#include "learn/loss.h"
+#include "learn/tasks.h"
 #include "platform.h"
-#include "loss.h"
-#include "lookup_model.h"
-#include "tasks.h"
 
 static const char PROG[] = "train";
 
-/* The generator streams: one for the parameters, one for the held-out
- * examples (tests/fixtures/make_train_fixtures.py draws them from the same
- * stream), and one for each training step's batch, STREAM_STEP + s, so that
- * the batch of step s depends on the seed and s alone: changing --steps
- * leaves every batch as it was, and a run that goes on from a saved step
- * draws what an uninterrupted run would. */
-enum { STREAM_HELDOUT = 2 };
-static const uint64_t STREAM_STEP = (uint64_t)1 << 32;
+/* The generator streams (random.h): the parameters and the held-out
+ * examples each have their own (tests/fixtures/make_train_fixtures.py draws
+ * the held-out ones from the same stream), and each training step's batch
+ * one of its own (rng_step), so that changing --steps leaves every batch
+ * as it was. */
 enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, MAX_HIDDENS = 512, PROGRESS_LINES = 10 };
 
 typedef struct {
@@ -100,7 +98,7 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
 /* The batch of training step s (1, 2, ...). */
 static void draw_step_batch(const Task *task, TaskBatch *batch, uint64_t seed, int step)
 {
-    Rng rng = rng_new_stream(seed, STREAM_STEP + (uint64_t)step);
+    Rng rng = rng_step(seed, (uint64_t)step);
     task_draw(task, batch, SPLIT_TRAIN, &rng);
 }
 
@@ -285,7 +283,7 @@ static TrainEnd part2_train(LookupModel *model, Adam *adam, const Task *task,
 static TaskBatch *heldout_examples(const Task *task, const Options *opt)
 {
     TaskBatch *heldout = task_batch_new(task, opt->examples);
-    Rng rng = rng_new_stream(opt->seed, STREAM_HELDOUT);
+    Rng rng = rng_use(opt->seed, RNG_HELDOUT);
     task_draw(task, heldout, SPLIT_HELDOUT, &rng);
     return heldout;
 }
@@ -326,17 +324,27 @@ static int asked_entry(const TaskBatch *batch, int b)
     return asked;
 }
 
-/* The mean weight each head puts on the entry whose key the query names,
- * over the held-out examples: weights (N, H, 1, P) -> per_head (H,). */
-static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout, double *per_head)
+/* Over the held-out examples, for each head: the mean weight it puts on
+ * the entry whose key the query names, and the share of examples whose
+ * largest weight falls there (the first largest, like argmax):
+ * weights (N, H, 1, P) -> mean_weight (H,), largest_share (H,). */
+static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout,
+                              double *mean_weight, double *largest_share)
 {
-    const int N = weights->shape[0], H = weights->shape[1];
+    const int N = weights->shape[0], H = weights->shape[1], P = weights->shape[3];
     for (int h = 0; h < H; h++)
-        per_head[h] = 0.0;
+        mean_weight[h] = largest_share[h] = 0.0;
     for (int b = 0; b < N; b++) {
         const int asked = asked_entry(heldout, b);
-        for (int h = 0; h < H; h++)
-            per_head[h] += AT4(weights, b, h, 0, asked) / N;
+        for (int h = 0; h < H; h++) {
+            const float *row = &AT4(weights, b, h, 0, 0);
+            int best = 0;
+            for (int j = 1; j < P; j++)
+                if (row[j] > row[best])
+                    best = j;
+            mean_weight[h] += row[asked] / N;
+            largest_share[h] += (best == asked) / (double)N;
+        }
     }
 }
 
@@ -384,12 +392,13 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
            on_key, H, asked, task->key_words[heldout->queries[0]],
            on_key == H ? ":\n  the query found its key.\n" : ".\n");
 
-    double per_head[MAX_PAIRS];
-    weight_on_the_key(weights, heldout, per_head);
-    printf("\n  mean weight on the entry holding the query's key, over the %d held-out "
-           "examples:\n ", heldout->batch_size);
+    double mean_weight[MAX_PAIRS], largest_share[MAX_PAIRS];
+    weight_on_the_key(weights, heldout, mean_weight, largest_share);
+    printf("\n  over all %d held-out examples, the entry holding the query's key:\n"
+           "    head   has the head's largest weight   mean weight on it\n",
+           heldout->batch_size);
     for (int h = 0; h < H; h++)
-        printf(" head %d %.3f%s", h, per_head[h], h + 1 < H ? "," : "\n");
+        printf("    %4d   %28.1f%%   %17.3f\n", h, 100.0 * largest_share[h], mean_weight[h]);
     tensor_free(weights);
     tensor_free(logits);
     return example;
@@ -500,7 +509,7 @@ static double cpu_seconds(void)
  * fall with the share of a core the program gets, the CPU time much less. */
 static int bench(const Task *task, const Options *opt)
 {
-    Rng rng = rng_new(opt->seed);
+    Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
     LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
                                     &rng);
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
@@ -665,7 +674,7 @@ int main(int argc, char **argv)
     float *losses = NULL;
     if (training) {
         if (model == NULL) {
-            Rng rng = rng_new(opt.seed);
+            Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
             model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
             adam = adam_new(model->params, model->num_params, opt.lr);
         }

@@ -24,9 +24,9 @@
 
 #include "io/cli.h"
 #include "io/plot.h"
-#include "optim.h"
-#include "reversal_model.h"
-#include "tasks_more.h"
+#include "learn/optim.h"
+#include "learn/reversal_model.h"
+#include "learn/tasks.h"
 #include "tensor.h"
 
 static const char PROG[] = "positions";
@@ -36,8 +36,6 @@ static const char PROG[] = "positions";
 enum { MAX_LENGTH = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 8, MAX_HIDDENS = 128, MAX_HEADS = 8,
        MAX_EXAMPLES = 5000 };
 
-/* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
 
 typedef struct {
     uint64_t seed;
@@ -103,7 +101,7 @@ static void show_progress(bool terminal, const char *what, int step, int steps, 
  * being a number (a message says so). */
 static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
 {
-    Rng init = rng_new_stream(seed, STREAM_INIT), data = rng_new_stream(seed, STREAM_TRAIN);
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
     ReversalModel *model = reversal_new(opt->letters, opt->hiddens, opt->heads, positions, &init);
     Adam *adam = adam_new(model->params, REVERSAL_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
@@ -112,7 +110,7 @@ static ReversalModel *train(const Options *opt, const Task *task, bool positions
     snprintf(what, sizeof what, "%s positions, seed %llu", positions ? "with" : "without",
              (unsigned long long)seed);
     for (int step = 1; step <= opt->steps; step++) {
-        task_reversal_draw(task, batch, SPLIT_TRAIN, &data);
+        task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = reversal_train_step(model, adam, batch);
         if (!isfinite(loss)) {
             fflush(stdout);
@@ -303,8 +301,8 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv);
     Task task = task_reversal(opt.length, opt.letters);
     TaskBatch *held_out = task_batch_new(&task, opt.examples);
-    Rng held_out_rng = rng_new_stream(opt.seed, STREAM_HELDOUT);
-    task_reversal_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
+    task_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
 
     part1_task(&opt, &task, held_out);
     ReversalModel *models[2] = {NULL, NULL};

@@ -58,7 +58,7 @@ AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
 
 /* queries (B, T, d), keys (B, K, d), valid_lens NULL, (B,) or (B, T)
  * -> weights (B, T, K): passes 1 and 2 of the forward, which
- * dot_product_attention and dot_product_attention_save share. */
+ * dot_product_attention and dot_product_attention_cache share. */
 static Tensor *attention_weights_of(const Tensor *queries, const Tensor *keys,
                                     const ValidLens *valid_lens, AttentionSizes n)
 {
@@ -115,8 +115,8 @@ Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
 /* ---- backward -------------------------------------------------------------
  * The forward in four passes, and what each leaves for the backward:
  *   S = Q K^T / sqrt(d)       (B, T, K)   pass 1
- *   P = masked_softmax(S)     (B, T, K)   pass 2   kept: saved->weights
- *   A = P * M                 (B, T, K)   pass 3   kept: M = saved->dropout_scale
+ *   P = masked_softmax(S)     (B, T, K)   pass 2   kept: cache->weights
+ *   A = P * M                 (B, T, K)   pass 3   kept: M = cache->dropout_scale
  *   O = A V                   (B, T, v)   pass 4
  * The backward runs them in reverse with the chain rule, one product of
  * matrices per step, so it costs about twice the forward. */
@@ -129,11 +129,11 @@ static Tensor *dropout_scale_draw(const Tensor *x, const Dropout *dropout)
     if (dropout == NULL || !dropout->training)
         return NULL;
     if (!(dropout->p >= 0.0f && dropout->p < 1.0f))
-        die("dot_product_attention_save", "p must be in [0, 1), got %g", (double)dropout->p);
+        die("dot_product_attention_cache", "p must be in [0, 1), got %g", (double)dropout->p);
     if (dropout->p == 0.0f)
         return NULL;   /* nothing drawn, as in dropout_inplace */
     if (dropout->rng == NULL)
-        die("dot_product_attention_save",
+        die("dot_product_attention_cache",
             "training mode needs a random generator (rng is NULL)");
     const float keep_scale = 1.0f / (1.0f - dropout->p);
     Tensor *scale = tensor_zeros(x->ndim, x->shape);
@@ -151,36 +151,36 @@ static void apply_dropout_scale(Tensor *x, const Tensor *scale)
 }
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
- * (B,) or (B, T) -> output (B, T, v); saved->weights (B, T, K), and
- * saved->dropout_scale (B, T, K) when dropout acts */
-Tensor *dot_product_attention_save(const Tensor *queries, const Tensor *keys,
+ * (B,) or (B, T) -> output (B, T, v); cache->weights (B, T, K), and
+ * cache->dropout_scale (B, T, K) when dropout acts */
+Tensor *dot_product_attention_cache(const Tensor *queries, const Tensor *keys,
                                    const Tensor *values, const ValidLens *valid_lens,
-                                   const Dropout *dropout, AttentionSaved *saved)
+                                   const Dropout *dropout, AttentionCache *cache)
 {
-    const AttentionSizes n = attention_check_shapes("dot_product_attention_save", queries,
+    const AttentionSizes n = attention_check_shapes("dot_product_attention_cache", queries,
                                                     keys, values, valid_lens);
     /* passes 1 and 2, kept: P is all the softmax backward needs */
-    saved->weights = attention_weights_of(queries, keys, valid_lens, n);
+    cache->weights = attention_weights_of(queries, keys, valid_lens, n);
 
     /* pass 3: the mask drawn once and kept, so the backward sends the
      * gradient through exactly the weights that the forward used */
-    saved->dropout_scale = dropout_scale_draw(saved->weights, dropout);
-    if (saved->dropout_scale == NULL)
-        return matmul(saved->weights, values);   /* pass 4 */
+    cache->dropout_scale = dropout_scale_draw(cache->weights, dropout);
+    if (cache->dropout_scale == NULL)
+        return matmul(cache->weights, values);   /* pass 4 */
 
     /* pass 4: weighted sum of values, by the weights that dropout kept */
-    Tensor *dropped = attention_saved_dropped(saved);
+    Tensor *dropped = attention_saved_dropped(cache);
     Tensor *output = matmul(dropped, values);
     tensor_free(dropped);
     return output;
 }
 
-/* saved weights and dropout scale (B, T, K) -> weights after dropout (B, T, K) */
-Tensor *attention_saved_dropped(const AttentionSaved *saved)
+/* cached weights and dropout scale (B, T, K) -> weights after dropout (B, T, K) */
+Tensor *attention_saved_dropped(const AttentionCache *cache)
 {
-    Tensor *dropped = tensor_copy(saved->weights);
-    if (saved->dropout_scale != NULL)
-        apply_dropout_scale(dropped, saved->dropout_scale);
+    Tensor *dropped = tensor_copy(cache->weights);
+    if (cache->dropout_scale != NULL)
+        apply_dropout_scale(dropped, cache->dropout_scale);
     return dropped;
 }
 
@@ -190,29 +190,29 @@ static Tensor *transpose_last_two(const Tensor *x)
     return tensor_permute(x, (const int[]){0, 2, 1});
 }
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), saved weights and
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), cached weights and
  * dropout scale (B, T, K), grad_output (B, T, v) -> grad_queries (B, T, d),
  * grad_keys (B, K, d), grad_values (B, K, v) */
 void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
-                                    const Tensor *values, const AttentionSaved *saved,
+                                    const Tensor *values, const AttentionCache *cache,
                                     const Tensor *grad_output, Tensor **grad_queries,
                                     Tensor **grad_keys, Tensor **grad_values)
 {
     const char *func = "dot_product_attention_backward";
     const AttentionSizes n = attention_check_shapes(func, queries, keys, values, NULL);
-    tensor_check_shape(func, "saved weights", saved->weights,
+    tensor_check_shape(func, "cache weights", cache->weights,
                        SHAPE(n.batch_size, n.num_queries, n.num_keys));
-    if (saved->dropout_scale != NULL)
-        tensor_check_shape(func, "saved dropout_scale", saved->dropout_scale,
+    if (cache->dropout_scale != NULL)
+        tensor_check_shape(func, "cache dropout_scale", cache->dropout_scale,
                            SHAPE(n.batch_size, n.num_queries, n.num_keys));
     tensor_check_shape(func, "grad_output", grad_output,
                        SHAPE(n.batch_size, n.num_queries, n.v));
 
     // pass 4 backwards: O = A V, so dV = A^T dO and dA = dO V^T
     if (grad_values != NULL) {
-        Tensor *dropped_t = transpose_last_two(saved->weights);      /* A^T (B, K, T) */
-        if (saved->dropout_scale != NULL) {
-            Tensor *scale_t = transpose_last_two(saved->dropout_scale);
+        Tensor *dropped_t = transpose_last_two(cache->weights);      /* A^T (B, K, T) */
+        if (cache->dropout_scale != NULL) {
+            Tensor *scale_t = transpose_last_two(cache->dropout_scale);
             apply_dropout_scale(dropped_t, scale_t);
             tensor_free(scale_t);
         }
@@ -225,13 +225,13 @@ void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
 
     // pass 3 backwards: A = P * M elementwise, so dP = dA * M: a dropped
     // weight passed nothing forward and gets nothing back
-    if (saved->dropout_scale != NULL)
+    if (cache->dropout_scale != NULL)
         for (size_t i = 0; i < grad_weights->size; i++)
-            grad_weights->data[i] *= saved->dropout_scale->data[i];
+            grad_weights->data[i] *= cache->dropout_scale->data[i];
 
     // pass 2 backwards: dS = P * (dP - rowsum(dP * P)); masked keys and
     // rows with no valid key get exactly 0 (softmax.c)
-    Tensor *grad_scores = masked_softmax_backward(saved->weights, grad_weights);
+    Tensor *grad_scores = masked_softmax_backward(cache->weights, grad_weights);
     tensor_free(grad_weights);
 
     // pass 1 backwards: S = Q K^T / sqrt(d). The scale divides every score,
@@ -249,12 +249,12 @@ void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
     tensor_free(grad_scores);
 }
 
-void attention_saved_free(AttentionSaved *saved)
+void attention_cache_free(AttentionCache *cache)
 {
-    if (saved == NULL)
+    if (cache == NULL)
         return;
-    tensor_free(saved->weights);
-    tensor_free(saved->dropout_scale);
-    saved->weights = NULL;
-    saved->dropout_scale = NULL;
+    tensor_free(cache->weights);
+    tensor_free(cache->dropout_scale);
+    cache->weights = NULL;
+    cache->dropout_scale = NULL;
 }

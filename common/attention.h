@@ -58,15 +58,15 @@ Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
 typedef struct {
     Tensor *weights;         /* (B, T, K) softmax output, before dropout */
     Tensor *dropout_scale;   /* (B, T, K) 0 or 1/(1-p) as drawn; NULL without dropout */
-} AttentionSaved;
+} AttentionCache;
 
 /* dot_product_attention that also keeps what the backward needs: the same
  * output, drawing the same dropout coin flips from dropout->rng. */
-Tensor *dot_product_attention_save(const Tensor *queries, const Tensor *keys,
+Tensor *dot_product_attention_cache(const Tensor *queries, const Tensor *keys,
                                    const Tensor *values, const ValidLens *valid_lens,
-                                   const Dropout *dropout, AttentionSaved *saved);
+                                   const Dropout *dropout, AttentionCache *cache);
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), saved from the
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), cached by the
  * forward, grad_output (B, T, v) -> grad_queries (B, T, d),
  * grad_keys (B, K, d), grad_values (B, K, v), each new, or not computed
  * when its pointer is NULL:
@@ -74,13 +74,13 @@ Tensor *dot_product_attention_save(const Tensor *queries, const Tensor *keys,
  *   dP = dA * scale,   dS = P * (dP - rowsum(dP * P)),   S = Q K^T / sqrt(d)
  *   dQ = dS K / sqrt(d),   dK = dS^T Q / sqrt(d) */
 void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
-                                    const Tensor *values, const AttentionSaved *saved,
+                                    const Tensor *values, const AttentionCache *cache,
                                     const Tensor *grad_output, Tensor **grad_queries,
                                     Tensor **grad_keys, Tensor **grad_values);
 /* The weights after dropout (B, T, K), new: what pass 4 multiplied the
  * values by, and what dot_product_attention returns as its weights. */
-Tensor *attention_saved_dropped(const AttentionSaved *saved);
-/* Frees the saved tensors and sets them to NULL (the struct is the caller's). */
-void attention_saved_free(AttentionSaved *saved);
+Tensor *attention_saved_dropped(const AttentionCache *cache);
+/* Frees the cached tensors and sets them to NULL (the struct is the caller's). */
+void attention_cache_free(AttentionCache *cache);
 
 #endif

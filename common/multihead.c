@@ -112,12 +112,12 @@ static Tensor *kv_heads_of(const Tensor *k_proj, int num_kv_heads, int num_heads
 }
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
- * (B,) or (B, T) -> output (B, T, D); saved: Q (B*H, T, d), K and V
+ * (B,) or (B, T) -> output (B, T, D); cache: Q (B*H, T, d), K and V
  * (B*H, K, d), attention weights (B*H, T, K), concat (B, T, D) */
-Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, bool training, Rng *rng,
-                               MultiHeadSaved *saved)
+                               MultiHeadCache *cache)
 {
     const char *func = "multihead_forward";
     const int H = layer->num_heads, G = layer->num_kv_heads;
@@ -131,18 +131,18 @@ Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *qu
     valid_lens_check(func, valid_lens, B, queries->shape[1], K);
     if (training && layer->dropout > 0.0f && rng == NULL)
         die(func, "dropout in training mode needs a random generator, got NULL");
-    saved->queries = queries;
-    saved->keys = keys;
-    saved->values = values;
-    saved->valid_lens = valid_lens;
+    cache->queries = queries;
+    cache->keys = keys;
+    cache->values = values;
+    cache->valid_lens = valid_lens;
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix
     Tensor *q_proj = linear(queries, layer->W_q, layer->b_q);   /* (B, T, D) */
     Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, G*d) */
     Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, G*d) */
-    saved->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
-    saved->K = kv_heads_of(k_proj, G, H);                       /* (B*H, K, d) */
-    saved->V = kv_heads_of(v_proj, G, H);                       /* (B*H, K, d) */
+    cache->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
+    cache->K = kv_heads_of(k_proj, G, H);                       /* (B*H, K, d) */
+    cache->V = kv_heads_of(v_proj, G, H);                       /* (B*H, K, d) */
     tensor_free(q_proj);
     tensor_free(k_proj);
     tensor_free(v_proj);
@@ -152,13 +152,13 @@ Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *qu
     Dropout drop = {layer->dropout, training, rng};
     /* The keys now have d columns, so the attention divides the scores by
      * sqrt(d), the per-head size, and not by sqrt(D). */
-    Tensor *heads_out = dot_product_attention_save(saved->Q, saved->K, saved->V, head_lens,
-                                                   &drop, &saved->attention);
+    Tensor *heads_out = dot_product_attention_cache(cache->Q, cache->K, cache->V, head_lens,
+                                                   &drop, &cache->attention);
     valid_lens_free(head_lens);
 
     // pass 3: put the heads side by side again and mix them with W_o
-    saved->concat = transpose_output(heads_out, H);                    /* (B, T, D) */
-    Tensor *output = linear(saved->concat, layer->W_o, layer->b_o);    /* (B, T, D) */
+    cache->concat = transpose_output(heads_out, H);                    /* (B, T, D) */
+    Tensor *output = linear(cache->concat, layer->W_o, layer->b_o);    /* (B, T, D) */
     tensor_free(heads_out);
     return output;
 }
@@ -171,19 +171,19 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
                           Tensor **attention_weights)
 {
     /* The forward that keeps nothing: the saving one, its savings dropped. */
-    MultiHeadSaved saved;
-    Tensor *output = multihead_forward_save(layer, queries, keys, values, valid_lens,
-                                            training, rng, &saved);
+    MultiHeadCache cache;
+    Tensor *output = multihead_forward_cache(layer, queries, keys, values, valid_lens,
+                                            training, rng, &cache);
     if (attention_weights != NULL) {
         const int B = queries->shape[0], H = layer->num_heads;
         const int T = queries->shape[1], K = keys->shape[1];
         /* The weights after dropout, as they multiplied the values.
          * (B*H, T, K) and (B, H, T, K) are the same numbers in the same
          * order, because row b*H + h is head h of sequence b: a view. */
-        Tensor *weights = attention_saved_dropped(&saved.attention);
+        Tensor *weights = attention_saved_dropped(&cache.attention);
         *attention_weights = tensor_reshape(weights, SHAPE(B, H, T, K));
     }
-    multihead_saved_free(&saved);
+    multihead_cache_free(&cache);
     return output;
 }
 
@@ -261,20 +261,20 @@ static void projection_backward(const Tensor *x, const Tensor *weight, const Ten
 
 /* grad_output (B, T, D) -> grads += dW_*, db_*; grad_queries (B, T, Dq),
  * grad_keys (B, K, Dk), grad_values (B, K, Dv), grad_concat (B, T, D) */
-void multihead_backward(const MultiHeadAttention *layer, const MultiHeadSaved *saved,
+void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
                         const Tensor *grad_output, MultiHeadGrads *grads,
                         Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                         Tensor **grad_concat)
 {
     const int H = layer->num_heads, G = layer->num_kv_heads;
     tensor_check_shape("multihead_backward", "grad_output", grad_output,
-                       saved->concat->ndim, saved->concat->shape);
+                       cache->concat->ndim, cache->concat->shape);
     MultiHeadGrads none = {0};   /* grads NULL: only input gradients wanted */
     const MultiHeadGrads *g = grads != NULL ? grads : &none;
 
     // pass 3 backwards: dW_o += dO^T concat, db_o += column sums of dO,
     // d concat = dO W_o, then the heads' share of it, moved back per head
-    Tensor *d_concat = linear_backward(saved->concat, layer->W_o, grad_output, g->W_o,
+    Tensor *d_concat = linear_backward(cache->concat, layer->W_o, grad_output, g->W_o,
                                        g->b_o);                             /* (B, T, D) */
     Tensor *d_heads = transpose_output_backward(d_concat, H);              /* (B*H, T, d) */
     if (grad_concat != NULL)
@@ -285,29 +285,29 @@ void multihead_backward(const MultiHeadAttention *layer, const MultiHeadSaved *s
     // pass 2 backwards: every head on its own, with the weights and the
     // dropout mask its forward kept
     Tensor *d_Q = NULL, *d_K = NULL, *d_V = NULL;
-    dot_product_attention_backward(saved->Q, saved->K, saved->V, &saved->attention, d_heads,
+    dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, d_heads,
                                    &d_Q, &d_K, &d_V);
     tensor_free(d_heads);
 
     // pass 1 backwards: merge the heads' gradients and go back through the
     // projections. b_k's gradient is the column sum of d_K, which is 0
     // up to rounding: chapter 05 says why.
-    projection_backward(saved->queries, layer->W_q, d_Q, H, H, g->W_q, g->b_q, grad_queries);
-    projection_backward(saved->keys, layer->W_k, d_K, G, H, g->W_k, g->b_k, grad_keys);
-    projection_backward(saved->values, layer->W_v, d_V, G, H, g->W_v, g->b_v, grad_values);
+    projection_backward(cache->queries, layer->W_q, d_Q, H, H, g->W_q, g->b_q, grad_queries);
+    projection_backward(cache->keys, layer->W_k, d_K, G, H, g->W_k, g->b_k, grad_keys);
+    projection_backward(cache->values, layer->W_v, d_V, G, H, g->W_v, g->b_v, grad_values);
     tensor_free(d_Q);
     tensor_free(d_K);
     tensor_free(d_V);
 }
 
-void multihead_saved_free(MultiHeadSaved *saved)
+void multihead_cache_free(MultiHeadCache *cache)
 {
-    if (saved == NULL)
+    if (cache == NULL)
         return;
-    tensor_free(saved->Q);
-    tensor_free(saved->K);
-    tensor_free(saved->V);
-    tensor_free(saved->concat);
-    attention_saved_free(&saved->attention);
-    saved->Q = saved->K = saved->V = saved->concat = NULL;
+    tensor_free(cache->Q);
+    tensor_free(cache->K);
+    tensor_free(cache->V);
+    tensor_free(cache->concat);
+    attention_cache_free(&cache->attention);
+    cache->Q = cache->K = cache->V = cache->concat = NULL;
 }

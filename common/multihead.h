@@ -100,17 +100,17 @@ typedef struct {
     const Tensor *queries, *keys, *values;   /* the inputs, borrowed: keep them alive */
     const ValidLens *valid_lens;             /* borrowed */
     Tensor *Q, *K, *V;                       /* projected and split: (B*H, T, d), (B*H, K, d) x2 */
-    AttentionSaved attention;                /* weights (B*H, T, K), dropout scale */
+    AttentionCache attention;                /* weights (B*H, T, K), dropout scale */
     Tensor *concat;                          /* (B, T, D): heads merged, input of W_o */
-} MultiHeadSaved;
+} MultiHeadCache;
 
-/* multihead_forward that also fills saved (free it with
- * multihead_saved_free): the same output, the same dropout draws.
- * multihead_forward is this call with the saved tensors freed at once. */
-Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+/* multihead_forward that also fills cache (free it with
+ * multihead_cache_free): the same output, the same dropout draws.
+ * multihead_forward is this call with the cache tensors freed at once. */
+Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, bool training, Rng *rng,
-                               MultiHeadSaved *saved);
+                               MultiHeadCache *cache);
 
 /* grad_output (B, T, D) -> parameter gradients added into grads; input
  * gradients returned through grad_queries (B, T, Dq), grad_keys (B, K, Dk),
@@ -119,11 +119,11 @@ Tensor *multihead_forward_save(const MultiHeadAttention *layer, const Tensor *qu
  * NULL (head importance uses it: the gradient of a gate on head h is the
  * sum over its d columns of concat * grad_concat). grads may be NULL when
  * only input gradients are wanted. */
-void multihead_backward(const MultiHeadAttention *layer, const MultiHeadSaved *saved,
+void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
                         const Tensor *grad_output, MultiHeadGrads *grads,
                         Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                         Tensor **grad_concat);
 /* Frees what the forward allocated (not the borrowed inputs). */
-void multihead_saved_free(MultiHeadSaved *saved);
+void multihead_cache_free(MultiHeadCache *cache);
 
 #endif

@@ -21,6 +21,18 @@ Rng rng_new(uint64_t seed)
     return rng_new_stream(seed, seed);
 }
 
+Rng rng_use(uint64_t seed, RngUse use)
+{
+    return rng_new_stream(seed, (uint64_t)use);
+}
+
+Rng rng_step(uint64_t seed, uint64_t step)
+{
+    /* streams 2^32 + s: far above the RngUse numbers for any step a
+     * program takes (PCG keeps 63 bits of the stream) */
+    return rng_new_stream(seed, ((uint64_t)1 << 32) + step);
+}
+
 uint32_t rng_u32(Rng *rng)
 {
     uint64_t old = rng->state;

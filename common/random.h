@@ -24,6 +24,25 @@ Rng rng_new(uint64_t seed);
 /* PCG32 with an explicit stream, seeded exactly as the reference code's
  * pcg32_srandom_r(seed, stream) is. rng_new(s) is rng_new_stream(s, s). */
 Rng rng_new_stream(uint64_t seed, uint64_t stream);
+
+/* What a learning program draws, each from a stream of its own. Two
+ * generators with the same seed and different streams give different
+ * sequences, so with fixed stream numbers the parameters, the batches and
+ * the held-out examples never coincide, whatever the seed. (rng_new(seed)
+ * takes the stream from the seed: seed 2 would be stream 2, the held-out
+ * set's, so a program that draws for more than one use calls rng_use.) */
+typedef enum {
+    RNG_PARAMETERS = 1,   /* the initial parameters */
+    RNG_BATCHES = 2,      /* training batches, one after the other */
+    RNG_HELDOUT = 3,      /* the held-out examples */
+    RNG_ORDERS = 4,       /* anything else a program shuffles (pruning orders) */
+} RngUse;
+Rng rng_use(uint64_t seed, RngUse use);
+/* The batch of training step s (s >= 1) on a stream of its own, above
+ * every RngUse: the batch of step s depends on the seed and s alone, so a
+ * run that goes on from a saved step draws what an uninterrupted run
+ * would. */
+Rng rng_step(uint64_t seed, uint64_t step);
 uint32_t rng_u32(Rng *rng);
 /* Uniform integer in [0, n), without modulo bias. n > 0. */
 uint32_t rng_below(Rng *rng, uint32_t n);

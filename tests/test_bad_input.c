@@ -39,10 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "helpers.h"
 #include "error.h"
+#include "helpers.h"
 #include "io/layer_files.h"
-#include "lookup_model.h"
+#include "io/saved_models.h"
+#include "learn/lookup_model.h"
 #include "multihead.h"
 #include "platform.h"
 #include "tensor.h"

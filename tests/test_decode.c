@@ -224,8 +224,8 @@ static void check_fixture(const char *name, int H, int G)
     cr_expect(tensor_allclose(decoded, expected, 1e-5f, 1e-5f, stderr), "%s: decoded", name);
 
     ValidLens *causal = valid_lens_causal(tokens->shape[0], tokens->shape[1]);
-    MultiHeadSaved saved;
-    Tensor *full = multihead_forward_save(&layer, tokens, tokens, tokens, causal, false, NULL,
+    MultiHeadCache saved;
+    Tensor *full = multihead_forward_cache(&layer, tokens, tokens, tokens, causal, false, NULL,
                                           &saved);
     cr_expect(tensor_allclose(full, expected, 1e-5f, 1e-5f, stderr), "%s: causal layer", name);
     MultiHeadGrads *grads = multihead_grads_new(&layer);
@@ -250,7 +250,7 @@ static void check_fixture(const char *name, int H, int G)
     for (int i = 0; i < 8; i++)
         tensor_free(*slots[i]);
     valid_lens_free(causal);
-    multihead_saved_free(&saved);
+    multihead_cache_free(&saved);
     multihead_grads_free(grads);
 }
 

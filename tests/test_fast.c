@@ -616,16 +616,16 @@ static void expect_attention_backward_equal(int B, int T, int K, int d, int v,
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, d));
     Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, v));
     Tensor *grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, v));
-    AttentionSaved saved = {0};
-    Tensor *clear_out = dot_product_attention_save(queries, keys, values, valid_lens, NULL, &saved);
+    AttentionCache cache = {0};
+    Tensor *clear_out = dot_product_attention_cache(queries, keys, values, valid_lens, NULL, &cache);
     Tensor *expected[3];
-    dot_product_attention_backward(queries, keys, values, &saved, grad_output, &expected[0],
+    dot_product_attention_backward(queries, keys, values, &cache, grad_output, &expected[0],
                                    &expected[1], &expected[2]);
     const char *names[3] = {"grad_queries", "grad_keys", "grad_values"};
     char where[96];
     for (int threads = 1; threads <= 3; threads++) {
         Tensor *lse = NULL;
-        Tensor *output = streaming_attention_save(queries, keys, values, valid_lens, threads, &lse);
+        Tensor *output = streaming_attention_cache(queries, keys, values, valid_lens, threads, &lse);
         cr_expect(tensor_has_shape(lse, SHAPE(B, T)));
         Tensor *actual[3];
         streaming_attention_backward(queries, keys, values, valid_lens, output, lse, grad_output,
@@ -663,7 +663,7 @@ static void expect_attention_backward_equal(int B, int T, int K, int d, int v,
     }
     for (int i = 0; i < 3; i++)
         tensor_free(expected[i]);
-    attention_saved_free(&saved);
+    attention_cache_free(&cache);
     tensor_free(clear_out); tensor_free(queries); tensor_free(keys); tensor_free(values);
     tensor_free(grad_output);
 }
@@ -718,7 +718,7 @@ Test(streaming_backward, sequences_give_bitwise_the_same_answer_on_any_thread_co
     Tensor *k = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 70, 8));
     Tensor *v = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 70, 6));
     Tensor *g = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(4, 50, 6));
-    Tensor *lse, *out = streaming_attention_save(q, k, v, NULL, 1, &lse);
+    Tensor *lse, *out = streaming_attention_cache(q, k, v, NULL, 1, &lse);
     Tensor *one[3], *two[3];
     streaming_attention_backward(q, k, v, NULL, out, lse, g, 1, &one[0], &one[1], &one[2]);
     streaming_attention_backward(q, k, v, NULL, out, lse, g, 2, &two[0], &two[1], &two[2]);
@@ -749,12 +749,12 @@ static void expect_multihead_backward_equal(int B, int T, int K, int Dq, int Dk,
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dk));
     Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, Dv));
     Tensor *grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, D));
-    MultiHeadSaved saved;
-    Tensor *clear_out = multihead_forward_save(layer, queries, keys, values, valid_lens, false,
-                                               NULL, &saved);
+    MultiHeadCache cache;
+    Tensor *clear_out = multihead_forward_cache(layer, queries, keys, values, valid_lens, false,
+                                               NULL, &cache);
     MultiHeadGrads *expected = multihead_grads_new(layer);
     Tensor *expected_in[3];
-    multihead_backward(layer, &saved, grad_output, expected, &expected_in[0], &expected_in[1],
+    multihead_backward(layer, &cache, grad_output, expected, &expected_in[0], &expected_in[1],
                        &expected_in[2], NULL);
 
     char where[128];
@@ -763,15 +763,15 @@ static void expect_multihead_backward_equal(int B, int T, int K, int Dq, int Dk,
     MultiHeadGrads *runs[2];
     Tensor *first_in[3] = {NULL, NULL, NULL};
     for (int threads = 1; threads <= 2; threads++) {
-        FastMultiHeadSaved fast_saved;
-        Tensor *out = fast_multihead_forward_save(layer, queries, keys, values, valid_lens,
-                                                  threads, &fast_saved);
+        FastMultiHeadCache fast_cache;
+        Tensor *out = fast_multihead_forward_cache(layer, queries, keys, values, valid_lens,
+                                                  threads, &fast_cache);
         Tensor *plain = fast_multihead_forward(layer, queries, keys, values, valid_lens, threads);
         cr_expect(memcmp(out->data, plain->data, out->size * sizeof(float)) == 0,
-                  "%s: forward_save and forward differ", where);
+                  "%s: forward_cache and forward differ", where);
         MultiHeadGrads *grads = runs[threads - 1] = multihead_grads_new(layer);
         Tensor *in[3];
-        fast_multihead_backward(layer, &fast_saved, grad_output, grads, &in[0], &in[1], &in[2],
+        fast_multihead_backward(layer, &fast_cache, grad_output, grads, &in[0], &in[1], &in[2],
                                 threads);
         const char *in_names[3] = {"grad_queries", "grad_keys", "grad_values"};
         for (int i = 0; i < 3; i++)
@@ -808,14 +808,14 @@ static void expect_multihead_backward_equal(int B, int T, int K, int Dq, int Dk,
         }
         tensor_free(out);
         tensor_free(plain);
-        fast_multihead_saved_free(&fast_saved);
+        fast_multihead_cache_free(&fast_cache);
     }
     multihead_grads_free(runs[0]);
     multihead_grads_free(runs[1]);
     for (int i = 0; i < 3; i++)
         tensor_free(expected_in[i]);
     multihead_grads_free(expected);
-    multihead_saved_free(&saved);
+    multihead_cache_free(&cache);
     tensor_free(clear_out); tensor_free(queries); tensor_free(keys); tensor_free(values);
     tensor_free(grad_output);
     multihead_free(layer);
@@ -857,12 +857,12 @@ Test(multihead_fast_backward, parameter_gradients_accumulate)
     MultiHeadAttention *layer = multihead_new(12, 12, 12, 16, 2, 0.0f, true, &rng);
     Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 9, 12));
     Tensor *g = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 9, 16));
-    FastMultiHeadSaved saved;
-    Tensor *out = fast_multihead_forward_save(layer, x, x, x, NULL, 2, &saved);
+    FastMultiHeadCache cache;
+    Tensor *out = fast_multihead_forward_cache(layer, x, x, x, NULL, 2, &cache);
     MultiHeadGrads *once = multihead_grads_new(layer), *twice = multihead_grads_new(layer);
-    fast_multihead_backward(layer, &saved, g, once, NULL, NULL, NULL, 2);
-    fast_multihead_backward(layer, &saved, g, twice, NULL, NULL, NULL, 2);
-    fast_multihead_backward(layer, &saved, g, twice, NULL, NULL, NULL, 2);
+    fast_multihead_backward(layer, &cache, g, once, NULL, NULL, NULL, 2);
+    fast_multihead_backward(layer, &cache, g, twice, NULL, NULL, NULL, 2);
+    fast_multihead_backward(layer, &cache, g, twice, NULL, NULL, NULL, 2);
     Tensor *doubled = tensor_copy(once->W_v);
     for (size_t i = 0; i < doubled->size; i++)
         doubled->data[i] *= 2.0f;
@@ -871,7 +871,7 @@ Test(multihead_fast_backward, parameter_gradients_accumulate)
         cr_expect_float_eq(twice->b_o->data[c], 2.0f * once->b_o->data[c], 1e-5f);
     tensor_free(doubled); tensor_free(out); tensor_free(x); tensor_free(g);
     multihead_grads_free(once); multihead_grads_free(twice);
-    fast_multihead_saved_free(&saved);
+    fast_multihead_cache_free(&cache);
     multihead_free(layer);
 }
 

@@ -279,9 +279,9 @@ static void check_attention(int B, int T, int K, int d, int v, const ValidLens *
 
     Rng draw = c.rng_start;
     Dropout dropout = {p, true, &draw};
-    AttentionSaved saved;
-    Tensor *out = dot_product_attention_save(c.queries, c.keys, c.values, valid_lens,
-                                             &dropout, &saved);
+    AttentionCache cache;
+    Tensor *out = dot_product_attention_cache(c.queries, c.keys, c.values, valid_lens,
+                                             &dropout, &cache);
     /* the saving forward is the forward: same numbers, same flips */
     Rng again = c.rng_start;
     Dropout dropout_again = {p, true, &again};
@@ -289,12 +289,12 @@ static void check_attention(int B, int T, int K, int d, int v, const ValidLens *
     Tensor *plain = dot_product_attention(c.queries, c.keys, c.values, valid_lens,
                                           &dropout_again, &weights_after);
     cr_expect_eq(tensor_max_abs_diff(out, plain), 0.0f, "save changes the output");
-    Tensor *dropped = attention_saved_dropped(&saved);
+    Tensor *dropped = attention_saved_dropped(&cache);
     cr_expect_eq(tensor_max_abs_diff(dropped, weights_after), 0.0f);
-    cr_expect_eq(saved.dropout_scale != NULL, p > 0.0f);
+    cr_expect_eq(cache.dropout_scale != NULL, p > 0.0f);
 
     Tensor *dq = NULL, *dk = NULL, *dv = NULL;
-    dot_product_attention_backward(c.queries, c.keys, c.values, &saved, c.g, &dq, &dk, &dv);
+    dot_product_attention_backward(c.queries, c.keys, c.values, &cache, c.g, &dq, &dk, &dv);
     Tensor *nq = gradcheck_numeric(attention_loss, &c, c.queries, FD_EPS);
     Tensor *nk = gradcheck_numeric(attention_loss, &c, c.keys, FD_EPS);
     Tensor *nv = gradcheck_numeric(attention_loss, &c, c.values, FD_EPS);
@@ -304,7 +304,7 @@ static void check_attention(int B, int T, int K, int d, int v, const ValidLens *
 
     /* NULL out-pointers: the others are the same numbers */
     Tensor *dk_only = NULL;
-    dot_product_attention_backward(c.queries, c.keys, c.values, &saved, c.g, NULL, &dk_only,
+    dot_product_attention_backward(c.queries, c.keys, c.values, &cache, c.g, NULL, &dk_only,
                                    NULL);
     cr_expect_eq(tensor_max_abs_diff(dk_only, dk), 0.0f);
 
@@ -312,7 +312,7 @@ static void check_attention(int B, int T, int K, int d, int v, const ValidLens *
                      dq, dk, dv, nq, nk, nv, dk_only};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tensor_free(all[i]);
-    attention_saved_free(&saved);
+    attention_cache_free(&cache);
 }
 
 Test(grads_fd, attention_no_mask)
@@ -348,11 +348,11 @@ Test(grads_hand, dropped_weights_pass_no_gradient_to_their_value)
     Tensor *q = tensor_from((const float[]){1, 0}, SHAPE(1, 1, 2));
     Tensor *k = tensor_from((const float[]){1, 0, 0, 1}, SHAPE(1, 2, 2));
     Tensor *v = tensor_from((const float[]){1, 2, 3, 4}, SHAPE(1, 2, 2));
-    AttentionSaved saved = {tensor_from((const float[]){0.75f, 0.25f}, SHAPE(1, 1, 2)),
+    AttentionCache cache = {tensor_from((const float[]){0.75f, 0.25f}, SHAPE(1, 1, 2)),
                             tensor_from((const float[]){2.0f, 0.0f}, SHAPE(1, 1, 2))};
     Tensor *g = tensor_from((const float[]){1, -1}, SHAPE(1, 1, 2));
     Tensor *dv = NULL, *dq = NULL;
-    dot_product_attention_backward(q, k, v, &saved, g, &dq, NULL, &dv);
+    dot_product_attention_backward(q, k, v, &cache, g, &dq, NULL, &dv);
     Tensor *expected_v = tensor_from((const float[]){1.5f, -1.5f, 0, 0}, SHAPE(1, 2, 2));
     expect_close(dv, expected_v, 0.0f, 0.0f);
     /* dA = dO V^T = (-1, -1); dP = dA * scale = (-2, 0); <dP, P> = -1.5;
@@ -363,7 +363,7 @@ Test(grads_hand, dropped_weights_pass_no_gradient_to_their_value)
     Tensor *all[] = {q, k, v, g, dv, dq, expected_v, expected_q};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tensor_free(all[i]);
-    attention_saved_free(&saved);
+    attention_cache_free(&cache);
 }
 
 /* ---- the head split ------------------------------------------------------------ */
@@ -451,12 +451,12 @@ static void check_layer(LayerConfig cfg, const ValidLens *valid_lens, uint64_t s
     LayerCtx c = layer_ctx_new(cfg, valid_lens, seed);
     MultiHeadAttention *layer = c.layer;
     Rng rng = c.rng_start;
-    MultiHeadSaved saved;
-    Tensor *out = multihead_forward_save(layer, c.queries, c.keys, c.values, valid_lens,
-                                         c.training, &rng, &saved);
+    MultiHeadCache cache;
+    Tensor *out = multihead_forward_cache(layer, c.queries, c.keys, c.values, valid_lens,
+                                         c.training, &rng, &cache);
     MultiHeadGrads *grads = multihead_grads_new(layer);
     Tensor *dq = NULL, *dk = NULL, *dv = NULL;
-    multihead_backward(layer, &saved, c.g, grads, &dq, &dk, &dv, NULL);
+    multihead_backward(layer, &cache, c.g, grads, &dq, &dk, &dv, NULL);
 
     struct { const char *name; Tensor *param, *analytic; } checks[] = {
         {"grad_queries", c.queries, dq}, {"grad_keys", c.keys, dk},
@@ -488,7 +488,7 @@ static void check_layer(LayerConfig cfg, const ValidLens *valid_lens, uint64_t s
     tensor_free(dk);
     tensor_free(dv);
     multihead_grads_free(grads);
-    multihead_saved_free(&saved);
+    multihead_cache_free(&cache);
     layer_ctx_free(&c);
 }
 
@@ -545,15 +545,15 @@ Test(grads, parameter_gradients_accumulate_and_zero)
     LayerConfig cfg = {.B = 2, .T = 3, .K = 3, .Dq = 4, .Dk = 4, .Dv = 4, .D = 4, .H = 2,
                        .bias = true};
     LayerCtx c = layer_ctx_new(cfg, NULL, 51);
-    MultiHeadSaved saved;
-    Tensor *out = multihead_forward_save(c.layer, c.queries, c.keys, c.values, NULL, false,
-                                         NULL, &saved);
+    MultiHeadCache cache;
+    Tensor *out = multihead_forward_cache(c.layer, c.queries, c.keys, c.values, NULL, false,
+                                         NULL, &cache);
     MultiHeadGrads *once = multihead_grads_new(c.layer);
     MultiHeadGrads *twice = multihead_grads_new(c.layer);
     Tensor *dq = NULL, *dq_no_grads = NULL, *concat = NULL;
-    multihead_backward(c.layer, &saved, c.g, once, &dq, NULL, NULL, &concat);
-    multihead_backward(c.layer, &saved, c.g, twice, NULL, NULL, NULL, NULL);
-    multihead_backward(c.layer, &saved, c.g, twice, NULL, NULL, NULL, NULL);
+    multihead_backward(c.layer, &cache, c.g, once, &dq, NULL, NULL, &concat);
+    multihead_backward(c.layer, &cache, c.g, twice, NULL, NULL, NULL, NULL);
+    multihead_backward(c.layer, &cache, c.g, twice, NULL, NULL, NULL, NULL);
     /* x + x is exact in floats: twice the gradient, bit for bit */
     Tensor *pairs[][2] = {{once->W_q, twice->W_q}, {once->W_o, twice->W_o},
                           {once->b_v, twice->b_v}, {once->b_o, twice->b_o}};
@@ -566,7 +566,7 @@ Test(grads, parameter_gradients_accumulate_and_zero)
     cr_expect_eq(tensor_max_abs(twice->W_k), 0.0f);
     cr_expect_eq(tensor_max_abs(twice->b_o), 0.0f);
     /* grads NULL: the input gradient alone, the same numbers */
-    multihead_backward(c.layer, &saved, c.g, NULL, &dq_no_grads, NULL, NULL, NULL);
+    multihead_backward(c.layer, &cache, c.g, NULL, &dq_no_grads, NULL, NULL, NULL);
     cr_expect_eq(tensor_max_abs_diff(dq, dq_no_grads), 0.0f);
     /* grad_concat is dO W_o: W_o's input gradient */
     Tensor *g_rows = tensor_reshape(tensor_copy(c.g), SHAPE(6, 4));
@@ -579,7 +579,7 @@ Test(grads, parameter_gradients_accumulate_and_zero)
         tensor_free(all[i]);
     multihead_grads_free(once);
     multihead_grads_free(twice);
-    multihead_saved_free(&saved);
+    multihead_cache_free(&cache);
     layer_ctx_free(&c);
 }
 
@@ -597,10 +597,10 @@ Test(grads_fd, a_missing_scale_is_caught)
     c.valid_lens = NULL;
     c.p = 0.0f;
     c.rng_start = rng_new(1);
-    AttentionSaved saved;
-    Tensor *out = dot_product_attention_save(c.queries, c.keys, c.values, NULL, NULL, &saved);
+    AttentionCache cache;
+    Tensor *out = dot_product_attention_cache(c.queries, c.keys, c.values, NULL, NULL, &cache);
     Tensor *dq = NULL;
-    dot_product_attention_backward(c.queries, c.keys, c.values, &saved, c.g, &dq, NULL, NULL);
+    dot_product_attention_backward(c.queries, c.keys, c.values, &cache, c.g, &dq, NULL, NULL);
     Tensor *numeric = gradcheck_numeric(attention_loss, &c, c.queries, FD_EPS);
     cr_expect_lt(gradcheck_rel_error(dq, numeric), FD_TOL);
     for (size_t i = 0; i < dq->size; i++)
@@ -610,7 +610,7 @@ Test(grads_fd, a_missing_scale_is_caught)
     Tensor *all[] = {c.queries, c.keys, c.values, c.g, out, dq, numeric};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tensor_free(all[i]);
-    attention_saved_free(&saved);
+    attention_cache_free(&cache);
 }
 
 /* ---- chapter 03's program ------------------------------------------------------ */

@@ -103,9 +103,9 @@ static Case case_run(const char *dir, int num_heads)
     layer->num_kv_heads = num_heads;
     c.layer = layer;
 
-    MultiHeadSaved saved;
-    Tensor *output = multihead_forward_save(layer, c.queries, c.keys, c.values, c.valid_lens,
-                                            false, NULL, &saved);
+    MultiHeadCache cache;
+    Tensor *output = multihead_forward_cache(layer, c.queries, c.keys, c.values, c.valid_lens,
+                                            false, NULL, &cache);
     Tensor *expected_output = load_required(dir, "expected_output");
     cr_expect(gradcheck_rel_error(output, expected_output) < PYTORCH_TOL,
               "%s: output differs from PyTorch", dir);
@@ -113,9 +113,9 @@ static Case case_run(const char *dir, int num_heads)
     tensor_free(expected_output);
 
     c.grads = multihead_grads_new(layer);
-    multihead_backward(layer, &saved, c.grad_output, c.grads, &c.grad[0], &c.grad[1],
+    multihead_backward(layer, &cache, c.grad_output, c.grads, &c.grad[0], &c.grad[1],
                        &c.grad[2], NULL);
-    multihead_saved_free(&saved);
+    multihead_cache_free(&cache);
     Tensor *param_grads[8] = {c.grads->W_q, c.grads->W_k, c.grads->W_v, c.grads->W_o,
                               c.grads->b_q, c.grads->b_k, c.grads->b_v, c.grads->b_o};
     for (int i = 0; i < 8; i++)

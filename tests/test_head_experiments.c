@@ -1,7 +1,7 @@
 /*
  * test_head_experiments.c - chapter 05's heads experiment and head
- * importance: the two-key task (common/tasks_more.c), its model
- * (common/two_key_model.c), the head gates (common/head_gates.c), and the
+ * importance: the two-key task (common/learn/tasks.c), its model
+ * (common/learn/two_key_model.c), the head gates (common/learn/head_gates.c), and the
  * programs heads_experiment and head_importance.
  *
  * Legend: B = batch_size, P = entries of a dictionary, H = num_heads,
@@ -15,13 +15,14 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "head_gates.h"
 #include "helpers.h"
-#include "loss.h"
-#include "optim.h"
-#include "tasks_more.h"
+#include "io/saved_models.h"
+#include "learn/head_gates.h"
+#include "learn/loss.h"
+#include "learn/optim.h"
+#include "learn/tasks.h"
+#include "learn/two_key_model.h"
 #include "tensor.h"
-#include "two_key_model.h"
 
 enum { PAIRS = 5, COUNTRIES = 9, HIDDENS = 12, HEADS = 3, BATCH = 4 };
 
@@ -29,7 +30,7 @@ static TaskBatch *draw_batch(const Task *task, int batch_size, uint64_t seed)
 {
     TaskBatch *batch = task_batch_new(task, batch_size);
     Rng rng = rng_new(seed);
-    task_two_keys_draw(task, batch, SPLIT_TRAIN, &rng);
+    task_draw(task, batch, SPLIT_TRAIN, &rng);
     return batch;
 }
 
@@ -44,7 +45,7 @@ Test(two_keys, examples_ask_two_entries_in_order)
     Rng rng = rng_new(4);
     int asked_first[PAIRS] = {0};
     for (int split = 0; split < 2; split++) {
-        task_two_keys_draw(&task, batch, (TaskSplit)split, &rng);
+        task_draw(&task, batch, (TaskSplit)split, &rng);
         for (int b = 0; b < 200; b++) {
             const int *keys = batch->keys + b * PAIRS, *values = batch->values + b * PAIRS;
             const int *query = batch->queries + b * 2, *answer = batch->answers + b * 2;
@@ -96,10 +97,10 @@ Test(two_key_model, backward_equals_finite_differences)
     TaskBatch *batch = draw_batch(&task, BATCH, 7);
 
     parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    two_key_backward(model, &saved, grad_logits, NULL);
+    two_key_backward(model, &cache, grad_logits, NULL);
 
     LossContext ctx = {model, batch, {1.0f, 1.0f, 1.0f}};
     for (int i = 0; i < TWO_KEY_NUM_PARAMS; i++) {
@@ -110,7 +111,7 @@ Test(two_key_model, backward_equals_finite_differences)
     }
     tensor_free(grad_logits);
     tensor_free(logits);
-    two_key_saved_free(&saved);
+    two_key_cache_free(&cache);
     task_batch_free(batch);
     two_key_free(model);
 }
@@ -124,12 +125,12 @@ Test(head_gates, gate_gradient_equals_finite_differences)
     Task task = task_two_keys(PAIRS, COUNTRIES, COUNTRIES);
     TaskBatch *batch = draw_batch(&task, BATCH, 9);
 
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
     Tensor *grad_concat = NULL;
-    two_key_backward(model, &saved, grad_logits, &grad_concat);
-    Tensor *gate_grads = head_gate_grads(saved.attention.concat, grad_concat, HEADS);
+    two_key_backward(model, &cache, grad_logits, &grad_concat);
+    Tensor *gate_grads = head_gate_grads(cache.attention.concat, grad_concat, HEADS);
     cr_assert(tensor_has_shape(gate_grads, SHAPE(BATCH, HEADS)));
 
     Tensor *gates = tensor_ones(SHAPE(HEADS));
@@ -154,7 +155,7 @@ Test(head_gates, gate_gradient_equals_finite_differences)
     tensor_free(grad_concat);
     tensor_free(grad_logits);
     tensor_free(logits);
-    two_key_saved_free(&saved);
+    two_key_cache_free(&cache);
     task_batch_free(batch);
     two_key_free(model);
 }
@@ -265,7 +266,7 @@ Test(two_key_model, save_and_load_round_trip)
     TwoKeyModel *other = two_key_new(COUNTRIES, COUNTRIES + 2, HIDDENS, 2, &other_rng);
     Tensor *before = tensor_copy(other->embed_keys);
     cr_expect_eq(two_key_load(other, dir, err, sizeof err), -1);
-    cr_expect(strstr(err, "num_heads.npy: holds 3, the model has 2 heads"), "%s", err);
+    cr_expect(strstr(err, "num_heads.npy: the model has 2 heads, the file says 3"), "%s", err);
     cr_expect_eq(tensor_max_abs_diff(other->embed_keys, before), 0.0f);
     tensor_free(before);
     two_key_free(other);

@@ -75,3 +75,40 @@ Test(random, below_and_permutation_cover_their_range)
     for (int i = 0; i < 50; i++)
         cr_expect_eq(seen[i], 1);
 }
+
+/* The first two draws of a generator, as one number. */
+static uint64_t first_draws(Rng rng)
+{
+    const uint64_t high = rng_u32(&rng);
+    return high << 32 | rng_u32(&rng);
+}
+
+/* A learning program's uses of randomness never draw the same numbers,
+ * whatever the seed: the parameters, the batches, the held-out examples,
+ * the orders and the per-step batches of steps 1 to 200. Parameters drawn
+ * from rng_new(seed), the stream of the seed, fail this at the seed equal
+ * to another use's stream number: with the held-out examples on stream 2,
+ * seed 2 drew both from one generator. */
+Test(random, the_streams_of_a_seed_never_coincide)
+{
+    enum { USES = 4, STEPS = 200, DRAWS = USES + STEPS };
+    const uint64_t big = (uint64_t)1 << 32;
+    uint64_t seeds[80];
+    for (int i = 0; i < 64; i++)
+        seeds[i] = (uint64_t)i;
+    for (int i = 64; i < 80; i++)
+        seeds[i] = big + (uint64_t)(i - 64) - 8;   /* around the per-step streams' base */
+    for (int i = 0; i < 80; i++) {
+        const uint64_t seed = seeds[i];
+        uint64_t draws[DRAWS];
+        const RngUse uses[USES] = {RNG_PARAMETERS, RNG_BATCHES, RNG_HELDOUT, RNG_ORDERS};
+        for (int u = 0; u < USES; u++)
+            draws[u] = first_draws(rng_use(seed, uses[u]));
+        for (int s = 0; s < STEPS; s++)
+            draws[USES + s] = first_draws(rng_step(seed, (uint64_t)s + 1));
+        for (int a = 0; a < DRAWS; a++)
+            for (int b = a + 1; b < DRAWS; b++)
+                cr_assert_neq(draws[a], draws[b], "seed %llu: draws %d and %d coincide",
+                              (unsigned long long)seed, a, b);
+    }
+}

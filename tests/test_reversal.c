@@ -1,6 +1,6 @@
 /*
- * test_reversal.c - chapter 06's reversal model (common/reversal_model.c)
- * and its task (common/tasks_more.c): five Adam steps against PyTorch's,
+ * test_reversal.c - chapter 06's reversal model (common/learn/reversal_model.c)
+ * and its task (common/learn/tasks.c): five Adam steps against PyTorch's,
  * the backward against finite differences, the task's examples, and the
  * program 06_permutation_invariance/positions.
  *
@@ -19,12 +19,13 @@
 
 #include "gradcheck.h"
 #include "helpers.h"
+#include "io/model.h"
 #include "io/npy.h"
-#include "loss.h"
-#include "optim.h"
+#include "learn/loss.h"
+#include "learn/optim.h"
+#include "learn/reversal_model.h"
+#include "learn/tasks.h"
 #include "permute_tokens.h"
-#include "reversal_model.h"
-#include "tasks_more.h"
 #include "tensor.h"
 
 #define FIXTURE "tests/fixtures/reversal"
@@ -51,7 +52,9 @@ static ReversalModel *load_model(const char *dir, bool positions)
     Rng rng = rng_new(0);
     ReversalModel *model = reversal_new(VOCAB, HIDDENS, HEADS, positions, &rng);
     char err[MODEL_ERR_LEN];
-    cr_assert_eq(reversal_load(model, dir, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_load(dir, model->files, REVERSAL_NUM_FILES, err, sizeof err), 0, "%s",
+                 err);
+    cr_assert_eq(model->saved_num_heads, HEADS);
     return model;
 }
 
@@ -114,13 +117,13 @@ static void check_gradients(bool positions)
     ReversalModel *model = reversal_new(VOCAB, HIDDENS, HEADS, positions, &rng);
     Task task = task_reversal(LENGTH, VOCAB);
     TaskBatch *batch = task_batch_new(&task, 3);
-    task_reversal_draw(&task, batch, SPLIT_TRAIN, &rng);
+    task_draw(&task, batch, SPLIT_TRAIN, &rng);
 
     parameters_zero_grad(model->params, REVERSAL_NUM_PARAMS);
-    ReversalSaved saved = {0};
-    Tensor *logits = reversal_forward(model, batch, NULL, &saved);
+    ReversalCache cache = {0};
+    Tensor *logits = reversal_forward(model, batch, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    reversal_backward(model, &saved, grad_logits);
+    reversal_backward(model, &cache, grad_logits);
 
     LossContext ctx = {model, batch};
     for (int i = 0; i < REVERSAL_NUM_PARAMS; i++) {
@@ -132,7 +135,7 @@ static void check_gradients(bool positions)
     }
     tensor_free(grad_logits);
     tensor_free(logits);
-    reversal_saved_free(&saved);
+    reversal_cache_free(&cache);
     task_batch_free(batch);
     reversal_free(model);
 }
@@ -151,7 +154,7 @@ Test(reversal, examples_are_distinct_tokens_reversed)
     TaskBatch *batch = task_batch_new(&task, 50);
     Rng rng = rng_new(1);
     for (int split = 0; split < 2; split++) {
-        task_reversal_draw(&task, batch, (TaskSplit)split, &rng);
+        task_draw(&task, batch, (TaskSplit)split, &rng);
         for (int b = 0; b < 50; b++) {
             const int *tokens = batch->keys + b * 8, *answers = batch->answers + b * 8;
             cr_expect_eq(task_split_of(batch, b), (TaskSplit)split);
@@ -176,7 +179,7 @@ Test(reversal, without_positions_logits_are_equivariant)
     ReversalModel *model = reversal_new(16, 16, 2, false, &rng);
     Task task = task_reversal(8, 16);
     TaskBatch *batch = task_batch_new(&task, 1), *moved = task_batch_new(&task, 1);
-    task_reversal_draw(&task, batch, SPLIT_TRAIN, &rng);
+    task_draw(&task, batch, SPLIT_TRAIN, &rng);
     const int perm[8] = {3, 0, 7, 5, 1, 6, 2, 4};   /* moved[t] = batch[perm[t]] */
     for (int t = 0; t < 8; t++)
         moved->keys[t] = moved->values[t] = moved->queries[t] = batch->keys[perm[t]];

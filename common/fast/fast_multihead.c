@@ -44,7 +44,7 @@ typedef struct {
     const ValidLens *valid_lens;
     Projection proj_q, proj_k, proj_v;
     Tensor *concat;           /* (B, T, D) */
-    FastMultiHeadSaved *saved;      /* NULL: keep nothing */
+    FastMultiHeadCache *cache;      /* NULL: keep nothing */
     struct Workspace *workspaces;   /* one per thread */
     atomic_int next_job;      /* jobs b * H + h are taken in this order */
 } HeadJobs;
@@ -108,16 +108,16 @@ static void head_worker(void *arg, int thread)
     for (int job = atomic_fetch_add(&jobs->next_job, 1); job < B * H;
          job = atomic_fetch_add(&jobs->next_job, 1)) {
         const int b = job / H, h = job % H;
-        /* Where this head's Q, K, V go: the saved (B, T, D) tensors, in
+        /* Where this head's Q, K, V go: the cached (B, T, D) tensors, in
          * the head's columns (row stride D), or the workspace (stride d). */
-        FastMultiHeadSaved *saved = jobs->saved;
+        FastMultiHeadCache *cache = jobs->cache;
         float *k_dst = w->k_chunk, *v_dst = w->v_chunk, *q_dst = w->q_head, *lse = NULL;
         size_t ld = (size_t)d;
-        if (saved != NULL) {
-            k_dst = saved->K->data + (size_t)b * K * D + (size_t)h * d;
-            v_dst = saved->V->data + (size_t)b * K * D + (size_t)h * d;
-            q_dst = saved->Q->data + (size_t)b * T * D + (size_t)h * d;
-            lse = saved->logsumexp->data + (size_t)job * T;
+        if (cache != NULL) {
+            k_dst = cache->K->data + (size_t)b * K * D + (size_t)h * d;
+            v_dst = cache->V->data + (size_t)b * K * D + (size_t)h * d;
+            q_dst = cache->Q->data + (size_t)b * T * D + (size_t)h * d;
+            lse = cache->logsumexp->data + (size_t)job * T;
             ld = (size_t)D;
         }
         // pass 1: this head's keys and values, a chunk at a time, into kv
@@ -125,9 +125,9 @@ static void head_worker(void *arg, int thread)
         const float *values_b = jobs->values->data + (size_t)b * K * Dv;
         for (int k0 = 0; k0 < K; k0 += KEY_CHUNK) {
             const int count = K - k0 < KEY_CHUNK ? K - k0 : KEY_CHUNK;
-            /* a saved head keeps every chunk, in its rows k0 ..; a buffer is reused */
-            float *k_rows = saved != NULL ? k_dst + (size_t)k0 * ld : k_dst;
-            float *v_rows = saved != NULL ? v_dst + (size_t)k0 * ld : v_dst;
+            /* a cached head keeps every chunk, in its rows k0 ..; a buffer is reused */
+            float *k_rows = cache != NULL ? k_dst + (size_t)k0 * ld : k_dst;
+            float *v_rows = cache != NULL ? v_dst + (size_t)k0 * ld : v_dst;
             project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, k_rows, ld);
             project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, v_rows, ld);
             packed_kv_fill(&w->kv, k0, count, k_rows, ld, v_rows, ld);
@@ -165,10 +165,10 @@ static int threads_worth(int num_threads, double flops)
 }
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
- * and what the backward needs in saved when not NULL */
+ * and what the backward needs in cache when not NULL */
 static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
                        const Tensor *keys, const Tensor *values, const ValidLens *valid_lens,
-                       int num_threads, FastMultiHeadSaved *saved)
+                       int num_threads, FastMultiHeadCache *cache)
 {
     const char *func = "fast_multihead_forward";
     const int H = layer->num_heads, D = layer->num_hiddens;
@@ -184,8 +184,8 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
             "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
     num_threads = threads_worth(num_threads, layer_flops(layer, B, T, K));
-    if (saved != NULL)
-        *saved = (FastMultiHeadSaved){queries, keys, values, valid_lens,
+    if (cache != NULL)
+        *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,
                                       fast_tensor_zeros(func, SHAPE(B, T, D)),
                                       fast_tensor_zeros(func, SHAPE(B, K, D)),
                                       fast_tensor_zeros(func, SHAPE(B, K, D)), NULL,
@@ -207,7 +207,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
                      projection_new(layer->W_q, layer->b_q, d),
                      projection_new(layer->W_k, layer->b_k, d),
-                     projection_new(layer->W_v, layer->b_v, d), concat, saved, workspaces, 0};
+                     projection_new(layer->W_v, layer->b_v, d), concat, cache, workspaces, 0};
     atomic_init(&jobs.next_job, 0);
     fast_parallel(head_threads, head_worker, &jobs);
     free(jobs.proj_q.panels);
@@ -223,8 +223,8 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
 
     // pass 4: mix the heads, output = concat W_o^T + b_o, rows split across threads
     Tensor *output = fast_linear(concat, layer->W_o, layer->b_o, num_threads);
-    if (saved != NULL)
-        saved->concat = concat;
+    if (cache != NULL)
+        cache->concat = concat;
     else
         tensor_free(concat);
     return output;
@@ -237,32 +237,32 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
     return forward(layer, queries, keys, values, valid_lens, num_threads, NULL);
 }
 
-Tensor *fast_multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+Tensor *fast_multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
                                     const Tensor *keys, const Tensor *values,
                                     const ValidLens *valid_lens, int num_threads,
-                                    FastMultiHeadSaved *saved)
+                                    FastMultiHeadCache *cache)
 {
-    return forward(layer, queries, keys, values, valid_lens, num_threads, saved);
+    return forward(layer, queries, keys, values, valid_lens, num_threads, cache);
 }
 
-void fast_multihead_saved_free(FastMultiHeadSaved *saved)
+void fast_multihead_cache_free(FastMultiHeadCache *cache)
 {
-    tensor_free(saved->Q);
-    tensor_free(saved->K);
-    tensor_free(saved->V);
-    tensor_free(saved->concat);
-    tensor_free(saved->logsumexp);
-    memset(saved, 0, sizeof *saved);
+    tensor_free(cache->Q);
+    tensor_free(cache->K);
+    tensor_free(cache->V);
+    tensor_free(cache->concat);
+    tensor_free(cache->logsumexp);
+    memset(cache, 0, sizeof *cache);
 }
 
 /* ==== backward ======================================================================== */
 
 /* Pass 3 backwards, one (sequence, head) job at a time: the streaming
- * backward of head h, reading its columns of the saved Q, K, V, concat
+ * backward of head h, reading its columns of the cached Q, K, V, concat
  * (the head's output) and grad_concat in place, and adding into its
  * columns of grad_Q, grad_K, grad_V. */
 typedef struct {
-    const FastMultiHeadSaved *saved;
+    const FastMultiHeadCache *cache;
     int num_heads;
     const Tensor *grad_concat;               /* (B, T, D) */
     Tensor *grad_Q, *grad_K, *grad_V;        /* (B, T, D), (B, K, D) x2 */
@@ -273,21 +273,21 @@ typedef struct {
 static void head_backward_worker(void *arg, int thread)
 {
     HeadBackwardJobs *jobs = arg;
-    const FastMultiHeadSaved *saved = jobs->saved;
-    const int H = jobs->num_heads, B = saved->Q->shape[0], T = saved->Q->shape[1];
-    const int K = saved->K->shape[1], D = saved->Q->shape[2], d = D / H;
+    const FastMultiHeadCache *cache = jobs->cache;
+    const int H = jobs->num_heads, B = cache->Q->shape[0], T = cache->Q->shape[1];
+    const int K = cache->K->shape[1], D = cache->Q->shape[2], d = D / H;
     for (int job = atomic_fetch_add(&jobs->next_job, 1); job < B * H;
          job = atomic_fetch_add(&jobs->next_job, 1)) {
         const size_t b = (size_t)(job / H), h = (size_t)(job % H);
         const size_t query_rows = b * T * D + h * d, key_rows = b * K * D + h * d;
         AttentionRowsBackward head = {
             T, K, d, d,
-            saved->Q->data + query_rows, (size_t)D,
-            saved->K->data + key_rows, (size_t)D,
-            saved->V->data + key_rows, (size_t)D,
-            saved->concat->data + query_rows, (size_t)D,
+            cache->Q->data + query_rows, (size_t)D,
+            cache->K->data + key_rows, (size_t)D,
+            cache->V->data + key_rows, (size_t)D,
+            cache->concat->data + query_rows, (size_t)D,
             jobs->grad_concat->data + query_rows, (size_t)D,
-            saved->logsumexp->data + (size_t)job * T, saved->valid_lens, (int)b,
+            cache->logsumexp->data + (size_t)job * T, cache->valid_lens, (int)b,
             jobs->grad_Q->data + query_rows, (size_t)D,
             jobs->grad_K->data + key_rows, (size_t)D,
             jobs->grad_V->data + key_rows, (size_t)D,
@@ -297,15 +297,15 @@ static void head_backward_worker(void *arg, int thread)
 }
 
 /* grad_concat (B, T, D) -> grad_Q (B, T, D), grad_K, grad_V (B, K, D), new */
-static void attention_backward(const FastMultiHeadSaved *saved, int num_heads,
+static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
                                const Tensor *grad_concat, int num_threads,
                                Tensor **grad_Q, Tensor **grad_K, Tensor **grad_V)
 {
-    const int B = saved->Q->shape[0], T = saved->Q->shape[1], D = saved->Q->shape[2];
-    const int K = saved->K->shape[1], d = D / num_heads;
+    const int B = cache->Q->shape[0], T = cache->Q->shape[1], D = cache->Q->shape[2];
+    const int K = cache->K->shape[1], d = D / num_heads;
     const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
     const char *func = "fast_multihead_backward";
-    HeadBackwardJobs jobs = {saved, num_heads, grad_concat, fast_tensor_zeros(func, SHAPE(B, T, D)),
+    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, fast_tensor_zeros(func, SHAPE(B, T, D)),
                              fast_tensor_zeros(func, SHAPE(B, K, D)),
                              fast_tensor_zeros(func, SHAPE(B, K, D)),
                              checked_calloc(func, (size_t)threads, sizeof(StreamingBackwardScratch)),
@@ -339,37 +339,37 @@ static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const 
     return grad_x;
 }
 
-void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadSaved *saved,
+void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadCache *cache,
                              const Tensor *grad_output, MultiHeadGrads *grads,
                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                              int num_threads)
 {
     const char *func = "fast_multihead_backward";
-    if (saved == NULL || saved->concat == NULL)
-        die(func, "nothing saved: run fast_multihead_forward_save first");
-    const int B = saved->Q->shape[0], T = saved->Q->shape[1], D = layer->num_hiddens;
+    if (cache == NULL || cache->concat == NULL)
+        die(func, "nothing cached: run fast_multihead_forward_cache first");
+    const int B = cache->Q->shape[0], T = cache->Q->shape[1], D = layer->num_hiddens;
     tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, D));
     /* the backward does about twice the forward's work */
-    num_threads = threads_worth(num_threads, 2.0 * layer_flops(layer, B, T, saved->K->shape[1]));
+    num_threads = threads_worth(num_threads, 2.0 * layer_flops(layer, B, T, cache->K->shape[1]));
 #define GRAD(name) (grads != NULL ? grads->name : NULL)
 
     // pass 4 backwards: grad_concat = grad_output W_o, grad_W_o += grad_output^T concat,
     // grad_b_o += the sum of grad_output's rows
-    Tensor *grad_concat = projection_backward(saved->concat, layer->W_o, grad_output, GRAD(W_o),
+    Tensor *grad_concat = projection_backward(cache->concat, layer->W_o, grad_output, GRAD(W_o),
                                               GRAD(b_o), true, num_threads);
 
     // pass 3 backwards: attention, per (sequence, head), into grad_Q, grad_K, grad_V
     Tensor *grad_Q, *grad_K, *grad_V;
-    attention_backward(saved, layer->num_heads, grad_concat, num_threads, &grad_Q, &grad_K,
+    attention_backward(cache, layer->num_heads, grad_concat, num_threads, &grad_Q, &grad_K,
                        &grad_V);
     tensor_free(grad_concat);
 
     // passes 2 and 1 backwards: the three projections
-    Tensor *gq = projection_backward(saved->queries, layer->W_q, grad_Q, GRAD(W_q), GRAD(b_q),
+    Tensor *gq = projection_backward(cache->queries, layer->W_q, grad_Q, GRAD(W_q), GRAD(b_q),
                                      grad_queries != NULL, num_threads);
-    Tensor *gk = projection_backward(saved->keys, layer->W_k, grad_K, GRAD(W_k), GRAD(b_k),
+    Tensor *gk = projection_backward(cache->keys, layer->W_k, grad_K, GRAD(W_k), GRAD(b_k),
                                      grad_keys != NULL, num_threads);
-    Tensor *gv = projection_backward(saved->values, layer->W_v, grad_V, GRAD(W_v), GRAD(b_v),
+    Tensor *gv = projection_backward(cache->values, layer->W_v, grad_V, GRAD(W_v), GRAD(b_v),
                                      grad_values != NULL, num_threads);
 #undef GRAD
     tensor_free(grad_Q);

@@ -39,7 +39,7 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
 
 /* ---- backward ---------------------------------------------------------------------
  * What the fast forward keeps, and what it costs in floats: no attention
- * weights (the clear MultiHeadSaved's B*H*T*K floats), one logsumexp per
+ * weights (the clear MultiHeadCache's B*H*T*K floats), one logsumexp per
  * head and query instead, from which the streaming backward recomputes
  * them (fast/streaming_attention.h):
  *   queries, keys, values, valid_lens   borrowed: the caller keeps them alive
@@ -55,14 +55,14 @@ typedef struct {
     Tensor *Q, *K, *V;                       /* (B, T, D), (B, K, D) x2 */
     Tensor *concat;                          /* (B, T, D) */
     Tensor *logsumexp;                       /* (B*H, T), row b*H + h */
-} FastMultiHeadSaved;
+} FastMultiHeadCache;
 
-/* fast_multihead_forward that also fills saved (free it with
- * fast_multihead_saved_free). The same output, bit for bit. */
-Tensor *fast_multihead_forward_save(const MultiHeadAttention *layer, const Tensor *queries,
+/* fast_multihead_forward that also fills cache (free it with
+ * fast_multihead_cache_free). The same output, bit for bit. */
+Tensor *fast_multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
                                     const Tensor *keys, const Tensor *values,
                                     const ValidLens *valid_lens, int num_threads,
-                                    FastMultiHeadSaved *saved);
+                                    FastMultiHeadCache *cache);
 
 /* multihead_backward of multihead.h, fast, with the same convention:
  * grad_output (B, T, D) -> parameter gradients ADDED into grads (NULL:
@@ -73,10 +73,10 @@ Tensor *fast_multihead_forward_save(const MultiHeadAttention *layer, const Tenso
  * then the three projections' backward. Equal to multihead_backward
  * within 1e-5 of each gradient's magnitude (tests/test_fast.c); the same
  * bits for any thread count. */
-void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadSaved *saved,
+void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHeadCache *cache,
                              const Tensor *grad_output, MultiHeadGrads *grads,
                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                              int num_threads);
-void fast_multihead_saved_free(FastMultiHeadSaved *saved);
+void fast_multihead_cache_free(FastMultiHeadCache *cache);
 
 #endif

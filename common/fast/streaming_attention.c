@@ -324,7 +324,7 @@ static void sequence_rows(void *arg, int thread)
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v) -> output (B, T, v),
  * and logsumexp (B, T) when not NULL */
-Tensor *streaming_attention_save(const Tensor *queries, const Tensor *keys,
+Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
                                  const Tensor *values, const ValidLens *valid_lens,
                                  int num_threads, Tensor **logsumexp)
 {
@@ -359,7 +359,7 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
                             const Tensor *values, const ValidLens *valid_lens,
                             int num_threads)
 {
-    return streaming_attention_save(queries, keys, values, valid_lens, num_threads, NULL);
+    return streaming_attention_cache(queries, keys, values, valid_lens, num_threads, NULL);
 }
 
 /* ==== backward ========================================================================= */

@@ -70,13 +70,13 @@ enum {
 /* streaming_attention, which also returns logsumexp (B, T) when not NULL
  * (the caller frees it): what the backward needs besides the inputs and
  * the output. */
-Tensor *streaming_attention_save(const Tensor *queries, const Tensor *keys,
+Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
                                  const Tensor *values, const ValidLens *valid_lens,
                                  int num_threads, Tensor **logsumexp);
 
 /* The gradients of sum(output * grad_output): queries (B, T, d), keys
  * (B, K, d), values (B, K, v), valid_lens, and output (B, T, v) and
- * logsumexp (B, T) as streaming_attention_save returned them, grad_output
+ * logsumexp (B, T) as streaming_attention_cache returned them, grad_output
  * (B, T, v) -> grad_queries (B, T, d), grad_keys (B, K, d), grad_values
  * (B, K, v), returned (new; a NULL pointer: not wanted). Masked keys and
  * queries with no key get exactly 0. Threads take whole sequences, or

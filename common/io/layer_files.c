@@ -509,19 +509,19 @@ static int check_projection(const char *what, const Tensor *heads, int H, char *
 
 /* Softmax turns finite scores into finite weights, so a non-finite weight
  * means a score Q K^T / sqrt(d) overflowed; the message names its key. */
-static int check_scores(const MultiHeadSaved *saved, int H, char *err, size_t err_len)
+static int check_scores(const MultiHeadCache *cache, int H, char *err, size_t err_len)
 {
-    const Tensor *weights = saved->attention.weights;   /* (B*H, T, K) */
+    const Tensor *weights = cache->attention.weights;   /* (B*H, T, K) */
     const size_t bad = tensor_first_non_finite(weights);
     if (bad == SIZE_MAX)
         return 0;
-    const int T = weights->shape[1], K = weights->shape[2], d = saved->Q->shape[2];
+    const int T = weights->shape[1], K = weights->shape[2], d = cache->Q->shape[2];
     const int row = (int)(bad / ((size_t)T * K)), t = (int)(bad / K % T);
     int key = (int)(bad % K);
     for (int j = K - 1; j >= 0; j--) {   /* the first key whose score is not finite */
         float score = 0.0f;
         for (int i = 0; i < d; i++)
-            score += AT3(saved->Q, row, t, i) * AT3(saved->K, row, j, i);
+            score += AT3(cache->Q, row, t, i) * AT3(cache->K, row, j, i);
         key = isfinite(score / sqrtf((float)d)) ? key : j;
     }
     set_error(err, err_len, "the attention scores overflow float32 at [%d, %d, %d, %d] "
@@ -543,15 +543,15 @@ static int check_stage(const char *what, const Tensor *x, const char *advice, ch
     return -1;
 }
 
-static int check_forward(const MultiHeadSaved *saved, const Tensor *output, int H, char *err,
+static int check_forward(const MultiHeadCache *cache, const Tensor *output, int H, char *err,
                          size_t err_len)
 {
-    if (check_projection("query", saved->Q, H, err, err_len) != 0 ||
-        check_projection("key", saved->K, H, err, err_len) != 0 ||
-        check_projection("value", saved->V, H, err, err_len) != 0 ||
-        check_scores(saved, H, err, err_len) != 0)
+    if (check_projection("query", cache->Q, H, err, err_len) != 0 ||
+        check_projection("key", cache->K, H, err, err_len) != 0 ||
+        check_projection("value", cache->V, H, err, err_len) != 0 ||
+        check_scores(cache, H, err, err_len) != 0)
         return -1;
-    return check_stage("the heads' output (weights times values)", saved->concat,
+    return check_stage("the heads' output (weights times values)", cache->concat,
                        "scale the values down", err, err_len) != 0 ||
            check_stage("the output (the heads times W_o)", output, "scale the inputs down", err,
                        err_len) != 0 ? -1 : 0;
@@ -579,23 +579,23 @@ int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, s
     memset(results, 0, sizeof *results);
     if (layer_files_check_memory(layer, B, T, K, files->grad_output != NULL, err, err_len) != 0)
         return -1;
-    MultiHeadSaved saved;
-    results->output = multihead_forward_save(layer, files->queries, files->keys, files->values,
-                                             files->valid_lens, false, NULL, &saved);
-    int status = check_forward(&saved, results->output, H, err, err_len);
+    MultiHeadCache cache;
+    results->output = multihead_forward_cache(layer, files->queries, files->keys, files->values,
+                                             files->valid_lens, false, NULL, &cache);
+    int status = check_forward(&cache, results->output, H, err, err_len);
     if (status == 0 && files->grad_output != NULL) {
         /* fresh gradients: "added into" starts from zero */
         LayerGradients *g = &results->grads;
         g->params = multihead_grads_new(layer);
-        multihead_backward(layer, &saved, files->grad_output, g->params, &g->queries,
+        multihead_backward(layer, &cache, files->grad_output, g->params, &g->queries,
                            &g->keys, &g->values, NULL);
         status = check_gradients(results, err, err_len);
     }
     /* (B*H, T, K) and (B, H, T, K) hold the same numbers in the same order:
      * row b*H + h is head h of sequence b. Evaluation mode: no dropout. */
-    results->attention_weights = tensor_reshape(saved.attention.weights, SHAPE(B, H, T, K));
-    saved.attention.weights = NULL;
-    multihead_saved_free(&saved);
+    results->attention_weights = tensor_reshape(cache.attention.weights, SHAPE(B, H, T, K));
+    cache.attention.weights = NULL;
+    multihead_cache_free(&cache);
     if (status != 0)
         layer_results_free(results);
     return status;

@@ -12,11 +12,9 @@
  *     state = {name: torch.from_numpy(np.load(f"DIR/{name}.npy")) for name in names}
  *     module.load_state_dict(state)
  *
- * One file may hold several C tensors stacked along their first dimension:
- * nn.MultiheadAttention keeps W_q, W_k and W_v as one in_proj_weight (3 D, D)
- * and their biases as one in_proj_bias (3 D,), where our layer has four
- * tensors per projection. A file may instead hold a few whole numbers
- * ('<i4'), for what a model needs that no shape says (its number of heads).
+ * The list of files is the model's own description of itself
+ * (learn/state_dict.h): one ModelFile per PyTorch parameter name, several
+ * C tensors stacked in one file where PyTorch stacks them.
  *
  * The directory is written as a set: every file goes to a temporary name
  * first, and only when all of them are complete are they renamed over the
@@ -33,20 +31,12 @@
 #ifndef MODEL_IO_H
 #define MODEL_IO_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
+#include "learn/state_dict.h"
 #include "tensor.h"
 
-enum { MODEL_MAX_PARTS = 4, MODEL_ERR_LEN = 768 };
-
-typedef struct {
-    const char *name;                 /* "attention.in_proj_weight", no ".npy" */
-    Tensor *parts[MODEL_MAX_PARTS];   /* stacked along dimension 0; unused ones NULL */
-    int *ints;                        /* instead of parts: num_ints whole numbers */
-    int num_ints;
-    bool nonnegative;                 /* loading refuses a negative number (Adam's v) */
-} ModelFile;
+enum { MODEL_ERR_LEN = 768 };
 
 /* Write DIR/NAME.npy for each of files[0..count) as a set (see above).
  * dir must exist. Returns 0, or -1 with err filled and nothing new left

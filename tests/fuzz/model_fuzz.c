@@ -1,6 +1,6 @@
 /*
  * model_fuzz.c - libFuzzer target for the model-directory loader
- * (common/io/model.c, common/lookup_model.c: what `train --from DIR` runs).
+ * (common/io/model.c, common/io/saved_models.c: what `train --from DIR` runs).
  *
  * Each input is a directory: the files of a small lookup model with its
  * training state, separated by MODEL_FUZZ_SEPARATOR (promises.h), written

@@ -1,6 +1,6 @@
 /*
  * model_promises.c - what the model-directory loader (common/io/model.c
- * under common/lookup_model.c) promises for any directory, checked on one
+ * under common/learn/lookup_model.c) promises for any directory, checked on one
  * input. See promises.h for the input's format.
  *
  * The input becomes the files of a small lookup model with its training
@@ -33,7 +33,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lookup_model.h"
+#include "io/saved_models.h"
+#include "learn/lookup_model.h"
 #include "promises.h"
 
 /* The files lookup_save_training writes, in the order a seed lists them. */

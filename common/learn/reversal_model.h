@@ -6,7 +6,7 @@
  * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
  * D = num_hiddens, d = D / H, V = vocabulary.
  *
- *   tokens (B, T)                                      word ids (tasks_more.h)
+ *   tokens (B, T)                                      word ids (tasks.h)
  *      | embed_tokens                                  (V, D)
  *   x (B, T, D)
  *      | + PE[:T], the sinusoidal positional encoding  only when positions is on
@@ -26,7 +26,7 @@
  *     embed_tokens = nn.Embedding(V, D)
  *     attention = nn.MultiheadAttention(D, H, bias=False, batch_first=True)
  *     readout = nn.Linear(D, V)
- * and saved under those parameter names (io/model.h):
+ * and described under those parameter names (learn/state_dict.h):
  *     embed_tokens.weight (V, D)          attention.in_proj_weight (3D, D)
  *     attention.out_proj.weight (D, D)    readout.weight (V, D)    readout.bias (V,)
  *     num_heads (1,)
@@ -36,11 +36,11 @@
 
 #include <stdbool.h>
 
-#include "io/model.h"
+#include "learn/optim.h"
+#include "learn/state_dict.h"
+#include "learn/tasks.h"
 #include "multihead.h"
-#include "optim.h"
 #include "random.h"
-#include "tasks.h"
 #include "tensor.h"
 
 enum { REVERSAL_NUM_PARAMS = 7, REVERSAL_NUM_FILES = 6 };
@@ -73,19 +73,19 @@ void reversal_free(ReversalModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;     /* borrowed: the tokens are batch->keys (B, T) */
     Tensor *x;                  /* (B, T, D): the attention's input */
-    MultiHeadSaved attention;
+    MultiHeadCache attention;
     Tensor *out;                /* (B, T, D): readout input */
-} ReversalSaved;
+} ReversalCache;
 
 /* batch (the reversal task: keys = the sequence) -> logits (B, T, V) (new).
- * attention_weights, when not NULL, receives (B, H, T, T); saved, when not
+ * attention_weights, when not NULL, receives (B, H, T, T); cache, when not
  * NULL, is filled for the backward. */
 Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
-                         Tensor **attention_weights, ReversalSaved *saved);
+                         Tensor **attention_weights, ReversalCache *cache);
 /* grad_logits (B, T, V) -> every parameter's gradient added in. */
-void reversal_backward(ReversalModel *model, const ReversalSaved *saved,
+void reversal_backward(ReversalModel *model, const ReversalCache *cache,
                        const Tensor *grad_logits);
-void reversal_saved_free(ReversalSaved *saved);
+void reversal_cache_free(ReversalCache *cache);
 
 /* Zero the gradients, forward, cross-entropy against batch->answers (the
  * sequence reversed), backward, adam_step; returns the loss before it. */
@@ -93,10 +93,5 @@ double reversal_train_step(ReversalModel *model, Adam *adam, const TaskBatch *ba
 /* The mean loss, and how many of the B*T tokens are predicted right. */
 double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
                          int *tokens_correct);
-
-/* Save as DIR/<name>.npy files, or load them into a model of the same
- * sizes. Returns 0, or -1 with one line in err. */
-int reversal_save(ReversalModel *model, const char *dir, char *err, size_t err_len);
-int reversal_load(ReversalModel *model, const char *dir, char *err, size_t err_len);
 
 #endif

@@ -38,21 +38,14 @@
  *         embed_keys = nn.Embedding(Vk, D); embed_values = nn.Embedding(Vv, D)
  *         attention = nn.MultiheadAttention(D, H, batch_first=True)
  *         readout = nn.Linear(D, Vv)
- * and saved under those parameter names (io/model.h):
+ * and described under those parameter names (learn/state_dict.h):
  *     embed_keys.weight (Vk, D)             embed_values.weight (Vv, D)
  *     attention.in_proj_weight (3D, D)      = W_q, W_k, W_v stacked
  *     attention.in_proj_bias (3D,)          = b_q, b_k, b_v stacked
  *     attention.out_proj.weight (D, D)      attention.out_proj.bias (D,)
  *     readout.weight (Vv, D)                readout.bias (Vv,)
  *     num_heads (1,)                        the one size no shape says
- * and, to go on training (lookup_save_training), Adam's state under
- * torch.optim.Adam's names for it, and what draws the batches:
- *     optimizer.exp_avg.<file>.npy          m, stacked as <file> is
- *     optimizer.exp_avg_sq.<file>.npy       v, the same way
- *     optimizer.step.npy (1,)               steps taken
- *     optimizer.lr.npy (1,)                 the learning rate
- *     training.npy (6,)                     batch size, pairs, and the seed
- *                                           as four 16-bit pieces, lowest first
+ * and, to go on training, Adam's state beside them (io/saved_models.h).
  */
 #ifndef LOOKUP_MODEL_H
 #define LOOKUP_MODEL_H
@@ -60,19 +53,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "io/model.h"
+#include "learn/optim.h"
+#include "learn/state_dict.h"
+#include "learn/tasks.h"
 #include "multihead.h"
-#include "optim.h"
 #include "random.h"
-#include "tasks.h"
 #include "tensor.h"
 
-/* files: the model's; saved files: with the training state (below) */
-enum {
-    LOOKUP_NUM_PARAMS = 12,
-    LOOKUP_NUM_FILES = 9,
-    LOOKUP_NUM_SAVED_FILES = LOOKUP_NUM_FILES + 2 * (LOOKUP_NUM_FILES - 1) + 3,
-};
+/* the optimiser's tensors; the files of its state_dict (learn/state_dict.h) */
+enum { LOOKUP_NUM_PARAMS = 12, LOOKUP_NUM_FILES = 9 };
 
 typedef struct {
     int key_vocab, value_vocab;       /* Vk, Vv */
@@ -93,7 +82,7 @@ typedef struct {
      * element, so this equals PyTorch's stacked in_proj_weight) */
     Parameter params[LOOKUP_NUM_PARAMS];
     int num_params;
-    /* the files of a saved model, PyTorch's names (see above) */
+    /* the model's state_dict, PyTorch's names (see above) */
     ModelFile files[LOOKUP_NUM_FILES];
     int saved_num_heads;              /* what the num_heads file holds */
 } LookupModel;
@@ -111,25 +100,25 @@ typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q;                        /* (B, Q, D): the query words' embeddings */
     Tensor *Q, *K, *V;                /* (B*H, Q, d), (B*H, P, d) x2: projected, split */
-    AttentionSaved attention;         /* weights (B*H, Q, P) */
+    AttentionCache attention;         /* weights (B*H, Q, P) */
     Tensor *concat;                   /* (B, Q, D): heads merged, W_o's input */
     Tensor *out;                      /* (B, Q, D): the layer's output, the readout's input */
-} LookupSaved;
+} LookupCache;
 
 /* batch -> logits (B, Q, Vv) (new). When attention_weights is not NULL it
- * receives the per-head weights (B, H, Q, P). When saved is not NULL it is
- * filled for lookup_backward (free it with lookup_saved_free). */
+ * receives the per-head weights (B, H, Q, P). When cache is not NULL it is
+ * filled for lookup_backward (free it with lookup_cache_free). */
 Tensor *lookup_forward(const LookupModel *model, const TaskBatch *batch,
-                       Tensor **attention_weights, LookupSaved *saved);
+                       Tensor **attention_weights, LookupCache *cache);
 
 /* grad_logits (B, Q, Vv) -> every parameter's gradient added into the
  * model's grad tensors (zero them first: parameters_zero_grad). When
  * grad_concat is not NULL it receives (new) the gradient of the merged
  * heads (B, Q, D), W_o's input, as multihead_backward gives it: a gate on
  * head h has the gradient sum over its d columns of concat * grad_concat. */
-void lookup_backward(LookupModel *model, const LookupSaved *saved, const Tensor *grad_logits,
+void lookup_backward(LookupModel *model, const LookupCache *cache, const Tensor *grad_logits,
                      Tensor **grad_concat);
-void lookup_saved_free(LookupSaved *saved);
+void lookup_cache_free(LookupCache *cache);
 
 /* One training step on one batch: zero the gradients, forward,
  * cross-entropy against batch->answers, backward, adam_step. Returns the
@@ -155,50 +144,5 @@ double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *co
  * (45 MB). memory_check adds what the program itself holds. */
 double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int num_heads, int batch,
                            int examples);
-
-/* Save as DIR/<name>.npy files, or load them into a model of the same
- * sizes (io/model.h: a set, one error line naming the file). Returns 0 or -1. */
-int lookup_save(const LookupModel *model, const char *dir, char *err, size_t err_len);
-int lookup_load(LookupModel *model, const char *dir, char *err, size_t err_len);
-
-/* What draws the batches: train.c draws the batch of step s from (seed, s)
- * alone, so with Adam's step count this is all a run needs to go on where
- * another stopped. */
-typedef struct {
-    int batch_size, num_pairs;
-    uint64_t seed;
-} LookupTraining;
-
-/* The model, Adam's state (whose parameters must be the model's) and the
- * training as one set of files (above); loading reads and checks them all
- * (a negative step count, a seed piece outside 16 bits and a learning rate
- * not above 0 are refused) before it changes anything. Returns 0 or -1,
- * err filled (err must not be NULL). */
-int lookup_save_training(const LookupModel *model, const Adam *adam,
-                         const LookupTraining *training, const char *dir, char *err,
-                         size_t err_len);
-int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
-                         const char *dir, char *err, size_t err_len);
-
-/* ---- a saved model, sizes and all (train --from DIR) ------------------------
- * What a program can run: the ends of its options' ranges. */
-typedef struct {
-    int min_vocab, max_vocab;     /* countries: at least a dictionary's pairs */
-    int max_hiddens, max_heads;   /* D and H */
-    int max_batch, max_pairs;     /* the training state's batch size and pairs */
-} LookupLimits;
-
-/* A new model of the sizes DIR's files give (Vk = Vv and D from
- * embed_keys.weight (Vk, D), H from num_heads), checked against limits and
- * D % H == 0, then loaded. NULL with err filled (not NULL): one line naming
- * the file, or the directory when the sizes do not fit. */
-LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *err,
-                             size_t err_len);
-/* A new Adam over model's parameters with DIR's training state, as
- * lookup_load_training, the batch size (1 to max_batch) and the pairs
- * (2 to max_pairs, at most Vk) checked too. NULL with err filled and the
- * model unchanged. */
-Adam *lookup_load_training_new(LookupModel *model, const char *dir, const LookupLimits *limits,
-                               LookupTraining *training, char *err, size_t err_len);
 
 #endif

@@ -4,7 +4,7 @@
  *
  * Legend: V = vocabulary size, D = embedding size, N = number of ids.
  */
-#include "embedding.h"
+#include "learn/embedding.h"
 
 #include <string.h>
 

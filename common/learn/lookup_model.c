@@ -6,17 +6,16 @@
  * Legend: B = batch_size, P = entries, Q = query words, H = num_heads,
  * D = num_hiddens, Vk, Vv = key and value vocabularies.
  */
-#include "lookup_model.h"
+#include "learn/lookup_model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "embedding.h"
 #include "heads.h"
-#include "io/npy.h"
-#include "loss.h"
+#include "learn/embedding.h"
+#include "learn/loss.h"
 #include "ops.h"
 
 /* ---- creation ---------------------------------------------------------------- */
@@ -135,7 +134,7 @@ static void check_batch(const char *func, const TaskBatch *batch)
 
 /* batch -> logits (B, Q, Vv) */
 Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
-                       Tensor **attention_weights, LookupSaved *saved)
+                       Tensor **attention_weights, LookupCache *cache)
 {
     check_batch("lookup_forward", batch);
     const MultiHeadAttention *a = m->attention;
@@ -152,11 +151,11 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     Tensor *values = embedding_forward(value_table, batch->values, SHAPE(B, P));  /* (B, P, D) */
     // step 3: the heads (chapter 04's split), attention in each (chapter
     // 03), the heads merged and mixed by W_o
-    LookupSaved s = {.batch = batch, .q = q};
+    LookupCache s = {.batch = batch, .q = q};
     s.Q = transpose_qkv(queries, H);                                      /* (B*H, Q, d) */
     s.K = transpose_qkv(keys, H);                                         /* (B*H, P, d) */
     s.V = transpose_qkv(values, H);
-    Tensor *heads = dot_product_attention_save(s.Q, s.K, s.V, NULL, NULL, &s.attention);
+    Tensor *heads = dot_product_attention_cache(s.Q, s.K, s.V, NULL, NULL, &s.attention);
     s.concat = transpose_output(heads, H);                                /* (B, Q, D) */
     s.out = linear(s.concat, a->W_o, a->b_o);
     // step 4: a score for every value word
@@ -170,10 +169,10 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     Tensor *scratch[] = {queries, key_table, value_table, keys, values, heads};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         tensor_free(scratch[i]);
-    if (saved)
-        *saved = s;
+    if (cache)
+        *cache = s;
     else
-        lookup_saved_free(&s);
+        lookup_cache_free(&s);
     return logits;
 }
 
@@ -199,21 +198,21 @@ static void add_into(Tensor *x, const Tensor *y)
 }
 
 /* grad_logits (B, Q, Vv) -> gradients added into the model's grad tensors */
-void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *grad_logits,
+void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *grad_logits,
                      Tensor **grad_concat)
 {
-    const TaskBatch *batch = saved->batch;
+    const TaskBatch *batch = cache->batch;
     const MultiHeadAttention *a = m->attention;
     MultiHeadGrads *g = m->grad_attention;
     const int H = m->num_heads;
     // step 4 backwards: the readout
-    Tensor *grad_out = linear_backward(saved->out, m->readout_weight, grad_logits,
+    Tensor *grad_out = linear_backward(cache->out, m->readout_weight, grad_logits,
                                        m->grad_readout_weight, m->grad_readout_bias);
     // step 3 backwards: W_o, the merge, attention, the split
-    Tensor *grad_merged = linear_backward(saved->concat, a->W_o, grad_out, g->W_o, g->b_o);
+    Tensor *grad_merged = linear_backward(cache->concat, a->W_o, grad_out, g->W_o, g->b_o);
     Tensor *grad_heads = transpose_output_backward(grad_merged, H);       /* (B*H, Q, d) */
     Tensor *grad_Q, *grad_K, *grad_V;
-    dot_product_attention_backward(saved->Q, saved->K, saved->V, &saved->attention, grad_heads,
+    dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, grad_heads,
                                    &grad_Q, &grad_K, &grad_V);
     Tensor *grad_queries = transpose_qkv_backward(grad_Q, H);              /* (B, Q, D) */
     Tensor *grad_keys = transpose_qkv_backward(grad_K, H);                 /* (B, P, D) */
@@ -228,7 +227,7 @@ void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *gra
     add_into(m->grad_embed_values, grad_from_values);
     // step 1 backwards: through W_q into the query words' rows; a country
     // used as query and as key gets both gradients
-    Tensor *grad_q = linear_backward(saved->q, a->W_q, grad_queries, g->W_q, g->b_q);
+    Tensor *grad_q = linear_backward(cache->q, a->W_q, grad_queries, g->W_q, g->b_q);
     embedding_backward(m->grad_embed_keys, batch->queries, grad_q);
     if (grad_concat)
         *grad_concat = tensor_copy(grad_merged);
@@ -239,29 +238,29 @@ void lookup_backward(LookupModel *m, const LookupSaved *saved, const Tensor *gra
         tensor_free(scratch[i]);
 }
 
-void lookup_saved_free(LookupSaved *saved)
+void lookup_cache_free(LookupCache *cache)
 {
-    attention_saved_free(&saved->attention);
-    Tensor *tensors[] = {saved->q, saved->Q, saved->K, saved->V, saved->concat, saved->out};
+    attention_cache_free(&cache->attention);
+    Tensor *tensors[] = {cache->q, cache->Q, cache->K, cache->V, cache->concat, cache->out};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
         tensor_free(tensors[i]);
-    *saved = (LookupSaved){0};
+    *cache = (LookupCache){0};
 }
 
 double lookup_train_step(LookupModel *m, Adam *adam, const TaskBatch *batch, int *correct)
 {
     parameters_zero_grad(m->params, m->num_params);
-    LookupSaved saved;
-    Tensor *logits = lookup_forward(m, batch, NULL, &saved);
+    LookupCache cache;
+    Tensor *logits = lookup_forward(m, batch, NULL, &cache);
     const double loss = cross_entropy(logits, batch->answers);
     if (correct)
         *correct = count_correct(logits, batch->answers);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    lookup_backward(m, &saved, grad_logits, NULL);
+    lookup_backward(m, &cache, grad_logits, NULL);
     adam_step(adam);
     tensor_free(grad_logits);
     tensor_free(logits);
-    lookup_saved_free(&saved);
+    lookup_cache_free(&cache);
     return loss;
 }
 
@@ -289,222 +288,4 @@ double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int num_he
     /* parameters with their gradients and Adam's two moments */
     const double params = 4.0 * (2.0 * vocab * D + 4.0 * D * D + vocab * D);
     return 4.0 * ((training > heldout ? training : heldout) + params);
-}
-
-/* ---- saving and loading ------------------------------------------------------- */
-
-int lookup_save(const LookupModel *m, const char *dir, char *err, size_t err_len)
-{
-    return model_save(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
-}
-
-/* The number of heads first: no shape would catch a model saved with
- * another one, and nothing must change when it differs. */
-static int check_heads(const LookupModel *m, const char *dir, char *err, size_t err_len)
-{
-    int saved_heads;
-    if (model_read_ints(dir, "num_heads", &saved_heads, 1, err, err_len) != 0)
-        return -1;
-    if (saved_heads != m->num_heads) {
-        char message[MODEL_ERR_LEN];
-        snprintf(message, sizeof message, "%s/num_heads.npy: the model has %d heads, "
-                 "the file says %d", dir, m->num_heads, saved_heads);
-        if (err == NULL)
-            fprintf(stderr, "%s\n", message);
-        else if (err_len > 0)
-            snprintf(err, err_len, "%s", message);
-        return -1;
-    }
-    return 0;
-}
-
-int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
-{
-    if (check_heads(m, dir, err, err_len) != 0)
-        return -1;
-    return model_load(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
-}
-
-/* ---- the training state ------------------------------------------------------- */
-
-enum {
-    FLOAT_FILES = LOOKUP_NUM_FILES - 1,             /* the model's files but num_heads */
-    TRAINING_INTS = 6,
-    ALL_FILES = LOOKUP_NUM_SAVED_FILES,
-};
-
-/* Every file of a model with its training state, pointing at the model's
- * tensors, Adam's moments and the small buffers here. */
-typedef struct {
-    ModelFile files[ALL_FILES];
-    char names[2 * FLOAT_FILES][96];
-    int step;
-    int training[TRAINING_INTS];
-    Tensor *lr;                                     /* (1,) */
-} TrainingFiles;
-
-/* The moment (m or v) of the parameter whose value is part. */
-static Tensor *moment_of(const LookupModel *m, Tensor *const *moments, const Tensor *part)
-{
-    for (int i = 0; i < m->num_params; i++)
-        if (m->params[i].value == part)
-            return moments[i];
-    die("lookup_model", "a saved tensor is not a parameter");
-}
-
-/* file (of the model) -> the file of its moments, stacked the same way */
-static ModelFile moment_file(const LookupModel *m, const ModelFile *file, Tensor *const *moments,
-                             char *name, size_t name_len, const char *prefix)
-{
-    ModelFile moment = {.name = name};
-    snprintf(name, name_len, "%s.%s", prefix, file->name);
-    for (int i = 0; i < MODEL_MAX_PARTS && file->parts[i]; i++)
-        moment.parts[i] = moment_of(m, moments, file->parts[i]);
-    return moment;
-}
-
-static void training_files(TrainingFiles *t, const LookupModel *m, const Adam *adam)
-{
-    if (adam->params != m->params || adam->count != m->num_params)
-        die("lookup_model", "the optimiser does not hold this model's parameters");
-    int n = 0;
-    for (int i = 0; i < LOOKUP_NUM_FILES; i++)
-        t->files[n++] = m->files[i];
-    for (int i = 0; i < FLOAT_FILES; i++) {
-        t->files[n++] = moment_file(m, &m->files[i], adam->m, t->names[2 * i],
-                                    sizeof t->names[0], "optimizer.exp_avg");
-        t->files[n++] = moment_file(m, &m->files[i], adam->v, t->names[2 * i + 1],
-                                    sizeof t->names[0], "optimizer.exp_avg_sq");
-        t->files[n - 1].nonnegative = true;
-    }
-    t->lr = tensor_zeros(SHAPE(1));
-    t->files[n++] = (ModelFile){.name = "optimizer.step", .ints = &t->step, .num_ints = 1};
-    t->files[n++] = (ModelFile){.name = "optimizer.lr", .parts = {t->lr}};
-    t->files[n++] = (ModelFile){.name = "training", .ints = t->training,
-                                .num_ints = TRAINING_INTS};
-}
-
-int lookup_save_training(const LookupModel *m, const Adam *adam, const LookupTraining *training,
-                         const char *dir, char *err, size_t err_len)
-{
-    TrainingFiles t;
-    training_files(&t, m, adam);
-    t.step = (int)adam->step;
-    t.lr->data[0] = adam->lr;
-    t.training[0] = training->batch_size;
-    t.training[1] = training->num_pairs;
-    for (int i = 0; i < 4; i++)
-        t.training[2 + i] = (int)((training->seed >> (16 * i)) & 0xffff);
-    const int status = model_save(dir, t.files, ALL_FILES, err, err_len);
-    tensor_free(t.lr);
-    return status;
-}
-
-/* The three small files of the training state (step, learning rate, what
- * draws the batches) read into t and checked, before any tensor changes.
- * When limits is not NULL the batch size and pairs are checked too. */
-static int read_training(TrainingFiles *t, const LookupModel *m, const LookupLimits *limits,
-                         const char *dir, char *err, size_t err_len)
-{
-    if (model_load(dir, &t->files[ALL_FILES - 3], 3, err, err_len) != 0)
-        return -1;
-    bool pieces_fit = true;
-    for (int i = 0; i < 4; i++)
-        pieces_fit = pieces_fit && t->training[2 + i] >= 0 && t->training[2 + i] <= 0xffff;
-    if (t->step < 0 || !pieces_fit || !(t->lr->data[0] > 0.0f)) {
-        snprintf(err, err_len, "%s/%s: %s", dir, t->step < 0 ? "optimizer.step.npy" :
-                 !pieces_fit ? "training.npy" : "optimizer.lr.npy",
-                 t->step < 0 ? "the step count is negative" :
-                 !pieces_fit ? "the seed's pieces must be from 0 to 65535" :
-                 "the learning rate must be above 0");
-        return -1;
-    }
-    const int batch_size = t->training[0], num_pairs = t->training[1];
-    if (limits != NULL && (batch_size < 1 || batch_size > limits->max_batch || num_pairs < 2 ||
-                           num_pairs > limits->max_pairs || num_pairs > m->key_vocab)) {
-        snprintf(err, err_len, "%s/training.npy: expected a batch of 1 to %d examples and 2 to "
-                 "%d pairs (at most the model's %d countries), got %d and %d", dir,
-                 limits->max_batch, limits->max_pairs, m->key_vocab, batch_size, num_pairs);
-        return -1;
-    }
-    return 0;
-}
-
-static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
-                         const LookupLimits *limits, const char *dir, char *err, size_t err_len)
-{
-    if (check_heads(m, dir, err, err_len) != 0)
-        return -1;
-    TrainingFiles t;
-    training_files(&t, m, adam);
-    int status = read_training(&t, m, limits, dir, err, err_len);
-    if (status == 0)
-        status = model_load(dir, t.files, ALL_FILES, err, err_len);
-    if (status == 0) {
-        adam->step = t.step;
-        adam->lr = t.lr->data[0];
-        training->batch_size = t.training[0];
-        training->num_pairs = t.training[1];
-        training->seed = 0;
-        for (int i = 0; i < 4; i++)
-            training->seed |= (uint64_t)(t.training[2 + i] & 0xffff) << (16 * i);
-    }
-    tensor_free(t.lr);
-    return status;
-}
-
-int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
-                         char *err, size_t err_len)
-{
-    return load_training(m, adam, training, NULL, dir, err, err_len);
-}
-
-/* ---- a model of the sizes its files give ------------------------------------- */
-
-LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *err,
-                             size_t err_len)
-{
-    // step 1: the sizes, from embed_keys.weight (Vk, D) and num_heads
-    size_t path_len = strlen(dir) + sizeof "/embed_keys.weight.npy";
-    char *path = checked_malloc("lookup_load_new", path_len, 1);
-    snprintf(path, path_len, "%s/embed_keys.weight.npy", dir);
-    Tensor *embed = npy_load(path, err, err_len);
-    free(path);
-    int heads = 0;
-    if (embed == NULL || model_read_ints(dir, "num_heads", &heads, 1, err, err_len) != 0) {
-        tensor_free(embed);
-        return NULL;
-    }
-    const int vocab = embed->ndim == 2 ? embed->shape[0] : 0;
-    const int hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
-    tensor_free(embed);
-    // step 2: sizes the program can run; D divides by H
-    if (vocab < limits->min_vocab || vocab > limits->max_vocab || hiddens < 1 ||
-        hiddens > limits->max_hiddens || heads < 1 || heads > limits->max_heads ||
-        hiddens % heads != 0) {
-        snprintf(err, err_len, "%s does not hold a model this program can run (%d countries, "
-                 "num_hiddens %d, %d heads, for %d pairs)", dir, vocab, hiddens, heads,
-                 limits->min_vocab);
-        return NULL;
-    }
-    // step 3: build it (every parameter is then replaced) and read every file
-    Rng rng = rng_new(0);
-    LookupModel *m = lookup_new(vocab, vocab, hiddens, heads, &rng);
-    if (lookup_load(m, dir, err, err_len) != 0) {
-        lookup_free(m);
-        return NULL;
-    }
-    return m;
-}
-
-Adam *lookup_load_training_new(LookupModel *m, const char *dir, const LookupLimits *limits,
-                               LookupTraining *training, char *err, size_t err_len)
-{
-    /* the learning rate is the saved one once the load succeeds */
-    Adam *adam = adam_new(m->params, m->num_params, 1e-3f);
-    if (load_training(m, adam, training, limits, dir, err, err_len) != 0) {
-        adam_free(adam);
-        return NULL;
-    }
-    return adam;
 }

@@ -6,15 +6,15 @@
  * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
  * D = num_hiddens, V = vocabulary.
  */
-#include "reversal_model.h"
+#include "learn/reversal_model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "embedding.h"
-#include "loss.h"
+#include "learn/embedding.h"
+#include "learn/loss.h"
 #include "ops.h"
 #include "positional.h"
 
@@ -105,7 +105,7 @@ void reversal_free(ReversalModel *model)
 
 /* batch -> logits (B, T, V) */
 Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
-                         Tensor **attention_weights, ReversalSaved *saved)
+                         Tensor **attention_weights, ReversalCache *cache)
 {
     const int B = batch->batch_size, T = batch->num_pairs, H = model->num_heads;
 
@@ -120,11 +120,11 @@ Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
 
     // step 2: self-attention, every token a query over all T tokens
     Tensor *out;   /* (B, T, D) */
-    if (saved != NULL) {
-        out = multihead_forward_save(model->attention, x, x, x, NULL, false, NULL,
-                                     &saved->attention);
+    if (cache != NULL) {
+        out = multihead_forward_cache(model->attention, x, x, x, NULL, false, NULL,
+                                     &cache->attention);
         if (attention_weights != NULL) {
-            *attention_weights = tensor_copy(saved->attention.attention.weights);
+            *attention_weights = tensor_copy(cache->attention.attention.weights);
             tensor_reshape(*attention_weights, SHAPE(B, H, T, T));
         }
     } else {
@@ -134,10 +134,10 @@ Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
 
     // step 3: the readout scores every token of the vocabulary, at every position
     Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
-    if (saved != NULL) {
-        saved->batch = batch;
-        saved->x = x;
-        saved->out = out;
+    if (cache != NULL) {
+        cache->batch = batch;
+        cache->x = x;
+        cache->out = out;
     } else {
         tensor_free(x);
         tensor_free(out);
@@ -146,22 +146,22 @@ Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
 }
 
 /* grad_logits (B, T, V) -> parameter gradients (+=) */
-void reversal_backward(ReversalModel *model, const ReversalSaved *saved,
+void reversal_backward(ReversalModel *model, const ReversalCache *cache,
                        const Tensor *grad_logits)
 {
-    const TaskBatch *batch = saved->batch;
+    const TaskBatch *batch = cache->batch;
     const int B = batch->batch_size, T = batch->num_pairs;
     tensor_check_shape("reversal_backward", "grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
 
     // step 3 backwards: the readout
-    Tensor *grad_out = linear_backward(saved->out, model->readout_weight, grad_logits,
+    Tensor *grad_out = linear_backward(cache->out, model->readout_weight, grad_logits,
                                        model->grad_readout_weight, model->grad_readout_bias);
 
     // step 2 backwards: x was the queries, the keys and the values, so its
     // gradient is the sum of the three
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    multihead_backward(model->attention, &saved->attention, grad_out, model->grad_attention,
+    multihead_backward(model->attention, &cache->attention, grad_out, model->grad_attention,
                        &grad_q, &grad_k, &grad_v, NULL);
     for (size_t i = 0; i < grad_q->size; i++)
         grad_q->data[i] += grad_k->data[i] + grad_v->data[i];
@@ -175,27 +175,27 @@ void reversal_backward(ReversalModel *model, const ReversalSaved *saved,
     tensor_free(grad_v);
 }
 
-void reversal_saved_free(ReversalSaved *saved)
+void reversal_cache_free(ReversalCache *cache)
 {
-    tensor_free(saved->x);
-    tensor_free(saved->out);
-    multihead_saved_free(&saved->attention);
-    *saved = (ReversalSaved){0};
+    tensor_free(cache->x);
+    tensor_free(cache->out);
+    multihead_cache_free(&cache->attention);
+    *cache = (ReversalCache){0};
 }
 
 double reversal_train_step(ReversalModel *model, Adam *adam, const TaskBatch *batch)
 {
     parameters_zero_grad(model->params, REVERSAL_NUM_PARAMS);
-    ReversalSaved saved = {0};
-    Tensor *logits = reversal_forward(model, batch, NULL, &saved);
+    ReversalCache cache = {0};
+    Tensor *logits = reversal_forward(model, batch, NULL, &cache);
     /* (B, T, V) against answers (B, T): B*T rows, the mean over all */
     const double loss = cross_entropy(logits, batch->answers);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    reversal_backward(model, &saved, grad_logits);
+    reversal_backward(model, &cache, grad_logits);
     adam_step(adam);
     tensor_free(grad_logits);
     tensor_free(logits);
-    reversal_saved_free(&saved);
+    reversal_cache_free(&cache);
     return loss;
 }
 
@@ -208,28 +208,4 @@ double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
         *tokens_correct = count_correct(logits, batch->answers);
     tensor_free(logits);
     return loss;
-}
-
-int reversal_save(ReversalModel *model, const char *dir, char *err, size_t err_len)
-{
-    model->saved_num_heads = model->num_heads;
-    return model_save(dir, model->files, REVERSAL_NUM_FILES, err, err_len);
-}
-
-int reversal_load(ReversalModel *model, const char *dir, char *err, size_t err_len)
-{
-    int num_heads = 0;
-    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0)
-        return -1;
-    if (num_heads != model->num_heads) {
-        char message[MODEL_ERR_LEN];
-        snprintf(message, sizeof message, "%s/num_heads.npy: holds %d, the model has %d heads",
-                 dir, num_heads, model->num_heads);
-        if (err == NULL)
-            fprintf(stderr, "%s\n", message);
-        else if (err_len > 0)
-            snprintf(err, err_len, "%s", message);
-        return -1;
-    }
-    return model_load(dir, model->files, REVERSAL_NUM_FILES, err, err_len);
 }

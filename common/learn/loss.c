@@ -4,7 +4,7 @@
  *
  * Legend: N = number of predictions, C = number of classes.
  */
-#include "loss.h"
+#include "learn/loss.h"
 
 #include <math.h>
 

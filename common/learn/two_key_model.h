@@ -8,7 +8,7 @@
  * attention), H = num_heads, D = num_hiddens, d = D / H, Vk = key
  * vocabulary, Vv = value vocabulary.
  *
- *   queries (B, 2)        keys (B, P)        values (B, P)      word ids (tasks_more.h)
+ *   queries (B, 2)        keys (B, P)        values (B, P)      word ids (tasks.h)
  *      | embed_keys          | embed_keys       | embed_values     (Vk, D), (Vv, D)
  *   (B, 2, D), read as      k (B, P, D)        v (B, P, D)
  *   q (B, 1, 2D): the two keys side by side, ONE query vector
@@ -28,7 +28,7 @@
  * The layer is d2l's MultiHeadAttention with its older signature, whose
  * query size may differ from num_hiddens, and no biases (d2l's default);
  * nn.MultiheadAttention cannot take a query of another size than its
- * embed_dim, so the files use d2l's names (io/model.h):
+ * embed_dim, so its state_dict uses d2l's names (learn/state_dict.h):
  *     embed_keys.weight (Vk, D)          embed_values.weight (Vv, D)
  *     attention.W_q.weight (D, 2D)       attention.W_k.weight (D, D)
  *     attention.W_v.weight (D, D)        attention.W_o.weight (D, D)
@@ -38,11 +38,11 @@
 #ifndef TWO_KEY_MODEL_H
 #define TWO_KEY_MODEL_H
 
-#include "io/model.h"
+#include "learn/optim.h"
+#include "learn/state_dict.h"
+#include "learn/tasks.h"
 #include "multihead.h"
-#include "optim.h"
 #include "random.h"
-#include "tasks.h"
 #include "tensor.h"
 
 enum { TWO_KEY_NUM_PARAMS = 8, TWO_KEY_NUM_FILES = 9 };
@@ -62,7 +62,7 @@ typedef struct {
     Tensor *grad_readout_weight, *grad_readout_bias;
 
     Parameter params[TWO_KEY_NUM_PARAMS];   /* for the optimiser, PyTorch's names */
-    ModelFile files[TWO_KEY_NUM_FILES];     /* for saving and loading */
+    ModelFile files[TWO_KEY_NUM_FILES];     /* its state_dict, for the file code */
     int saved_num_heads;                    /* what the num_heads file holds */
 } TwoKeyModel;
 
@@ -77,25 +77,25 @@ void two_key_free(TwoKeyModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q, *k, *v;                /* embeddings (B, 1, 2D), (B, P, D), (B, P, D) */
-    MultiHeadSaved attention;
+    MultiHeadCache attention;
     Tensor *out;                      /* (B, 1, D): attention output, readout input */
-} TwoKeySaved;
+} TwoKeyCache;
 
 /* batch (Q = 2 query words) -> logits (B, 2, Vv) (new). gates (H,) or NULL
  * (all 1) multiply each head's output (head_gates.h): 0 masks a head.
  * attention_weights, when not NULL, receives the per-head weights
- * (B, H, 1, P). saved, when not NULL, is filled for the backward; it needs
+ * (B, H, 1, P). cache, when not NULL, is filled for the backward; it needs
  * gates NULL, the model as it trains. */
 Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
-                        Tensor **attention_weights, TwoKeySaved *saved);
+                        Tensor **attention_weights, TwoKeyCache *cache);
 
 /* grad_logits (B, 2, Vv) -> every parameter's gradient added into the
  * model's grad tensors (zero them first). grad_concat, when not NULL,
  * receives (B, 1, D), the gradient of the heads side by side before W_o
  * (head_gate_grads turns it into gate gradients). */
-void two_key_backward(TwoKeyModel *model, const TwoKeySaved *saved, const Tensor *grad_logits,
+void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor *grad_logits,
                       Tensor **grad_concat);
-void two_key_saved_free(TwoKeySaved *saved);
+void two_key_cache_free(TwoKeyCache *cache);
 
 /* One training step: zero the gradients, forward, cross-entropy against
  * the two answers, backward, adam_step. Returns the loss before the step. */
@@ -126,14 +126,5 @@ double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
  * One forward and one backward for the whole batch; the model's gradients
  * are left zero. */
 void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double *importance);
-
-/* Save as DIR/<name>.npy files, or load them into a model of the same
- * sizes (io/model.h). Returns 0, or -1 with one line in err. */
-int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len);
-int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len);
-/* A new model with the sizes a saved directory holds (read from its
- * num_heads file and its embeddings' shapes), loaded from it; NULL, with
- * one line in err, when the directory does not hold a two-key model. */
-TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len);
 
 #endif

@@ -1,6 +1,8 @@
 /*
- * tasks.h - seeded generators of task examples for training (introduced in
- * chapter 05's optional section "Attention that learns").
+ * tasks.h - seeded generators of task examples for training: the dictionary
+ * (introduced in chapter 05's optional section "Attention that learns"), a
+ * query naming two keys (chapter 05's heads experiment and head importance)
+ * and sequence reversal (chapter 06's positions experiment).
  *
  * Legend: B = batch_size, P = entries of one example (num_pairs),
  * Q = query words of one example, A = answer words of one example.
@@ -28,11 +30,26 @@
  * never trained on, and no list of the training examples is needed to
  * know it.
  *
+ * Two keys (TASK_TWO_KEYS): a dictionary as above, and a query naming TWO
+ * of its countries; the answer is their two capitals, in the query's order
+ * (Q = 2, A = 2):
+ *     {Japan: Lima, France: Tokyo, Peru: Oslo}  query Peru Japan  -> Oslo Lima
+ * A model that reads the query as one vector, with one softmax over the
+ * entries, has to split that softmax's weight between two entries; what it
+ * gets back is a blend of two capitals that no longer says which came from
+ * which country. Chapter 05 measures what several heads change.
+ *
+ * Reversal (TASK_REVERSAL): a sequence of T different tokens, the letters
+ * a, b, c, ...; the answer at position t is the token at position T-1-t.
+ * The sequence is the entries (keys and values alike) and the queries
+ * (P = Q = A = T), the answers the sequence reversed:
+ *     tokens  k c o a f m b h  ->  answers  h b m f a o c k
+ * Because the tokens differ, the answer at t is one of the other T-1 tokens
+ * of the sequence (T even: never the token at t itself); a model that sees
+ * which tokens are there but not where can only guess among them, 1 in T-1.
+ *
  * Adding a task: a TaskKind, a constructor that fills the Task (sizes and
- * vocabularies), and a case in task_draw that writes one example. Two are
- * planned: a query naming two keys whose answer is both values in order
- * (Q = 2, A = 2), and sequence reversal (keys = values = the sequence,
- * queries = the sequence, answer = it reversed: Q = A = P).
+ * vocabularies), and a case in task_draw that writes one example.
  */
 #ifndef TASKS_H
 #define TASKS_H
@@ -44,11 +61,13 @@
 
 typedef enum {
     TASK_DICTIONARY,
+    TASK_TWO_KEYS,
+    TASK_REVERSAL,
 } TaskKind;
 
 typedef struct {
     TaskKind kind;
-    const char *name;                /* "dictionary" */
+    const char *name;                /* "dictionary", "two keys", "reversal" */
     int num_pairs;                   /* P */
     int num_queries;                 /* Q */
     int num_answers;                 /* A */
@@ -58,14 +77,20 @@ typedef struct {
     const char *const *value_words;  /* value_vocab words */
 } Task;
 
-/* The largest vocabularies the built-in word lists give. */
-enum { TASK_MAX_COUNTRIES = 40 };
+/* The largest vocabularies the built-in word lists give: countries and
+ * capitals, and the letters a to z. */
+enum { TASK_MAX_COUNTRIES = 40, TASK_MAX_LETTERS = 26 };
 
 /* The dictionary task: P pairs drawn from the first key_vocab countries
  * and the first value_vocab capitals (each from P to TASK_MAX_COUNTRIES).
  * Out-of-range sizes are a programming error: programs check their
  * options first. */
 Task task_dictionary(int num_pairs, int key_vocab, int value_vocab);
+/* The two-key task: the same, P from 2. */
+Task task_two_keys(int num_pairs, int key_vocab, int value_vocab);
+/* Sequences of length different letters out of the first vocab, length
+ * from 2 to vocab and vocab at most TASK_MAX_LETTERS. */
+Task task_reversal(int length, int vocab);
 
 typedef struct {
     int batch_size;     /* B */
@@ -81,6 +106,8 @@ typedef struct {
 /* Room for batch_size examples of the task (contents undefined). */
 TaskBatch *task_batch_new(const Task *task, int batch_size);
 void task_batch_free(TaskBatch *batch);   /* NULL is fine */
+/* Example b of batch alone, as a new batch of one (any task). */
+TaskBatch *task_batch_example(const TaskBatch *batch, int b);
 
 typedef enum { SPLIT_TRAIN = 0, SPLIT_HELDOUT = 1 } TaskSplit;
 
@@ -99,5 +126,7 @@ TaskSplit task_split_of(const TaskBatch *batch, int b);
 /* Example b in words, on one line without a newline:
  *     {Japan: Lima, France: Tokyo, Peru: Oslo}  query France */
 void task_print_example(FILE *out, const Task *task, const TaskBatch *batch, int b);
+/* tokens (length,) on one line, without a newline: "k c o a f m b h". */
+void task_print_sequence(FILE *out, const Task *task, const int *tokens, int length);
 
 #endif

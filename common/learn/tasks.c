@@ -1,12 +1,15 @@
 /*
  * tasks.c - seeded generators of task examples (introduced in chapter 05's
- * optional section "Attention that learns"). See tasks.h.
+ * optional section "Attention that learns"; the two-key task and reversal
+ * in chapters 05 and 06's optional sections). See tasks.h.
  *
- * Legend: B = batch_size, P = num_pairs, Q = query words, A = answer words.
+ * Legend: B = batch_size, P = num_pairs, Q = query words, A = answer words,
+ * T = tokens of a sequence.
  */
-#include "tasks.h"
+#include "learn/tasks.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 
@@ -27,6 +30,10 @@ static const char *const CAPITALS[TASK_MAX_COUNTRIES] = {
     "Beijing", "Hanoi",   "Vienna",  "Budapest", "Lisbon",  "Dublin",   "Berlin",   "Helsinki",
     "Copenhagen", "Bogota", "Quito", "Rabat",   "Dakar",    "Bangkok",  "Canberra", "Baghdad",
 };
+static const char *const LETTERS[TASK_MAX_LETTERS] = {
+    "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
+    "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z",
+};
 
 Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
 {
@@ -44,6 +51,38 @@ Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
         .value_vocab = value_vocab,
         .key_words = COUNTRIES,
         .value_words = CAPITALS,
+    };
+}
+
+Task task_two_keys(int num_pairs, int key_vocab, int value_vocab)
+{
+    if (num_pairs < 2)
+        die("task_two_keys", "a query names two of the entries: num_pairs must be at "
+            "least 2, got %d", num_pairs);
+    /* the dictionary task's vocabularies and checks, with two query words */
+    Task task = task_dictionary(num_pairs, key_vocab, value_vocab);
+    task.kind = TASK_TWO_KEYS;
+    task.name = "two keys";
+    task.num_queries = 2;
+    task.num_answers = 2;
+    return task;
+}
+
+Task task_reversal(int length, int vocab)
+{
+    if (length < 2 || vocab < length || vocab > TASK_MAX_LETTERS)
+        die("task_reversal", "length %d needs a vocabulary from length to %d letters, got %d",
+            length, TASK_MAX_LETTERS, vocab);
+    return (Task){
+        .kind = TASK_REVERSAL,
+        .name = "reversal",
+        .num_pairs = length,
+        .num_queries = length,
+        .num_answers = length,
+        .key_vocab = vocab,
+        .value_vocab = vocab,
+        .key_words = LETTERS,
+        .value_words = LETTERS,
     };
 }
 
@@ -76,6 +115,25 @@ void task_batch_free(TaskBatch *batch)
     free(batch);
 }
 
+TaskBatch *task_batch_example(const TaskBatch *batch, int b)
+{
+    const char *func = "task_batch_example";
+    if (b < 0 || b >= batch->batch_size)
+        die(func, "example %d of a batch of %d", b, batch->batch_size);
+    const int P = batch->num_pairs, Q = batch->num_queries, A = batch->num_answers;
+    TaskBatch *one = checked_calloc(func, 1, sizeof *one);
+    *one = (TaskBatch){.batch_size = 1, .num_pairs = P, .num_queries = Q, .num_answers = A};
+    one->keys = checked_malloc(func, (size_t)P, sizeof(int));
+    one->values = checked_malloc(func, (size_t)P, sizeof(int));
+    one->queries = checked_malloc(func, (size_t)Q, sizeof(int));
+    one->answers = checked_malloc(func, (size_t)A, sizeof(int));
+    memcpy(one->keys, batch->keys + (size_t)b * P, (size_t)P * sizeof(int));
+    memcpy(one->values, batch->values + (size_t)b * P, (size_t)P * sizeof(int));
+    memcpy(one->queries, batch->queries + (size_t)b * Q, (size_t)Q * sizeof(int));
+    memcpy(one->answers, batch->answers + (size_t)b * A, (size_t)A * sizeof(int));
+    return one;
+}
+
 /* out[0..count): count different words out of [0, vocab), in random order:
  * the first count entries of a partial Fisher-Yates shuffle. */
 static void draw_distinct(Rng *rng, int *out, int count, int vocab, int *scratch)
@@ -103,6 +161,36 @@ static void draw_dictionary(const Task *task, Rng *rng, int *keys, int *values, 
     answer[0] = values[asked];
 }
 
+/* One two-key example: keys (P,), values (P,), query (2,), answer (2,). */
+static void draw_two_keys(const Task *task, Rng *rng, int *keys, int *values, int *query,
+                          int *answer, int *scratch)
+{
+    const int P = task->num_pairs;
+    draw_distinct(rng, keys, P, task->key_vocab, scratch);
+    draw_distinct(rng, values, P, task->value_vocab, scratch);
+    /* the two entries the query names, different and in random order */
+    int asked[2];
+    draw_distinct(rng, asked, 2, P, scratch);
+    for (int i = 0; i < 2; i++) {
+        query[i] = keys[asked[i]];
+        answer[i] = values[asked[i]];
+    }
+}
+
+/* One reversal example: the sequence (T,) is the keys, the values and the
+ * queries; the answers (T,) are it reversed. */
+static void draw_reversal(const Task *task, Rng *rng, int *keys, int *values, int *query,
+                          int *answer, int *scratch)
+{
+    const int T = task->num_pairs;
+    draw_distinct(rng, keys, T, task->key_vocab, scratch);
+    for (int t = 0; t < T; t++) {
+        values[t] = keys[t];
+        query[t] = keys[t];
+        answer[T - 1 - t] = keys[t];   /* the mirrored position */
+    }
+}
+
 void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
 {
     const char *func = "task_draw";
@@ -120,6 +208,12 @@ void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
             switch (task->kind) {
             case TASK_DICTIONARY:
                 draw_dictionary(task, rng, keys, values, query, answer, scratch);
+                break;
+            case TASK_TWO_KEYS:
+                draw_two_keys(task, rng, keys, values, query, answer, scratch);
+                break;
+            case TASK_REVERSAL:
+                draw_reversal(task, rng, keys, values, query, answer, scratch);
                 break;
             }
         } while (task_split_of(batch, b) != split);
@@ -175,4 +269,10 @@ void task_print_example(FILE *out, const Task *task, const TaskBatch *batch, int
     fputs("}  query", out);   /* two spaces: the query stands apart */
     for (int i = 0; i < Q; i++)
         fprintf(out, " %s", task->key_words[query[i]]);
+}
+
+void task_print_sequence(FILE *out, const Task *task, const int *tokens, int length)
+{
+    for (int t = 0; t < length; t++)
+        fprintf(out, "%s%s", t ? " " : "", task->key_words[tokens[t]]);
 }

@@ -7,7 +7,7 @@
  * the step-dependent scalars in double as Python computes them; that is
  * what lets a few steps match PyTorch's to float rounding.
  */
-#include "optim.h"
+#include "learn/optim.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * Legend: B = batch_size, T = num_queries, H = num_heads, D = num_hiddens,
  * d = D / H.
  */
-#include "head_gates.h"
+#include "learn/head_gates.h"
 
 /* W_o (D, D), gates (H,) -> W_o with column c scaled by gates[c / d] */
 Tensor *head_gated_W_o(const MultiHeadAttention *layer, const float *gates)

@@ -6,7 +6,7 @@
  * Legend: B = batch_size, P = entries of an example, H = num_heads,
  * D = num_hiddens, d = D / H, Vk, Vv = key and value vocabularies.
  */
-#include "two_key_model.h"
+#include "learn/two_key_model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,10 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "embedding.h"
-#include "head_gates.h"
-#include "io/npy.h"
-#include "loss.h"
+#include "learn/embedding.h"
+#include "learn/head_gates.h"
+#include "learn/loss.h"
 #include "ops.h"
 
 /* The optimiser's list and the files' list, both in PyTorch's names. */
@@ -102,12 +101,12 @@ static void check_batch(const char *func, const TaskBatch *batch)
 
 /* batch -> logits (B, 2, Vv) */
 Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
-                        Tensor **attention_weights, TwoKeySaved *saved)
+                        Tensor **attention_weights, TwoKeyCache *cache)
 {
     const char *func = "two_key_forward";
     check_batch(func, batch);
-    if (saved != NULL && gates != NULL)
-        die(func, "the backward runs on the model as it trains: saved needs gates NULL");
+    if (cache != NULL && gates != NULL)
+        die(func, "the backward runs on the model as it trains: cache needs gates NULL");
     const int B = batch->batch_size, P = batch->num_pairs, D = model->num_hiddens;
     const int H = model->num_heads;
 
@@ -122,10 +121,10 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
     if (gates != NULL)
         gated.W_o = head_gated_W_o(model->attention, gates);
     Tensor *out;   /* (B, 1, D) */
-    if (saved != NULL) {
-        out = multihead_forward_save(&gated, q, k, v, NULL, false, NULL, &saved->attention);
+    if (cache != NULL) {
+        out = multihead_forward_cache(&gated, q, k, v, NULL, false, NULL, &cache->attention);
         if (attention_weights != NULL) {
-            *attention_weights = tensor_copy(saved->attention.attention.weights);
+            *attention_weights = tensor_copy(cache->attention.attention.weights);
             tensor_reshape(*attention_weights, SHAPE(B, H, 1, P));
         }
     } else {
@@ -137,12 +136,12 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
     // step 3: the readout scores every capital, for each of the two answers
     Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
     tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
-    if (saved != NULL) {
-        saved->batch = batch;
-        saved->q = q;
-        saved->k = k;
-        saved->v = v;
-        saved->out = out;
+    if (cache != NULL) {
+        cache->batch = batch;
+        cache->q = q;
+        cache->k = k;
+        cache->v = v;
+        cache->out = out;
     } else {
         tensor_free(q);
         tensor_free(k);
@@ -153,23 +152,23 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
 }
 
 /* grad_logits (B, 2, Vv) -> parameter gradients (+=), grad_concat (B, 1, D) */
-void two_key_backward(TwoKeyModel *model, const TwoKeySaved *saved, const Tensor *grad_logits,
+void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor *grad_logits,
                       Tensor **grad_concat)
 {
     const char *func = "two_key_backward";
-    const TaskBatch *batch = saved->batch;
+    const TaskBatch *batch = cache->batch;
     const int B = batch->batch_size, D = model->num_hiddens;
     tensor_check_shape(func, "grad_logits", grad_logits, SHAPE(B, 2, model->value_vocab));
 
     // step 3 backwards: the readout, on the logits seen as (B, 1, 2 Vv)
     Tensor *grad_flat = tensor_copy(grad_logits);
     tensor_reshape(grad_flat, SHAPE(B, 1, 2 * model->value_vocab));
-    Tensor *grad_out = linear_backward(saved->out, model->readout_weight, grad_flat,
+    Tensor *grad_out = linear_backward(cache->out, model->readout_weight, grad_flat,
                                        model->grad_readout_weight, model->grad_readout_bias);
 
     // step 2 backwards: the attention (no gates while training)
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    multihead_backward(model->attention, &saved->attention, grad_out, model->grad_attention,
+    multihead_backward(model->attention, &cache->attention, grad_out, model->grad_attention,
                        &grad_q, &grad_k, &grad_v, grad_concat);
 
     // step 1 backwards: each row of a gradient goes back to the word it came from
@@ -184,29 +183,29 @@ void two_key_backward(TwoKeyModel *model, const TwoKeySaved *saved, const Tensor
     tensor_free(grad_v);
 }
 
-void two_key_saved_free(TwoKeySaved *saved)
+void two_key_cache_free(TwoKeyCache *cache)
 {
-    tensor_free(saved->q);
-    tensor_free(saved->k);
-    tensor_free(saved->v);
-    tensor_free(saved->out);
-    multihead_saved_free(&saved->attention);
-    *saved = (TwoKeySaved){0};
+    tensor_free(cache->q);
+    tensor_free(cache->k);
+    tensor_free(cache->v);
+    tensor_free(cache->out);
+    multihead_cache_free(&cache->attention);
+    *cache = (TwoKeyCache){0};
 }
 
 double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch)
 {
     parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     /* (B, 2, Vv) against answers (B, 2): 2B rows, the mean over all */
     const double loss = cross_entropy(logits, batch->answers);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
-    two_key_backward(model, &saved, grad_logits, NULL);
+    two_key_backward(model, &cache, grad_logits, NULL);
     adam_step(adam);
     tensor_free(grad_logits);
     tensor_free(logits);
-    two_key_saved_free(&saved);
+    two_key_cache_free(&cache);
     return loss;
 }
 
@@ -251,12 +250,12 @@ double two_key_evaluate(const TwoKeyModel *model, const TaskBatch *batch, const 
 /* batch -> concat (B, 1, D): the heads side by side, before W_o */
 Tensor *two_key_heads(const TwoKeyModel *model, const TaskBatch *batch)
 {
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
-    Tensor *concat = saved.attention.concat;
-    saved.attention.concat = NULL;   /* kept; the rest goes */
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
+    Tensor *concat = cache.attention.concat;
+    cache.attention.concat = NULL;   /* kept; the rest goes */
     tensor_free(logits);
-    two_key_saved_free(&saved);
+    two_key_cache_free(&cache);
     return concat;
 }
 
@@ -283,17 +282,17 @@ double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
 void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double *importance)
 {
     const int B = batch->batch_size, H = model->num_heads;
-    TwoKeySaved saved = {0};
-    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &saved);
+    TwoKeyCache cache = {0};
+    Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
     Tensor *grad_concat = NULL;
-    two_key_backward(model, &saved, grad_logits, &grad_concat);
+    two_key_backward(model, &cache, grad_logits, &grad_concat);
     parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
 
     /* gate_grads (B, H) are slopes of the batch's loss, the mean of the B
      * examples' losses: example b's own slope is B times its entry, and
      * the mean over b of |B * entry| is the sum of |entry|. */
-    Tensor *gate_grads = head_gate_grads(saved.attention.concat, grad_concat, H);
+    Tensor *gate_grads = head_gate_grads(cache.attention.concat, grad_concat, H);
     for (int h = 0; h < H; h++) {
         double sum = 0.0;
         for (int b = 0; b < B; b++)
@@ -304,90 +303,5 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     tensor_free(grad_concat);
     tensor_free(grad_logits);
     tensor_free(logits);
-    two_key_saved_free(&saved);
-}
-
-int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
-{
-    model->saved_num_heads = model->num_heads;
-    return model_save(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
-}
-
-/* One error line into err, or onto stderr when err is NULL (io/model.h's rule). */
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    char message[MODEL_ERR_LEN];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (err == NULL) {
-        fflush(stdout);
-        fprintf(stderr, "%s\n", message);
-    } else if (err_len > 0) {
-        snprintf(err, err_len, "%s", message);
-    }
-    return -1;
-}
-
-int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
-{
-    /* the number of heads first: a model of other heads has the same shapes */
-    int num_heads = 0;
-    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0)
-        return -1;
-    if (num_heads != model->num_heads)
-        return fail(err, err_len, "%s/num_heads.npy: holds %d, the model has %d heads", dir,
-                    num_heads, model->num_heads);
-    return model_load(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
-}
-
-/* The shape (rows, columns) of DIR/NAME.npy, a 2-D table. */
-static int read_table_shape(const char *dir, const char *name, int *rows, int *cols,
-                            char *err, size_t err_len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    char npy_err[NPY_ERR_LEN];
-    Tensor *table = npy_load(path, npy_err, sizeof npy_err);
-    if (table == NULL)
-        return fail(err, err_len, "%s", npy_err);
-    const int ndim = table->ndim;
-    *rows = table->shape[0];
-    *cols = ndim == 2 ? table->shape[1] : 0;
-    tensor_free(table);
-    if (ndim != 2)
-        return fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
-                    "dimensions", path, ndim);
-    return 0;
-}
-
-TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
-{
-    int num_heads = 0, key_vocab = 0, value_vocab = 0, D = 0, D_values = 0;
-    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0 ||
-        read_table_shape(dir, "embed_keys.weight", &key_vocab, &D, err, err_len) != 0 ||
-        read_table_shape(dir, "embed_values.weight", &value_vocab, &D_values, err,
-                         err_len) != 0)
-        return NULL;
-    if (D_values != D) {
-        fail(err, err_len, "%s: embed_keys.weight has %d columns and embed_values.weight "
-             "%d: both are num_hiddens", dir, D, D_values);
-        return NULL;
-    }
-    if (num_heads < 1 || D % num_heads != 0) {
-        fail(err, err_len, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
-             num_heads, D);
-        return NULL;
-    }
-    /* every parameter is overwritten by the load: the draws do not matter */
-    Rng rng = rng_new(0);
-    TwoKeyModel *model = two_key_new(key_vocab, value_vocab, D, num_heads, &rng);
-    if (two_key_load(model, dir, err, err_len) != 0) {
-        two_key_free(model);
-        return NULL;
-    }
-    return model;
+    two_key_cache_free(&cache);
 }

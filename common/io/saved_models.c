@@ -1,0 +1,317 @@
+/*
+ * saved_models.c - the small models as directories of .npy files (introduced
+ * in chapter 05's optional section "Attention that learns"). See
+ * saved_models.h.
+ */
+#include "io/saved_models.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "io/npy.h"
+
+/* One error line into err, or onto stderr when err is NULL (io/model.h's rule). */
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+{
+    char message[MODEL_ERR_LEN];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    if (err == NULL) {
+        fflush(stdout);
+        fprintf(stderr, "%s\n", message);
+    } else if (err_len > 0) {
+        snprintf(err, err_len, "%s", message);
+    }
+    return -1;
+}
+
+/* "DIR/NAME.npy", new (free it): any length. */
+static char *file_path(const char *dir, const char *name)
+{
+    const size_t len = strlen(dir) + strlen(name) + sizeof "/.npy";
+    char *path = checked_malloc("saved_models", len, 1);
+    snprintf(path, len, "%s/%s.npy", dir, name);
+    return path;
+}
+
+/* The number of heads first: no shape would catch a model saved with
+ * another one, and nothing must change when it differs. */
+static int check_heads(int num_heads, const char *dir, char *err, size_t err_len)
+{
+    int saved_heads;
+    if (model_read_ints(dir, "num_heads", &saved_heads, 1, err, err_len) != 0)
+        return -1;
+    if (saved_heads != num_heads)
+        return fail(err, err_len, "%s/num_heads.npy: the model has %d heads, the file says %d",
+                    dir, num_heads, saved_heads);
+    return 0;
+}
+
+/* ---- the dictionary model --------------------------------------------------------- */
+
+int lookup_save(const LookupModel *m, const char *dir, char *err, size_t err_len)
+{
+    return model_save(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
+}
+
+int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
+{
+    if (check_heads(m->num_heads, dir, err, err_len) != 0)
+        return -1;
+    return model_load(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
+}
+
+/* ---- the training state ------------------------------------------------------- */
+
+enum {
+    FLOAT_FILES = LOOKUP_NUM_FILES - 1,             /* the model's files but num_heads */
+    TRAINING_INTS = 6,
+    ALL_FILES = LOOKUP_NUM_SAVED_FILES,
+};
+
+/* Every file of a model with its training state, pointing at the model's
+ * tensors, Adam's moments and the small buffers here. */
+typedef struct {
+    ModelFile files[ALL_FILES];
+    char names[2 * FLOAT_FILES][96];
+    int step;
+    int training[TRAINING_INTS];
+    Tensor *lr;                                     /* (1,) */
+} TrainingFiles;
+
+/* The moment (m or v) of the parameter whose value is part. */
+static Tensor *moment_of(const LookupModel *m, Tensor *const *moments, const Tensor *part)
+{
+    for (int i = 0; i < m->num_params; i++)
+        if (m->params[i].value == part)
+            return moments[i];
+    die("saved_models", "a saved tensor is not a parameter");
+}
+
+/* file (of the model) -> the file of its moments, stacked the same way */
+static ModelFile moment_file(const LookupModel *m, const ModelFile *file, Tensor *const *moments,
+                             char *name, size_t name_len, const char *prefix)
+{
+    ModelFile moment = {.name = name};
+    snprintf(name, name_len, "%s.%s", prefix, file->name);
+    for (int i = 0; i < MODEL_MAX_PARTS && file->parts[i]; i++)
+        moment.parts[i] = moment_of(m, moments, file->parts[i]);
+    return moment;
+}
+
+static void training_files(TrainingFiles *t, const LookupModel *m, const Adam *adam)
+{
+    if (adam->params != m->params || adam->count != m->num_params)
+        die("saved_models", "the optimiser does not hold this model's parameters");
+    int n = 0;
+    for (int i = 0; i < LOOKUP_NUM_FILES; i++)
+        t->files[n++] = m->files[i];
+    for (int i = 0; i < FLOAT_FILES; i++) {
+        t->files[n++] = moment_file(m, &m->files[i], adam->m, t->names[2 * i],
+                                    sizeof t->names[0], "optimizer.exp_avg");
+        t->files[n++] = moment_file(m, &m->files[i], adam->v, t->names[2 * i + 1],
+                                    sizeof t->names[0], "optimizer.exp_avg_sq");
+        t->files[n - 1].nonnegative = true;
+    }
+    t->lr = tensor_zeros(SHAPE(1));
+    t->files[n++] = (ModelFile){.name = "optimizer.step", .ints = &t->step, .num_ints = 1};
+    t->files[n++] = (ModelFile){.name = "optimizer.lr", .parts = {t->lr}};
+    t->files[n++] = (ModelFile){.name = "training", .ints = t->training,
+                                .num_ints = TRAINING_INTS};
+}
+
+int lookup_save_training(const LookupModel *m, const Adam *adam, const LookupTraining *training,
+                         const char *dir, char *err, size_t err_len)
+{
+    TrainingFiles t;
+    training_files(&t, m, adam);
+    t.step = (int)adam->step;
+    t.lr->data[0] = adam->lr;
+    t.training[0] = training->batch_size;
+    t.training[1] = training->num_pairs;
+    for (int i = 0; i < 4; i++)
+        t.training[2 + i] = (int)((training->seed >> (16 * i)) & 0xffff);
+    const int status = model_save(dir, t.files, ALL_FILES, err, err_len);
+    tensor_free(t.lr);
+    return status;
+}
+
+/* The three small files of the training state (step, learning rate, what
+ * draws the batches) read into t and checked, before any tensor changes.
+ * When limits is not NULL the batch size and pairs are checked too. */
+static int read_training(TrainingFiles *t, const LookupModel *m, const LookupLimits *limits,
+                         const char *dir, char *err, size_t err_len)
+{
+    if (model_load(dir, &t->files[ALL_FILES - 3], 3, err, err_len) != 0)
+        return -1;
+    bool pieces_fit = true;
+    for (int i = 0; i < 4; i++)
+        pieces_fit = pieces_fit && t->training[2 + i] >= 0 && t->training[2 + i] <= 0xffff;
+    if (t->step < 0 || !pieces_fit || !(t->lr->data[0] > 0.0f)) {
+        snprintf(err, err_len, "%s/%s: %s", dir, t->step < 0 ? "optimizer.step.npy" :
+                 !pieces_fit ? "training.npy" : "optimizer.lr.npy",
+                 t->step < 0 ? "the step count is negative" :
+                 !pieces_fit ? "the seed's pieces must be from 0 to 65535" :
+                 "the learning rate must be above 0");
+        return -1;
+    }
+    const int batch_size = t->training[0], num_pairs = t->training[1];
+    if (limits != NULL && (batch_size < 1 || batch_size > limits->max_batch || num_pairs < 2 ||
+                           num_pairs > limits->max_pairs || num_pairs > m->key_vocab)) {
+        snprintf(err, err_len, "%s/training.npy: expected a batch of 1 to %d examples and 2 to "
+                 "%d pairs (at most the model's %d countries), got %d and %d", dir,
+                 limits->max_batch, limits->max_pairs, m->key_vocab, batch_size, num_pairs);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
+                         const LookupLimits *limits, const char *dir, char *err, size_t err_len)
+{
+    if (check_heads(m->num_heads, dir, err, err_len) != 0)
+        return -1;
+    TrainingFiles t;
+    training_files(&t, m, adam);
+    int status = read_training(&t, m, limits, dir, err, err_len);
+    if (status == 0)
+        status = model_load(dir, t.files, ALL_FILES, err, err_len);
+    if (status == 0) {
+        adam->step = t.step;
+        adam->lr = t.lr->data[0];
+        training->batch_size = t.training[0];
+        training->num_pairs = t.training[1];
+        training->seed = 0;
+        for (int i = 0; i < 4; i++)
+            training->seed |= (uint64_t)(t.training[2 + i] & 0xffff) << (16 * i);
+    }
+    tensor_free(t.lr);
+    return status;
+}
+
+int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
+                         char *err, size_t err_len)
+{
+    return load_training(m, adam, training, NULL, dir, err, err_len);
+}
+
+/* ---- a model of the sizes its files give ------------------------------------- */
+
+LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *err,
+                             size_t err_len)
+{
+    // step 1: the sizes, from embed_keys.weight (Vk, D) and num_heads
+    char *path = file_path(dir, "embed_keys.weight");
+    Tensor *embed = npy_load(path, err, err_len);
+    free(path);
+    int heads = 0;
+    if (embed == NULL || model_read_ints(dir, "num_heads", &heads, 1, err, err_len) != 0) {
+        tensor_free(embed);
+        return NULL;
+    }
+    const int vocab = embed->ndim == 2 ? embed->shape[0] : 0;
+    const int hiddens = embed->ndim == 2 ? embed->shape[1] : 0;
+    tensor_free(embed);
+    // step 2: sizes the program can run; D divides by H
+    if (vocab < limits->min_vocab || vocab > limits->max_vocab || hiddens < 1 ||
+        hiddens > limits->max_hiddens || heads < 1 || heads > limits->max_heads ||
+        hiddens % heads != 0) {
+        snprintf(err, err_len, "%s does not hold a model this program can run (%d countries, "
+                 "num_hiddens %d, %d heads, for %d pairs)", dir, vocab, hiddens, heads,
+                 limits->min_vocab);
+        return NULL;
+    }
+    // step 3: build it (every parameter is then replaced) and read every file
+    Rng rng = rng_new(0);
+    LookupModel *m = lookup_new(vocab, vocab, hiddens, heads, &rng);
+    if (lookup_load(m, dir, err, err_len) != 0) {
+        lookup_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+Adam *lookup_load_training_new(LookupModel *m, const char *dir, const LookupLimits *limits,
+                               LookupTraining *training, char *err, size_t err_len)
+{
+    /* the learning rate is the saved one once the load succeeds */
+    Adam *adam = adam_new(m->params, m->num_params, 1e-3f);
+    if (load_training(m, adam, training, limits, dir, err, err_len) != 0) {
+        adam_free(adam);
+        return NULL;
+    }
+    return adam;
+}
+
+/* ---- the two-key model ---------------------------------------------------------- */
+
+int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
+{
+    model->saved_num_heads = model->num_heads;
+    return model_save(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
+}
+
+int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
+{
+    if (check_heads(model->num_heads, dir, err, err_len) != 0)
+        return -1;
+    return model_load(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
+}
+
+/* The shape (rows, columns) of DIR/NAME.npy, a 2-D table. */
+static int read_table_shape(const char *dir, const char *name, int *rows, int *cols,
+                            char *err, size_t err_len)
+{
+    char *path = file_path(dir, name);
+    char npy_err[NPY_ERR_LEN];
+    Tensor *table = npy_load(path, npy_err, sizeof npy_err);
+    int status = 0;
+    if (table == NULL) {
+        status = fail(err, err_len, "%s", npy_err);
+    } else if (table->ndim != 2) {
+        status = fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
+                      "dimensions", path, table->ndim);
+    } else {
+        *rows = table->shape[0];
+        *cols = table->shape[1];
+    }
+    tensor_free(table);
+    free(path);
+    return status;
+}
+
+TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
+{
+    int num_heads = 0, key_vocab = 0, value_vocab = 0, D = 0, D_values = 0;
+    if (model_read_ints(dir, "num_heads", &num_heads, 1, err, err_len) != 0 ||
+        read_table_shape(dir, "embed_keys.weight", &key_vocab, &D, err, err_len) != 0 ||
+        read_table_shape(dir, "embed_values.weight", &value_vocab, &D_values, err,
+                         err_len) != 0)
+        return NULL;
+    if (D_values != D) {
+        fail(err, err_len, "%s: embed_keys.weight has %d columns and embed_values.weight "
+             "%d: both are num_hiddens", dir, D, D_values);
+        return NULL;
+    }
+    if (num_heads < 1 || D % num_heads != 0) {
+        fail(err, err_len, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
+             num_heads, D);
+        return NULL;
+    }
+    /* every parameter is overwritten by the load: the draws do not matter */
+    Rng rng = rng_new(0);
+    TwoKeyModel *model = two_key_new(key_vocab, value_vocab, D, num_heads, &rng);
+    if (two_key_load(model, dir, err, err_len) != 0) {
+        two_key_free(model);
+        return NULL;
+    }
+    return model;
+}
