@@ -162,6 +162,28 @@ Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_h
     return out;
 }
 
+/* x (B, K, G*d) -> (B*H, K, d) */
+Tensor *split_kv_heads(const Tensor *x, int num_kv_heads, int num_heads)
+{
+    Tensor *kv_heads = transpose_qkv(x, num_kv_heads);   /* (B*G, K, d) */
+    if (num_kv_heads == num_heads)
+        return kv_heads;
+    Tensor *repeated = repeat_kv_heads(kv_heads, num_kv_heads, num_heads);
+    tensor_free(kv_heads);
+    return repeated;
+}
+
+/* grad (B*H, K, d) -> grad_x (B, K, G*d): the two steps backwards */
+Tensor *split_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads)
+{
+    if (num_kv_heads == num_heads)
+        return transpose_qkv_backward(grad, num_heads);
+    Tensor *grad_kv_heads = repeat_kv_heads_backward(grad, num_kv_heads, num_heads);
+    Tensor *grad_x = transpose_qkv_backward(grad_kv_heads, num_kv_heads);
+    tensor_free(grad_kv_heads);
+    return grad_x;
+}
+
 /* valid_lens (B,) -> (B*H,), or (B, T) -> (B*H, T) */
 ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_heads)
 {

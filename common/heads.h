@@ -33,6 +33,11 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T,
  * The backward adds the H / G gradients of each copy back into its head. */
 Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
 Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
+/* A key or value projection into the H heads that read it:
+ *   x (B, K, G*d) -> transpose_qkv into G heads -> repeat_kv_heads -> (B*H, K, d)
+ * (with G = H, transpose_qkv alone), and its backward (B*H, K, d) -> (B, K, G*d). */
+Tensor *split_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
+Tensor *split_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
 
 /* valid_lens (B,) -> (B*H,) and (B, T) -> (B*H, T): each sequence's
  * lengths repeated H times in a row, like torch.repeat_interleave. */

@@ -98,19 +98,6 @@ void multihead_free(MultiHeadAttention *layer)
     free(layer);
 }
 
-/* k_proj (B, K, G*d) -> (B*H, K, d): split into the G key-value heads,
- * then each repeated for the H / G query heads that read it (none when
- * G = H, chapter 05's layer) */
-static Tensor *kv_heads_of(const Tensor *k_proj, int num_kv_heads, int num_heads)
-{
-    Tensor *kv_heads = transpose_qkv(k_proj, num_kv_heads);   /* (B*G, K, d) */
-    if (num_kv_heads == num_heads)
-        return kv_heads;
-    Tensor *repeated = repeat_kv_heads(kv_heads, num_kv_heads, num_heads);
-    tensor_free(kv_heads);
-    return repeated;
-}
-
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D); cache: Q (B*H, T, d), K and V
  * (B*H, K, d), attention weights (B*H, T, K), concat (B, T, D) */
@@ -141,8 +128,8 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
     Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, G*d) */
     Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, G*d) */
     cache->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
-    cache->K = kv_heads_of(k_proj, G, H);                       /* (B*H, K, d) */
-    cache->V = kv_heads_of(v_proj, G, H);                       /* (B*H, K, d) */
+    cache->K = split_kv_heads(k_proj, G, H);                    /* (B*H, K, d) */
+    cache->V = split_kv_heads(v_proj, G, H);                    /* (B*H, K, d) */
     tensor_free(q_proj);
     tensor_free(k_proj);
     tensor_free(v_proj);
@@ -246,11 +233,7 @@ static void projection_backward(const Tensor *x, const Tensor *weight, const Ten
                                 int heads, int num_heads, Tensor *grad_weight,
                                 Tensor *grad_bias, Tensor **grad_x)
 {
-    Tensor *grad_own = heads == num_heads
-                           ? NULL : repeat_kv_heads_backward(grad_heads, heads, num_heads);
-    Tensor *grad_proj = transpose_qkv_backward(grad_own ? grad_own : grad_heads,
-                                               heads);   /* (B, n, heads*d) */
-    tensor_free(grad_own);
+    Tensor *grad_proj = split_kv_heads_backward(grad_heads, heads, num_heads);   /* (B, n, .) */
     Tensor *grad_input = linear_backward(x, weight, grad_proj, grad_weight, grad_bias);
     tensor_free(grad_proj);
     if (grad_x != NULL)

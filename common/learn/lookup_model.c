@@ -24,11 +24,13 @@
  * nn.Linear default that multihead_new uses: in_proj_weight, the (3D, D)
  * stack of W_q, W_k, W_v, is Xavier-uniform with bound
  * sqrt(6 / (fan_in + fan_out)) = sqrt(6 / (D + 3D)), and both biases start
- * at 0. out_proj.weight keeps nn.Linear's bound 1/sqrt(D). */
+ * at 0. out_proj.weight keeps nn.Linear's bound 1/sqrt(D). With G < H
+ * key-value heads the stack has D + 2*G*d rows, and fan_out says so. */
 static void init_like_pytorch(MultiHeadAttention *layer, Rng *rng)
 {
     const int D = layer->num_hiddens;
-    const float bound = sqrtf(6.0f / (float)(D + 3 * D));
+    const int stack_rows = D + 2 * layer->W_k->shape[0];   /* 3D when G = H */
+    const float bound = sqrtf(6.0f / (float)(D + stack_rows));
     Tensor *projections[3] = {layer->W_q, layer->W_k, layer->W_v};
     for (int i = 0; i < 3; i++)
         for (size_t j = 0; j < projections[i]->size; j++)
@@ -80,6 +82,12 @@ static void list_parameters(LookupModel *m)
 LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
                         Rng *rng)
 {
+    return lookup_new_grouped(key_vocab, value_vocab, num_hiddens, num_heads, num_heads, rng);
+}
+
+LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
+                                int num_heads, int num_kv_heads, Rng *rng)
+{
     const char *func = "lookup_new";
     if (key_vocab < 1 || value_vocab < 1)
         die(func, "vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
@@ -89,12 +97,13 @@ LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num
     m->value_vocab = value_vocab;
     m->num_hiddens = num_hiddens;
     m->num_heads = num_heads;
+    m->num_kv_heads = num_kv_heads;
     m->saved_num_heads = num_heads;
     const int D = num_hiddens;
     /* drawn in the order of the module's parameters */
     m->embed_keys = embedding_new(key_vocab, D, rng);
     m->embed_values = embedding_new(value_vocab, D, rng);
-    m->attention = multihead_new(D, D, D, D, num_heads, 0.0f, true, rng);
+    m->attention = multihead_new_grouped(D, D, D, D, num_heads, num_kv_heads, 0.0f, true, rng);
     init_like_pytorch(m->attention, rng);
     const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
     m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab, D));
@@ -139,7 +148,7 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     check_batch("lookup_forward", batch);
     const MultiHeadAttention *a = m->attention;
     const int B = batch->batch_size, P = batch->num_pairs, Q = batch->num_queries;
-    const int H = m->num_heads;
+    const int H = m->num_heads, G = m->num_kv_heads;
     // step 1: the query words' vectors, through W_q
     Tensor *q = embedding_forward(m->embed_keys, batch->queries, SHAPE(B, Q));
     Tensor *queries = linear(q, a->W_q, a->b_q);                          /* (B, Q, D) */
@@ -147,14 +156,14 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     // looked up by the entries: the tables are (Vk, D) and (Vv, D)
     Tensor *key_table = linear(m->embed_keys, a->W_k, a->b_k);
     Tensor *value_table = linear(m->embed_values, a->W_v, a->b_v);
-    Tensor *keys = embedding_forward(key_table, batch->keys, SHAPE(B, P));        /* (B, P, D) */
-    Tensor *values = embedding_forward(value_table, batch->values, SHAPE(B, P));  /* (B, P, D) */
+    Tensor *keys = embedding_forward(key_table, batch->keys, SHAPE(B, P));        /* (B, P, G*d) */
+    Tensor *values = embedding_forward(value_table, batch->values, SHAPE(B, P));  /* (B, P, G*d) */
     // step 3: the heads (chapter 04's split), attention in each (chapter
     // 03), the heads merged and mixed by W_o
     LookupCache s = {.batch = batch, .q = q};
     s.Q = transpose_qkv(queries, H);                                      /* (B*H, Q, d) */
-    s.K = transpose_qkv(keys, H);                                         /* (B*H, P, d) */
-    s.V = transpose_qkv(values, H);
+    s.K = split_kv_heads(keys, G, H);                                     /* (B*H, P, d) */
+    s.V = split_kv_heads(values, G, H);
     Tensor *heads = dot_product_attention_cache(s.Q, s.K, s.V, NULL, NULL, &s.attention);
     s.concat = transpose_output(heads, H);                                /* (B, Q, D) */
     s.out = linear(s.concat, a->W_o, a->b_o);
@@ -204,7 +213,7 @@ void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *gra
     const TaskBatch *batch = cache->batch;
     const MultiHeadAttention *a = m->attention;
     MultiHeadGrads *g = m->grad_attention;
-    const int H = m->num_heads;
+    const int H = m->num_heads, G = m->num_kv_heads;
     // step 4 backwards: the readout
     Tensor *grad_out = linear_backward(cache->out, m->readout_weight, grad_logits,
                                        m->grad_readout_weight, m->grad_readout_bias);
@@ -215,8 +224,8 @@ void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *gra
     dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, grad_heads,
                                    &grad_Q, &grad_K, &grad_V);
     Tensor *grad_queries = transpose_qkv_backward(grad_Q, H);              /* (B, Q, D) */
-    Tensor *grad_keys = transpose_qkv_backward(grad_K, H);                 /* (B, P, D) */
-    Tensor *grad_values = transpose_qkv_backward(grad_V, H);
+    Tensor *grad_keys = split_kv_heads_backward(grad_K, G, H);             /* (B, P, G*d) */
+    Tensor *grad_values = split_kv_heads_backward(grad_V, G, H);
     // step 2 backwards: each entry's gradient into its word's row of the
     // projected table, then through W_k (W_v) into the embeddings
     Tensor *grad_from_keys = table_backward(m->embed_keys, a->W_k, batch->keys, grad_keys,
