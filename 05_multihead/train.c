@@ -4,7 +4,7 @@
  *
  * Part 1: the task, in words: a fresh dictionary in every example.
  * Part 2: the model, and training it with Adam (a progress line); a loss
- *         that stops being a number, or SIGINT / SIGTERM, ends training
+ *         that stops being a number, or SIGINT / SIGTERM / SIGHUP, ends training
  *         with the last good model saved, and --from DIR --steps N goes on
  *         where a saved run stopped, to the same numbers.
  * Part 3: held-out accuracy, on examples never trained on.
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "io/cli.h"
+#include "io/fileset.h"
 #include "io/curve.h"
 #include "io/npy.h"
 #include "io/plot.h"
@@ -151,35 +152,21 @@ static void report_progress(int step, int steps, double mean_loss, double accura
     }
 }
 
-/* SIGINT or SIGTERM during training: noted here, acted on between steps. */
-static volatile sig_atomic_t stop_signal = 0;
-
-static void note_signal(int sig)
-{
-    stop_signal = sig;
-}
-
-/* handler: note_signal while training, SIG_DFL after */
-static void handle_stop_signals(void (*handler)(int))
-{
-    struct sigaction action = {.sa_handler = handler};
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
-}
-
 typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
 
 /* The loss of step s was not a number; or, by_update, its update made a
- * parameter one (loss finite) or made the loss one (loss not finite: the
+ * parameter one (loss finite; or, moments, one of Adam's moments, which
+ * would then be saved) or made the loss one (loss not finite: the
  * parameters overflow in the forward); kept is the model after step
  * `kept`. */
-static void report_divergence(double loss, bool by_update, int step, long kept,
+static void report_divergence(double loss, bool by_update, bool moments, int step, long kept,
                               const Options *opt)
 {
     char what[96];
     const char *kind = isnan(loss) ? "NaN" : "infinite";
-    if (by_update && isfinite(loss))
+    if (by_update && isfinite(loss) && moments)
+        snprintf(what, sizeof what, "the update of step %d made Adam's moments overflow", step);
+    else if (by_update && isfinite(loss))
         snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
                  step);
     else if (by_update)
@@ -192,6 +179,17 @@ static void report_divergence(double loss, bool by_update, int step, long kept,
                 "smaller --lr\n", PROG, what, kept);
     else
         fprintf(stderr, "%s: %s; try a smaller --lr\n", PROG, what);
+}
+
+/* Adam's moments all numbers: a square of a huge gradient overflows to
+ * inf long before the parameters do, and would then be saved. */
+static bool moments_finite(const Adam *adam)
+{
+    for (int i = 0; i < adam->count; i++)
+        if (tensor_first_non_finite(adam->m[i]) != SIZE_MAX ||
+            tensor_first_non_finite(adam->v[i]) != SIZE_MAX)
+            return false;
+    return true;
 }
 
 /* The state before each step is kept until the step's loss, computed on
@@ -216,16 +214,18 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
     double window_loss = 0.0, window_correct = 0.0;
     TrainEnd end = TRAINED;
     const double start = now_seconds();
-    for (int step = first; step <= opt->steps && !stop_signal; step++) {
+    signals_note(true);   /* SIGINT, SIGTERM, SIGHUP: finish the step, then stop */
+    for (int step = first; step <= opt->steps && !signals_caught(); step++) {
         draw_step_batch(task, batch, opt->seed, step);
         adam_snapshot_take(back.before, adam);
         int correct;
         const double loss = lookup_train_step(model, adam, batch, &correct);
         const bool loss_finite = isfinite(loss);
-        if (!loss_finite || !parameters_finite(model->params, model->num_params)) {
+        const bool moments = !moments_finite(adam);
+        if (!loss_finite || moments || !parameters_finite(model->params, model->num_params)) {
             /* a finite loss: the state before this step was good */
             adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
-            report_divergence(loss, loss_finite, step, adam->step, opt);
+            report_divergence(loss, loss_finite, moments, step, adam->step, opt);
             end = DIVERGED;
             break;
         }
@@ -242,6 +242,7 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
             window_loss = window_correct = 0.0;
         }
     }
+    signals_note(false);   /* from here a signal ends the program (after a save) */
     const double seconds = now_seconds() - start;
     /* the last update has no loss of its own: the loss of its parameters
      * on the last batch says whether they still give numbers (an update
@@ -251,10 +252,10 @@ static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
     if (!isfinite(after)) {
         const int last = (int)adam->step;
         adam_snapshot_restore(back.good, adam);
-        report_divergence(after, true, last, adam->step, opt);
+        report_divergence(after, true, false, last, adam->step, opt);
         end = DIVERGED;
     }
-    if (end == TRAINED && !stop_signal)
+    if (end == TRAINED && !signals_caught())
         printf("  (%ld steps in %.2f s, %.0f steps/s)\n\n", adam->step - first + 1, seconds,
                (double)(adam->step - first + 1) / seconds);
     adam_snapshot_free(back.good);
@@ -415,7 +416,7 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
              task->key_words[heldout->queries[0]], asked_entry(heldout, 0));
     const char *titles[1] = {title};
     int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", titles);
-    if (steps > 0) {
+    if (status == 0 && steps > 0) {   /* one fault, one line: the first stops the rest */
         Tensor *xs = tensor_arange(SHAPE(steps));
         for (int i = 0; i < steps; i++)
             xs->data[i] += (float)first;
@@ -424,7 +425,7 @@ static int write_plots(const char *dir, const Task *task, const TaskBatch *heldo
         bool all_positive = true;
         for (int i = 0; i < steps; i++)
             all_positive = all_positive && losses[i] > 0.0f;
-        status |= plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
+        status = plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
                               all_positive);
         tensor_free(xs);
         tensor_free(ys);
@@ -468,9 +469,10 @@ static LookupModel *load_model(Options *opt)
  * goes on from DIR's step to the numbers an uninterrupted run reaches. */
 static Adam *load_training(LookupModel *model, Options *opt)
 {
-    char err[MODEL_ERR_LEN], path[1024];
-    snprintf(path, sizeof path, "%s/optimizer.step.npy", opt->from_dir);
-    if (access(path, F_OK) != 0) {
+    char err[MODEL_ERR_LEN], *path = npy_path(opt->from_dir, "optimizer.step");
+    const bool has_state = access(path, F_OK) == 0;
+    free(path);
+    if (!has_state) {
         fprintf(stderr, "%s: %s holds a model without its training state (no "
                 "optimizer.step.npy): --from it without --steps evaluates it\n", PROG,
                 opt->from_dir);
@@ -621,7 +623,7 @@ static int train_and_save(LookupModel *model, Adam *adam, const Task *task, cons
 {
     TrainEnd end = part2_train(model, adam, task, opt, losses);
     int status = opt->to_dir ? save_model(model, adam, opt) : 0;
-    handle_stop_signals(SIG_DFL);
+    const int stop_signal = signals_caught();
     if (status == 0 && opt->to_dir && end == TRAINED && !stop_signal)
         printf("saved the model in %s/ (PyTorch's parameter names; "
                "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
@@ -631,7 +633,7 @@ static int train_and_save(LookupModel *model, Adam *adam, const Task *task, cons
     if (stop_signal) {
         fflush(stdout);
         fprintf(stderr, "%s: stopped by %s after step %ld%s%s%s\n", PROG,
-                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", adam->step,
+                signal_name(stop_signal), adam->step,
                 opt->to_dir && status == 0 ? "; the model is saved in " : "",
                 opt->to_dir && status == 0 ? opt->to_dir : "",
                 opt->to_dir && status == 0 ? "/, --from it with --steps N goes on" : "");
@@ -653,7 +655,6 @@ static void check_memory(const Options *opt)
 
 int main(int argc, char **argv)
 {
-    handle_stop_signals(note_signal);
     Options opt = parse_options(argc, argv);
     /* Every training step allocates and frees the same tensors; an
      * allocator that gives freed memory back to the system faults fresh
@@ -689,7 +690,6 @@ int main(int argc, char **argv)
             return status;
         }
     } else {
-        handle_stop_signals(SIG_DFL);
         printf("Part 2. The model, loaded from %s\n\n", opt.from_dir);
         describe_model(model, &opt);
         printf("\n");

@@ -19,26 +19,95 @@ void error_set_program(const char *prog)
     program_name = prog;
 }
 
-void error_prefix(void)
+/* text as it goes into the line: a character that would end or break it
+ * (a newline, a carriage return, a vertical tab, a form feed), which a
+ * user's argument or file name can hold, written as an escape ("\n",
+ * "\x0b"), so that one error is one line. New. */
+static char *one_line(const char *text)
 {
-    if (program_name != NULL)
-        fprintf(stderr, "%s: ", program_name);
+    char *line = malloc(4 * strlen(text) + 1);
+    if (line == NULL)
+        return NULL;
+    char *at = line;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '\n')
+            at += sprintf(at, "\\n");
+        else if (*p == '\r')
+            at += sprintf(at, "\\r");
+        else if (*p == '\v' || *p == '\f')
+            at += sprintf(at, "\\x%02x", *p);
+        else
+            *at++ = (char)*p;
+    }
+    *at = '\0';
+    return line;
 }
 
-static void vreport(const char *func, const char *fmt, va_list args)
+/* "name: reason" into out. When the two do not fit, the reason (the part
+ * that says what is wrong) is kept whole and the name loses its middle:
+ * "/a/very/long/pa...ory/queries.npy: not a .npy file". */
+static void join_name_and_reason(char *out, size_t out_len, const char *name, const char *reason)
 {
-    fflush(stdout);
-    error_prefix();
-    fprintf(stderr, "%s: ", func);
-    vfprintf(stderr, fmt, args);
-    fputc('\n', stderr);
+    const size_t name_len = strlen(name), reason_len = strlen(reason);
+    if (name_len + 2 + reason_len < out_len || out_len < reason_len + 2 + 16) {
+        snprintf(out, out_len, "%s: %s", name, reason);
+        return;
+    }
+    const size_t room = out_len - 1 - reason_len - 2 - 3;   /* for the name, less "..." */
+    const size_t head = room / 2, tail = room - head;
+    snprintf(out, out_len, "%.*s...%s: %s", (int)head, name, name + name_len - tail, reason);
+}
+
+int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, va_list args)
+{
+    va_list again;
+    va_copy(again, args);
+    const int len = vsnprintf(NULL, 0, fmt, again);
+    va_end(again);
+    char *text = malloc(len > 0 ? (size_t)len + 1 : 1);
+    if (text != NULL)
+        vsnprintf(text, len > 0 ? (size_t)len + 1 : 1, fmt, args);
+    char *reason = one_line(text ? text : "out of memory formatting an error");
+    char *who = one_line(name != NULL ? name : "");
+    free(text);
+    if (reason == NULL || who == NULL) {   /* no memory even for the line: the bare words */
+        free(reason);
+        free(who);
+        reason = NULL;
+        who = NULL;
+    }
+    const char *why = reason ? reason : fmt, *whom = who ? who : (name ? name : "");
+    if (err != NULL) {
+        if (err_len > 0 && *whom)
+            join_name_and_reason(err, err_len, whom, why);
+        else if (err_len > 0)
+            snprintf(err, err_len, "%s", why);
+    } else {
+        fflush(stdout);
+        /* the program's name first, once: a program's own line names it already */
+        if (program_name != NULL && (name == NULL || strcmp(name, program_name) != 0))
+            fprintf(stderr, "%s: ", program_name);
+        fprintf(stderr, *whom ? "%s: %s\n" : "%s%s\n", whom, why);
+    }
+    free(reason);
+    free(who);
+    return -1;
+}
+
+int error_format(char *err, size_t err_len, const char *name, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    error_vformat(err, err_len, name, fmt, args);
+    va_end(args);
+    return -1;
 }
 
 _Noreturn void die(const char *func, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    vreport(func, fmt, args);
+    error_vformat(NULL, 0, func, fmt, args);
     va_end(args);
     exit(1);
 }
@@ -47,7 +116,7 @@ int report_error(const char *func, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    vreport(func, fmt, args);
+    error_vformat(NULL, 0, func, fmt, args);
     va_end(args);
     return -1;
 }
@@ -140,8 +209,5 @@ void memory_require(double need, const char *detail, const char *hint)
     char err[512];
     if (memory_check(need, detail, hint, err, sizeof err) == 0)
         return;
-    fflush(stdout);
-    error_prefix();
-    fprintf(stderr, "%s\n", err);
-    exit(1);
+    die(NULL, "%s", err);
 }

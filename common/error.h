@@ -9,16 +9,30 @@
 #ifndef ERROR_H
 #define ERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* A program names itself once (cli_parse does it from its option table);
  * from then on every library error line starts with that name, as the
  * program's own lines do: "multihead: tensor_zeros: out of memory ...". */
 void error_set_program(const char *prog);
-/* Print "prog: " on stderr when a program has named itself; nothing before. */
-void error_prefix(void);
+/* The one formatter of error lines, which every error of the library and
+ * the programs goes through: "name: reason", reason printf-style. A
+ * character that would break the line (a newline in a file name) is
+ * written as an escape ("\n"), so an error is always one line.
+ * err not NULL: the line goes into err (err_len bytes); when it does not
+ * fit, the name loses its middle, never the reason. The caller decides
+ * what to do with it (a reader that can fail returns it this way).
+ * err NULL: the line goes to stderr, after the program's name when the
+ * program has named itself and name is not that name. name NULL: the
+ * reason alone. Returns -1, for a caller to return. */
+int error_format(char *err, size_t err_len, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, va_list args)
+    __attribute__((format(printf, 4, 0)));
 
-/* Print "[prog: ]func: message" on stderr and exit(1). printf-style. */
+/* Fault while running: "[prog: ]func: message" on stderr and exit(1).
+ * (The usage error, exit 2, is cli_fail.) printf-style; func may be NULL. */
 _Noreturn void die(const char *func, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The same line without the exit, for a function that returns -1 to its

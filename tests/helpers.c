@@ -50,6 +50,35 @@ void scratch_dir_remove(const char *dir)
     rmdir(dir);
 }
 
+/* Entries of path whose name starts with prefix, or holds infix. */
+static int entries_named(const char *path, const char *prefix, const char *infix)
+{
+    DIR *d = opendir(path);
+    int found = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        found += (prefix != NULL && strncmp(e->d_name, prefix, strlen(prefix)) == 0) ||
+                 (infix != NULL && strstr(e->d_name, infix) != NULL);
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+int set_leftovers(const char *dir)
+{
+    char parent[600], prefix[620];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    const char *base = slash ? slash + 1 : parent;
+    snprintf(prefix, sizeof prefix, ".%s.", base);
+    if (slash == parent)
+        parent[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof parent, ".");
+    return entries_named(parent, prefix, NULL) + entries_named(dir, NULL, ".tmp");
+}
+
 char *read_text_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

@@ -64,6 +64,9 @@ char *stderr_of(void (*fn)(void), int *status);
  * and its removal with the plain files in it. For a test's scratch files. */
 void scratch_dir_make(char *buf, size_t len, const char *prefix);
 void scratch_dir_remove(const char *dir);
+/* What a writer of sets into dir left behind: entries ".BASE.new-*" and
+ * ".BASE.old-*" beside dir (fileset.h), and "*.tmp*" inside it. */
+int set_leftovers(const char *dir);
 
 /* Every built program of every chapter folder, found as the Makefile finds
  * them (an executable file without a dot in its name), into names as

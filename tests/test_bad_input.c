@@ -886,7 +886,7 @@ static BadInput rows[] = {
     {SOFTMAX, "--plot @/file", 2, "is not a directory", NULL, a_file},
     {SOFTMAX, "--plot @/readonly", 2, "is not writable", "@/readonly/masked_softmax.dat",
      read_only_dir, 0, true},
-    {SOFTMAX, "--plot @/out", 1, "masked_softmax.gp': Is a directory",
+    {SOFTMAX, "--plot @/out", 2, "holds a directory, 'masked_softmax.gp'",
      "@/out/masked_softmax.dat", plot_softmax_gp_taken},
     {CAUSAL, "--tokens 1", 2, "--tokens expects a whole number from 2 to 16, got '1'", NULL},
     {CAUSAL, "--tokens 17", 2, "--tokens expects a whole number from 2 to 16", NULL},
@@ -915,7 +915,7 @@ static BadInput rows[] = {
      false},
     {SELF, "--plot", 2, "--plot needs a value", NULL},
     {SELF, "--plot @/missing", 2, "--plot: directory '", "@/missing/self_attention.dat"},
-    {SELF, "--plot @/out", 1, "self_attention.dat': Is a directory",
+    {SELF, "--plot @/out", 2, "holds a directory, 'self_attention.dat'",
      "@/out/self_attention.gp", plot_self_attention_dat_taken},
     {DROPOUT, "--draws 9", 2, "--draws expects a whole number from 10 to 1000000", NULL},
     {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
@@ -982,7 +982,7 @@ static BadInput rows[] = {
     {MULTI, "--to @/readonly", 2, "is not writable", "@/readonly/queries.npy", read_only_dir, 0,
      true},
     /* the parameters were written, then W_v failed: none may stay */
-    {MULTI, "--to @/out", 1, "W_v.npy: cannot write", "@/out/queries.npy", out_w_v_taken},
+    {MULTI, "--to @/out", 2, "holds a directory, 'W_v.npy'", "@/out/queries.npy", out_w_v_taken},
     {MULTI, "--plot @/missing", 2, "--plot: directory '", "@/missing/multihead_weights.dat"},
 
     /* chapter 05: --from DIR */
@@ -1057,9 +1057,9 @@ static BadInput rows[] = {
     {MULTI, "--from @/in --heads 2 --to @/readonly", 2, "is not writable",
      "@/readonly/output.npy", read_only_dir, 0, true},
     /* output.npy was written, then attention_weights.npy failed */
-    {MULTI, "--from @/in --heads 2 --to @/out", 1, "attention_weights.npy: cannot write",
+    {MULTI, "--from @/in --heads 2 --to @/out", 2, "holds a directory, 'attention_weights.npy'",
      "@/out/output.npy", out_results_taken},
-    {MULTI, "--from @/in --heads 2 --to @/out", 1, "output.npy: cannot write",
+    {MULTI, "--from @/in --heads 2 --to @/out", 2, "holds a directory, 'output.npy'",
      "@/out/attention_weights.npy", out_output_taken},
     /* the backward's input: a wrong shape or a NaN, one line and nothing written */
     {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy has shape (2, 3, 5), "
@@ -1067,7 +1067,7 @@ static BadInput rows[] = {
      grad_output_wrong_shape},
     {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_output.npy: element 7 (index [0, 1, 3]) "
      "is NaN; the data must be finite", "@/out/output.npy", grad_output_nan},
-    {MULTI, "--from @/in --heads 2 --to @/out", 1, "grad_W_k.npy: cannot write",
+    {MULTI, "--from @/in --heads 2 --to @/out", 2, "holds a directory, 'grad_W_k.npy'",
      "@/out/grad_queries.npy", grad_w_k_taken},
     {MULTI, "--from @/in --heads 2 --plot @/missing", 2, "--plot: directory '",
      "@/missing/multihead_weights.dat", from_good},
@@ -1085,7 +1085,7 @@ static BadInput rows[] = {
     {GRID, "--scale 0.01", 2, "--scale expects a number from 0.1 to 100, got '0.01'", NULL},
     {GRID, "--hiddens", 2, "--hiddens needs a value", NULL},
     {GRID, "--plot @/missing", 2, "--plot: directory '", NULL},
-    {GRID, "--plot @/out", 1, "head_grid_random.gp': Is a directory",
+    {GRID, "--plot @/out", 2, "holds a directory, 'head_grid_random.gp'",
      "@/out/head_grid_random.dat", plot_head_grid_gp_taken},
     {IMPORTANCE, "--heads 17", 2, "--heads expects a whole number from 1 to 16, got '17'",
      NULL},
@@ -1126,11 +1126,10 @@ static BadInput rows[] = {
     {IMPORTANCE, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
      read_only_dir, 0, true},
     /* one final name taken: no file of the model is left, none half written */
-    {IMPORTANCE, "--steps 2 --examples 10 --to @/out", 1, "readout.bias.npy: cannot write",
+    {IMPORTANCE, "--steps 2 --examples 10 --to @/out", 2, "holds a directory, 'readout.bias.npy'",
      "@/out/embed_keys.weight.npy", train_out_bias_taken},
     {IMPORTANCE, "--plot @/missing", 2, "--plot: directory '", "@/missing/head_pruning.dat"},
-    {IMPORTANCE, "--steps 2 --examples 10 --orders 1 --plot @/out", 1,
-     "head_pruning.gp' into place: Is a directory", "@/out/head_pruning.dat",
+    {IMPORTANCE, "--steps 2 --examples 10 --orders 1 --plot @/out", 2, "holds a directory, 'head_pruning.gp'", "@/out/head_pruning.dat",
      importance_plot_taken},
     {HEADS, "--heads 1,3", 2, "--heads: 3 heads do not divide --hiddens 32", NULL},
     {HEADS, "--heads 1,,2", 2, "--heads expects comma-separated whole numbers from 1 to 128",
@@ -1141,8 +1140,7 @@ static BadInput rows[] = {
     {HEADS, "--countries 5", 2, "--countries 5 is fewer than --pairs 6", NULL},
     {HEADS, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
     {HEADS, "--plot @/missing", 2, "--plot: directory '", "@/missing/two_keys_1_heads.dat"},
-    {HEADS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
-     "two_keys_2_heads.gp': Is a directory", "@/out/two_keys_2_heads.dat", heads_plot_taken},
+    {HEADS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 2, "holds a directory, 'two_keys_2_heads.gp'", "@/out/two_keys_2_heads.dat", heads_plot_taken},
     {POSITIONS, "--length 1", 2, "--length expects a whole number from 2 to 16, got '1'", NULL},
     {POSITIONS, "--letters 27", 2, "--letters expects a whole number from 2 to 26", NULL},
     {POSITIONS, "--letters 5", 2, "--letters 5 is fewer than --length 8", NULL},
@@ -1151,8 +1149,7 @@ static BadInput rows[] = {
     {POSITIONS, "--lr 2", 2, "--lr expects a number from 1e-06 to 1, got '2'", NULL},
     {POSITIONS, "--plot @/missing", 2, "--plot: directory '",
      "@/missing/positions_attention.dat"},
-    {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 1,
-     "positions_attention.gp': Is a directory", "@/out/positions_attention.dat",
+    {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 2, "holds a directory, 'positions_attention.gp'", "@/out/positions_attention.dat",
      positions_plot_taken},
     /* chapter 05: train */
     {TRAIN, "--lr 0", 2, "--lr expects a number from 1e-06 to 1e+30, got '0'", NULL},
@@ -1169,8 +1166,7 @@ static BadInput rows[] = {
     {TRAIN, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
      read_only_dir, 0, true},
     /* readout.bias.npy cannot be written: no file of the model may appear */
-    {TRAIN, "--steps 2 --to @/out", 1, "readout.bias.npy: cannot write: a directory has that "
-     "name", "@/out/embed_keys.weight.npy", train_out_bias_taken},
+    {TRAIN, "--steps 2 --to @/out", 2, "holds a directory, 'readout.bias.npy'", "@/out/embed_keys.weight.npy", train_out_bias_taken},
     {TRAIN, "--plot @/missing", 2, "--plot: directory '", "@/missing/train_loss.dat"},
     {TRAIN, "--from @/in --steps 5", 1, "in holds a model without its training state (no "
      "optimizer.step.npy): --from it without --steps evaluates it", NULL, train_model_good},
@@ -1278,7 +1274,7 @@ static BadInput rows[] = {
     {PERMUTATION, "--equivariant", 2, "unknown option '--equivariant'", NULL},
     {PERMUTATION, "--plot @/missing", 2, "--plot: directory '",
      "@/missing/permutation_weights.dat"},
-    {PERMUTATION, "--plot @/out", 1, "permutation_weights.gp': Is a directory",
+    {PERMUTATION, "--plot @/out", 2, "holds a directory, 'permutation_weights.gp'",
      "@/out/permutation_weights.dat", plot_permutation_gp_taken},
     {ORDER, "--perm 0,1,1,2,3", 2, "--perm must list each of 0..4 once, got '0,1,1,2,3'", NULL},
     {ORDER, "--perm 0,1,2", 2, "--perm must list each of 0..4 once", NULL},

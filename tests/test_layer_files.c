@@ -27,7 +27,6 @@
 #include "io/layer_files.h"
 #include "io/npy.h"
 #include "multihead.h"
-#include "platform.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -285,18 +284,6 @@ Test(layer_files, a_set_is_written_whole_or_not_at_all)
     scratch_dir_remove(dir);
 }
 
-/* Names in dir that hold ".tmp": temporary files left behind. */
-static int temp_files_in(const char *dir)
-{
-    DIR *d = opendir(dir);
-    cr_assert(d != NULL);
-    int found = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        found += strstr(e->d_name, ".tmp") != NULL;
-    closedir(d);
-    return found;
-}
-
 /* The first element of DIR/NAME.npy, or NAN when it cannot be read. */
 static float first_value(const char *dir, const char *name)
 {
@@ -326,7 +313,7 @@ Test(layer_files, a_failed_save_keeps_the_previous_set)
     /* every file of the first run is there, with its numbers */
     cr_expect(first_value(dir, "a") == 1.0f && first_value(dir, "b") == 1.0f &&
               first_value(dir, "c") == 1.0f, "the first run's set was touched");
-    cr_expect_eq(temp_files_in(dir), 0, "temporary files left behind");
+    cr_expect_eq(set_leftovers(dir), 0, "temporary files left behind");
     /* and once the name is free, the second run replaces it whole */
     cr_assert_eq(rmdir(path), 0);
     cr_assert_eq(layer_files_save(dir, second, 4, err, sizeof err), 0, "%s", err);
@@ -336,50 +323,50 @@ Test(layer_files, a_failed_save_keeps_the_previous_set)
     scratch_dir_remove(dir);
 }
 
-/* SIGTERM while a file waits under its temporary name: the program ends
- * by the signal, and the temporary file is gone. */
-Test(layer_files, a_signal_removes_the_temporary_files)
+/* A writer killed while it builds its set (SIGKILL: nothing of it can
+ * clean up) leaves the previous set whole; the next writer into the
+ * directory removes what the killed one left beside it. */
+Test(layer_files, a_killed_writer_leaves_the_previous_set)
 {
-    char dir[64];
+    char dir[64], err[LAYER_FILES_ERR_LEN];
     scratch_dir_make(dir, sizeof dir, "attn_layer_files");
     cr_assert(dir[0]);
+    Tensor *one = tensor_full(1.0f, SHAPE(4, 4)), *two = tensor_full(2.0f, SHAPE(4, 4));
+    const NamedTensor first[] = {{"first", one, NULL}, {"second", one, NULL}};
+    cr_assert_eq(layer_files_save(dir, first, 2, err, sizeof err), 0, "%s", err);
     fflush(NULL);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        char path[600], err[NPY_ERR_LEN];
-        Tensor *x = tensor_arange(SHAPE(4, 4));
-        NpyPending first, second;
-        snprintf(path, sizeof path, "%s/first.npy", dir);
-        if (npy_save_pending(path, x, &first, err, sizeof err) != 0)
+        FileSet *set = fileset_begin(dir, err, sizeof err);
+        if (set == NULL || npy_save_into(set, dir, "first", two, err, sizeof err) != 0)
             _exit(3);
-        snprintf(path, sizeof path, "%s/second.npy", dir);
-        if (npy_save_pending(path, x, &second, err, sizeof err) != 0)
-            _exit(3);
-        /* both exist now, under their temporary names */
-        raise(SIGTERM);
+        raise(SIGKILL);   /* one file of two written, beside the directory */
         _exit(4);
     }
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
-              "the child did not end by SIGTERM (status %d)", status);
-    cr_expect_eq(temp_files_in(dir), 0, "temporary files left behind");
-    cr_expect(!file_there(dir, "first") && !file_there(dir, "second"));
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+    cr_expect_eq(set_leftovers(dir), 1, "the killed writer's directory is not beside DIR");
+    cr_expect(first_value(dir, "first") == 1.0f && first_value(dir, "second") == 1.0f,
+              "the previous set was touched");
+    const NamedTensor second[] = {{"first", two, NULL}, {"second", two, NULL}};
+    cr_assert_eq(layer_files_save(dir, second, 2, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(set_leftovers(dir), 0, "the next writer left the killed one's files");
+    cr_expect(first_value(dir, "first") == 2.0f && first_value(dir, "second") == 2.0f);
+    TENSOR_FREE(one, two);
     scratch_dir_remove(dir);
 }
 
-/* A writer renames only while it holds the directory's lock: with the lock
- * held elsewhere, the set waits under temporary names, then appears whole. */
+/* A writer puts its set in place only while it holds the lock: with a
+ * reader holding it, the set waits, then appears whole. */
 Test(layer_files, a_writer_waits_for_the_lock)
 {
-    char dir[64], path[600];
+    char dir[64];
     scratch_dir_make(dir, sizeof dir, "attn_layer_files");
     cr_assert(dir[0]);
-    snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILES_LOCK);
-    int lock = open(path, O_RDWR | O_CREAT, 0644);
+    const int lock = fileset_read_lock(dir);   /* as a reader loading the directory */
     cr_assert(lock >= 0);
-    cr_assert_eq(platform_lock(lock, false), 0);   /* as a reader loading the directory */
     fflush(NULL);
     pid_t pid = fork();
     cr_assert(pid >= 0);
@@ -394,13 +381,13 @@ Test(layer_files, a_writer_waits_for_the_lock)
     nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
     /* whatever the child has done by now, no file of the set is in place */
     cr_expect(!file_there(dir, "a") && !file_there(dir, "b"),
-              "a file was renamed while the directory was locked");
-    close(lock);
+              "a file appeared while the directory was locked");
+    fileset_read_unlock(lock);
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     cr_expect(file_there(dir, "a") && file_there(dir, "b"));
-    cr_expect_eq(temp_files_in(dir), 0);
+    cr_expect_eq(set_leftovers(dir), 0);
     scratch_dir_remove(dir);
 }
 

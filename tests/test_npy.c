@@ -227,7 +227,7 @@ Test(npy, save_into_a_missing_directory, .init = make_scratch, .fini = remove_sc
     Tensor *x = tensor_arange(SHAPE(3));
     snprintf(path, sizeof path, "%s/missing/x.npy", scratch);
     cr_expect_eq(npy_save(path, x, err, sizeof err), -1);
-    snprintf(expected, sizeof expected, "%s: cannot create: No such file or directory", path);
+    snprintf(expected, sizeof expected, "%s: cannot write: No such file or directory", path);
     cr_expect_str_eq(err, expected);
     cr_expect_eq(npy_save_ints(path, (const int[]){1, 2}, SHAPE(2), err, sizeof err), -1);
     cr_expect_str_eq(err, expected);
@@ -249,24 +249,30 @@ Test(npy, save_ints_refuses_a_bad_shape, .init = make_scratch, .fini = remove_sc
     cr_expect_eq(count_files(scratch), 0);
 }
 
-/* A disk that fills up halfway through: the file size limit makes the
- * write fail (EFBIG) after the header is out. The earlier file must stay
- * as it was and no temporary file may be left. Criterion runs each test
- * in its own process, so the limit ends with the test. */
-Test(npy, failed_write_leaves_the_old_file, .init = make_scratch, .fini = remove_scratch)
+/* A disk that fills up halfway through a set: the file size limit makes
+ * the write fail (EFBIG, not the silent end SIGXFSZ would bring). The
+ * earlier set must stay as it was, the line must name the file by its
+ * final name, and nothing may be left beside the directory. Criterion runs
+ * each test in its own process, so the limit ends with the test. */
+Test(npy, failed_write_leaves_the_old_set, .init = make_scratch, .fini = remove_scratch)
 {
     char path[512], err[NPY_ERR_LEN], expected[600];
     snprintf(path, sizeof path, "%s/x.npy", scratch);
     Tensor *small = tensor_arange(SHAPE(2));
-    cr_assert_eq(npy_save(path, small, err, sizeof err), 0, "%s", err);
+    FileSet *set = fileset_begin(scratch, err, sizeof err);
+    cr_assert_not_null(set, "%s", err);
+    cr_assert_eq(npy_save_into(set, scratch, "x", small, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(fileset_commit(set, err, sizeof err), 0, "%s", err);
     size_t before_len;
     unsigned char *before = read_bytes(path, &before_len);
 
-    signal(SIGXFSZ, SIG_IGN);
     struct rlimit limit = {4096, 4096};
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &limit), 0);
     Tensor *big = tensor_arange(SHAPE(64, 64));   /* 16 KB of data */
-    cr_expect_eq(npy_save(path, big, err, sizeof err), -1);
+    set = fileset_begin(scratch, err, sizeof err);
+    cr_assert_not_null(set, "%s", err);
+    cr_expect_eq(npy_save_into(set, scratch, "x", big, err, sizeof err), -1);
+    fileset_abandon(set);
     snprintf(expected, sizeof expected, "%s: cannot write: File too large", path);
     cr_expect_str_eq(err, expected);
 
@@ -274,11 +280,32 @@ Test(npy, failed_write_leaves_the_old_file, .init = make_scratch, .fini = remove
     unsigned char *after = read_bytes(path, &after_len);
     cr_expect(after_len == before_len && memcmp(after, before, before_len) == 0,
               "the earlier file is untouched");
-    cr_expect_eq(count_files(scratch), 1, "no temporary file is left");
+    cr_expect_eq(count_files(scratch), 1);
+    cr_expect_eq(set_leftovers(scratch), 0, "something is left beside the directory");
     free(before);
     free(after);
     tensor_free(small);
     tensor_free(big);
+}
+
+/* A NaN or an infinity is never written into a set: the line names the
+ * file and the element, and the set can still be abandoned whole. */
+Test(npy, a_set_refuses_a_number_that_is_not_finite, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    char err[NPY_ERR_LEN], expected[600];
+    Tensor *x = tensor_arange(SHAPE(2, 3));
+    x->data[4] = INFINITY;
+    FileSet *set = fileset_begin(scratch, err, sizeof err);
+    cr_assert_not_null(set, "%s", err);
+    cr_expect_eq(npy_save_into(set, scratch, "v", x, err, sizeof err), -1);
+    fileset_abandon(set);
+    snprintf(expected, sizeof expected, "%s/v.npy: element 4 (index [1, 1]) is inf: nothing "
+             "that is not a number is written", scratch);
+    cr_expect_str_eq(err, expected);
+    cr_expect_eq(count_files(scratch), 0);
+    cr_expect_eq(set_leftovers(scratch), 0);
+    tensor_free(x);
 }
 
 /* ---- NumPy files that are refused ------------------------------------------ */

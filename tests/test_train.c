@@ -877,10 +877,12 @@ static bool same_files(const char *a, const char *b)
     return same;
 }
 
-/* The number after "at step " in a line. */
+/* The number after "at step " (the loss) or "of step " (the update) in a line. */
 static int step_in(const char *line)
 {
     const char *at = line ? strstr(line, "at step ") : NULL;
+    if (at == NULL && line != NULL)
+        at = strstr(line, "of step ");
     cr_assert_not_null(at, "no step named in: %s", line ? line : "");
     return atoi(at + strlen("at step "));
 }
@@ -909,7 +911,7 @@ Test(train_program, a_diverging_loss_keeps_the_last_good_model, .init = make_scr
     RunResult r = run_program(TRAIN, args);
     cr_expect_eq(r.status, 1);
     const int step = step_in(r.err);
-    cr_assert(step >= 3 && step <= 50, "the loss overflowed at step %d", step);
+    cr_assert(step >= 2 && step <= 50, "the loss overflowed at step %d", step);
     const int kept = saved_step(scratch);
     cr_expect(kept == step - 2 || kept == step - 1, "stopped at step %d, kept %d", step, kept);
     snprintf(args, sizeof args, "--lr 5e8 --steps %d --to %s", kept, other);

@@ -3,6 +3,7 @@
 #include "io/cli.h"
 
 #include "error.h"
+#include "io/fileset.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,53 +17,15 @@
 
 /* ---- one error line ------------------------------------------------------- */
 
-/* "PROG: " and the message in a new string, with each character that
- * would break the line (a newline or carriage return inside an argument,
- * a vertical tab, a form feed) written as an escape, "\n", "\x0b", so
- * that one error is always one line; everything else, a tab included, is
- * kept byte for byte. */
-static char *error_line(const char *prog, const char *fmt, va_list args)
-{
-    va_list again;
-    va_copy(again, args);
-    const int len = vsnprintf(NULL, 0, fmt, again);
-    va_end(again);
-    const size_t message_len = len > 0 ? (size_t)len : 0;
-    char *message = checked_malloc("cli", message_len + 1, 1);
-    vsnprintf(message, message_len + 1, fmt, args);
-    /* at most 4 characters for each one, "\x0b" */
-    char *line = checked_malloc("cli", strlen(prog) + 2 + 4 * message_len + 1, 1);
-    char *at = line + sprintf(line, "%s: ", prog);
-    for (const unsigned char *p = (const unsigned char *)message; *p; p++) {
-        if (*p == '\n')
-            at += sprintf(at, "\\n");
-        else if (*p == '\r')
-            at += sprintf(at, "\\r");
-        else if (*p == '\v' || *p == '\f')
-            at += sprintf(at, "\\x%02x", *p);
-        else
-            *at++ = (char)*p;
-    }
-    *at = '\0';
-    free(message);
-    return line;
-}
-
-/* The error line into err (cut to err_len), or, with err NULL, on stderr
- * and exit 2. Returns false, for the readers to return. */
+/* The error line (error_vformat's "PROG: what is wrong") into err, or,
+ * with err NULL, on stderr and exit 2. Returns false, for the readers to
+ * return. */
 static bool cli_error_v(char *err, size_t err_len, const char *prog, const char *fmt,
                         va_list args)
 {
-    char *line = error_line(prog, fmt, args);
-    if (err == NULL) {
-        fflush(stdout);
-        fprintf(stderr, "%s\n", line);
-        free(line);
+    error_vformat(err, err_len, prog, fmt, args);
+    if (err == NULL)
         exit(EXIT_USAGE);
-    }
-    if (err_len > 0)
-        snprintf(err, err_len, "%s", line);
-    free(line);
     return false;
 }
 
@@ -189,14 +152,15 @@ int cli_read_long_list(const char *prog, const char *flag, const char *text, lon
 bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
                   size_t err_len)
 {
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return cli_error(err, err_len, prog, "%s: directory '%s' does not exist", flag, dir);
-    if (!S_ISDIR(st.st_mode))
-        return cli_error(err, err_len, prog, "%s: '%s' is not a directory", flag, dir);
-    if (access(dir, W_OK) != 0)
-        return cli_error(err, err_len, prog, "%s: directory '%s' is not writable", flag, dir);
-    return true;
+    const size_t len = 2 * strlen(dir) + 256;   /* the reason names dir, whole */
+    char *reason = checked_malloc("cli", len, 1);
+    const bool fits = fileset_check_dir(dir, reason, len) == 0;
+    if (!fits)
+        error_format(err, err_len, prog, "%s: %s", flag, reason);
+    free(reason);
+    if (!fits && err == NULL)
+        exit(EXIT_USAGE);
+    return fits;
 }
 
 /* ---- the pieces that exit: each a reader with err NULL --------------------- */
@@ -390,6 +354,7 @@ void cli_parse(const CliTable *table, int argc, char **argv)
 {
     stdout_prog = table->prog;
     error_set_program(table->prog);
+    signals_install(table->prog);
     atexit(close_stdout);
     if (cli_parse_args(table, argc, argv, NULL, 0) == CLI_HELP) {
         cli_print_help(table, stdout);

@@ -39,7 +39,7 @@ typedef enum {
     CLI_DOUBLE,   /* double, finite, in [min, max] */
     CLI_FLOAT,    /* float, checked in [min, max] after rounding to float */
     CLI_STRING,   /* const char *, parsed by the program (lists, words) */
-    CLI_DIR,      /* const char *, an existing writable directory */
+    CLI_DIR,      /* const char *, a directory a set can be written into (fileset_check_dir) */
     CLI_FLAG,     /* bool, set to true; takes no value */
 } CliKind;
 
@@ -67,7 +67,9 @@ typedef struct {
  * every error prints one line and exits 2. Numbers are read strictly: no
  * white space, no leading '+'. cli_parse also arranges for standard output
  * to be checked at exit: an output that could not be written ends the
- * program with "PROG: cannot write the output: REASON" and status 1. */
+ * program with "PROG: cannot write the output: REASON" and status 1; and
+ * installs the handler of SIGINT, SIGTERM and SIGHUP (signals_install in
+ * fileset.h): "PROG: stopped by SIGTERM", status 128 + the signal. */
 void cli_parse(const CliTable *table, int argc, char **argv);
 /* The --help text: usage line, summary, one line per option with its range
  * and default (taken from the targets as they are now). */

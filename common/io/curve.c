@@ -7,14 +7,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/curve.h"
 
-#include <errno.h>
+#include "io/plot.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* One error line, "[prog: ]plot_curves: ...", then -1 for the caller to return. */
 #define curve_fail(...) report_error("plot_curves", __VA_ARGS__)
@@ -87,42 +85,6 @@ static void write_gp(FILE *f, const char *name, int S, const char *xlabel, const
     fputc('\n', f);
 }
 
-/* One file under a temporary name: written by fill, then renamed over
- * DIR/NAME.EXT only by commit. */
-typedef struct {
-    char final_path[1024], temp_path[1040];
-    FILE *f;
-} Pending;
-
-static int pending_open(Pending *p, const char *dir, const char *name, const char *ext)
-{
-    snprintf(p->final_path, sizeof p->final_path, "%s/%s%s", dir, name, ext);
-    snprintf(p->temp_path, sizeof p->temp_path, "%s.tmpXXXXXX", p->final_path);
-    int fd = mkstemp(p->temp_path);
-    if (fd < 0)
-        return curve_fail("cannot create '%s': %s", p->final_path, strerror(errno));
-    fchmod(fd, 0644);   /* mkstemp makes the file private (0600) */
-    p->f = fdopen(fd, "w");
-    if (p->f == NULL) {
-        close(fd);
-        unlink(p->temp_path);
-        return curve_fail("cannot write '%s': %s", p->final_path, strerror(errno));
-    }
-    return 0;
-}
-
-static int pending_close(Pending *p)
-{
-    const bool failed = ferror(p->f) != 0;
-    const bool close_failed = fclose(p->f) != 0;
-    p->f = NULL;
-    if (failed || close_failed) {
-        unlink(p->temp_path);
-        return curve_fail("cannot write '%s'", p->final_path);
-    }
-    return 0;
-}
-
 int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tensor *ys,
                 const char *xlabel, const char *ylabel, const char *const *curve_titles,
                 bool log_y)
@@ -141,41 +103,12 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
         if (!isfinite(ys->data[i]) || (log_y && ys->data[i] <= 0.0f))
             return curve_fail("%s: point %zu is %g, which a%s axis cannot show; nothing was "
                               "written", name, i, (double)ys->data[i], log_y ? " log" : "n");
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return curve_fail("cannot write into '%s': %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return curve_fail("cannot write into '%s': not a directory", dir);
 
-    // pass 2: both files under temporary names
-    Pending dat, gp;
-    if (pending_open(&dat, dir, name, ".dat") != 0)
-        return -1;
-    if (pending_open(&gp, dir, name, ".gp") != 0) {
-        fclose(dat.f);
-        unlink(dat.temp_path);
-        return -1;
-    }
-    write_dat(dat.f, name, xs, ys, S, curve_titles);
-    write_gp(gp.f, name, S, xlabel, ylabel, curve_titles, log_y);
-    const int dat_status = pending_close(&dat);
-    const int gp_status = pending_close(&gp);
-    if (dat_status != 0 || gp_status != 0) {
-        unlink(dat.temp_path);
-        unlink(gp.temp_path);
-        return -1;
-    }
-
-    // pass 3: rename both into place; the script last, since it needs the data
-    if (rename(dat.temp_path, dat.final_path) != 0) {
-        unlink(dat.temp_path);
-        unlink(gp.temp_path);
-        return curve_fail("cannot rename '%s' into place: %s", dat.final_path, strerror(errno));
-    }
-    if (rename(gp.temp_path, gp.final_path) != 0) {
-        unlink(gp.temp_path);
-        unlink(dat.final_path);   /* a .dat without its script is no use */
-        return curve_fail("cannot rename '%s' into place: %s", gp.final_path, strerror(errno));
-    }
-    return 0;
+    // pass 2: both files drawn in memory, then written as one set
+    PlotFiles files;
+    if (plot_files_open(&files) != 0)
+        return curve_fail("%s: out of memory drawing it", name);
+    write_dat(files.dat, name, xs, ys, S, curve_titles);
+    write_gp(files.gp, name, S, xlabel, ylabel, curve_titles, log_y);
+    return plot_files_save(&files, "plot_curves", dir, name);
 }

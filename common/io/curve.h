@@ -9,8 +9,8 @@
  * (plot.h): the data as columns "x y_0 y_1 ...", one line per point, and a
  * gnuplot script that draws one line per curve into DIR/NAME.png and finds
  * its data through its own path, so `gnuplot DIR/NAME.gp` works from any
- * directory. Both files are written to temporary names and renamed into
- * place, so a failure leaves nothing half written.
+ * directory. Both files are written as one set (plot_files_save), so a
+ * failure or a kill leaves nothing half written.
  */
 #ifndef CURVE_H
 #define CURVE_H

@@ -15,7 +15,6 @@
 
 #include "io/npy.h"
 #include "io/plot.h"
-#include "platform.h"
 
 /* ---- the table of input files ---------------------------------------------- */
 
@@ -75,23 +74,7 @@ enum { NUM_INPUT_FILES = sizeof INPUT_FILES / sizeof INPUT_FILES[0] };
 
 /* ---- small pieces ------------------------------------------------------------ */
 
-static void set_error(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_error(char *err, size_t err_len, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    if (err != NULL && err_len > 0)
-        vsnprintf(err, err_len, fmt, args);
-    else
-        vfprintf(stderr, fmt, args);
-    va_end(args);
-}
-
-static void file_path(char *buf, size_t len, const char *dir, const char *name)
-{
-    snprintf(buf, len, "%s/%s.npy", dir, name);
-}
+#define set_error(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
 
 /* Is the optional file at path there? 1 or 0; -1 with one line in err for
  * a symbolic link that leads nowhere: taking it for "no file" would run
@@ -103,43 +86,14 @@ static int optional_file_present(const char *path, char *err, size_t err_len)
         return 1;
     if (lstat(path, &st) != 0)
         return 0;
-    char target[1024] = "";
-    ssize_t len = readlink(path, target, sizeof target - 1);
+    const int saved = errno;
+    char *target = checked_calloc("layer_files", (size_t)st.st_size + 1, 1);
+    const ssize_t len = readlink(path, target, (size_t)st.st_size);
     target[len > 0 ? len : 0] = '\0';
     set_error(err, err_len, "%s is a symbolic link to '%s', which cannot be opened (%s): "
-              "remove the link or make it lead to a file", path, target, strerror(errno));
+              "remove the link or make it lead to a file", path, target, strerror(saved));
+    free(target);
     return -1;
-}
-
-/* ---- the directory's lock ---------------------------------------------------
- * Writers rename their files into DIR with an exclusive lock (platform_lock) on
- * DIR/.multihead.lock, which they create; readers load with a shared one
- * when the file is there (a directory no writer of ours has written into,
- * such as a PyTorch export, gets no lock file from being read). Returns the
- * descriptor to close (which unlocks), or -1: a reader then reads without
- * the lock, a writer fails with one line in err. */
-static int lock_dir(const char *dir, bool exclusive, char *err, size_t err_len)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILES_LOCK);
-    int fd = exclusive ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)
-                       : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && exclusive)
-        set_error(err, err_len, "%s: cannot lock the directory: %s", path, strerror(errno));
-    if (fd >= 0 && platform_lock(fd, exclusive) != 0) {
-        if (exclusive)
-            set_error(err, err_len, "%s: cannot lock the directory: %s", path,
-                      strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static void unlock_dir(int fd)
-{
-    if (fd >= 0)
-        close(fd);
 }
 
 /* DIR/NAME.npy as float32 into *out: 0 (NULL when optional and absent), or
@@ -147,18 +101,13 @@ static void unlock_dir(int fd)
 static int load_tensor(const char *dir, const char *name, bool optional, Tensor **out,
                        char *err, size_t err_len)
 {
-    char path[4096], npy_err[NPY_ERR_LEN];
-    file_path(path, sizeof path, dir, name);
+    char *path = npy_path(dir, name);
     *out = NULL;
     const int present = optional ? optional_file_present(path, err, err_len) : 1;
-    if (present <= 0)
-        return present;
-    *out = npy_load(path, npy_err, sizeof npy_err);
-    if (*out == NULL) {
-        set_error(err, err_len, "%s", npy_err);
-        return -1;
-    }
-    return 0;
+    if (present > 0)
+        *out = npy_load(path, err, err_len);
+    free(path);
+    return present <= 0 ? present : *out != NULL ? 0 : -1;
 }
 
 /* x against the file's row, sizes not yet fixed matching anything; then
@@ -187,20 +136,17 @@ static int load_valid_lens(const char *dir, const int sizes[DIM_COUNT], ValidLen
                            char *err, size_t err_len)
 {
     const int B = sizes[DIM_B], T = sizes[DIM_T], K = sizes[DIM_K];
-    char path[4096], npy_err[NPY_ERR_LEN];
-    file_path(path, sizeof path, dir, "valid_lens");
+    char *path = npy_path(dir, "valid_lens");
     *out = NULL;
-    const int present = optional_file_present(path, err, err_len);
-    if (present <= 0)
-        return present;
-    NpyInts ints;
-    if (npy_load_ints(path, &ints, npy_err, sizeof npy_err) != 0) {
-        set_error(err, err_len, "%s", npy_err);
-        return -1;
+    NpyInts ints = {0};
+    int status = optional_file_present(path, err, err_len);
+    if (status <= 0) {   /* no file (0), or a link that leads nowhere (-1) */
+        free(path);
+        return status;
     }
-    int status = 0;
+    status = npy_load_ints(path, &ints, err, err_len);
     char have[80];
-    if (!(ints.ndim == 1 && ints.shape[0] == B) &&
+    if (status == 0 && !(ints.ndim == 1 && ints.shape[0] == B) &&
         !(ints.ndim == 2 && ints.shape[0] == B && ints.shape[1] == T)) {
         set_error(err, err_len, "%s has shape %s, expected (%d,) or (%d, %d): one length per "
                   "sequence of queries.npy, or one per query", path,
@@ -215,6 +161,7 @@ static int load_valid_lens(const char *dir, const int sizes[DIM_COUNT], ValidLen
         }
     if (status == 0)
         *out = ints.ndim == 1 ? valid_lens_1d(ints.data, B) : valid_lens_2d(ints.data, B, T);
+    free(path);
     npy_ints_free(&ints);
     return status;
 }
@@ -296,9 +243,9 @@ int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *er
                      size_t err_len)
 {
     memset(files, 0, sizeof *files);
-    const int lock = lock_dir(dir, false, NULL, 0);
+    const int lock = fileset_read_lock(dir);   /* one set, not half of the next */
     const int status = load_locked(dir, num_heads, files, err, err_len);
-    unlock_dir(lock);
+    fileset_read_unlock(lock);
     return status;
 }
 
@@ -329,110 +276,34 @@ int layer_files_parameters(const MultiHeadAttention *layer,
     return LAYER_FILES_PARAMETERS;
 }
 
-/* One file of the set under its temporary name (npy's pending save);
- * nothing for a name the run does not have. */
-static int write_pending(const char *dir, const NamedTensor *item, NpyPending *pending,
-                         char *err, size_t err_len)
+/* One file of the set; a name the run does not have is dropped, so that
+ * no file of a previous run stays beside this run's. */
+static int save_one(FileSet *set, const char *dir, const NamedTensor *item, char *err,
+                    size_t err_len)
 {
-    char path[4096];
-    file_path(path, sizeof path, dir, item->name);
-    memset(pending, 0, sizeof *pending);
     if (item->tensor != NULL)
-        return npy_save_pending(path, item->tensor, pending, err, err_len);
+        return npy_save_into(set, dir, item->name, item->tensor, err, err_len);
     if (item->lengths != NULL)
-        return npy_save_ints_pending(path, item->lengths->data, item->lengths->ndim,
-                                     item->lengths->shape, pending, err, err_len);
-    return 0;
-}
-
-static void discard_all(NpyPending *pending, int count)
-{
-    for (int i = 0; i < count; i++)
-        npy_discard(&pending[i]);
-}
-
-/* The renames, under the lock and with the signals held. A name held by a
- * directory cannot be replaced: that is refused before anything moves. New
- * names go first: should one fail, removing them restores the directory.
- * Then the names that replace a file of the previous run (a rename over an
- * existing name needs no room in the directory), then the removals. */
-static int commit_set(const char *dir, const NamedTensor *set, NpyPending *pending, int count,
-                      char *err, size_t err_len)
-{
-    bool existed[LAYER_FILES_MAX_SET];
-    struct stat st;
-    for (int i = 0; i < count; i++) {
-        char path[4096];
-        file_path(path, sizeof path, dir, set[i].name);
-        existed[i] = lstat(path, &st) == 0;
-        if (existed[i] && S_ISDIR(st.st_mode)) {
-            set_error(err, err_len, "%s: cannot %s: a directory has that name", path,
-                      pending[i].path ? "write" : "remove the previous run's file");
-            discard_all(pending, count);
-            return -1;
-        }
-    }
-    bool placed[LAYER_FILES_MAX_SET] = {false};
-    for (int i = 0; i < count; i++) {
-        if (pending[i].path == NULL || existed[i])
-            continue;
-        if (npy_commit(&pending[i], err, err_len) != 0) {
-            for (int j = 0; j < i; j++)   /* the new names already in place go again */
-                if (placed[j]) {
-                    char path[4096];
-                    file_path(path, sizeof path, dir, set[j].name);
-                    unlink(path);
-                }
-            discard_all(pending, count);
-            return -1;
-        }
-        placed[i] = true;
-    }
-    for (int i = 0; i < count; i++)
-        if (pending[i].path != NULL && npy_commit(&pending[i], err, err_len) != 0) {
-            discard_all(pending, count);
-            return -1;
-        }
-    for (int i = 0; i < count; i++) {
-        char path[4096];
-        file_path(path, sizeof path, dir, set[i].name);
-        if (set[i].tensor == NULL && set[i].lengths == NULL && unlink(path) != 0 &&
-            errno != ENOENT) {
-            set_error(err, err_len, "%s: cannot remove the previous run's file: %s", path,
-                      strerror(errno));
-            return -1;
-        }
-    }
+        return npy_save_ints_into(set, dir, item->name, item->lengths->data,
+                                  item->lengths->ndim, item->lengths->shape, err, err_len);
+    char *file = npy_path("", item->name);
+    fileset_drop(set, file);
+    free(file);
     return 0;
 }
 
 int layer_files_save(const char *dir, const NamedTensor *set, int count, char *err,
                      size_t err_len)
 {
-    NpyPending pending[LAYER_FILES_MAX_SET];
-    if (count > LAYER_FILES_MAX_SET) {
-        set_error(err, err_len, "layer_files_save: %d files, at most %d", count,
-                  LAYER_FILES_MAX_SET);
+    FileSet *files = fileset_begin(dir, err, err_len);
+    if (files == NULL)
         return -1;
-    }
-    // pass 1: every file complete under its temporary name
     for (int i = 0; i < count; i++)
-        if (write_pending(dir, &set[i], &pending[i], err, err_len) != 0) {
-            discard_all(pending, i);
+        if (save_one(files, dir, &set[i], err, err_len) != 0) {
+            fileset_abandon(files);
             return -1;
         }
-    // pass 2: all of them into place at once, as far as other writers,
-    // readers that lock, and signals can tell
-    const int lock = lock_dir(dir, true, err, err_len);
-    if (lock < 0) {
-        discard_all(pending, count);
-        return -1;
-    }
-    npy_hold_signals(true);
-    const int status = commit_set(dir, set, pending, count, err, err_len);
-    npy_hold_signals(false);
-    unlock_dir(lock);
-    return status;
+    return fileset_commit(files, err, err_len);
 }
 
 int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,

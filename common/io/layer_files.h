@@ -45,9 +45,6 @@
 /* Room for any message these functions write (longer paths are cut). */
 enum { LAYER_FILES_ERR_LEN = 1024 };
 
-/* The lock file that writers and readers of a directory share (below). */
-#define LAYER_FILES_LOCK ".multihead.lock"
-
 /* Everything a directory holds for one run of the layer. The tensors are
  * owned here; layer borrows the weights and biases below, so it is used as
  * &files.layer and never given to multihead_free. */
@@ -89,24 +86,13 @@ enum { LAYER_FILES_PARAMETERS = 8 };
 int layer_files_parameters(const MultiHeadAttention *layer,
                            NamedTensor out[LAYER_FILES_PARAMETERS]);
 
-/* Write every tensor of the set into dir as NAME.npy, as a set:
- *   1. every file is written whole under a temporary name (NAME.npy.tmpXXXXXX,
- *      npy_save_pending); a failure removes them, and dir is as it was;
- *   2. with an exclusive flock() on dir/.multihead.lock, and SIGINT, SIGTERM
- *      and SIGHUP held back, they are renamed into place (a name held by a
- *      directory is refused before anything moves; new names go first, so
- *      that one failing can be undone), then the names without a tensor are
- *      removed.
- * So two programs writing into one directory leave one run's set or the
- * other's, never a mix; a reader that takes the shared lock
- * (layer_files_load does, when the lock file is there) never sees the
- * renames half done; a signal before
- * the renames leaves the previous set and no temporary file (npy.h), and
- * one during them is delivered once the set is whole. What no lock can
- * promise: a reader that ignores the lock (np.load in a loop) may catch the
- * few microseconds of the renames, and SIGKILL or a crash in step 1 leaves
- * temporary files (the previous set is still whole). At most
- * LAYER_FILES_MAX_SET files. Returns 0, or -1 with one line in err. */
+/* Write every tensor of the set into dir as NAME.npy, as one set
+ * (fileset.h): after a failure or a kill, dir holds the previous run's set
+ * or this one, never a mix; a name without a tensor is a file of a
+ * previous run that this run does not write (its gradients), left out of
+ * the new set. Files of dir that the set does not name (the inputs, when
+ * --from and --to are one directory) stay. At most LAYER_FILES_MAX_SET
+ * files. Returns 0, or -1 with one line in err. */
 enum { LAYER_FILES_MAX_SET = 32 };
 int layer_files_save(const char *dir, const NamedTensor *set, int count, char *err,
                      size_t err_len);

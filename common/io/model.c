@@ -2,24 +2,14 @@
  * model.c - a model saved as a directory of .npy files (introduced in
  * chapter 05's optional section "Attention that learns"). See model.h.
  *
- * Saving goes in two passes:
- *   pass 1: every file under a temporary name beside its final one, after
- *           checking that the final name is free or a plain file;
- *   pass 2: when all are complete, each renamed over its final name.
- * On a failure in pass 1 the temporary files are removed and the old model
- * is untouched. A rename within one directory does not fail once pass 1
- * has checked the names, short of the disk failing under it.
- * SIGINT, SIGTERM and SIGHUP are held back while the two passes run: a
- * signal in pass 1 would leave temporary files behind, one in pass 2 a mix
- * of new and old files. A signal that arrives meanwhile is delivered when
- * the save is over, complete or undone.
+ * Saving writes every file into one set (fileset.h): a failure, a
+ * number that is not finite, or a kill leaves the previous model whole.
  * Loading goes in two: read and check every file, then copy them all in.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "io/model.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,34 +20,7 @@
 
 #include "io/npy.h"
 
-/* One error line into err, or onto stderr when err is NULL. */
-static int model_fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int model_fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    char message[MODEL_ERR_LEN];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (err != NULL) {
-        if (err_len > 0)
-            snprintf(err, err_len, "%s", message);
-    } else {
-        fflush(stdout);
-        fprintf(stderr, "%s\n", message);
-    }
-    return -1;
-}
-
-/* "DIR/NAME.npy" in a new string. */
-static char *file_path(const char *dir, const char *name)
-{
-    size_t len = strlen(dir) + 1 + strlen(name) + sizeof ".npy";
-    char *path = checked_malloc("model_io", len, 1);
-    snprintf(path, len, "%s/%s.npy", dir, name);
-    return path;
-}
+#define model_fail(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
 
 /* The shape of a file: its parts stacked along dimension 0, or (num_ints,).
  * Returns false when the parts do not stack (a programming error). */
@@ -110,30 +73,16 @@ static Tensor *stack_parts(const ModelFile *file)
     return stacked;
 }
 
-/* Write one file to a fresh temporary name beside its final path; the
- * name goes into *temp_out (new). */
-static int save_one_temp(const char *final_path, const ModelFile *file, char **temp_out,
-                         char *err, size_t err_len)
+/* One file into the set: its parts stacked, or its whole numbers. */
+static int save_one(FileSet *set, const char *dir, const ModelFile *file, char *err,
+                    size_t err_len)
 {
-    size_t len = strlen(final_path) + sizeof ".tmpXXXXXX";
-    char *temp = checked_malloc("model_save", len, 1);
-    snprintf(temp, len, "%s.tmpXXXXXX", final_path);
-    int fd = mkstemp(temp);   /* reserves a name no one else is using */
-    if (fd < 0) {
-        int saved = errno;
-        free(temp);
-        return model_fail(err, err_len, "%s: cannot create: %s", final_path, strerror(saved));
-    }
-    close(fd);
-    *temp_out = temp;
-    int status;
-    if (file->parts[0] == NULL) {
-        status = npy_save_ints(temp, file->ints, SHAPE(file->num_ints), err, err_len);
-    } else {
-        Tensor *stacked = stack_parts(file);
-        status = npy_save(temp, stacked, err, err_len);
-        tensor_free(stacked);
-    }
+    if (file->parts[0] == NULL)
+        return npy_save_ints_into(set, dir, file->name, file->ints, SHAPE(file->num_ints), err,
+                                  err_len);
+    Tensor *stacked = stack_parts(file);
+    const int status = npy_save_into(set, dir, file->name, stacked, err, err_len);
+    tensor_free(stacked);
     return status;
 }
 
@@ -142,49 +91,15 @@ int model_save(const char *dir, const ModelFile *files, int count, char *err, si
     check_files("model_save", files, count);
     if (err != NULL && err_len > 0)
         err[0] = '\0';
-    char **finals = checked_calloc("model_save", (size_t)count, sizeof *finals);
-    char **temps = checked_calloc("model_save", (size_t)count, sizeof *temps);
-    int status = 0;
-    sigset_t held, before;
-    sigemptyset(&held);
-    sigaddset(&held, SIGINT);
-    sigaddset(&held, SIGTERM);
-    sigaddset(&held, SIGHUP);
-    sigprocmask(SIG_BLOCK, &held, &before);
-    // pass 1: every file under a temporary name; a final name taken by
-    // something other than a file would make its rename fail in pass 2,
-    // after others had been renamed, so it stops the save here
-    for (int i = 0; i < count && status == 0; i++) {
-        finals[i] = file_path(dir, files[i].name);
-        struct stat st;
-        if (stat(finals[i], &st) == 0 && !S_ISREG(st.st_mode))
-            status = model_fail(err, err_len, "%s: cannot write: %s", finals[i],
-                                S_ISDIR(st.st_mode) ? "a directory has that name"
-                                                    : "not a regular file");
-        else
-            status = save_one_temp(finals[i], &files[i], &temps[i], err, err_len);
-    }
-    // pass 2: all of them complete: rename each into place
-    for (int i = 0; i < count && status == 0; i++) {
-        if (rename(temps[i], finals[i]) != 0) {
-            status = model_fail(err, err_len, "%s: cannot rename into place: %s", finals[i],
-                                strerror(errno));
-            break;
+    FileSet *set = fileset_begin(dir, err, err_len);
+    if (set == NULL)
+        return -1;
+    for (int i = 0; i < count; i++)
+        if (save_one(set, dir, &files[i], err, err_len) != 0) {
+            fileset_abandon(set);   /* the previous set stays */
+            return -1;
         }
-        free(temps[i]);
-        temps[i] = NULL;
-    }
-    // on failure: remove what pass 1 left under temporary names
-    for (int i = 0; i < count; i++) {
-        if (temps[i])
-            unlink(temps[i]);
-        free(temps[i]);
-        free(finals[i]);
-    }
-    free(temps);
-    free(finals);
-    sigprocmask(SIG_SETMASK, &before, NULL);   /* a signal held back arrives now */
-    return status;
+    return fileset_commit(set, err, err_len);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -207,7 +122,7 @@ static size_t first_negative(const Tensor *x)
 static int load_one(const char *dir, const ModelFile *file, Loaded *loaded, char *err,
                     size_t err_len)
 {
-    char *path = file_path(dir, file->name);
+    char *path = npy_path(dir, file->name);
     int ndim, shape[TENSOR_MAX_DIMS];
     stacked_shape(file, &ndim, shape);
     int status = 0;
@@ -269,10 +184,12 @@ int model_load(const char *dir, const ModelFile *files, int count, char *err, si
     if (err != NULL && err_len > 0)
         err[0] = '\0';
     Loaded *loaded = checked_calloc("model_load", (size_t)count, sizeof *loaded);
+    const int lock = fileset_read_lock(dir);   /* one set, not half of the next */
     int status = 0;
     // pass 1: read and check every file
     for (int i = 0; i < count && status == 0; i++)
         status = load_one(dir, &files[i], &loaded[i], err, err_len);
+    fileset_read_unlock(lock);
     // pass 2: all of them fit: copy them in
     for (int i = 0; i < count && status == 0; i++)
         copy_in(&files[i], &loaded[i]);

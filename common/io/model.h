@@ -16,12 +16,10 @@
  * (learn/state_dict.h): one ModelFile per PyTorch parameter name, several
  * C tensors stacked in one file where PyTorch stacks them.
  *
- * The directory is written as a set: every file goes to a temporary name
- * first, and only when all of them are complete are they renamed over the
- * final names, so a failure partway leaves the old model (or nothing), never
- * some new files beside some old ones from a failed save. SIGINT, SIGTERM
- * and SIGHUP wait until a save is over, so an interrupted program leaves
- * the old set or the new one, and no temporary file. Loading reads and
+ * The directory is written as one set by the writer (fileset.h): a kill
+ * at any moment leaves the old model or the new one, never a mix, and a
+ * number that is not finite (Adam's moments overflowed) is never written:
+ * the save fails naming it and the previous model stays. Loading reads and
  * checks every file before it changes any tensor, so a failed load leaves
  * the model as it was.
  *

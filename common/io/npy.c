@@ -20,10 +20,10 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,36 +41,13 @@ typedef struct {
     size_t err_len;
 } ErrSink;
 
-/* "name: reason" into out. When the two do not fit, the reason (the part
- * that says what is wrong) is kept whole and the name loses its middle:
- * "/a/very/long/pa...ory/queries.npy: not a .npy file". */
-static void join_name_and_reason(char *out, size_t out_len, const char *name, const char *reason)
-{
-    size_t name_len = strlen(name), reason_len = strlen(reason);
-    if (name_len + 2 + reason_len < out_len || out_len < reason_len + 2 + 16) {
-        snprintf(out, out_len, "%s: %s", name, reason);
-        return;
-    }
-    size_t room = out_len - 1 - reason_len - 2 - 3;   /* for the name, less "..." */
-    size_t head = room / 2, tail = room - head;
-    snprintf(out, out_len, "%.*s...%s: %s", (int)head, name, name + name_len - tail, reason);
-}
-
 static int npy_fail(const ErrSink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int npy_fail(const ErrSink *sink, const char *fmt, ...)
 {
-    char message[NPY_ERR_LEN];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
+    error_vformat(sink->err, sink->err_len, sink->name, fmt, args);
     va_end(args);
-    if (sink->err != NULL) {
-        if (sink->err_len > 0)
-            join_name_and_reason(sink->err, sink->err_len, sink->name, message);
-    } else {
-        fflush(stdout);
-        fprintf(stderr, "%s: %s\n", sink->name, message);
-    }
     return -1;
 }
 
@@ -778,176 +755,27 @@ static size_t format_header(unsigned char *buf, size_t buf_len, const char *desc
     return total;
 }
 
-/* ---- temporary files, and the signals that would strand them ------------
- * A file is written under a temporary name beside its own (NAME.tmpXXXXXX)
- * and renamed into place when complete. Until then the temporary name is
- * registered here: SIGINT, SIGTERM or SIGHUP remove every registered file,
- * then end the program as the signal would have. The handler is installed
- * the first time a file is registered, for each of those signals that still
- * has its default action (a program that handles one itself keeps it).
- * Registering and renaming happen with the signals held, so the handler
- * never sees a name half registered or a file already renamed. */
-
-enum { MAX_TEMP_FILES = 64 };
-static char *volatile temp_files[MAX_TEMP_FILES];   /* NULL: a free slot */
-static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
-enum { NUM_CLEANUP_SIGNALS = sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0] };
-static bool handlers_installed;
-static int hold_depth;
-static sigset_t held_mask;
-
-static void remove_temp_files_and_reraise(int sig)
-{
-    /* only async-signal-safe calls here: unlink, signal, raise */
-    for (int i = 0; i < MAX_TEMP_FILES; i++)
-        if (temp_files[i] != NULL)
-            unlink(temp_files[i]);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_handlers(void)
-{
-    handlers_installed = true;
-    for (int i = 0; i < NUM_CLEANUP_SIGNALS; i++) {
-        struct sigaction old, act;
-        if (sigaction(CLEANUP_SIGNALS[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
-            continue;
-        memset(&act, 0, sizeof act);
-        act.sa_handler = remove_temp_files_and_reraise;
-        sigemptyset(&act.sa_mask);
-        sigaction(CLEANUP_SIGNALS[i], &act, NULL);
-    }
-}
-
-void npy_hold_signals(bool hold)
-{
-    if (hold && hold_depth++ == 0) {
-        sigset_t mask;
-        sigemptyset(&mask);
-        for (int i = 0; i < NUM_CLEANUP_SIGNALS; i++)
-            sigaddset(&mask, CLEANUP_SIGNALS[i]);
-        sigprocmask(SIG_BLOCK, &mask, &held_mask);
-    } else if (!hold && hold_depth > 0 && --hold_depth == 0) {
-        sigprocmask(SIG_SETMASK, &held_mask, NULL);   /* a held signal lands here */
-    }
-}
-
-/* Called with the signals held. */
-static void register_temp(char *name)
-{
-    if (!handlers_installed)
-        install_handlers();
-    for (int i = 0; i < MAX_TEMP_FILES; i++)
-        if (temp_files[i] == NULL) {
-            temp_files[i] = name;
-            return;
-        }
-    /* more than 64 files pending at once: this one is not cleaned up on a signal */
-}
-
-static void unregister_temp(const char *name)
-{
-    for (int i = 0; i < MAX_TEMP_FILES; i++)
-        if (temp_files[i] == name)
-            temp_files[i] = NULL;
-}
-
-static void pending_clear(NpyPending *pending)
-{
-    free(pending->path);
-    free(pending->temp);
-    pending->path = pending->temp = NULL;
-}
-
-void npy_discard(NpyPending *pending)
-{
-    if (pending->temp != NULL) {
-        npy_hold_signals(true);
-        unlink(pending->temp);
-        unregister_temp(pending->temp);
-        npy_hold_signals(false);
-    }
-    pending_clear(pending);
-}
-
-int npy_commit(NpyPending *pending, char *err, size_t err_len)
-{
-    const ErrSink sink = {pending->path ? pending->path : "<none>", err, err_len};
-    clear_err(err, err_len);
-    if (pending->temp == NULL)
-        return npy_fail(&sink, "internal error: nothing to commit");
-    npy_hold_signals(true);
-    int status = rename(pending->temp, pending->path) == 0 ? 0 : -1;
-    int saved = errno;
-    if (status != 0)
-        unlink(pending->temp);
-    unregister_temp(pending->temp);
-    npy_hold_signals(false);
-    if (status != 0)
-        npy_fail(&sink, "cannot write: %s", strerror(saved));
-    pending_clear(pending);
-    return status;
-}
-
-/* Header and data (count items of 4 bytes, already little-endian) into a
- * registered temporary file beside path, complete, not yet renamed. */
-static int write_pending(const char *path, const char *descr, int ndim, const int *shape,
-                         const unsigned char *data, size_t count, const ErrSink *sink,
-                         NpyPending *pending)
+/* The whole file, header and data (count items of 4 bytes, already
+ * little-endian), in one new buffer of *len bytes. */
+static unsigned char *file_bytes(const char *descr, int ndim, const int *shape,
+                                 const unsigned char *data, size_t count, size_t *len,
+                                 const ErrSink *sink)
 {
     unsigned char header[512];
-    size_t header_len = format_header(header, sizeof header, descr, ndim, shape);
-    if (header_len == 0)
-        return npy_fail(sink, "internal error: header too long");
-
-    size_t temp_len = strlen(path) + sizeof ".tmpXXXXXX";
-    pending->path = strdup(path);
-    pending->temp = malloc(temp_len);
-    if (pending->path == NULL || pending->temp == NULL) {
-        pending_clear(pending);
-        return npy_fail(sink, "out of memory");
+    const size_t header_len = format_header(header, sizeof header, descr, ndim, shape);
+    if (header_len == 0) {
+        npy_fail(sink, "internal error: header too long");
+        return NULL;
     }
-    snprintf(pending->temp, temp_len, "%s.tmpXXXXXX", path);
-    npy_hold_signals(true);
-    int fd = mkstemp(pending->temp);
-    int saved = errno;
-    if (fd >= 0)
-        register_temp(pending->temp);
-    npy_hold_signals(false);
-    if (fd < 0) {
-        pending_clear(pending);
-        return npy_fail(sink, "cannot create: %s", strerror(saved));
+    unsigned char *bytes = malloc(header_len + 4 * count);
+    if (bytes == NULL) {
+        npy_fail(sink, "out of memory for %zu bytes", header_len + 4 * count);
+        return NULL;
     }
-    fchmod(fd, 0644);   /* mkstemp makes the file private (0600) */
-    FILE *f = fdopen(fd, "wb");
-    bool ok = f != NULL && fwrite(header, 1, header_len, f) == header_len
-              && fwrite(data, 4, count, f) == count;
-    saved = errno;
-    if (f == NULL)
-        close(fd);
-    else if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        npy_discard(pending);
-        return npy_fail(sink, "cannot write: %s", strerror(saved));
-    }
-    return 0;
-}
-
-/* write_pending, then the rename into place. */
-static int write_npy(const char *path, const char *descr, int ndim, const int *shape,
-                     const unsigned char *data, size_t count, const ErrSink *sink,
-                     NpyPending *pending)
-{
-    NpyPending own = {0};
-    NpyPending *p = pending != NULL ? pending : &own;
-    memset(p, 0, sizeof *p);
-    if (write_pending(path, descr, ndim, shape, data, count, sink, p) != 0)
-        return -1;
-    return pending != NULL ? 0 : npy_commit(p, sink->err, sink->err_len);
+    memcpy(bytes, header, header_len);
+    memcpy(bytes + header_len, data, 4 * count);
+    *len = header_len + 4 * count;
+    return bytes;
 }
 
 static int check_shape(int ndim, const int *shape, const ErrSink *sink, size_t *count)
@@ -965,73 +793,141 @@ static int check_shape(int ndim, const int *shape, const ErrSink *sink, size_t *
     return 0;
 }
 
-static int save_floats(const char *path, const Tensor *x, NpyPending *pending, char *err,
-                       size_t err_len)
+unsigned char *npy_encode(const Tensor *x, const char *name, size_t *len, char *err,
+                          size_t err_len)
 {
-    const ErrSink sink = {path, err, err_len};
+    const ErrSink sink = {name, err, err_len};
     size_t count;
     clear_err(err, err_len);
     if (check_shape(x->ndim, x->shape, &sink, &count) != 0)
-        return -1;
-    unsigned char *bytes = malloc(count * 4);
-    if (bytes == NULL)
-        return npy_fail(&sink, "out of memory for %zu bytes", count * 4);
+        return NULL;
+    unsigned char *data = malloc(count * 4);
+    if (data == NULL) {
+        npy_fail(&sink, "out of memory for %zu bytes", count * 4);
+        return NULL;
+    }
     for (size_t i = 0; i < count; i++) {
         uint32_t bits;
         memcpy(&bits, &x->data[i], 4);
-        put_le_u32(bytes + 4 * i, bits);
+        put_le_u32(data + 4 * i, bits);
     }
-    int status = write_npy(path, "<f4", x->ndim, x->shape, bytes, count, &sink, pending);
+    unsigned char *bytes = file_bytes("<f4", x->ndim, x->shape, data, count, len, &sink);
+    free(data);
+    return bytes;
+}
+
+unsigned char *npy_encode_ints(const int *values, int ndim, const int *shape, const char *name,
+                               size_t *len, char *err, size_t err_len)
+{
+    const ErrSink sink = {name, err, err_len};
+    size_t count;
+    clear_err(err, err_len);
+    if (check_shape(ndim, shape, &sink, &count) != 0)
+        return NULL;
+    unsigned char *data = malloc(count * 4);
+    if (data == NULL) {
+        npy_fail(&sink, "out of memory for %zu bytes", count * 4);
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+#if INT_MAX > INT32_MAX
+        if (values[i] < INT32_MIN || values[i] > INT32_MAX) {
+            free(data);
+            npy_fail(&sink, "value %d at %zu does not fit in '<i4'", values[i], i);
+            return NULL;
+        }
+#endif
+        put_le_u32(data + 4 * i, (uint32_t)(int32_t)values[i]);
+    }
+    unsigned char *bytes = file_bytes("<i4", ndim, shape, data, count, len, &sink);
+    free(data);
+    return bytes;
+}
+
+/* bytes (NULL: encoding failed, err filled) into set as NAME.npy; frees them. */
+static int add_to_set(FileSet *set, const char *file, unsigned char *bytes, size_t len,
+                      char *err, size_t err_len)
+{
+    const int status = bytes == NULL ? -1 : fileset_write(set, file, bytes, len, err, err_len);
     free(bytes);
     return status;
 }
 
-static int save_ints(const char *path, const int *values, int ndim, const int *shape,
-                     NpyPending *pending, char *err, size_t err_len)
+char *npy_path(const char *dir, const char *name)
 {
-    const ErrSink sink = {path, err, err_len};
-    size_t count;
-    clear_err(err, err_len);
-    if (check_shape(ndim, shape, &sink, &count) != 0)
-        return -1;
-    unsigned char *bytes = malloc(count * 4);
-    if (bytes == NULL)
-        return npy_fail(&sink, "out of memory for %zu bytes", count * 4);
-    for (size_t i = 0; i < count; i++) {
-#if INT_MAX > INT32_MAX
-        if (values[i] < INT32_MIN || values[i] > INT32_MAX) {
-            free(bytes);
-            return npy_fail(&sink, "value %d at %zu does not fit in '<i4'", values[i], i);
-        }
-#endif
-        put_le_u32(bytes + 4 * i, (uint32_t)(int32_t)values[i]);
+    const size_t len = strlen(dir) + 1 + strlen(name) + sizeof ".npy";
+    char *path = malloc(len);
+    if (path == NULL)
+        die("npy", "out of memory");
+    snprintf(path, len, "%s%s%s.npy", dir, *dir ? "/" : "", name);
+    return path;
+}
+
+int npy_save_into(FileSet *set, const char *dir, const char *name, const Tensor *x, char *err,
+                  size_t err_len)
+{
+    char *path = npy_path(dir, name), *file = npy_path("", name);
+    size_t len = 0;
+    const size_t bad = tensor_first_non_finite(x);
+    unsigned char *bytes = NULL;
+    if (bad != SIZE_MAX) {
+        char where[96];
+        element_str(where, sizeof where, bad, x->ndim, x->shape);
+        const ErrSink sink = {path, err, err_len};
+        npy_fail(&sink, "%s is %s: nothing that is not a number is written", where,
+                 non_finite_name((double)x->data[bad]));
+    } else {
+        bytes = npy_encode(x, path, &len, err, err_len);
     }
-    int status = write_npy(path, "<i4", ndim, shape, bytes, count, &sink, pending);
-    free(bytes);
+    const int status = add_to_set(set, file, bytes, len, err, err_len);
+    free(path);
+    free(file);
     return status;
+}
+
+int npy_save_ints_into(FileSet *set, const char *dir, const char *name, const int *values,
+                       int ndim, const int *shape, char *err, size_t err_len)
+{
+    char *path = npy_path(dir, name), *file = npy_path("", name);
+    size_t len = 0;
+    unsigned char *bytes = npy_encode_ints(values, ndim, shape, path, &len, err, err_len);
+    const int status = add_to_set(set, file, bytes, len, err, err_len);
+    free(path);
+    free(file);
+    return status;
+}
+
+/* ---- one file, written in place (tests and tools) ----------------------------- */
+
+static int write_file(const char *path, unsigned char *bytes, size_t len, char *err,
+                      size_t err_len)
+{
+    if (bytes == NULL)
+        return -1;
+    FILE *f = fopen(path, "wb");
+    bool ok = f != NULL && fwrite(bytes, 1, len, f) == len;
+    int saved = errno;
+    if (f != NULL && fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    free(bytes);
+    if (!ok)
+        return error_format(err, err_len, path, "cannot write: %s", strerror(saved));
+    return 0;
 }
 
 int npy_save(const char *path, const Tensor *x, char *err, size_t err_len)
 {
-    return save_floats(path, x, NULL, err, err_len);
+    size_t len = 0;
+    unsigned char *bytes = npy_encode(x, path, &len, err, err_len);
+    return write_file(path, bytes, len, err, err_len);
 }
 
 int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
                   char *err, size_t err_len)
 {
-    return save_ints(path, values, ndim, shape, NULL, err, err_len);
-}
-
-int npy_save_pending(const char *path, const Tensor *x, NpyPending *pending, char *err,
-                     size_t err_len)
-{
-    memset(pending, 0, sizeof *pending);
-    return save_floats(path, x, pending, err, err_len);
-}
-
-int npy_save_ints_pending(const char *path, const int *values, int ndim, const int *shape,
-                          NpyPending *pending, char *err, size_t err_len)
-{
-    memset(pending, 0, sizeof *pending);
-    return save_ints(path, values, ndim, shape, pending, err, err_len);
+    size_t len = 0;
+    unsigned char *bytes = npy_encode_ints(values, ndim, shape, path, &len, err, err_len);
+    return write_file(path, bytes, len, err, err_len);
 }

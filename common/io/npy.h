@@ -22,20 +22,16 @@
  * index; so is an integer that float32 cannot hold exactly (past 2^24,
  * not every whole number has a float). Only regular files are read: a
  * named pipe or a device is refused before anything is read from it.
- * What is written: version 1.0, '<f4' (npy_save) or '<i4' (npy_save_ints),
- * as numpy.save would write it.
+ * What is written: version 1.0, '<f4' (npy_encode) or '<i4'
+ * (npy_encode_ints), as numpy.save would write it. A program writes its
+ * files as a set (npy_save_into, see fileset.h), so that a kill leaves the
+ * old set or the new one.
  *
  * Errors are returned, never fatal, so a program can report them its own
  * way: every function takes a buffer err of err_len bytes and fills it
- * with one line naming the file and the problem, for example
+ * with one line naming the file and the problem (error_format), for example
  *     queries.npy: big-endian data ('>f4') is not supported; save it with .astype('<f4')
- * When err is NULL the line is printed on stderr instead. A save writes a
- * temporary file in the same directory (NAME.tmpXXXXXX) and renames it into
- * place, so a failed save leaves no half-written file. Until the rename,
- * SIGINT, SIGTERM and SIGHUP remove the temporary file before the program
- * ends (for each of them that the program has not given a handler of its
- * own), so an interrupted save leaves nothing behind either; only SIGKILL
- * and a crash can.
+ * When err is NULL the line is printed on stderr instead.
  */
 #ifndef NPY_H
 #define NPY_H
@@ -43,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "io/fileset.h"
 #include "tensor.h"
 
 /* Room for any message these functions write. A path too long to fit
@@ -74,35 +71,30 @@ Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, si
 int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
                    char *err, size_t err_len);
 
-/* x as a version 1.0 '<f4' file. Returns 0, or -1 on error. */
-int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
-
+/* The bytes of x as a version 1.0 '<f4' file (new, *len of them), or
+ * NULL with err filled; name is what the message calls the file. */
+unsigned char *npy_encode(const Tensor *x, const char *name, size_t *len, char *err,
+                          size_t err_len);
 /* values (product(shape) ints) as a version 1.0 '<i4' file, shape with
- * 1 to 4 positive dimensions. Returns 0, or -1 on error. */
+ * 1 to 4 positive dimensions. */
+unsigned char *npy_encode_ints(const int *values, int ndim, const int *shape, const char *name,
+                               size_t *len, char *err, size_t err_len);
+
+/* x as NAME.npy in the set being written into dir (dir names it in a
+ * message). Returns 0, or -1 with err filled; a NaN or an infinity in x is
+ * refused, naming its index: no program writes one. */
+int npy_save_into(FileSet *set, const char *dir, const char *name, const Tensor *x, char *err,
+                  size_t err_len);
+int npy_save_ints_into(FileSet *set, const char *dir, const char *name, const int *values,
+                       int ndim, const int *shape, char *err, size_t err_len);
+
+/* "DIR/NAME.npy" in a new string ("NAME.npy" for dir ""); free it. */
+char *npy_path(const char *dir, const char *name);
+
+/* One file written in place at path, for tests and tools that make their
+ * own inputs; a program writes sets (above). Returns 0, or -1. */
+int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
 int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
                   char *err, size_t err_len);
-
-/* ---- a set of files that appears at once ----------------------------------
- * The two steps of a save, apart, for a caller that writes several files
- * and renames them only once all are written (layer_files_save): the
- * _pending saves leave a complete file under its temporary name, removed
- * by the signals above; npy_commit renames it into place, npy_discard
- * removes it. Either frees what the pending save holds. */
-typedef struct {
-    char *path;   /* where the file goes */
-    char *temp;   /* where it is now; NULL once committed or discarded */
-} NpyPending;
-int npy_save_pending(const char *path, const Tensor *x, NpyPending *pending, char *err,
-                     size_t err_len);
-int npy_save_ints_pending(const char *path, const int *values, int ndim, const int *shape,
-                          NpyPending *pending, char *err, size_t err_len);
-int npy_commit(NpyPending *pending, char *err, size_t err_len);
-void npy_discard(NpyPending *pending);
-
-/* Hold SIGINT, SIGTERM and SIGHUP back (hold true) until the matching
- * release (hold false), which delivers any that came meanwhile: a caller
- * renaming several files into place holds them around the renames, so that
- * the set is whole when the signal ends the program. Calls nest. */
-void npy_hold_signals(bool hold);
 
 #endif

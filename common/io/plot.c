@@ -21,110 +21,63 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/plot.h"
 
-#include <errno.h>
+#include "io/fileset.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ---- errors and files --------------------------------------------------- */
 
-/* The single error line every failure prints. */
 /* One error line, "[prog: ]plot_heatmaps: ...", then -1 for the caller to return. */
 #define plot_fail(...) report_error("plot_heatmaps", __VA_ARGS__)
 
-/* "DIR/NAME.EXT" in a new string; NULL when out of memory. */
-static char *join_path(const char *dir, const char *name, const char *ext)
+int plot_files_open(PlotFiles *files)
 {
-    size_t len = strlen(dir) + 1 + strlen(name) + strlen(ext) + 1;
-    char *path = malloc(len);
-    if (path)
-        snprintf(path, len, "%s/%s%s", dir, name, ext);
-    return path;
+    memset(files, 0, sizeof *files);
+    files->dat = open_memstream(&files->dat_text, &files->dat_len);
+    files->gp = files->dat ? open_memstream(&files->gp_text, &files->gp_len) : NULL;
+    if (files->gp != NULL)
+        return 0;
+    if (files->dat != NULL)
+        fclose(files->dat);
+    free(files->dat_text);
+    return -1;
 }
 
-/* A file is first written under a temporary name in the same directory and
- * renamed over the final name only when it is complete: rename() within a
- * directory is atomic, so a reader sees the old file or the new one, never
- * half of one. */
-typedef struct {
-    char *final_path;
-    char *temp_path;
-    FILE *f;
-} PendingFile;
-
-static void pending_free_paths(PendingFile *p)
+/* "NAME.EXT", new. */
+static char *file_name(const char *name, const char *ext)
 {
-    free(p->final_path);
-    free(p->temp_path);
-    p->final_path = p->temp_path = NULL;
+    const size_t len = strlen(name) + strlen(ext) + 1;
+    char *file = checked_malloc("plot", len, 1);
+    snprintf(file, len, "%s%s", name, ext);
+    return file;
 }
 
-static int pending_open(PendingFile *p, const char *dir, const char *name, const char *ext)
+int plot_files_save(PlotFiles *files, const char *func, const char *dir, const char *name)
 {
-    char temp_ext[32];
-    snprintf(temp_ext, sizeof temp_ext, "%s.tmpXXXXXX", ext);
-    p->f = NULL;
-    p->final_path = join_path(dir, name, ext);
-    p->temp_path = join_path(dir, name, temp_ext);
-    if (p->final_path == NULL || p->temp_path == NULL) {
-        pending_free_paths(p);
-        return plot_fail("out of memory building the path of %s%s", name, ext);
+    const bool drawn = fclose(files->dat) == 0 && fclose(files->gp) == 0;
+    char err[512];
+    int status = drawn ? 0 : error_format(err, sizeof err, name, "out of memory drawing it");
+    FileSet *set = status == 0 ? fileset_begin(dir, err, sizeof err) : NULL;
+    if (status == 0 && set == NULL)
+        status = -1;
+    char *dat = file_name(name, ".dat"), *gp = file_name(name, ".gp");
+    if (status == 0 &&
+        (fileset_write(set, dat, files->dat_text, files->dat_len, err, sizeof err) != 0 ||
+         fileset_write(set, gp, files->gp_text, files->gp_len, err, sizeof err) != 0)) {
+        fileset_abandon(set);
+        status = -1;
+    } else if (status == 0) {
+        status = fileset_commit(set, err, sizeof err);
     }
-    int fd = mkstemp(p->temp_path);
-    if (fd < 0) {
-        plot_fail("cannot create '%s': %s", p->final_path, strerror(errno));
-        pending_free_paths(p);
-        return -1;
-    }
-    fchmod(fd, 0644);   /* mkstemp makes the file private (0600) */
-    p->f = fdopen(fd, "w");
-    if (p->f == NULL) {
-        plot_fail("cannot write '%s': %s", p->final_path, strerror(errno));
-        close(fd);
-        unlink(p->temp_path);
-        pending_free_paths(p);
-        return -1;
-    }
-    return 0;
-}
-
-/* Close the temporary file; -1 when any write to it failed. */
-static int pending_close(PendingFile *p)
-{
-    bool write_error = ferror(p->f) != 0;
-    int saved = errno;
-    if (fclose(p->f) != 0 && !write_error) {
-        write_error = true;
-        saved = errno;
-    }
-    p->f = NULL;
-    if (write_error)
-        return plot_fail("cannot write '%s': %s", p->final_path, strerror(saved));
-    return 0;
-}
-
-/* Throw the temporary file away (after a failure), or just forget the
- * names (after a successful rename, when unlink finds nothing). */
-static void pending_discard(PendingFile *p)
-{
-    if (p->f)
-        fclose(p->f);
-    p->f = NULL;
-    if (p->temp_path)
-        unlink(p->temp_path);
-    pending_free_paths(p);
-}
-
-static int pending_commit(PendingFile *p)
-{
-    if (rename(p->temp_path, p->final_path) != 0)
-        return plot_fail("cannot rename '%s' to '%s': %s", p->temp_path, p->final_path,
-                         strerror(errno));
-    return 0;
+    free(dat);
+    free(gp);
+    free(files->dat_text);
+    free(files->gp_text);
+    return status == 0 ? 0 : report_error(func, "%s", err);
 }
 
 /* ---- the panel grid ------------------------------------------------------ */
@@ -446,38 +399,15 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
         if (!isfinite(matrices->data[i]))
             return plot_fail("%s: element %zu of the matrices is %g; nothing was written",
                              name, i, (double)matrices->data[i]);
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return plot_fail("cannot write into '%s': %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return plot_fail("cannot write into '%s': not a directory", dir);
     const Grid g = grid_of(matrices);
 
-    // pass 2: both files under temporary names
-    PendingFile dat, gp;
-    if (pending_open(&dat, dir, name, ".dat") != 0)
-        return -1;
-    if (pending_open(&gp, dir, name, ".gp") != 0) {
-        pending_discard(&dat);
-        return -1;
-    }
-    write_dat(dat.f, name, matrices, &g, panel_titles);
-    write_gp(gp.f, name, title, matrices, &g, xlabel, ylabel, panel_titles);
-    if (pending_close(&dat) != 0 || pending_close(&gp) != 0) {
-        pending_discard(&dat);
-        pending_discard(&gp);
-        return -1;
-    }
-
-    // pass 3: rename both into place; the script last, since it needs the data
-    int status = pending_commit(&dat);
-    if (status == 0 && pending_commit(&gp) != 0) {
-        unlink(dat.final_path);   /* a .dat without its script is no use */
-        status = -1;
-    }
-    pending_discard(&dat);   /* after a rename these unlink nothing */
-    pending_discard(&gp);
-    return status;
+    // pass 2: both files drawn in memory, then written as one set
+    PlotFiles files;
+    if (plot_files_open(&files) != 0)
+        return plot_fail("%s: out of memory drawing it", name);
+    write_dat(files.dat, name, matrices, &g, panel_titles);
+    write_gp(files.gp, name, title, matrices, &g, xlabel, ylabel, panel_titles);
+    return plot_files_save(&files, "plot_heatmaps", dir, name);
 }
 
 /* ---- heatmap_terminal ---------------------------------------------------- */

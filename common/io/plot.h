@@ -26,8 +26,8 @@
 
 /* matrices: (T, K) one panel, (P, T, K) a row of P panels, (R, C, T, K) an
  * R x C grid. panel_titles: NULL, or one title per panel in row-major order.
- * Both files are written to temporary names and renamed into place, so a
- * failure leaves nothing half written. Returns 0, or -1 after printing one
+ * Both files are written as one set (plot_files_save below), so a failure
+ * leaves nothing half written. Returns 0, or -1 after printing one
  * line on stderr naming the file and the problem. */
 int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
                   const char *xlabel, const char *ylabel,
@@ -39,6 +39,20 @@ int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
 int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
                          const Tensor *matrices, const char *xlabel, const char *ylabel,
                          const char *const *panel_titles);
+
+/* What plot_heatmaps and plot_curves (curve.h) share: NAME.dat and
+ * NAME.gp, each drawn into memory through its stream, then written into
+ * dir as one set (fileset.h), so a failure or a kill leaves the previous
+ * pair or the new one. plot_files_open: 0, or -1 out of memory.
+ * plot_files_save closes the streams, writes, frees: 0, or -1 after one
+ * line on stderr, "[prog: ]func: DIR/NAME.dat: cannot write: REASON". */
+typedef struct {
+    FILE *dat, *gp;
+    char *dat_text, *gp_text;
+    size_t dat_len, gp_len;
+} PlotFiles;
+int plot_files_open(PlotFiles *files);
+int plot_files_save(PlotFiles *files, const char *func, const char *dir, const char *name);
 
 /* What the picture's title line adds when a cell is exactly 0. */
 extern const char HEATMAP_MASKED_NOTE[];

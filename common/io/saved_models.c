@@ -5,7 +5,6 @@
  */
 #include "io/saved_models.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,33 +13,8 @@
 #include "error.h"
 #include "io/npy.h"
 
-/* One error line into err, or onto stderr when err is NULL (io/model.h's rule). */
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    char message[MODEL_ERR_LEN];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (err == NULL) {
-        fflush(stdout);
-        fprintf(stderr, "%s\n", message);
-    } else if (err_len > 0) {
-        snprintf(err, err_len, "%s", message);
-    }
-    return -1;
-}
-
-/* "DIR/NAME.npy", new (free it): any length. */
-static char *file_path(const char *dir, const char *name)
-{
-    const size_t len = strlen(dir) + strlen(name) + sizeof "/.npy";
-    char *path = checked_malloc("saved_models", len, 1);
-    snprintf(path, len, "%s/%s.npy", dir, name);
-    return path;
-}
+/* One error line into err, or onto stderr when err is NULL. */
+#define fail(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
 
 /* The number of heads first: no shape would catch a model saved with
  * another one, and nothing must change when it differs. */
@@ -209,7 +183,7 @@ LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *
                              size_t err_len)
 {
     // step 1: the sizes, from embed_keys.weight (Vk, D) and num_heads
-    char *path = file_path(dir, "embed_keys.weight");
+    char *path = npy_path(dir, "embed_keys.weight");
     Tensor *embed = npy_load(path, err, err_len);
     free(path);
     int heads = 0;
@@ -270,12 +244,11 @@ int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
 static int read_table_shape(const char *dir, const char *name, int *rows, int *cols,
                             char *err, size_t err_len)
 {
-    char *path = file_path(dir, name);
-    char npy_err[NPY_ERR_LEN];
-    Tensor *table = npy_load(path, npy_err, sizeof npy_err);
+    char *path = npy_path(dir, name);
+    Tensor *table = npy_load(path, err, err_len);
     int status = 0;
     if (table == NULL) {
-        status = fail(err, err_len, "%s", npy_err);
+        status = -1;
     } else if (table->ndim != 2) {
         status = fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
                       "dimensions", path, table->ndim);

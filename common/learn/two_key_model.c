@@ -9,7 +9,6 @@
 #include "learn/two_key_model.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
