@@ -61,14 +61,21 @@ double platform_peak_rss_bytes(void)
 double platform_rss_bytes(void)
 {
 #if defined(__linux__)
-    /* /proc/self/statm: total program size, then resident pages */
-    FILE *f = fopen("/proc/self/statm", "r");
+    /* /proc/self/statm: total program size, then resident pages. Read with
+     * open and read into the stack, not fopen: an allocation here would
+     * itself grow what is being measured. */
+    char text[128];
+    const int fd = open("/proc/self/statm", O_RDONLY);
+    const ssize_t got = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0)
+        close(fd);
     long size = 0, resident = 0;
-    const int read = f != NULL ? fscanf(f, "%ld %ld", &size, &resident) : 0;
-    if (f != NULL)
-        fclose(f);
+    if (got <= 0)
+        return 0.0;
+    text[got] = '\0';
     const long page_size = sysconf(_SC_PAGESIZE);
-    return read == 2 && page_size > 0 ? (double)resident * (double)page_size : 0.0;
+    return sscanf(text, "%ld %ld", &size, &resident) == 2 && page_size > 0
+               ? (double)resident * (double)page_size : 0.0;
 #else
     return 0.0;   /* macOS and others: no cheap current figure; callers say "unknown" */
 #endif
