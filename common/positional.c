@@ -28,7 +28,7 @@ Tensor *positional_encoding(int max_len, int num_hiddens)
     return P;
 }
 
-/* x (B, T, D) -> x + P[:T] (B, T, D) */
+/* x (B, T, D) -> x + PE[:T] (B, T, D) */
 Tensor *add_positional_encoding(const Tensor *x)
 {
     tensor_check_shape("add_positional_encoding", "x", x, SHAPE(-1, -1, -1));
@@ -36,7 +36,7 @@ Tensor *add_positional_encoding(const Tensor *x)
     Tensor *P = positional_encoding(T, D);
     Tensor *out = tensor_copy(x);
     /* The same table is added to every sequence of the batch: position i
-     * gets P[i] whatever the token there is. */
+     * gets PE[i] whatever the token there is. */
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int k = 0; k < D; k++)

@@ -8,8 +8,8 @@
  * permutes the outputs (chapter 06). To make order matter, the Transformer
  * adds to token i a fixed vector that depends on i alone:
  *
- *     P[i, 2j]     = sin(i / 10000^(2j / D))
- *     P[i, 2j + 1] = cos(i / 10000^(2j / D))
+ *     PE[i, 2j]     = sin(i / 10000^(2j / D))
+ *     PE[i, 2j + 1] = cos(i / 10000^(2j / D))
  *
  * Column pair (2j, 2j+1) is a point going round the unit circle at its own
  * frequency, from one turn per 2*pi tokens (j = 0) down to very slow ones, so
@@ -22,13 +22,13 @@
 
 #include "tensor.h"
 
-/* -> P (max_len, D), the table above. Each angle and its sine or cosine are
+/* -> PE (max_len, D), the table above. Each angle and its sine or cosine are
  * computed in double and rounded once to float, so every entry is the float
  * nearest the exact value (d2l computes in float32, which can differ by a
  * few 1e-5 at positions in the hundreds). */
 Tensor *positional_encoding(int max_len, int num_hiddens);
 
-/* x (B, T, D) -> x + P[:T] (B, T, D), a new tensor: d2l's
+/* x (B, T, D) -> x + PE[:T] (B, T, D), a new tensor: d2l's
  * PositionalEncoding.forward in evaluation mode (no dropout). */
 Tensor *add_positional_encoding(const Tensor *x);
 

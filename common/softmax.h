@@ -9,7 +9,8 @@
  * of a sequence, or 2-D (B, T), one length per query. Masked scores are
  * replaced, not added to, so their weights are exactly 0 and every row with
  * at least one key agrees with d2l and PyTorch. A row with no valid key
- * (valid_len 0) gets all-zero weights, as PyTorch 2's safe softmax gives.
+ * (valid_len 0) gets all-zero weights, as PyTorch 2.5 and later give in
+ * scaled_dot_product_attention (its safe softmax).
  * A valid_len below 0 or above K is an error.
  */
 #ifndef SOFTMAX_H
