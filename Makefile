@@ -7,6 +7,7 @@
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
 #   make fuzz            the three parsers under libFuzzer, FUZZ_SECONDS (60) each
+#   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX
 #   make clean           remove everything built
 #   make 03_self_attention   (any chapter folder) build and run that chapter
 #
@@ -59,6 +60,10 @@ RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 all: $(PROGRAMS)
+
+# The chapter programs alone, without the tests (no Criterion needed): what
+# make portability builds with musl-gcc and for aarch64.
+programs: $(PROGRAMS)
 
 # Each program depends on its source and on all of common/.
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
@@ -164,6 +169,31 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	  done; \
 	fi
 .PHONY: plots
+
+# ---- portability --------------------------------------------------------------
+# The same numbers with musl, on aarch64 under qemu and on this machine, and
+# common/ as strict POSIX (.ci/portability says what each step checks; a
+# step whose tools are missing is skipped with a line saying so). Minutes.
+portability:
+	@bash .ci/portability
+# what it needs from Debian, installed when missing (CI calls this first)
+portability-tools:
+	$(call install_if_missing,command -v musl-gcc,musl-tools)
+	$(call install_if_missing,command -v aarch64-linux-gnu-gcc,gcc-aarch64-linux-gnu)
+	$(call install_if_missing,command -v qemu-aarch64,qemu-user)
+.PHONY: portability portability-tools
+
+# The chapter programs, one a line, for .ci/portability.
+print-programs:
+	@printf '%s\n' $(patsubst $(OUT)/%,%,$(PROGRAMS))
+.PHONY: print-programs
+
+# The fast kernels against the clear code without Criterion (make
+# portability runs it under qemu-aarch64).
+$(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_OBJ)
+	@mkdir -p $(@D) $(OUT)/build/deps
+	$(call say,LD,$(patsubst ./%,%,$@))
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # ---- tests ----------------------------------------------------------------
 # The test binary finds the chapter programs under BIN_DIR.
@@ -282,5 +312,5 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 clean:
 	rm -rf build tests/run_tests $(PROGRAMS) plots
 
-.PHONY: all run test criterion fuzz-tools sanitize clean
+.PHONY: all programs run test criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

@@ -149,17 +149,23 @@ static void key_bias(Problem *p, Rng *rng)
     printf("Part 2. The key bias learns nothing\n\n");
     tensor_print_named("grad b_q", p->grads->b_q);
     tensor_print_named("grad b_k", p->grads->b_k);
-    printf("largest |grad b_k| = %.1e, next to largest |grad b_q| = %.4f.\n",
-           (double)tensor_max_abs(p->grads->b_k), (double)tensor_max_abs(p->grads->b_q));
+    /* rounding residues are shown as bounds: their digits differ between
+     * machines (x86-64 and aarch64 give 6e-08 and 3e-08 for the last one) */
+    char grad_text[32], numeric_text[32], shift_text[32];
+    printf("largest |grad b_k| %s, next to largest |grad b_q| = %.4f.\n",
+           residue_text(grad_text, sizeof grad_text, tensor_max_abs(p->grads->b_k), 1e-6),
+           (double)tensor_max_abs(p->grads->b_q));
     /* the gradient is the sum of dK's rows, that is sum over queries i of
      * (row sum of dS) q_i / sqrt(d): every row sum is 0 (chapter 03) */
     Tensor *numeric = gradcheck_numeric(layer_loss, p, p->layer->b_k, 1e-2);
-    printf("By finite differences: largest %.1e, what rounding the loss and dividing by\n"
-           "2 eps leaves.\n", (double)tensor_max_abs(numeric));
+    printf("By finite differences: largest %s, what rounding the loss and dividing\n"
+           "by 2 eps leaves.\n",
+           residue_text(numeric_text, sizeof numeric_text, tensor_max_abs(numeric), 1e-5));
     Tensor *shift = tensor_normal(rng, 0.0f, 1.0f, SHAPE(D));
-    printf("Moving b_k by a random vector of entries of size 1 changes the output by at\n"
-           "most %.1e; moving b_q by the same vector changes it by up to %.4f.\n\n",
-           (double)output_change(p, p->layer->b_k, shift),
+    printf("Moving b_k by a random vector of entries of size 1 changes the output by an\n"
+           "amount %s; moving b_q by the same vector changes it by up to %.4f.\n\n",
+           residue_text(shift_text, sizeof shift_text, output_change(p, p->layer->b_k, shift),
+                        1e-6),
            (double)output_change(p, p->layer->b_q, shift));
     tensor_free(numeric);
     tensor_free(shift);

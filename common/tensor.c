@@ -474,6 +474,15 @@ void tensor_print_whole_named(const char *name, const Tensor *x)
     printf(")\n");
 }
 
+const char *residue_text(char *buf, size_t len, double value, double bound)
+{
+    if (fabs(value) < bound)
+        snprintf(buf, len, "below %.0e", bound);
+    else
+        snprintf(buf, len, "%.1e", value);
+    return buf;
+}
+
 void tensor_print_named(const char *name, const Tensor *x)
 {
     /* One row fits after the name; a matrix starts on its own line so that

@@ -138,6 +138,10 @@ void tensor_print_named(const char *name, const Tensor *x);
  * (index codes, counts) printed as PyTorch prints an integer tensor, every
  * element rounded to the nearest integer, columns aligned. */
 void tensor_print_whole_named(const char *name, const Tensor *x);
+/* A rounding residue as text: "below 1e-06" when |value| < bound, else
+ * value in %.1e. A residue's digits depend on the machine (its libm, its
+ * vectors, its compiler), so a page quotes the bound, which holds on all. */
+const char *residue_text(char *buf, size_t len, double value, double bound);
 
 /* ---- comparison -------------------------------------------------------- */
 /* true when |actual - expected| <= atol + rtol * |expected| everywhere

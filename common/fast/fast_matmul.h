@@ -22,7 +22,13 @@
  * The tile follows the vector registers the fast files are compiled for
  * (the Makefile picks the widest the machine has):
  *   AVX2:    16 registers of  8 floats, tile  6 x 16 in 12 of them;
- *   AVX-512: 32 registers of 16 floats, tile 12 x 32 in 24 of them.
+ *   AVX-512: 32 registers of 16 floats, tile 12 x 32 in 24 of them;
+ *   aarch64: 32 NEON registers of 4 floats. The same code as for AVX2: a
+ *            vector of 8 floats is a pair of NEON registers (GCC and
+ *            Clang split it, c += a * b becomes two fmla), so the 6 x 16
+ *            tile takes 24 of them, its B row 4 and the broadcast 1.
+ *            Checked equal to the clear code under qemu-aarch64 (make
+ *            portability); its speed was never measured here.
  * Only the fast files, all built with the same flags, use these constants;
  * other code asks fast_panels_size() and fast_vector_width().
  *
@@ -41,7 +47,7 @@
 #if defined(__AVX512F__)
 enum { FAST_VEC = 16, FAST_MR = 12 };   /* floats per vector, rows of a tile */
 #else
-enum { FAST_VEC = 8, FAST_MR = 6 };
+enum { FAST_VEC = 8, FAST_MR = 6 };     /* AVX2, aarch64's NEON, or scalar code */
 #endif
 enum {
     FAST_NR = 2 * FAST_VEC,   /* columns of a tile = width of a B panel */
