@@ -66,6 +66,35 @@ static inline void add_scaled(float *out_row, float w, const float *v_row, int d
         out_row[i] += w * v_row[i];
 }
 
+/* Pass 3 for a key-value head that one query head reads: values (T, d),
+ * weights (T,) -> out (d,) = inv_sum * sum_t weights[t] values[t], out
+ * zeroed. Four vectors of columns at a time, whose sums stay in registers
+ * while the T rows stream past (with several query heads there are not
+ * registers enough, and their outputs are added into row by row). */
+static void single_head_values(const float *values, const float *weights, float inv_sum, int T,
+                               int d, float *out)
+{
+    int c = 0;
+    for (; c + 4 * FAST_VEC <= d; c += 4 * FAST_VEC) {
+        vf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int t = 0; t < T; t++) {
+            const float *v = values + (size_t)t * d + c;
+            const vf w = (vf){0} + weights[t];
+            a0 += w * load(v);
+            a1 += w * load(v + FAST_VEC);
+            a2 += w * load(v + 2 * FAST_VEC);
+            a3 += w * load(v + 3 * FAST_VEC);
+        }
+        const vf inv = (vf){0} + inv_sum;
+        store(out + c, a0 * inv);
+        store(out + c + FAST_VEC, a1 * inv);
+        store(out + c + 2 * FAST_VEC, a2 * inv);
+        store(out + c + 3 * FAST_VEC, a3 * inv);
+    }
+    for (int t = 0; c < d && t < T; t++)   /* the last columns, fewer than 4 vectors */
+        add_scaled(out + c, weights[t] * inv_sum, values + (size_t)t * d + c, d - c);
+}
+
 /* The group of query heads that share key-value head g of sequence b:
  * q_heads (group, d) at stride d -> out_heads (group, d) at stride d;
  * scores (group, T) and inv_sum (group,) are room to work in. */
@@ -89,8 +118,13 @@ static void attend_group(const KVCache *cache, int b, int g, int group, const fl
             max = row[t] > max ? row[t] : max;
         inv_sum[j] = 1.0f / fast_exp_shift_sum(row, (size_t)T, max);
     }
-    // pass 3: one read of the values, each row added into every output of the group
+    // pass 3: one read of the values, each row added into every output of
+    // the group, each weight divided by its softmax sum
     memset(out_heads, 0, (size_t)group * d * sizeof(float));
+    if (group == 1) {
+        single_head_values(kv_cache_value(cache, b, g, 0), scores, inv_sum[0], T, d, out_heads);
+        return;
+    }
     for (int t = 0; t < T; t++) {
         const float *v_row = kv_cache_value(cache, b, g, t);
         for (int j = 0; j < group; j++)
