@@ -196,11 +196,15 @@ $(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_OBJ)
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # ---- tests ----------------------------------------------------------------
+# Homebrew (macOS) puts Criterion under its own prefix (/opt/homebrew on
+# Apple Silicon), which the compiler does not search by itself.
+BREW_PREFIX := $(shell command -v brew >/dev/null 2>&1 && brew --prefix 2>/dev/null)
+CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)/lib)
 # The test binary finds the chapter programs under BIN_DIR.
 $(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
 
 test: $(PROGRAMS) $(OUT)/tests/run_tests
 	$(OUT)/tests/run_tests $(TEST_ARGS)
@@ -224,7 +228,7 @@ endef
 # Criterion: installed with apt-get as above when we are root on Debian;
 # anywhere else make stops with the command for each system.
 criterion:
-	@if ! { echo '#include <criterion/criterion.h>' | $(CC) -E -x c -; } >/dev/null 2>&1 \
+	@if ! { echo '#include <criterion/criterion.h>' | $(CC) $(CRITERION_FLAGS) -E -x c -; } >/dev/null 2>&1 \
 	   && ! { [ "$$(id -u)" = 0 ] && command -v apt-get; } >/dev/null 2>&1; then \
 	  echo "Criterion (the test library) is missing. Install it with:" >&2; \
 	  echo "  Debian, Ubuntu:  sudo apt-get install libcriterion-dev" >&2; \
@@ -233,7 +237,7 @@ criterion:
 	  echo "  macOS:           brew install criterion" >&2; \
 	  exit 1; \
 	fi
-	$(call install_if_missing,echo '#include <criterion/criterion.h>' | $(CC) -E -x c -,libcriterion-dev)
+	$(call install_if_missing,echo '#include <criterion/criterion.h>' | $(CC) $(CRITERION_FLAGS) -E -x c -,libcriterion-dev)
 
 fuzz-tools:
 	$(call install_if_missing,command -v $(FUZZ_CC),clang)
