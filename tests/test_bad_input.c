@@ -1710,7 +1710,8 @@ Test(bad_input, sigterm_while_writing_leaves_no_temporary_file)
 
 /* ---- the README's list of errors --------------------------------------------- */
 
-/* Every line quoted in the README's "When something goes wrong" is what a
+/* Every line quoted in common/io/README.md's "When something goes wrong"
+ * (the top README keeps one example and links there) is what a
  * program prints: a "$ ./PROGRAM ARGS" line followed by its stderr is run
  * and compared exactly; a line that needs files (mydir) or memory to fail
  * must hold the message of a row above, which runs it. */
@@ -1725,10 +1726,10 @@ static bool backed_by_a_row(const char *line, const char *program)
 
 Test(bad_input, readme_quotes_what_programs_print)
 {
-    char *text = read_text_file("README.md", NULL);
-    cr_assert(text != NULL, "cannot read README.md");
+    char *text = read_text_file("common/io/README.md", NULL);
+    cr_assert(text != NULL, "cannot read common/io/README.md");
     char *section = strstr(text, "## When something goes wrong");
-    cr_assert(section != NULL, "README.md has no section 'When something goes wrong'");
+    cr_assert(section != NULL, "common/io/README.md has no section 'When something goes wrong'");
     char *end = strstr(section + 1, "\n## ");
     if (end)
         *end = '\0';

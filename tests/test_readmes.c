@@ -21,6 +21,7 @@
  * words. Words are counted as `wc -w` counts them.
  */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,20 @@ enum {
 };
 
 static const char MARK[] = "<!-- output: ";
+
+/* Words as `wc -w` counts them: runs of characters that are not white space. */
+static int count_words(const char *text, size_t len)
+{
+    int words = 0;
+    bool in_word = false;
+    for (size_t i = 0; i < len; i++) {
+        bool space = isspace((unsigned char)text[i]);
+        if (!space && !in_word)
+            words++;
+        in_word = !space;
+    }
+    return words;
+}
 
 /* The optional pages of a chapter folder (every .md but README.md), sorted,
  * into names; returns how many. */
@@ -143,3 +158,162 @@ Test(readmes, chapter_03_quotes_match) { check_chapter_quotes(chapters[2]); }
 Test(readmes, chapter_04_quotes_match) { check_chapter_quotes(chapters[3]); }
 Test(readmes, chapter_05_quotes_match) { check_chapter_quotes(chapters[4]); }
 Test(readmes, chapter_06_quotes_match) { check_chapter_quotes(chapters[5]); }
+
+Test(readmes, word_counts_are_within_budget)
+{
+    size_t len;
+    char *top = read_text_file("README.md", &len);
+    cr_assert(top, "cannot read README.md");
+    int words = count_words(top, len);
+    cr_expect_leq(words, TOP_README_WORDS, "README.md has %d words, more than %d", words,
+                  TOP_README_WORDS);
+    free(top);
+
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256], pages[MAX_PAGES][64];
+        snprintf(path, sizeof path, "%s/README.md", chapters[c]);
+        char *text = read_text_file(path, &len);
+        cr_assert(text, "cannot read %s", path);
+        const char *exercises = strstr(text, "\n## Exercises\n");
+        cr_expect(exercises, "%s has no '## Exercises'", path);
+        size_t story_len = exercises ? (size_t)(exercises - text) : len;
+        int story = count_words(text, story_len), whole = count_words(text, len);
+        cr_expect_leq(story, STORY_WORDS, "%s: the story to '## Exercises' has %d words, more than %d",
+                      path, story, STORY_WORDS);
+        cr_expect_leq(whole, README_WORDS, "%s has %d words, more than %d", path, whole,
+                      README_WORDS);
+        free(text);
+
+        int n = chapter_pages(chapters[c], pages);
+        for (int i = 0; i < n; i++) {
+            snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
+            text = read_text_file(path, &len);
+            cr_assert(text, "cannot read %s", path);
+            words = count_words(text, len);
+            cr_expect_leq(words, PAGE_WORDS, "%s has %d words, more than %d", path, words,
+                          PAGE_WORDS);
+            free(text);
+        }
+    }
+}
+
+Test(readmes, pages_open_with_learn_need_time_and_are_listed)
+{
+    char *top = read_text_file("README.md", NULL);
+    cr_assert(top, "cannot read README.md");
+    int pages_seen = 0;
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256], pages[MAX_PAGES][64];
+        snprintf(path, sizeof path, "%s/README.md", chapters[c]);
+        char *readme = read_text_file(path, NULL);
+        cr_assert(readme, "cannot read %s", path);
+        const char *further = strstr(readme, "\n## Going further\n");
+        int n = chapter_pages(chapters[c], pages);
+        for (int i = 0; i < n; i++, pages_seen++) {
+            snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
+            char *text = read_text_file(path, NULL);
+            cr_assert(text, "cannot read %s", path);
+            /* the opening: everything before the first section heading */
+            char *first_section = strstr(text, "\n## ");
+            if (first_section)
+                *first_section = '\0';
+            cr_expect(strncmp(text, "# ", 2) == 0, "%s does not open with a title", path);
+            cr_expect(strstr(text, "**What you will learn.**"),
+                      "%s does not open with 'What you will learn'", path);
+            cr_expect(strstr(text, "**What you need.**"), "%s does not open with 'What you need'",
+                      path);
+            cr_expect(strstr(text, "**How long.**"), "%s does not open with 'How long'", path);
+            free(text);
+
+            char link[160];
+            snprintf(link, sizeof link, "](%.63s)", pages[i]);
+            cr_expect(further && strstr(further, link),
+                      "%s/README.md does not list %s under '## Going further'", chapters[c],
+                      pages[i]);
+            snprintf(link, sizeof link, "](%s/%.63s)", chapters[c], pages[i]);
+            cr_expect(strstr(top, link), "README.md's map does not list %s/%s", chapters[c],
+                      pages[i]);
+        }
+        free(readme);
+    }
+    cr_expect_geq(pages_seen, 7, "only %d optional pages", pages_seen);
+    free(top);
+}
+
+/* Exercises are one numbered list, 1, 2, 3, ..., and a chapter's "Next:" link
+ * is its last line. */
+static void check_exercises(const char *path, bool next_last)
+{
+    char *text = read_text_file(path, NULL);
+    cr_assert(text, "cannot read %s", path);
+    char *section = strstr(text, "\n## Exercises\n");
+    cr_assert(section, "%s has no '## Exercises'", path);
+    char *end = strstr(section + 1, "\n## ");
+    int expected = 1;
+    bool in_fence = false;   /* a numbered line of quoted output is no exercise */
+    for (char *line = section + 1; line && (!end || line < end); line = strchr(line, '\n')) {
+        line++;
+        const char *start = line + strspn(line, " ");
+        if (strncmp(start, "```", 3) == 0)
+            in_fence = !in_fence;
+        int number;
+        char dot;
+        if (!in_fence && isdigit((unsigned char)line[0]) &&
+            sscanf(line, "%d%c", &number, &dot) == 2 && dot == '.') {
+            cr_expect_eq(number, expected, "%s: exercise %d is numbered %d", path, expected,
+                         number);
+            expected = number + 1;
+        }
+    }
+    cr_expect_gt(expected, 1, "%s has no numbered exercise", path);
+    if (next_last) {
+        size_t len = strlen(text);
+        while (len > 0 && text[len - 1] == '\n')
+            text[--len] = '\0';
+        char *last = strrchr(text, '\n');
+        cr_expect(last && strncmp(last + 1, "Next: ", 6) == 0,
+                  "%s does not end with its 'Next:' link", path);
+        cr_expect(strstr(text, "\nNext: ") == last, "%s has a 'Next:' link before its end",
+                  path);
+    }
+    free(text);
+}
+
+Test(readmes, exercises_are_one_list_and_next_comes_last)
+{
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256], pages[MAX_PAGES][64];
+        snprintf(path, sizeof path, "%s/README.md", chapters[c]);
+        check_exercises(path, c + 1 < NUM_CHAPTERS);
+        int n = chapter_pages(chapters[c], pages);
+        for (int i = 0; i < n; i++) {
+            snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
+            check_exercises(path, false);
+        }
+    }
+}
+
+/* How files are written, signals and memory limits are documented once, in
+ * common/io/README.md; a chapter page links it and says no more. */
+Test(readmes, chapter_pages_leave_the_engineering_to_common_io)
+{
+    static const char *const words[] = {
+        ".lock", "lock file", "renamed into place", "rename(", "SIGINT", "SIGTERM",
+        "130 or 143", "ulimit", "2 MB pages", "fuzz",
+    };
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256], pages[MAX_PAGES + 1][64];
+        int n = chapter_pages(chapters[c], pages);
+        strcpy(pages[n++], "README.md");
+        for (int i = 0; i < n; i++) {
+            snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
+            char *text = read_text_file(path, NULL);
+            cr_assert(text, "cannot read %s", path);
+            for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+                cr_expect(strstr(text, words[w]) == NULL,
+                          "%s mentions '%s': that belongs on common/io/README.md", path,
+                          words[w]);
+            free(text);
+        }
+    }
+}
