@@ -143,9 +143,11 @@ static bool backward_by_hand(const Problem *p)
             sum += AT3(dS, 0, i, j);
         worst_row = fmax(worst_row, fabs(sum));
     }
-    printf("Each row of dS sums to 0 (largest |row sum| %.1e): adding the same number\n"
-           "to a whole row of scores changes no weight, so that direction has no gradient.\n",
-           worst_row);
+    char worst_text[32];
+    printf("Each row of dS sums to 0 (largest |row sum| %s): adding the same\n"
+           "number to a whole row of scores changes no weight, so that direction has no\n"
+           "gradient.\n",
+           residue_text(worst_text, sizeof worst_text, worst_row, 1e-6));
 
     printf("\npass 1 backwards: S = Q K^T / sqrt(%d), so dQ = dS K / sqrt(%d) and\n"
            "dK = dS^T Q / sqrt(%d)\n", d, d, d);
@@ -478,9 +480,11 @@ static bool row_formula_against_jacobian(const Options *opt, Rng *rng)
            last_n, last_n, (double)last_n * last_n * sizeof(float) / 1e6);
     /* the library also divides <g, p> by the weights' sum, 1 up to rounding */
     const bool same = library_diff <= 1e-6f;
+    char diff_text[32];
     printf("softmax_row_backward (common/softmax.c) is the row formula, with <g, p>\n"
-           "divided by the weights' own sum (1 up to rounding): largest difference %.1e%s.\n\n",
-           (double)library_diff, same ? "" : ", too large: NO");
+           "divided by the weights' own sum (1 up to rounding): largest difference %s%s.\n\n",
+           residue_text(diff_text, sizeof diff_text, library_diff, 1e-6),
+           same ? "" : ", too large: NO");
     return same;
 }
 

@@ -86,8 +86,9 @@ static void check_sequence_1(const Tensor *weights, const Tensor *values, const 
     printf("\noutput shape (2, 1, 4), as d2l's check_shape expects.\n");
     printf("Sequence 1 sees keys 0..5; keys 6..9 have weight exactly 0: %s.\n",
            masked_zero ? "yes" : "NO");
-    printf("output[1] = sum of weight_j * values[1, j] over j < 6: largest difference %.1e\n",
-           worst);
+    char worst_text[32];
+    printf("output[1] = sum of weight_j * values[1, j] over j < 6: largest difference %s\n",
+           residue_text(worst_text, sizeof worst_text, worst, 1e-6));
     cli_check(PROG, masked_zero, "part 1: a masked key has a weight");
     cli_check(PROG, worst < 1e-6, "part 1: the output is not the weighted sum of the values");
 }

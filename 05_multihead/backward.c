@@ -232,7 +232,8 @@ static bool one_head_by_hand(const Problem *p, int h)
     tensor_print_named("its share of grad W_k, by hand", share);
     tensor_print_named("rows of multihead_backward's grad W_k", from_layer);
     float diff = tensor_max_abs_diff(share, from_layer);
-    printf("largest difference %.1e\n", (double)diff);
+    char diff_text[32];
+    printf("largest difference %s\n", residue_text(diff_text, sizeof diff_text, diff, 1e-6));
     bool same = diff <= 1e-6f * fmaxf(tensor_max_abs(from_layer), 1.0f);
     tensor_free(share);
     tensor_free(from_layer);
