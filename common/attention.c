@@ -169,14 +169,14 @@ Tensor *dot_product_attention_cache(const Tensor *queries, const Tensor *keys,
         return matmul(cache->weights, values);   /* pass 4 */
 
     /* pass 4: weighted sum of values, by the weights that dropout kept */
-    Tensor *dropped = attention_saved_dropped(cache);
+    Tensor *dropped = attention_cache_dropped(cache);
     Tensor *output = matmul(dropped, values);
     tensor_free(dropped);
     return output;
 }
 
 /* cached weights and dropout scale (B, T, K) -> weights after dropout (B, T, K) */
-Tensor *attention_saved_dropped(const AttentionCache *cache)
+Tensor *attention_cache_dropped(const AttentionCache *cache)
 {
     Tensor *dropped = tensor_copy(cache->weights);
     if (cache->dropout_scale != NULL)

@@ -79,7 +79,7 @@ void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
                                     Tensor **grad_keys, Tensor **grad_values);
 /* The weights after dropout (B, T, K), new: what pass 4 multiplied the
  * values by, and what dot_product_attention returns as its weights. */
-Tensor *attention_saved_dropped(const AttentionCache *cache);
+Tensor *attention_cache_dropped(const AttentionCache *cache);
 /* Frees the cached tensors and sets them to NULL (the struct is the caller's). */
 void attention_cache_free(AttentionCache *cache);
 

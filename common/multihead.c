@@ -157,7 +157,7 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
                           const ValidLens *valid_lens, bool training, Rng *rng,
                           Tensor **attention_weights)
 {
-    /* The forward that keeps nothing: the saving one, its savings dropped. */
+    /* The forward that keeps nothing: the caching one, its cache dropped. */
     MultiHeadCache cache;
     Tensor *output = multihead_forward_cache(layer, queries, keys, values, valid_lens,
                                             training, rng, &cache);
@@ -167,7 +167,7 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
         /* The weights after dropout, as they multiplied the values.
          * (B*H, T, K) and (B, H, T, K) are the same numbers in the same
          * order, because row b*H + h is head h of sequence b: a view. */
-        Tensor *weights = attention_saved_dropped(&cache.attention);
+        Tensor *weights = attention_cache_dropped(&cache.attention);
         *attention_weights = tensor_reshape(weights, SHAPE(B, H, T, K));
     }
     multihead_cache_free(&cache);

@@ -289,7 +289,7 @@ static void check_attention(int B, int T, int K, int d, int v, const ValidLens *
     Tensor *plain = dot_product_attention(c.queries, c.keys, c.values, valid_lens,
                                           &dropout_again, &weights_after);
     cr_expect_eq(tensor_max_abs_diff(out, plain), 0.0f, "save changes the output");
-    Tensor *dropped = attention_saved_dropped(&cache);
+    Tensor *dropped = attention_cache_dropped(&cache);
     cr_expect_eq(tensor_max_abs_diff(dropped, weights_after), 0.0f);
     cr_expect_eq(cache.dropout_scale != NULL, p > 0.0f);
 

@@ -608,9 +608,9 @@ static double batch_loss(const LossContext *ctx)
 
 Test(lookup_model, equals_the_multihead_layer_on_embedded_entries)
 {
-    /* lookup_forward projects the vocabularies' tables and looks the
-     * entries up; multihead_forward projects the embedded entries. Same
-     * numbers, and the same gradients through multihead_backward */
+    /* the model embeds the words and runs the layer it holds: the same
+     * numbers and gradients as multihead_forward_cache and
+     * multihead_backward run here on the embedded words */
     const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
     LookupModel *model = fixture_model(TRAIN_FIXTURES "initial");
     TaskBatch *batch = fixture_batch(&task, 2);
@@ -655,6 +655,68 @@ Test(lookup_model, equals_the_multihead_layer_on_embedded_entries)
     multihead_grads_free(want);
     multihead_cache_free(&layer_cache);
     lookup_cache_free(&cache);
+    task_batch_free(batch);
+    lookup_free(model);
+}
+
+/* A layer that halves the clear one's output and its gradient: what a
+ * model computes must follow whichever pair it holds. */
+static int halved_calls;
+static Tensor *halved_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                              const Tensor *keys, const Tensor *values,
+                              const ValidLens *valid_lens, bool training, Rng *rng,
+                              MultiHeadCache *cache)
+{
+    halved_calls++;
+    Tensor *out = multihead_forward_cache(layer, queries, keys, values, valid_lens, training,
+                                          rng, cache);
+    for (size_t i = 0; i < out->size; i++)
+        out->data[i] *= 0.5f;
+    return out;
+}
+static void halved_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
+                            const Tensor *grad_output, MultiHeadGrads *grads,
+                            Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                            Tensor **grad_concat)
+{
+    halved_calls += 100;
+    Tensor *half = tensor_copy(grad_output);
+    for (size_t i = 0; i < half->size; i++)
+        half->data[i] *= 0.5f;
+    multihead_backward(layer, cache, half, grads, grad_queries, grad_keys, grad_values,
+                       grad_concat);
+    tensor_free(half);
+}
+
+Test(lookup_model, runs_the_attention_layer_it_holds)
+{
+    const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
+    LookupModel *model = fixture_model(TRAIN_FIXTURES "initial");
+    TaskBatch *batch = fixture_batch(&task, 2);
+    // the clear layer: the readout's input, and W_q's gradient
+    LookupCache clear;
+    Tensor *logits = lookup_forward(model, batch, NULL, &clear);
+    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    parameters_zero_grad(model->params, model->num_params);
+    lookup_backward(model, &clear, grad_logits, NULL);
+    Tensor *clear_grad_W_q = tensor_copy(model->grad_attention->W_q);
+    // the halved layer: half the output and, from the same grad_logits,
+    // half of W_q's gradient (halving is exact in floating point)
+    model->attend = (AttentionLayer){halved_forward, halved_backward};
+    halved_calls = 0;
+    LookupCache halved;
+    Tensor *halved_logits = lookup_forward(model, batch, NULL, &halved);
+    parameters_zero_grad(model->params, model->num_params);
+    lookup_backward(model, &halved, grad_logits, NULL);
+    cr_expect_eq(halved_calls, 101, "forward once and backward once, got %d", halved_calls);
+    for (size_t i = 0; i < clear.out->size; i++)
+        cr_expect_eq(halved.out->data[i], 0.5f * clear.out->data[i], "out[%zu]", i);
+    for (size_t i = 0; i < clear_grad_W_q->size; i++)
+        cr_expect_eq(model->grad_attention->W_q->data[i], 0.5f * clear_grad_W_q->data[i],
+                     "grad W_q[%zu]", i);
+    TENSOR_FREE(logits, grad_logits, clear_grad_W_q, halved_logits);
+    lookup_cache_free(&clear);
+    lookup_cache_free(&halved);
     task_batch_free(batch);
     lookup_free(model);
 }

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heads.h"
 #include "learn/embedding.h"
 #include "learn/loss.h"
 #include "ops.h"
@@ -105,6 +104,7 @@ LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
     m->embed_values = embedding_new(value_vocab, D, rng);
     m->attention = multihead_new_grouped(D, D, D, D, num_heads, num_kv_heads, 0.0f, true, rng);
     init_like_pytorch(m->attention, rng);
+    m->attend = CLEAR_ATTENTION;
     const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
     m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab, D));
     m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab));
@@ -146,64 +146,22 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
                        Tensor **attention_weights, LookupCache *cache)
 {
     check_batch("lookup_forward", batch);
-    const MultiHeadAttention *a = m->attention;
     const int B = batch->batch_size, P = batch->num_pairs, Q = batch->num_queries;
-    const int H = m->num_heads, G = m->num_kv_heads;
-    // step 1: the query words' vectors, through W_q
-    Tensor *q = embedding_forward(m->embed_keys, batch->queries, SHAPE(B, Q));
-    Tensor *queries = linear(q, a->W_q, a->b_q);                          /* (B, Q, D) */
-    // step 2: every word's key and value, projected once per step, then
-    // looked up by the entries: the tables are (Vk, D) and (Vv, D)
-    Tensor *key_table = linear(m->embed_keys, a->W_k, a->b_k);
-    Tensor *value_table = linear(m->embed_values, a->W_v, a->b_v);
-    Tensor *keys = embedding_forward(key_table, batch->keys, SHAPE(B, P));        /* (B, P, G*d) */
-    Tensor *values = embedding_forward(value_table, batch->values, SHAPE(B, P));  /* (B, P, G*d) */
-    // step 3: the heads (chapter 04's split), attention in each (chapter
-    // 03), the heads merged and mixed by W_o
-    LookupCache s = {.batch = batch, .q = q};
-    s.Q = transpose_qkv(queries, H);                                      /* (B*H, Q, d) */
-    s.K = split_kv_heads(keys, G, H);                                     /* (B*H, P, d) */
-    s.V = split_kv_heads(values, G, H);
-    Tensor *heads = dot_product_attention_cache(s.Q, s.K, s.V, NULL, NULL, &s.attention);
-    s.concat = transpose_output(heads, H);                                /* (B, Q, D) */
-    s.out = linear(s.concat, a->W_o, a->b_o);
-    // step 4: a score for every value word
-    Tensor *logits = linear(s.out, m->readout_weight, m->readout_bias);   /* (B, Q, Vv) */
-    if (attention_weights) {
-        /* row b*H + h of (B*H, Q, P) is head h of example b: the same
-         * numbers as (B, H, Q, P) */
-        *attention_weights = tensor_copy(s.attention.weights);
-        tensor_reshape(*attention_weights, SHAPE(B, H, Q, P));
-    }
-    Tensor *scratch[] = {queries, key_table, value_table, keys, values, heads};
-    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
-        tensor_free(scratch[i]);
+    // step 1: every word's vector; the query words and the keys share one table
+    LookupCache c = {.batch = batch};
+    c.q = embedding_forward(m->embed_keys, batch->queries, SHAPE(B, Q));   /* (B, Q, D) */
+    c.k = embedding_forward(m->embed_keys, batch->keys, SHAPE(B, P));      /* (B, P, D) */
+    c.v = embedding_forward(m->embed_values, batch->values, SHAPE(B, P));  /* (B, P, D) */
+    // step 2: the attention layer, as it is
+    c.out = attention_layer_forward(&m->attend, m->attention, c.q, c.k, c.v, &c.attention,
+                                    attention_weights);               /* (B, Q, D) */
+    // step 3: a score for every value word
+    Tensor *logits = linear(c.out, m->readout_weight, m->readout_bias);   /* (B, Q, Vv) */
     if (cache)
-        *cache = s;
+        *cache = c;
     else
-        lookup_cache_free(&s);
+        lookup_cache_free(&c);
     return logits;
-}
-
-/* grad (B, K, D) of looked-up rows of a projected table (V, D), projected
- * from table_input (V, D) by weight and bias: the rows' gradients added
- * into the table's, then the projection's backward (grads of weight and
- * bias added) -> grad of table_input (V, D), new. */
-static Tensor *table_backward(const Tensor *table_input, const Tensor *weight, const int *ids,
-                              const Tensor *grad_rows, Tensor *grad_weight, Tensor *grad_bias)
-{
-    Tensor *grad_table = tensor_zeros(SHAPE(table_input->shape[0], weight->shape[0]));
-    embedding_backward(grad_table, ids, grad_rows);
-    Tensor *grad_input = linear_backward(table_input, weight, grad_table, grad_weight, grad_bias);
-    tensor_free(grad_table);
-    return grad_input;
-}
-
-/* x (V, D) += y (V, D) */
-static void add_into(Tensor *x, const Tensor *y)
-{
-    for (size_t i = 0; i < x->size; i++)
-        x->data[i] += y->data[i];
 }
 
 /* grad_logits (B, Q, Vv) -> gradients added into the model's grad tensors */
@@ -211,48 +169,25 @@ void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *gra
                      Tensor **grad_concat)
 {
     const TaskBatch *batch = cache->batch;
-    const MultiHeadAttention *a = m->attention;
-    MultiHeadGrads *g = m->grad_attention;
-    const int H = m->num_heads, G = m->num_kv_heads;
-    // step 4 backwards: the readout
+    // step 3 backwards: the readout
     Tensor *grad_out = linear_backward(cache->out, m->readout_weight, grad_logits,
                                        m->grad_readout_weight, m->grad_readout_bias);
-    // step 3 backwards: W_o, the merge, attention, the split
-    Tensor *grad_merged = linear_backward(cache->concat, a->W_o, grad_out, g->W_o, g->b_o);
-    Tensor *grad_heads = transpose_output_backward(grad_merged, H);       /* (B*H, Q, d) */
-    Tensor *grad_Q, *grad_K, *grad_V;
-    dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, grad_heads,
-                                   &grad_Q, &grad_K, &grad_V);
-    Tensor *grad_queries = transpose_qkv_backward(grad_Q, H);              /* (B, Q, D) */
-    Tensor *grad_keys = split_kv_heads_backward(grad_K, G, H);             /* (B, P, G*d) */
-    Tensor *grad_values = split_kv_heads_backward(grad_V, G, H);
-    // step 2 backwards: each entry's gradient into its word's row of the
-    // projected table, then through W_k (W_v) into the embeddings
-    Tensor *grad_from_keys = table_backward(m->embed_keys, a->W_k, batch->keys, grad_keys,
-                                            g->W_k, g->b_k);
-    Tensor *grad_from_values = table_backward(m->embed_values, a->W_v, batch->values,
-                                              grad_values, g->W_v, g->b_v);
-    add_into(m->grad_embed_keys, grad_from_keys);
-    add_into(m->grad_embed_values, grad_from_values);
-    // step 1 backwards: through W_q into the query words' rows; a country
-    // used as query and as key gets both gradients
-    Tensor *grad_q = linear_backward(cache->q, a->W_q, grad_queries, g->W_q, g->b_q);
+    // step 2 backwards: the layer's own backward
+    Tensor *grad_q, *grad_k, *grad_v;
+    m->attend.backward(m->attention, &cache->attention, grad_out, m->grad_attention, &grad_q,
+                       &grad_k, &grad_v, grad_concat);
+    // step 1 backwards: each row's gradient into its word's row; a country
+    // used as query and as key gets both
     embedding_backward(m->grad_embed_keys, batch->queries, grad_q);
-    if (grad_concat)
-        *grad_concat = tensor_copy(grad_merged);
-    Tensor *scratch[] = {grad_out, grad_merged, grad_heads, grad_Q, grad_K, grad_V,
-                         grad_queries, grad_keys, grad_values, grad_from_keys,
-                         grad_from_values, grad_q};
-    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
-        tensor_free(scratch[i]);
+    embedding_backward(m->grad_embed_keys, batch->keys, grad_k);
+    embedding_backward(m->grad_embed_values, batch->values, grad_v);
+    TENSOR_FREE(grad_out, grad_q, grad_k, grad_v);
 }
 
 void lookup_cache_free(LookupCache *cache)
 {
-    attention_cache_free(&cache->attention);
-    Tensor *tensors[] = {cache->q, cache->Q, cache->K, cache->V, cache->concat, cache->out};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
-        tensor_free(tensors[i]);
+    multihead_cache_free(&cache->attention);
+    TENSOR_FREE(cache->q, cache->k, cache->v, cache->out);
     *cache = (LookupCache){0};
 }
 

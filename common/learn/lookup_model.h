@@ -23,15 +23,9 @@
  * value word. Answer i is read from query word i, so a task used with this
  * model has as many answer words as query words (A = Q).
  *
- * The layer is multihead.c's, computed in one different order: a word's
- * projected key (its embedding through W_k) is the same in every example,
- * so W_k and W_v project the vocabularies' tables, Vk and Vv rows, and each
- * entry then looks its projected key and value up, instead of projecting
- * the B*P entries of a batch one by one. The products are the same numbers
- * (embedding_forward copies rows, and a row of x W^T depends on that row
- * of x alone); the work of the two projections drops from B*P rows to
- * Vk + Vv. lookup_forward equals multihead_forward on the embedded
- * entries (tests/test_train.c).
+ * The attention is the layer of chapter 05, called as it is: the model
+ * holds it as a pair of functions (learn/attention_layer.h), its forward
+ * with a cache and its backward, and runs it on the embedded words.
  *
  * As PyTorch (tests/fixtures/make_train_fixtures.py writes it):
  *     class LookupModel(nn.Module):
@@ -53,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "learn/attention_layer.h"
 #include "learn/optim.h"
 #include "learn/state_dict.h"
 #include "learn/tasks.h"
@@ -70,6 +65,7 @@ typedef struct {
     Tensor *embed_keys;               /* (Vk, D) */
     Tensor *embed_values;             /* (Vv, D) */
     MultiHeadAttention *attention;    /* D -> D, H heads, with biases */
+    AttentionLayer attend;            /* how it runs: CLEAR_ATTENTION unless a program says */
     Tensor *readout_weight;           /* (Vv, D) */
     Tensor *readout_bias;             /* (Vv,) */
 
@@ -105,10 +101,8 @@ void lookup_free(LookupModel *model);   /* NULL is fine */
 /* What the forward keeps for the backward. */
 typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
-    Tensor *q;                        /* (B, Q, D): the query words' embeddings */
-    Tensor *Q, *K, *V;                /* (B*H, Q, d), (B*H, P, d) x2: projected, split */
-    AttentionCache attention;         /* weights (B*H, Q, P) */
-    Tensor *concat;                   /* (B, Q, D): heads merged, W_o's input */
+    Tensor *q, *k, *v;                /* embeddings (B, Q, D), (B, P, D), (B, P, D) */
+    MultiHeadCache attention;         /* the layer's: weights (B*H, Q, P), concat (B, Q, D) */
     Tensor *out;                      /* (B, Q, D): the layer's output, the readout's input */
 } LookupCache;
 

@@ -73,6 +73,7 @@ ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool posi
     /* multihead_new checks the sizes and draws W_o as nn.Linear does; the
      * in-projection is redrawn as nn.MultiheadAttention draws it */
     m->attention = multihead_new(D, D, D, D, num_heads, 0.0f, false, rng);
+    m->attend = CLEAR_ATTENTION;
     xavier_in_proj(m->attention->W_q, D, rng);
     xavier_in_proj(m->attention->W_k, D, rng);
     xavier_in_proj(m->attention->W_v, D, rng);
@@ -107,7 +108,7 @@ void reversal_free(ReversalModel *model)
 Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
                          Tensor **attention_weights, ReversalCache *cache)
 {
-    const int B = batch->batch_size, T = batch->num_pairs, H = model->num_heads;
+    const int B = batch->batch_size, T = batch->num_pairs;
 
     // step 1: the tokens' vectors, and where they stand (when positions is on)
     Tensor *x = embedding_forward(model->embed_tokens, batch->keys, SHAPE(B, T));
@@ -119,18 +120,9 @@ Tensor *reversal_forward(const ReversalModel *model, const TaskBatch *batch,
     }
 
     // step 2: self-attention, every token a query over all T tokens
-    Tensor *out;   /* (B, T, D) */
-    if (cache != NULL) {
-        out = multihead_forward_cache(model->attention, x, x, x, NULL, false, NULL,
-                                     &cache->attention);
-        if (attention_weights != NULL) {
-            *attention_weights = tensor_copy(cache->attention.attention.weights);
-            tensor_reshape(*attention_weights, SHAPE(B, H, T, T));
-        }
-    } else {
-        out = multihead_forward(model->attention, x, x, x, NULL, false, NULL,
-                                attention_weights);
-    }
+    Tensor *out = attention_layer_forward(&model->attend, model->attention, x, x, x,
+                                          cache != NULL ? &cache->attention : NULL,
+                                          attention_weights);   /* (B, T, D) */
 
     // step 3: the readout scores every token of the vocabulary, at every position
     Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
@@ -161,24 +153,20 @@ void reversal_backward(ReversalModel *model, const ReversalCache *cache,
     // step 2 backwards: x was the queries, the keys and the values, so its
     // gradient is the sum of the three
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    multihead_backward(model->attention, &cache->attention, grad_out, model->grad_attention,
-                       &grad_q, &grad_k, &grad_v, NULL);
+    model->attend.backward(model->attention, &cache->attention, grad_out,
+                           model->grad_attention, &grad_q, &grad_k, &grad_v, NULL);
     for (size_t i = 0; i < grad_q->size; i++)
         grad_q->data[i] += grad_k->data[i] + grad_v->data[i];
 
     // step 1 backwards: the positional encoding adds a constant, so x's
     // gradient goes to the embedding rows as it is
     embedding_backward(model->grad_embed_tokens, batch->keys, grad_q);
-    tensor_free(grad_out);
-    tensor_free(grad_q);
-    tensor_free(grad_k);
-    tensor_free(grad_v);
+    TENSOR_FREE(grad_out, grad_q, grad_k, grad_v);
 }
 
 void reversal_cache_free(ReversalCache *cache)
 {
-    tensor_free(cache->x);
-    tensor_free(cache->out);
+    TENSOR_FREE(cache->x, cache->out);
     multihead_cache_free(&cache->attention);
     *cache = (ReversalCache){0};
 }

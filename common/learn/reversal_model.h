@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 
+#include "learn/attention_layer.h"
 #include "learn/optim.h"
 #include "learn/state_dict.h"
 #include "learn/tasks.h"
@@ -50,6 +51,7 @@ typedef struct {
     bool positions;                      /* add the positional encoding */
     Tensor *embed_tokens;                /* (V, D) */
     MultiHeadAttention *attention;       /* D -> D, H heads, no biases */
+    AttentionLayer attend;               /* how it runs: CLEAR_ATTENTION unless a program says */
     Tensor *readout_weight;              /* (V, D) */
     Tensor *readout_bias;                /* (V,) */
 

@@ -61,6 +61,7 @@ TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int nu
     /* query size 2D: the two query words side by side; no biases, as in
      * d2l's MultiHeadAttention (multihead_new checks that H divides D) */
     m->attention = multihead_new(2 * D, D, D, D, num_heads, 0.0f, false, rng);
+    m->attend = CLEAR_ATTENTION;
     const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
     m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(2 * value_vocab, D));
     m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(2 * value_vocab));
@@ -107,7 +108,6 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
     if (cache != NULL && gates != NULL)
         die(func, "the backward runs on the model as it trains: cache needs gates NULL");
     const int B = batch->batch_size, P = batch->num_pairs, D = model->num_hiddens;
-    const int H = model->num_heads;
 
     // step 1: embeddings; the two query words side by side are one query vector
     Tensor *q = embedding_forward(model->embed_keys, batch->queries, SHAPE(B, 2));
@@ -119,16 +119,9 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
     MultiHeadAttention gated = *model->attention;
     if (gates != NULL)
         gated.W_o = head_gated_W_o(model->attention, gates);
-    Tensor *out;   /* (B, 1, D) */
-    if (cache != NULL) {
-        out = multihead_forward_cache(&gated, q, k, v, NULL, false, NULL, &cache->attention);
-        if (attention_weights != NULL) {
-            *attention_weights = tensor_copy(cache->attention.attention.weights);
-            tensor_reshape(*attention_weights, SHAPE(B, H, 1, P));
-        }
-    } else {
-        out = multihead_forward(&gated, q, k, v, NULL, false, NULL, attention_weights);
-    }
+    Tensor *out = attention_layer_forward(&model->attend, &gated, q, k, v,
+                                          cache != NULL ? &cache->attention : NULL,
+                                          attention_weights);   /* (B, 1, D) */
     if (gates != NULL)
         tensor_free(gated.W_o);
 
@@ -167,27 +160,20 @@ void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor
 
     // step 2 backwards: the attention (no gates while training)
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    multihead_backward(model->attention, &cache->attention, grad_out, model->grad_attention,
-                       &grad_q, &grad_k, &grad_v, grad_concat);
+    model->attend.backward(model->attention, &cache->attention, grad_out,
+                           model->grad_attention, &grad_q, &grad_k, &grad_v, grad_concat);
 
     // step 1 backwards: each row of a gradient goes back to the word it came from
     tensor_reshape(grad_q, SHAPE(B, 2, D));
     embedding_backward(model->grad_embed_keys, batch->queries, grad_q);
     embedding_backward(model->grad_embed_keys, batch->keys, grad_k);
     embedding_backward(model->grad_embed_values, batch->values, grad_v);
-    tensor_free(grad_flat);
-    tensor_free(grad_out);
-    tensor_free(grad_q);
-    tensor_free(grad_k);
-    tensor_free(grad_v);
+    TENSOR_FREE(grad_flat, grad_out, grad_q, grad_k, grad_v);
 }
 
 void two_key_cache_free(TwoKeyCache *cache)
 {
-    tensor_free(cache->q);
-    tensor_free(cache->k);
-    tensor_free(cache->v);
-    tensor_free(cache->out);
+    TENSOR_FREE(cache->q, cache->k, cache->v, cache->out);
     multihead_cache_free(&cache->attention);
     *cache = (TwoKeyCache){0};
 }

@@ -38,6 +38,7 @@
 #ifndef TWO_KEY_MODEL_H
 #define TWO_KEY_MODEL_H
 
+#include "learn/attention_layer.h"
 #include "learn/optim.h"
 #include "learn/state_dict.h"
 #include "learn/tasks.h"
@@ -53,6 +54,7 @@ typedef struct {
     Tensor *embed_keys;               /* (Vk, D) */
     Tensor *embed_values;             /* (Vv, D) */
     MultiHeadAttention *attention;    /* query 2D, keys and values D -> D, no biases */
+    AttentionLayer attend;            /* how it runs: CLEAR_ATTENTION unless a program says */
     Tensor *readout_weight;           /* (2 Vv, D) */
     Tensor *readout_bias;             /* (2 Vv,) */
 
