@@ -3,12 +3,14 @@
  * in chapter 05's optional section "Attention that learns"). See
  * saved_models.h.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "io/saved_models.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "io/npy.h"
@@ -230,14 +232,14 @@ Adam *lookup_load_training_new(LookupModel *m, const char *dir, const LookupLimi
 int two_key_save(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
 {
     model->saved_num_heads = model->num_heads;
-    return model_save(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
+    return model_save(dir, model->files, model->num_files, err, err_len);
 }
 
 int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
 {
     if (check_heads(model->num_heads, dir, err, err_len) != 0)
         return -1;
-    return model_load(dir, model->files, TWO_KEY_NUM_FILES, err, err_len);
+    return model_load(dir, model->files, model->num_files, err, err_len);
 }
 
 /* The shape (rows, columns) of DIR/NAME.npy, a 2-D table. */
@@ -279,9 +281,24 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
              num_heads, D);
         return NULL;
     }
+    /* a model saved with the MLP has its files, mlp.0.weight (N, D) first */
+    int mlp_hiddens = 0, mlp_cols = 0;
+    char *mlp_path = npy_path(dir, "mlp.0.weight");
+    const bool has_mlp = access(mlp_path, F_OK) == 0;
+    free(mlp_path);
+    if (has_mlp) {
+        if (read_table_shape(dir, "mlp.0.weight", &mlp_hiddens, &mlp_cols, err, err_len) != 0)
+            return NULL;
+        if (mlp_cols != D || mlp_hiddens < 1) {
+            fail(err, err_len, "%s: mlp.0.weight has shape (%d, %d), expected (N, %d)", dir,
+                 mlp_hiddens, mlp_cols, D);
+            return NULL;
+        }
+    }
     /* every parameter is overwritten by the load: the draws do not matter */
     Rng rng = rng_new(0);
-    TwoKeyModel *model = two_key_new(key_vocab, value_vocab, D, num_heads, &rng);
+    TwoKeyModel *model = two_key_new_mlp(key_vocab, value_vocab, D, num_heads, mlp_hiddens,
+                                         &rng);
     if (two_key_load(model, dir, err, err_len) != 0) {
         two_key_free(model);
         return NULL;

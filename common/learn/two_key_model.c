@@ -24,7 +24,7 @@ static void list_parameters(TwoKeyModel *m)
 {
     const MultiHeadAttention *a = m->attention;
     const MultiHeadGrads *g = m->grad_attention;
-    const Parameter params[TWO_KEY_NUM_PARAMS] = {
+    const Parameter params[TWO_KEY_MAX_PARAMS] = {
         {"embed_keys.weight", m->embed_keys, m->grad_embed_keys},
         {"embed_values.weight", m->embed_values, m->grad_embed_values},
         {"attention.W_q.weight", a->W_q, g->W_q},
@@ -33,21 +33,33 @@ static void list_parameters(TwoKeyModel *m)
         {"attention.W_o.weight", a->W_o, g->W_o},
         {"readout.weight", m->readout_weight, m->grad_readout_weight},
         {"readout.bias", m->readout_bias, m->grad_readout_bias},
+        {"mlp.0.weight", m->mlp_weight1, m->grad_mlp_weight1},   /* with the MLP only */
+        {"mlp.0.bias", m->mlp_bias1, m->grad_mlp_bias1},
+        {"mlp.2.weight", m->mlp_weight2, m->grad_mlp_weight2},
+        {"mlp.2.bias", m->mlp_bias2, m->grad_mlp_bias2},
     };
+    m->num_params = m->mlp_hiddens > 0 ? TWO_KEY_MAX_PARAMS : TWO_KEY_NUM_PARAMS;
     memcpy(m->params, params, sizeof params);
-    for (int i = 0; i < TWO_KEY_NUM_PARAMS; i++)
+    for (int i = 0; i < m->num_params; i++)
         m->files[i] = (ModelFile){.name = params[i].name, .parts = {params[i].value}};
-    m->files[TWO_KEY_NUM_PARAMS] = (ModelFile){.name = "num_heads",
-                                               .ints = &m->saved_num_heads, .num_ints = 1};
+    m->files[m->num_params] = (ModelFile){.name = "num_heads", .ints = &m->saved_num_heads,
+                                          .num_ints = 1};
+    m->num_files = m->num_params + 1;
 }
 
 TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
                          Rng *rng)
 {
+    return two_key_new_mlp(key_vocab, value_vocab, num_hiddens, num_heads, 0, rng);
+}
+
+TwoKeyModel *two_key_new_mlp(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
+                             int mlp_hiddens, Rng *rng)
+{
     const char *func = "two_key_new";
-    if (key_vocab < 1 || value_vocab < 1)
-        die(func, "vocabularies must be positive, got %d keys and %d values", key_vocab,
-            value_vocab);
+    if (key_vocab < 1 || value_vocab < 1 || mlp_hiddens < 0)
+        die(func, "vocabularies must be positive and the MLP's size not negative, got %d "
+            "keys, %d values and %d", key_vocab, value_vocab, mlp_hiddens);
     TwoKeyModel *m = checked_calloc(func, 1, sizeof *m);
     const int D = num_hiddens;
     m->key_vocab = key_vocab;
@@ -71,6 +83,19 @@ TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int nu
     m->grad_attention = multihead_grads_new(m->attention);
     m->grad_readout_weight = tensor_zeros(SHAPE(2 * value_vocab, D));
     m->grad_readout_bias = tensor_zeros(SHAPE(2 * value_vocab));
+    m->mlp_hiddens = mlp_hiddens;
+    if (mlp_hiddens > 0) {
+        const int N = mlp_hiddens;
+        const float bound2 = 1.0f / sqrtf((float)N);
+        m->mlp_weight1 = tensor_uniform(rng, -bound, bound, SHAPE(N, D));
+        m->mlp_bias1 = tensor_uniform(rng, -bound, bound, SHAPE(N));
+        m->mlp_weight2 = tensor_uniform(rng, -bound2, bound2, SHAPE(D, N));
+        m->mlp_bias2 = tensor_uniform(rng, -bound2, bound2, SHAPE(D));
+        m->grad_mlp_weight1 = tensor_zeros(SHAPE(N, D));
+        m->grad_mlp_bias1 = tensor_zeros(SHAPE(N));
+        m->grad_mlp_weight2 = tensor_zeros(SHAPE(D, N));
+        m->grad_mlp_bias2 = tensor_zeros(SHAPE(D));
+    }
     list_parameters(m);
     return m;
 }
@@ -89,7 +114,66 @@ void two_key_free(TwoKeyModel *model)
     multihead_grads_free(model->grad_attention);
     tensor_free(model->grad_readout_weight);
     tensor_free(model->grad_readout_bias);
+    TENSOR_FREE(model->mlp_weight1, model->mlp_bias1, model->mlp_weight2, model->mlp_bias2,
+                model->grad_mlp_weight1, model->grad_mlp_bias1, model->grad_mlp_weight2,
+                model->grad_mlp_bias2);
     free(model);
+}
+
+/* tensor = 0, then value at (i, i) for i < rows (rows, cols) of a table */
+static void set_diagonal(Tensor *table, int rows, float value)
+{
+    for (size_t i = 0; i < table->size; i++)
+        table->data[i] = 0.0f;
+    for (int i = 0; i < rows; i++)
+        AT2(table, i, i) = value;
+}
+
+void two_key_set_by_hand(TwoKeyModel *model)
+{
+    const char *func = "two_key_set_by_hand";
+    const int D = model->num_hiddens, Vk = model->key_vocab, Vv = model->value_vocab;
+    if (model->num_heads != 1 || model->mlp_hiddens != 0 || D < Vk || D < Vv)
+        die(func, "needs 1 head, no MLP and num_hiddens at least both vocabularies, got %d "
+            "heads, an MLP of %d, num_hiddens %d, vocabularies %d and %d", model->num_heads,
+            model->mlp_hiddens, D, Vk, Vv);
+    MultiHeadAttention *a = model->attention;
+    /* Each country is its own axis (one-hot rows): keys never overlap, so
+     * the score below is exactly "is this the country named". Each capital
+     * too, so the blend of two capitals keeps both, each at its weight. */
+    set_diagonal(model->embed_keys, Vk, 1.0f);
+    set_diagonal(model->embed_values, Vv, 1.0f);
+    /* W_q (D, 2D) = [s I, s I]: the query becomes s (e_first + e_second),
+     * the two countries with the SAME weight, since one softmax row cannot
+     * favour the first without hurting the second. W_k = I: an entry's key
+     * is its country. The score, divided by sqrt(D), is s / sqrt(D) for the
+     * two named entries and 0 for the others; s = 40 sqrt(D) makes the
+     * others' weight e^-40 of theirs: 1/2 each for the two, 0 elsewhere. */
+    const float s = 40.0f * sqrtf((float)D);
+    for (size_t i = 0; i < a->W_q->size; i++)
+        a->W_q->data[i] = 0.0f;
+    for (int i = 0; i < D; i++)
+        AT2(a->W_q, i, i) = AT2(a->W_q, i, D + i) = s;
+    set_diagonal(a->W_k, D, 1.0f);
+    /* W_v = W_o = I: out = (e_a + e_b) / 2 for the two capitals a and b,
+     * the blend itself. It holds both capitals but not which country each
+     * came from: the two weights are equal. */
+    set_diagonal(a->W_v, D, 1.0f);
+    set_diagonal(a->W_o, D, 1.0f);
+    /* The readout scores capital c by 10 times its share of the blend, for
+     * both answers: a and b score 5, every other capital 0. Nothing in the
+     * blend says which of a and b is first, so the bias breaks the tie by a
+     * fixed order: -0.01 c for the first answer (the earlier capital in the
+     * vocabulary wins), +0.01 c for the second (the later one). Both are
+     * right exactly when the query names the two countries in that order:
+     * half the time. */
+    for (int answer = 0; answer < 2; answer++)
+        for (int c = 0; c < Vv; c++) {
+            float *row = &AT2(model->readout_weight, answer * Vv + c, 0);
+            for (int j = 0; j < D; j++)
+                row[j] = j == c ? 10.0f : 0.0f;
+            model->readout_bias->data[answer * Vv + c] = (answer == 0 ? -0.01f : 0.01f) * c;
+        }
 }
 
 static void check_batch(const char *func, const TaskBatch *batch)
@@ -97,6 +181,59 @@ static void check_batch(const char *func, const TaskBatch *batch)
     if (batch->num_queries != 2 || batch->num_answers != 2)
         die(func, "the model reads two query words and gives two answers, the batch has "
             "%d and %d", batch->num_queries, batch->num_answers);
+}
+
+/* out (B, 1, D) -> logits (B, 2, Vv); hidden (B, 1, N) and block_out
+ * (B, 1, D), the readout's input, are kept for the backward (hidden NULL
+ * and block_out = a copy of out without the MLP). */
+static Tensor *readout_forward(const TwoKeyModel *model, const Tensor *out, Tensor **hidden,
+                               Tensor **block_out)
+{
+    const int B = out->shape[0];
+    // step 3: the MLP, a residual branch: block_out = out + W2 relu(W1 out + b1) + b2
+    if (model->mlp_hiddens > 0) {
+        *hidden = linear(out, model->mlp_weight1, model->mlp_bias1);
+        relu_inplace(*hidden);
+        *block_out = linear(*hidden, model->mlp_weight2, model->mlp_bias2);
+        for (size_t i = 0; i < out->size; i++)
+            (*block_out)->data[i] += out->data[i];
+    } else {
+        *hidden = NULL;
+        *block_out = tensor_copy(out);
+    }
+    // step 4: the readout scores every capital, for each of the two answers
+    Tensor *logits = linear(*block_out, model->readout_weight, model->readout_bias);
+    tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
+    return logits;
+}
+
+/* grad_logits (B, 2, Vv) -> grad_out (B, 1, D) (new), the parameters'
+ * gradients added into: steps 4 and 3 backwards. */
+static Tensor *readout_backward(TwoKeyModel *model, const TwoKeyCache *cache,
+                                const Tensor *grad_logits)
+{
+    const int B = grad_logits->shape[0];
+    // step 4 backwards: the readout, on the logits seen as (B, 1, 2 Vv)
+    Tensor *grad_flat = tensor_copy(grad_logits);
+    tensor_reshape(grad_flat, SHAPE(B, 1, 2 * model->value_vocab));
+    Tensor *grad_block = linear_backward(cache->block_out, model->readout_weight, grad_flat,
+                                         model->grad_readout_weight, model->grad_readout_bias);
+    tensor_free(grad_flat);
+    if (model->mlp_hiddens == 0)
+        return grad_block;
+    // step 3 backwards: the residual passes grad_block on as it is, and the
+    // branch adds its own; ReLU lets a gradient through where its unit was on
+    Tensor *grad_hidden = linear_backward(cache->hidden, model->mlp_weight2, grad_block,
+                                          model->grad_mlp_weight2, model->grad_mlp_bias2);
+    for (size_t i = 0; i < grad_hidden->size; i++)
+        if (!(cache->hidden->data[i] > 0.0f))
+            grad_hidden->data[i] = 0.0f;
+    Tensor *grad_branch = linear_backward(cache->out, model->mlp_weight1, grad_hidden,
+                                          model->grad_mlp_weight1, model->grad_mlp_bias1);
+    for (size_t i = 0; i < grad_block->size; i++)
+        grad_block->data[i] += grad_branch->data[i];
+    TENSOR_FREE(grad_hidden, grad_branch);
+    return grad_block;
 }
 
 /* batch -> logits (B, 2, Vv) */
@@ -125,20 +262,19 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
     if (gates != NULL)
         tensor_free(gated.W_o);
 
-    // step 3: the readout scores every capital, for each of the two answers
-    Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
-    tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
+    // steps 3 and 4: the MLP if there is one, and the readout
+    Tensor *hidden = NULL, *block_out = NULL;
+    Tensor *logits = readout_forward(model, out, &hidden, &block_out);
     if (cache != NULL) {
         cache->batch = batch;
         cache->q = q;
         cache->k = k;
         cache->v = v;
         cache->out = out;
+        cache->hidden = hidden;
+        cache->block_out = block_out;
     } else {
-        tensor_free(q);
-        tensor_free(k);
-        tensor_free(v);
-        tensor_free(out);
+        TENSOR_FREE(q, k, v, out, hidden, block_out);
     }
     return logits;
 }
@@ -152,11 +288,8 @@ void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor
     const int B = batch->batch_size, D = model->num_hiddens;
     tensor_check_shape(func, "grad_logits", grad_logits, SHAPE(B, 2, model->value_vocab));
 
-    // step 3 backwards: the readout, on the logits seen as (B, 1, 2 Vv)
-    Tensor *grad_flat = tensor_copy(grad_logits);
-    tensor_reshape(grad_flat, SHAPE(B, 1, 2 * model->value_vocab));
-    Tensor *grad_out = linear_backward(cache->out, model->readout_weight, grad_flat,
-                                       model->grad_readout_weight, model->grad_readout_bias);
+    // steps 4 and 3 backwards: the readout and the MLP
+    Tensor *grad_out = readout_backward(model, cache, grad_logits);
 
     // step 2 backwards: the attention (no gates while training)
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
@@ -168,19 +301,19 @@ void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor
     embedding_backward(model->grad_embed_keys, batch->queries, grad_q);
     embedding_backward(model->grad_embed_keys, batch->keys, grad_k);
     embedding_backward(model->grad_embed_values, batch->values, grad_v);
-    TENSOR_FREE(grad_flat, grad_out, grad_q, grad_k, grad_v);
+    TENSOR_FREE(grad_out, grad_q, grad_k, grad_v);
 }
 
 void two_key_cache_free(TwoKeyCache *cache)
 {
-    TENSOR_FREE(cache->q, cache->k, cache->v, cache->out);
+    TENSOR_FREE(cache->q, cache->k, cache->v, cache->out, cache->hidden, cache->block_out);
     multihead_cache_free(&cache->attention);
     *cache = (TwoKeyCache){0};
 }
 
 double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch)
 {
-    parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
+    parameters_zero_grad(model->params, model->num_params);
     TwoKeyCache cache = {0};
     Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     /* (B, 2, Vv) against answers (B, 2): 2B rows, the mean over all */
@@ -254,13 +387,13 @@ double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
     // the end of the layer (multihead.c's pass 3), with each head gated
     Tensor *W_o = gates != NULL ? head_gated_W_o(layer, gates) : NULL;
     Tensor *out = linear(concat, W_o != NULL ? W_o : layer->W_o, layer->b_o);   /* (B, 1, D) */
-    // and the readout, as in two_key_forward
-    Tensor *logits = linear(out, model->readout_weight, model->readout_bias);
-    tensor_reshape(logits, SHAPE(B, 2, model->value_vocab));
+    // and the MLP and the readout, as in two_key_forward
+    Tensor *hidden = NULL, *block_out = NULL;
+    Tensor *logits = readout_forward(model, out, &hidden, &block_out);
     const double loss = cross_entropy(logits, batch->answers);
     if (correct != NULL)
         *correct = count_right(logits, batch->answers);
-    TENSOR_FREE(W_o, out, logits);
+    TENSOR_FREE(W_o, out, hidden, block_out, logits);
     return loss;
 }
 
@@ -272,7 +405,7 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
     Tensor *grad_concat = NULL;
     two_key_backward(model, &cache, grad_logits, &grad_concat);
-    parameters_zero_grad(model->params, TWO_KEY_NUM_PARAMS);
+    parameters_zero_grad(model->params, model->num_params);
 
     /* gate_grads (B, H) are slopes of the batch's loss, the mean of the B
      * examples' losses: example b's own slope is B times its entry, and

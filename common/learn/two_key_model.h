@@ -46,7 +46,8 @@
 #include "random.h"
 #include "tensor.h"
 
-enum { TWO_KEY_NUM_PARAMS = 8, TWO_KEY_NUM_FILES = 9 };
+/* 8 parameters without the MLP, 12 with it; the files add num_heads */
+enum { TWO_KEY_NUM_PARAMS = 8, TWO_KEY_MAX_PARAMS = 12, TWO_KEY_MAX_FILES = 13 };
 
 typedef struct {
     int key_vocab, value_vocab;       /* Vk, Vv */
@@ -55,16 +56,21 @@ typedef struct {
     Tensor *embed_values;             /* (Vv, D) */
     MultiHeadAttention *attention;    /* query 2D, keys and values D -> D, no biases */
     AttentionLayer attend;            /* how it runs: CLEAR_ATTENTION unless a program says */
+    int mlp_hiddens;                  /* N: 0, no MLP; else out + W2 relu(W1 out + b1) + b2 */
+    Tensor *mlp_weight1, *mlp_bias1;  /* (N, D), (N,): mlp.0 */
+    Tensor *mlp_weight2, *mlp_bias2;  /* (D, N), (D,): mlp.2 */
     Tensor *readout_weight;           /* (2 Vv, D) */
     Tensor *readout_bias;             /* (2 Vv,) */
 
     /* gradients, same shapes, added into by two_key_backward */
     Tensor *grad_embed_keys, *grad_embed_values;
     MultiHeadGrads *grad_attention;
+    Tensor *grad_mlp_weight1, *grad_mlp_bias1, *grad_mlp_weight2, *grad_mlp_bias2;
     Tensor *grad_readout_weight, *grad_readout_bias;
 
-    Parameter params[TWO_KEY_NUM_PARAMS];   /* for the optimiser, PyTorch's names */
-    ModelFile files[TWO_KEY_NUM_FILES];     /* its state_dict, for the file code */
+    int num_params, num_files;
+    Parameter params[TWO_KEY_MAX_PARAMS];   /* for the optimiser, PyTorch's names */
+    ModelFile files[TWO_KEY_MAX_FILES];     /* its state_dict, for the file code */
     int saved_num_heads;                    /* what the num_heads file holds */
 } TwoKeyModel;
 
@@ -73,6 +79,24 @@ typedef struct {
  * 1/sqrt(fan_in)). num_hiddens must divide by num_heads. */
 TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
                          Rng *rng);
+/* The same with a residual MLP of mlp_hiddens ReLU units between the
+ * attention and the readout, as a Transformer block has one after its
+ * attention (0: none, two_key_new's model; drawn after the rest, so a seed
+ * gives both models the same other parameters):
+ *     out (B, 1, D) -> out + W2 relu(W1 out + b1) + b2 -> readout
+ * saved as mlp.0.weight (N, D), mlp.0.bias (N,), mlp.2.weight (D, N),
+ * mlp.2.bias (D,), the names of nn.Sequential(Linear, ReLU, Linear). */
+TwoKeyModel *two_key_new_mlp(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
+                             int mlp_hiddens, Rng *rng);
+
+/* One head set by hand to show what one softmax row can do on this task
+ * with the linear readout: equal weight on the two entries the query
+ * names, the blend of their capitals read out as both answers, and the tie
+ * between the two broken by a fixed order of capitals (the one earlier in
+ * the vocabulary first). Right about half the time: when the query's order
+ * is that order. Needs num_heads 1, no MLP and num_hiddens at least both
+ * vocabularies; every parameter is overwritten. */
+void two_key_set_by_hand(TwoKeyModel *model);
 void two_key_free(TwoKeyModel *model);   /* NULL is fine */
 
 /* What the forward keeps for the backward. */
@@ -80,7 +104,9 @@ typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q, *k, *v;                /* embeddings (B, 1, 2D), (B, P, D), (B, P, D) */
     MultiHeadCache attention;
-    Tensor *out;                      /* (B, 1, D): attention output, readout input */
+    Tensor *out;                      /* (B, 1, D): attention output */
+    Tensor *hidden;                   /* (B, 1, N): the MLP's ReLU units (NULL: no MLP) */
+    Tensor *block_out;                /* (B, 1, D): the readout's input */
 } TwoKeyCache;
 
 /* batch (Q = 2 query words) -> logits (B, 2, Vv) (new). gates (H,) or NULL
