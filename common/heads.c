@@ -108,6 +108,82 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads)
     return transpose_qkv(grad, num_heads);
 }
 
+/* Stop unless G divides H and x (B*heads, T, d) has a first size that
+ * divides by heads (G or H, whichever x is split into); returns B. */
+static int kv_batch_size(const char *func, const Tensor *x, int num_kv_heads, int num_heads,
+                         int heads)
+{
+    tensor_check_shape(func, "x", x, SHAPE(-1, -1, -1));
+    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
+        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
+            num_heads);
+    if (x->shape[0] % heads != 0)
+        die(func, "the first size %d of x does not divide by its %d heads", x->shape[0], heads);
+    return x->shape[0] / heads;
+}
+
+/* x (B*G, T, d) -> out (B*H, T, d) */
+Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads)
+{
+    const int B = kv_batch_size("repeat_kv_heads", x, num_kv_heads, num_heads, num_kv_heads);
+    const int G = num_kv_heads, H = num_heads, group = H / G;
+    const size_t head_floats = (size_t)x->shape[1] * x->shape[2];   /* T * d */
+
+    Tensor *out = tensor_zeros(SHAPE(B * H, x->shape[1], x->shape[2]));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            /* query head h reads key-value head h / group: the heads
+             * 0 .. group-1 share head 0, the next group head 1, ... */
+            const float *kv_head = x->data + ((size_t)b * G + h / group) * head_floats;
+            float *copy = out->data + ((size_t)b * H + h) * head_floats;
+            for (size_t i = 0; i < head_floats; i++)
+                copy[i] = kv_head[i];
+        }
+    return out;
+}
+
+/* grad (B*H, T, d) -> grad_x (B*G, T, d): each key-value head was read by
+ * H / G query heads, so its gradient is the sum of theirs, in head order */
+Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads)
+{
+    const int B = kv_batch_size("repeat_kv_heads_backward", grad, num_kv_heads, num_heads,
+                                num_heads);
+    const int G = num_kv_heads, H = num_heads, group = H / G;
+    const size_t head_floats = (size_t)grad->shape[1] * grad->shape[2];   /* T * d */
+
+    Tensor *out = tensor_zeros(SHAPE(B * G, grad->shape[1], grad->shape[2]));
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *copy_grad = grad->data + ((size_t)b * H + h) * head_floats;
+            float *kv_grad = out->data + ((size_t)b * G + h / group) * head_floats;
+            for (size_t i = 0; i < head_floats; i++)
+                kv_grad[i] += copy_grad[i];
+        }
+    return out;
+}
+
+/* x (B, K, G*d) -> (B*H, K, d) */
+Tensor *split_kv_heads(const Tensor *x, int num_kv_heads, int num_heads)
+{
+    Tensor *kv_heads = transpose_qkv(x, num_kv_heads);   /* (B*G, K, d) */
+    if (num_kv_heads == num_heads)
+        return kv_heads;
+    Tensor *repeated = repeat_kv_heads(kv_heads, num_kv_heads, num_heads);
+    tensor_free(kv_heads);
+    return repeated;
+}
+
+/* grad (B*H, K, d) -> grad_x (B, K, G*d): the two steps backwards */
+Tensor *split_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads)
+{
+    if (num_kv_heads == num_heads)
+        return transpose_qkv_backward(grad, num_heads);
+    Tensor *grad_kv_heads = repeat_kv_heads_backward(grad, num_kv_heads, num_heads);
+    Tensor *grad_x = transpose_qkv_backward(grad_kv_heads, num_kv_heads);
+    tensor_free(grad_kv_heads);
+    return grad_x;
+}
+
 /* valid_lens (B,) -> (B*H,), or (B, T) -> (B*H, T) */
 ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_heads)
 {

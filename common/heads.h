@@ -24,6 +24,21 @@ Tensor *transpose_output(const Tensor *x, int num_heads);
 Tensor *transpose_qkv_backward(const Tensor *grad, int num_heads);     /* (B*H, T, d) -> (B, T, D) */
 Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T, D) -> (B*H, T, d) */
 
+/* Grouped-query attention (05_multihead/decoding.md): G key-value heads
+ * serve H query heads, H / G each, so query head h reads key-value head
+ * h / (H / G). Repeating each of the G heads H / G times in a row turns
+ * them into H heads that multi-head attention reads as its own, in the
+ * order of torch.repeat_interleave(kv, H // G, dim=1):
+ *   x (B*G, T, d) -> out (B*H, T, d), out[b*H + h] = x[b*G + h / (H/G)]
+ * The backward adds the H / G gradients of each copy back into its head. */
+Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
+Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
+/* A key or value projection into the H heads that read it:
+ *   x (B, K, G*d) -> transpose_qkv into G heads -> repeat_kv_heads -> (B*H, K, d)
+ * (with G = H, transpose_qkv alone), and its backward (B*H, K, d) -> (B, K, G*d). */
+Tensor *split_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
+Tensor *split_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
+
 /* valid_lens (B,) -> (B*H,) and (B, T) -> (B*H, T): each sequence's
  * lengths repeated H times in a row, like torch.repeat_interleave. */
 ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_heads);

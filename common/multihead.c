@@ -35,6 +35,14 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
                                   bool bias, Rng *rng)
 {
+    return multihead_new_grouped(query_size, key_size, value_size, num_hiddens, num_heads,
+                                 num_heads, dropout, bias, rng);
+}
+
+MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int value_size,
+                                          int num_hiddens, int num_heads, int num_kv_heads,
+                                          float dropout, bool bias, Rng *rng)
+{
     const char *func = "multihead_new";
     if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
         die(func, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
@@ -44,6 +52,9 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
     if (num_hiddens % num_heads != 0)
         die(func, "num_hiddens %d does not divide by num_heads %d: every head needs "
             "the same size num_hiddens / num_heads", num_hiddens, num_heads);
+    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
+        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
+            num_heads);
     if (!(dropout >= 0.0f && dropout < 1.0f))
         die(func, "dropout must be in [0, 1), got %g", (double)dropout);
 
@@ -53,19 +64,20 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
     layer->value_size = value_size;
     layer->num_hiddens = num_hiddens;
     layer->num_heads = num_heads;
+    layer->num_kv_heads = num_kv_heads;
     layer->dropout = dropout;
     layer->bias = bias;
 
     /* Drawn in a fixed order, each weight followed by its bias, so a seed
      * names one layer. The bias bound uses the weight's fan_in, as
      * nn.Linear.reset_parameters does. */
-    const int D = num_hiddens;
+    const int D = num_hiddens, kv_rows = num_kv_heads * (D / num_heads);   /* G*d */
     layer->W_q = init_uniform(rng, D, query_size, false);
     layer->b_q = bias ? init_uniform(rng, D, query_size, true) : NULL;
-    layer->W_k = init_uniform(rng, D, key_size, false);
-    layer->b_k = bias ? init_uniform(rng, D, key_size, true) : NULL;
-    layer->W_v = init_uniform(rng, D, value_size, false);
-    layer->b_v = bias ? init_uniform(rng, D, value_size, true) : NULL;
+    layer->W_k = init_uniform(rng, kv_rows, key_size, false);
+    layer->b_k = bias ? init_uniform(rng, kv_rows, key_size, true) : NULL;
+    layer->W_v = init_uniform(rng, kv_rows, value_size, false);
+    layer->b_v = bias ? init_uniform(rng, kv_rows, value_size, true) : NULL;
     layer->W_o = init_uniform(rng, D, D, false);
     layer->b_o = bias ? init_uniform(rng, D, D, true) : NULL;
     return layer;
@@ -95,7 +107,9 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
                                MultiHeadCache *cache)
 {
     const char *func = "multihead_forward";
-    const int H = layer->num_heads;
+    const int H = layer->num_heads, G = layer->num_kv_heads;
+    if (G < 1 || H % G != 0)
+        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", G, H);
     tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0];
     tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
@@ -111,11 +125,11 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix
     Tensor *q_proj = linear(queries, layer->W_q, layer->b_q);   /* (B, T, D) */
-    Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, D) */
-    Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, D) */
+    Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, G*d) */
+    Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, G*d) */
     cache->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
-    cache->K = transpose_qkv(k_proj, H);                        /* (B*H, K, d) */
-    cache->V = transpose_qkv(v_proj, H);                        /* (B*H, K, d) */
+    cache->K = split_kv_heads(k_proj, G, H);                    /* (B*H, K, d) */
+    cache->V = split_kv_heads(v_proj, G, H);                    /* (B*H, K, d) */
     tensor_free(q_proj);
     tensor_free(k_proj);
     tensor_free(v_proj);
@@ -178,11 +192,10 @@ MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer)
     grads->W_o = tensor_zeros(layer->W_o->ndim, layer->W_o->shape);
     /* one gradient per bias the layer has (a layer read from files may
      * have some biases and not others) */
-    const int D = layer->num_hiddens;
-    grads->b_q = layer->b_q ? tensor_zeros(SHAPE(D)) : NULL;
-    grads->b_k = layer->b_k ? tensor_zeros(SHAPE(D)) : NULL;
-    grads->b_v = layer->b_v ? tensor_zeros(SHAPE(D)) : NULL;
-    grads->b_o = layer->b_o ? tensor_zeros(SHAPE(D)) : NULL;
+    const Tensor *biases[] = {layer->b_q, layer->b_k, layer->b_v, layer->b_o};
+    Tensor **bias_grads[] = {&grads->b_q, &grads->b_k, &grads->b_v, &grads->b_o};
+    for (int i = 0; i < 4; i++)
+        *bias_grads[i] = biases[i] ? tensor_zeros(biases[i]->ndim, biases[i]->shape) : NULL;
     return grads;
 }
 
@@ -211,14 +224,16 @@ void multihead_grads_free(MultiHeadGrads *grads)
     free(grads);
 }
 
-/* Pass 1 backwards for one projection: x (B, n, Din), weight (D, Din),
+/* Pass 1 backwards for one projection: x (B, n, Din), weight (heads*d, Din),
  * grad_heads (B*H, n, d) -> grad_x (B, n, Din) into *grad_x when not NULL;
- * grad_weight (D, Din) and grad_bias (D,) added to when not NULL. */
+ * grad_weight (heads*d, Din) and grad_bias (heads*d,) added to when not
+ * NULL. heads is H for the queries, G for the keys and values, whose H
+ * copies' gradients are first added back into their G heads. */
 static void projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_heads,
-                                int num_heads, Tensor *grad_weight, Tensor *grad_bias,
-                                Tensor **grad_x)
+                                int heads, int num_heads, Tensor *grad_weight,
+                                Tensor *grad_bias, Tensor **grad_x)
 {
-    Tensor *grad_proj = transpose_qkv_backward(grad_heads, num_heads);   /* (B, n, D) */
+    Tensor *grad_proj = split_kv_heads_backward(grad_heads, heads, num_heads);   /* (B, n, .) */
     Tensor *grad_input = linear_backward(x, weight, grad_proj, grad_weight, grad_bias);
     tensor_free(grad_proj);
     if (grad_x != NULL)
@@ -234,7 +249,7 @@ void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *c
                         Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                         Tensor **grad_concat)
 {
-    const int H = layer->num_heads;
+    const int H = layer->num_heads, G = layer->num_kv_heads;
     tensor_check_shape("multihead_backward", "grad_output", grad_output,
                        cache->concat->ndim, cache->concat->shape);
     MultiHeadGrads none = {0};   /* grads NULL: only input gradients wanted */
@@ -260,9 +275,9 @@ void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *c
     // pass 1 backwards: merge the heads' gradients and go back through the
     // projections. b_k's gradient is the column sum of d_K, which is 0
     // up to rounding: chapter 05 says why.
-    projection_backward(cache->queries, layer->W_q, d_Q, H, g->W_q, g->b_q, grad_queries);
-    projection_backward(cache->keys, layer->W_k, d_K, H, g->W_k, g->b_k, grad_keys);
-    projection_backward(cache->values, layer->W_v, d_V, H, g->W_v, g->b_v, grad_values);
+    projection_backward(cache->queries, layer->W_q, d_Q, H, H, g->W_q, g->b_q, grad_queries);
+    projection_backward(cache->keys, layer->W_k, d_K, G, H, g->W_k, g->b_k, grad_keys);
+    projection_backward(cache->values, layer->W_v, d_V, G, H, g->W_v, g->b_v, grad_values);
     tensor_free(d_Q);
     tensor_free(d_K);
     tensor_free(d_V);

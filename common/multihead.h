@@ -13,6 +13,12 @@
  * Weights have PyTorch's layout (out_features, in_features): W_q (D, Dq),
  * W_k (D, Dk), W_v (D, Dv), W_o (D, D); biases (D,) or NULL when bias is off.
  *
+ * Grouped-query attention (05_multihead/decoding.md) is the same layer with
+ * G = num_kv_heads key-value heads, G dividing H: W_k (G*d, Dk), W_v (G*d, Dv),
+ * b_k and b_v (G*d,); K and V are split into G heads and each repeated H / G
+ * times (repeat_kv_heads), so query head h reads key-value head h / (H/G).
+ * G = H is the layer above, number for number; G = 1 is multi-query attention.
+ *
  * Non-finite results, for every layer of the library (this one, attention,
  * the fast path in fast/): float32 arithmetic as IEEE 754 defines it, no
  * check and no clamping. Finite inputs can still overflow (queries near
@@ -36,6 +42,7 @@
 typedef struct {
     int query_size, key_size, value_size;   /* Dq, Dk, Dv */
     int num_hiddens, num_heads;             /* D, H */
+    int num_kv_heads;                       /* G, dividing H; H for multi-head attention */
     float dropout;                          /* on the attention weights, training only */
     bool bias;
     Tensor *W_q, *W_k, *W_v, *W_o;
@@ -48,6 +55,12 @@ typedef struct {
 MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
                                   bool bias, Rng *rng);
+/* The grouped layer: W_k and W_v have G*d rows (G = num_kv_heads, which
+ * must divide num_heads). multihead_new is this call with G = H, and draws
+ * the same numbers. */
+MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int value_size,
+                                          int num_hiddens, int num_heads, int num_kv_heads,
+                                          float dropout, bool bias, Rng *rng);
 void multihead_free(MultiHeadAttention *layer);
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
@@ -75,7 +88,8 @@ void multihead_grads_free(MultiHeadGrads *grads);   /* NULL is fine */
  *   queries, keys, values, valid_lens   borrowed, 0: the caller keeps them
  *                                       alive until the backward has run
  *   Q (B*H, T, d), K, V (B*H, K, d)     B*T*D + 2*B*K*D: the projected
- *                                       inputs, split into heads
+ *                                       inputs, split into heads (K and V
+ *                                       as H heads, repeated when G < H)
  *   attention.weights (B*H, T, K)       B*H*T*K: the softmax output
  *   attention.dropout_scale             B*H*T*K more, in training mode with
  *                                       dropout > 0 only

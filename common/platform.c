@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>       /* mmap: POSIX; MAP_ANONYMOUS: Linux, macOS, the BSDs */
 #include <sys/resource.h>
 #include <unistd.h>
 
 #if defined(__linux__)
 #include <sys/file.h>      /* flock */
-#include <sys/mman.h>      /* madvise */
 #include <sys/syscall.h>   /* SYS_renameat2 */
 #include <grp.h>           /* setgroups */
 #endif
@@ -56,6 +56,45 @@ double platform_peak_rss_bytes(void)
 #else
     return (double)usage.ru_maxrss * 1024.0;   /* Linux and the BSDs count kB */
 #endif
+}
+
+double platform_rss_bytes(void)
+{
+#if defined(__linux__)
+    /* /proc/self/statm: total program size, then resident pages. Read with
+     * open and read into the stack, not fopen: an allocation here would
+     * itself grow what is being measured. */
+    char text[128];
+    const int fd = open("/proc/self/statm", O_RDONLY);
+    const ssize_t got = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    long size = 0, resident = 0;
+    if (got <= 0)
+        return 0.0;
+    text[got] = '\0';
+    const long page_size = sysconf(_SC_PAGESIZE);
+    return sscanf(text, "%ld %ld", &size, &resident) == 2 && page_size > 0
+               ? (double)resident * (double)page_size : 0.0;
+#else
+    return 0.0;   /* macOS and others: no cheap current figure; callers say "unknown" */
+#endif
+}
+
+void *platform_map_zeroed(size_t bytes)
+{
+#if defined(MAP_ANONYMOUS)
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#else
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+#endif
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void platform_unmap(void *p, size_t bytes)
+{
+    if (p != NULL)
+        munmap(p, bytes);
 }
 
 int platform_cpu_count(void)

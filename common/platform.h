@@ -32,6 +32,18 @@ double platform_memory_bytes(void);
  * ru_maxrss, whose unit differs between systems), 0 when unknown. */
 double platform_peak_rss_bytes(void);
 
+/* The resident memory of this process now, in bytes (Linux:
+ * /proc/self/statm), 0 when the system does not say. Unlike the peak, it
+ * falls when memory is given back, so the growth of one allocation as it
+ * is written can be watched (05_multihead/decode). */
+double platform_rss_bytes(void);
+
+/* bytes of zeroed memory straight from the system (an anonymous mmap),
+ * none of it resident until written: a large buffer whose pages are to
+ * be counted as they fill. NULL when refused. Free with platform_unmap. */
+void *platform_map_zeroed(size_t bytes);
+void platform_unmap(void *p, size_t bytes);   /* NULL is fine */
+
 /* Processors online, at least 1. */
 int platform_cpu_count(void);
 

@@ -48,6 +48,15 @@ ValidLens *valid_lens_2d(const int *lens, int batch, int num_queries)
     return valid_lens;
 }
 
+ValidLens *valid_lens_causal(int batch, int num_queries)
+{
+    ValidLens *causal = valid_lens_alloc("valid_lens_causal", 2, batch, num_queries);
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < num_queries; i++)
+            causal->data[(size_t)b * num_queries + i] = i + 1;
+    return causal;
+}
+
 ValidLens *valid_lens_copy(const ValidLens *valid_lens)
 {
     if (valid_lens->ndim == 2)

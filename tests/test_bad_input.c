@@ -813,10 +813,75 @@ static void symlink_loop(const char *dir)
 #define PERMUTATION "06_permutation_invariance/permutation_invariance"
 #define ORDER "06_permutation_invariance/exercise_causal_order"
 
+/* @/in: a decoder layer for 05_multihead/decode --heads 4 --kv-heads 2:
+ * tokens (2, 5, 8), W_q and W_o (8, 8), W_k and W_v (4, 8) (G * d = 2 * 2),
+ * and @/out for --to. Each setup below spoils one thing. */
+static void decode_good(const char *dir)
+{
+    make_dir(dir, "in");
+    make_dir(dir, "out");
+    write_floats(dir, "tokens", SHAPE(2, 5, 8));
+    write_floats(dir, "W_q", SHAPE(8, 8));
+    write_floats(dir, "W_k", SHAPE(4, 8));
+    write_floats(dir, "W_v", SHAPE(4, 8));
+    write_floats(dir, "W_o", SHAPE(8, 8));
+}
+
+static void decode_w_k_of_every_head(const char *dir)
+{
+    decode_good(dir);
+    write_floats(dir, "W_k", SHAPE(8, 8));   /* G = H's shape */
+}
+
+static void decode_two_biases(const char *dir)
+{
+    decode_good(dir);
+    write_floats(dir, "b_q", SHAPE(8));
+    write_floats(dir, "b_k", SHAPE(4));
+}
+
+static void decode_nan_token(const char *dir)
+{
+    decode_good(dir);
+    write_floats_poisoned(dir, "tokens", SHAPE(2, 5, 8), 17, NAN);
+}
+
+static void decode_overflowing_W_q(const char *dir)
+{
+    decode_good(dir);
+    write_floats_poisoned(dir, "W_q", SHAPE(8, 8), 0, 3e38f);
+    write_floats_poisoned(dir, "W_k", SHAPE(4, 8), 0, 3e38f);
+}
+
+#define DECODE "05_multihead/decode"
+
 /* Most rows leave the last fields out (no setup, no limit): zero. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static BadInput rows[] = {
+    /* chapter 05: decoding with a key-value cache */
+    {DECODE, "--from @/in --heads 4 --kv-heads 3", 2,
+     "--kv-heads 3 does not divide --heads 4", NULL, decode_good},
+    {DECODE, "--heads 4", 2, "--heads, --kv-heads and --to go with --from DIR", NULL},
+    {DECODE, "--from @/in --heads 4", 2, "--from needs --heads H and --kv-heads G", NULL,
+     decode_good},
+    {DECODE, "--from @/in --heads 4 --kv-heads 2 --to @/out", 1,
+     "W_k.npy has shape (8, 8), but --kv-heads 2 with head size 2 = 8 / --heads 4 needs (4, 8)",
+     "@/out/outputs.npy", decode_w_k_of_every_head},
+    {DECODE, "--from @/in --heads 3 --kv-heads 1 --to @/out", 1,
+     "--heads 3 does not divide num_hiddens 8", "@/out/outputs.npy", decode_good},
+    {DECODE, "--from @/in --heads 4 --kv-heads 2 --capacity 4 --to @/out", 1,
+     "holds 5 tokens, more than the cache's capacity --capacity 4", "@/out/outputs.npy",
+     decode_good},
+    {DECODE, "--from @/in --heads 4 --kv-heads 2 --capacity 16000000 --to @/out", 1,
+     "this run needs about", "@/out/outputs.npy", decode_good, 300},
+    {DECODE, "--from @/in --heads 4 --kv-heads 2 --to @/out", 1,
+     "has 2 of the four biases (missing: b_v, b_o)", "@/out/outputs.npy", decode_two_biases},
+    {DECODE, "--from @/in --heads 4 --kv-heads 2 --to @/out", 1,
+     "tokens.npy: element 17 (index [0, 2, 1]) is NaN; the data must be finite",
+     "@/out/outputs.npy", decode_nan_token},
+    {DECODE, "--from @/in --heads 4 --kv-heads 2 --to @/out", 1,
+     "the outputs overflow float32", "@/out/outputs.npy", decode_overflowing_W_q},
     /* chapter 01 */
     {DOT, "--frobnicate", 2, "unknown option '--frobnicate'", NULL},
     {DOT, "--query", 2, "--query needs a value", NULL},

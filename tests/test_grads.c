@@ -416,6 +416,7 @@ static double layer_loss(void *ctx)
 
 typedef struct {
     int B, T, K, Dq, Dk, Dv, D, H;
+    int G;   /* num_kv_heads; 0: H, the multi-head layer */
     bool bias, training;
     float dropout;
 } LayerConfig;
@@ -424,7 +425,8 @@ static LayerCtx layer_ctx_new(LayerConfig cfg, const ValidLens *valid_lens, uint
 {
     Rng rng = rng_new(seed);
     LayerCtx c;
-    c.layer = multihead_new(cfg.Dq, cfg.Dk, cfg.Dv, cfg.D, cfg.H, cfg.dropout, cfg.bias, &rng);
+    c.layer = multihead_new_grouped(cfg.Dq, cfg.Dk, cfg.Dv, cfg.D, cfg.H, cfg.G ? cfg.G : cfg.H,
+                                    cfg.dropout, cfg.bias, &rng);
     c.queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(cfg.B, cfg.T, cfg.Dq));
     c.keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(cfg.B, cfg.K, cfg.Dk));
     c.values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(cfg.B, cfg.K, cfg.Dv));
@@ -489,6 +491,21 @@ static void check_layer(LayerConfig cfg, const ValidLens *valid_lens, uint64_t s
     multihead_cache_free(&cache);
     layer_ctx_free(&c);
 }
+
+/* Grouped-query attention over a causal sequence, the training form of
+ * 05_multihead/decoding.md's layer: W_k and W_v (G*d, D), each key-value
+ * head read by H / G query heads, whose gradients add up in it. */
+static void check_grouped_causal(int num_kv_heads, uint64_t seed)
+{
+    LayerConfig cfg = {.B = 2, .T = 5, .K = 5, .Dq = 8, .Dk = 8, .Dv = 8, .D = 8, .H = 4,
+                       .G = num_kv_heads, .bias = true};
+    ValidLens *causal = valid_lens_causal(2, 5);
+    check_layer(cfg, causal, seed);
+    valid_lens_free(causal);
+}
+
+Test(grads_fd, grouped_query_two_kv_heads_causal) { check_grouped_causal(2, 47); }
+Test(grads_fd, multi_query_one_kv_head_causal) { check_grouped_causal(1, 48); }
 
 Test(grads_fd, layer_cross_attention_bias_2d_valid_lens)
 {

@@ -100,6 +100,7 @@ static Case case_run(const char *dir, int num_heads)
     layer->value_size = c.values->shape[2];
     layer->num_hiddens = layer->W_q->shape[0];
     layer->num_heads = num_heads;
+    layer->num_kv_heads = num_heads;
     c.layer = layer;
 
     MultiHeadCache cache;

@@ -142,6 +142,7 @@ static MultiHeadAttention *identity_layer(void)
     MultiHeadAttention *layer = calloc(1, sizeof *layer);
     layer->query_size = layer->key_size = layer->value_size = layer->num_hiddens = 4;
     layer->num_heads = 2;
+    layer->num_kv_heads = 2;
     static const float eye[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
     layer->W_q = tensor_from(eye, SHAPE(4, 4));
     layer->W_k = tensor_from(eye, SHAPE(4, 4));

@@ -180,6 +180,9 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     valid_lens_check(func, valid_lens, B, T, K);
     if (H < 1 || D % H != 0)
         die(func, "num_hiddens %d does not divide by num_heads %d", D, H);
+    if (layer->num_kv_heads != H)
+        die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
+            "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
     num_threads = threads_worth(num_threads, layer_flops(layer, B, T, K));
     if (cache != NULL)
         *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,

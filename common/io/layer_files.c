@@ -229,7 +229,7 @@ static int load_locked(const char *dir, int num_heads, LayerFiles *files, char *
     MultiHeadAttention *layer = &files->layer;
     *layer = (MultiHeadAttention){
         .query_size = sizes[DIM_DQ], .key_size = sizes[DIM_DK], .value_size = sizes[DIM_DV],
-        .num_hiddens = D, .num_heads = num_heads, .dropout = 0.0f,
+        .num_hiddens = D, .num_heads = num_heads, .num_kv_heads = num_heads, .dropout = 0.0f,
         .bias = files->b_q != NULL,
         .W_q = files->W_q, .W_k = files->W_k, .W_v = files->W_v, .W_o = files->W_o,
         .b_q = files->b_q, .b_k = files->b_k, .b_v = files->b_v, .b_o = files->b_o,

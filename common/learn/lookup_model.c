@@ -23,11 +23,13 @@
  * nn.Linear default that multihead_new uses: in_proj_weight, the (3D, D)
  * stack of W_q, W_k, W_v, is Xavier-uniform with bound
  * sqrt(6 / (fan_in + fan_out)) = sqrt(6 / (D + 3D)), and both biases start
- * at 0. out_proj.weight keeps nn.Linear's bound 1/sqrt(D). */
+ * at 0. out_proj.weight keeps nn.Linear's bound 1/sqrt(D). With G < H
+ * key-value heads the stack has D + 2*G*d rows, and fan_out says so. */
 static void init_like_pytorch(MultiHeadAttention *layer, Rng *rng)
 {
     const int D = layer->num_hiddens;
-    const float bound = sqrtf(6.0f / (float)(D + 3 * D));
+    const int stack_rows = D + 2 * layer->W_k->shape[0];   /* 3D when G = H */
+    const float bound = sqrtf(6.0f / (float)(D + stack_rows));
     Tensor *projections[3] = {layer->W_q, layer->W_k, layer->W_v};
     for (int i = 0; i < 3; i++)
         for (size_t j = 0; j < projections[i]->size; j++)
@@ -79,6 +81,12 @@ static void list_parameters(LookupModel *m)
 LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
                         Rng *rng)
 {
+    return lookup_new_grouped(key_vocab, value_vocab, num_hiddens, num_heads, num_heads, rng);
+}
+
+LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
+                                int num_heads, int num_kv_heads, Rng *rng)
+{
     const char *func = "lookup_new";
     if (key_vocab < 1 || value_vocab < 1)
         die(func, "vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
@@ -88,12 +96,13 @@ LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num
     m->value_vocab = value_vocab;
     m->num_hiddens = num_hiddens;
     m->num_heads = num_heads;
+    m->num_kv_heads = num_kv_heads;
     m->saved_num_heads = num_heads;
     const int D = num_hiddens;
     /* drawn in the order of the module's parameters */
     m->embed_keys = embedding_new(key_vocab, D, rng);
     m->embed_values = embedding_new(value_vocab, D, rng);
-    m->attention = multihead_new(D, D, D, D, num_heads, 0.0f, true, rng);
+    m->attention = multihead_new_grouped(D, D, D, D, num_heads, num_kv_heads, 0.0f, true, rng);
     init_like_pytorch(m->attention, rng);
     m->attend = CLEAR_ATTENTION;
     const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */

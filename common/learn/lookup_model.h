@@ -61,6 +61,7 @@ enum { LOOKUP_NUM_PARAMS = 12, LOOKUP_NUM_FILES = 9 };
 typedef struct {
     int key_vocab, value_vocab;       /* Vk, Vv */
     int num_hiddens, num_heads;       /* D, H */
+    int num_kv_heads;                 /* G, dividing H: H unless made by lookup_new_grouped */
     Tensor *embed_keys;               /* (Vk, D) */
     Tensor *embed_values;             /* (Vv, D) */
     MultiHeadAttention *attention;    /* D -> D, H heads, with biases */
@@ -89,6 +90,12 @@ typedef struct {
  * default (uniform, bound 1/sqrt(D)). num_hiddens must divide by num_heads. */
 LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
                         Rng *rng);
+/* The same model with grouped-query attention (05_multihead/decoding.md):
+ * G = num_kv_heads key-value heads, so W_k and W_v are (G*d, D). Trained
+ * and evaluated like any other; saving one is not supported (the files
+ * name num_heads only). */
+LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
+                                int num_heads, int num_kv_heads, Rng *rng);
 void lookup_free(LookupModel *model);   /* NULL is fine */
 
 /* What the forward keeps for the backward. */

@@ -1,0 +1,686 @@
+/*
+ * decode - attention one token at a time, with a key-value cache, and the
+ * cache made smaller by sharing key-value heads (05_multihead/decoding.md).
+ *
+ * Legend: B = batch_size, T = tokens, H = num_heads, G = num_kv_heads,
+ * D = num_hiddens, d = D / H.
+ *
+ *   1. the cache changes nothing: decoding equals the causal layer
+ *   2. what the cache costs in memory, measured, per token
+ *   3. what a token costs in time, with the cache and without
+ *   4. the step against the machine's memory bandwidth
+ *   --sharing: what sharing key-value heads costs a trained model
+ *   --from DIR --to DIR: decode a layer given as .npy files
+ */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fast/fast_decode.h"
+#include "fast/fast_matmul.h"
+#include "io/cli.h"
+#include "io/layer_files.h"
+#include "io/npy.h"
+#include "kv_cache.h"
+#include "learn/lookup_model.h"
+#include "learn/optim.h"
+#include "learn/tasks.h"
+#include "multihead.h"
+#include "platform.h"
+#include "random.h"
+#include "tensor.h"
+
+static const char PROG[] = "decode";
+
+/* The sizes of parts 2 to 4: llama-like heads of 64 over D = 512. */
+enum { BENCH_D = 512, BENCH_H = 8, BENCH_T_MIN = 64, BENCH_T_MAX = 4096 };
+static const int BENCH_G[] = {8, 2, 1};
+enum { NUM_BENCH_G = 3 };
+
+typedef struct {
+    uint64_t seed;
+    int heads, kv_heads, capacity;
+    bool heads_given, kv_heads_given, no_timings, sharing;
+    int seeds, steps;
+    const char *from_dir, *to_dir;
+} Options;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- part 1: the cache changes nothing ------------------------------------------ */
+
+/* tokens (B, T, D) through a seeded layer of G key-value heads: decoded
+ * with the clear step and with the fast one, against the causal layer */
+static int part1_equality(const Options *opt)
+{
+    const int B = 2, T = 32, D = 64, H = 8;
+    printf("1. The cache changes nothing. A seeded layer (B = %d, T = %d, D = %d, H = %d)\n"
+           "   decodes its tokens one at a time with the cache, and the whole sequence\n"
+           "   goes through chapter 05's layer with the causal mask (valid_len = i + 1):\n\n",
+           B, T, D, H);
+    int failures = 0;
+    double fast_worst = 0.0;
+    for (int i = 0; i < NUM_BENCH_G; i++) {
+        const int G = BENCH_G[i];
+        Rng rng = rng_new(opt->seed);
+        MultiHeadAttention *layer = multihead_new_grouped(D, D, D, D, H, G, 0.0f, true, &rng);
+        Tensor *tokens = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, D));
+        Tensor *full = causal_forward(layer, tokens);
+        Tensor *decoded = decode_sequence(layer, tokens);
+        const double diff = tensor_max_abs_diff(decoded, full);
+        const double relative = diff / tensor_max_abs(full);
+        printf("   G = %d: cached against full, largest difference %.3g (relative %.3g)\n", G,
+               diff, relative);
+        failures += !(relative <= 1e-6);
+
+        /* the fast step sums in another order */
+        KVCache *cache = kv_cache_new(B, G, T, D / H);
+        for (int t = 0; t < T; t++) {
+            Tensor *token = tensor_zeros(SHAPE(B, D));
+            for (int b = 0; b < B; b++)
+                memcpy(token->data + (size_t)b * D, &AT3(tokens, b, t, 0), D * sizeof(float));
+            Tensor *out = fast_decode_step(layer, cache, token);
+            for (int b = 0; b < B; b++)
+                for (int j = 0; j < D; j++) {
+                    const double e = fabs(AT2(out, b, j) - AT3(full, b, t, j));
+                    fast_worst = fmax(fast_worst, e / tensor_max_abs(full));
+                }
+            TENSOR_FREE(token, out);
+        }
+        kv_cache_free(cache);
+        TENSOR_FREE(tokens, full, decoded);
+        multihead_free(layer);
+    }
+    if (failures == 0)
+        printf("\n   check passed: the cache changes nothing (within 1e-6 relative; the clear\n"
+               "   step computes each product of the layer, in the same order)\n\n");
+    else
+        printf("\n   CHECK FAILED: cached and full differ\n\n");
+    /* the fast step sums in another order: its difference is this machine's
+     * (its vector width), so it is printed as a bound */
+    const bool fast_close = fast_worst <= 1e-5;
+    char fast_text[32];
+    if (fast_worst < 1e-6)
+        snprintf(fast_text, sizeof fast_text, "below 1e-06");
+    else
+        snprintf(fast_text, sizeof fast_text, "%.2g", fast_worst);
+    printf("   The fast step (vector lanes, fused multiply-add) against the full layer:\n"
+           "   largest relative difference %s, from the order of the sums: %s\n\n",
+           fast_text, fast_close ? "check passed (1e-5)" : "CHECK FAILED (over 1e-5)");
+    failures += !fast_close;
+    return failures == 0 ? 0 : 1;
+}
+
+/* ---- part 2: bytes per token ------------------------------------------------------ */
+
+/* The cache of G heads grown from 0 to each T of the table, the resident
+ * memory read at each: bytes[i] = growth / T for row i. Returns false when
+ * the system does not report its resident memory. */
+static bool measure_cache_growth(int G, const int *table_T, int rows, double *bytes_per_token)
+{
+    const int d = BENCH_D / BENCH_H;
+    KVCache *cache = kv_cache_new(1, G, BENCH_T_MAX, d);
+    Tensor *k = tensor_full(0.5f, SHAPE(1, G * d)), *v = tensor_full(-0.5f, SHAPE(1, G * d));
+    platform_rss_bytes();   /* once before: its own first call allocates */
+    const double start = platform_rss_bytes();
+    for (int i = 0; i < rows; i++) {
+        while (cache->length < table_T[i])
+            kv_cache_append(cache, k, v);
+        bytes_per_token[i] = (platform_rss_bytes() - start) / table_T[i];
+    }
+    TENSOR_FREE(k, v);
+    kv_cache_free(cache);
+    return start > 0.0;
+}
+
+static int table_sizes(int *table_T)
+{
+    int rows = 0;
+    for (int T = BENCH_T_MIN; T <= BENCH_T_MAX; T *= 2)
+        table_T[rows++] = T;
+    return rows;
+}
+
+static int part2_memory(void)
+{
+    int table_T[16];
+    const int rows = table_sizes(table_T), d = BENCH_D / BENCH_H;
+    double measured[NUM_BENCH_G][16];
+    bool known = true;
+    for (int i = 0; i < NUM_BENCH_G; i++)
+        known = measure_cache_growth(BENCH_G[i], table_T, rows, measured[i]) && known;
+    printf("2. What the cache costs in memory (B = 1, D = %d, H = %d, d = %d): bytes per\n"
+           "   token, measured as the growth of this process's resident memory while T\n"
+           "   tokens are appended, and the formula 2 * G * d * 4 (keys and values, float32):\n\n",
+           BENCH_D, BENCH_H, d);
+    printf("      T    G = 8: measured  formula    G = 2: measured  formula"
+           "    G = 1: measured  formula\n");
+    int off = 0;
+    for (int r = 0; r < rows; r++) {
+        printf("   %5d", table_T[r]);
+        for (int i = 0; i < NUM_BENCH_G; i++) {
+            const double formula = 2.0 * BENCH_G[i] * d * 4;
+            off += !(fabs(measured[i][r] - formula) <= 0.1 * formula);
+            if (known)
+                printf("   %15.0f %8.0f", measured[i][r], formula);
+            else
+                printf("   %15s %8.0f", "unknown", formula);
+        }
+        printf("\n");
+    }
+    if (!known)
+        printf("\n   This system does not report its resident memory: nothing measured.\n\n");
+    else if (off == 0)
+        printf("\n   check passed: every measured size within 10%% of the formula\n\n");
+    else
+        printf("\n   CHECK FAILED: %d measured sizes more than 10%% from the formula\n\n", off);
+    return known && off > 0 ? 1 : 0;
+}
+
+/* ---- part 3: time per token ------------------------------------------------------------ */
+
+/* The seconds one call of step takes, the best of a few: a busy machine
+ * only ever adds time */
+typedef struct {
+    const MultiHeadAttention *layer;
+    KVCache *cache;
+    const Tensor *token, *prefix;
+} StepWork;
+
+static void cached_step(const StepWork *w)
+{
+    const int T = w->cache->length;
+    Tensor *out = fast_decode_step(w->layer, w->cache, w->token);
+    w->cache->length = T;   /* the same step again next time */
+    tensor_free(out);
+}
+
+/* Without a cache, the new token's step projects the keys and values of
+ * the whole prefix again (T rows through W_k and W_v), then attends. */
+static void recompute_step(const StepWork *w)
+{
+    const MultiHeadAttention *layer = w->layer;
+    const int T = w->prefix->shape[1], D = layer->num_hiddens, H = layer->num_heads;
+    const int G = layer->num_kv_heads, d = D / H;
+    Tensor *q = fast_linear(w->token, layer->W_q, layer->b_q, 1);       /* (1, D) */
+    Tensor *k = fast_linear(w->prefix, layer->W_k, layer->b_k, 1);      /* (1, T, G*d) */
+    Tensor *v = fast_linear(w->prefix, layer->W_v, layer->b_v, 1);      /* (1, T, G*d) */
+    /* the freshly computed rows as a cache of T tokens, then the same attention */
+    KVCache *fresh = kv_cache_new(1, G, T, d);
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < T; t++) {
+            memcpy(kv_cache_key(fresh, 0, g, t), k->data + (size_t)t * G * d + (size_t)g * d,
+                   (size_t)d * sizeof(float));
+            memcpy(kv_cache_value(fresh, 0, g, t), v->data + (size_t)t * G * d + (size_t)g * d,
+                   (size_t)d * sizeof(float));
+        }
+    fresh->length = T;
+    Tensor *concat = tensor_zeros(SHAPE(1, D));
+    fast_decode_attend(fresh, H, q->data, concat->data);
+    Tensor *out = fast_linear(concat, layer->W_o, layer->b_o, 1);
+    kv_cache_free(fresh);
+    TENSOR_FREE(q, k, v, concat, out);
+}
+
+static double best_time(void (*step)(const StepWork *), const StepWork *w, int repeats)
+{
+    double best = INFINITY;
+    for (int r = 0; r < repeats; r++) {
+        const double start = now_seconds();
+        step(w);
+        best = fmin(best, now_seconds() - start);
+    }
+    return best;
+}
+
+/* Seconds of fast_decode_attend alone at the cache's length: the read of
+ * the cache, best of repeats */
+static double attend_time(const KVCache *cache, int H, const float *q, float *concat,
+                          int repeats)
+{
+    double best = INFINITY;
+    for (int r = 0; r < repeats; r++) {
+        const double start = now_seconds();
+        fast_decode_attend(cache, H, q, concat);
+        best = fmin(best, now_seconds() - start);
+    }
+    return best;
+}
+
+typedef struct {
+    double attend_seconds[NUM_BENCH_G];   /* at T = BENCH_T_MAX */
+} Timings;
+
+static Timings part3_time(const Options *opt)
+{
+    int table_T[16];
+    const int rows = table_sizes(table_T), D = BENCH_D, H = BENCH_H, d = D / H;
+    double cached[NUM_BENCH_G][16], recomputed[NUM_BENCH_G][16];
+    Timings timings;
+    Rng rng = rng_new(opt->seed);
+    Tensor *prefix = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, BENCH_T_MAX, D));
+    for (int i = 0; i < NUM_BENCH_G; i++) {
+        const int G = BENCH_G[i];
+        MultiHeadAttention *layer = multihead_new_grouped(D, D, D, D, H, G, 0.0f, true, &rng);
+        KVCache *cache = kv_cache_new(1, G, BENCH_T_MAX, d);
+        Tensor *kv = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, G * d));
+        Tensor *token = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, D));
+        for (int r = 0; r < rows; r++) {
+            /* T - 1 tokens cached: the step appends the T-th */
+            while (cache->length < table_T[r] - 1)
+                kv_cache_append(cache, kv, kv);
+            Tensor *head = tensor_from(prefix->data, SHAPE(1, table_T[r], D));   /* T tokens */
+            StepWork w = {layer, cache, token, head};
+            cached[i][r] = best_time(cached_step, &w, 5);
+            recomputed[i][r] = best_time(recompute_step, &w, table_T[r] >= 1024 ? 2 : 3);
+            tensor_free(head);
+        }
+        /* the attention alone, over a full cache */
+        while (cache->length < BENCH_T_MAX)
+            kv_cache_append(cache, kv, kv);
+        float *q = checked_calloc(PROG, D, sizeof(float)), *concat = checked_calloc(PROG, D, 4);
+        for (int j = 0; j < D; j++)
+            q[j] = 0.01f * (float)(j % 7);
+        timings.attend_seconds[i] = attend_time(cache, H, q, concat, 5);
+        free(q);
+        free(concat);
+        TENSOR_FREE(kv, token);
+        kv_cache_free(cache);
+        multihead_free(layer);
+    }
+    tensor_free(prefix);
+
+    printf("3. What a token costs in time (B = 1, D = %d, H = %d; the fast step, 1 thread;\n"
+           "   microseconds, the best of a few runs on this machine, now):\n\n", D, H);
+    printf("      T    G = 8: cached  recompute    G = 2: cached  recompute"
+           "    G = 1: cached  recompute\n");
+    for (int r = 0; r < rows; r++) {
+        printf("   %5d", table_T[r]);
+        for (int i = 0; i < NUM_BENCH_G; i++)
+            printf("   %13.0f %10.0f", 1e6 * cached[i][r], 1e6 * recomputed[i][r]);
+        printf("\n");
+    }
+    printf("\n   recompute: without a cache, the step projects the keys and values of all T\n"
+           "   tokens again before it attends.\n\n");
+    return timings;
+}
+
+/* ---- part 4: against the memory's bandwidth ----------------------------------------- */
+
+/* GB/s of fast_stream_read over a buffer of bytes, best of 3 passes */
+static double stream_rate(double bytes)
+{
+    const size_t n = (size_t)(bytes / sizeof(float));
+    float *buffer = checked_malloc(PROG, n, sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        buffer[i] = (float)(i & 1023);   /* written: every page resident before timing */
+    double best = INFINITY;
+    volatile float sink = 0.0f;
+    for (int r = 0; r < 3; r++) {
+        const double start = now_seconds();
+        sink += fast_stream_read(buffer, n);
+        best = fmin(best, now_seconds() - start);
+    }
+    (void)sink;
+    free(buffer);
+    return (double)n * sizeof(float) / best / 1e9;
+}
+
+static void part4_bandwidth(const Timings *timings)
+{
+    /* 1 GB: larger than the caches of any machine this runs on (some
+     * servers have 256 MB of L3), so each pass comes from memory */
+    const double big = 1024.0 * 1024 * 1024;
+    memory_require(big, "the buffer of the streaming read", NULL);
+    const double memory = stream_rate(big);
+    printf("4. The step against the memory (one thread, measured now). A streaming read\n"
+           "   of 1 GB, far more than the caches hold, runs at %.1f GB/s. The attention\n"
+           "   pass of the fast step reads a full cache (T = %d) at:\n\n", memory, BENCH_T_MAX);
+    const int d = BENCH_D / BENCH_H;
+    printf("             cache    read at   of memory   a streaming read of the same size\n");
+    for (int i = 0; i < NUM_BENCH_G; i++) {
+        const double bytes = kv_cache_bytes(1, BENCH_G[i], BENCH_T_MAX, d);
+        const double rate = bytes / timings->attend_seconds[i] / 1e9;
+        const double same_size = stream_rate(bytes);
+        printf("   G = %d  %6.1f MB  %5.1f GB/s   %6.0f%%      %5.1f GB/s (the step at %.0f%% of it)\n",
+               BENCH_G[i], bytes / 1e6, rate, 100.0 * rate / memory, same_size,
+               100.0 * rate / same_size);
+    }
+    printf("\n   A cache that fits in a cache of the processor is read faster than memory:\n"
+           "   the same-size read is the ceiling the step can reach.\n\n");
+}
+
+/* ---- --sharing: what sharing key-value heads costs a trained model ------------------- */
+
+/* train's dictionary model and task (05_multihead/train: 24 countries, 8
+ * pairs an example, D = 32, H = 4, batches of 32, Adam at 0.001), with G
+ * key-value heads; the streams as train draws them */
+enum { SHARE_COUNTRIES = 24, SHARE_PAIRS = 8, SHARE_D = 32, SHARE_H = 4, SHARE_BATCH = 32,
+       SHARE_HELDOUT = 1000, MAX_SEEDS = 64 };
+static const int SHARE_G[] = {4, 2, 1};
+#define SOLVED 0.9   /* held-out accuracy that counts as the task solved */
+
+static int compare_doubles(const void *a, const void *b);
+
+/* held-out accuracy of one model of G key-value heads, after steps / 2
+ * training steps (into accuracy[0]) and after steps (accuracy[1]) */
+static void trained_accuracy(int G, uint64_t seed, int steps, double accuracy[2])
+{
+    const Task task = task_dictionary(SHARE_PAIRS, SHARE_COUNTRIES, SHARE_COUNTRIES);
+    Rng rng = rng_use(seed, RNG_PARAMETERS);
+    LookupModel *model = lookup_new_grouped(SHARE_COUNTRIES, SHARE_COUNTRIES, SHARE_D, SHARE_H,
+                                            G, &rng);
+    Adam *adam = adam_new(model->params, model->num_params, 0.001f);
+    TaskBatch *batch = task_batch_new(&task, SHARE_BATCH);
+    TaskBatch *heldout = task_batch_new(&task, SHARE_HELDOUT);
+    Rng heldout_rng = rng_use(seed, RNG_HELDOUT);
+    task_draw(&task, heldout, SPLIT_HELDOUT, &heldout_rng);
+    const int checkpoints[2] = {steps / 2, steps};
+    int step = 0;
+    for (int c = 0; c < 2; c++) {
+        for (; step < checkpoints[c]; step++) {
+            Rng step_rng = rng_step(seed, (uint64_t)step + 1);
+            task_draw(&task, batch, SPLIT_TRAIN, &step_rng);
+            lookup_train_step(model, adam, batch, NULL);
+        }
+        int correct = 0;
+        const double loss = lookup_evaluate(model, heldout, &correct);
+        accuracy[c] = isfinite(loss) ? (double)correct / SHARE_HELDOUT : 0.0;
+    }
+    task_batch_free(batch);
+    task_batch_free(heldout);
+    adam_free(adam);
+    lookup_free(model);
+}
+
+/* "solved, median, lowest, highest" of n accuracies (sorted here) */
+static void print_outcomes(double *accuracy, int n)
+{
+    qsort(accuracy, (size_t)n, sizeof accuracy[0], compare_doubles);
+    int solved = 0;
+    for (int s = 0; s < n; s++)
+        solved += accuracy[s] >= SOLVED;
+    const double median = n % 2 ? accuracy[n / 2] : 0.5 * (accuracy[n / 2 - 1] + accuracy[n / 2]);
+    printf("   %2d of %-2d %6.1f%% %6.1f%% %6.1f%%", solved, n, 100 * median, 100 * accuracy[0],
+           100 * accuracy[n - 1]);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int part_sharing(const Options *opt)
+{
+    printf("What sharing key-value heads costs: train's dictionary model (%d countries,\n"
+           "%d pairs an example, D = %d, H = %d query heads) with G = 4, 2, 1 key-value\n"
+           "heads, trained from seeds %llu .. %llu; accuracy on %d held-out examples.\n"
+           "Solved: at least %.0f%% right. Chance: 1 of %d entries, %.1f%%.\n\n",
+           SHARE_COUNTRIES, SHARE_PAIRS, SHARE_D, SHARE_H, (unsigned long long)opt->seed,
+           (unsigned long long)(opt->seed + opt->seeds - 1), SHARE_HELDOUT, 100 * SOLVED,
+           SHARE_PAIRS, 100.0 / SHARE_PAIRS);
+    printf("          cache    after %d steps:                      after %d steps:\n"
+           "   G  per token     solved  median  lowest highest       solved  median  lowest highest\n",
+           opt->steps / 2, opt->steps);
+    for (int i = 0; i < 3; i++) {
+        const int G = SHARE_G[i];
+        double half[MAX_SEEDS], full[MAX_SEEDS];
+        for (int s = 0; s < opt->seeds; s++) {
+            double accuracy[2];
+            trained_accuracy(G, opt->seed + (uint64_t)s, opt->steps, accuracy);
+            half[s] = accuracy[0];
+            full[s] = accuracy[1];
+        }
+        printf("   %d  %2d floats", G, 2 * G * (SHARE_D / SHARE_H));
+        print_outcomes(half, opt->seeds);
+        printf("  ");
+        print_outcomes(full, opt->seeds);
+        printf("\n");
+    }
+    printf("\n");
+    return 0;
+}
+
+/* ---- --from DIR --to DIR ----------------------------------------------------------------- */
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: ", PROG);
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    return 1;
+}
+
+/* DIR/name.npy, or NULL: *status 1 after one line when it exists but cannot
+ * be read, 0 when it does not exist and optional */
+static Tensor *load_file(const char *dir, const char *name, bool optional, int *status)
+{
+    char path[4200], err[NPY_ERR_LEN];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    FILE *probe = fopen(path, "rb");
+    if (probe == NULL && optional)
+        return NULL;
+    if (probe != NULL)
+        fclose(probe);
+    Tensor *x = npy_load(path, err, sizeof err);
+    if (x == NULL)
+        *status = fail("%s", err);
+    return x;
+}
+
+static bool has_shape(const Tensor *x, int ndim, const int *shape)
+{
+    if (x->ndim != ndim)
+        return false;
+    for (int i = 0; i < ndim; i++)
+        if (x->shape[i] != shape[i])
+            return false;
+    return true;
+}
+
+/* x must have shape, or one line naming the file, both shapes and why */
+static int expect_shape(const char *dir, const char *name, const Tensor *x, int ndim,
+                        const int *shape, const char *why)
+{
+    if (x == NULL || has_shape(x, ndim, shape))
+        return 0;
+    char have[80], want[80];
+    return fail("%s/%s.npy has shape %s, but %s needs %s", dir, name,
+                shape_str(have, sizeof have, x->ndim, x->shape), why,
+                shape_str(want, sizeof want, ndim, shape));
+}
+
+enum { NUM_LAYER_FILES = 8 };
+static const char *const LAYER_FILE_NAMES[NUM_LAYER_FILES] = {
+    "W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o"};
+
+static int from_files(const Options *opt)
+{
+    const char *dir = opt->from_dir;
+    const int H = opt->heads, G = opt->kv_heads;
+    int status = 0;
+    Tensor *tokens = load_file(dir, "tokens", false, &status);
+    Tensor *params[NUM_LAYER_FILES] = {0};
+    for (int i = 0; i < NUM_LAYER_FILES && status == 0; i++)
+        params[i] = load_file(dir, LAYER_FILE_NAMES[i], i >= 4, &status);
+    Tensor *outputs = NULL;
+    if (status != 0)
+        goto done;
+
+    // the sizes: D from tokens.npy, d = D / H, then every file against them
+    char why[160];
+    if (tokens->ndim != 3) {
+        char have[80];
+        status = fail("%s/tokens.npy has shape %s, but the tokens are (B, T, D)", dir,
+                      shape_str(have, sizeof have, tokens->ndim, tokens->shape));
+        goto done;
+    }
+    const int B = tokens->shape[0], T = tokens->shape[1], D = tokens->shape[2];
+    if (D % H != 0) {
+        status = fail("--heads %d does not divide num_hiddens %d (from %s/tokens.npy): every "
+                      "head needs the same size", H, D, dir);
+        goto done;
+    }
+    const int d = D / H;
+    snprintf(why, sizeof why, "--kv-heads %d with head size %d = %d / --heads %d", G, d, D, H);
+    if (expect_shape(dir, "W_q", params[0], SHAPE(D, D), "num_hiddens from tokens.npy") ||
+        expect_shape(dir, "W_k", params[1], SHAPE(G * d, D), why) ||
+        expect_shape(dir, "W_v", params[2], SHAPE(G * d, D), why) ||
+        expect_shape(dir, "W_o", params[3], SHAPE(D, D), "num_hiddens from tokens.npy") ||
+        expect_shape(dir, "b_q", params[4], SHAPE(D), "num_hiddens from tokens.npy") ||
+        expect_shape(dir, "b_k", params[5], SHAPE(G * d), why) ||
+        expect_shape(dir, "b_v", params[6], SHAPE(G * d), why) ||
+        expect_shape(dir, "b_o", params[7], SHAPE(D), "num_hiddens from tokens.npy")) {
+        status = 1;
+        goto done;
+    }
+    int biases = 0;
+    for (int i = 4; i < 8; i++)
+        biases += params[i] != NULL;
+    if (biases != 0 && biases != 4) {
+        char missing[200] = "";
+        for (int i = 4; i < 8; i++)
+            if (params[i] == NULL)
+                snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                         missing[0] ? ", " : "", LAYER_FILE_NAMES[i]);
+        status = fail("%s has %d of the four biases (missing: %s): the layer needs all four "
+                      "or none", dir, biases, missing);
+        goto done;
+    }
+    if (T > opt->capacity) {
+        status = fail("%s/tokens.npy holds %d tokens, more than the cache's capacity "
+                      "--capacity %d", dir, T, opt->capacity);
+        goto done;
+    }
+    char err[512], detail[120];
+    snprintf(detail, sizeof detail, "a cache of %d tokens, B = %d, G = %d, d = %d",
+             opt->capacity, B, G, d);
+    if (memory_check(kv_cache_bytes(B, G, opt->capacity, d) + 4.0 * tokens->size * 4,
+                     detail, "use a smaller --capacity", err, sizeof err) != 0) {
+        status = fail("%s", err);
+        goto done;
+    }
+
+    // decode the tokens one at a time
+    MultiHeadAttention layer = {.query_size = D, .key_size = D, .value_size = D,
+                                .num_hiddens = D, .num_heads = H, .num_kv_heads = G,
+                                .bias = biases == 4,
+                                .W_q = params[0], .W_k = params[1], .W_v = params[2],
+                                .W_o = params[3], .b_q = params[4], .b_k = params[5],
+                                .b_v = params[6], .b_o = params[7]};
+    KVCache *cache = kv_cache_new(B, G, opt->capacity, d);
+    outputs = tensor_zeros(SHAPE(B, T, D));
+    for (int t = 0; t < T; t++) {
+        Tensor *token = tensor_zeros(SHAPE(B, D));
+        for (int b = 0; b < B; b++)
+            memcpy(token->data + (size_t)b * D, &AT3(tokens, b, t, 0), (size_t)D * sizeof(float));
+        Tensor *out = decode_step(&layer, cache, token);
+        for (int b = 0; b < B; b++)
+            memcpy(&AT3(outputs, b, t, 0), out->data + (size_t)b * D, (size_t)D * sizeof(float));
+        TENSOR_FREE(token, out);
+    }
+    kv_cache_free(cache);
+    const size_t bad = tensor_first_non_finite(outputs);
+    if (bad < outputs->size) {
+        status = fail("the outputs overflow float32 (%s at element %zu of (%d, %d, %d)): scale "
+                      "the tokens or the weights down; nothing written", non_finite_name(
+                          outputs->data[bad]), bad, B, T, D);
+        goto done;
+    }
+    printf("decoded %s/tokens.npy (%d, %d, %d) one token at a time: --heads %d, --kv-heads %d, "
+           "%s biases\n", dir, B, T, D, H, G, biases ? "with" : "without");
+    if (opt->to_dir != NULL) {
+        const NamedTensor set[] = {{"outputs", outputs, NULL}};
+        if (layer_files_save(opt->to_dir, set, 1, err, sizeof err) != 0) {
+            status = fail("%s", err);
+            goto done;
+        }
+        printf("wrote %s/outputs.npy (%d, %d, %d)\n", opt->to_dir, B, T, D);
+    }
+done:
+    tensor_free(tokens);
+    tensor_free(outputs);
+    for (int i = 0; i < NUM_LAYER_FILES; i++)
+        tensor_free(params[i]);
+    return status;
+}
+
+/* ---- options and main ------------------------------------------------------------------------ */
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.seed = 0, .heads = 8, .kv_heads = 8, .capacity = 4096, .seeds = 16,
+                   .steps = 200};
+    const CliOption options[] = {
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for layers and tokens"},
+        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+         .help = "decode DIR/tokens.npy (B, T, D) with W_q (D, D), W_k and W_v\n"
+                 "(G*d, D), W_o (D, D) and optional b_q ... b_o, as DIR/NAME.npy"},
+        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
+         .help = "with --from: write the outputs (B, T, D) as DIR/outputs.npy"},
+        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
+         .help = "num_heads of the --from layer", .given = &opt.heads_given},
+        {"--kv-heads", CLI_INT, &opt.kv_heads, .min = 1, .max = 1024, .metavar = "G",
+         .help = "num_kv_heads of the --from layer, dividing H", .given = &opt.kv_heads_given},
+        {"--sharing", CLI_FLAG, &opt.sharing,
+         .help = "train the dictionary model with G = 4, 2, 1 key-value heads instead"},
+        {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
+         .help = "with --sharing: models per G, seeds --seed ... --seed + N - 1"},
+        {"--steps", CLI_INT, &opt.steps, .min = 2, .max = 100000, .metavar = "N",
+         .help = "with --sharing: training steps of each model (scored at N / 2 and N)"},
+        {"--no-timings", CLI_FLAG, &opt.no_timings,
+         .help = "parts 1 and 2 only: leave out the times and the bandwidth"},
+        {"--capacity", CLI_INT, &opt.capacity, .min = 1, .max = 1 << 24, .metavar = "N",
+         .help = "tokens the --from cache holds"},
+    };
+    static const char summary[] =
+        "Attention one token at a time with a key-value cache: the cache against the\n"
+        "causal layer, its memory per token, the time per token with and without it,\n"
+        "and its read speed against the memory's; or, with --from, a layer of G\n"
+        "key-value heads given as .npy files.";
+    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    if (opt.from_dir != NULL) {
+        cli_check_input_dir(PROG, "--from", opt.from_dir);
+        if (!opt.heads_given || !opt.kv_heads_given)
+            cli_fail(PROG, "--from needs --heads H and --kv-heads G: the sizes the weights "
+                     "were made for");
+    }
+    if (opt.from_dir != NULL && (opt.no_timings || opt.sharing))
+        cli_fail(PROG, "--no-timings and --sharing are for the built-in parts, not --from");
+    if ((opt.heads_given || opt.kv_heads_given || opt.to_dir) && opt.from_dir == NULL)
+        cli_fail(PROG, "--heads, --kv-heads and --to go with --from DIR");
+    if (opt.heads % opt.kv_heads != 0)
+        cli_fail(PROG, "--kv-heads %d does not divide --heads %d: each key-value head serves "
+                 "the same number of query heads", opt.kv_heads, opt.heads);
+    return opt;
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = parse_options(argc, argv);
+    if (opt.from_dir != NULL)
+        return from_files(&opt);
+    if (opt.sharing)
+        return part_sharing(&opt);
+    int status = part1_equality(&opt);
+    status |= part2_memory();
+    if (opt.no_timings)
+        return status;
+    Timings timings = part3_time(&opt);
+    part4_bandwidth(&timings);
+    return status;
+}
