@@ -10,7 +10,7 @@
  * whole previous set or the whole new one, and the next run must succeed
  * and leave nothing of the killed one behind.
  */
-#define _DEFAULT_SOURCE   /* mkdtemp */
+#define _POSIX_C_SOURCE 200809L   /* mkdtemp */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -392,7 +393,8 @@ static int signalled(const char *program, const char *args, int sig, int delay_m
         _exit(127);
     }
     close(fd);
-    usleep((useconds_t)delay_ms * 1000);
+    const struct timespec delay = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+    nanosleep(&delay, NULL);
     kill(pid, sig);
     int raw;
     cr_assert_eq(waitpid(pid, &raw, 0), pid);
