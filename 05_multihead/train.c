@@ -3,10 +3,11 @@
  * look a word up (chapter 05, optional section "Attention that learns").
  *
  * Part 1: the task, in words: a fresh dictionary in every example.
- * Part 2: the model, and training it with Adam (a progress line); a loss
- *         that stops being a number, or SIGINT / SIGTERM / SIGHUP, ends training
- *         with the last good model saved, and --from DIR --steps N goes on
- *         where a saved run stopped, to the same numbers.
+ * Part 2: the model, and training it with Adam: the loop {batch, step,
+ *         log}; a loss that stops being a number, or SIGINT / SIGTERM /
+ *         SIGHUP, ends training with the last good model saved, and
+ *         --from DIR --steps N goes on where a saved run stopped, to the
+ *         same numbers (the plumbing: io/training_run.h).
  * Part 3: held-out accuracy, on examples never trained on.
  * Part 4: the learned attention of one example: the query's weight sits
  *         on the entry holding its key.
@@ -16,20 +17,15 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "error.h"
 #include "io/cli.h"
 #include "io/fileset.h"
-#include "io/curve.h"
-#include "io/npy.h"
-#include "io/plot.h"
-#include "io/saved_models.h"
+#include "io/training_run.h"
 #include "learn/lookup_model.h"
 #include "learn/loss.h"
 #include "learn/tasks.h"
@@ -37,27 +33,7 @@
 
 static const char PROG[] = "train";
 
-/* The generator streams (random.h): the parameters and the held-out
- * examples each have their own (tests/fixtures/make_train_fixtures.py draws
- * the held-out ones from the same stream), and each training step's batch
- * one of its own (rng_step), so that changing --steps leaves every batch
- * as it was. */
-enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, MAX_HIDDENS = 512, PROGRESS_LINES = 10 };
-
-typedef struct {
-    uint64_t seed;
-    int steps, batch, pairs, countries, hiddens, heads, examples;
-    float lr;
-    bool sizes_given, steps_given, training_given, bench;
-    const char *to_dir, *from_dir, *plot_dir;
-} Options;
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+enum { MAX_PAIRS = TRAIN_MAX_PAIRS };
 
 /* ---- Part 1 ------------------------------------------------------------------ */
 
@@ -96,14 +72,18 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
     free(text);
 }
 
-/* The batch of training step s (1, 2, ...). */
+/* The batch of training step s (1, 2, ...). The generator streams
+ * (random.h): the parameters and the held-out examples each have their
+ * own (tests/fixtures/make_train_fixtures.py draws the held-out ones from
+ * the same stream), and each step's batch one of its own (rng_step), so
+ * that changing --steps leaves every batch as it was. */
 static void draw_step_batch(const Task *task, TaskBatch *batch, uint64_t seed, int step)
 {
     Rng rng = rng_step(seed, (uint64_t)step);
     task_draw(task, batch, SPLIT_TRAIN, &rng);
 }
 
-static void part1_the_task(const Task *task, const Options *opt)
+static void part1_the_task(const Task *task, const TrainOptions *opt)
 {
     printf("Part 1. The task: look a country up in a dictionary\n\n");
     printf("Each example is a fresh dictionary of %d countries, each paired with a capital\n"
@@ -122,7 +102,7 @@ static void part1_the_task(const Task *task, const Options *opt)
 
 /* ---- Part 2 ------------------------------------------------------------------ */
 
-static void describe_model(const LookupModel *model, const Options *opt)
+static void describe_model(const LookupModel *model, const TrainOptions *opt)
 {
     const int D = model->num_hiddens, H = model->num_heads, V = model->key_vocab;
     printf("  embed_keys (%d, %d): the query word and the entries' keys\n", V, D);
@@ -134,138 +114,46 @@ static void describe_model(const LookupModel *model, const Options *opt)
     printf("  %zu parameters\n", parameters_count(model->params, model->num_params));
 }
 
-/* The progress line: in place on a terminal, PROGRESS_LINES plain lines
- * otherwise (a log, or a README quote). */
-static void report_progress(int step, int steps, double mean_loss, double accuracy,
-                            bool terminal)
-{
-    const int every = steps / PROGRESS_LINES > 0 ? steps / PROGRESS_LINES : 1;
-    if (terminal) {
-        printf("\r  step %5d/%d  loss %.4f  training accuracy %5.1f%%", step, steps, mean_loss,
-               100.0 * accuracy);
-        if (step == steps)
-            printf("\n");
-        fflush(stdout);
-    } else if (step % every == 0 || step == steps) {
-        printf("  step %5d/%d  loss %.4f  training accuracy %5.1f%%\n", step, steps, mean_loss,
-               100.0 * accuracy);
-    }
-}
-
-typedef enum { TRAINED, DIVERGED, STOPPED } TrainEnd;
-
-/* The loss of step s was not a number; or, by_update, its update made a
- * parameter one (loss finite; or, moments, one of Adam's moments, which
- * would then be saved) or made the loss one (loss not finite: the
- * parameters overflow in the forward); kept is the model after step
- * `kept`. */
-static void report_divergence(double loss, bool by_update, bool moments, int step, long kept,
-                              const Options *opt)
-{
-    char what[96];
-    const char *kind = isnan(loss) ? "NaN" : "infinite";
-    if (by_update && isfinite(loss) && moments)
-        snprintf(what, sizeof what, "the update of step %d made Adam's moments overflow", step);
-    else if (by_update && isfinite(loss))
-        snprintf(what, sizeof what, "the update of step %d made a parameter NaN or infinite",
-                 step);
-    else if (by_update)
-        snprintf(what, sizeof what, "the update of step %d made the loss %s", step, kind);
-    else
-        snprintf(what, sizeof what, "the loss is %s at step %d", kind, step);
-    fflush(stdout);
-    if (opt->to_dir)
-        fprintf(stderr, "%s: %s; --to keeps the model after step %ld, the last good one; try a "
-                "smaller --lr\n", PROG, what, kept);
-    else
-        fprintf(stderr, "%s: %s; try a smaller --lr\n", PROG, what);
-}
-
-/* Adam's moments all numbers: a square of a huge gradient overflows to
- * inf long before the parameters do, and would then be saved. */
-static bool moments_finite(const Adam *adam)
-{
-    for (int i = 0; i < adam->count; i++)
-        if (tensor_first_non_finite(adam->m[i]) != SIZE_MAX ||
-            tensor_first_non_finite(adam->v[i]) != SIZE_MAX)
-            return false;
-    return true;
-}
-
-/* The state before each step is kept until the step's loss, computed on
- * it, turns out to be a number; good is then the last such state. Two
- * copies of the parameters and of Adam's moments: a few memcpy per step. */
-typedef struct {
-    AdamSnapshot *good, *before;
-} Rollback;
-
-/* From adam->step + 1 to opt->steps; losses (opt->steps - adam->step,)
- * receives each step's loss. On a loss that is not a number, adam (and
- * the model) go back to the last state whose loss was one. */
-static TrainEnd train_steps(LookupModel *model, Adam *adam, const Task *task,
-                            const Options *opt, float *losses)
+/* From adam->step + 1 to opt->steps: batch, step, log; curve->losses
+ * receives each step's loss. Returns true when the loss diverged: adam
+ * (and the model) are then back at the last state whose loss was a number. */
+static bool train_steps(LookupModel *model, Adam *adam, const Task *task,
+                        const TrainOptions *opt, LossCurve *curve)
 {
     TaskBatch *batch = task_batch_new(task, opt->batch);
-    const bool terminal = isatty(STDOUT_FILENO);
-    const int every = opt->steps / PROGRESS_LINES > 0 ? opt->steps / PROGRESS_LINES : 1;
-    const int window = terminal && every > 10 ? 10 : every;   /* steps the shown loss averages */
-    const int first = (int)adam->step + 1;
-    Rollback back = {adam_snapshot_new(adam), adam_snapshot_new(adam)};
-    double window_loss = 0.0, window_correct = 0.0;
-    TrainEnd end = TRAINED;
-    const double start = now_seconds();
-    signals_note(true);   /* SIGINT, SIGTERM, SIGHUP: finish the step, then stop */
-    for (int step = first; step <= opt->steps && !signals_caught(); step++) {
+    TrainLog log = train_log_start(opt->steps, opt->batch);
+    TrainGuard *guard = train_guard_new(adam, opt);   /* divergence, signals */
+    bool diverged = false;
+    for (int step = curve->first; step <= opt->steps && !signals_caught(); step++) {
         draw_step_batch(task, batch, opt->seed, step);
-        adam_snapshot_take(back.before, adam);
+        train_guard_keep(guard);
         int correct;
         const double loss = lookup_train_step(model, adam, batch, &correct);
-        const bool loss_finite = isfinite(loss);
-        const bool moments = !moments_finite(adam);
-        if (!loss_finite || moments || !parameters_finite(model->params, model->num_params)) {
-            /* a finite loss: the state before this step was good */
-            adam_snapshot_restore(loss_finite ? back.before : back.good, adam);
-            report_divergence(loss, loss_finite, moments, step, adam->step, opt);
-            end = DIVERGED;
+        if ((diverged = train_guard_diverged(guard, loss, false)))
             break;
-        }
-        AdamSnapshot *swap = back.good;   /* the state before this step was good */
-        back.good = back.before;
-        back.before = swap;
-        losses[step - first] = (float)loss;
-        window_loss += loss;
-        window_correct += correct;
-        if (step % window == 0 || step == opt->steps) {
-            const int n = step % window == 0 ? window : step % window;
-            report_progress(step, opt->steps, window_loss / n,
-                            window_correct / ((double)n * opt->batch), terminal);
-            window_loss = window_correct = 0.0;
-        }
+        curve->losses[curve->count++] = (float)loss;
+        train_log_step(&log, step, loss, correct);
     }
-    signals_note(false);   /* from here a signal ends the program (after a save) */
-    const double seconds = now_seconds() - start;
-    /* the last update has no loss of its own: the loss of its parameters
-     * on the last batch says whether they still give numbers (an update
-     * can leave every parameter finite and the forward overflowing) */
-    const double after = end == TRAINED && adam->step >= first
-                             ? lookup_evaluate(model, batch, NULL) : 0.0;
-    if (!isfinite(after)) {
-        const int last = (int)adam->step;
-        adam_snapshot_restore(back.good, adam);
-        report_divergence(after, true, false, last, adam->step, opt);
-        end = DIVERGED;
+    /* The last update has no loss of its own: the loss of its parameters
+     * on the batch the next step would take (an update can leave every
+     * parameter finite and the forward overflowing) is the one a longer
+     * run finds at that step. */
+    if (!diverged && curve->count > 0) {
+        draw_step_batch(task, batch, opt->seed, (int)adam->step + 1);
+        diverged = train_guard_diverged(guard, lookup_evaluate(model, batch, NULL), true);
     }
-    if (end == TRAINED && !signals_caught())
-        printf("  (%ld steps in %.2f s, %.0f steps/s)\n\n", adam->step - first + 1, seconds,
-               (double)(adam->step - first + 1) / seconds);
-    adam_snapshot_free(back.good);
-    adam_snapshot_free(back.before);
+    train_guard_free(guard);
+    if (!diverged && !signals_caught())
+        train_log_end(&log, curve->count);
     task_batch_free(batch);
-    return end;
+    return diverged;
 }
 
-static TrainEnd part2_train(LookupModel *model, Adam *adam, const Task *task,
-                            const Options *opt, float *losses)
+/* Part 2 when training: a new model, or one loaded with its state. Returns
+ * the exit status: 0, or 1 (the loss diverged, or --to failed), or 128 +
+ * the signal that stopped it; --to holds the last good model. */
+static int part2_train(LookupModel *model, Adam *adam, const Task *task,
+                       const TrainOptions *opt, LossCurve *curve)
 {
     printf("Part 2. The model, trained\n\n");
     describe_model(model, opt);
@@ -276,12 +164,23 @@ static TrainEnd part2_train(LookupModel *model, Adam *adam, const Task *task,
     else
         printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)opt->lr,
                opt->batch, opt->steps);
-    return train_steps(model, adam, task, opt, losses);
+    curve->first = (int)adam->step + 1;
+    curve->losses = checked_calloc(PROG, (size_t)(opt->steps - curve->first + 1),
+                                   sizeof *curve->losses);
+    const bool diverged = train_steps(model, adam, task, opt, curve);
+    return train_finish(model, adam, task, opt, diverged);
+}
+
+static void part2_loaded(const LookupModel *model, const TrainOptions *opt)
+{
+    printf("Part 2. The model, loaded from %s\n\n", opt->from_dir);
+    describe_model(model, opt);
+    printf("\n");
 }
 
 /* ---- Part 3 ------------------------------------------------------------------ */
 
-static TaskBatch *heldout_examples(const Task *task, const Options *opt)
+static TaskBatch *heldout_examples(const Task *task, const TrainOptions *opt)
 {
     TaskBatch *heldout = task_batch_new(task, opt->examples);
     Rng rng = rng_use(opt->seed, RNG_HELDOUT);
@@ -405,153 +304,13 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
     return example;
 }
 
-/* ---- --plot, --to, --from, --bench ---------------------------------------------- */
-
-/* losses (steps,) are those of steps first, first + 1, ... */
-static int write_plots(const char *dir, const Task *task, const TaskBatch *heldout,
-                       const Tensor *example, const float *losses, int first, int steps)
-{
-    char title[96];
-    snprintf(title, sizeof title, "query %s: entry %d holds its key",
-             task->key_words[heldout->queries[0]], asked_entry(heldout, 0));
-    const char *titles[1] = {title};
-    char err[512];
-    FileSet *plots = fileset_begin(dir, err, sizeof err);   /* both plots, one set */
-    if (plots == NULL)
-        return report_error(PROG, "%s", err);
-    int status = plot_heatmaps(dir, "train_attention", example, "entry", "head", titles);
-    if (status == 0 && steps > 0) {   /* one fault, one line: the first stops the rest */
-        Tensor *xs = tensor_arange(SHAPE(steps));
-        for (int i = 0; i < steps; i++)
-            xs->data[i] += (float)first;
-        Tensor *ys = tensor_from(losses, SHAPE(steps));
-        /* a log scale shows the late steps, unless a loss rounded to 0 */
-        bool all_positive = true;
-        for (int i = 0; i < steps; i++)
-            all_positive = all_positive && losses[i] > 0.0f;
-        status = plot_curves(dir, "train_loss", xs, ys, "step", "cross-entropy loss", NULL,
-                              all_positive);
-        tensor_free(xs);
-        tensor_free(ys);
-    }
-    if (status != 0)
-        fileset_abandon(plots);   /* the line is out: the previous plots stay */
-    else if (fileset_commit(plots, err, sizeof err) != 0)
-        status = report_error(PROG, "%s", err);
-    if (status == 0)
-        printf("\nwrote %s/train_attention.{dat,gp}%s (render: make plots, or gnuplot each "
-               ".gp)\n", dir, steps > 0 ? " and train_loss.{dat,gp}" : "");
-    return status;
-}
-
-/* The sizes this program can run, for a model read from a directory. Going
- * on training, the pairs are the saved ones (checked against the model's
- * countries as the training state is read), not --pairs' default. */
-static LookupLimits limits_of(const Options *opt)
-{
-    return (LookupLimits){.min_vocab = opt->steps_given ? 2 : opt->pairs,
-                          .max_vocab = TASK_MAX_COUNTRIES,
-                          .max_hiddens = MAX_HIDDENS, .max_heads = MAX_PAIRS,
-                          .max_batch = MAX_BATCH, .max_pairs = MAX_PAIRS};
-}
-
-/* --from DIR: the model, with its sizes (written into opt) read from the
- * saved files; a directory that does not hold one stops with one line. */
-static LookupModel *load_model(Options *opt)
-{
-    char err[MODEL_ERR_LEN];
-    const LookupLimits limits = limits_of(opt);
-    LookupModel *model = lookup_load_new(opt->from_dir, &limits, err, sizeof err);
-    if (model == NULL) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        exit(1);
-    }
-    opt->countries = model->key_vocab;
-    opt->hiddens = model->num_hiddens;
-    opt->heads = model->num_heads;
-    return model;
-}
-
-/* --from DIR --steps N: Adam's state and what draws the batches (the
- * seed, the batch size, the pairs, written into opt), so that training
- * goes on from DIR's step to the numbers an uninterrupted run reaches. */
-static Adam *load_training(LookupModel *model, Options *opt)
-{
-    char err[MODEL_ERR_LEN], *path = npy_path(opt->from_dir, "optimizer.step");
-    const bool has_state = access(path, F_OK) == 0;
-    free(path);
-    if (!has_state) {
-        fprintf(stderr, "%s: %s holds a model without its training state (no "
-                "optimizer.step.npy): --from it without --steps evaluates it\n", PROG,
-                opt->from_dir);
-        lookup_free(model);
-        exit(1);
-    }
-    const LookupLimits limits = limits_of(opt);
-    LookupTraining training;
-    Adam *adam = lookup_load_training_new(model, opt->from_dir, &limits, &training, err,
-                                          sizeof err);
-    if (adam == NULL) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        lookup_free(model);
-        exit(1);
-    }
-    if (adam->step >= opt->steps)
-        cli_fail(PROG, "--steps %d: the model in %s has taken %ld steps already; ask for more "
-                 "to go on training it", opt->steps, opt->from_dir, adam->step);
-    opt->seed = training.seed;
-    opt->batch = training.batch_size;
-    opt->pairs = training.num_pairs;
-    opt->lr = adam->lr;
-    return adam;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Training steps per second at these sizes, on one batch drawn beforehand,
- * so that the step alone is timed (as the PyTorch reference does). The CPU
- * time per step is printed too: on a busy machine the steps per second
- * fall with the share of a core the program gets, the CPU time much less. */
-static int bench(const Task *task, const Options *opt)
-{
-    Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
-    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
-                                    &rng);
-    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
-    TaskBatch *batch = task_batch_new(task, opt->batch);
-    draw_step_batch(task, batch, opt->seed, 1);
-    for (int i = 0; i < 50; i++)   /* warm up */
-        lookup_train_step(model, adam, batch, NULL);
-    int steps = 0;
-    const double start = now_seconds(), cpu_start = cpu_seconds();
-    double elapsed;
-    do {
-        lookup_train_step(model, adam, batch, NULL);
-        steps++;
-    } while ((elapsed = now_seconds() - start) < 3.0);
-    const double cpu_ms = 1e3 * (cpu_seconds() - cpu_start) / steps;
-    printf("%s --bench: %.0f training steps/s, %.3f ms of CPU per step (batch %d, %d pairs, "
-           "num_hiddens %d, %d heads, 1 thread)\n", PROG, steps / elapsed, cpu_ms, opt->batch,
-           opt->pairs, opt->hiddens, opt->heads);
-    printf("PyTorch on the same model and batch: /usr/bin/python3 "
-           "tests/fixtures/make_train_fixtures.py --time\n");
-    task_batch_free(batch);
-    adam_free(adam);
-    lookup_free(model);
-    return 0;
-}
-
 /* ---- options ------------------------------------------------------------------ */
 
-static Options parse_options(int argc, char **argv)
+static TrainOptions parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .steps = 400, .batch = 32, .pairs = 8, .countries = 24,
-                   .hiddens = 32, .heads = 4, .examples = 2000, .lr = 0.001f};
+    TrainOptions opt = {.prog = PROG, .seed = 0, .steps = 400, .batch = 32, .pairs = 8,
+                        .countries = 24, .hiddens = 32, .heads = 4, .examples = 2000,
+                        .lr = 0.001f};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N",
          .help = "seed for the parameters, the batches and the held-out set",
@@ -559,7 +318,7 @@ static Options parse_options(int argc, char **argv)
         {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 1000000, .metavar = "N",
          .help = "training steps in all (one batch each); with --from, go on training up to N",
          .given = &opt.steps_given},
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = TRAIN_MAX_BATCH, .metavar = "B",
          .help = "examples per step", .given = &opt.training_given},
         {"--lr", CLI_FLOAT, &opt.lr, .min = 1e-6, .max = 1e30, .metavar = "X",
          .help = "Adam's learning rate (1e30 makes the loss overflow)",
@@ -569,7 +328,7 @@ static Options parse_options(int argc, char **argv)
         {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
          .metavar = "V", .help = "countries (and capitals) words are drawn from, at least P",
          .given = &opt.sizes_given},
-        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = TRAIN_MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens", .given = &opt.sizes_given},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_PAIRS, .metavar = "H",
          .help = "num_heads; must divide D", .given = &opt.sizes_given},
@@ -587,176 +346,59 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "
                                 "in a dictionary.", CLI_COUNT(options), options},
               argc, argv);
-    if (opt.countries < opt.pairs)
-        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
-                 "different countries", opt.countries, opt.pairs, opt.pairs);
-    if (opt.hiddens % opt.heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
-    if (opt.from_dir)
-        cli_check_input_dir(PROG, "--from", opt.from_dir);
-    if (opt.from_dir && opt.sizes_given)
-        cli_fail(PROG, "--from takes the model's sizes from DIR: drop --countries, --hiddens "
-                 "and --heads");
-    if (opt.from_dir && opt.steps_given && opt.training_given)
-        cli_fail(PROG, "--from with --steps goes on with the seed, batch, pairs and learning "
-                 "rate saved in DIR: drop --seed, --batch, --pairs and --lr");
-    if (opt.from_dir && opt.to_dir && !opt.steps_given)
-        cli_fail(PROG, "--from and --to together would only copy the model: add --steps N to "
-                 "train it on up to step N");
-    if (opt.from_dir && opt.bench)
-        cli_fail(PROG, "--bench times training a new model: drop --from");
+    train_check_options(&opt);
     return opt;
 }
 
 /* ---- main --------------------------------------------------------------------- */
 
-/* words (count of them) as a JSON list, "[\"Qatar\", ...]", onto f. */
-static void json_words(FILE *f, const char *const *words, int count)
+/* Parts 3 and 4 on the held-out examples, then --plot. Returns the exit status. */
+static int evaluate_and_show(const LookupModel *model, const Task *task,
+                             const TrainOptions *opt, const LossCurve *curve)
 {
-    fputc('[', f);
-    for (int i = 0; i < count; i++) {
-        fputs(i ? ", \"" : "\"", f);
-        for (const char *c = words[i]; *c; c++)
-            fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-        fputc('"', f);
-    }
-    fputc(']', f);
-}
-
-/* vocabulary.json: the words of the ids, in id order, so that Python can
- * decode the model's answers without reading C:
- *     words = json.load(open("DIR/vocabulary.json"))
- *     words["capitals"][logits.argmax()] */
-static int save_vocabulary(FileSet *set, const Task *task, char *err, size_t err_len)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (f == NULL)
-        die(PROG, "out of memory");
-    fputs("{\"countries\": ", f);
-    json_words(f, task->key_words, task->key_vocab);
-    fputs(",\n \"capitals\": ", f);
-    json_words(f, task->value_words, task->value_vocab);
-    fputs("}\n", f);
-    fclose(f);
-    const int status = fileset_write(set, "vocabulary.json", text, len, err, err_len);
-    free(text);
+    TaskBatch *heldout = heldout_examples(task, opt);
+    int status = part3_heldout(model, task, heldout);
+    Tensor *example = status == 0 ? part4_attention(model, task, heldout) : NULL;
+    if (example != NULL && opt->plot_dir)
+        status = train_write_plots(opt, task, heldout, asked_entry(heldout, 0), example, curve);
+    tensor_free(example);
+    task_batch_free(heldout);
     return status;
-}
-
-/* --to: the model with Adam's state and the vocabulary, as one set. */
-static int save_model(const LookupModel *model, const Adam *adam, const Task *task,
-                      const Options *opt)
-{
-    char err[MODEL_ERR_LEN];
-    const LookupTraining training = {opt->batch, opt->pairs, opt->seed};
-    FileSet *set = fileset_begin(opt->to_dir, err, sizeof err);   /* the model's save joins it */
-    int status = set != NULL ? 0 : -1;
-    if (status == 0 && (save_vocabulary(set, task, err, sizeof err) != 0 ||
-                        lookup_save_training(model, adam, &training, opt->to_dir, err,
-                                             sizeof err) != 0)) {
-        fileset_abandon(set);
-        status = -1;
-    } else if (status == 0) {
-        status = fileset_commit(set, err, sizeof err);
-    }
-    if (status != 0)
-        report_error(PROG, "%s", err);
-    return status != 0;
-}
-
-/* Part 2 when training: a new model, or the one loaded with its state.
- * Returns the exit status: 0, or 1 (the loss diverged, or --to failed), or
- * 128 + the signal that stopped it; --to holds the last good model. */
-static int train_and_save(LookupModel *model, Adam *adam, const Task *task, const Options *opt,
-                          float *losses)
-{
-    TrainEnd end = part2_train(model, adam, task, opt, losses);
-    int status = opt->to_dir ? save_model(model, adam, task, opt) : 0;
-    const int stop_signal = signals_caught();
-    if (status == 0 && opt->to_dir && end == TRAINED && !stop_signal)
-        printf("saved the model in %s/ (PyTorch's parameter names; "
-               "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
-               opt->to_dir, opt->to_dir);
-    if (end == DIVERGED)
-        return 1;
-    if (stop_signal) {
-        fflush(stdout);
-        fprintf(stderr, "%s: stopped by %s after step %ld%s%s%s\n", PROG,
-                signal_name(stop_signal), adam->step,
-                opt->to_dir && status == 0 ? "; the model is saved in " : "",
-                opt->to_dir && status == 0 ? opt->to_dir : "",
-                opt->to_dir && status == 0 ? "/, --from it with --steps N goes on" : "");
-        return 128 + stop_signal;
-    }
-    return status;
-}
-
-/* Memory for the sizes asked for (or read from --from), before any work. */
-static void check_memory(const Options *opt)
-{
-    char detail[96];
-    snprintf(detail, sizeof detail, "%d held-out examples or batches of %d, of %d pairs, "
-             "num_hiddens %d", opt->examples, opt->batch, opt->pairs, opt->hiddens);
-    memory_require(lookup_bytes_needed(opt->countries, opt->pairs, opt->hiddens, opt->heads,
-                                       opt->batch, opt->examples),
-                   detail, "use fewer --examples, a smaller --batch or --hiddens");
 }
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    TrainOptions opt = parse_options(argc, argv);
     /* Every training step allocates and frees the same tensors; an
      * allocator that gives freed memory back to the system faults fresh
      * zeroed pages in at each step (glibc's did: with --batch 256 a step
      * took five times as long). Keeping it costs nothing: the memory peaks
      * in the first step. */
     platform_keep_freed_memory();
-    LookupModel *model = opt.from_dir ? load_model(&opt) : NULL;   /* sets the sizes */
+    LookupModel *model = opt.from_dir ? train_load_model(&opt) : NULL;   /* sets the sizes */
     const bool training = model == NULL || opt.steps_given;
-    Adam *adam = model && training ? load_training(model, &opt) : NULL;   /* and the batches */
-    check_memory(&opt);
+    Adam *adam = model && training ? train_load_state(model, &opt) : NULL;   /* and the batches */
+    train_check_memory(&opt);
     const Task task = task_dictionary(opt.pairs, opt.countries, opt.countries);
     if (opt.bench)
-        return bench(&task, &opt);
+        return train_bench(&task, &opt);
 
     part1_the_task(&task, &opt);
-    int status = 0, first = 1, trained_steps = 0;
-    float *losses = NULL;
-    if (training) {
-        if (model == NULL) {
-            Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
-            model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
-            adam = adam_new(model->params, model->num_params, opt.lr);
-        }
-        first = (int)adam->step + 1;
-        losses = checked_calloc(PROG, (size_t)(opt.steps - first + 1), sizeof *losses);
-        status = train_and_save(model, adam, &task, &opt, losses);
-        trained_steps = (int)adam->step - first + 1;
-        adam_free(adam);
-        if (status != 0) {
-            lookup_free(model);
-            free(losses);
-            return status;
-        }
-    } else {
-        printf("Part 2. The model, loaded from %s\n\n", opt.from_dir);
-        describe_model(model, &opt);
-        printf("\n");
+    if (model == NULL) {   /* build the model */
+        Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
+        model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
+        adam = adam_new(model->params, model->num_params, opt.lr);
     }
-    TaskBatch *heldout = heldout_examples(&task, &opt);
-    Tensor *example = NULL;
-    if (part3_heldout(model, &task, heldout) != 0)
-        status = 1;
+    LossCurve curve = {0};
+    int status = 0;
+    if (training)
+        status = part2_train(model, adam, &task, &opt, &curve);
     else
-        example = part4_attention(model, &task, heldout);
-    if (example != NULL && opt.plot_dir &&
-        write_plots(opt.plot_dir, &task, heldout, example, losses, first, trained_steps) != 0)
-        status = 1;
-    tensor_free(example);
-    task_batch_free(heldout);
+        part2_loaded(model, &opt);
+    adam_free(adam);
+    if (status == 0)
+        status = evaluate_and_show(model, &task, &opt, &curve);
     lookup_free(model);
-    free(losses);
+    free(curve.losses);
     return status;
 }

@@ -985,6 +985,44 @@ Test(train_program, a_diverging_loss_keeps_the_last_good_model, .init = make_scr
     scratch_dir_remove(other);
 }
 
+/* Whether training diverges depends on the step, never on --steps: a run of
+ * n steps agrees with a longer one about its first n steps. The longer run
+ * keeps the model after step `kept`; a run of n <= kept steps trains all n
+ * and saves step n, a run of n > kept stops and saves step kept, the very
+ * files the longer run saved. (--lr 1e10 --seed 3 --batch 1: the update of
+ * step 1 overflows the forward on step 1's batch but not on step 2's; a
+ * check after the last step on its own batch stopped a run of 1 step where
+ * a run of 5 went on.) */
+Test(train_program, divergence_depends_on_the_step_not_the_run_length, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const char *const settings[] = {"--lr 1e10 --seed 3 --batch 1", "--lr 5e8 --seed 0",
+                                    "--lr 3e9 --seed 6 --batch 1"};
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        char other[64], args[256];
+        scratch_dir_make(other, sizeof other, "train_test");
+        snprintf(args, sizeof args, "%s --steps 30 --examples 10 --to %s", settings[i], scratch);
+        RunResult longer = run_program(TRAIN, args);
+        cr_assert_eq(longer.status, 1, "%s: %s", settings[i], longer.err);
+        const int kept = saved_step(scratch);
+        for (int n = 1; n <= kept + 1; n++) {
+            snprintf(args, sizeof args, "%s --steps %d --examples 10 --to %s", settings[i], n,
+                     other);
+            RunResult r = run_program(TRAIN, args);
+            const bool diverged = strstr(r.err, "--to keeps the model after step") != NULL;
+            cr_expect_eq(diverged, n > kept, "%s --steps %d (the longer run kept step %d): %s",
+                         settings[i], n, kept, r.err);
+            cr_expect_eq(saved_step(other), n <= kept ? n : kept, "%s --steps %d",
+                         settings[i], n);
+            if (n > kept)
+                cr_expect(same_files(scratch, other), "%s --steps %d", settings[i], n);
+            run_result_free(&r);
+        }
+        run_result_free(&longer);
+        scratch_dir_remove(other);
+    }
+}
+
 /* --lr 1e30: step 1's loss is a number, but its update leaves parameters
  * (finite, near 1e27) whose forward overflows; no later loss would say
  * so. The run stops with one line naming step 1, --to holds the model
