@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "fast/fast_attention_layer.h"
 #include "io/cli.h"
 #include "io/curve.h"
 #include "io/fileset.h"
@@ -27,13 +28,6 @@ static double now_seconds(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -380,35 +374,95 @@ int train_write_plots(const TrainOptions *opt, const Task *task, const TaskBatch
 
 /* ---- --bench ----------------------------------------------------------------------- */
 
-/* The CPU time per step is printed too: on a busy machine the steps per
- * second fall with the share of a core the program gets, the CPU time much
- * less. */
-int train_bench(const Task *task, const TrainOptions *opt)
+/* where tests/fixtures/time_pytorch_multihead.py --training writes PyTorch's
+ * training speed, for --bench */
+#define PYTORCH_TRAINING "build/pytorch_training.txt"
+
+/* A size of the model, as --bench times it. */
+typedef struct {
+    int batch, pairs, hiddens, heads;
+} BenchSize;
+
+/* Training steps per second of a new model of size s running attend, on
+ * one batch drawn beforehand, so that the step alone is timed (as the
+ * PyTorch reference does). */
+static double steps_per_second(BenchSize s, AttentionLayer attend, const TrainOptions *opt)
 {
+    const Task task = task_dictionary(s.pairs, opt->countries, opt->countries);
     Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
-    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
-                                    &rng);
+    LookupModel *model = lookup_new(opt->countries, opt->countries, s.hiddens, s.heads, &rng);
+    model->attend = attend;
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
-    TaskBatch *batch = task_batch_new(task, opt->batch);
+    TaskBatch *batch = task_batch_new(&task, s.batch);
     Rng step_rng = rng_step(opt->seed, 1);   /* the batch of step 1 */
-    task_draw(task, batch, SPLIT_TRAIN, &step_rng);
-    for (int i = 0; i < 50; i++)   /* warm up */
-        lookup_train_step(model, adam, batch, NULL);
+    task_draw(&task, batch, SPLIT_TRAIN, &step_rng);
     int steps = 0;
-    const double start = now_seconds(), cpu_start = cpu_seconds();
-    double elapsed;
-    do {
+    double start = now_seconds(), elapsed;
+    for (bool warm = false;; steps++) {   /* warm up for 0.5 s, then time for 2 s */
         lookup_train_step(model, adam, batch, NULL);
-        steps++;
-    } while ((elapsed = now_seconds() - start) < 3.0);
-    const double cpu_ms = 1e3 * (cpu_seconds() - cpu_start) / steps;
-    printf("%s --bench: %.0f training steps/s, %.3f ms of CPU per step (batch %d, %d pairs, "
-           "num_hiddens %d, %d heads, 1 thread)\n", opt->prog, steps / elapsed, cpu_ms,
-           opt->batch, opt->pairs, opt->hiddens, opt->heads);
-    printf("PyTorch on the same model and batch: /usr/bin/python3 "
-           "tests/fixtures/make_train_fixtures.py --time\n");
+        elapsed = now_seconds() - start;
+        if (!warm && elapsed >= 0.5) {
+            warm = true;
+            steps = -1;
+            start = now_seconds();
+        } else if (warm && elapsed >= 2.0) {
+            break;
+        }
+    }
     task_batch_free(batch);
     adam_free(adam);
     lookup_free(model);
+    return (steps + 1) / elapsed;
+}
+
+/* PyTorch's best steps per second at size s over the threads it was timed
+ * on, read from PYTORCH_TRAINING (lines "batch pairs num_hiddens num_heads
+ * threads steps_per_s"), or 0 when the file has no such line. */
+static double pytorch_steps_per_second(BenchSize s)
+{
+    FILE *f = fopen(PYTORCH_TRAINING, "r");
+    double best = 0.0, rate;
+    char line[256];
+    int b, p, d, h, threads;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%d %d %d %d %d %lf", &b, &p, &d, &h, &threads, &rate) == 6 &&
+            b == s.batch && p == s.pairs && d == s.hiddens && h == s.heads && rate > best)
+            best = rate;
+    if (f != NULL)
+        fclose(f);
+    return best;
+}
+
+int train_bench(const TrainOptions *opt)
+{
+    const int N = opt->threads > 1 ? opt->threads : 2;
+    const BenchSize sizes[2] = {{opt->batch, opt->pairs, opt->hiddens, opt->heads},
+                                {256, 16, 256, 8}};
+    bool any_pytorch = false;
+    printf("%s --bench: training steps/s of this model (embedding, attention, readout, loss, "
+           "Adam), one run\n  batch  pairs  num_hiddens  heads     clear   fast 1t   fast %dt"
+           "   PyTorch best  fast %dt / PyTorch\n", opt->prog, N, N);
+    for (int i = 0; i < 2; i++) {
+        const BenchSize s = sizes[i];
+        if (s.pairs > opt->countries || s.hiddens % s.heads != 0)
+            continue;
+        const double clear = steps_per_second(s, CLEAR_ATTENTION, opt);
+        const double fast1 = steps_per_second(s, fast_attention_layer(1), opt);
+        const double fastN = steps_per_second(s, fast_attention_layer(N), opt);
+        const double pytorch = pytorch_steps_per_second(s);
+        printf("  %5d  %5d  %11d  %5d  %8.1f  %8.1f  %8.1f", s.batch, s.pairs, s.hiddens,
+               s.heads, clear, fast1, fastN);
+        if (pytorch > 0.0)
+            printf("   %12.1f  %16.2fx\n", pytorch, fastN / pytorch);
+        else
+            printf("   %12s  %17s\n", "-", "-");
+        any_pytorch = any_pytorch || pytorch > 0.0;
+    }
+    printf("  (fast 1t, %dt: the fast layer on 1 and %d threads; PyTorch best: its best of 1 "
+           "and 2 threads)\n", N, N);
+    if (!any_pytorch)
+        printf("PyTorch's figures come from %s: time PyTorch first, not while the bench runs:\n"
+               "  /usr/bin/python3 tests/fixtures/time_pytorch_multihead.py --training\n",
+               PYTORCH_TRAINING);
     return 0;
 }

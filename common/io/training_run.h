@@ -33,13 +33,15 @@
 #include "tensor.h"
 
 /* The ends of train's ranges: a model read with --from is held to them too. */
-enum { TRAIN_MAX_BATCH = 4096, TRAIN_MAX_HIDDENS = 512, TRAIN_MAX_PAIRS = HEATMAP_TERMINAL_MAX };
+enum { TRAIN_MAX_BATCH = 4096, TRAIN_MAX_HIDDENS = 512, TRAIN_MAX_PAIRS = HEATMAP_TERMINAL_MAX,
+       TRAIN_MAX_THREADS = 64 };
 
 /* train's options (05_multihead/train.c parses them). */
 typedef struct {
     const char *prog;
     uint64_t seed;
     int steps, batch, pairs, countries, hiddens, heads, examples;
+    int threads;   /* 0: the clear layer; N: the fast layer on N threads */
     float lr;
     bool sizes_given, steps_given, training_given, bench;
     const char *to_dir, *from_dir, *plot_dir;
@@ -112,8 +114,11 @@ typedef struct {
 int train_write_plots(const TrainOptions *opt, const Task *task, const TaskBatch *heldout,
                       int asked, const Tensor *weights, const LossCurve *curve);
 
-/* --bench: training steps per second at opt's sizes, on one batch drawn
- * beforehand, so that the step alone is timed. Returns 0. */
-int train_bench(const Task *task, const TrainOptions *opt);
+/* --bench: training steps per second at opt's sizes and at a large one,
+ * through the clear layer and the fast one on 1 and N threads, beside
+ * PyTorch's best when tests/fixtures/time_pytorch_multihead.py --training
+ * has timed it on this machine. Every ratio is of figures from one run.
+ * Returns 0. */
+int train_bench(const TrainOptions *opt);
 
 #endif
