@@ -34,7 +34,8 @@
 static const char PROG[] = "backward";
 
 /* small enough to print two matrices side by side on 80 columns */
-enum { MAX_TOKENS = 8, MAX_HIDDENS = 4, MAX_JACOBIAN_N = 4096 };
+enum { MAX_TOKENS = ATTENTION64_MAX_TOKENS, MAX_HIDDENS = ATTENTION64_MAX_HIDDENS,
+       MAX_JACOBIAN_N = 4096 };
 
 typedef struct {
     uint64_t seed;
@@ -44,15 +45,6 @@ typedef struct {
     int jacobian_max;   /* the largest row of Part 5 */
     bool hiddens_given;
 } Options;
-
-/* sum(out * g), in double: the loss, whose gradient with respect to out is g */
-static double dot_loss(const Tensor *out, const Tensor *g)
-{
-    double sum = 0.0;
-    for (size_t i = 0; i < out->size; i++)
-        sum += (double)out->data[i] * g->data[i];
-    return sum;
-}
 
 /* x (1, m, k) -> x^T (1, k, m), new */
 static Tensor *transposed(const Tensor *x)
@@ -107,7 +99,7 @@ static Problem forward_and_loss(const Options *opt, Rng *rng)
     printf("\nA loss is one number. Whatever comes after the layer, its gradient reaches\n"
            "O as a matrix dO of O's shape; L = sum(O * G) makes that matrix G itself:\n");
     tensor_print_named("G = dO", p.grad_output);
-    printf("L = sum(O * G) = %.6f\n\n", dot_loss(p.output, p.grad_output));
+    printf("L = sum(O * G) = %.6f\n\n", gradcheck_dot_loss(p.output, p.grad_output));
     tensor_free(scores);
     return p;
 }
@@ -165,9 +157,7 @@ static bool backward_by_hand(const Problem *p)
                         fmaxf(tensor_max_abs_diff(dK, lib_dK), tensor_max_abs_diff(dV, lib_dV)));
     printf("\ndot_product_attention_backward (common/attention.c) runs these same passes:\n"
            "largest difference from the steps above %g.\n\n", (double)worst);
-    Tensor *all[] = {P_t, dV, dP, rowsum, dS, dQ, dS_t, dK, lib_dQ, lib_dK, lib_dV};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tensor_free(all[i]);
+    TENSOR_FREE(P_t, dV, dP, rowsum, dS, dQ, dS_t, dK, lib_dQ, lib_dK, lib_dV);
     return worst == 0.0f;
 }
 
@@ -187,7 +177,7 @@ static double attention_loss(void *ctx)
     Tensor *out = c->tied ? dot_product_attention(c->x, c->x, c->x, NULL, NULL, NULL)
                           : dot_product_attention(p->queries, p->keys, p->values, NULL, NULL,
                                                   NULL);
-    double loss = dot_loss(out, p->grad_output);
+    double loss = gradcheck_dot_loss(out, p->grad_output);
     tensor_free(out);
     return loss;
 }
@@ -240,100 +230,10 @@ static void formula_against_differences(const Problem *p, double eps)
            "the chain rule adds them: dX = dQ + dK + dV.\n");
     print_side_by_side("dX", dX, numeric);
     printf("\n");
-    Tensor *all[] = {dQ, dK, dV, dX, x, numeric};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tensor_free(all[i]);
+    TENSOR_FREE(dQ, dK, dV, dX, x, numeric);
 }
 
 /* ---- Part 4 ---------------------------------------------------------------- */
-
-/* The same attention and loss in double, for one sequence: q, k, v, g
- * (n, d), row-major. Its formula gradient serves as the exact answer. */
-typedef struct {
-    int n, d;
-    double q[MAX_TOKENS * MAX_HIDDENS], k[MAX_TOKENS * MAX_HIDDENS];
-    double v[MAX_TOKENS * MAX_HIDDENS], g[MAX_TOKENS * MAX_HIDDENS];
-} Problem64;
-
-/* q, k (n, d) -> P = softmax(q k^T / sqrt(d)) (n, n) */
-static void weights64(const Problem64 *p, double *P)
-{
-    const int n = p->n, d = p->d;
-    for (int i = 0; i < n; i++) {
-        double max = -INFINITY, sum = 0.0;
-        for (int j = 0; j < n; j++) {
-            double s = 0.0;
-            for (int c = 0; c < d; c++)
-                s += p->q[i * d + c] * p->k[j * d + c];
-            P[i * n + j] = s / sqrt((double)d);
-            max = fmax(max, P[i * n + j]);
-        }
-        for (int j = 0; j < n; j++)
-            sum += P[i * n + j] = exp(P[i * n + j] - max);
-        for (int j = 0; j < n; j++)
-            P[i * n + j] /= sum;
-    }
-}
-
-static double loss64(const Problem64 *p)
-{
-    const int n = p->n, d = p->d;
-    double P[MAX_TOKENS * MAX_TOKENS], loss = 0.0;
-    weights64(p, P);
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < d; c++) {
-            double o = 0.0;
-            for (int j = 0; j < n; j++)
-                o += P[i * n + j] * p->v[j * d + c];
-            loss += o * p->g[i * d + c];
-        }
-    return loss;
-}
-
-/* the passes of Part 2 in double -> grad (3, n, d): dQ, dK, dV */
-static void grads64(const Problem64 *p, double *grad)
-{
-    const int n = p->n, d = p->d, nd = n * d;
-    double P[MAX_TOKENS * MAX_TOKENS], dS[MAX_TOKENS * MAX_TOKENS];
-    weights64(p, P);
-    memset(grad, 0, 3 * (size_t)nd * sizeof(double));
-    for (int i = 0; i < n; i++) {
-        double dP[MAX_TOKENS], dot = 0.0;
-        for (int j = 0; j < n; j++) {
-            dP[j] = 0.0;
-            for (int c = 0; c < d; c++) {
-                dP[j] += p->g[i * d + c] * p->v[j * d + c];          /* dP = dO V^T */
-                grad[2 * nd + j * d + c] += P[i * n + j] * p->g[i * d + c];   /* dV */
-            }
-            dot += dP[j] * P[i * n + j];
-        }
-        for (int j = 0; j < n; j++)
-            dS[i * n + j] = P[i * n + j] * (dP[j] - dot) / sqrt((double)d);
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++)
-            for (int c = 0; c < d; c++) {
-                grad[i * d + c] += dS[i * n + j] * p->k[j * d + c];        /* dQ */
-                grad[nd + j * d + c] += dS[i * n + j] * p->q[i * d + c];   /* dK */
-            }
-}
-
-/* central differences in double over q, k, v -> grad (3, n, d) */
-static void numeric64(Problem64 *p, double eps, double *grad)
-{
-    const int nd = p->n * p->d;
-    double *inputs[3] = {p->q, p->k, p->v};
-    for (int t = 0; t < 3; t++)
-        for (int i = 0; i < nd; i++) {
-            const double original = inputs[t][i];
-            inputs[t][i] = original + eps;
-            const double up = loss64(p);
-            inputs[t][i] = original - eps;
-            const double down = loss64(p);
-            inputs[t][i] = original;
-            grad[t * nd + i] = (up - down) / (2.0 * eps);
-        }
-}
 
 /* the same in float32, with the library's forward and gradcheck_numeric */
 static void numeric32(const Problem *p, double eps, double *grad)
@@ -349,21 +249,10 @@ static void numeric32(const Problem *p, double eps, double *grad)
     }
 }
 
-/* max |a - exact| / max |exact| over count entries, in double */
-static double rel_error64(const double *a, const double *exact, int count)
-{
-    double diff = 0.0, scale = 0.0;
-    for (int i = 0; i < count; i++) {
-        diff = fmax(diff, fabs(a[i] - exact[i]));
-        scale = fmax(scale, fabs(exact[i]));
-    }
-    return diff / scale;
-}
-
 static void step_size(const Problem *p)
 {
     printf("Part 4. How large a step?\n\n");
-    Problem64 p64 = {.n = p->queries->shape[1], .d = p->queries->shape[2]};
+    Attention64 p64 = {.n = p->queries->shape[1], .d = p->queries->shape[2]};
     const int nd = p64.n * p64.d, count = 3 * nd;
     for (int i = 0; i < nd; i++) {
         p64.q[i] = p->queries->data[i];
@@ -372,7 +261,7 @@ static void step_size(const Problem *p)
         p64.g[i] = p->grad_output->data[i];
     }
     double exact[3 * MAX_TOKENS * MAX_HIDDENS], numeric[3 * MAX_TOKENS * MAX_HIDDENS];
-    grads64(&p64, exact);
+    attention64_grads(&p64, exact);   /* the formula in double (gradcheck.h) */
     printf("The same three gradients, dQ, dK and dV, by central differences with steps\n"
            "from 1e-1 down, against the formula computed in double. The relative error\n"
            "has two sources: truncation, the curvature the difference misses, which\n"
@@ -385,9 +274,9 @@ static void step_size(const Problem *p)
         const double eps = pow(10.0, -s);
         double err[2];
         numeric32(p, eps, numeric);
-        err[0] = rel_error64(numeric, exact, count);
-        numeric64(&p64, eps, numeric);
-        err[1] = rel_error64(numeric, exact, count);
+        err[0] = gradcheck_rel_error64(numeric, exact, count);
+        attention64_numeric(&p64, eps, numeric);
+        err[1] = gradcheck_rel_error64(numeric, exact, count);
         printf("   1e-%d   %18.1e   %18.1e\n", s, err[0], err[1]);
         for (int c = 0; c < 2; c++)
             if (err[c] < best_err[c]) {
@@ -528,9 +417,7 @@ int main(int argc, char **argv)
     step_size(&p);
     agree = row_formula_against_jacobian(&opt, &rng) && agree;
 
-    Tensor *all[] = {p.queries, p.keys, p.values, p.grad_output, p.output};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tensor_free(all[i]);
+    TENSOR_FREE(p.queries, p.keys, p.values, p.grad_output, p.output);
     attention_cache_free(&p.cache);
     /* the library must be what the chapter derives: a disagreement fails */
     cli_check(PROG, agree, "the library's backward is not the one derived by hand");

@@ -37,15 +37,6 @@ typedef struct {
     int head;   /* the head of Part 3 */
 } Options;
 
-/* sum(out * g), in double: the loss whose gradient with respect to out is g */
-static double dot_loss(const Tensor *out, const Tensor *g)
-{
-    double sum = 0.0;
-    for (size_t i = 0; i < out->size; i++)
-        sum += (double)out->data[i] * g->data[i];
-    return sum;
-}
-
 typedef struct {
     MultiHeadAttention *layer;
     Tensor *queries, *keys, *values, *grad_output;
@@ -60,7 +51,7 @@ static double layer_loss(void *ctx)
     const Problem *p = ctx;
     Tensor *out = multihead_forward(p->layer, p->queries, p->keys, p->values, p->valid_lens,
                                     false, NULL, NULL);
-    double loss = dot_loss(out, p->grad_output);
+    double loss = gradcheck_dot_loss(out, p->grad_output);
     tensor_free(out);
     return loss;
 }

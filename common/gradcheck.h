@@ -24,4 +24,33 @@ Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, doubl
  * b being the reference. Shapes must match; NaN anywhere gives NaN. */
 double gradcheck_rel_error(const Tensor *a, const Tensor *b);
 
+/* out, g (the same size) -> sum(out * g), in double: a loss whose gradient
+ * with respect to out is g, so that a backward can be checked with any
+ * grad_output g. */
+double gradcheck_dot_loss(const Tensor *out, const Tensor *g);
+
+/* ---- attention in float64 --------------------------------------------------
+ * The same attention and loss L = sum(O * G) in double, for one sequence of
+ * n tokens of size d: q, k, v, g (n, d), row-major. Its formula gradient is
+ * the exact answer a float32 finite difference is measured against (chapter
+ * 03's backward, Part 4: truncation against rounding). */
+enum { ATTENTION64_MAX_TOKENS = 8, ATTENTION64_MAX_HIDDENS = 4 };
+
+typedef struct {
+    int n, d;
+    double q[ATTENTION64_MAX_TOKENS * ATTENTION64_MAX_HIDDENS];
+    double k[ATTENTION64_MAX_TOKENS * ATTENTION64_MAX_HIDDENS];
+    double v[ATTENTION64_MAX_TOKENS * ATTENTION64_MAX_HIDDENS];
+    double g[ATTENTION64_MAX_TOKENS * ATTENTION64_MAX_HIDDENS];
+} Attention64;
+
+double attention64_loss(const Attention64 *p);
+/* the passes of the backward in double -> grad (3, n, d): dQ, dK, dV */
+void attention64_grads(const Attention64 *p, double *grad);
+/* central differences in double over q, k, v -> grad (3, n, d); p's
+ * inputs are moved and put back */
+void attention64_numeric(Attention64 *p, double eps, double *grad);
+/* a, exact (count,) -> max |a - exact| / max |exact| */
+double gradcheck_rel_error64(const double *a, const double *exact, int count);
+
 #endif

@@ -223,3 +223,71 @@ Test(every_program, a_passing_self_check_says_so, .timeout = 240)
         run_result_free(&r);
     }
 }
+
+/* ---- programs that read in one sitting ------------------------------------------ */
+
+enum { MAX_PROGRAM_LINES = 450, MAX_MAIN_LINES = 40 };
+
+/* Programs still being reshaped, held to the limits once they are. */
+static const char *const NOT_YET_WITHIN[] = {"05_multihead/bench", "05_multihead/decode",
+                                             "05_multihead/head_importance",
+                                             "06_permutation_invariance/relative_positions", NULL};
+
+/* The source of a program as the Makefile finds it: DIR/NAME.c, or
+ * DIR/main.c for the chapter's own program. */
+static void source_of(const char *program, char *path, size_t len)
+{
+    struct stat st;
+    snprintf(path, len, "%.320s.c", program);
+    if (stat(path, &st) != 0) {
+        const char *slash = strrchr(program, '/');
+        snprintf(path, len, "%.*s/main.c", (int)(slash - program), program);
+    }
+}
+
+/* The lines of text, and those of its main: from the line that starts
+ * "int main(" to the first line that is "}" alone, both counted (0 when
+ * there is no main). */
+static void count_lines(const char *text, int *lines, int *main_lines)
+{
+    int line = 0, main_start = 0;
+    *main_lines = 0;
+    for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
+        line++;
+        if (strncmp(p, "int main(", 9) == 0)
+            main_start = line;
+        if (main_start > 0 && *main_lines == 0 && strncmp(p, "}\n", 2) == 0)
+            *main_lines = line - main_start + 1;
+        if (strchr(p, '\n') == NULL)
+            break;
+    }
+    *lines = line;
+}
+
+/* A chapter program is read beside its chapter: at most 450 lines, with a
+ * main of at most 40 that reads as a table of contents of its parts. */
+Test(every_program, reads_in_one_sitting)
+{
+    static char names[MAX_PROGRAMS][320];
+    const int count = find_programs(names, MAX_PROGRAMS);
+    cr_assert_geq(count, 20, "only %d programs found", count);
+    for (int i = 0; i < count; i++) {
+        bool pending = false;
+        for (int j = 0; NOT_YET_WITHIN[j] != NULL; j++)
+            pending = pending || strcmp(names[i], NOT_YET_WITHIN[j]) == 0;
+        char path[400];
+        source_of(names[i], path, sizeof path);
+        char *text = read_text_file(path, NULL);
+        cr_assert_not_null(text, "cannot read %s, the source of %s", path, names[i]);
+        int lines, main_lines;
+        count_lines(text, &lines, &main_lines);
+        free(text);
+        cr_expect_gt(main_lines, 0, "%s: no 'int main(' ... '}' found", path);
+        if (pending)
+            continue;
+        cr_expect_leq(lines, MAX_PROGRAM_LINES, "%s has %d lines, more than %d", path, lines,
+                      MAX_PROGRAM_LINES);
+        cr_expect_leq(main_lines, MAX_MAIN_LINES, "%s: main has %d lines, more than %d", path,
+                      main_lines, MAX_MAIN_LINES);
+    }
+}
