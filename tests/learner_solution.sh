@@ -4,10 +4,21 @@
 #   - plain make builds it as ./02_softmax_mask/my_solution, and it runs;
 #   - the tests that run every program run the repository's own only, so
 #     they pass with it present;
+#   - with --sanitize, make sanitize passes with it present: the sanitizer
+#     build compiles it too (make all), and the tests and the programs it
+#     runs are the repository's own;
 #   - once the file is deleted, make clean removes its binary too.
-# Ends with make clean (CI runs it right after the clang build).
+# Ends with make clean (CI runs it right after the clang build, and again
+# with --sanitize as its sanitizer step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+sanitize=false
+case "${1-}" in
+    "") ;;
+    --sanitize) sanitize=true ;;
+    *) echo "usage: tests/learner_solution.sh [--sanitize]" >&2; exit 2 ;;
+esac
 
 src=02_softmax_mask/my_solution.c
 program=02_softmax_mask/my_solution
@@ -37,7 +48,16 @@ grep -qx "$program" build/programs.txt && fail "$program is in the tests' list o
 ./tests/run_tests --filter 'every_program/*' >/dev/null 2>&1 \
     || fail "the every-program test fails with $src present"
 
+if $sanitize; then
+    make sanitize >/dev/null || fail "make sanitize fails with $src present"
+    [ -x "build/sanitize/$program" ] || fail "make sanitize did not build $program"
+    [ "$(ASAN_OPTIONS=detect_leaks=1 "./build/sanitize/$program")" = \
+      "w = tensor([[0.0900, 0.2447, 0.6652]])" ] || fail "the sanitizer build of $program failed"
+fi
+
 rm -f "$src"
 make clean >/dev/null
 [ ! -e "$program" ] || fail "make clean left $program behind after $src was deleted"
-echo "learner_solution: my_solution built, left out of the every-program tests, removed by make clean"
+[ ! -e "build/sanitize/$program" ] || fail "make clean left build/sanitize/$program behind"
+echo "learner_solution: my_solution built, left out of the every-program tests," \
+     "$($sanitize && echo "make sanitize passes with it, ")removed by make clean"
