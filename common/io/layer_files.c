@@ -261,6 +261,122 @@ void layer_files_free(LayerFiles *files)
     memset(&files->layer, 0, sizeof files->layer);
 }
 
+/* ---- a decoder layer, and heads already split ---------------------------------- */
+
+/* x (NULL: an absent bias) must have shape, or one line naming the file,
+ * both shapes and why. */
+static int expect_shape(const char *dir, const char *name, const Tensor *x, int ndim,
+                        const int *shape, const char *why, char *err, size_t err_len)
+{
+    if (x == NULL || tensor_has_shape(x, ndim, shape))
+        return 0;
+    char have[80], want[80];
+    return set_error(err, err_len, "%s/%s.npy has shape %s, but %s needs %s", dir, name,
+                     shape_str(have, sizeof have, x->ndim, x->shape), why,
+                     shape_str(want, sizeof want, ndim, shape));
+}
+
+/* layer_files_load_decoder, with the directory already locked. */
+static int load_decoder_locked(const char *dir, int H, int G, DecoderFiles *files, char *err,
+                               size_t err_len)
+{
+    static const char *const names[LAYER_FILES_PARAMETERS] = {
+        "W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o"};
+    if (load_tensor(dir, "tokens", false, &files->tokens, err, err_len) != 0)
+        return -1;
+    for (int i = 0; i < LAYER_FILES_PARAMETERS; i++)
+        if (load_tensor(dir, names[i], i >= 4, &files->params[i], err, err_len) != 0)
+            return -1;
+
+    // the sizes: D from tokens.npy, d = D / H, then every file against them
+    const Tensor *tokens = files->tokens;
+    char have[80], why[160];
+    if (tokens->ndim != 3)
+        return set_error(err, err_len, "%s/tokens.npy has shape %s, but the tokens are "
+                         "(B, T, D)", dir, shape_str(have, sizeof have, tokens->ndim,
+                                                     tokens->shape));
+    const int D = tokens->shape[2];
+    if (D % H != 0)
+        return set_error(err, err_len, "--heads %d does not divide num_hiddens %d (from "
+                         "%s/tokens.npy): every head needs the same size", H, D, dir);
+    const int d = D / H;
+    snprintf(why, sizeof why, "--kv-heads %d with head size %d = %d / --heads %d", G, d, D, H);
+    const char *from_tokens = "num_hiddens from tokens.npy";
+    Tensor **p = files->params;
+    if (expect_shape(dir, "W_q", p[0], SHAPE(D, D), from_tokens, err, err_len) ||
+        expect_shape(dir, "W_k", p[1], SHAPE(G * d, D), why, err, err_len) ||
+        expect_shape(dir, "W_v", p[2], SHAPE(G * d, D), why, err, err_len) ||
+        expect_shape(dir, "W_o", p[3], SHAPE(D, D), from_tokens, err, err_len) ||
+        expect_shape(dir, "b_q", p[4], SHAPE(D), from_tokens, err, err_len) ||
+        expect_shape(dir, "b_k", p[5], SHAPE(G * d), why, err, err_len) ||
+        expect_shape(dir, "b_v", p[6], SHAPE(G * d), why, err, err_len) ||
+        expect_shape(dir, "b_o", p[7], SHAPE(D), from_tokens, err, err_len))
+        return -1;
+    int biases = 0;
+    char missing[200] = "";
+    for (int i = 4; i < LAYER_FILES_PARAMETERS; i++) {
+        biases += p[i] != NULL;
+        if (p[i] == NULL)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", names[i]);
+    }
+    if (biases != 0 && biases != 4)
+        return set_error(err, err_len, "%s has %d of the four biases (missing: %s): the layer "
+                         "needs all four or none", dir, biases, missing);
+    files->layer = (MultiHeadAttention){
+        .query_size = D, .key_size = D, .value_size = D, .num_hiddens = D, .num_heads = H,
+        .num_kv_heads = G, .bias = biases == 4, .W_q = p[0], .W_k = p[1], .W_v = p[2],
+        .W_o = p[3], .b_q = p[4], .b_k = p[5], .b_v = p[6], .b_o = p[7]};
+    return 0;
+}
+
+int layer_files_load_decoder(const char *dir, int num_heads, int num_kv_heads,
+                             DecoderFiles *files, char *err, size_t err_len)
+{
+    memset(files, 0, sizeof *files);
+    const int lock = fileset_read_lock(dir);
+    const int status = load_decoder_locked(dir, num_heads, num_kv_heads, files, err, err_len);
+    fileset_read_unlock(lock);
+    return status;
+}
+
+void decoder_files_free(DecoderFiles *files)
+{
+    tensor_free(files->tokens);
+    for (int i = 0; i < LAYER_FILES_PARAMETERS; i++)
+        tensor_free(files->params[i]);
+    memset(files, 0, sizeof *files);
+}
+
+/* layer_files_load_heads, with the directory already locked. */
+static int load_heads_locked(const char *dir, Tensor *qkv[3], char *err, size_t err_len)
+{
+    static const char *const names[3] = {"queries", "keys", "values"};
+    char a[64], b[64];
+    for (int i = 0; i < 3; i++) {
+        if (load_tensor(dir, names[i], false, &qkv[i], err, err_len) != 0)
+            return -1;
+        if (qkv[i]->ndim != 4)
+            return set_error(err, err_len, "%s/%s.npy: expected 4 dimensions (batch_size, "
+                             "num_heads, num_tokens, head_size), got %d", dir, names[i],
+                             qkv[i]->ndim);
+        if (i > 0 && !tensor_has_shape(qkv[i], 4, qkv[0]->shape))
+            return set_error(err, err_len, "%s/%s.npy: shape %s differs from queries.npy's %s",
+                             dir, names[i], shape_str(a, sizeof a, 4, qkv[i]->shape),
+                             shape_str(b, sizeof b, 4, qkv[0]->shape));
+    }
+    return 0;
+}
+
+int layer_files_load_heads(const char *dir, Tensor *qkv[3], char *err, size_t err_len)
+{
+    qkv[0] = qkv[1] = qkv[2] = NULL;
+    const int lock = fileset_read_lock(dir);
+    const int status = load_heads_locked(dir, qkv, err, err_len);
+    fileset_read_unlock(lock);
+    return status;
+}
+
 /* ---- saving ---------------------------------------------------------------------- */
 
 int layer_files_parameters(const MultiHeadAttention *layer,

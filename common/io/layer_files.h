@@ -70,6 +70,28 @@ int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *er
                      size_t err_len);
 void layer_files_free(LayerFiles *files);
 
+/* ---- a decoder layer, and heads already split ------------------------------
+ * 05_multihead/decode --from DIR: tokens.npy (B, T, D), W_q and W_o (D, D),
+ * W_k and W_v (G*d, D) for num_kv_heads G, optional b_q, b_o (D,) and b_k,
+ * b_v (G*d,), all four biases or none. layer borrows params. */
+typedef struct {
+    Tensor *tokens;                        /* (B, T, D) */
+    Tensor *params[8];                     /* W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o */
+    MultiHeadAttention layer;              /* sizes, num_heads, num_kv_heads, params */
+} DecoderFiles;
+
+/* Load and check DIR for a layer of num_heads query heads and num_kv_heads
+ * key-value heads: 0, or -1 with one line in err naming the file, both
+ * shapes and what fixed them. Either way decoder_files_free releases it. */
+int layer_files_load_decoder(const char *dir, int num_heads, int num_kv_heads,
+                             DecoderFiles *files, char *err, size_t err_len);
+void decoder_files_free(DecoderFiles *files);
+
+/* 06_permutation_invariance/relative_positions --from DIR: queries, keys
+ * and values.npy, heads already split, each (B, H, T, d), all one shape.
+ * 0, or -1 with one line in err; qkv[i] NULL or owned by the caller. */
+int layer_files_load_heads(const char *dir, Tensor *qkv[3], char *err, size_t err_len);
+
 /* One file of a set to write. tensor is saved as float32 ('<f4'), lengths
  * as int32 ('<i4'); when both are NULL the file is not part of this run and
  * an old DIR/name.npy is removed, so that reading the directory back does
