@@ -109,6 +109,18 @@ static Options parse_options(int argc, char **argv)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt.countries, opt.pairs, opt.pairs);
     opt.num_rows = opt.num_counts * (opt.mlp > 0 ? 2 : 1);
+    /* the largest model, once per thread: each thread trains and scores its own */
+    int most_heads = 1;
+    for (int i = 0; i < opt.num_counts; i++)
+        most_heads = opt.head_counts[i] > most_heads ? opt.head_counts[i] : most_heads;
+    const int jobs = opt.num_rows * opt.seeds, at_once = opt.threads < jobs ? opt.threads : jobs;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d %s at once, batches of %d, %d held out", at_once,
+             plural(at_once, "model", "models"), opt.batch, opt.examples);
+    memory_require(at_once * two_key_bytes_needed(opt.countries, opt.countries, opt.pairs,
+                                                  opt.hiddens, most_heads, opt.mlp, opt.batch,
+                                                  opt.examples),
+                   detail, "use fewer --threads, a smaller --batch or --examples");
     return opt;
 }
 
@@ -358,8 +370,7 @@ static int show_heads(const Options *opt, const TwoKeyModel *model, const TaskBa
             printf("wrote %s/%s.dat and %s/%s.gp (render: gnuplot %s/%s.gp)\n", opt->plot_dir,
                    name, opt->plot_dir, name, opt->plot_dir, name);
     }
-    tensor_free(weights);
-    tensor_free(logits);
+    TENSOR_FREE(weights, logits);
     return status;
 }
 

@@ -84,6 +84,12 @@ static Options parse_options(int argc, char **argv)
                  "letters", opt.letters, opt.length, opt.length);
     if (opt.hiddens % opt.heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d sequences of %d tokens a step, %d held out",
+             opt.batch, opt.length, opt.examples);
+    memory_require(reversal_bytes_needed(opt.letters, opt.length, opt.hiddens, opt.heads,
+                                         opt.batch, opt.examples),
+                   detail, "use a smaller --batch, --examples or --hiddens");
     return opt;
 }
 
@@ -293,9 +299,7 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
         else
             status = 1;
     }
-    tensor_free(panels);
-    tensor_free(weights[0]);
-    tensor_free(weights[1]);
+    TENSOR_FREE(panels, weights[0], weights[1]);
     return status;
 }
 

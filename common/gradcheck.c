@@ -51,3 +51,12 @@ double gradcheck_rel_error(const Tensor *a, const Tensor *b)
     const double tiny = 1e-30;
     return max_diff / (max_ref > tiny ? max_ref : tiny);
 }
+
+double gradcheck_dot_loss(const Tensor *out, const Tensor *g)
+{
+    tensor_check_shape("gradcheck_dot_loss", "g", g, out->ndim, out->shape);
+    double sum = 0.0;
+    for (size_t i = 0; i < out->size; i++)
+        sum += (double)out->data[i] * g->data[i];
+    return sum;
+}

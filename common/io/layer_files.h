@@ -39,6 +39,7 @@
 #include <stddef.h>
 
 #include "multihead.h"
+#include "multihead_checked.h"
 #include "tensor.h"
 #include "valid_lens.h"
 
@@ -129,51 +130,15 @@ LayerFiles layer_files_borrow(const MultiHeadAttention *layer, const Tensor *que
                               const Tensor *keys, const Tensor *values,
                               const ValidLens *valid_lens);
 
-/* ---- the backward --------------------------------------------------------
- * With grad_output.npy = G, the gradients of L = sum(output * G) with
- * respect to every input and parameter: what PyTorch's
- * (output * G).sum().backward() leaves in .grad. */
-typedef struct {
-    Tensor *queries, *keys, *values;   /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
-    MultiHeadGrads *params;            /* W_q ... W_o, and b_q ... b_o with biases */
-} LayerGradients;
-
-void layer_gradients_free(LayerGradients *grads);
-/* The largest |entry| of each gradient on stdout, and the key bias's,
- * which is 0 up to rounding:
- *   gradients of sum(output * grad_output), largest |entry|:
- *     queries 1.102, keys 1.193, values 2.434
- *     W_q 2.681, W_k 3.235, W_v 5.226, W_o 7.113
- *     b_k 1.6e-07 (0 up to rounding: softmax ignores a shift shared by all keys) */
-void layer_gradients_print(const LayerGradients *grads);
-
 /* The gradients named as their files: grad_queries, grad_keys, grad_values,
  * grad_W_q ... grad_W_o, grad_b_q ... grad_b_o. Empty grads (no backward
  * this run) or a layer without biases gives entries without a tensor, so
  * layer_files_save removes such files left by an earlier run. Returns the
  * count, 11. */
-enum { LAYER_FILES_GRADIENTS = 11 };
+enum { LAYER_FILES_GRADIENTS = LAYER_GRADIENTS };
 int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS]);
 
-/* ---- a run ---------------------------------------------------------------- */
-
-/* What one run of the layer gives. */
-typedef struct {
-    Tensor *output;              /* (B, T, D) */
-    Tensor *attention_weights;   /* (B, H, T, K) */
-    LayerGradients grads;        /* all NULL without grad_output.npy */
-} LayerResults;
-
-/* The layer of files, forward in evaluation mode and, with grad_output.npy,
- * backward, every stage checked for NaN and infinity in the order it is
- * computed: the query, key and value projections, the attention scores, the
- * heads' output, the output, then each gradient. Returns 0, or -1 with one
- * line in err naming the first stage that overflowed float32 and where:
- *   the query projection overflows float32 at [0, 1, 3]: scale the inputs down
- * and results empty: a program writes nothing it cannot read back. The
- * memory the run needs is checked first (layer_files_check_memory). */
-int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, size_t err_len);
-void layer_results_free(LayerResults *results);
+/* ---- a run (multihead_checked.h) ----------------------------------------- */
 
 /* The files of one run into dir as one set (layer_files_save): inputs
  * (queries ... values, W_q ... b_o, valid_lens, grad_output; NULL: dir is
@@ -185,17 +150,6 @@ void layer_results_free(LayerResults *results);
  * and, with gradients, a second line naming out/grad_<name>.npy. */
 int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,
                          char *err, size_t err_len);
-
-/* Bytes a run of layer on B sequences of T queries and K keys needs, about:
- * the inputs and parameters, the projections and their split copies, the
- * (B, H, T, K) attention weights twice, the heads' outputs; about twice that
- * with the backward. layer_files_check_memory compares it with
- * memory_available (error.h): 0, or -1 with one line in err saying how much
- * is needed, before anything large is allocated. */
-double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
-                                bool backward);
-int layer_files_check_memory(const MultiHeadAttention *layer, int B, int T, int K,
-                             bool backward, char *err, size_t err_len);
 
 /* ---- comparing with PyTorch ------------------------------------------------ */
 
