@@ -39,8 +39,8 @@ static const int BENCH_G[NUM_BENCH_G] = {8, 2, 1};
 
 typedef struct {
     uint64_t seed;
-    int heads, kv_heads, capacity;
-    bool heads_given, kv_heads_given, no_timings, sharing;
+    int num_heads, num_kv_heads, capacity;
+    bool num_heads_given, num_kv_heads_given, no_timings, sharing;
     int seeds, steps;
     const char *from_dir, *to_dir;
 } Options;
@@ -346,11 +346,11 @@ static int from_files(const Options *opt)
     const char *dir = opt->from_dir;
     char err[LAYER_FILES_ERR_LEN], detail[120];
     DecoderFiles files;
-    int status = layer_files_load_decoder(dir, opt->heads, opt->kv_heads, &files, err,
+    int status = layer_files_load_decoder(dir, opt->num_heads, opt->num_kv_heads, &files, err,
                                           sizeof err) != 0 ? report_error(NULL, "%s", err) : 0;
     const Tensor *tokens = files.tokens;
     const int B = tokens ? tokens->shape[0] : 0, T = tokens ? tokens->shape[1] : 0;
-    const int D = files.layer.num_hiddens, H = opt->heads, G = opt->kv_heads;
+    const int D = files.layer.num_hiddens, H = opt->num_heads, G = opt->num_kv_heads;
     if (status == 0 && T > opt->capacity)
         status = report_error(NULL, "%s/tokens.npy holds %d tokens, more than the cache's "
                               "capacity --capacity %d", dir, T, opt->capacity);
@@ -386,7 +386,7 @@ static int from_files(const Options *opt)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .heads = 8, .kv_heads = 8, .capacity = 4096, .seeds = 16,
+    Options opt = {.seed = 0, .num_heads = 8, .num_kv_heads = 8, .capacity = 4096, .seeds = 16,
                    .steps = 200};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for layers and tokens"},
@@ -395,10 +395,10 @@ static Options parse_options(int argc, char **argv)
                  "(G*d, D), W_o (D, D) and optional b_q ... b_o, as DIR/NAME.npy"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "with --from: write the outputs (B, T, D) as DIR/outputs.npy"},
-        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
-         .help = "num_heads of the --from layer", .given = &opt.heads_given},
-        {"--kv-heads", CLI_INT, &opt.kv_heads, .min = 1, .max = 1024, .metavar = "G",
-         .help = "num_kv_heads of the --from layer, dividing H", .given = &opt.kv_heads_given},
+        {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = 1024, .metavar = "H",
+         .help = "num_heads of the --from layer", .given = &opt.num_heads_given},
+        {"--kv-heads", CLI_INT, &opt.num_kv_heads, .min = 1, .max = 1024, .metavar = "G",
+         .help = "num_kv_heads of the --from layer, dividing H", .given = &opt.num_kv_heads_given},
         {"--sharing", CLI_FLAG, &opt.sharing,
          .help = "train the dictionary model with G = 4, 2, 1 key-value heads instead"},
         {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
@@ -418,17 +418,17 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     if (opt.from_dir != NULL) {
         cli_check_input_dir(PROG, "--from", opt.from_dir);
-        if (!opt.heads_given || !opt.kv_heads_given)
+        if (!opt.num_heads_given || !opt.num_kv_heads_given)
             cli_fail(PROG, "--from needs --heads H and --kv-heads G: the sizes the weights "
                      "were made for");
     }
     if (opt.from_dir != NULL && (opt.no_timings || opt.sharing))
         cli_fail(PROG, "--no-timings and --sharing are for the built-in parts, not --from");
-    if ((opt.heads_given || opt.kv_heads_given || opt.to_dir) && opt.from_dir == NULL)
+    if ((opt.num_heads_given || opt.num_kv_heads_given || opt.to_dir) && opt.from_dir == NULL)
         cli_fail(PROG, "--heads, --kv-heads and --to go with --from DIR");
-    if (opt.heads % opt.kv_heads != 0)
+    if (opt.num_heads % opt.num_kv_heads != 0)
         cli_fail(PROG, "--kv-heads %d does not divide --heads %d: each key-value head serves "
-                 "the same number of query heads", opt.kv_heads, opt.heads);
+                 "the same number of query heads", opt.num_kv_heads, opt.num_heads);
     return opt;
 }
 
