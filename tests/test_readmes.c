@@ -79,6 +79,43 @@ static int chapter_pages(const char *chapter, char names[][64])
     return n;
 }
 
+/* Outputs already run in this test, by command: several blocks of a
+ * chapter quote the same command (a default run, or one long experiment
+ * quoted table by table), and each runs once. */
+#define MAX_RUNS 64
+static struct {
+    char *cmd;
+    RunResult result;
+} runs[MAX_RUNS];
+static int n_runs;
+
+static const RunResult *run_once(const char *cmd)
+{
+    for (int i = 0; i < n_runs; i++)
+        if (strcmp(runs[i].cmd, cmd) == 0)
+            return &runs[i].result;
+    cr_assert_lt(n_runs, MAX_RUNS, "more than %d distinct quoted commands", MAX_RUNS);
+    char *copy = strdup(cmd);
+    cr_assert(copy);
+    char *args = strchr(copy, ' ');
+    if (args)
+        *args++ = '\0';
+    runs[n_runs].result = run_program(copy, args ? args : "");
+    free(copy);
+    runs[n_runs].cmd = strdup(cmd);
+    cr_assert(runs[n_runs].cmd);
+    return &runs[n_runs++].result;
+}
+
+static void forget_runs(void)
+{
+    for (int i = 0; i < n_runs; i++) {
+        free(runs[i].cmd);
+        run_result_free(&runs[i].result);
+    }
+    n_runs = 0;
+}
+
 /* Check every marked block of one page; returns how many were checked. */
 static int check_quotes(const char *path)
 {
@@ -120,16 +157,12 @@ static int check_quotes(const char *path)
         }
         quoted[q] = '\0';
 
-        char *program = cmd, *args = strchr(cmd, ' ');
-        if (args)
-            *args++ = '\0';
-        RunResult r = run_program(program, args ? args : "");
-        cr_expect_eq(r.status, 0, "%s: '%s' exited with %d: %s", path, cmd_start, r.status,
-                     r.err ? r.err : "");
-        cr_expect(r.out && strstr(r.out, quoted),
-                  "%s quotes output of '%s %s' that the program does not print now;"
-                  " first quoted line: %.80s", path, program, args ? args : "", quoted);
-        run_result_free(&r);
+        const RunResult *r = run_once(cmd);
+        cr_expect_eq(r->status, 0, "%s: '%s' exited with %d: %s", path, cmd, r->status,
+                     r->err ? r->err : "");
+        cr_expect(r->out && strstr(r->out, quoted),
+                  "%s quotes output of '%s' that the program does not print now;"
+                  " first quoted line: %.80s", path, cmd, quoted);
         free(cmd);
         free(quoted);
         checked++;
@@ -150,6 +183,7 @@ static void check_chapter_quotes(const char *chapter)
         snprintf(path, sizeof path, "%s/%.63s", chapter, pages[i]);
         check_quotes(path);
     }
+    forget_runs();
 }
 
 Test(readmes, chapter_01_quotes_match) { check_chapter_quotes(chapters[0]); }
