@@ -30,6 +30,7 @@
 #include "io/npy.h"
 #include "io/plot.h"
 #include "io/saved_models.h"
+#include "fast/fast_attention_layer.h"
 #include "learn/lookup_model.h"
 #include "learn/loss.h"
 #include "learn/tasks.h"
@@ -42,11 +43,17 @@ static const char PROG[] = "train";
  * the held-out ones from the same stream), and each training step's batch
  * one of its own (rng_step), so that changing --steps leaves every batch
  * as it was. */
-enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, MAX_HIDDENS = 512, PROGRESS_LINES = 10 };
+enum { MAX_PAIRS = HEATMAP_TERMINAL_MAX, MAX_BATCH = 4096, MAX_HIDDENS = 512, PROGRESS_LINES = 10,
+       MAX_THREADS = 64 };
+
+/* where tests/fixtures/time_pytorch_multihead.py --training writes PyTorch's
+ * training speed, for --bench */
+#define PYTORCH_TRAINING "build/pytorch_training.txt"
 
 typedef struct {
     uint64_t seed;
     int steps, batch, pairs, countries, hiddens, heads, examples;
+    int threads;   /* 0: the clear layer; N: the fast layer on N threads */
     float lr;
     bool sizes_given, steps_given, training_given, bench;
     const char *to_dir, *from_dir, *plot_dir;
@@ -132,6 +139,9 @@ static void describe_model(const LookupModel *model, const Options *opt)
     printf("  readout (%d, %d): a score for every capital; cross-entropy against the answer\n",
            model->value_vocab, D);
     printf("  %zu parameters\n", parameters_count(model->params, model->num_params));
+    if (opt->threads > 0)
+        printf("  the fast layer runs the attention, on %d thread%s\n", opt->threads,
+               opt->threads > 1 ? "s" : "");
 }
 
 /* The progress line: in place on a terminal, PROGRESS_LINES plain lines
@@ -506,43 +516,95 @@ static Adam *load_training(LookupModel *model, Options *opt)
     return adam;
 }
 
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+/* A size of the model, as --bench times it. */
+typedef struct {
+    int batch, pairs, hiddens, heads;
+} BenchSize;
 
-/* Training steps per second at these sizes, on one batch drawn beforehand,
- * so that the step alone is timed (as the PyTorch reference does). The CPU
- * time per step is printed too: on a busy machine the steps per second
- * fall with the share of a core the program gets, the CPU time much less. */
-static int bench(const Task *task, const Options *opt)
+/* Training steps per second of a new model of size s running attend, on
+ * one batch drawn beforehand, so that the step alone is timed (as the
+ * PyTorch reference does). */
+static double steps_per_second(BenchSize s, AttentionLayer attend, const Options *opt)
 {
+    const Task task = task_dictionary(s.pairs, opt->countries, opt->countries);
     Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
-    LookupModel *model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads,
-                                    &rng);
+    LookupModel *model = lookup_new(opt->countries, opt->countries, s.hiddens, s.heads, &rng);
+    model->attend = attend;
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
-    TaskBatch *batch = task_batch_new(task, opt->batch);
-    draw_step_batch(task, batch, opt->seed, 1);
-    for (int i = 0; i < 50; i++)   /* warm up */
-        lookup_train_step(model, adam, batch, NULL);
+    TaskBatch *batch = task_batch_new(&task, s.batch);
+    draw_step_batch(&task, batch, opt->seed, 1);
     int steps = 0;
-    const double start = now_seconds(), cpu_start = cpu_seconds();
-    double elapsed;
-    do {
+    double start = now_seconds(), elapsed;
+    for (bool warm = false;; steps++) {   /* warm up for 0.5 s, then time for 2 s */
         lookup_train_step(model, adam, batch, NULL);
-        steps++;
-    } while ((elapsed = now_seconds() - start) < 3.0);
-    const double cpu_ms = 1e3 * (cpu_seconds() - cpu_start) / steps;
-    printf("%s --bench: %.0f training steps/s, %.3f ms of CPU per step (batch %d, %d pairs, "
-           "num_hiddens %d, %d heads, 1 thread)\n", PROG, steps / elapsed, cpu_ms, opt->batch,
-           opt->pairs, opt->hiddens, opt->heads);
-    printf("PyTorch on the same model and batch: /usr/bin/python3 "
-           "tests/fixtures/make_train_fixtures.py --time\n");
+        elapsed = now_seconds() - start;
+        if (!warm && elapsed >= 0.5) {
+            warm = true;
+            steps = -1;
+            start = now_seconds();
+        } else if (warm && elapsed >= 2.0) {
+            break;
+        }
+    }
     task_batch_free(batch);
     adam_free(adam);
     lookup_free(model);
+    return (steps + 1) / elapsed;
+}
+
+/* PyTorch's best steps per second at size s over the threads it was timed
+ * on, read from PYTORCH_TRAINING (lines "batch pairs num_hiddens num_heads
+ * threads steps_per_s"), or 0 when the file has no such line. */
+static double pytorch_steps_per_second(BenchSize s)
+{
+    FILE *f = fopen(PYTORCH_TRAINING, "r");
+    double best = 0.0, rate;
+    char line[256];
+    int b, p, d, h, threads;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%d %d %d %d %d %lf", &b, &p, &d, &h, &threads, &rate) == 6 &&
+            b == s.batch && p == s.pairs && d == s.hiddens && h == s.heads && rate > best)
+            best = rate;
+    if (f != NULL)
+        fclose(f);
+    return best;
+}
+
+/* --bench: training steps per second at these sizes and at a large one,
+ * through the clear layer and the fast one on 1 and N threads, beside
+ * PyTorch's best when tests/fixtures/time_pytorch_multihead.py --training
+ * has timed it on this machine. Every ratio is of figures from one run. */
+static int bench(const Options *opt)
+{
+    const int N = opt->threads > 1 ? opt->threads : 2;
+    const BenchSize sizes[2] = {{opt->batch, opt->pairs, opt->hiddens, opt->heads},
+                                {256, 16, 256, 8}};
+    bool any_pytorch = false;
+    printf("%s --bench: training steps/s of this model (embedding, attention, readout, loss, "
+           "Adam), one run\n  batch  pairs  num_hiddens  heads     clear   fast 1t   fast %dt"
+           "   PyTorch best  fast %dt / PyTorch\n", PROG, N, N);
+    for (int i = 0; i < 2; i++) {
+        const BenchSize s = sizes[i];
+        if (s.pairs > opt->countries || s.hiddens % s.heads != 0)
+            continue;
+        const double clear = steps_per_second(s, CLEAR_ATTENTION, opt);
+        const double fast1 = steps_per_second(s, fast_attention_layer(1), opt);
+        const double fastN = steps_per_second(s, fast_attention_layer(N), opt);
+        const double pytorch = pytorch_steps_per_second(s);
+        printf("  %5d  %5d  %11d  %5d  %8.1f  %8.1f  %8.1f", s.batch, s.pairs, s.hiddens,
+               s.heads, clear, fast1, fastN);
+        if (pytorch > 0.0)
+            printf("   %12.1f  %16.2fx\n", pytorch, fastN / pytorch);
+        else
+            printf("   %12s  %17s\n", "-", "-");
+        any_pytorch = any_pytorch || pytorch > 0.0;
+    }
+    printf("  (fast 1t, %dt: the fast layer on 1 and %d threads; PyTorch best: its best of 1 "
+           "and 2 threads)\n", N, N);
+    if (!any_pytorch)
+        printf("PyTorch's figures come from %s: time PyTorch first, not while the bench runs:\n"
+               "  /usr/bin/python3 tests/fixtures/time_pytorch_multihead.py --training\n",
+               PYTORCH_TRAINING);
     return 0;
 }
 
@@ -581,8 +643,12 @@ static Options parse_options(int argc, char **argv)
          .help = "load a saved model instead of training one (with --steps: go on training it)"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the loss curve and the attention heatmap into DIR"},
+        {"--threads", CLI_INT, &opt.threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
+         .help = "train through the fast layer on N threads",
+         .default_text = "the clear layer, on one"},
         {"--bench", CLI_FLAG, &opt.bench,
-         .help = "print training steps per second at these sizes, then stop"},
+         .help = "print training steps per second at these sizes and\nat (batch 256, 16 pairs, "
+                 "num_hiddens 256, 8 heads),\nclear and fast (1 and N threads), then stop"},
     };
     cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "
                                 "in a dictionary.", CLI_COUNT(options), options},
@@ -719,7 +785,7 @@ int main(int argc, char **argv)
     check_memory(&opt);
     const Task task = task_dictionary(opt.pairs, opt.countries, opt.countries);
     if (opt.bench)
-        return bench(&task, &opt);
+        return bench(&opt);
 
     part1_the_task(&task, &opt);
     int status = 0, first = 1, trained_steps = 0;
@@ -730,6 +796,8 @@ int main(int argc, char **argv)
             model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
             adam = adam_new(model->params, model->num_params, opt.lr);
         }
+        if (opt.threads > 0)
+            model->attend = fast_attention_layer(opt.threads);
         first = (int)adam->step + 1;
         losses = checked_calloc(PROG, (size_t)(opt.steps - first + 1), sizeof *losses);
         status = train_and_save(model, adam, &task, &opt, losses);

@@ -1233,6 +1233,8 @@ static BadInput rows[] = {
     {TRAIN, "--countries 41", 2, "--countries expects a whole number from 2 to 40", NULL},
     {TRAIN, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
     {TRAIN, "--examples 0", 2, "--examples expects a whole number from 1 to 100000", NULL},
+    {TRAIN, "--threads 0", 2, "--threads expects a whole number from 1 to 64, got '0'", NULL},
+    {TRAIN, "--threads 65", 2, "--threads expects a whole number from 1 to 64, got '65'", NULL},
     {TRAIN, "--to @/missing", 2, "--to: directory '", "@/missing/readout.bias.npy"},
     {TRAIN, "--to @/readonly", 2, "is not writable", "@/readonly/readout.bias.npy",
      read_only_dir, 0, true},

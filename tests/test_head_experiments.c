@@ -199,7 +199,7 @@ Test(head_gates, gate_gradient_equals_finite_differences)
     Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
     Tensor *grad_concat = NULL;
     two_key_backward(model, &cache, grad_logits, &grad_concat);
-    Tensor *gate_grads = head_gate_grads(cache.attention.concat, grad_concat, HEADS);
+    Tensor *gate_grads = head_gate_grads(cache.attention.clear.concat, grad_concat, HEADS);
     cr_assert(tensor_has_shape(gate_grads, SHAPE(BATCH, HEADS)));
 
     Tensor *gates = tensor_ones(SHAPE(HEADS));

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "fast/fast_attention_layer.h"
 #include "io/model.h"
 #include "io/npy.h"
 #include "io/saved_models.h"
@@ -550,12 +551,14 @@ static LookupModel *fixture_model(const char *folder)
     return model;
 }
 
-Test(lookup_model, five_adam_steps_equal_pytorch)
+/* The same start, the same 5 batches, lr 0.05, the attention run by
+ * attend: every parameter after the 5 steps within 1e-4 relative of
+ * PyTorch's. */
+static void five_adam_steps_against_pytorch(AttentionLayer attend)
 {
-    /* the same start, the same 5 batches, lr 0.05: every parameter after
-     * the 5 steps within 1e-4 relative of PyTorch's */
     const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
     LookupModel *model = fixture_model(TRAIN_FIXTURES "initial");
+    model->attend = attend;
     LookupModel *expected = fixture_model(TRAIN_FIXTURES "after_5_steps");
     char err[NPY_ERR_LEN];
     Tensor *losses = npy_load(TRAIN_FIXTURES "losses.npy", err, sizeof err);
@@ -593,6 +596,75 @@ Test(lookup_model, five_adam_steps_equal_pytorch)
     tensor_free(losses);
     lookup_free(expected);
     lookup_free(model);
+}
+
+Test(lookup_model, five_adam_steps_equal_pytorch)
+{
+    five_adam_steps_against_pytorch(CLEAR_ATTENTION);
+}
+
+Test(lookup_model, five_adam_steps_on_the_fast_layer_equal_pytorch)
+{
+    five_adam_steps_against_pytorch(fast_attention_layer(2));
+}
+
+/* A model large enough for the fast layer to use 2 threads, trained for
+ * a few steps through attend; its parameters are left in *trained. */
+enum { BIG_VOCAB = 24, BIG_HIDDENS = 64, BIG_HEADS = 4, BIG_PAIRS = 16, BIG_BATCH = 64,
+       BIG_STEPS = 4 };
+static LookupModel *train_a_few_steps(AttentionLayer attend, double *losses)
+{
+    const Task task = task_dictionary(BIG_PAIRS, BIG_VOCAB, BIG_VOCAB);
+    Rng rng = rng_new(7);
+    LookupModel *model = lookup_new(BIG_VOCAB, BIG_VOCAB, BIG_HIDDENS, BIG_HEADS, &rng);
+    model->attend = attend;
+    Adam *adam = adam_new(model->params, model->num_params, 0.01f);
+    TaskBatch *batch = task_batch_new(&task, BIG_BATCH);
+    for (int step = 0; step < BIG_STEPS; step++) {
+        task_draw(&task, batch, SPLIT_TRAIN, &rng);
+        losses[step] = lookup_train_step(model, adam, batch, NULL);
+    }
+    task_batch_free(batch);
+    adam_free(adam);
+    return model;
+}
+
+Test(lookup_model, the_fast_layer_trains_to_the_clear_layers_numbers)
+{
+    double clear_losses[BIG_STEPS], fast_losses[BIG_STEPS];
+    LookupModel *clear = train_a_few_steps(CLEAR_ATTENTION, clear_losses);
+    LookupModel *fast = train_a_few_steps(fast_attention_layer(2), fast_losses);
+    for (int step = 0; step < BIG_STEPS; step++)
+        cr_expect(fabs(fast_losses[step] - clear_losses[step]) <= 1e-5 * clear_losses[step],
+                  "step %d: loss %.8f on the fast layer, %.8f on the clear one", step,
+                  fast_losses[step], clear_losses[step]);
+    for (int i = 0; i < clear->num_params; i++) {
+        /* b_k's gradient is rounding alone (five_adam_steps_equal_pytorch),
+         * which Adam turns into steps of up to lr */
+        if (clear->params[i].value == clear->attention->b_k)
+            continue;
+        cr_expect(tensor_allclose(fast->params[i].value, clear->params[i].value, 1e-6f, 1e-4f,
+                                  stderr),
+                  "%s after %d steps on the fast layer differs from the clear layer's",
+                  clear->params[i].name, BIG_STEPS);
+    }
+    lookup_free(clear);
+    lookup_free(fast);
+}
+
+Test(lookup_model, the_fast_layer_trains_to_the_same_bits_every_run)
+{
+    double first_losses[BIG_STEPS], again_losses[BIG_STEPS];
+    LookupModel *first = train_a_few_steps(fast_attention_layer(2), first_losses);
+    LookupModel *again = train_a_few_steps(fast_attention_layer(2), again_losses);
+    cr_expect_arr_eq(first_losses, again_losses, sizeof first_losses);
+    for (int i = 0; i < first->num_params; i++) {
+        const Tensor *a = first->params[i].value, *b = again->params[i].value;
+        cr_expect(memcmp(a->data, b->data, a->size * sizeof(float)) == 0,
+                  "%s differs between two runs on 2 threads", first->params[i].name);
+    }
+    lookup_free(first);
+    lookup_free(again);
 }
 
 /* The model's loss on one batch, for finite differences. */
@@ -665,26 +737,26 @@ static int halved_calls;
 static Tensor *halved_forward(const MultiHeadAttention *layer, const Tensor *queries,
                               const Tensor *keys, const Tensor *values,
                               const ValidLens *valid_lens, bool training, Rng *rng,
-                              MultiHeadCache *cache)
+                              int num_threads, LayerCache *cache)
 {
     halved_calls++;
-    Tensor *out = multihead_forward_cache(layer, queries, keys, values, valid_lens, training,
-                                          rng, cache);
+    Tensor *out = clear_attention_forward(layer, queries, keys, values, valid_lens, training,
+                                          rng, num_threads, cache);
     for (size_t i = 0; i < out->size; i++)
         out->data[i] *= 0.5f;
     return out;
 }
-static void halved_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
+static void halved_backward(const MultiHeadAttention *layer, const LayerCache *cache,
                             const Tensor *grad_output, MultiHeadGrads *grads,
                             Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
-                            Tensor **grad_concat)
+                            Tensor **grad_concat, int num_threads)
 {
     halved_calls += 100;
     Tensor *half = tensor_copy(grad_output);
     for (size_t i = 0; i < half->size; i++)
         half->data[i] *= 0.5f;
-    multihead_backward(layer, cache, half, grads, grad_queries, grad_keys, grad_values,
-                       grad_concat);
+    clear_attention_backward(layer, cache, half, grads, grad_queries, grad_keys, grad_values,
+                             grad_concat, num_threads);
     tensor_free(half);
 }
 
@@ -702,7 +774,7 @@ Test(lookup_model, runs_the_attention_layer_it_holds)
     Tensor *clear_grad_W_q = tensor_copy(model->grad_attention->W_q);
     // the halved layer: half the output and, from the same grad_logits,
     // half of W_q's gradient (halving is exact in floating point)
-    model->attend = (AttentionLayer){halved_forward, halved_backward};
+    model->attend = (AttentionLayer){halved_forward, halved_backward, 1};
     halved_calls = 0;
     LookupCache halved;
     Tensor *halved_logits = lookup_forward(model, batch, NULL, &halved);
@@ -909,7 +981,7 @@ Test(train_program, help_lists_every_option)
 {
     const char *const options[] = {"--seed", "--steps", "--batch", "--lr", "--pairs",
                                    "--countries", "--hiddens", "--heads", "--examples", "--to",
-                                   "--from", "--plot", "--bench"};
+                                   "--from", "--plot", "--threads", "--bench"};
     expect_help_lists(TRAIN, options, sizeof options / sizeof options[0]);
 }
 
@@ -1114,6 +1186,29 @@ Test(train_program, going_on_equals_an_uninterrupted_run, .init = make_scratch,
     run_result_free(&first);
     run_result_free(&resumed);
     run_result_free(&straight);
+    scratch_dir_remove(other);
+}
+
+Test(train_program, the_fast_layer_saves_the_same_bits_for_a_seed_and_threads,
+     .init = make_scratch, .fini = remove_scratch)
+{
+    /* num_hiddens 64 and batches of 64: enough work for the fast layer to
+     * share it between 2 threads */
+    char other[64], args[256];
+    scratch_dir_make(other, sizeof other, "train_test");
+    const char *sizes = "--steps 20 --seed 3 --hiddens 64 --batch 64 --pairs 16 --examples 50 "
+                        "--threads 2";
+    snprintf(args, sizeof args, "%s --to %s", sizes, scratch);
+    RunResult first = run_program(TRAIN, args);
+    cr_assert_eq(first.status, 0, "%s", first.err);
+    snprintf(args, sizeof args, "%s --to %s", sizes, other);
+    RunResult again = run_program(TRAIN, args);
+    cr_assert_eq(again.status, 0, "%s", again.err);
+    cr_expect(same_files(scratch, other));
+    cr_expect_not_null(strstr(first.out, "the fast layer runs the attention, on 2 threads"),
+                       "%s", first.out);
+    run_result_free(&first);
+    run_result_free(&again);
     scratch_dir_remove(other);
 }
 

@@ -8,22 +8,65 @@
  */
 #include "learn/attention_layer.h"
 
+#include <stdlib.h>
+
+Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                                const Tensor *keys, const Tensor *values,
+                                const ValidLens *valid_lens, bool training, Rng *rng,
+                                int num_threads, LayerCache *cache)
+{
+    (void)num_threads;   /* the clear layer is one loop after another, on one thread */
+    *cache = (LayerCache){0};
+    return multihead_forward_cache(layer, queries, keys, values, valid_lens, training, rng,
+                                   &cache->clear);
+}
+
+void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache *cache,
+                              const Tensor *grad_output, MultiHeadGrads *grads,
+                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                              Tensor **grad_concat, int num_threads)
+{
+    (void)num_threads;
+    multihead_backward(layer, &cache->clear, grad_output, grads, grad_queries, grad_keys,
+                       grad_values, grad_concat);
+}
+
 Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAttention *layer,
                                 const Tensor *queries, const Tensor *keys,
-                                const Tensor *values, MultiHeadCache *cache,
+                                const Tensor *values, LayerCache *cache,
                                 Tensor **attention_weights)
 {
-    MultiHeadCache scratch;
-    MultiHeadCache *c = cache != NULL ? cache : &scratch;
-    Tensor *out = attend->forward(layer, queries, keys, values, NULL, false, NULL, c);
+    LayerCache scratch;
+    LayerCache *c = cache != NULL ? cache : &scratch;
+    const AttentionForward forward =
+        attention_weights != NULL ? clear_attention_forward : attend->forward;
+    Tensor *out = forward(layer, queries, keys, values, NULL, false, NULL, attend->num_threads,
+                          c);
     if (attention_weights != NULL) {
         /* row b*H + h of (B*H, T, K) is head h of sequence b: the same
          * numbers as (B, H, T, K) */
         const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
-        *attention_weights = tensor_copy(c->attention.weights);
+        *attention_weights = tensor_copy(c->clear.attention.weights);
         tensor_reshape(*attention_weights, SHAPE(B, layer->num_heads, T, K));
     }
     if (cache == NULL)
-        multihead_cache_free(&scratch);
+        layer_cache_free(&scratch);
     return out;
+}
+
+void attention_layer_backward(const AttentionLayer *attend, const MultiHeadAttention *layer,
+                              const LayerCache *cache, const Tensor *grad_output,
+                              MultiHeadGrads *grads, Tensor **grad_queries, Tensor **grad_keys,
+                              Tensor **grad_values, Tensor **grad_concat)
+{
+    attend->backward(layer, cache, grad_output, grads, grad_queries, grad_keys, grad_values,
+                     grad_concat, attend->num_threads);
+}
+
+void layer_cache_free(LayerCache *cache)
+{
+    multihead_cache_free(&cache->clear);
+    if (cache->other != NULL)
+        cache->other_free(cache->other);
+    *cache = (LayerCache){0};
 }

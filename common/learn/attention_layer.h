@@ -8,44 +8,76 @@
  *
  * A model (lookup_model.h, two_key_model.h, reversal_model.h) does not
  * compute attention itself: it calls the forward of the pair it holds,
- * which keeps what the backward needs in a MultiHeadCache, and later that
+ * which keeps what the backward needs in a LayerCache, and later that
  * pair's backward. The models start with the clear layer of multihead.h,
- * CLEAR_ATTENTION; a chapter program may hand them another pair with the
- * same signatures, and the models stay as they are.
+ * CLEAR_ATTENTION, on one thread; a chapter program may hand them another
+ * pair with the same signatures (the fast layer of
+ * fast/fast_attention_layer.h, on num_threads threads), and the models
+ * stay as they are.
  */
 #ifndef ATTENTION_LAYER_H
 #define ATTENTION_LAYER_H
 
 #include "multihead.h"
 
+/* What a layer's forward keeps for its backward. The clear layer keeps
+ * multihead.h's MultiHeadCache; another layer keeps a cache of its own
+ * type, which this header does not know, behind `other`, with the
+ * function that frees it. */
+typedef struct {
+    MultiHeadCache clear;                /* the clear layer's: weights, concat, ... */
+    void *other;                         /* another layer's own cache, or NULL */
+    void (*other_free)(void *other);     /* frees other and what it holds */
+} LayerCache;
+
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
- * cache filled: multihead_forward_cache's signature */
+ * cache filled: multihead_forward_cache's arguments, and the threads the
+ * layer may use */
 typedef Tensor *(*AttentionForward)(const MultiHeadAttention *layer, const Tensor *queries,
                                     const Tensor *keys, const Tensor *values,
                                     const ValidLens *valid_lens, bool training, Rng *rng,
-                                    MultiHeadCache *cache);
+                                    int num_threads, LayerCache *cache);
 /* grad_output (B, T, D) -> parameter gradients added, input gradients and
- * grad_concat returned: multihead_backward's signature */
-typedef void (*AttentionBackward)(const MultiHeadAttention *layer, const MultiHeadCache *cache,
+ * grad_concat returned: multihead_backward's arguments, and the threads */
+typedef void (*AttentionBackward)(const MultiHeadAttention *layer, const LayerCache *cache,
                                   const Tensor *grad_output, MultiHeadGrads *grads,
                                   Tensor **grad_queries, Tensor **grad_keys,
-                                  Tensor **grad_values, Tensor **grad_concat);
+                                  Tensor **grad_values, Tensor **grad_concat, int num_threads);
 
 typedef struct {
     AttentionForward forward;
     AttentionBackward backward;
+    int num_threads;   /* >= 1; the clear layer runs on one whatever it says */
 } AttentionLayer;
 
-/* the clear layer of chapter 05 */
-#define CLEAR_ATTENTION ((AttentionLayer){multihead_forward_cache, multihead_backward})
+/* the clear layer of chapter 05: multihead_forward_cache and
+ * multihead_backward */
+Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                                const Tensor *keys, const Tensor *values,
+                                const ValidLens *valid_lens, bool training, Rng *rng,
+                                int num_threads, LayerCache *cache);
+void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache *cache,
+                              const Tensor *grad_output, MultiHeadGrads *grads,
+                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                              Tensor **grad_concat, int num_threads);
+#define CLEAR_ATTENTION ((AttentionLayer){clear_attention_forward, clear_attention_backward, 1})
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D)
  * through attend's forward in evaluation mode, no mask. cache, when not
  * NULL, is filled for attend's backward; attention_weights, when not NULL,
- * receives the per-head weights (B, H, T, K) (new). */
+ * receives the per-head weights (B, H, T, K) (new): only the clear layer
+ * keeps them, so that call runs the clear layer, whatever attend is. */
 Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAttention *layer,
                                 const Tensor *queries, const Tensor *keys,
-                                const Tensor *values, MultiHeadCache *cache,
+                                const Tensor *values, LayerCache *cache,
                                 Tensor **attention_weights);
+/* grad_output (B, T, D) -> attend's backward on its own threads, as
+ * AttentionBackward says. */
+void attention_layer_backward(const AttentionLayer *attend, const MultiHeadAttention *layer,
+                              const LayerCache *cache, const Tensor *grad_output,
+                              MultiHeadGrads *grads, Tensor **grad_queries, Tensor **grad_keys,
+                              Tensor **grad_values, Tensor **grad_concat);
+/* Frees what either kind of layer kept; the struct is the caller's. */
+void layer_cache_free(LayerCache *cache);
 
 #endif

@@ -174,8 +174,8 @@ void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *gra
                                        m->grad_readout_weight, m->grad_readout_bias);
     // step 2 backwards: the layer's own backward
     Tensor *grad_q, *grad_k, *grad_v;
-    m->attend.backward(m->attention, &cache->attention, grad_out, m->grad_attention, &grad_q,
-                       &grad_k, &grad_v, grad_concat);
+    attention_layer_backward(&m->attend, m->attention, &cache->attention, grad_out,
+                             m->grad_attention, &grad_q, &grad_k, &grad_v, grad_concat);
     // step 1 backwards: each row's gradient into its word's row; a country
     // used as query and as key gets both
     embedding_backward(m->grad_embed_keys, batch->queries, grad_q);
@@ -186,7 +186,7 @@ void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *gra
 
 void lookup_cache_free(LookupCache *cache)
 {
-    multihead_cache_free(&cache->attention);
+    layer_cache_free(&cache->attention);
     TENSOR_FREE(cache->q, cache->k, cache->v, cache->out);
     *cache = (LookupCache){0};
 }

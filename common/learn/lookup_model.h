@@ -102,7 +102,7 @@ void lookup_free(LookupModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q, *k, *v;                /* embeddings (B, Q, D), (B, P, D), (B, P, D) */
-    MultiHeadCache attention;         /* the layer's: weights (B*H, Q, P), concat (B, Q, D) */
+    LayerCache attention;             /* the layer's (the clear one's: weights (B*H, Q, P), ...) */
     Tensor *out;                      /* (B, Q, D): the layer's output, the readout's input */
 } LookupCache;
 

@@ -153,8 +153,8 @@ void reversal_backward(ReversalModel *model, const ReversalCache *cache,
     // step 2 backwards: x was the queries, the keys and the values, so its
     // gradient is the sum of the three
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    model->attend.backward(model->attention, &cache->attention, grad_out,
-                           model->grad_attention, &grad_q, &grad_k, &grad_v, NULL);
+    attention_layer_backward(&model->attend, model->attention, &cache->attention, grad_out,
+                             model->grad_attention, &grad_q, &grad_k, &grad_v, NULL);
     for (size_t i = 0; i < grad_q->size; i++)
         grad_q->data[i] += grad_k->data[i] + grad_v->data[i];
 
@@ -167,7 +167,7 @@ void reversal_backward(ReversalModel *model, const ReversalCache *cache,
 void reversal_cache_free(ReversalCache *cache)
 {
     TENSOR_FREE(cache->x, cache->out);
-    multihead_cache_free(&cache->attention);
+    layer_cache_free(&cache->attention);
     *cache = (ReversalCache){0};
 }
 

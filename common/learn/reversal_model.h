@@ -75,7 +75,7 @@ void reversal_free(ReversalModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;     /* borrowed: the tokens are batch->keys (B, T) */
     Tensor *x;                  /* (B, T, D): the attention's input */
-    MultiHeadCache attention;
+    LayerCache attention;
     Tensor *out;                /* (B, T, D): readout input */
 } ReversalCache;
 

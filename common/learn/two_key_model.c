@@ -293,8 +293,8 @@ void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor
 
     // step 2 backwards: the attention (no gates while training)
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    model->attend.backward(model->attention, &cache->attention, grad_out,
-                           model->grad_attention, &grad_q, &grad_k, &grad_v, grad_concat);
+    attention_layer_backward(&model->attend, model->attention, &cache->attention, grad_out,
+                             model->grad_attention, &grad_q, &grad_k, &grad_v, grad_concat);
 
     // step 1 backwards: each row of a gradient goes back to the word it came from
     tensor_reshape(grad_q, SHAPE(B, 2, D));
@@ -307,7 +307,7 @@ void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor
 void two_key_cache_free(TwoKeyCache *cache)
 {
     TENSOR_FREE(cache->q, cache->k, cache->v, cache->out, cache->hidden, cache->block_out);
-    multihead_cache_free(&cache->attention);
+    layer_cache_free(&cache->attention);
     *cache = (TwoKeyCache){0};
 }
 
@@ -370,8 +370,8 @@ Tensor *two_key_heads(const TwoKeyModel *model, const TaskBatch *batch)
 {
     TwoKeyCache cache = {0};
     Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
-    Tensor *concat = cache.attention.concat;
-    cache.attention.concat = NULL;   /* kept; the rest goes */
+    Tensor *concat = cache.attention.clear.concat;   /* the clear layer's (the model's default) */
+    cache.attention.clear.concat = NULL;   /* kept; the rest goes */
     tensor_free(logits);
     two_key_cache_free(&cache);
     return concat;
@@ -410,7 +410,7 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     /* gate_grads (B, H) are slopes of the batch's loss, the mean of the B
      * examples' losses: example b's own slope is B times its entry, and
      * the mean over b of |B * entry| is the sum of |entry|. */
-    Tensor *gate_grads = head_gate_grads(cache.attention.concat, grad_concat, H);
+    Tensor *gate_grads = head_gate_grads(cache.attention.clear.concat, grad_concat, H);
     for (int h = 0; h < H; h++) {
         double sum = 0.0;
         for (int b = 0; b < B; b++)

@@ -103,7 +103,7 @@ void two_key_free(TwoKeyModel *model);   /* NULL is fine */
 typedef struct {
     const TaskBatch *batch;           /* borrowed: the ids */
     Tensor *q, *k, *v;                /* embeddings (B, 1, 2D), (B, P, D), (B, P, D) */
-    MultiHeadCache attention;
+    LayerCache attention;
     Tensor *out;                      /* (B, 1, D): attention output */
     Tensor *hidden;                   /* (B, 1, N): the MLP's ReLU units (NULL: no MLP) */
     Tensor *block_out;                /* (B, 1, D): the readout's input */
