@@ -981,7 +981,7 @@ static BadInput rows[] = {
     {STREAMING, "--batch 64 --queries 4096 --keys 1 --hiddens 1024", 2, "would need 3.2 GB "
      "for the inputs, outputs and scores; keep it under 1 GB", NULL},
     /* 17.2 billion multiply-adds would take half a minute */
-    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --hiddens 1024", 2, "B * T * K * d = "
+    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --hiddens 1024", 2, "B * T * n_k * d = "
      "17.2 billion multiply-adds; keep it under 2 billion", NULL},
     /* the queries are (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
     {STREAMING, "--batch 4 --queries 4096 --keys 100 --hiddens 1024", 1,

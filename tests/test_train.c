@@ -572,9 +572,11 @@ static void five_adam_steps_against_pytorch(AttentionLayer attend)
                   (double)losses->data[step - 1]);
         /* b_k's gradient is 0 in exact arithmetic: q . (k_j + b_k) adds the
          * same q . b_k to every key's score, and softmax ignores a shift
-         * shared by the whole row. What is left is rounding, 1e-6 of b_q's */
+         * shared by the whole row. What is left is rounding: below 1e-5 of
+         * b_q's (about 100 float32 spacings; the fast layer's fused
+         * multiply-adds round differently from the clear layer's) */
         cr_expect(tensor_max_abs(model->grad_attention->b_k) <=
-                      1e-6f * tensor_max_abs(model->grad_attention->b_q),
+                      1e-5f * tensor_max_abs(model->grad_attention->b_q),
                   "step %d: b_k's gradient %g is not rounding next to b_q's %g", step,
                   (double)tensor_max_abs(model->grad_attention->b_k),
                   (double)tensor_max_abs(model->grad_attention->b_q));
