@@ -75,7 +75,7 @@ static Options parse_options(int argc, char **argv)
 {
     Options opt = {.num_keys = 3, .dim = 4, .trials = 2000, .seed = 0};
     const CliOption options[] = {
-        {"--keys", CLI_INT, &opt.num_keys, .min = 2, .max = 4096, .metavar = "K",
+        {"--keys", CLI_INT, &opt.num_keys, .min = 2, .max = 4096, .metavar = "N",
          .help = "number of keys"},
         {"--dim", CLI_INT, &opt.dim, .min = 1, .max = 4096, .metavar = "D",
          .help = "size of each key vector"},

@@ -275,17 +275,17 @@ static Options parse_options(int argc, char **argv)
          .help = "batch_size", .given = &opt.sizes_given},
         {"--queries", CLI_INT, &opt.num_queries, .min = 1, .max = MAX_SIZE, .metavar = "T",
          .help = "num_queries", .given = &opt.sizes_given},
-        {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "K",
+        {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "N",
          .help = "num_keys", .given = &opt.sizes_given},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "LIST",
-         .help = "comma-separated lengths from 0 to K: B of them for one\n"
+         .help = "comma-separated lengths from 0 to --keys: B of them for one\n"
                  "length per sequence, B*T for one per query",
          .default_text = "d2l's examples [2, 3]\n"
                          "and [[1, 3], [2, 4]]; random lengths when the sizes are changed"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the heatmaps as DIR/masked_softmax.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, K).",
+    cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, n_k).",
                           CLI_COUNT(options), options},
               argc, argv);
     return opt;

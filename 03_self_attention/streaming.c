@@ -196,12 +196,12 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
     const double clear_bytes = 4.0 * B * T * K;
     const double thread_bytes = 4.0 * STREAM_BLOCK_QUERIES * (STREAM_BLOCK_KEYS + d + v);
     const double packed_bytes = 4.0 * K * (d + v);
-    printf("dot_product_attention held all B * T * K = %d * %d * %d scores: %.2f MB.\n", B, T,
+    printf("dot_product_attention held all B * T * n_k = %d * %d * %d scores: %.2f MB.\n", B, T,
            K, clear_bytes / 1e6);
     printf("streaming_attention held, per thread, a block of %d queries with their\n"
            "%d x %d scores and running outputs, %d * (%d + d + v) floats: %.0f KB\n"
-           "whatever T and K are; and, shared by the threads, one sequence's keys and\n"
-           "values packed for the vector kernel, K * (d + v) floats: %.2f MB.\n\n",
+           "whatever T and n_k are; and, shared by the threads, one sequence's keys and\n"
+           "values packed for the vector kernel, n_k * (d + v) floats: %.2f MB.\n\n",
            STREAM_BLOCK_QUERIES, STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_BLOCK_QUERIES,
            STREAM_BLOCK_KEYS, thread_bytes / 1e3, packed_bytes / 1e6);
     TENSOR_FREE(queries, keys, values, expected, actual);
@@ -248,7 +248,7 @@ static Options parse_options(int argc, char **argv)
          .help = "sequences in Part 2"},
         {"--queries", CLI_INT, &opt.num_queries, .min = 1, .max = MAX_SIZE, .metavar = "T",
          .help = "queries per sequence in Part 2"},
-        {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "K",
+        {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "N",
          .help = "key-value pairs per sequence in Part 2"},
         {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "size of queries, keys and values in Part 2"},
@@ -256,7 +256,7 @@ static Options parse_options(int argc, char **argv)
          .help = "threads for streaming_attention; the answer does not\ndepend on it"},
     };
     cli_parse(&(CliTable){PROG, "Attention computed over blocks of keys with a running maximum "
-                                "and sum\n(the online softmax), so the T x K matrix of weights "
+                                "and sum\n(the online softmax), so the T x n_k matrix of weights "
                                 "is never stored.",
                           CLI_COUNT(options), options},
               argc, argv);
@@ -267,7 +267,7 @@ static Options parse_options(int argc, char **argv)
     const double clear_bytes = 4.0 * B * T * K;
     if (clear_bytes > MAX_BYTES)
         cli_fail(PROG, "--batch %d --queries %d --keys %d would need %.1f GB for the clear "
-                 "version's scores; keep B * T * K under 250 million",
+                 "version's scores; keep B * T * n_k under 250 million",
                  opt.batch, opt.num_queries, opt.num_keys, clear_bytes / 1e9);
     // everything at once: queries, keys, values, both outputs, the scores
     const double total_bytes = 4.0 * (B * T * d + 2.0 * B * K * d + 2.0 * B * T * d + B * T * K);
@@ -279,7 +279,7 @@ static Options parse_options(int argc, char **argv)
     const double multiply_adds = B * T * K * d;
     if (multiply_adds > MAX_MULTIPLY_ADDS)
         cli_fail(PROG, "--batch %d --queries %d --keys %d --hiddens %d is too much work: "
-                 "B * T * K * d = %.1f billion multiply-adds; keep it under 2 billion",
+                 "B * T * n_k * d = %.1f billion multiply-adds; keep it under 2 billion",
                  opt.batch, opt.num_queries, opt.num_keys, opt.num_hiddens, multiply_adds / 1e9);
     return opt;
 }

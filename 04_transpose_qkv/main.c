@@ -270,7 +270,7 @@ static void compare_weights(const ValidLens *interleaved, const ValidLens *tiled
     Tensor *scores = tensor_zeros(SHAPE(BH, T, T));
     Tensor *right = masked_softmax(scores, interleaved);
     Tensor *wrong = masked_softmax(scores, tiled);
-    printf("\nWith equal scores (B*H, T, K) = (%d, %d, %d), query 0 of each matrix gets\n",
+    printf("\nWith equal scores (B*H, T, n_k) = (%d, %d, %d), query 0 of each matrix gets\n",
            BH, T, T);
     for (int r = 0; r < BH; r++) {
         printf("  matrix %d  repeat_interleave", r);

@@ -90,8 +90,8 @@ static Problem forward_and_backward(const Options *opt, Rng *rng)
                                             false, NULL, &p.cache);
     const size_t kept = p.cache.Q->size + p.cache.K->size + p.cache.V->size +
                         p.cache.attention.weights->size + p.cache.concat->size;
-    printf("multihead_forward_cache kept Q (B*H, T, d), K and V (B*H, K, d), the weights\n"
-           "(B*H, T, K) and concat (B, T, D) for the backward: %zu floats, %zu bytes.\n",
+    printf("multihead_forward_cache kept Q (B*H, T, d), K and V (B*H, n_k, d), the weights\n"
+           "(B*H, T, n_k) and concat (B, T, D) for the backward: %zu floats, %zu bytes.\n",
            kept, kept * sizeof(float));
     printf("With L = sum(output * G) for a random G (B, T, D), multihead_backward gives:\n\n");
     p.grads = multihead_grads_new(p.layer);

@@ -267,7 +267,7 @@ static int part3_random_inputs(Example *ex)
     print_rows(output);
     Tensor *seq0 = tensor_select(weights, 0, 0);   /* (H, T, K) of sequence 0 */
     char shape[64];
-    printf("per-head attention weights of sequence 0, (H, T, K) = %s:\n",
+    printf("per-head attention weights of sequence 0, (H, T, n_k) = %s:\n",
            shape_str(shape, sizeof shape, seq0->ndim, seq0->shape));
     tensor_print_named("attention_weights[0]", seq0);
     tensor_free(seq0);
@@ -351,15 +351,15 @@ static Options parse_options(int argc, char **argv)
          .help = "sequences", .given = example},
         {"--queries", CLI_INT, &opt.queries, .min = 1, .max = 256, .metavar = "T",
          .help = "queries per sequence", .given = example},
-        {"--keys", CLI_INT, &opt.keys, .min = 1, .max = 256, .metavar = "K",
+        {"--keys", CLI_INT, &opt.keys, .min = 1, .max = 256, .metavar = "N",
          .help = "key-value pairs per sequence", .given = example},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
          .help = "num_hiddens", .given = example},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
          .help = "num_heads, must divide D; needed with --from", .given = &opt.heads_given},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L", .given = example,
-         .help = "B comma-separated lengths from 0 to K, or 'none'",
-         .default_text = "3,2 as d2l;\nK for every sequence at other sizes"},
+         .help = "B comma-separated lengths from 0 to --keys, or 'none'",
+         .default_text = "3,2 as d2l;\n--keys for every sequence at other sizes"},
         {"--bias", CLI_FLAG, &opt.bias,
          .help = "give the four projections biases", .given = example},
         {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",

@@ -75,7 +75,7 @@ static Options parse_options(int argc, char **argv)
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HIDDENS, .metavar = "H",
          .help = "num_heads, must divide D"},
-        {"--keys", CLI_INT, &opt.keys, .min = 2, .max = MAX_KEYS, .metavar = "K",
+        {"--keys", CLI_INT, &opt.keys, .min = 2, .max = MAX_KEYS, .metavar = "N",
          .help = "key-value pairs for the cross-attention case"},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
          .help = "part 5's valid tokens: B comma-separated lengths,\n"

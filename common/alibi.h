@@ -3,7 +3,7 @@
  * page "Positions that keep a symmetry"; Press, Smith and Lewis, Train
  * Short, Test Long, 2022).
  *
- * Legend: B = batch_size, H = num_heads, T = num_queries, K = num_keys.
+ * Legend: B = batch_size, H = num_heads, T = num_queries, n_k = num_keys.
  *
  * No vector is added to the tokens. Instead head h (1 ... H) subtracts a
  * penalty from every scaled score, growing with the distance:
@@ -29,12 +29,12 @@ void alibi_slopes(int num_heads, double *slopes);
 /* A slope as text: "1/256" for 2^-8 (a whole inverse), else "0.0884". */
 void alibi_slope_text(char *buf, size_t len, double slope);
 
-/* scores (B*H, T, K) += -m_h |i - j| in place, matrix b*H + h being head h
+/* scores (B*H, T, n_k) += -m_h |i - j| in place, matrix b*H + h being head h
  * of sequence b (heads.h); queries and keys both start at position 0, or
  * at the same offset, which is the same thing here. */
 void alibi_add_bias(Tensor *scores, int num_heads);
 
-/* -> bias (H, T, K), new: -m_h |i - j|, what alibi_add_bias adds. */
+/* -> bias (H, T, n_k), new: -m_h |i - j|, what alibi_add_bias adds. */
 Tensor *alibi_bias(int num_heads, int num_queries, int num_keys);
 
 #endif

@@ -1,11 +1,11 @@
 /*
  * attention.h - scaled dot-product attention (introduced in chapter 03).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys (= number of
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys (= number of
  * key-value pairs), d = query and key size, v = value size.
  *
- *   scores  = queries @ keys^T / sqrt(d)            (B, T, K)
- *   weights = masked_softmax(scores, valid_lens)    (B, T, K)
+ *   scores  = queries @ keys^T / sqrt(d)            (B, T, n_k)
+ *   weights = masked_softmax(scores, valid_lens)    (B, T, n_k)
  *   output  = dropout(weights) @ values             (B, T, v)
  *
  * Dropout acts on the weights in training mode only; evaluation (dropout
@@ -33,31 +33,31 @@ void dropout_inplace(Tensor *x, const Dropout *dropout);
 
 /* The sizes of one attention call, read from its inputs. */
 typedef struct {
-    int batch_size, num_queries, num_keys;   /* B, T, K */
+    int batch_size, num_queries, num_keys;   /* B, T, n_k */
     int d, v;                                 /* query/key size, value size */
 } AttentionSizes;
 
-/* Stop with a message naming func unless queries (B, T, d), keys (B, K, d),
- * values (B, K, v) and valid_lens (NULL, (B,) or (B, T), each in [0, K])
+/* Stop with a message naming func unless queries (B, T, d), keys (B, n_k, d),
+ * values (B, n_k, v) and valid_lens (NULL, (B,) or (B, T), each in [0, n_k])
  * fit together; returns their sizes. Every attention function checks its
  * inputs with this one rule. */
 AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
                                       const Tensor *keys, const Tensor *values,
                                       const ValidLens *valid_lens);
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
+/* queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, v). When attention_weights is not NULL it
- * receives the weights (B, T, K) after dropout; the caller frees both. */
+ * receives the weights (B, T, n_k) after dropout; the caller frees both. */
 Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
                               const Tensor *values, const ValidLens *valid_lens,
                               const Dropout *dropout, Tensor **attention_weights);
 
 /* ---- backward ------------------------------------------------------------
- * What the forward keeps for its backward. Memory: weights B*T*K floats,
+ * What the forward keeps for its backward. Memory: weights B*T*n_k floats,
  * and as many again for the dropout scale in training mode. */
 typedef struct {
-    Tensor *weights;         /* (B, T, K) softmax output, before dropout */
-    Tensor *dropout_scale;   /* (B, T, K) 0 or 1/(1-p) as drawn; NULL without dropout */
+    Tensor *weights;         /* (B, T, n_k) softmax output, before dropout */
+    Tensor *dropout_scale;   /* (B, T, n_k) 0 or 1/(1-p) as drawn; NULL without dropout */
 } AttentionCache;
 
 /* dot_product_attention that also keeps what the backward needs: the same
@@ -66,9 +66,9 @@ Tensor *dot_product_attention_cache(const Tensor *queries, const Tensor *keys,
                                    const Tensor *values, const ValidLens *valid_lens,
                                    const Dropout *dropout, AttentionCache *cache);
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), cached by the
+/* queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), cached by the
  * forward, grad_output (B, T, v) -> grad_queries (B, T, d),
- * grad_keys (B, K, d), grad_values (B, K, v), each new, or not computed
+ * grad_keys (B, n_k, d), grad_values (B, n_k, v), each new, or not computed
  * when its pointer is NULL:
  *   A = P * scale (dropout's mask, or P)   dV = A^T dO,   dA = dO V^T
  *   dP = dA * scale,   dS = P * (dP - rowsum(dP * P)),   S = Q K^T / sqrt(d)
@@ -77,7 +77,7 @@ void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
                                     const Tensor *values, const AttentionCache *cache,
                                     const Tensor *grad_output, Tensor **grad_queries,
                                     Tensor **grad_keys, Tensor **grad_values);
-/* The weights after dropout (B, T, K), new: what pass 4 multiplied the
+/* The weights after dropout (B, T, n_k), new: what pass 4 multiplied the
  * values by, and what dot_product_attention returns as its weights. */
 Tensor *attention_cache_dropped(const AttentionCache *cache);
 /* Frees the cached tensors and sets them to NULL (the struct is the caller's). */

@@ -34,8 +34,8 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T,
 Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
 Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
 /* A key or value projection into the H heads that read it:
- *   x (B, K, G*d) -> transpose_qkv into G heads -> repeat_kv_heads -> (B*H, K, d)
- * (with G = H, transpose_qkv alone), and its backward (B*H, K, d) -> (B, K, G*d). */
+ *   x (B, n_k, G*d) -> transpose_qkv into G heads -> repeat_kv_heads -> (B*H, n_k, d)
+ * (with G = H, transpose_qkv alone), and its backward (B*H, n_k, d) -> (B, n_k, G*d). */
 Tensor *split_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
 Tensor *split_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
 

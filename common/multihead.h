@@ -1,12 +1,12 @@
 /*
  * multihead.h - the multi-head attention layer (introduced in chapter 05).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.
  *
  *   Q = queries W_q^T + b_q  (B, T, D)  -> transpose_qkv -> (B*H, T, d)
- *   K = keys    W_k^T + b_k  (B, K, D)  -> transpose_qkv -> (B*H, K, d)
- *   V = values  W_v^T + b_v  (B, K, D)  -> transpose_qkv -> (B*H, K, d)
+ *   K = keys    W_k^T + b_k  (B, n_k, D)  -> transpose_qkv -> (B*H, n_k, d)
+ *   V = values  W_v^T + b_v  (B, n_k, D)  -> transpose_qkv -> (B*H, n_k, d)
  *   heads = dot_product_attention(Q, K, V, valid_lens repeated per head)
  *   output = transpose_output(heads) W_o^T + b_o         (B, T, D)
  *
@@ -63,10 +63,10 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
                                           float dropout, bool bias, Rng *rng);
 void multihead_free(MultiHeadAttention *layer);
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
+/* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D). training (with rng) turns dropout on.
  * When attention_weights is not NULL it receives the per-head weights
- * (B, H, T, K); the caller frees it. */
+ * (B, H, T, n_k); the caller frees it. */
 Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
                           const Tensor *keys, const Tensor *values,
                           const ValidLens *valid_lens, bool training, Rng *rng,
@@ -86,20 +86,20 @@ void multihead_grads_free(MultiHeadGrads *grads);   /* NULL is fine */
 /* What the forward keeps for the backward, and what it costs in floats:
  *   queries, keys, values, valid_lens   borrowed, 0: the caller keeps them
  *                                       alive until the backward has run
- *   Q (B*H, T, d), K, V (B*H, K, d)     B*T*D + 2*B*K*D: the projected
+ *   Q (B*H, T, d), K, V (B*H, n_k, d)   B*T*D + 2*B*n_k*D: the projected
  *                                       inputs, split into heads (K and V
  *                                       as H heads, repeated when G < H)
- *   attention.weights (B*H, T, K)       B*H*T*K: the softmax output
- *   attention.dropout_scale             B*H*T*K more, in training mode with
+ *   attention.weights (B*H, T, n_k)     B*H*T*n_k: the softmax output
+ *   attention.dropout_scale             B*H*T*n_k more, in training mode with
  *                                       dropout > 0 only
  *   concat (B, T, D)                    B*T*D: the heads merged, W_o's input
- * so about B*(2T + 2K)*D + B*H*T*K floats, the H attention matrices being
- * the large part when T and K grow (the streaming backward avoids them). */
+ * so about B*(2T + 2*n_k)*D + B*H*T*n_k floats, the H attention matrices being
+ * the large part when T and n_k grow (the streaming backward avoids them). */
 typedef struct {
     const Tensor *queries, *keys, *values;   /* the inputs, borrowed: keep them alive */
     const ValidLens *valid_lens;             /* borrowed */
-    Tensor *Q, *K, *V;                       /* projected and split: (B*H, T, d), (B*H, K, d) x2 */
-    AttentionCache attention;                /* weights (B*H, T, K), dropout scale */
+    Tensor *Q, *K, *V;                       /* projected and split: (B*H, T, d), (B*H, n_k, d) x2 */
+    AttentionCache attention;                /* weights (B*H, T, n_k), dropout scale */
     Tensor *concat;                          /* (B, T, D): heads merged, input of W_o */
 } MultiHeadCache;
 
@@ -112,8 +112,8 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
                                MultiHeadCache *cache);
 
 /* grad_output (B, T, D) -> parameter gradients added into grads; input
- * gradients returned through grad_queries (B, T, Dq), grad_keys (B, K, Dk),
- * grad_values (B, K, Dv) (each may be NULL: not computed); grad_concat
+ * gradients returned through grad_queries (B, T, Dq), grad_keys (B, n_k, Dk),
+ * grad_values (B, n_k, Dv) (each may be NULL: not computed); grad_concat
  * (B, T, D), the gradient of the merged heads before W_o, returned when not
  * NULL (head importance uses it: the gradient of a gate on head h is the
  * sum over its d columns of concat * grad_concat). grads may be NULL when

@@ -3,7 +3,7 @@
  * what it does to self-attention (introduced in chapter 06).
  *
  * Legend: B = batch_size, T = number of tokens, D = num_hiddens,
- * H = num_heads, K = num_keys.
+ * H = num_heads, n_k = num_keys.
  *
  * A permutation of n tokens is an int array perm holding each of 0..n-1
  * once. Applying it to X puts token perm[i] at position i:
@@ -132,7 +132,7 @@ typedef struct {
 EquivarianceStats equivariance_statistics(const MultiHeadAttention *layer, const Tensor *X,
                                           const Tensor *fX, int samples, int *perm, Rng *rng);
 
-/* queries (B, T, D), keys and values (B, K, D), perm (K,): the layer's
+/* queries (B, T, D), keys and values (B, n_k, D), perm (n_k,): the layer's
  * output when the key-value pairs move together, the keys alone and the
  * values alone, each printed as a row against the unmoved output with its
  * verdict, under a line with the shapes and perm. Returns true when moving

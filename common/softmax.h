@@ -2,7 +2,7 @@
  * softmax.h - softmax over rows and masking by valid_lens (introduced in
  * chapter 02).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys.
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys.
  *
  * Masks follow d2l's valid_lens: for a query, key j takes part when
  * j < valid_len. valid_lens is either 1-D (B,), one length for every query
@@ -11,7 +11,7 @@
  * at least one key agrees with d2l and PyTorch. A row with no valid key
  * (valid_len 0) gets all-zero weights, as PyTorch 2.5 and later give in
  * scaled_dot_product_attention (its safe softmax).
- * A valid_len below 0 or above K is an error.
+ * A valid_len below 0 or above n_k is an error.
  */
 #ifndef SOFTMAX_H
 #define SOFTMAX_H
@@ -34,13 +34,13 @@ void masked_softmax_row(float *row, int n, int valid_len);
  * with no valid key get exactly 0. */
 void softmax_row_backward(const float *weights, const float *grad_weights,
                           float *grad_scores, int n);
-/* weights (B, T, K) as masked_softmax returned them, grad_weights (B, T, K)
- * -> grad_scores (B, T, K), new. Also any shape: rows are the last dim. */
+/* weights (B, T, n_k) as masked_softmax returned them, grad_weights (B, T, n_k)
+ * -> grad_scores (B, T, n_k), new. Also any shape: rows are the last dim. */
 Tensor *masked_softmax_backward(const Tensor *weights, const Tensor *grad_weights);
 
 /* New tensor: softmax over the last dimension of x (any number of dims). */
 Tensor *softmax(const Tensor *x);
-/* New tensor: x (B, T, K) -> weights (B, T, K); valid_lens may be NULL. */
+/* New tensor: x (B, T, n_k) -> weights (B, T, n_k); valid_lens may be NULL. */
 Tensor *masked_softmax(const Tensor *x, const ValidLens *valid_lens);
 
 #endif

@@ -97,12 +97,12 @@ Tensor *tensor_permute(const Tensor *x, const int *perm);
 Tensor *tensor_slice(const Tensor *x, int dim, int start, int length);
 
 /* Index `index` of dimension dim, which disappears: x.select(dim, index),
- * x[index] for dim 0. weights (B, T, K) -> tensor_select(weights, 0, b) (T, K).
+ * x[index] for dim 0. weights (B, T, n_k) -> tensor_select(weights, 0, b) (T, n_k).
  * x needs at least 2 dimensions. */
 Tensor *tensor_select(const Tensor *x, int dim, int index);
 
 /* count tensors of one shape stacked along a new first dimension:
- * torch.stack([a, b, c]). (T, K) matrices -> (count, T, K).
+ * torch.stack([a, b, c]). (T, n_k) matrices -> (count, T, n_k).
  *     Tensor *panels = TENSOR_STACK(weights, weights_PX, moved);   */
 Tensor *tensor_stack(const Tensor *const *tensors, int count);
 #define TENSOR_STACK(...)                                      \

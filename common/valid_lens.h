@@ -1,11 +1,11 @@
 /*
  * valid_lens.h - d2l's valid_lens (introduced in chapter 02).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys.
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys.
  *
  * For a query, key j takes part when j < valid_len. valid_lens is either
  * 1-D (B,), one length for every query of a sequence, or 2-D (B, T), one
- * length per query. A length is from 0 to K; 0 means the query sees no key.
+ * length per query. A length is from 0 to n_k; 0 means the query sees no key.
  * NULL stands for "no mask": every query sees every key.
  */
 #ifndef VALID_LENS_H
@@ -29,7 +29,7 @@ void valid_lens_free(ValidLens *valid_lens);   /* NULL is fine */
 /* The length that applies to query q of sequence b. */
 int valid_len_at(const ValidLens *valid_lens, int b, int q);
 /* Stop with a message naming func unless valid_lens fits scores of shape
- * (B, T, K): 1-D of size B or 2-D of (B, T), every length in [0, K].
+ * (B, T, n_k): 1-D of size B or 2-D of (B, T), every length in [0, n_k].
  * NULL (no mask) always fits. */
 void valid_lens_check(const char *func, const ValidLens *valid_lens,
                       int batch, int num_queries, int num_keys);

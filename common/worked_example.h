@@ -19,9 +19,9 @@ extern const float EXAMPLE_TOKENS[3 * 3];
 extern const float EXAMPLE_PRINTED_OUTPUT[3 * 3];
 
 /* The example's formula: softmax(queries keys^T) values, the scores not
- * divided by sqrt(d). queries (T, d), keys (K, d), values (K, v), or the
+ * divided by sqrt(d). queries (T, d), keys (n_k, d), values (n_k, v), or the
  * same with a batch dimension in front -> (T, v) or (B, T, v), new. When
- * weights is not NULL it receives the softmax (T, K) or (B, T, K), new. */
+ * weights is not NULL it receives the softmax (T, n_k) or (B, T, n_k), new. */
 Tensor *unscaled_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
                            Tensor **weights);
 

@@ -983,7 +983,7 @@ static BadInput rows[] = {
     {STREAMING, "--batch 64 --queries 4096 --keys 1 --hiddens 1024", 2, "would need 3.2 GB "
      "for the inputs, outputs and scores; keep it under 1 GB", NULL},
     /* 17.2 billion multiply-adds would take half a minute */
-    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --hiddens 1024", 2, "B * T * K * d = "
+    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --hiddens 1024", 2, "B * T * n_k * d = "
      "17.2 billion multiply-adds; keep it under 2 billion", NULL},
     /* the queries are (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
     {STREAMING, "--batch 4 --queries 4096 --keys 100 --hiddens 1024", 1,
@@ -1327,7 +1327,7 @@ static BadInput rows[] = {
      "line of (1, 4096, 1024, 8)), more than the memory limit", NULL, NULL, 256, false},
     /* random inputs of scale 1e20: every line's results overflow, clear and
      * fast alike, and the table and the status say so */
-    {BENCH, "--config 1,8,8,2 --scale 1e20 --repeats 1", 1, "bench: 6 lines overflowed "
+    {BENCH, "--config 1,8,8,2 --scale 1e20 --repeats 1", 1, "bench: 14 lines overflowed "
      "float32 (see the table): use a smaller --scale", NULL},
     {BENCH, "--scale 0", 2, "--scale expects a number from 1e-30 to 1e+38, got '0'", NULL},
 

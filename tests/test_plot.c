@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "io/curve.h"
 #include "io/plot.h"
 
 /* ---- a scratch directory per test --------------------------------------- */
@@ -370,6 +371,49 @@ Test(plot, gnuplot_draws_every_masked_cell_grey_and_no_small_one, .init = make_s
     cr_expect_eq(white, 0, "no masked cell is drawn a second time, in white");
     free(svg);
     tensor_free(m);
+}
+
+/* ---- line plots (curve.h) ------------------------------------------------- */
+
+/* Two curves that run along 0% and 100%, where a key inside the plot or the
+ * frame itself would hide them: the key goes below the plot, the y range
+ * keeps a little room on both sides, and gnuplot draws it without a word. */
+Test(plot, curves_keep_their_key_below_and_off_the_frame, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const float x[] = {0, 1, 2, 3};
+    const float y[] = {0, 40, 100, 100,
+                       0, 0, 20, 100};
+    Tensor *xs = tensor_from(x, SHAPE(4));
+    Tensor *ys = tensor_from(y, SHAPE(2, 4));
+    const char *const titles[] = {"best", "worst"};
+    cr_assert_eq(plot_curves(scratch, "acc", xs, ys, "heads kept", "accuracy (%)", titles,
+                             false), 0);
+    char *dat = scratch_file("acc.dat");
+    cr_expect_str_eq(dat, "# acc: 4 points of 2 curves; columns: x, best, worst\n"
+                          "0 0 0\n1 40 0\n2 100 20\n3 100 100\n");
+    char *gp = scratch_file("acc.gp");
+    cr_assert_not_null(gp);
+    cr_expect(strstr(gp, "\nset key below\n"), "the key is not placed below the plot:\n%s", gp);
+    cr_expect(strstr(gp, "\nset autoscale yfix\nset offsets 0, 0, graph 0.04, graph 0.04\n"),
+              "a curve at the top or bottom of the range would sit on the frame:\n%s", gp);
+    cr_expect(strstr(gp, "title 'best'") && strstr(gp, "title 'worst'"));
+    if (have_gnuplot()) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "cd / && gnuplot \"%s/acc.gp\" 2>\"%s/gnuplot.err\"", scratch,
+                 scratch);
+        cr_expect_eq(system(cmd), 0, "gnuplot failed on the script");
+        char *err = scratch_file("gnuplot.err");
+        cr_expect(err && *err == '\0', "gnuplot complained: %s", err ? err : "(nothing read)");
+        free(err);
+        char *listing = scratch_listing();
+        cr_expect_str_eq(listing, "acc.dat acc.gp acc.png gnuplot.err");
+        free(listing);
+    }
+    free(dat);
+    free(gp);
+    tensor_free(xs);
+    tensor_free(ys);
 }
 
 /* ---- failures -------------------------------------------------------------- */

@@ -327,27 +327,59 @@ Test(readmes, exercises_are_one_list_and_next_comes_last)
     }
 }
 
-/* How files are written, signals and memory limits are documented once, in
- * common/io/README.md; a chapter page links it and says no more. */
-Test(readmes, chapter_pages_leave_the_engineering_to_common_io)
+/* A picture is a paragraph of its own: a blank line before its "![...](...)"
+ * line and after it, or Markdown runs the next sentence into the image. */
+static void check_images(const char *path)
 {
-    static const char *const words[] = {
-        ".lock", "lock file", "renamed into place", "rename(", "SIGINT", "SIGTERM",
-        "130 or 143", "ulimit", "2 MB pages", "fuzz",
-    };
+    char *text = read_text_file(path, NULL);
+    cr_assert(text, "cannot read %s", path);
+    for (const char *p = strstr(text, "\n!["); p; p = strstr(p + 1, "\n![")) {
+        const char *eol = strchr(p + 1, '\n');
+        cr_expect(p > text && p[-1] == '\n', "%s: no blank line before the image at '%.60s'",
+                  path, p + 1);
+        cr_expect(eol == NULL || eol[1] == '\n' || eol[1] == '\0',
+                  "%s: the line after the image '%.60s' is not blank", path, p + 1);
+    }
+    free(text);
+}
+
+/* check(path) on every page of every chapter folder, its README included. */
+static void for_every_chapter_page(void (*check)(const char *path))
+{
     for (int c = 0; c < NUM_CHAPTERS; c++) {
         char path[256], pages[MAX_PAGES + 1][64];
         int n = chapter_pages(chapters[c], pages);
         strcpy(pages[n++], "README.md");
         for (int i = 0; i < n; i++) {
             snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
-            char *text = read_text_file(path, NULL);
-            cr_assert(text, "cannot read %s", path);
-            for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
-                cr_expect(strstr(text, words[w]) == NULL,
-                          "%s mentions '%s': that belongs on common/io/README.md", path,
-                          words[w]);
-            free(text);
+            check(path);
         }
     }
+}
+
+Test(readmes, images_stand_in_paragraphs_of_their_own)
+{
+    check_images("README.md");
+    for_every_chapter_page(check_images);
+}
+
+/* How files are written, signals and memory limits are documented once, in
+ * common/io/README.md; a chapter page links it and says no more. */
+static void check_no_engineering(const char *path)
+{
+    static const char *const words[] = {
+        ".lock", "lock file", "renamed into place", "rename(", "SIGINT", "SIGTERM",
+        "130 or 143", "ulimit", "2 MB pages", "fuzz",
+    };
+    char *text = read_text_file(path, NULL);
+    cr_assert(text, "cannot read %s", path);
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+        cr_expect(strstr(text, words[w]) == NULL,
+                  "%s mentions '%s': that belongs on common/io/README.md", path, words[w]);
+    free(text);
+}
+
+Test(readmes, chapter_pages_leave_the_engineering_to_common_io)
+{
+    for_every_chapter_page(check_no_engineering);
 }

@@ -68,8 +68,11 @@ static void write_gp(FILE *f, const char *name, int S, const char *xlabel, const
     fputs("\nset ylabel ", f);
     gp_string(f, ylabel ? ylabel : "");
     fputs("\nset grid\n", f);
-    if (log_y)
-        fputs("set logscale y\n", f);
+    /* a little room above and below, so that a curve at 0% or 100% is not
+     * drawn on the frame; a log axis keeps its decades */
+    fputs(log_y ? "set logscale y\n"
+                : "set autoscale yfix\nset offsets 0, 0, graph 0.04, graph 0.04\n",
+          f);
     /* below the plot, outside it: a key inside would cover a curve somewhere */
     fputs(titles ? "set key below\n" : "unset key\n", f);
     fputs("plot ", f);
