@@ -98,8 +98,8 @@ $(OUT)/build/common/%.o: common/%.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The fast kernels (fast_matmul, fast_exp, streaming_attention,
-# fast_multihead; `make bench`) get flags on top of CFLAGS, on these files
+# Every file of common/fast/ (the kernels of `make bench` and decode's
+# step, and decode's timing) gets flags on top of CFLAGS, these files
 # only, so the clear code and every number a chapter prints stay as above:
 #   -ffp-contract=fast  a * b + c may become one fused multiply-add, the
 #                       instruction the register-tile kernels are built on;

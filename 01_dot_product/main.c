@@ -93,8 +93,7 @@ static void unmatched_with_softmax(const Tensor *similarity, const Tensor *value
            "get equal weights: the query gets the average of all the values instead.\n");
     tensor_print_named("softmax(similarity)         ", weights);
     tensor_print_named("softmax(similarity) @ values", answer);
-    tensor_free(weights);
-    tensor_free(answer);
+    TENSOR_FREE(weights, answer);
 }
 
 /* Part 1: the dictionary, with 0/1 similarities. */

@@ -19,6 +19,14 @@
 
 static const char PROG[] = "noisy_query";
 
+static const float noise_levels[] = {0.0f, 0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
+enum { NUM_LEVELS = sizeof noise_levels / sizeof noise_levels[0] };
+
+/* Each lookup takes K x d multiply-adds; a run of more than this many is
+ * refused before it starts, so that no combination of the options within
+ * their ranges runs for hours. */
+#define MAX_MULTIPLY_ADDS 1e10
+
 typedef struct {
     int num_keys, dim, trials;
     uint64_t seed;
@@ -78,13 +86,18 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "How often a noisy query still finds its key by the largest dot product.",
                           CLI_COUNT(options), options},
               argc, argv);
+    const double work = (double)NUM_LEVELS * opt.trials * opt.num_keys * opt.dim;
+    if (work > MAX_MULTIPLY_ADDS)
+        cli_fail(PROG, "--keys %d, --dim %d and --trials %d take %.2g multiply-adds over the %d "
+                 "noise levels, more than the %.0e this program allows: use fewer "
+                 "trials, keys or dimensions", opt.num_keys, opt.dim, opt.trials, work,
+                 (int)NUM_LEVELS, MAX_MULTIPLY_ADDS);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    static const float noise_levels[] = {0.0f, 0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
     Rng rng = rng_new(opt.seed);
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(opt.num_keys, opt.dim));
     normalise_rows(keys);
@@ -93,7 +106,7 @@ int main(int argc, char **argv)
            plural(opt.dim, "dimension", "dimensions"), opt.trials,
            plural(opt.trials, "lookup", "lookups"));
     printf("noise std   right value found   (chance: %.1f%%)\n", 100.0 / opt.num_keys);
-    for (size_t level = 0; level < sizeof noise_levels / sizeof noise_levels[0]; level++)
+    for (int level = 0; level < NUM_LEVELS; level++)
         printf("  %5.2f     %6.1f%%\n", (double)noise_levels[level],
                percent_found(keys, noise_levels[level], opt.trials, &rng));
     tensor_free(keys);

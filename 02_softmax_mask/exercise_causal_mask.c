@@ -65,8 +65,7 @@ static int part1_causal_mask(const Tensor *scores)
     printf("Query 0 sees only itself, so its weight is exactly 1: %.4f\n\n",
            (double)AT3(weights, 0, 0, 0));
     failures += AT3(weights, 0, 0, 0) != 1.0f;
-    tensor_free(weights);
-    tensor_free(drawn);
+    TENSOR_FREE(weights, drawn);
     valid_lens_free(causal);
     free(lens);
     return failures;
@@ -106,9 +105,7 @@ static int part2_causal_and_padding(const Tensor *scores, int real_length)
            one_padded ? "query" : "queries", one_padded ? "" : "s", real_length,
            one_padded ? "" : " and later", one_padded ? "s" : "",
            real_length == 1 ? "" : "s", one_padded ? "its output is" : "their outputs are");
-    tensor_free(batch_scores);
-    tensor_free(weights);
-    tensor_free(padded);
+    TENSOR_FREE(batch_scores, weights, padded);
     valid_lens_free(both);
     free(lens);
     return failures;

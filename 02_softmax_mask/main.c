@@ -174,8 +174,7 @@ static void show_d2l_examples(const Tensor *x, Panels *panels)
         snprintf(panels->text[b], 64, "valid_lens [2, 3], seq %d", b);
         snprintf(panels->text[B + b], 64, "valid_lens [[1,3],[2,4]], seq %d", b);
     }
-    tensor_free(w1);
-    tensor_free(w2);
+    TENSOR_FREE(w1, w2);
     valid_lens_free(per_sequence);
     valid_lens_free(per_query);
 }
@@ -352,8 +351,7 @@ int main(int argc, char **argv)
     part3_query_without_keys(x);
 
     int status = opt.plot_dir ? write_plot(opt.plot_dir, &panels) : 0;
-    tensor_free(panels.weights);
-    tensor_free(x);
+    TENSOR_FREE(panels.weights, x);
     valid_lens_free(valid_lens);
     return status;
 }

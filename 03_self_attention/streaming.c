@@ -204,11 +204,7 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
            "values packed for the vector kernel, n_k * (d + v) floats: %.2f MB.\n\n",
            STREAM_BLOCK_QUERIES, STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_BLOCK_QUERIES,
            STREAM_BLOCK_KEYS, thread_bytes / 1e3, packed_bytes / 1e6);
-    tensor_free(queries);
-    tensor_free(keys);
-    tensor_free(values);
-    tensor_free(expected);
-    tensor_free(actual);
+    TENSOR_FREE(queries, keys, values, expected, actual);
     valid_lens_free(valid_lens);
     free(lens);
     return same;

@@ -129,9 +129,7 @@ static int exercise2_where_elements_land(Rng *rng)
         failures += right_broken + wrong_broken;
         /* the mistake moves nothing exactly when H = 1 or T = 1 */
         failures += (misplaced == 0) != (H == 1 || T == 1);
-        tensor_free(x);
-        tensor_free(split);
-        tensor_free(wrong);
+        TENSOR_FREE(x, split, wrong);
     }
 
     return failures;
@@ -158,11 +156,7 @@ static int exercise3_sequence_first(Rng *rng)
                diff_direct == 0.0f ? "equal  " : "DIFFERS", diff_pytorch == 0.0f ? "equal  " : "DIFFERS",
                (double)(diff_direct > diff_pytorch ? diff_direct : diff_pytorch));
         failures += (diff_direct != 0.0f) + (diff_pytorch != 0.0f);
-        tensor_free(x);
-        tensor_free(x_seq);
-        tensor_free(expected);
-        tensor_free(direct);
-        tensor_free(pytorch);
+        TENSOR_FREE(x, x_seq, expected, direct, pytorch);
     }
 
     return failures;

@@ -150,9 +150,7 @@ static int part2_step_by_step(const Tensor *X, int H)
            "to step 3, %d misplaced.\n",
            H, shape_str(shape, sizeof shape, split->ndim, split->shape), equal, split->size,
            plural((int)split->size, "element", "elements"), misplaced);
-    tensor_free(step);
-    tensor_free(permuted);
-    tensor_free(split);
+    TENSOR_FREE(step, permuted, split);
     return misplaced + (int)(X->size - equal);
 }
 
@@ -162,8 +160,7 @@ static float round_trip_error(const Tensor *x, int H)
     Tensor *split = transpose_qkv(x, H);
     Tensor *back = transpose_output(split, H);
     float worst = tensor_max_abs_diff(back, x);
-    tensor_free(split);
-    tensor_free(back);
+    TENSOR_FREE(split, back);
     return worst;
 }
 
@@ -286,9 +283,7 @@ static void compare_weights(const ValidLens *interleaved, const ValidLens *tiled
            "  repeat_interleave %.4f, tiling %.4f\n", BH * T == 1 ? "the" : "all", BH * T,
            plural(BH * T, "row", "rows"),
            weight_on_padding(right, lens, H), weight_on_padding(wrong, lens, H));
-    tensor_free(scores);
-    tensor_free(right);
-    tensor_free(wrong);
+    TENSOR_FREE(scores, right, wrong);
 }
 
 /* Part 5: valid_lens (B,) and (B, T) repeated over the heads. */

@@ -130,8 +130,7 @@ static float output_change(Problem *p, Tensor *bias, const Tensor *shift)
     for (size_t i = 0; i < bias->size; i++)
         bias->data[i] -= shift->data[i];
     float change = tensor_max_abs_diff(before, after);
-    tensor_free(before);
-    tensor_free(after);
+    TENSOR_FREE(before, after);
     return change;
 }
 
@@ -158,8 +157,7 @@ static void key_bias(Problem *p, Rng *rng)
            residue_text(shift_text, sizeof shift_text, output_change(p, p->layer->b_k, shift),
                         1e-6),
            (double)output_change(p, p->layer->b_q, shift));
-    tensor_free(numeric);
-    tensor_free(shift);
+    TENSOR_FREE(numeric, shift);
 }
 
 /* ---- Part 3 ---------------------------------------------------------------- */
@@ -226,8 +224,7 @@ static bool one_head_by_hand(const Problem *p, int h)
     char diff_text[32];
     printf("largest difference %s\n", residue_text(diff_text, sizeof diff_text, diff, 1e-6));
     bool same = diff <= 1e-6f * fmaxf(tensor_max_abs(from_layer), 1.0f);
-    tensor_free(share);
-    tensor_free(from_layer);
+    TENSOR_FREE(share, from_layer);
     return same;
 }
 

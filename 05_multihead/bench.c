@@ -2,76 +2,31 @@
  * 05_multihead/bench - speed and memory of the multi-head layer, clear
  * (multihead_forward and multihead_backward, the chapters' code) against
  * fast (fast_multihead_forward and fast_multihead_backward: register-tile
- * matmul, streaming attention, threads). Run it with `make bench`.
+ * matmul, streaming attention, threads), and causal streaming attention
+ * against full. Run it with `make bench`.
  *
- * Legend: B = batch_size, n = tokens (self-attention: T = K = n),
- * D = num_hiddens, H = num_heads, d = D / H; for the d2l toy, T = 4
- * queries and K = 6 key-value pairs.
- *
- * What is measured, and how:
- *   - the machine's fp32 peak, by an FMA loop (fast_peak_gflops) on 1 and
- *     on N threads, before and after the lines, the larger kept: a busy
- *     core during one measurement would otherwise make it low;
- *   - per line (configuration, pass, implementation, threads): the median
- *     time of several runs after a warm-up run, with clock_gettime. A pass
- *     is the layer's forward, its forward + backward (a training step
- *     without the optimiser), or attention's backward alone (the streaming
- *     backward on the heads' (B*H, n, d) tensors, its forward run once
- *     before the clock starts);
- *   - GFLOP/s with forward FLOPs = 4 projections (2 * rows * D * D each) +
- *     2 attention products (2 * B * T * K * D each), which is
- *     4*B*n*D*D*2 + 2*B*n*n*D*2 for self-attention; forward + backward
- *     counts 3 times that (each product of the forward has two in the
- *     backward), the attention backward 4 products of 2*B*n*n*D (the fast
- *     one's recomputed scores are not counted: they are its price for not
- *     keeping the weights); percent of the peak for that thread count;
- *   - peak resident memory (platform_peak_rss_bytes). Every line runs in a
- *     child process of its own, so one line's peak never includes
- *     another's.
- * Other programs running at the same time slow the runs down; medians
- * soften that, but a busy machine still gives lower numbers.
+ * The lines are listed here (CONFIGS); what a line runs and how its FLOPs
+ * are counted is common/fast/bench_passes.h, how it is timed and printed
+ * common/fast/bench_lines.h: a median of several runs after a warm-up,
+ * each line in a child process of its own, the machine's FMA peak before
+ * and after the lines. Every comparison is a ratio of two lines timed in
+ * this run.
  */
-#define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "attention.h"
 #include "error.h"
-#include "fast/fast_matmul.h"
-#include "fast/fast_multihead.h"
-#include "fast/streaming_attention.h"
+#include "fast/bench_passes.h"
 #include "io/cli.h"
-#include "multihead.h"
-#include "platform.h"
-#include "random.h"
-#include "tensor.h"
 
 static const char PROG[] = "bench";
-
-enum { MAX_RUNS = 51, MAX_LINES = 64 };
 
 /* The clear layer never runs when its weights, 4 * B * H * n * n bytes,
  * pass this: with the inputs, projections and outputs beside them, a
  * larger run may not fit in memory. */
 #define CLEAR_MAX_WEIGHT_BYTES 2e9
-
-typedef enum { FORWARD, FORWARD_BACKWARD, ATTENTION_BACKWARD } Pass;
-static const char *const PASS_NAMES[] = {"forward", "fwd+bwd", "attn bwd"};
-
-typedef struct {
-    const char *label;         /* what the line calls this configuration */
-    int batch, num_queries, num_keys, num_hiddens, num_heads;
-    Pass pass;
-    bool toy_mask;             /* d2l's valid_lens [3, 2] */
-    bool fast_only;            /* the streaming path alone */
-} Config;
 
 typedef struct {
     uint64_t seed;
@@ -82,355 +37,28 @@ typedef struct {
     bool quick;                /* skip the slow lines */
     const char *config_text;   /* --config B,n,D,H */
     const char *pytorch_text;  /* --pytorch-ms F,FB, or NULL: PyTorch is not compared */
-    Config custom[2];          /* --config: its forward and forward + backward */
+    BenchConfig custom[6];     /* --config: the layer's two passes, attention's four */
     double pytorch_ms[2];      /* forward, forward + backward at (8, 512, 512, 8) */
 } Options;
 
-typedef struct {
-    int ok;                    /* 1 when the child finished */
-    int finite;                /* 1 when the warm-up's results held no NaN or infinity */
-    double ms;                 /* median milliseconds per pass */
-    int runs;                  /* timed runs behind the median */
-    double max_rss_mb;
-} Result;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double flops_of(const Config *c)
-{
-    const double B = c->batch, T = c->num_queries, K = c->num_keys, D = c->num_hiddens;
-    double projections = 2.0 * B * T * D * D * 2.0 + 2.0 * B * K * D * D * 2.0;   /* Q, O and K, V */
-    double attention = 2.0 * B * T * K * D * 2.0;   /* Q K^T and weights @ V, over all heads */
-    switch (c->pass) {
-    case FORWARD_BACKWARD:
-        return 3.0 * (projections + attention);
-    case ATTENTION_BACKWARD:
-        return 2.0 * attention;   /* dV, dP, dQ, dK */
-    default:
-        return projections + attention;
-    }
-}
-
-/* ---- memory, checked before any line runs ------------------------------------ */
-
-/* Bytes one line's tensors hold at their peak, counted from what it
- * allocates (and rounded up): the fast forward keeps the inputs, the
- * concatenated heads and the output (about 6 (B, n, D) tensors with
- * scratch); the clear forward also holds the projections split into heads
- * (about 10); forward + backward adds the cached projections and every
- * gradient (about 16); the attention backward alone has the heads' q, k,
- * v, output, gradients (about 10). The clear layer adds its (B*H, T, K)
- * weights: once forward, three times (weights, their gradient, the
- * scores') with the backward. Measured resident peaks against this (with
- * memory_check's 16 MB for the program): (8, 512, 512, 8) clear forward
- * 132 MB (171 MB), fast forward + backward 126 MB (159 MB); (2, 2048, 64,
- * 8) clear forward 277 MB (295 MB), clear forward + backward 820 MB
- * (838 MB), fast forward + backward 21 MB (33 MB). */
-static double line_bytes(const Config *c, bool clear)
-{
-    const double rows = (double)c->batch * (c->num_queries > c->num_keys ? c->num_queries
-                                                                         : c->num_keys);
-    const double D = c->num_hiddens;
-    const double per_row = c->pass == FORWARD ? (clear ? 10.0 : 6.0)
-                           : c->pass == FORWARD_BACKWARD ? 16.0 : 10.0;
-    const double params = (c->pass == FORWARD ? 4.0 : 8.0) * D * D;
-    const double weights = (double)c->batch * c->num_heads * c->num_queries * c->num_keys;
-    return 4.0 * (per_row * rows * D + params + (clear ? (c->pass == FORWARD ? 1 : 3) * weights
-                                                       : 0.0));
-}
-
-/* ---- one line, in a child process ------------------------------------------- */
-
-/* Everything one line needs, built before the clock starts. Self-attention:
- * the same tensor is queries, keys and values, as in a NumPy or PyTorch
- * layer timed the same way; the toy has its own keys. */
-typedef struct {
-    const Config *c;
-    bool fast;
-    int threads;
-    MultiHeadAttention *layer;
-    Tensor *queries, *keys, *grad_output;
-    ValidLens *valid_lens;
-    MultiHeadGrads *grads;
-    /* attention's backward alone: the heads' tensors (B*H, n, d) and what
-     * the forward returned, made once */
-    Tensor *head_q, *head_k, *head_v, *head_out, *head_lse, *head_grad;
-    AttentionCache head_cache;
-} Work;
-
-static void work_init(Work *w, const Config *c, bool fast, int threads, const Options *opt)
-{
-    Rng rng = rng_new(opt->seed);
-    const float s = (float)opt->scale;
-    const int D = c->num_hiddens, B = c->batch, H = c->num_heads;
-    *w = (Work){.c = c, .fast = fast, .threads = threads};
-    if (c->pass == ATTENTION_BACKWARD) {
-        const int n = c->num_queries, d = D / H;
-        w->head_q = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
-        w->head_k = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
-        w->head_v = tensor_normal(&rng, 0.0f, s, SHAPE(B * H, n, d));
-        w->head_grad = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B * H, n, d));
-        w->head_out = fast ? streaming_attention_cache(w->head_q, w->head_k, w->head_v, NULL,
-                                                      threads, &w->head_lse)
-                           : dot_product_attention_cache(w->head_q, w->head_k, w->head_v, NULL,
-                                                        NULL, &w->head_cache);
-        return;
-    }
-    w->layer = multihead_new(D, D, D, D, H, 0.0f, true, &rng);
-    w->queries = tensor_normal(&rng, 0.0f, s, SHAPE(B, c->num_queries, D));
-    w->keys = c->num_keys == c->num_queries
-                  ? w->queries
-                  : tensor_normal(&rng, 0.0f, s, SHAPE(B, c->num_keys, D));
-    w->valid_lens = c->toy_mask ? valid_lens_1d((const int[]){3, 2}, 2) : NULL;
-    if (c->pass == FORWARD_BACKWARD) {
-        w->grad_output = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, c->num_queries, D));
-        w->grads = multihead_grads_new(w->layer);
-    }
-}
-
-static void work_free(Work *w)
-{
-    if (w->keys != w->queries)
-        tensor_free(w->keys);
-    tensor_free(w->queries);
-    tensor_free(w->grad_output);
-    valid_lens_free(w->valid_lens);
-    multihead_grads_free(w->grads);
-    if (w->layer != NULL)
-        multihead_free(w->layer);
-    Tensor *heads[] = {w->head_q, w->head_k, w->head_v, w->head_out, w->head_lse, w->head_grad};
-    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
-        tensor_free(heads[i]);
-    attention_cache_free(&w->head_cache);
-}
-
-/* The flat index of the first NaN or infinity among a pass's results
- * (output, then the input gradients), or SIZE_MAX. */
-static size_t first_non_finite_of(const Tensor *const *results, int count)
-{
-    size_t offset = 0;
-    for (int i = 0; i < count; i++) {
-        if (results[i] == NULL)
-            continue;
-        const size_t bad = tensor_first_non_finite(results[i]);
-        if (bad != SIZE_MAX)
-            return offset + bad;
-        offset += results[i]->size;
-    }
-    return SIZE_MAX;
-}
-
-/* One timed pass; every tensor it makes is freed before it returns. The
- * parameter gradients accumulate from pass to pass, as without zero_grad.
- * With check, the results are looked at first: the index of a NaN or an
- * infinity among them (float32 overflowed: multihead.h), or SIZE_MAX. */
-static size_t run_pass(Work *w, bool check)
-{
-    const Tensor *q = w->queries, *k = w->keys;
-    Tensor *out = NULL, *gq = NULL, *gk = NULL, *gv = NULL;
-    if (w->c->pass == FORWARD) {
-        out = w->fast ? fast_multihead_forward(w->layer, q, k, k, w->valid_lens, w->threads)
-                      : multihead_forward(w->layer, q, k, k, w->valid_lens, false, NULL, NULL);
-    } else if (w->c->pass == FORWARD_BACKWARD && w->fast) {
-        FastMultiHeadCache cache;
-        out = fast_multihead_forward_cache(w->layer, q, k, k, w->valid_lens, w->threads, &cache);
-        fast_multihead_backward(w->layer, &cache, w->grad_output, w->grads, &gq, &gk, &gv,
-                                w->threads);
-        fast_multihead_cache_free(&cache);
-    } else if (w->c->pass == FORWARD_BACKWARD) {
-        MultiHeadCache cache;
-        out = multihead_forward_cache(w->layer, q, k, k, w->valid_lens, false, NULL, &cache);
-        multihead_backward(w->layer, &cache, w->grad_output, w->grads, &gq, &gk, &gv, NULL);
-        multihead_cache_free(&cache);
-    } else if (w->fast) {
-        streaming_attention_backward(w->head_q, w->head_k, w->head_v, NULL, w->head_out,
-                                     w->head_lse, w->head_grad, w->threads, &gq, &gk, &gv);
-    } else {
-        dot_product_attention_backward(w->head_q, w->head_k, w->head_v, &w->head_cache,
-                                       w->head_grad, &gq, &gk, &gv);
-    }
-    const Tensor *results[] = {out, gq, gk, gv};
-    const size_t bad = check ? first_non_finite_of(results, 4) : SIZE_MAX;
-    TENSOR_FREE(out, gq, gk, gv);
-    return bad;
-}
-
-/* Build the line's work, run it, and return the median. */
-static Result measure(const Config *c, bool fast, int threads, const Options *opt)
-{
-    Work w;
-    work_init(&w, c, fast, threads, opt);
-    /* The first run warms up (page faults, caches). One that took over 5 s
-     * is its own measurement: repeating it would only cost minutes. */
-    double t0 = now_ms();
-    const bool finite = run_pass(&w, true) == SIZE_MAX;
-    double first = now_ms() - t0;
-    Result r = {1, finite, first, 1, 0.0};
-    if (finite && first <= 5000.0) {
-        int runs = first > 1000.0 ? (opt->repeats < 3 ? opt->repeats : 3) : opt->repeats;
-        /* a pass shorter than 20 ms is timed in a loop, so the clock's
-         * resolution and the loop overhead do not matter */
-        int inner = first < 20.0 ? (int)ceil(20.0 / (first > 1e-3 ? first : 1e-3)) : 1;
-        double times[MAX_RUNS];
-        for (int i = 0; i < runs; i++) {
-            t0 = now_ms();
-            for (int j = 0; j < inner; j++)
-                run_pass(&w, false);
-            times[i] = (now_ms() - t0) / inner;
-        }
-        qsort(times, (size_t)runs, sizeof times[0], compare_doubles);
-        r.ms = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
-        r.runs = runs;
-    }
-    r.max_rss_mb = platform_peak_rss_bytes() / (1024.0 * 1024.0);
-    work_free(&w);
-    return r;
-}
-
-/* Run measure() in a child and read its result through a pipe; a child
- * that dies (out of memory, a crash) gives ok = 0. */
-static Result measure_in_child(const Config *c, bool fast, int threads, const Options *opt)
-{
-    Result r = {0, 0, 0.0, 0, 0.0};
-    int fds[2];
-    fflush(stdout);
-    if (pipe(fds) != 0) {
-        perror("bench: pipe");
-        return r;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("bench: fork");
-        close(fds[0]);
-        close(fds[1]);
-        return r;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        Result mine = measure(c, fast, threads, opt);
-        ssize_t written = write(fds[1], &mine, sizeof mine);
-        close(fds[1]);
-        _exit(written == (ssize_t)sizeof mine ? 0 : 1);
-    }
-    close(fds[1]);
-    Result got;
-    if (read(fds[0], &got, sizeof got) == (ssize_t)sizeof got)
-        r = got;
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        r.ok = 0;
-    return r;
-}
-
-/* ---- printing --------------------------------------------------------------------- */
-
-static double peak_1, peak_n;    /* GFLOP/s, the larger of two measurements */
-static int overflowed;           /* lines whose results held NaN or infinity */
-static bool share_over_100;      /* a line beat the measured peak */
-
-static void print_header(void)
-{
-    printf("%-30s %-8s %-6s %7s %11s %5s %9s %7s %12s\n", "config (B, n, D, H)", "pass",
-           "impl", "threads", "ms", "runs", "GFLOP/s", "% peak", "peak memory");
-}
-
-static void print_line(const Config *c, const char *impl, int threads, const Result *r)
-{
-    if (!r->ok) {
-        printf("%-30s %-8s %-6s %7d   failed: the child process did not finish (out of memory?)\n",
-               c->label, PASS_NAMES[c->pass], impl, threads);
-        return;
-    }
-    if (!r->finite) {
-        overflowed++;
-        printf("%-30s %-8s %-6s %7d   failed: a result overflowed float32 (NaN or infinity)\n",
-               c->label, PASS_NAMES[c->pass], impl, threads);
-        return;
-    }
-    double gflops = flops_of(c) / (r->ms * 1e-3) / 1e9;
-    double share = 100.0 * gflops / (threads == 1 ? peak_1 : peak_n);
-    /* over 100% only when the peak was measured low; the star says so */
-    if (share > 100.0)
-        share_over_100 = true;
-    printf("%-30s %-8s %-6s %7d %11.2f %5d %9.1f %6.1f%s %9.1f MB\n", c->label,
-           PASS_NAMES[c->pass], impl, threads, r->ms, r->runs, gflops, share,
-           share > 100.0 ? "*" : "%", r->max_rss_mb);
-}
-
-/* The lines are kept until the peak has been measured a second time, then
- * printed: a line is a measurement, or a note (text) in the table. */
-typedef struct {
-    const Config *c;
-    const char *impl;
-    int threads;
-    Result r;
-    char text[200];
-} Line;
-
-static Line lines[MAX_LINES];
-static int line_count;
-
-static Line *new_line(void)
-{
-    if (line_count == MAX_LINES)
-        die(PROG, "more than %d lines in the table", MAX_LINES);
-    Line *line = &lines[line_count++];
-    memset(line, 0, sizeof *line);
-    return line;
-}
-
 /* ---- ratios measured in this run ------------------------------------------------------- */
-
-/* The finished line of configuration c with this implementation and
- * thread count; NULL when there is none. */
-static const Line *finished_line(const Config *c, const char *impl, int threads)
-{
-    for (int i = 0; i < line_count; i++) {
-        const Line *l = &lines[i];
-        if (l->text[0] == '\0' && l->c == c && strcmp(l->impl, impl) == 0 &&
-            l->threads == threads && l->r.ok && l->r.finite)
-            return l;
-    }
-    return NULL;
-}
-
-/* "47.8x": how many times longer the other line took, or "-" without it */
-static void ratio_text(char *buf, size_t len, double other_ms, double ms)
-{
-    if (other_ms > 0.0)
-        snprintf(buf, len, "%.2fx", other_ms / ms);
-    else
-        snprintf(buf, len, "-");
-}
 
 /* PyTorch's time for c, as given with --pytorch-ms (measured before this
  * run, at (8, 512, 512, 8) only); 0 when there is none. */
-static double pytorch_ms_of(const Config *c, const Options *opt)
+static double pytorch_ms_of(const BenchConfig *c, const Options *opt)
 {
     const bool at_its_size = c->batch == 8 && c->num_queries == 512 && c->num_keys == 512 &&
                              c->num_hiddens == 512 && c->num_heads == 8;
-    if (opt->pytorch_text == NULL || !at_its_size || c->pass == ATTENTION_BACKWARD)
+    if (opt->pytorch_text == NULL || !at_its_size || c->pass > BENCH_FORWARD_BACKWARD)
         return 0.0;
-    return opt->pytorch_ms[c->pass == FORWARD ? 0 : 1];
+    return opt->pytorch_ms[c->pass];
 }
 
-/* Every fast line on N threads against the lines it can be held to: the
+/* Every layer line on N threads against the lines it can be held to: the
  * clear layer on 1 thread and the fast one on 1 thread, both timed in this
  * run, and PyTorch when its time was given. */
-static void print_ratios(const Options *opt)
+static void print_ratios(const BenchTable *table, const BenchConfig *list, int count,
+                         const Options *opt)
 {
     const int N = opt->threads;
     printf("\nSpeed-ups, each measured in this run: the time of the clear layer (1 thread),\n"
@@ -440,19 +68,18 @@ static void print_ratios(const Options *opt)
     snprintf(threads_head, sizeof threads_head, "1/%d threads", N);
     printf("%-30s %-8s %12s %12s%s\n", "config (B, n, D, H)", "pass", "clear/fast",
            threads_head, opt->pytorch_text ? "  PyTorch/fast" : "");
-    for (int i = 0; i < line_count; i++) {
-        const Line *fast = &lines[i];
-        if (fast->text[0] != '\0' || strcmp(fast->impl, "fast") != 0 || fast->threads != N ||
-            finished_line(fast->c, "fast", N) != fast)
+    for (const BenchConfig *c = list; c < list + count; c++) {
+        const char *pass = BENCH_PASS_NAMES[c->pass];
+        const BenchLine *fast = bench_find(table, c->label, pass, "fast", N);
+        if (fast == NULL || c->causal || c->pass == BENCH_ATTENTION_FORWARD || c->pass == BENCH_ATTENTION_FB)
             continue;
-        const Line *clear = finished_line(fast->c, "clear", 1);
-        const Line *one = finished_line(fast->c, "fast", 1);
+        const BenchLine *clear = bench_find(table, c->label, pass, "clear", 1);
+        const BenchLine *one = bench_find(table, c->label, pass, "fast", 1);
         char clear_text[16], one_text[16], pytorch_text[16];
-        ratio_text(clear_text, sizeof clear_text, clear ? clear->r.ms : 0.0, fast->r.ms);
-        ratio_text(one_text, sizeof one_text, one ? one->r.ms : 0.0, fast->r.ms);
-        ratio_text(pytorch_text, sizeof pytorch_text, pytorch_ms_of(fast->c, opt), fast->r.ms);
-        printf("%-30s %-8s %12s %12s", fast->c->label, PASS_NAMES[fast->c->pass], clear_text,
-               one_text);
+        bench_ratio_text(clear_text, sizeof clear_text, clear ? clear->r.ms : 0.0, fast->r.ms);
+        bench_ratio_text(one_text, sizeof one_text, one ? one->r.ms : 0.0, fast->r.ms);
+        bench_ratio_text(pytorch_text, sizeof pytorch_text, pytorch_ms_of(c, opt), fast->r.ms);
+        printf("%-30s %-8s %12s %12s", c->label, pass, clear_text, one_text);
         if (opt->pytorch_text)
             printf("  %12s", pytorch_text);
         printf("\n");
@@ -464,10 +91,36 @@ static void print_ratios(const Options *opt)
                "then give the two medians it prints with --pytorch-ms F,FB.\n", N);
 }
 
+/* Each causal configuration against the full one listed just before it. */
+static void print_causal_ratios(const BenchTable *table, const BenchConfig *list, int count,
+                                const Options *opt)
+{
+    bool header = false;
+    for (int i = 1; i < count; i++) {
+        const BenchConfig *causal = &list[i], *full = &list[i - 1];
+        if (!causal->causal)
+            continue;
+        if (!header)
+            printf("\nCausal attention skips the key blocks in every query block's future: the\n"
+                   "time of full attention over causal, the same heads, in this run.\n"
+                   "%-30s %-8s %7s %12s\n", "config (B, n, D, H)", "pass", "threads",
+                   "full/causal");
+        header = true;
+        for (int threads = 1; threads <= opt->threads; threads += opt->threads - 1) {
+            const char *pass = BENCH_PASS_NAMES[causal->pass];
+            const BenchLine *c = bench_find(table, causal->label, pass, "fast", threads);
+            const BenchLine *f = bench_find(table, full->label, pass, "fast", threads);
+            char text[16];
+            bench_ratio_text(text, sizeof text, c && f ? f->r.ms : 0.0, c ? c->r.ms : 1.0);
+            printf("%-30s %-8s %7d %12s\n", full->label, pass, threads, text);
+        }
+    }
+}
+
 /* ---- options ---------------------------------------------------------------------- */
 
-/* --config B,n,D,H: one self-attention configuration, forward and forward
- * + backward */
+/* --config B,n,D,H: one self-attention configuration: the layer forward
+ * and forward + backward, attention alone on its heads, full and causal */
 static void parse_config(Options *opt)
 {
     long v[4];
@@ -479,11 +132,18 @@ static void parse_config(Options *opt)
     if ((double)v[0] * v[1] * v[2] > 1e9)
         cli_fail(PROG, "--config: B * n * D = %.0f floats is too much for one input",
                  (double)v[0] * v[1] * v[2]);
-    static char label[64];
+    static char label[64], causal_label[72];
     snprintf(label, sizeof label, "(%ld, %ld, %ld, %ld)", v[0], v[1], v[2], v[3]);
-    for (int i = 0; i < 2; i++)
-        opt->custom[i] = (Config){label, (int)v[0], (int)v[1], (int)v[1], (int)v[2], (int)v[3],
-                                  i == 0 ? FORWARD : FORWARD_BACKWARD, false, false};
+    snprintf(causal_label, sizeof causal_label, "%s causal", label);
+    const BenchPassKind passes[6] = {BENCH_FORWARD, BENCH_FORWARD_BACKWARD,
+                                     BENCH_ATTENTION_FORWARD, BENCH_ATTENTION_FORWARD,
+                                     BENCH_ATTENTION_FB, BENCH_ATTENTION_FB};
+    for (int i = 0; i < 6; i++) {
+        const bool causal = i == 3 || i == 5, layer = i < 2;
+        opt->custom[i] = (BenchConfig){causal ? causal_label : label, (int)v[0], (int)v[1],
+                                       (int)v[1], (int)v[2], (int)v[3], passes[i], layer, true,
+                                       false, causal, NULL};
+    }
 }
 
 /* --pytorch-ms F,FB: PyTorch's medians, measured before the bench */
@@ -504,7 +164,7 @@ static Options parse_options(int argc, char **argv)
     Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048, .scale = 1.0};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the layer and its inputs"},
-        {"--repeats", CLI_INT, &opt.repeats, .min = 1, .max = MAX_RUNS, .metavar = "N",
+        {"--repeats", CLI_INT, &opt.repeats, .min = 1, .max = BENCH_MAX_RUNS, .metavar = "N",
          .help = "timed runs per line; the median is printed\n(runs over a second use fewer)"},
         {"--threads", CLI_INT, &opt.threads, .min = 2, .max = 64, .metavar = "N",
          .help = "thread count of the multi-threaded lines"},
@@ -517,7 +177,7 @@ static Options parse_options(int argc, char **argv)
         {"--quick", CLI_FLAG, &opt.quick,
          .help = "only the d2l toy and (8, 512, 512, 8), fast lines only"},
         {"--config", CLI_STRING, &opt.config_text, .metavar = "B,n,D,H",
-         .help = "only this self-attention configuration, forward\nand forward + backward",
+         .help = "only this self-attention configuration: the layer\nforward and forward + backward, attention alone\non its heads, full and causal",
          .default_text = "the list above"},
         {"--pytorch-ms", CLI_STRING, &opt.pytorch_text, .metavar = "F,FB",
          .help = "PyTorch's forward and forward + backward ms at\n(8, 512, 512, 8), as "
@@ -530,8 +190,9 @@ static Options parse_options(int argc, char **argv)
                           "(common/fast/fast_multihead.c):\nthe forward on (B, n, D, H) = "
                           "(8, 512, 512, 8), (1, 2048, 512, 8),\n(1, 8192, 512, 8) and the d2l "
                           "toy, forward + backward on the toy and\n(8, 512, 512, 8), attention's "
-                          "backward alone on the heads of\n(1, 8192, 512, 8), and the fast "
-                          "forward alone at n = 16384 and 32768.",
+                          "backward alone on the heads of\n(1, 8192, 512, 8), causal streaming "
+                          "attention against full on the\nheads of (1, 2048, 512, 8), and the "
+                          "fast forward alone at n = 16384\nand 32768.",
                           CLI_COUNT(options), options},
               argc, argv);
     if (opt.config_text != NULL)
@@ -541,7 +202,88 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-/* ---- main ------------------------------------------------------------------------- */
+/* ---- the lines ---------------------------------------------------------------------- */
+
+/* Whether a configuration's clear line runs: not with --quick, not past
+ * --clear-max, never when its weights pass CLEAR_MAX_WEIGHT_BYTES. */
+static bool runs_clear(const BenchConfig *c, const Options *opt)
+{
+    const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
+    return c->clear && !opt->quick && c->num_queries <= opt->clear_max &&
+           weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
+}
+
+/* The largest line of the list must fit before any runs: one line if not,
+ * where each child would otherwise fail on its own. */
+static void check_memory(const BenchConfig *list, int count, const Options *opt)
+{
+    double need = 0.0;
+    const BenchConfig *largest = &list[0];
+    for (int i = 0; i < count; i++) {
+        const double bytes = bench_line_bytes(&list[i], runs_clear(&list[i], opt));
+        if (bytes > need) {
+            need = bytes;
+            largest = &list[i];
+        }
+    }
+    char detail[96];
+    snprintf(detail, sizeof detail, "the %s line of %s", BENCH_PASS_NAMES[largest->pass],
+             largest->label);
+    memory_require(need, detail, "use a smaller --config, or a smaller --clear-max");
+}
+
+static BenchResult measure(const BenchConfig *c, bool fast, int threads, const Options *opt)
+{
+    const BenchLineSpec spec = {c, fast, threads, opt->seed, opt->scale};
+    return bench_measure_in_child(&BENCH_LAYER_PASS, &spec, opt->repeats);
+}
+
+/* The clear line of a configuration, or why there is none. Returns how
+ * many child processes failed. */
+static int run_clear(BenchTable *table, const BenchConfig *c, const Options *opt)
+{
+    const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
+    const char *pass = BENCH_PASS_NAMES[c->pass];
+    /* a configuration whose clear forward did not finish (out of memory)
+     * does not try its forward + backward, which needs more */
+    static const char *clear_forward_failed;
+    if (!c->clear || opt->quick)
+        return 0;
+    if (!runs_clear(c, opt)) {
+        bench_note(table, "%-30s %-8s %-6s %7d   skipped: its weights alone are %.1f GB%s", c->label,
+                   pass, "clear", 1, weight_bytes / 1e9,
+                   weight_bytes > CLEAR_MAX_WEIGHT_BYTES
+                       ? ", more than the 2 GB this bench allows"
+                       : " and one pass takes minutes (--clear-max runs it)");
+        return 0;
+    }
+    if (c->pass != BENCH_FORWARD && clear_forward_failed && strcmp(clear_forward_failed, c->label) == 0) {
+        bench_note(table, "%-30s %-8s %-6s %7d   skipped: the clear forward did not finish",
+                   c->label, pass, "clear", 1);
+        return 0;
+    }
+    const BenchResult r = measure(c, false, 1, opt);
+    bench_add(table, c->label, pass, "clear", 1, bench_flops(c), r);
+    if (!r.ok && c->pass == BENCH_FORWARD)
+        clear_forward_failed = c->label;
+    return !r.ok || !r.finite;
+}
+
+/* Every line of one configuration: its note, the clear one (or why not),
+ * then fast on 1 and N threads. Returns how many child processes failed. */
+static int run_config(BenchTable *table, const BenchConfig *c, const Options *opt)
+{
+    if (c->note != NULL)
+        bench_note(table, "%s", c->note);
+    int failed = run_clear(table, c, opt);
+    for (int threads = c->one_thread ? 1 : opt->threads; threads <= opt->threads;
+         threads += opt->threads - 1) {
+        const BenchResult r = measure(c, true, threads, opt);
+        bench_add(table, c->label, BENCH_PASS_NAMES[c->pass], "fast", threads, bench_flops(c), r);
+        failed += !r.ok || !r.finite;
+    }
+    return failed;
+}
 
 static void print_introduction(void)
 {
@@ -552,154 +294,64 @@ static void print_introduction(void)
            "(one pass over 5 s is timed once, without warm-up), peak memory is that\n"
            "process's largest resident size. Timings move with whatever else runs on\n"
            "the machine; the GFLOP/s count FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2 for the\n"
-           "forward, 3 times that for fwd+bwd (forward and backward), and\n"
-           "4*B*n*n*D*2 for attn bwd (attention's backward alone, on the heads).\n\n");
+           "forward, 3 times that for fwd+bwd (forward and backward), and for\n"
+           "attention alone on the heads 2*B*n*n*D*2 (attn fwd), 3 times that (attn\n"
+           "f+b), twice (attn bwd); a causal line counts (n + 1) / 2n of those.\n\n"
+           "Running the lines; the table follows when they and a second measurement\n"
+           "of the peak are done.\n\n");
 }
 
-/* Whether a configuration has a clear line: not with --quick, not past
- * --clear-max, never when its weights pass CLEAR_MAX_WEIGHT_BYTES. */
-static bool runs_clear(const Config *c, const Options *opt)
-{
-    const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
-    return !c->fast_only && !opt->quick && c->num_queries <= opt->clear_max &&
-           weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
-}
-
-/* The largest line of the list must fit before any runs: one line if not,
- * where each child would otherwise fail on its own. */
-static void check_memory(const Config *list, int count, const Options *opt)
-{
-    double need = 0.0;
-    const Config *largest = &list[0];
-    for (int i = 0; i < count; i++) {
-        const double bytes = line_bytes(&list[i], runs_clear(&list[i], opt));
-        if (bytes > need) {
-            need = bytes;
-            largest = &list[i];
-        }
-    }
-    char detail[96];
-    snprintf(detail, sizeof detail, "the %s line of %s", PASS_NAMES[largest->pass],
-             largest->label);
-    memory_require(need, detail, "use a smaller --config, or a smaller --clear-max");
-}
-
-/* Every line of one configuration: the clear one (or why not), then fast
- * on 1 and N threads. Returns how many child processes failed. */
-static int run_config(const Config *c, bool first_fast_only, const Options *opt)
-{
-    const int N = opt->threads;
-    int failed = 0;
-    const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
-    if (first_fast_only)
-        snprintf(new_line()->text, sizeof lines[0].text,
-                 "-- the streaming path alone: the clear layer's weights would take %.0f GB"
-                 " and more --", weight_bytes / 1e9);
-    bool fits = weight_bytes <= CLEAR_MAX_WEIGHT_BYTES;
-    bool clear = runs_clear(c, opt);
-    const char *pass = PASS_NAMES[c->pass];
-    /* a configuration whose clear forward did not finish (out of memory)
-     * does not try its forward + backward, which needs more */
-    static const char *clear_forward_failed;
-    if (clear && c->pass != FORWARD && clear_forward_failed != NULL &&
-        strcmp(clear_forward_failed, c->label) == 0) {
-        snprintf(new_line()->text, sizeof lines[0].text,
-                 "%-30s %-8s %-6s %7d   skipped: the clear forward did not finish", c->label,
-                 pass, "clear", 1);
-    } else if (clear) {
-        Line *line = new_line();
-        *line = (Line){c, "clear", 1, measure_in_child(c, false, 1, opt), ""};
-        failed += !line->r.ok || !line->r.finite;
-        if (!line->r.ok && c->pass == FORWARD)
-            clear_forward_failed = c->label;
-    } else if (!c->fast_only && !opt->quick && !fits) {
-        snprintf(new_line()->text, sizeof lines[0].text,
-                 "%-30s %-8s %-6s %7d   skipped: its weights alone are %.1f GB, more than the"
-                 " %.0f GB this bench allows", c->label, pass, "clear", 1, weight_bytes / 1e9,
-                 CLEAR_MAX_WEIGHT_BYTES / 1e9);
-    } else if (!c->fast_only && !opt->quick) {
-        snprintf(new_line()->text, sizeof lines[0].text,
-                 "%-30s %-8s %-6s %7d   skipped: its weights alone are %.1f GB and one pass"
-                 " takes minutes (--clear-max %d runs it)", c->label, pass, "clear", 1,
-                 weight_bytes / 1e9, c->num_queries);
-    }
-    for (int threads = 1; threads <= N; threads += N - 1) {
-        /* the longest lines run once, on all threads */
-        if ((c->fast_only || c->pass == ATTENTION_BACKWARD) && threads == 1)
-            continue;
-        Result r = measure_in_child(c, true, threads, opt);
-        *new_line() = (Line){c, "fast", threads, r, ""};
-        failed += !r.ok || !r.finite;
-    }
-    return failed;
-}
+#define LAYER(B, n, D, H, pass) "(" #B ", " #n ", " #D ", " #H ")", B, n, n, D, H, pass
+static const char ALONE_NOTE[] = "-- the streaming path alone: the clear layer's weights "
+                                 "would take 8.6 GB and more --";
+static const char CAUSAL_NOTE[] = "-- attention alone on the heads, full, then causal "
+                                  "(valid_lens_causal) --";
+static const BenchConfig CONFIGS[] = {
+    {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, BENCH_FORWARD, true, true, true, false, NULL},
+    {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, BENCH_FORWARD_BACKWARD, true, true, true, false,
+     NULL},
+    {LAYER(8, 512, 512, 8, BENCH_FORWARD), true, true, false, false, NULL},
+    {LAYER(8, 512, 512, 8, BENCH_FORWARD_BACKWARD), true, true, false, false, NULL},
+    {LAYER(1, 2048, 512, 8, BENCH_FORWARD), true, true, false, false, NULL},
+    {LAYER(1, 8192, 512, 8, BENCH_FORWARD), true, true, false, false, NULL},
+    {LAYER(1, 8192, 512, 8, BENCH_ATTENTION_BACKWARD), true, false, false, false, NULL},
+    {LAYER(1, 2048, 512, 8, BENCH_ATTENTION_FORWARD), false, true, false, false, CAUSAL_NOTE},
+    {"(1, 2048, 512, 8) causal", 1, 2048, 2048, 512, 8, BENCH_ATTENTION_FORWARD, false, true, false,
+     true, NULL},
+    {LAYER(1, 2048, 512, 8, BENCH_ATTENTION_FB), false, true, false, false, NULL},
+    {"(1, 2048, 512, 8) causal", 1, 2048, 2048, 512, 8, BENCH_ATTENTION_FB, false, true, false, true,
+     NULL},
+    {LAYER(1, 16384, 512, 8, BENCH_FORWARD), false, false, false, false, ALONE_NOTE},
+    {LAYER(1, 32768, 512, 8, BENCH_FORWARD), false, false, false, false, NULL},
+};
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    const int N = opt.threads;
-    Config configs[] = {
-        {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, FORWARD, true, false},
-        {"d2l toy (2, 4 q, 6 kv, 100, 5)", 2, 4, 6, 100, 5, FORWARD_BACKWARD, true, false},
-        {"(8, 512, 512, 8)", 8, 512, 512, 512, 8, FORWARD, false, false},
-        {"(8, 512, 512, 8)", 8, 512, 512, 512, 8, FORWARD_BACKWARD, false, false},
-        {"(1, 2048, 512, 8)", 1, 2048, 2048, 512, 8, FORWARD, false, false},
-        {"(1, 8192, 512, 8)", 1, 8192, 8192, 512, 8, FORWARD, false, false},
-        {"(1, 8192, 512, 8)", 1, 8192, 8192, 512, 8, ATTENTION_BACKWARD, false, false},
-        {"(1, 16384, 512, 8)", 1, 16384, 16384, 512, 8, FORWARD, false, true},
-        {"(1, 32768, 512, 8)", 1, 32768, 32768, 512, 8, FORWARD, false, true},
-    };
-    int count = (int)(sizeof configs / sizeof configs[0]);
-    Config *list = configs;
+    const BenchConfig *list = CONFIGS;
+    int count = (int)(sizeof CONFIGS / sizeof CONFIGS[0]);
     if (opt.config_text != NULL) {
         list = opt.custom;
-        count = 2;
+        count = 6;
     } else if (opt.quick) {
         count = 4;
     }
-
     check_memory(list, count, &opt);
     print_introduction();
 
-    /* the peak now and again after the lines; the table waits for both */
-    peak_1 = fast_peak_gflops(1, 0.5);
-    peak_n = fast_peak_gflops(N, 0.5);
-    printf("Running the lines; the table follows when they and a second measurement\n"
-           "of the peak are done.\n\n");
-    fflush(stdout);
-
+    // the peak before and after the lines, the larger kept; the table waits for both
+    BenchPeak peak = {opt.threads, 0.0, 0.0};
+    bench_peak_measure(&peak);
+    static BenchTable table;
     int failed = 0;   /* lines whose child did not finish: the status says so */
     for (int i = 0; i < count; i++)
-        failed += run_config(&list[i], list[i].fast_only && (i == 0 || !list[i - 1].fast_only),
-                             &opt);
+        failed += run_config(&table, &list[i], &opt);
+    bench_peak_measure(&peak);
 
-    /* keep the larger peak: a core busy during one measurement makes it low */
-    peak_1 = fmax(peak_1, fast_peak_gflops(1, 0.5));
-    peak_n = fmax(peak_n, fast_peak_gflops(N, 0.5));
-    printf("fp32 peak of this machine (an FMA loop on vectors of %d floats, the\n"
-           "kernels' width; the larger of a measurement before the lines and one\n"
-           "after): %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on %d threads.\n\n",
-           fast_vector_width(), peak_1, peak_n, N);
-    const int online = platform_cpu_count();
-    const int usable = online < N ? online : N;
-    if (peak_n < 0.75 * usable * peak_1)
-        printf("Note: %d threads reached only %.1fx the peak of one on %d usable cores, so\n"
-               "other programs are using the cores; the multi-threaded lines are slower\n"
-               "than this machine can do. Run again when it is idle.\n\n",
-               N, peak_n / peak_1, usable);
-
-    print_header();
-    for (int i = 0; i < line_count; i++) {
-        if (lines[i].text[0])
-            printf("%s\n", lines[i].text);
-        else
-            print_line(lines[i].c, lines[i].impl, lines[i].threads, &lines[i].r);
-    }
-    if (share_over_100)
-        printf("\n* more than 100%% of the peak: the peak was measured low (other programs\n"
-               "  were using the cores while it was measured), so this share is too high.\n");
-
-    print_ratios(&opt);
+    bench_peak_print(&peak);
+    const int overflowed = bench_table_print(&table, &peak);
+    print_ratios(&table, list, count, &opt);
+    print_causal_ratios(&table, list, count, &opt);
     /* a child that died said why on stderr itself; an overflow is said here */
     if (overflowed > 0) {
         fflush(stdout);

@@ -12,49 +12,38 @@
  *   --sharing: what sharing key-value heads costs a trained model
  *   --from DIR --to DIR: decode a layer given as .npy files
  */
-#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include <math.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "fast/decode_timing.h"
 #include "fast/fast_decode.h"
-#include "fast/fast_matmul.h"
 #include "io/cli.h"
 #include "io/layer_files.h"
-#include "io/npy.h"
 #include "kv_cache.h"
 #include "learn/lookup_model.h"
 #include "learn/optim.h"
+#include "learn/seeds.h"
 #include "learn/tasks.h"
 #include "multihead.h"
-#include "platform.h"
 #include "random.h"
 #include "tensor.h"
 
 static const char PROG[] = "decode";
 
 /* The sizes of parts 2 to 4: llama-like heads of 64 over D = 512. */
-enum { BENCH_D = 512, BENCH_H = 8, BENCH_T_MIN = 64, BENCH_T_MAX = 4096 };
-static const int BENCH_G[] = {8, 2, 1};
-enum { NUM_BENCH_G = 3 };
+enum { BENCH_D = 512, BENCH_H = 8, BENCH_T_MIN = 64, BENCH_T_MAX = 4096, NUM_BENCH_G = 3 };
+static const int BENCH_G[NUM_BENCH_G] = {8, 2, 1};
 
 typedef struct {
     uint64_t seed;
-    int heads, kv_heads, capacity;
-    bool heads_given, kv_heads_given, no_timings, sharing;
+    int num_heads, num_kv_heads, capacity;
+    bool num_heads_given, num_kv_heads_given, no_timings, sharing;
     int seeds, steps;
     const char *from_dir, *to_dir;
 } Options;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- part 1: the cache changes nothing ------------------------------------------ */
 
@@ -82,37 +71,26 @@ static int part1_equality(const Options *opt)
                diff, relative);
         failures += !(relative <= 1e-6);
 
-        /* the fast step sums in another order */
         KVCache *cache = kv_cache_new(B, G, T, D / H);
         for (int t = 0; t < T; t++) {
-            Tensor *token = tensor_zeros(SHAPE(B, D));
-            for (int b = 0; b < B; b++)
-                memcpy(token->data + (size_t)b * D, &AT3(tokens, b, t, 0), D * sizeof(float));
-            Tensor *out = fast_decode_step(layer, cache, token);
-            for (int b = 0; b < B; b++)
-                for (int j = 0; j < D; j++) {
-                    const double e = fabs(AT2(out, b, j) - AT3(full, b, t, j));
-                    fast_worst = fmax(fast_worst, e / tensor_max_abs(full));
-                }
-            TENSOR_FREE(token, out);
+            Tensor *token = tensor_select(tokens, 1, t), *expected = tensor_select(full, 1, t);
+            Tensor *out = fast_decode_step(layer, cache, token);   /* (B, D) */
+            fast_worst = fmax(fast_worst, tensor_max_abs_diff(out, expected) /
+                                              tensor_max_abs(full));
+            TENSOR_FREE(token, expected, out);
         }
         kv_cache_free(cache);
         TENSOR_FREE(tokens, full, decoded);
         multihead_free(layer);
     }
-    if (failures == 0)
-        printf("\n   check passed: the cache changes nothing (within 1e-6 relative; the clear\n"
-               "   step computes each product of the layer, in the same order)\n\n");
-    else
-        printf("\n   CHECK FAILED: cached and full differ\n\n");
+    printf(failures == 0 ? "\n   check passed: the cache changes nothing (within 1e-6 relative; "
+                           "the clear\n   step computes each product of the layer, in the same "
+                           "order)\n\n" : "\n   CHECK FAILED: cached and full differ\n\n");
     /* the fast step sums in another order: its difference is this machine's
      * (its vector width), so it is printed as a bound */
     const bool fast_close = fast_worst <= 1e-5;
     char fast_text[32];
-    if (fast_worst < 1e-6)
-        snprintf(fast_text, sizeof fast_text, "below 1e-06");
-    else
-        snprintf(fast_text, sizeof fast_text, "%.2g", fast_worst);
+    residue_text(fast_text, sizeof fast_text, fast_worst, 1e-6);
     printf("   The fast step (vector lanes, fused multiply-add) against the full layer:\n"
            "   largest relative difference %s, from the order of the sums: %s\n\n",
            fast_text, fast_close ? "check passed (1e-5)" : "CHECK FAILED (over 1e-5)");
@@ -121,26 +99,6 @@ static int part1_equality(const Options *opt)
 }
 
 /* ---- part 2: bytes per token ------------------------------------------------------ */
-
-/* The cache of G heads grown from 0 to each T of the table, the resident
- * memory read at each: bytes[i] = growth / T for row i. Returns false when
- * the system does not report its resident memory. */
-static bool measure_cache_growth(int G, const int *table_T, int rows, double *bytes_per_token)
-{
-    const int d = BENCH_D / BENCH_H;
-    KVCache *cache = kv_cache_new(1, G, BENCH_T_MAX, d);
-    Tensor *k = tensor_full(0.5f, SHAPE(1, G * d)), *v = tensor_full(-0.5f, SHAPE(1, G * d));
-    platform_rss_bytes();   /* once before: its own first call allocates */
-    const double start = platform_rss_bytes();
-    for (int i = 0; i < rows; i++) {
-        while (cache->length < table_T[i])
-            kv_cache_append(cache, k, v);
-        bytes_per_token[i] = (platform_rss_bytes() - start) / table_T[i];
-    }
-    TENSOR_FREE(k, v);
-    kv_cache_free(cache);
-    return start > 0.0;
-}
 
 static int table_sizes(int *table_T)
 {
@@ -157,7 +115,7 @@ static int part2_memory(void)
     double measured[NUM_BENCH_G][16];
     bool known = true;
     for (int i = 0; i < NUM_BENCH_G; i++)
-        known = measure_cache_growth(BENCH_G[i], table_T, rows, measured[i]) && known;
+        known = kv_cache_growth(BENCH_G[i], d, table_T, rows, measured[i]) && known;
     printf("2. What the cache costs in memory (B = 1, D = %d, H = %d, d = %d): bytes per\n"
            "   token, measured as the growth of this process's resident memory while T\n"
            "   tokens are appended, and the formula 2 * G * d * 4 (keys and values, float32):\n\n",
@@ -188,84 +146,45 @@ static int part2_memory(void)
 
 /* ---- part 3: time per token ------------------------------------------------------------ */
 
-/* The seconds one call of step takes, the best of a few: a busy machine
- * only ever adds time */
+/* What one timed call works on: the layer, its cache of T - 1 tokens, the
+ * new token (1, D) and the T tokens (1, T, D) a step without a cache
+ * projects again; q and concat (D,) for the attention alone. */
 typedef struct {
     const MultiHeadAttention *layer;
     KVCache *cache;
     const Tensor *token, *prefix;
+    const float *q;
+    float *concat;
 } StepWork;
 
-static void cached_step(const StepWork *w)
+static void cached_step(const void *work)
 {
+    const StepWork *w = work;
     const int T = w->cache->length;
     Tensor *out = fast_decode_step(w->layer, w->cache, w->token);
     w->cache->length = T;   /* the same step again next time */
     tensor_free(out);
 }
 
-/* Without a cache, the new token's step projects the keys and values of
- * the whole prefix again (T rows through W_k and W_v), then attends. */
-static void recompute_step(const StepWork *w)
+static void recompute_step(const void *work)
 {
-    const MultiHeadAttention *layer = w->layer;
-    const int T = w->prefix->shape[1], D = layer->num_hiddens, H = layer->num_heads;
-    const int G = layer->num_kv_heads, d = D / H;
-    Tensor *q = fast_linear(w->token, layer->W_q, layer->b_q, 1);       /* (1, D) */
-    Tensor *k = fast_linear(w->prefix, layer->W_k, layer->b_k, 1);      /* (1, T, G*d) */
-    Tensor *v = fast_linear(w->prefix, layer->W_v, layer->b_v, 1);      /* (1, T, G*d) */
-    /* the freshly computed rows as a cache of T tokens, then the same attention */
-    KVCache *fresh = kv_cache_new(1, G, T, d);
-    for (int g = 0; g < G; g++)
-        for (int t = 0; t < T; t++) {
-            memcpy(kv_cache_key(fresh, 0, g, t), k->data + (size_t)t * G * d + (size_t)g * d,
-                   (size_t)d * sizeof(float));
-            memcpy(kv_cache_value(fresh, 0, g, t), v->data + (size_t)t * G * d + (size_t)g * d,
-                   (size_t)d * sizeof(float));
-        }
-    fresh->length = T;
-    Tensor *concat = tensor_zeros(SHAPE(1, D));
-    fast_decode_attend(fresh, H, q->data, concat->data);
-    Tensor *out = fast_linear(concat, layer->W_o, layer->b_o, 1);
-    kv_cache_free(fresh);
-    TENSOR_FREE(q, k, v, concat, out);
+    const StepWork *w = work;
+    tensor_free(fast_decode_recompute(w->layer, w->prefix, w->token));
 }
 
-static double best_time(void (*step)(const StepWork *), const StepWork *w, int repeats)
+/* the attention alone: the read of the cache */
+static void attend_step(const void *work)
 {
-    double best = INFINITY;
-    for (int r = 0; r < repeats; r++) {
-        const double start = now_seconds();
-        step(w);
-        best = fmin(best, now_seconds() - start);
-    }
-    return best;
+    const StepWork *w = work;
+    fast_decode_attend(w->cache, w->layer->num_heads, w->q, w->concat);
 }
 
-/* Seconds of fast_decode_attend alone at the cache's length: the read of
- * the cache, best of repeats */
-static double attend_time(const KVCache *cache, int H, const float *q, float *concat,
-                          int repeats)
-{
-    double best = INFINITY;
-    for (int r = 0; r < repeats; r++) {
-        const double start = now_seconds();
-        fast_decode_attend(cache, H, q, concat);
-        best = fmin(best, now_seconds() - start);
-    }
-    return best;
-}
-
-typedef struct {
-    double attend_seconds[NUM_BENCH_G];   /* at T = BENCH_T_MAX */
-} Timings;
-
-static Timings part3_time(const Options *opt)
+/* Prints the table; attend_seconds: the attention alone at T = BENCH_T_MAX */
+static void part3_time(const Options *opt, double attend_seconds[NUM_BENCH_G])
 {
     int table_T[16];
     const int rows = table_sizes(table_T), D = BENCH_D, H = BENCH_H, d = D / H;
     double cached[NUM_BENCH_G][16], recomputed[NUM_BENCH_G][16];
-    Timings timings;
     Rng rng = rng_new(opt->seed);
     Tensor *prefix = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, BENCH_T_MAX, D));
     for (int i = 0; i < NUM_BENCH_G; i++) {
@@ -279,21 +198,20 @@ static Timings part3_time(const Options *opt)
             while (cache->length < table_T[r] - 1)
                 kv_cache_append(cache, kv, kv);
             Tensor *head = tensor_from(prefix->data, SHAPE(1, table_T[r], D));   /* T tokens */
-            StepWork w = {layer, cache, token, head};
-            cached[i][r] = best_time(cached_step, &w, 5);
-            recomputed[i][r] = best_time(recompute_step, &w, table_T[r] >= 1024 ? 2 : 3);
+            StepWork w = {layer, cache, token, head, NULL, NULL};
+            cached[i][r] = best_seconds(cached_step, &w, 5);
+            recomputed[i][r] = best_seconds(recompute_step, &w, table_T[r] >= 1024 ? 2 : 3);
             tensor_free(head);
         }
         /* the attention alone, over a full cache */
         while (cache->length < BENCH_T_MAX)
             kv_cache_append(cache, kv, kv);
-        float *q = checked_calloc(PROG, D, sizeof(float)), *concat = checked_calloc(PROG, D, 4);
+        Tensor *q = tensor_zeros(SHAPE(D)), *concat = tensor_zeros(SHAPE(D));
         for (int j = 0; j < D; j++)
-            q[j] = 0.01f * (float)(j % 7);
-        timings.attend_seconds[i] = attend_time(cache, H, q, concat, 5);
-        free(q);
-        free(concat);
-        TENSOR_FREE(kv, token);
+            q->data[j] = 0.01f * (float)(j % 7);
+        const StepWork w = {layer, cache, token, prefix, q->data, concat->data};
+        attend_seconds[i] = best_seconds(attend_step, &w, 5);
+        TENSOR_FREE(kv, token, q, concat);
         kv_cache_free(cache);
         multihead_free(layer);
     }
@@ -311,37 +229,17 @@ static Timings part3_time(const Options *opt)
     }
     printf("\n   recompute: without a cache, the step projects the keys and values of all T\n"
            "   tokens again before it attends.\n\n");
-    return timings;
 }
 
 /* ---- part 4: against the memory's bandwidth ----------------------------------------- */
 
-/* GB/s of fast_stream_read over a buffer of bytes, best of 3 passes */
-static double stream_rate(double bytes)
-{
-    const size_t n = (size_t)(bytes / sizeof(float));
-    float *buffer = checked_malloc(PROG, n, sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        buffer[i] = (float)(i & 1023);   /* written: every page resident before timing */
-    double best = INFINITY;
-    volatile float sink = 0.0f;
-    for (int r = 0; r < 3; r++) {
-        const double start = now_seconds();
-        sink += fast_stream_read(buffer, n);
-        best = fmin(best, now_seconds() - start);
-    }
-    (void)sink;
-    free(buffer);
-    return (double)n * sizeof(float) / best / 1e9;
-}
-
-static void part4_bandwidth(const Timings *timings)
+static void part4_bandwidth(const double attend_seconds[NUM_BENCH_G])
 {
     /* 1 GB: larger than the caches of any machine this runs on (some
      * servers have 256 MB of L3), so each pass comes from memory */
     const double big = 1024.0 * 1024 * 1024;
     memory_require(big, "the buffer of the streaming read", NULL);
-    const double memory = stream_rate(big);
+    const double memory = stream_read_rate(big);
     printf("4. The step against the memory (one thread, measured now). A streaming read\n"
            "   of 1 GB, far more than the caches hold, runs at %.1f GB/s. The attention\n"
            "   pass of the fast step reads a full cache (T = %d) at:\n\n", memory, BENCH_T_MAX);
@@ -349,8 +247,8 @@ static void part4_bandwidth(const Timings *timings)
     printf("             cache    read at   of memory   a streaming read of the same size\n");
     for (int i = 0; i < NUM_BENCH_G; i++) {
         const double bytes = kv_cache_bytes(1, BENCH_G[i], BENCH_T_MAX, d);
-        const double rate = bytes / timings->attend_seconds[i] / 1e9;
-        const double same_size = stream_rate(bytes);
+        const double rate = bytes / attend_seconds[i] / 1e9;
+        const double same_size = stream_read_rate(bytes);
         printf("   G = %d  %6.1f MB  %5.1f GB/s   %6.0f%%      %5.1f GB/s (the step at %.0f%% of it)\n",
                BENCH_G[i], bytes / 1e6, rate, 100.0 * rate / memory, same_size,
                100.0 * rate / same_size);
@@ -368,8 +266,6 @@ enum { SHARE_COUNTRIES = 24, SHARE_PAIRS = 8, SHARE_D = 32, SHARE_H = 4, SHARE_B
        SHARE_HELDOUT = 1000, MAX_SEEDS = 64 };
 static const int SHARE_G[] = {4, 2, 1};
 #define SOLVED 0.9   /* held-out accuracy that counts as the task solved */
-
-static int compare_doubles(const void *a, const void *b);
 
 /* held-out accuracy of one model of G key-value heads, after steps / 2
  * training steps (into accuracy[0]) and after steps (accuracy[1]) */
@@ -402,22 +298,12 @@ static void trained_accuracy(int G, uint64_t seed, int steps, double accuracy[2]
     lookup_free(model);
 }
 
-/* "solved, median, lowest, highest" of n accuracies (sorted here) */
-static void print_outcomes(double *accuracy, int n)
+/* "solved, median, lowest, highest" of n accuracies */
+static void print_outcomes(const double *accuracy, int n)
 {
-    qsort(accuracy, (size_t)n, sizeof accuracy[0], compare_doubles);
-    int solved = 0;
-    for (int s = 0; s < n; s++)
-        solved += accuracy[s] >= SOLVED;
-    const double median = n % 2 ? accuracy[n / 2] : 0.5 * (accuracy[n / 2 - 1] + accuracy[n / 2]);
-    printf("   %2d of %-2d %6.1f%% %6.1f%% %6.1f%%", solved, n, 100 * median, 100 * accuracy[0],
-           100 * accuracy[n - 1]);
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    const SeedSummary s = seeds_summary(accuracy, n, SOLVED);
+    printf("   %2d of %-2d %6.1f%% %6.1f%% %6.1f%%", s.succeeded, n, 100 * s.median,
+           100 * s.lowest, 100 * s.highest);
 }
 
 static int part_sharing(const Options *opt)
@@ -453,177 +339,54 @@ static int part_sharing(const Options *opt)
 
 /* ---- --from DIR --to DIR ----------------------------------------------------------------- */
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "%s: ", PROG);
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    return 1;
-}
-
-/* DIR/name.npy, or NULL: *status 1 after one line when it exists but cannot
- * be read, 0 when it does not exist and optional */
-static Tensor *load_file(const char *dir, const char *name, bool optional, int *status)
-{
-    char path[4200], err[NPY_ERR_LEN];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    FILE *probe = fopen(path, "rb");
-    if (probe == NULL && optional)
-        return NULL;
-    if (probe != NULL)
-        fclose(probe);
-    Tensor *x = npy_load(path, err, sizeof err);
-    if (x == NULL)
-        *status = fail("%s", err);
-    return x;
-}
-
-static bool has_shape(const Tensor *x, int ndim, const int *shape)
-{
-    if (x->ndim != ndim)
-        return false;
-    for (int i = 0; i < ndim; i++)
-        if (x->shape[i] != shape[i])
-            return false;
-    return true;
-}
-
-/* x must have shape, or one line naming the file, both shapes and why */
-static int expect_shape(const char *dir, const char *name, const Tensor *x, int ndim,
-                        const int *shape, const char *why)
-{
-    if (x == NULL || has_shape(x, ndim, shape))
-        return 0;
-    char have[80], want[80];
-    return fail("%s/%s.npy has shape %s, but %s needs %s", dir, name,
-                shape_str(have, sizeof have, x->ndim, x->shape), why,
-                shape_str(want, sizeof want, ndim, shape));
-}
-
-enum { NUM_LAYER_FILES = 8 };
-static const char *const LAYER_FILE_NAMES[NUM_LAYER_FILES] = {
-    "W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o"};
-
+/* DIR's layer of G key-value heads decodes DIR/tokens.npy one token at a
+ * time; the outputs (B, T, D) go to --to DIR/outputs.npy */
 static int from_files(const Options *opt)
 {
     const char *dir = opt->from_dir;
-    const int H = opt->heads, G = opt->kv_heads;
-    int status = 0;
-    Tensor *tokens = load_file(dir, "tokens", false, &status);
-    Tensor *params[NUM_LAYER_FILES] = {0};
-    for (int i = 0; i < NUM_LAYER_FILES && status == 0; i++)
-        params[i] = load_file(dir, LAYER_FILE_NAMES[i], i >= 4, &status);
-    Tensor *outputs = NULL;
-    if (status != 0)
-        goto done;
-
-    // the sizes: D from tokens.npy, d = D / H, then every file against them
-    char why[160];
-    if (tokens->ndim != 3) {
-        char have[80];
-        status = fail("%s/tokens.npy has shape %s, but the tokens are (B, T, D)", dir,
-                      shape_str(have, sizeof have, tokens->ndim, tokens->shape));
-        goto done;
+    char err[LAYER_FILES_ERR_LEN], detail[120];
+    DecoderFiles files;
+    int status = layer_files_load_decoder(dir, opt->num_heads, opt->num_kv_heads, &files, err,
+                                          sizeof err) != 0 ? report_error(NULL, "%s", err) : 0;
+    const Tensor *tokens = files.tokens;
+    const int B = tokens ? tokens->shape[0] : 0, T = tokens ? tokens->shape[1] : 0;
+    const int D = files.layer.num_hiddens, H = opt->num_heads, G = opt->num_kv_heads;
+    if (status == 0 && T > opt->capacity)
+        status = report_error(NULL, "%s/tokens.npy holds %d tokens, more than the cache's "
+                              "capacity --capacity %d", dir, T, opt->capacity);
+    if (status == 0) {
+        snprintf(detail, sizeof detail, "a cache of %d tokens, B = %d, G = %d, d = %d",
+                 opt->capacity, B, G, D / H);
+        if (memory_check(kv_cache_bytes(B, G, opt->capacity, D / H) + 4.0 * tokens->size * 4,
+                         detail, "use a smaller --capacity", err, sizeof err) != 0)
+            status = report_error(NULL, "%s", err);
     }
-    const int B = tokens->shape[0], T = tokens->shape[1], D = tokens->shape[2];
-    if (D % H != 0) {
-        status = fail("--heads %d does not divide num_hiddens %d (from %s/tokens.npy): every "
-                      "head needs the same size", H, D, dir);
-        goto done;
-    }
-    const int d = D / H;
-    snprintf(why, sizeof why, "--kv-heads %d with head size %d = %d / --heads %d", G, d, D, H);
-    if (expect_shape(dir, "W_q", params[0], SHAPE(D, D), "num_hiddens from tokens.npy") ||
-        expect_shape(dir, "W_k", params[1], SHAPE(G * d, D), why) ||
-        expect_shape(dir, "W_v", params[2], SHAPE(G * d, D), why) ||
-        expect_shape(dir, "W_o", params[3], SHAPE(D, D), "num_hiddens from tokens.npy") ||
-        expect_shape(dir, "b_q", params[4], SHAPE(D), "num_hiddens from tokens.npy") ||
-        expect_shape(dir, "b_k", params[5], SHAPE(G * d), why) ||
-        expect_shape(dir, "b_v", params[6], SHAPE(G * d), why) ||
-        expect_shape(dir, "b_o", params[7], SHAPE(D), "num_hiddens from tokens.npy")) {
-        status = 1;
-        goto done;
-    }
-    int biases = 0;
-    for (int i = 4; i < 8; i++)
-        biases += params[i] != NULL;
-    if (biases != 0 && biases != 4) {
-        char missing[200] = "";
-        for (int i = 4; i < 8; i++)
-            if (params[i] == NULL)
-                snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
-                         missing[0] ? ", " : "", LAYER_FILE_NAMES[i]);
-        status = fail("%s has %d of the four biases (missing: %s): the layer needs all four "
-                      "or none", dir, biases, missing);
-        goto done;
-    }
-    if (T > opt->capacity) {
-        status = fail("%s/tokens.npy holds %d tokens, more than the cache's capacity "
-                      "--capacity %d", dir, T, opt->capacity);
-        goto done;
-    }
-    char err[512], detail[120];
-    snprintf(detail, sizeof detail, "a cache of %d tokens, B = %d, G = %d, d = %d",
-             opt->capacity, B, G, d);
-    if (memory_check(kv_cache_bytes(B, G, opt->capacity, d) + 4.0 * tokens->size * 4,
-                     detail, "use a smaller --capacity", err, sizeof err) != 0) {
-        status = fail("%s", err);
-        goto done;
-    }
-
-    // decode the tokens one at a time
-    MultiHeadAttention layer = {.query_size = D, .key_size = D, .value_size = D,
-                                .num_hiddens = D, .num_heads = H, .num_kv_heads = G,
-                                .bias = biases == 4,
-                                .W_q = params[0], .W_k = params[1], .W_v = params[2],
-                                .W_o = params[3], .b_q = params[4], .b_k = params[5],
-                                .b_v = params[6], .b_o = params[7]};
-    KVCache *cache = kv_cache_new(B, G, opt->capacity, d);
-    outputs = tensor_zeros(SHAPE(B, T, D));
-    for (int t = 0; t < T; t++) {
-        Tensor *token = tensor_zeros(SHAPE(B, D));
-        for (int b = 0; b < B; b++)
-            memcpy(token->data + (size_t)b * D, &AT3(tokens, b, t, 0), (size_t)D * sizeof(float));
-        Tensor *out = decode_step(&layer, cache, token);
-        for (int b = 0; b < B; b++)
-            memcpy(&AT3(outputs, b, t, 0), out->data + (size_t)b * D, (size_t)D * sizeof(float));
-        TENSOR_FREE(token, out);
-    }
-    kv_cache_free(cache);
-    const size_t bad = tensor_first_non_finite(outputs);
-    if (bad < outputs->size) {
-        status = fail("the outputs overflow float32 (%s at element %zu of (%d, %d, %d)): scale "
-                      "the tokens or the weights down; nothing written", non_finite_name(
-                          outputs->data[bad]), bad, B, T, D);
-        goto done;
-    }
-    printf("decoded %s/tokens.npy (%d, %d, %d) one token at a time: --heads %d, --kv-heads %d, "
-           "%s biases\n", dir, B, T, D, H, G, biases ? "with" : "without");
-    if (opt->to_dir != NULL) {
+    Tensor *outputs = status == 0 ? decode_sequence(&files.layer, tokens) : NULL;
+    const size_t bad = outputs ? tensor_first_non_finite(outputs) : SIZE_MAX;
+    if (bad != SIZE_MAX)
+        status = report_error(NULL, "the outputs overflow float32 (%s at element %zu of (%d, %d, "
+                              "%d)): scale the tokens or the weights down; nothing written",
+                              non_finite_name(outputs->data[bad]), bad, B, T, D);
+    if (status == 0)
+        printf("decoded %s/tokens.npy (%d, %d, %d) one token at a time: --heads %d, --kv-heads "
+               "%d, %s biases\n", dir, B, T, D, H, G, files.layer.bias ? "with" : "without");
+    if (status == 0 && opt->to_dir != NULL) {
         const NamedTensor set[] = {{"outputs", outputs, NULL}};
-        if (layer_files_save(opt->to_dir, set, 1, err, sizeof err) != 0) {
-            status = fail("%s", err);
-            goto done;
-        }
-        printf("wrote %s/outputs.npy (%d, %d, %d)\n", opt->to_dir, B, T, D);
+        if (layer_files_save(opt->to_dir, set, 1, err, sizeof err) != 0)
+            status = report_error(NULL, "%s", err);
+        else
+            printf("wrote %s/outputs.npy (%d, %d, %d)\n", opt->to_dir, B, T, D);
     }
-done:
-    tensor_free(tokens);
     tensor_free(outputs);
-    for (int i = 0; i < NUM_LAYER_FILES; i++)
-        tensor_free(params[i]);
-    return status;
+    decoder_files_free(&files);
+    return status == 0 ? 0 : 1;
 }
 
 /* ---- options and main ------------------------------------------------------------------------ */
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .heads = 8, .kv_heads = 8, .capacity = 4096, .seeds = 16,
+    Options opt = {.seed = 0, .num_heads = 8, .num_kv_heads = 8, .capacity = 4096, .seeds = 16,
                    .steps = 200};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for layers and tokens"},
@@ -632,10 +395,10 @@ static Options parse_options(int argc, char **argv)
                  "(G*d, D), W_o (D, D) and optional b_q ... b_o, as DIR/NAME.npy"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "with --from: write the outputs (B, T, D) as DIR/outputs.npy"},
-        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
-         .help = "num_heads of the --from layer", .given = &opt.heads_given},
-        {"--kv-heads", CLI_INT, &opt.kv_heads, .min = 1, .max = 1024, .metavar = "G",
-         .help = "num_kv_heads of the --from layer, dividing H", .given = &opt.kv_heads_given},
+        {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = 1024, .metavar = "H",
+         .help = "num_heads of the --from layer", .given = &opt.num_heads_given},
+        {"--kv-heads", CLI_INT, &opt.num_kv_heads, .min = 1, .max = 1024, .metavar = "G",
+         .help = "num_kv_heads of the --from layer, dividing H", .given = &opt.num_kv_heads_given},
         {"--sharing", CLI_FLAG, &opt.sharing,
          .help = "train the dictionary model with G = 4, 2, 1 key-value heads instead"},
         {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
@@ -655,17 +418,17 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     if (opt.from_dir != NULL) {
         cli_check_input_dir(PROG, "--from", opt.from_dir);
-        if (!opt.heads_given || !opt.kv_heads_given)
+        if (!opt.num_heads_given || !opt.num_kv_heads_given)
             cli_fail(PROG, "--from needs --heads H and --kv-heads G: the sizes the weights "
                      "were made for");
     }
     if (opt.from_dir != NULL && (opt.no_timings || opt.sharing))
         cli_fail(PROG, "--no-timings and --sharing are for the built-in parts, not --from");
-    if ((opt.heads_given || opt.kv_heads_given || opt.to_dir) && opt.from_dir == NULL)
+    if ((opt.num_heads_given || opt.num_kv_heads_given || opt.to_dir) && opt.from_dir == NULL)
         cli_fail(PROG, "--heads, --kv-heads and --to go with --from DIR");
-    if (opt.heads % opt.kv_heads != 0)
+    if (opt.num_heads % opt.num_kv_heads != 0)
         cli_fail(PROG, "--kv-heads %d does not divide --heads %d: each key-value head serves "
-                 "the same number of query heads", opt.kv_heads, opt.heads);
+                 "the same number of query heads", opt.num_kv_heads, opt.num_heads);
     return opt;
 }
 
@@ -680,7 +443,8 @@ int main(int argc, char **argv)
     status |= part2_memory();
     if (opt.no_timings)
         return status;
-    Timings timings = part3_time(&opt);
-    part4_bandwidth(&timings);
+    double attend_seconds[NUM_BENCH_G];
+    part3_time(&opt, attend_seconds);
+    part4_bandwidth(attend_seconds);
     return status;
 }

@@ -170,10 +170,7 @@ static int part2_d2l_inputs_every_head(const MultiHeadAttention *layer,
     printf("Every head draws the same panel: with all-ones inputs all keys are equal, so every\n"
            "head spreads its weight evenly over the valid keys, 1/3 for sequence 0 and 1/2 for\n"
            "sequence 1. The picture of d2l's own experiment shows only the mask.\n");
-    tensor_free(X);
-    tensor_free(Y);
-    tensor_free(output);
-    tensor_free(weights);
+    TENSOR_FREE(X, Y, output, weights);
     return status;
 }
 
@@ -192,10 +189,7 @@ static int part3_random_inputs_every_head(const MultiHeadAttention *layer,
                             "head_grid: random inputs, each head its own ranking");
     printf("Each head projects the same tokens with its own slice of W_q and W_k, so each\n"
            "ranks the keys its own way; the masked keys stay dots in every head.\n");
-    tensor_free(X);
-    tensor_free(Y);
-    tensor_free(output);
-    tensor_free(weights);
+    TENSOR_FREE(X, Y, output, weights);
     return status;
 }
 

@@ -51,7 +51,7 @@ typedef struct {
     uint64_t seed;
     const char *heads_text;
     int head_counts[MAX_COUNTS], num_counts;
-    int hiddens, pairs, countries, steps, batch, seeds, examples, mlp, threads;
+    int num_hiddens, pairs, countries, steps, batch, seeds, examples, mlp, threads;
     int num_rows;   /* the models of a seed: each head count, linear, then with the MLP */
     float lr;
     bool seeds_given;
@@ -60,13 +60,13 @@ typedef struct {
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .heads_text = "1,2,4", .hiddens = 32, .pairs = 6, .countries = 16,
-                   .steps = 600, .batch = 32, .seeds = 4, .examples = 1000, .mlp = 0,
-                   .threads = 2, .lr = 0.01f};
+    Options opt = {.seed = 0, .heads_text = "1,2,4", .num_hiddens = 32, .pairs = 6,
+                   .countries = 16, .steps = 600, .batch = 32, .seeds = 4, .examples = 1000,
+                   .mlp = 0, .threads = 2, .lr = 0.01f};
     const CliOption options[] = {
         {"--heads", CLI_STRING, &opt.heads_text, .metavar = "LIST",
          .help = "head counts to compare, each dividing D"},
-        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens, for every head count"},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = MAX_PAIRS, .metavar = "P",
          .help = "entries of each dictionary"},
@@ -101,14 +101,26 @@ static Options parse_options(int argc, char **argv)
                                    MAX_COUNTS);
     for (int i = 0; i < opt.num_counts; i++) {
         opt.head_counts[i] = (int)counts[i];
-        if (opt.hiddens % opt.head_counts[i] != 0)
+        if (opt.num_hiddens % opt.head_counts[i] != 0)
             cli_fail(PROG, "--heads: %d heads do not divide --hiddens %d", opt.head_counts[i],
-                     opt.hiddens);
+                     opt.num_hiddens);
     }
     if (opt.countries < opt.pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt.countries, opt.pairs, opt.pairs);
     opt.num_rows = opt.num_counts * (opt.mlp > 0 ? 2 : 1);
+    /* the largest model, once per thread: each thread trains and scores its own */
+    int most_heads = 1;
+    for (int i = 0; i < opt.num_counts; i++)
+        most_heads = opt.head_counts[i] > most_heads ? opt.head_counts[i] : most_heads;
+    const int jobs = opt.num_rows * opt.seeds, at_once = opt.threads < jobs ? opt.threads : jobs;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d %s at once, batches of %d, %d held out", at_once,
+             plural(at_once, "model", "models"), opt.batch, opt.examples);
+    memory_require(at_once * two_key_bytes_needed(opt.countries, opt.countries, opt.pairs,
+                                                  opt.num_hiddens, most_heads, opt.mlp, opt.batch,
+                                                  opt.examples),
+                   detail, "use fewer --threads, a smaller --batch or --examples");
     return opt;
 }
 
@@ -132,7 +144,7 @@ static TwoKeyModel *train(const Options *opt, const Task *task, int heads, int m
                           uint64_t seed, int *bad_step)
 {
     Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
-    TwoKeyModel *model = two_key_new_mlp(opt->countries, opt->countries, opt->hiddens, heads,
+    TwoKeyModel *model = two_key_new_mlp(opt->countries, opt->countries, opt->num_hiddens, heads,
                                          mlp, &init);
     Adam *adam = adam_new(model->params, model->num_params, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
@@ -207,15 +219,15 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
            opt->pairs, opt->countries);
     print_example(task, held_out);
     Rng rng = rng_new(0);   /* for the sizes only */
-    TwoKeyModel *plain = two_key_new(opt->countries, opt->countries, opt->hiddens, 1, &rng);
+    TwoKeyModel *plain = two_key_new(opt->countries, opt->countries, opt->num_hiddens, 1, &rng);
     printf("The model reads the query as ONE vector, the two countries' embeddings\n"
            "side by side, and attends over the %d entries with H heads of size %d / H;\n"
            "a linear readout gives both capitals (common/learn/two_key_model.h).\n"
-           "Whatever H, it has num_hiddens %d and %zu parameters.", opt->pairs, opt->hiddens,
-           opt->hiddens, parameters_count(plain->params, plain->num_params));
+           "Whatever H, it has num_hiddens %d and %zu parameters.", opt->pairs, opt->num_hiddens,
+           opt->num_hiddens, parameters_count(plain->params, plain->num_params));
     two_key_free(plain);
     if (opt->mlp > 0) {
-        TwoKeyModel *mlp = two_key_new_mlp(opt->countries, opt->countries, opt->hiddens, 1,
+        TwoKeyModel *mlp = two_key_new_mlp(opt->countries, opt->countries, opt->num_hiddens, 1,
                                            opt->mlp, &rng);
         printf("\nWith --mlp, each is also trained with a residual MLP of %d ReLU units\n"
                "between the attention and the readout, as a Transformer block has one:\n"
@@ -244,7 +256,7 @@ static void print_row(const Options *opt, const Runs *runs, int i, double N)
     char count[32];
     snprintf(count, sizeof count, "%d of %d", sum.succeeded, S);
     printf("  %5d  %9d  %9s  %7.1f%%  %6.1f%% to %6.1f%%  %7.1f%%  %7.1f%%\n", H,
-           opt->hiddens / H, count, 100.0 * sum.median, 100.0 * sum.lowest,
+           opt->num_hiddens / H, count, 100.0 * sum.median, 100.0 * sum.lowest,
            100.0 * sum.highest, 100.0 * seeds_median(better, S),
            100.0 * seeds_median(other, S));
 }
@@ -358,8 +370,7 @@ static int show_heads(const Options *opt, const TwoKeyModel *model, const TaskBa
             printf("wrote %s/%s.dat and %s/%s.gp (render: gnuplot %s/%s.gp)\n", opt->plot_dir,
                    name, opt->plot_dir, name, opt->plot_dir, name);
     }
-    tensor_free(weights);
-    tensor_free(logits);
+    TENSOR_FREE(weights, logits);
     return status;
 }
 
@@ -389,13 +400,13 @@ static int part3_heads(const Options *opt, const Task *task, const TaskBatch *he
 static void part4_by_hand(const Options *opt, const TaskBatch *held_out)
 {
     printf("\nPart 4. One head, set by hand\n\n");
-    if (opt->hiddens < opt->countries) {
+    if (opt->num_hiddens < opt->countries) {
         printf("  (the hand-set head gives each country and capital an axis of its own: it\n"
                "  needs --hiddens at least --countries)\n");
         return;
     }
     Rng rng = rng_new(0);   /* every parameter is overwritten */
-    TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->hiddens, 1, &rng);
+    TwoKeyModel *model = two_key_new(opt->countries, opt->countries, opt->num_hiddens, 1, &rng);
     two_key_set_by_hand(model);
     TwoKeyCorrect c;
     two_key_evaluate(model, held_out, NULL, &c);

@@ -292,12 +292,14 @@ static int part3_random_inputs(Example *ex)
 /* ---- Part 4: a layer from .npy files ------------------------------------------------ */
 
 /* The layer of files, its results checked (within memory and finite by
- * layer_files_run, then against expected_*.npy), then plotted and written. */
+ * multihead_checked_run, then against expected_*.npy), then plotted and written. */
 static int run_from_files(const Options *opt, const LayerFiles *files)
 {
     char err[LAYER_FILES_ERR_LEN];
     LayerResults results;
-    if (layer_files_run(files, &results, err, sizeof err) != 0)
+    if (multihead_checked_run(&files->layer, files->queries, files->keys, files->values,
+                              files->valid_lens, files->grad_output, &results, err,
+                              sizeof err) != 0)
         return fail(err);
     printf("Part 4. A layer from .npy files\n\n");
     layer_files_print(opt->from_dir, files);
@@ -425,7 +427,7 @@ int main(int argc, char **argv)
     ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
                              (float)opt.dropout, opt.bias, &ex.rng);
     char err[LAYER_FILES_ERR_LEN];
-    if (layer_files_check_memory(ex.layer, opt.batch, opt.queries, opt.keys, false, err,
+    if (multihead_check_memory(ex.layer, opt.batch, opt.queries, opt.keys, false, err,
                                  sizeof err) != 0) {
         valid_lens_free(ex.valid_lens);
         multihead_free(ex.layer);

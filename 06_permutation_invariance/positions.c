@@ -43,23 +43,23 @@ enum { MAX_LENGTH = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 64, MAX_HIDDENS = 128, MAX
 
 typedef struct {
     uint64_t seed;
-    int length, letters, hiddens, heads, steps, batch, seeds, examples;
+    int length, letters, num_hiddens, num_heads, steps, batch, seeds, examples;
     float lr;
     const char *plot_dir;
 } Options;
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .length = 8, .letters = 16, .hiddens = 32, .heads = 1,
+    Options opt = {.seed = 0, .length = 8, .letters = 16, .num_hiddens = 32, .num_heads = 1,
                    .steps = 400, .batch = 32, .seeds = 3, .examples = 1000, .lr = 0.01f};
     const CliOption options[] = {
         {"--length", CLI_INT, &opt.length, .min = 2, .max = MAX_LENGTH, .metavar = "T",
          .help = "tokens per sequence"},
         {"--letters", CLI_INT, &opt.letters, .min = 2, .max = TASK_MAX_LETTERS, .metavar = "V",
          .help = "letters to draw from, at least T"},
-        {"--hiddens", CLI_INT, &opt.hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
+        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
-        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
+        {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
          .help = "num_heads, dividing D"},
         {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
@@ -82,8 +82,15 @@ static Options parse_options(int argc, char **argv)
     if (opt.letters < opt.length)
         cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
                  "letters", opt.letters, opt.length, opt.length);
-    if (opt.hiddens % opt.heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens, opt.heads);
+    if (opt.num_hiddens % opt.num_heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.num_hiddens,
+                 opt.num_heads);
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d sequences of %d tokens a step, %d held out",
+             opt.batch, opt.length, opt.examples);
+    memory_require(reversal_bytes_needed(opt.letters, opt.length, opt.num_hiddens, opt.num_heads,
+                                         opt.batch, opt.examples),
+                   detail, "use a smaller --batch, --examples or --hiddens");
     return opt;
 }
 
@@ -106,7 +113,8 @@ static void show_progress(bool terminal, const char *what, int step, int steps, 
 static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
 {
     Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
-    ReversalModel *model = reversal_new(opt->letters, opt->hiddens, opt->heads, positions, &init);
+    ReversalModel *model = reversal_new(opt->letters, opt->num_hiddens, opt->num_heads, positions,
+                                        &init);
     Adam *adam = adam_new(model->params, REVERSAL_NUM_PARAMS, opt->lr);
     TaskBatch *batch = task_batch_new(task, opt->batch);
     const bool terminal = isatty(STDERR_FILENO);
@@ -155,9 +163,9 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
            "PE[:%d] (common/positional.c), self-attention with %d head%s (num_hiddens %d,\n"
            "no biases), readout %d -> %d. Both models start from the same parameters\n"
            "and see the same batches: %d Adam steps of %d sequences, lr %g. Held-out:\n"
-           "%d sequences, none of them trained on.\n\n", opt->letters, opt->hiddens, T,
-           opt->heads, plural(opt->heads, "", "s"), opt->hiddens, opt->hiddens, opt->letters,
-           opt->steps, opt->batch, (double)opt->lr, opt->examples);
+           "%d sequences, none of them trained on.\n\n", opt->letters, opt->num_hiddens, T,
+           opt->num_heads, plural(opt->num_heads, "", "s"), opt->num_hiddens, opt->num_hiddens,
+           opt->letters, opt->steps, opt->batch, (double)opt->lr, opt->examples);
 }
 
 /* ---- Part 2 -------------------------------------------------------------------- */
@@ -248,7 +256,7 @@ static double mirror_weight(const ReversalModel *model, const TaskBatch *held_ou
 static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch *held_out,
                           ReversalModel *const *models)
 {
-    const int T = opt->length, H = opt->heads;
+    const int T = opt->length, H = opt->num_heads;
     printf("Part 3. One held-out sequence, and where the queries look (seed %llu)\n\n",
            (unsigned long long)opt->seed);
     printf("  %-18s", "sequence");
@@ -293,9 +301,7 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
         else
             status = 1;
     }
-    tensor_free(panels);
-    tensor_free(weights[0]);
-    tensor_free(weights[1]);
+    TENSOR_FREE(panels, weights[0], weights[1]);
     return status;
 }
 

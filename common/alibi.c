@@ -7,6 +7,7 @@
 #include "alibi.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The power-of-two rule: m_h = 2^(-8h / n), h = 1 ... n. */
@@ -62,4 +63,13 @@ Tensor *alibi_bias(int num_heads, int num_queries, int num_keys)
                 AT3(bias, h, i, j) = (float)(-slopes[h] * abs(i - j));
     free(slopes);
     return bias;
+}
+
+void alibi_slope_text(char *buf, size_t len, double slope)
+{
+    const double inverse = 1.0 / slope;
+    if (inverse == floor(inverse))
+        snprintf(buf, len, "1/%.0f", inverse);
+    else
+        snprintf(buf, len, "%.4f", slope);
 }

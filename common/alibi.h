@@ -20,10 +20,14 @@
 #ifndef ALIBI_H
 #define ALIBI_H
 
+#include <stddef.h>
+
 #include "tensor.h"
 
 /* -> slopes (H,), in double, m_1 the steepest. */
 void alibi_slopes(int num_heads, double *slopes);
+/* A slope as text: "1/256" for 2^-8 (a whole inverse), else "0.0884". */
+void alibi_slope_text(char *buf, size_t len, double slope);
 
 /* scores (B*H, T, n_k) += -m_h |i - j| in place, matrix b*H + h being head h
  * of sequence b (heads.h); queries and keys both start at position 0, or

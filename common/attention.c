@@ -253,8 +253,7 @@ void attention_cache_free(AttentionCache *cache)
 {
     if (cache == NULL)
         return;
-    tensor_free(cache->weights);
-    tensor_free(cache->dropout_scale);
+    TENSOR_FREE(cache->weights, cache->dropout_scale);
     cache->weights = NULL;
     cache->dropout_scale = NULL;
 }

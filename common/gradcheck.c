@@ -55,8 +55,7 @@ double gradcheck_rel_error(const Tensor *a, const Tensor *b)
 
 double gradcheck_dot_loss(const Tensor *out, const Tensor *g)
 {
-    if (out->size != g->size)
-        die("gradcheck_dot_loss", "out has %zu elements, g %zu", out->size, g->size);
+    tensor_check_shape("gradcheck_dot_loss", "g", g, out->ndim, out->shape);
     double sum = 0.0;
     for (size_t i = 0; i < out->size; i++)
         sum += (double)out->data[i] * g->data[i];

@@ -20,14 +20,14 @@
  * Two loss calls per element of x. */
 Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, double eps);
 
+/* out, g (any shape, the same) -> sum(out * g), in double: the loss whose
+ * gradient with respect to out is g, which turns any backward into one a
+ * finite difference can check (g is grad_output). */
+double gradcheck_dot_loss(const Tensor *out, const Tensor *g);
+
 /* max |a - b| / max(max |b|, tiny): the relative error used everywhere,
  * b being the reference. Shapes must match; NaN anywhere gives NaN. */
 double gradcheck_rel_error(const Tensor *a, const Tensor *b);
-
-/* out, g (the same size) -> sum(out * g), in double: a loss whose gradient
- * with respect to out is g, so that a backward can be checked with any
- * grad_output g. */
-double gradcheck_dot_loss(const Tensor *out, const Tensor *g);
 
 /* ---- attention in float64 --------------------------------------------------
  * The same attention and loss L = sum(O * G) in double, for one sequence of

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "heads.h"
+#include "internal.h"
 #include "ops.h"
 
 /* nn.Linear's default initialisation for a layer with fan_in inputs:
@@ -87,14 +88,8 @@ void multihead_free(MultiHeadAttention *layer)
 {
     if (layer == NULL)
         return;
-    tensor_free(layer->W_q);
-    tensor_free(layer->W_k);
-    tensor_free(layer->W_v);
-    tensor_free(layer->W_o);
-    tensor_free(layer->b_q);
-    tensor_free(layer->b_k);
-    tensor_free(layer->b_v);
-    tensor_free(layer->b_o);
+    TENSOR_FREE(layer->W_q, layer->W_k, layer->W_v, layer->W_o, layer->b_q, layer->b_k, layer->b_v,
+                layer->b_o);
     free(layer);
 }
 
@@ -130,9 +125,7 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
     cache->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
     cache->K = split_kv_heads(k_proj, G, H);                    /* (B*H, K, d) */
     cache->V = split_kv_heads(v_proj, G, H);                    /* (B*H, K, d) */
-    tensor_free(q_proj);
-    tensor_free(k_proj);
-    tensor_free(v_proj);
+    TENSOR_FREE(q_proj, k_proj, v_proj);
 
     // pass 2: every head attends on its own; row b*H + h needs sequence b's mask
     ValidLens *head_lens = valid_lens_repeat_interleave(valid_lens, H);
@@ -213,14 +206,8 @@ void multihead_grads_free(MultiHeadGrads *grads)
 {
     if (grads == NULL)
         return;
-    tensor_free(grads->W_q);
-    tensor_free(grads->W_k);
-    tensor_free(grads->W_v);
-    tensor_free(grads->W_o);
-    tensor_free(grads->b_q);
-    tensor_free(grads->b_k);
-    tensor_free(grads->b_v);
-    tensor_free(grads->b_o);
+    TENSOR_FREE(grads->W_q, grads->W_k, grads->W_v, grads->W_o, grads->b_q, grads->b_k, grads->b_v,
+                grads->b_o);
     free(grads);
 }
 
@@ -278,19 +265,14 @@ void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *c
     projection_backward(cache->queries, layer->W_q, d_Q, H, H, g->W_q, g->b_q, grad_queries);
     projection_backward(cache->keys, layer->W_k, d_K, G, H, g->W_k, g->b_k, grad_keys);
     projection_backward(cache->values, layer->W_v, d_V, G, H, g->W_v, g->b_v, grad_values);
-    tensor_free(d_Q);
-    tensor_free(d_K);
-    tensor_free(d_V);
+    TENSOR_FREE(d_Q, d_K, d_V);
 }
 
 void multihead_cache_free(MultiHeadCache *cache)
 {
     if (cache == NULL)
         return;
-    tensor_free(cache->Q);
-    tensor_free(cache->K);
-    tensor_free(cache->V);
-    tensor_free(cache->concat);
+    TENSOR_FREE(cache->Q, cache->K, cache->V, cache->concat);
     attention_cache_free(&cache->attention);
     cache->Q = cache->K = cache->V = cache->concat = NULL;
 }

@@ -26,7 +26,7 @@
  * fast paths, which sum in different orders, need not overflow at the same
  * place. The library returns such values as they come; whoever writes or
  * prints results checks them first, naming the stage that overflowed
- * (layer_files_run in io/layer_files.h does it for 05_multihead/multihead),
+ * (multihead_checked.h does it for 05_multihead/multihead --from),
  * so no NaN or infinity leaves a program unannounced.
  */
 #ifndef MULTIHEAD_H
@@ -75,13 +75,12 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
 /* ---- backward ------------------------------------------------------------
  * Gradients follow ops.h's convention: input gradients are returned (new),
  * parameter gradients are ADDED into a MultiHeadGrads, as PyTorch's .grad
- * accumulates; multihead_grads_zero before each step. */
+ * accumulates: zero them before each step. */
 typedef struct {
     Tensor *W_q, *W_k, *W_v, *W_o;   /* same shapes as the layer's */
     Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL where the layer has no such bias */
 } MultiHeadGrads;
 MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer);   /* zeros */
-void multihead_grads_zero(MultiHeadGrads *grads);
 void multihead_grads_free(MultiHeadGrads *grads);   /* NULL is fine */
 
 /* What the forward keeps for the backward, and what it costs in floats:

@@ -67,14 +67,6 @@ const char *permutation_str(char *buf, size_t len, const int *perm, int n)
     return buf;
 }
 
-bool is_identity(const int *perm, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (perm[i] != i)
-            return false;
-    return true;
-}
-
 void permutation_of_prefix(Rng *rng, int *perm, int n, int T)
 {
     rng_permutation(rng, perm, n);

@@ -53,8 +53,6 @@ void print_gap(const char *label, float diff, float scale);
 /* "[2, 0, 1]" into buf, the list one writes in X[:, [2, 0, 1]]; after the
  * first 8 entries it ends in ", ...]". Returns buf. */
 const char *permutation_str(char *buf, size_t len, const int *perm, int n);
-/* true when perm[i] = i for every i < n: nothing moves. */
-bool is_identity(const int *perm, int n);
 
 /* perm (T,): a uniformly random permutation of its first n entries from
  * rng, entries n..T-1 left in place (perm[i] = i). */

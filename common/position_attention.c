@@ -107,8 +107,7 @@ void position_attention_cache_free(PositionAttentionCache *cache)
 {
     if (cache == NULL)
         return;
-    tensor_free(cache->queries);
-    tensor_free(cache->keys);
+    TENSOR_FREE(cache->queries, cache->keys);
     attention_cache_free(&cache->attention);
     *cache = (PositionAttentionCache){0};
 }

@@ -7,6 +7,9 @@
 #include "rope.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "ops.h"
 
 double rope_theta(int pair, int head_size)
 {
@@ -54,4 +57,44 @@ Tensor *rope_backward(const Tensor *grad_rotated, int first_position)
     Tensor *grad_x = tensor_copy(grad_rotated);
     rope_rotate(grad_x, first_position, true);
     return grad_x;
+}
+
+/* q, k (1, 1, d) -> the check over P positions from 0 and from S */
+RopeRelativeCheck rope_check_relative(const Tensor *q, const Tensor *k, int num_positions,
+                                      int offset)
+{
+    const int d = q->shape[2], P = num_positions, S = offset;
+    /* one query and one key, each turned for every position 0 ... P-1 and
+     * S ... S+P-1: rows of (1, P, d) */
+    Tensor *qs = tensor_zeros(SHAPE(2, P, d)), *ks = tensor_zeros(SHAPE(2, P, d));
+    for (int s = 0; s < 2; s++)
+        for (int m = 0; m < P; m++) {
+            memcpy(&AT3(qs, s, m, 0), q->data, (size_t)d * sizeof(float));
+            memcpy(&AT3(ks, s, m, 0), k->data, (size_t)d * sizeof(float));
+        }
+    Tensor *q0 = tensor_slice(qs, 0, 0, 1), *q1 = tensor_slice(qs, 0, 1, 1);
+    Tensor *k0 = tensor_slice(ks, 0, 0, 1), *k1 = tensor_slice(ks, 0, 1, 1);
+    rope_rotate(q0, 0, false);
+    rope_rotate(k0, 0, false);
+    rope_rotate(q1, S, false);
+    rope_rotate(k1, S, false);
+    Tensor *scores0 = matmul_bt(q0, k0), *scores1 = matmul_bt(q1, k1);   /* (1, P, P) */
+
+    /* every pair against the pair of the same distance that starts at 0 */
+    RopeRelativeCheck c = {0.0, INFINITY, -INFINITY, 0.0};
+    for (int s = 0; s < 2; s++) {
+        const Tensor *scores = s == 0 ? scores0 : scores1;
+        for (int m = 0; m < P; m++)
+            for (int n = 0; n < P; n++) {
+                const float score = AT3(scores, 0, m, n);
+                const float reference = m >= n ? AT3(scores0, 0, m - n, 0)
+                                               : AT3(scores0, 0, 0, n - m);
+                c.worst = fmax(c.worst, fabs((double)score - reference));
+                c.lowest = fmin(c.lowest, score);
+                c.highest = fmax(c.highest, score);
+                c.largest = fmax(c.largest, fabs(score));
+            }
+    }
+    TENSOR_FREE(qs, ks, q0, q1, k0, k1, scores0, scores1);
+    return c;
 }

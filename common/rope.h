@@ -50,4 +50,16 @@ Tensor *rope_forward(const Tensor *x, int first_position);
  * rotation is linear and orthogonal. */
 Tensor *rope_backward(const Tensor *grad_rotated, int first_position);
 
+/* The claim above, checked over all pairs: q, k (1, 1, d) turned for every
+ * position m, n in 0 ... P-1 and again in S ... S+P-1; each score
+ * q_m . k_n against the one at the same distance that starts at 0
+ * (q_{m-n} . k_0 or q_0 . k_{n-m}). */
+typedef struct {
+    double worst;             /* the largest |score - reference| */
+    double lowest, highest;   /* the range of the scores */
+    double largest;           /* the largest |score| */
+} RopeRelativeCheck;
+RopeRelativeCheck rope_check_relative(const Tensor *q, const Tensor *k, int num_positions,
+                                      int offset);
+
 #endif

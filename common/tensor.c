@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
+
 char *shape_str(char *buf, size_t len, int ndim, const int *shape)
 {
     size_t used = 0;

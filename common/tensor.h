@@ -149,9 +149,6 @@ const char *residue_text(char *buf, size_t len, double value, double bound);
  * NULL, print the worst index and the first few mismatches to it. */
 bool tensor_allclose(const Tensor *actual, const Tensor *expected,
                      float atol, float rtol, FILE *report);
-/* Same test on raw arrays of n floats; the report gives flat indices. */
-bool floats_allclose(const float *actual, const float *expected, size_t n,
-                     float atol, float rtol, FILE *report);
 /* Largest |a - b| over all elements (shapes must match); NaN when any
  * difference is NaN. A NaN returned here and by tensor_max_abs is always
  * the positive one, which printf writes as "nan": the NaN that x86's

@@ -6,6 +6,7 @@
  */
 #include "valid_lens.h"
 
+#include "internal.h"
 #include "tensor.h"
 
 #include <stdbool.h>

@@ -22,7 +22,6 @@ typedef struct {
 
 ValidLens *valid_lens_1d(const int *lens, int batch);                    /* (B,)   */
 ValidLens *valid_lens_2d(const int *lens, int batch, int num_queries);  /* (B, T) */
-ValidLens *valid_lens_copy(const ValidLens *valid_lens);
 /* The causal mask (chapter 02's exercise) as a 2-D (B, T): query i sees
  * keys 0 .. i, valid_len = i + 1, in every sequence. */
 ValidLens *valid_lens_causal(int batch, int num_queries);

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "internal.h"
+#include "io/npy_internal.h"
 #include "tensor.h"
 
 #ifndef BIN_DIR

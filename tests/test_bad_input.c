@@ -898,8 +898,10 @@ static BadInput rows[] = {
     {NOISY, "--trials 1e9", 2, "--trials expects a whole number", NULL},
     {NOISY, "--trials 0", 2, "--trials expects a whole number from 1", NULL},
     {NOISY, "--keys 99999999999999999999", 2, "--keys expects a whole number", NULL},
+    {NOISY, "--keys 4096 --dim 4096 --trials 1000000", 2, "--keys 4096, --dim 4096 and "
+     "--trials 1000000 take 1e+14 multiply-adds over the 6 noise levels, more than the 1e+10"},
     /* 4096 x 4096 keys are 64 MB: more than the 32 MB allowed */
-    {NOISY, "--keys 4096 --dim 4096", 1, "out of memory: a tensor of shape (4096, 4096) "
+    {NOISY, "--keys 4096 --dim 4096 --trials 1", 1, "out of memory: a tensor of shape (4096, 4096) "
      "needs 67108864 bytes", NULL, NULL, 32, false},
 
     /* chapter 02 */
@@ -997,7 +999,7 @@ static BadInput rows[] = {
      "got 3", NULL},
     {TRANSPOSE, "--valid-lens 9,1", 2, "--valid-lens expects comma-separated whole numbers "
      "from 0 to 3, got '9,1'", NULL},
-    /* the flag is named by cli_u64, not by argv[i] after cli_value moved i */
+    /* the flag is named, not the value after it */
     {SPLIT, "--seed abc", 2, "exercise_head_split: --seed expects a whole number", NULL},
     {SPLIT, "--seed", 2, "--seed needs a value", NULL},
     {SPLIT, "--heads 2", 2, "unknown option '--heads'", NULL},
@@ -1187,6 +1189,11 @@ static BadInput rows[] = {
     {POSITIONS, "--letters 27", 2, "--letters expects a whole number from 2 to 26", NULL},
     {POSITIONS, "--letters 5", 2, "--letters 5 is fewer than --length 8", NULL},
     {POSITIONS, "--hiddens 30 --heads 4", 2, "--hiddens 30 does not divide by --heads 4", NULL},
+    /* the memory a run's sizes need, checked before any training */
+    {POSITIONS, "--batch 4096 --hiddens 128 --length 16", 1, "this run needs about", NULL, NULL,
+     300},
+    {HEADS, "--batch 4096 --hiddens 128 --threads 16", 1, "this run needs about", NULL, NULL,
+     300},
     {POSITIONS, "--seeds 0", 2, "--seeds expects a whole number from 1 to 64, got '0'", NULL},
     {POSITIONS, "--lr 2", 2, "--lr expects a number from 1e-06 to 1, got '2'", NULL},
     {POSITIONS, "--plot @/missing", 2, "--plot: directory '",
@@ -1320,7 +1327,7 @@ static BadInput rows[] = {
      "line of (1, 4096, 1024, 8)), more than the memory limit", NULL, NULL, 256, false},
     /* random inputs of scale 1e20: every line's results overflow, clear and
      * fast alike, and the table and the status say so */
-    {BENCH, "--config 1,8,8,2 --scale 1e20 --repeats 1", 1, "bench: 6 lines overflowed "
+    {BENCH, "--config 1,8,8,2 --scale 1e20 --repeats 1", 1, "bench: 14 lines overflowed "
      "float32 (see the table): use a smaller --scale", NULL},
     {BENCH, "--scale 0", 2, "--scale expects a number from 1e-30 to 1e+38, got '0'", NULL},
 

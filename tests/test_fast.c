@@ -468,6 +468,32 @@ Test(streaming_attention, nan_spreads_like_clear)
     valid_lens_free(valid_lens);
 }
 
+/* ---- causal attention: blocks in the future are skipped ------------------------ */
+
+Test(streaming_attention, causal_never_reads_a_block_wholly_in_the_future)
+{
+    /* An infinite value in the last key: the clear version multiplies it
+     * by its weight 0 for every earlier query (0 * inf = NaN), so every
+     * output is NaN there. The streaming one reads that key's block only
+     * for the queries of the blocks that reach it: the first two blocks of
+     * 96 queries end at key 191 and never read key 299, so their outputs
+     * stay finite; query 299 sees the key and gets inf or NaN. */
+    enum { n = 300, d = 8 };
+    Rng rng = rng_new(66);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, n, d));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, n, d));
+    for (int c = 0; c < d; c++)
+        AT3(values, 0, n - 1, c) = INFINITY;
+    ValidLens *causal = valid_lens_causal(1, n);
+    Tensor *out = streaming_attention(x, x, values, causal, 2);
+    for (int q = 0; q < 2 * STREAM_BLOCK_QUERIES; q++)
+        for (int c = 0; c < d; c++)
+            cr_expect(isfinite(AT3(out, 0, q, c)), "query %d read a key block in its future", q);
+    cr_expect(!isfinite(AT3(out, 0, n - 1, 0)), "query %d must see key %d", n - 1, n - 1);
+    tensor_free(x); tensor_free(values); tensor_free(out);
+    valid_lens_free(causal);
+}
+
 /* ---- fast multi-head layer ---------------------------------------------------- */
 
 static void expect_multihead_equal(int B, int T, int K, int Dq, int Dk, int Dv, int D, int H,
@@ -709,6 +735,26 @@ Test(streaming_backward, masked_equals_clear_with_exact_zeros)
     valid_lens_free(valid_lens);
 }
 
+/* Under valid_lens_causal query i sees keys 0 .. i: a block of queries
+ * reads the key blocks up to its own last query and never one past it,
+ * and the backward pairs a key block only with the query blocks that see
+ * it. Forward and gradients against the clear masked attention, for n = 1,
+ * n below one block, n not a multiple of either block size, one sequence
+ * (its keys split between threads by block pairs) and several (batch x
+ * heads). */
+Test(streaming_backward, causal_forward_and_backward_equal_clear_masked)
+{
+    const int sizes[][2] = {{1, 1}, {2, 7}, {3, 90}, {1, 95}, {1, 250}, {2, 300}, {3, 197},
+                            {1, 523}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const int B = sizes[i][0], n = sizes[i][1];
+        ValidLens *causal = valid_lens_causal(B, n);
+        expect_attention_equal(B, n, n, 16, 12, causal, 60 + i);
+        expect_attention_backward_equal(B, n, n, 12, 20, causal, 70 + i);
+        valid_lens_free(causal);
+    }
+}
+
 Test(streaming_backward, sequences_give_bitwise_the_same_answer_on_any_thread_count)
 {
     /* with at least as many sequences as threads, each sequence is one
@@ -850,6 +896,19 @@ Test(multihead_fast_backward, cross_attention_masks_and_head_counts_equal_clear)
     valid_lens_free(valid_lens);
 }
 
+Test(multihead_fast_backward, causal_equals_clear)
+{
+    /* batch 2, 4 heads of d 16, n = 130: two query blocks, the second
+     * partly in the future of the first key block */
+    ValidLens *causal = valid_lens_causal(2, 130);
+    expect_multihead_equal(2, 130, 130, 64, 64, 64, 64, 4, true, causal, 82);
+    expect_multihead_backward_equal(2, 130, 130, 64, 64, 64, 64, 4, true, causal, 80);
+    valid_lens_free(causal);
+    causal = valid_lens_causal(3, 1);
+    expect_multihead_backward_equal(3, 1, 1, 16, 16, 16, 16, 2, true, causal, 81);
+    valid_lens_free(causal);
+}
+
 Test(multihead_fast_backward, parameter_gradients_accumulate)
 {
     /* two backward passes add twice the gradients, as PyTorch's .grad does */
@@ -917,6 +976,41 @@ Test(fast_programs, bench_runs_a_small_configuration)
                            "ratio %d: %s", i, r.out);
     }
     cr_expect(strstr(r.out, "PyTorch/fast") == NULL, "PyTorch compared without --pytorch-ms");
+    run_result_free(&r);
+}
+
+Test(fast_programs, bench_prints_causal_beside_full_and_their_ratio)
+{
+    RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 1");
+    cr_assert_eq(r.status, 0, "bench exited with %d: %s", r.status, r.err);
+    /* full and causal attention on the heads, forward and forward +
+     * backward, each on 1 and 2 threads; the ratio table holds full's
+     * time over causal's, from the two lines above it */
+    const char *const passes[2] = {"attn fwd", "attn f+b"};
+    const char *table = strstr(r.out, "full/causal\n");
+    cr_assert(table, "no causal table:\n%s", r.out);
+    for (int p = 0; p < 2; p++)
+        for (int threads = 1; threads <= 2; threads++) {
+            char full_head[96], causal_head[96], ratio_head[96];
+            snprintf(full_head, sizeof full_head, "%-30s %-8s %-6s %7d ", "(2, 40, 32, 4)",
+                     passes[p], "fast", threads);
+            snprintf(causal_head, sizeof causal_head, "%-30s %-8s %-6s %7d ",
+                     "(2, 40, 32, 4) causal", passes[p], "fast", threads);
+            snprintf(ratio_head, sizeof ratio_head, "%-30s %-8s %7d ", "(2, 40, 32, 4)",
+                     passes[p], threads);
+            const char *full = strstr(r.out, full_head), *causal = strstr(r.out, causal_head);
+            const char *ratio = strstr(table, ratio_head);
+            cr_assert(full && causal && ratio, "missing '%s', '%s' or '%s':\n%s", full_head,
+                      causal_head, ratio_head, r.out);
+            double full_ms, causal_ms, printed;
+            cr_assert_eq(sscanf(full + strlen(full_head), "%lf", &full_ms), 1);
+            cr_assert_eq(sscanf(causal + strlen(causal_head), "%lf", &causal_ms), 1);
+            cr_assert_eq(sscanf(ratio + strlen(ratio_head), "%lfx", &printed), 1);
+            /* both times printed to 2 decimals, the ratio too */
+            const double want = full_ms / causal_ms;
+            cr_expect_float_eq(printed, want, 0.0051 + want * (0.005 / full_ms + 0.005 / causal_ms),
+                               "%s, %d threads: %s", passes[p], threads, r.out);
+        }
     run_result_free(&r);
 }
 

@@ -33,16 +33,6 @@
 #define FD_EPS 1e-2
 #define FD_TOL 1e-3
 
-/* sum(out * g) in double: the loss whose gradient with respect to out is g */
-static double dot_loss(const Tensor *out, const Tensor *g)
-{
-    cr_assert(tensor_has_shape(out, g->ndim, g->shape), "loss: shapes differ");
-    double sum = 0.0;
-    for (size_t i = 0; i < out->size; i++)
-        sum += (double)out->data[i] * g->data[i];
-    return sum;
-}
-
 static void expect_grad(const char *what, const Tensor *analytic, const Tensor *numeric,
                         double tol)
 {
@@ -106,7 +96,7 @@ static double linear_loss(void *ctx)
 {
     LinearCtx *c = ctx;
     Tensor *y = linear(c->x, c->weight, c->bias);
-    double loss = dot_loss(y, c->g);
+    double loss = gradcheck_dot_loss(y, c->g);
     tensor_free(y);
     return loss;
 }
@@ -219,7 +209,7 @@ static double softmax_loss(void *ctx)
 {
     SoftmaxCtx *c = ctx;
     Tensor *w = masked_softmax(c->scores, c->valid_lens);
-    double loss = dot_loss(w, c->g);
+    double loss = gradcheck_dot_loss(w, c->g);
     tensor_free(w);
     return loss;
 }
@@ -259,7 +249,7 @@ static double attention_loss(void *ctx)
     Dropout dropout = {c->p, true, &rng};
     Tensor *out = dot_product_attention(c->queries, c->keys, c->values, c->valid_lens,
                                         &dropout, NULL);
-    double loss = dot_loss(out, c->g);
+    double loss = gradcheck_dot_loss(out, c->g);
     tensor_free(out);
     return loss;
 }
@@ -387,7 +377,7 @@ Test(grads_hand, head_maps_backward_are_their_inverses)
     cr_expect_eq(tensor_max_abs_diff(back, g), 0.0f, "round trip is not exact");
     /* and <transpose_qkv(x), G> = <x, transpose_qkv_backward(G)> */
     Tensor *split = transpose_qkv(x, 3);
-    cr_expect_float_eq(dot_loss(split, g), dot_loss(x, grad_x), 1e-12);
+    cr_expect_float_eq(gradcheck_dot_loss(split, g), gradcheck_dot_loss(x, grad_x), 1e-12);
     Tensor *all[] = {x, g, grad_x, back, split};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tensor_free(all[i]);
@@ -409,7 +399,7 @@ static double layer_loss(void *ctx)
     Rng rng = c->rng_start;
     Tensor *out = multihead_forward(c->layer, c->queries, c->keys, c->values, c->valid_lens,
                                     c->training, &rng, NULL);
-    double loss = dot_loss(out, c->g);
+    double loss = gradcheck_dot_loss(out, c->g);
     tensor_free(out);
     return loss;
 }

@@ -409,7 +409,9 @@ static void run_filled(float q, float k, float g, int expect, const char *messag
     files.grad_output = grad_output;
     LayerResults results;
     char err[LAYER_FILES_ERR_LEN] = "";
-    cr_expect_eq(layer_files_run(&files, &results, err, sizeof err), expect, "%s", err);
+    cr_expect_eq(multihead_checked_run(&files.layer, files.queries, files.keys, files.values,
+                                       files.valid_lens, files.grad_output, &results, err,
+                                       sizeof err), expect, "%s", err);
     if (message)
         cr_expect(strstr(err, message) != NULL, "err '%s' does not contain '%s'", err, message);
     if (expect == 0) {
@@ -447,12 +449,12 @@ Test(layer_files, the_memory_a_run_needs)
     MultiHeadAttention *layer = multihead_new(1, 1, 1, 1, 1, 0.0f, false, &rng);
     /* inputs 3, parameters 4 + 4, projections 3 twice, weights 1 twice,
      * heads, concat and output 3: 22 floats; the backward doubles it */
-    cr_expect_float_eq(layer_files_bytes_needed(layer, 1, 1, 1, false), 88.0, 1e-9);
-    cr_expect_float_eq(layer_files_bytes_needed(layer, 1, 1, 1, true), 176.0, 1e-9);
+    cr_expect_float_eq(multihead_bytes_needed(layer, 1, 1, 1, false), 88.0, 1e-9);
+    cr_expect_float_eq(multihead_bytes_needed(layer, 1, 1, 1, true), 176.0, 1e-9);
     char err[LAYER_FILES_ERR_LEN] = "";
-    cr_expect_eq(layer_files_check_memory(layer, 1, 1, 1, true, err, sizeof err), 0);
+    cr_expect_eq(multihead_check_memory(layer, 1, 1, 1, true, err, sizeof err), 0);
     /* (64, 1, 2^20, 2^20) weights: 2^48 bytes, on no machine we run */
-    cr_expect_eq(layer_files_check_memory(layer, 64, 1 << 20, 1 << 20, false, err, sizeof err),
+    cr_expect_eq(multihead_check_memory(layer, 64, 1 << 20, 1 << 20, false, err, sizeof err),
                  -1);
     cr_expect(strstr(err, "this run needs about 563.0 TB of memory") != NULL, "%s", err);
     multihead_free(layer);

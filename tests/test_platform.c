@@ -42,8 +42,10 @@ Test(platform, memory_is_the_machines_in_bytes)
                   bytes, proc);
 }
 
-/* 48 MB touched raise the peak by about 48 MB: not 48 GB (bytes counted as
- * kB) nor 48 kB (kB counted as bytes) */
+/* 48 MB touched make the peak at least 48 MB and raise it by at most about
+ * that: not 48 GB (bytes counted as kB) nor 48 kB (kB counted as bytes).
+ * The peak before may lie above what is resident then (under ASan, whose
+ * start-up peaks early), so the rise itself can be less than 48 MB. */
 Test(platform, peak_resident_memory_is_in_bytes)
 {
     const double before = platform_peak_rss_bytes();
@@ -55,7 +57,7 @@ Test(platform, peak_resident_memory_is_in_bytes)
     const double after = platform_peak_rss_bytes();
     free((void *)block);
     cr_expect(before > 1e6 && before < 4e9, "peak before: %.0f bytes", before);
-    cr_expect(after >= before + 0.9 * SIZE && after <= before + 2.0 * SIZE,
+    cr_expect(after >= SIZE && after <= before + 2.0 * SIZE,
               "peak %.0f bytes before touching %d bytes, %.0f after", before, SIZE, after);
 }
 

@@ -486,20 +486,6 @@ void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
     gemm_threads(&g, num_threads);
 }
 
-void fast_transpose(const float *src, size_t src_stride, int rows, int cols,
-                    float *dst, size_t dst_stride)
-{
-    enum { TILE = 8 };   /* 8 x 8 floats: both sides move a cache line's worth at a time */
-    for (int r0 = 0; r0 < rows; r0 += TILE)
-        for (int c0 = 0; c0 < cols; c0 += TILE) {
-            const int r1 = rows - r0 < TILE ? rows : r0 + TILE;
-            const int c1 = cols - c0 < TILE ? cols : c0 + TILE;
-            for (int r = r0; r < r1; r++)
-                for (int c = c0; c < c1; c++)
-                    dst[(size_t)c * dst_stride + r] = src[(size_t)r * src_stride + c];
-        }
-}
-
 void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
                      int num_threads)
 {

@@ -79,12 +79,6 @@ void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
                   const float *b, size_t ldb, bool b_transposed,
                   float *c, size_t ldc, bool accumulate, int num_threads);
 
-/* src (rows, cols) at row stride src_stride -> dst (cols, rows) at
- * dst_stride, in small tiles so that reads and writes both stay in cache
- * lines. */
-void fast_transpose(const float *src, size_t src_stride, int rows, int cols,
-                    float *dst, size_t dst_stride);
-
 /* Tensor forms with the same shapes and checks as matmul, matmul_bt and
  * linear in ops.h, computed with num_threads threads. */
 Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads);

@@ -17,7 +17,9 @@
  * computes its own Q_h (T, d), and K_h, V_h 256 keys at a time, copied
  * straight into the packed layout streaming attention reads. The head
  * outputs land side by side in concat (B, T, D), the layout
- * transpose_output would produce.
+ * transpose_output would produce. A forward that keeps a cache for the
+ * backward keeps Q, K, V whole, and so projects them whole first (see
+ * forward()).
  */
 #include "fast/fast_multihead.h"
 
@@ -82,10 +84,12 @@ static void project_head(const float *rows, int n, const Projection *proj, int h
     }
 }
 
-static Projection projection_new(const Tensor *weight, const Tensor *bias, int d)
+/* wanted false: the jobs will not project (a cached forward has done it
+ * already), so there is nothing to pack */
+static Projection projection_new(const Tensor *weight, const Tensor *bias, int d, bool wanted)
 {
     Projection proj = {weight, bias, NULL};
-    if (d % FAST_NR == 0) {
+    if (wanted && d % FAST_NR == 0) {
         const int D = weight->shape[0], in = weight->shape[1];
         proj.panels = fast_alloc_panels("fast_multihead_forward", fast_panels_size(in, D));
         fast_pack_panels(weight->data, (size_t)in, true, in, D, proj.panels);
@@ -111,11 +115,12 @@ static void head_worker(void *arg, int thread)
         /* Where this head's Q, K, V go: the cached (B, T, D) tensors, in
          * the head's columns (row stride D), or the workspace (stride d). */
         FastMultiHeadCache *cache = jobs->cache;
-        float *k_dst = w->k_chunk, *v_dst = w->v_chunk, *q_dst = w->q_head, *lse = NULL;
+        float *q_dst = w->q_head, *lse = NULL;
         size_t ld = (size_t)d;
-        if (cache != NULL) {
-            k_dst = cache->K->data + (size_t)b * K * D + (size_t)h * d;
-            v_dst = cache->V->data + (size_t)b * K * D + (size_t)h * d;
+        if (cache != NULL) {   /* projected already (see forward): this head's columns */
+            const float *k_rows = cache->K->data + (size_t)b * K * D + (size_t)h * d;
+            const float *v_rows = cache->V->data + (size_t)b * K * D + (size_t)h * d;
+            packed_kv_fill(&w->kv, 0, K, k_rows, (size_t)D, v_rows, (size_t)D);
             q_dst = cache->Q->data + (size_t)b * T * D + (size_t)h * d;
             lse = cache->logsumexp->data + (size_t)job * T;
             ld = (size_t)D;
@@ -123,17 +128,17 @@ static void head_worker(void *arg, int thread)
         // pass 1: this head's keys and values, a chunk at a time, into kv
         const float *keys_b = jobs->keys->data + (size_t)b * K * Dk;
         const float *values_b = jobs->values->data + (size_t)b * K * Dv;
-        for (int k0 = 0; k0 < K; k0 += KEY_CHUNK) {
+        for (int k0 = 0; cache == NULL && k0 < K; k0 += KEY_CHUNK) {
             const int count = K - k0 < KEY_CHUNK ? K - k0 : KEY_CHUNK;
-            /* a cached head keeps every chunk, in its rows k0 ..; a buffer is reused */
-            float *k_rows = cache != NULL ? k_dst + (size_t)k0 * ld : k_dst;
-            float *v_rows = cache != NULL ? v_dst + (size_t)k0 * ld : v_dst;
-            project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, k_rows, ld);
-            project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, v_rows, ld);
-            packed_kv_fill(&w->kv, k0, count, k_rows, ld, v_rows, ld);
+            project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, w->k_chunk, ld);
+            project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, w->v_chunk,
+                         ld);
+            packed_kv_fill(&w->kv, k0, count, w->k_chunk, ld, w->v_chunk, ld);
         }
         // pass 2: this head's queries
-        project_head(jobs->queries->data + (size_t)b * T * Dq, T, &jobs->proj_q, h, d, q_dst, ld);
+        if (cache == NULL)
+            project_head(jobs->queries->data + (size_t)b * T * Dq, T, &jobs->proj_q, h, d,
+                         q_dst, ld);
 
         // pass 3: streaming attention, written into the head's columns of concat
         float *head_out = jobs->concat->data + (size_t)b * T * D + (size_t)h * d;
@@ -184,12 +189,18 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
             "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
     num_threads = threads_worth(num_threads, layer_flops(layer, B, T, K));
+    /* passes 1 and 2 for every head at once when Q, K, V are cached: they
+     * are kept whole anyway, so each is one large product with its rows
+     * split across threads, faster than B * H small ones when T or K is
+     * short (a training batch of few keys); each output is the same sum
+     * over the input's columns as project_head's, and tests/test_fast.c
+     * checks that the outputs are the same bits */
     if (cache != NULL)
         *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,
-                                      fast_tensor_zeros(func, SHAPE(B, T, D)),
-                                      fast_tensor_zeros(func, SHAPE(B, K, D)),
-                                      fast_tensor_zeros(func, SHAPE(B, K, D)), NULL,
-                                      fast_tensor_zeros(func, SHAPE(B * H, T))};
+                                      fast_linear(queries, layer->W_q, layer->b_q, num_threads),
+                                      fast_linear(keys, layer->W_k, layer->b_k, num_threads),
+                                      fast_linear(values, layer->W_v, layer->b_v, num_threads),
+                                      NULL, fast_tensor_zeros(func, SHAPE(B * H, T))};
 
     // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
@@ -205,9 +216,10 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     }
     Tensor *concat = fast_tensor_zeros(func, SHAPE(B, T, D));
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
-                     projection_new(layer->W_q, layer->b_q, d),
-                     projection_new(layer->W_k, layer->b_k, d),
-                     projection_new(layer->W_v, layer->b_v, d), concat, cache, workspaces, 0};
+                     projection_new(layer->W_q, layer->b_q, d, cache == NULL),
+                     projection_new(layer->W_k, layer->b_k, d, cache == NULL),
+                     projection_new(layer->W_v, layer->b_v, d, cache == NULL), concat, cache,
+                     workspaces, 0};
     atomic_init(&jobs.next_job, 0);
     fast_parallel(head_threads, head_worker, &jobs);
     free(jobs.proj_q.panels);

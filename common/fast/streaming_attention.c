@@ -258,6 +258,43 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
     finish_rows(w, rows, v, out, out_stride, lse);
 }
 
+static void scratch_alloc(Scratch *w, int d, int v)
+{
+    w->q = fast_alloc_panels("streaming_attention", (size_t)BR * d);
+    w->s = fast_alloc_panels("streaming_attention", (size_t)BR * BC);
+    w->o = fast_alloc_panels("streaming_attention", (size_t)BR * v);
+    w->m = checked_malloc("streaming_attention", BR, sizeof(float));
+    w->l = checked_malloc("streaming_attention", BR, sizeof(float));
+    w->len = checked_malloc("streaming_attention", BR, sizeof(int));
+}
+
+static void scratch_free(Scratch *w)
+{
+    free(w->q);
+    free(w->s);
+    free(w->o);
+    free(w->m);
+    free(w->l);
+    free(w->len);
+}
+
+/* streaming_attention_rows with its scratch given: up to Br rows at a time */
+static void rows_in_blocks(const PackedKeysValues *kv, const float *queries, size_t query_stride,
+                           int num_queries, const ValidLens *valid_lens, int batch_index,
+                           int first_query, float *out, size_t out_stride, float *logsumexp,
+                           Scratch *w)
+{
+    for (int q0 = 0; q0 < num_queries; q0 += BR) {
+        int rows = num_queries - q0 < BR ? num_queries - q0 : BR;
+        for (int r = 0; r < rows; r++)
+            w->len[r] = valid_lens ? valid_len_at(valid_lens, batch_index, first_query + q0 + r)
+                                   : kv->num_keys;
+        query_block(kv, queries + (size_t)q0 * query_stride, query_stride, rows, w->len,
+                    out + (size_t)q0 * out_stride, out_stride,
+                    logsumexp != NULL ? logsumexp + q0 : NULL, w);
+    }
+}
+
 void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
                               size_t query_stride, int num_queries,
                               const ValidLens *valid_lens, int batch_index, int first_query,
@@ -265,30 +302,11 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
 {
     if (num_queries <= 0)
         return;
-    const int d = kv->key_size, v = kv->value_size;
     Scratch w;
-    w.q = fast_alloc_panels("streaming_attention", (size_t)BR * d);
-    w.s = fast_alloc_panels("streaming_attention", (size_t)BR * BC);
-    w.o = fast_alloc_panels("streaming_attention", (size_t)BR * v);
-    w.m = checked_malloc("streaming_attention", BR, sizeof(float));
-    w.l = checked_malloc("streaming_attention", BR, sizeof(float));
-    w.len = checked_malloc("streaming_attention", BR, sizeof(int));
-
-    for (int q0 = 0; q0 < num_queries; q0 += BR) {
-        int rows = num_queries - q0 < BR ? num_queries - q0 : BR;
-        for (int r = 0; r < rows; r++)
-            w.len[r] = valid_lens ? valid_len_at(valid_lens, batch_index, first_query + q0 + r)
-                                  : kv->num_keys;
-        query_block(kv, queries + (size_t)q0 * query_stride, query_stride, rows, w.len,
-                    out + (size_t)q0 * out_stride, out_stride,
-                    logsumexp != NULL ? logsumexp + q0 : NULL, &w);
-    }
-    free(w.q);
-    free(w.s);
-    free(w.o);
-    free(w.m);
-    free(w.l);
-    free(w.len);
+    scratch_alloc(&w, kv->key_size, kv->value_size);
+    rows_in_blocks(kv, queries, query_stride, num_queries, valid_lens, batch_index, first_query,
+                   out, out_stride, logsumexp, &w);
+    scratch_free(&w);
 }
 
 /* ---- the tensor form ----------------------------------------------------------- */
@@ -299,27 +317,34 @@ typedef struct {
     const ValidLens *valid_lens;
     Tensor *output;
     Tensor *logsumexp;        /* (B, T), or NULL */
-    int batch_index, num_threads;
+    int batch_index;
+    atomic_int next_block;    /* blocks are handed out from the last to the first */
 } SequenceJob;
 
-/* Thread t takes a contiguous share of the sequence's query blocks. */
+/* The threads take the sequence's query blocks one at a time, the last
+ * block first: under a causal mask (valid_lens_causal) block i reads i + 1
+ * blocks of keys, so the costliest go first and the cheap ones fill the
+ * gaps at the end. A block's result is the same whichever thread takes it. */
 static void sequence_rows(void *arg, int thread)
 {
-    const SequenceJob *job = arg;
+    (void)thread;
+    SequenceJob *job = arg;
     const int T = job->queries->shape[1], d = job->queries->shape[2];
     const int v = job->output->shape[2];
     const int blocks = (T + BR - 1) / BR;
-    const int first = (int)((long)blocks * thread / job->num_threads) * BR;
-    int last = (int)((long)blocks * (thread + 1) / job->num_threads) * BR;
-    if (last > T)
-        last = T;
-    if (first >= last)
-        return;
     const size_t b = (size_t)job->batch_index;
-    float *lse = job->logsumexp ? job->logsumexp->data + b * T + (size_t)first : NULL;
-    streaming_attention_rows(job->kv, job->queries->data + (b * T + (size_t)first) * d, (size_t)d,
-                             last - first, job->valid_lens, job->batch_index, first,
-                             job->output->data + (b * T + (size_t)first) * v, (size_t)v, lse);
+    Scratch w;
+    scratch_alloc(&w, d, v);
+    for (int taken = atomic_fetch_add(&job->next_block, 1); taken < blocks;
+         taken = atomic_fetch_add(&job->next_block, 1)) {
+        const int first = (blocks - 1 - taken) * BR;
+        const int rows = T - first < BR ? T - first : BR;
+        float *lse = job->logsumexp ? job->logsumexp->data + b * T + (size_t)first : NULL;
+        rows_in_blocks(job->kv, job->queries->data + (b * T + (size_t)first) * d, (size_t)d,
+                       rows, job->valid_lens, job->batch_index, first,
+                       job->output->data + (b * T + (size_t)first) * v, (size_t)v, lse, &w);
+    }
+    scratch_free(&w);
 }
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v) -> output (B, T, v),
@@ -346,7 +371,8 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
         PackedKeysValues kv;
         packed_kv_init(&kv, keys->data + (size_t)b * num_keys * d, (size_t)d,
                        values->data + (size_t)b * num_keys * v, (size_t)v, num_keys, d, v);
-        SequenceJob job = {&kv, queries, valid_lens, output, lse, b, num_threads};
+        SequenceJob job = {&kv, queries, valid_lens, output, lse, b, 0};
+        atomic_init(&job.next_block, 0);
         fast_parallel(num_threads, sequence_rows, &job);
         packed_kv_free(&kv);
     }
@@ -592,6 +618,45 @@ typedef struct {
     atomic_int next_job;
 } BackwardJobs;
 
+/* Keys first .. last - 1 of sequence b: the whole key blocks that part
+ * `part` of `parts` takes. The parts get about the same number of block
+ * pairs, not of keys: key block j is paired with every query block that
+ * sees one of its keys, and under a causal mask the first keys are seen
+ * by every query, the last by few. (The split depends on the lengths and
+ * on parts alone, never on which thread runs what.) */
+static void part_key_range(const ValidLens *valid_lens, int b, int T, int K, int part,
+                           int parts, int *first, int *last)
+{
+    const int key_blocks = (K + BK - 1) / BK, query_blocks = (T + BQ - 1) / BQ;
+    int *longest = checked_calloc("streaming_attention_backward", (size_t)query_blocks,
+                                  sizeof(int));
+    for (int q = 0; q < T; q++) {
+        const int len = valid_lens ? valid_len_at(valid_lens, b, q) : K;
+        longest[q / BQ] = len > longest[q / BQ] ? len : longest[q / BQ];
+    }
+    long total = 0;   /* block pairs in the whole sequence */
+    for (int j = 0; j < key_blocks; j++)
+        for (int i = 0; i < query_blocks; i++)
+            total += longest[i] > j * BK;
+    /* key block j goes to part (pairs before it) * parts / total, which
+     * never decreases with j: each part is one run of blocks */
+    long before = 0;
+    *first = *last = 0;
+    for (int j = 0; j < key_blocks; j++) {
+        const long owner = total > 0 ? before * parts / total : 0;
+        if (owner < part)
+            *first = (j + 1) * BK;
+        if (owner <= part)
+            *last = (j + 1) * BK;
+        for (int i = 0; i < query_blocks; i++)
+            before += longest[i] > j * BK;
+    }
+    *first = *first < K ? *first : K;
+    *last = *last < K ? *last : K;
+    *last = *last > *first ? *last : *first;
+    free(longest);
+}
+
 static void backward_worker(void *arg, int thread)
 {
     BackwardJobs *jobs = arg;
@@ -616,12 +681,10 @@ static void backward_worker(void *arg, int thread)
             jobs->grad_keys->data + b * K * d, (size_t)d,
             jobs->grad_values->data + b * K * v, (size_t)v,
         };
-        /* whole key blocks to each part */
-        const int blocks = (K + BK - 1) / BK;
-        const int first = blocks * part / jobs->parts * BK;
-        int last = blocks * (part + 1) / jobs->parts * BK;
-        streaming_attention_backward_rows(&a, first, last < K ? last : K,
-                                          &jobs->scratch[thread]);
+        int first = 0, last = K;
+        if (jobs->parts > 1)
+            part_key_range(jobs->valid_lens, (int)b, T, K, part, jobs->parts, &first, &last);
+        streaming_attention_backward_rows(&a, first, last, &jobs->scratch[thread]);
     }
 }
 

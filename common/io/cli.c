@@ -170,28 +170,6 @@ bool cli_is(const char *arg, const char *flag)
     return strcmp(arg, flag) == 0;
 }
 
-const char *cli_value(const char *prog, int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc)
-        cli_fail(prog, "%s needs a value (try --help)", argv[*i]);
-    *i += 1;
-    return argv[*i];
-}
-
-long cli_long(const char *prog, const char *flag, const char *text, long min, long max)
-{
-    long v = 0;
-    cli_read_long(prog, flag, text, min, max, &v, NULL, 0);
-    return v;
-}
-
-uint64_t cli_u64(const char *prog, const char *flag, const char *text)
-{
-    uint64_t v = 0;
-    cli_read_u64(prog, flag, text, &v, NULL, 0);
-    return v;
-}
-
 double cli_double(const char *prog, const char *flag, const char *text, double min, double max)
 {
     double v = 0;
@@ -203,16 +181,6 @@ int cli_long_list(const char *prog, const char *flag, const char *text,
                   long min, long max, long *out, int max_count)
 {
     return cli_read_long_list(prog, flag, text, min, max, out, max_count, NULL, 0);
-}
-
-_Noreturn void cli_unknown(const char *prog, const char *arg)
-{
-    cli_fail(prog, "unknown option '%s' (try --help)", arg);
-}
-
-void cli_check_dir(const char *prog, const char *flag, const char *dir)
-{
-    cli_read_dir(prog, flag, dir, NULL, 0);
 }
 
 void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv)

@@ -119,24 +119,15 @@ bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err
 
 /* ---- the pieces, also for programs' own checks -------------------------- */
 bool cli_is(const char *arg, const char *flag);
-/* The value after argv[*i]; advances *i. Missing: "--seed needs a value". */
-const char *cli_value(const char *prog, int argc, char **argv, int *i);
-/* Whole numbers in [min, max]: "--batch expects a whole number from 1 to 4096, got 'x'". */
-long cli_long(const char *prog, const char *flag, const char *text, long min, long max);
-uint64_t cli_u64(const char *prog, const char *flag, const char *text);
 /* Finite real numbers in [min, max]. */
 double cli_double(const char *prog, const char *flag, const char *text, double min, double max);
 /* A comma-separated list of whole numbers in [min, max], at most max_count:
  * "3,2" -> {3, 2}; returns how many were read. */
 int cli_long_list(const char *prog, const char *flag, const char *text,
                   long min, long max, long *out, int max_count);
-/* "unknown option '--x' (try --help)", exit 2. */
-_Noreturn void cli_unknown(const char *prog, const char *arg);
 /* One usage error line, printf-style, then exit 2. */
 _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* An existing, writable directory, or a usage error naming it. */
-void cli_check_dir(const char *prog, const char *flag, const char *dir);
 /* --dropout P, read by the table as the float the library keeps, where
  * 0.99999999 is already 1: a p of 1 (every weight dropped) is refused,
  * naming what was typed. */

@@ -261,6 +261,122 @@ void layer_files_free(LayerFiles *files)
     memset(&files->layer, 0, sizeof files->layer);
 }
 
+/* ---- a decoder layer, and heads already split ---------------------------------- */
+
+/* x (NULL: an absent bias) must have shape, or one line naming the file,
+ * both shapes and why. */
+static int expect_shape(const char *dir, const char *name, const Tensor *x, int ndim,
+                        const int *shape, const char *why, char *err, size_t err_len)
+{
+    if (x == NULL || tensor_has_shape(x, ndim, shape))
+        return 0;
+    char have[80], want[80];
+    return set_error(err, err_len, "%s/%s.npy has shape %s, but %s needs %s", dir, name,
+                     shape_str(have, sizeof have, x->ndim, x->shape), why,
+                     shape_str(want, sizeof want, ndim, shape));
+}
+
+/* layer_files_load_decoder, with the directory already locked. */
+static int load_decoder_locked(const char *dir, int H, int G, DecoderFiles *files, char *err,
+                               size_t err_len)
+{
+    static const char *const names[LAYER_FILES_PARAMETERS] = {
+        "W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o"};
+    if (load_tensor(dir, "tokens", false, &files->tokens, err, err_len) != 0)
+        return -1;
+    for (int i = 0; i < LAYER_FILES_PARAMETERS; i++)
+        if (load_tensor(dir, names[i], i >= 4, &files->params[i], err, err_len) != 0)
+            return -1;
+
+    // the sizes: D from tokens.npy, d = D / H, then every file against them
+    const Tensor *tokens = files->tokens;
+    char have[80], why[160];
+    if (tokens->ndim != 3)
+        return set_error(err, err_len, "%s/tokens.npy has shape %s, but the tokens are "
+                         "(B, T, D)", dir, shape_str(have, sizeof have, tokens->ndim,
+                                                     tokens->shape));
+    const int D = tokens->shape[2];
+    if (D % H != 0)
+        return set_error(err, err_len, "--heads %d does not divide num_hiddens %d (from "
+                         "%s/tokens.npy): every head needs the same size", H, D, dir);
+    const int d = D / H;
+    snprintf(why, sizeof why, "--kv-heads %d with head size %d = %d / --heads %d", G, d, D, H);
+    const char *from_tokens = "num_hiddens from tokens.npy";
+    Tensor **p = files->params;
+    if (expect_shape(dir, "W_q", p[0], SHAPE(D, D), from_tokens, err, err_len) ||
+        expect_shape(dir, "W_k", p[1], SHAPE(G * d, D), why, err, err_len) ||
+        expect_shape(dir, "W_v", p[2], SHAPE(G * d, D), why, err, err_len) ||
+        expect_shape(dir, "W_o", p[3], SHAPE(D, D), from_tokens, err, err_len) ||
+        expect_shape(dir, "b_q", p[4], SHAPE(D), from_tokens, err, err_len) ||
+        expect_shape(dir, "b_k", p[5], SHAPE(G * d), why, err, err_len) ||
+        expect_shape(dir, "b_v", p[6], SHAPE(G * d), why, err, err_len) ||
+        expect_shape(dir, "b_o", p[7], SHAPE(D), from_tokens, err, err_len))
+        return -1;
+    int biases = 0;
+    char missing[200] = "";
+    for (int i = 4; i < LAYER_FILES_PARAMETERS; i++) {
+        biases += p[i] != NULL;
+        if (p[i] == NULL)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", names[i]);
+    }
+    if (biases != 0 && biases != 4)
+        return set_error(err, err_len, "%s has %d of the four biases (missing: %s): the layer "
+                         "needs all four or none", dir, biases, missing);
+    files->layer = (MultiHeadAttention){
+        .query_size = D, .key_size = D, .value_size = D, .num_hiddens = D, .num_heads = H,
+        .num_kv_heads = G, .bias = biases == 4, .W_q = p[0], .W_k = p[1], .W_v = p[2],
+        .W_o = p[3], .b_q = p[4], .b_k = p[5], .b_v = p[6], .b_o = p[7]};
+    return 0;
+}
+
+int layer_files_load_decoder(const char *dir, int num_heads, int num_kv_heads,
+                             DecoderFiles *files, char *err, size_t err_len)
+{
+    memset(files, 0, sizeof *files);
+    const int lock = fileset_read_lock(dir);
+    const int status = load_decoder_locked(dir, num_heads, num_kv_heads, files, err, err_len);
+    fileset_read_unlock(lock);
+    return status;
+}
+
+void decoder_files_free(DecoderFiles *files)
+{
+    tensor_free(files->tokens);
+    for (int i = 0; i < LAYER_FILES_PARAMETERS; i++)
+        tensor_free(files->params[i]);
+    memset(files, 0, sizeof *files);
+}
+
+/* layer_files_load_heads, with the directory already locked. */
+static int load_heads_locked(const char *dir, Tensor *qkv[3], char *err, size_t err_len)
+{
+    static const char *const names[3] = {"queries", "keys", "values"};
+    char a[64], b[64];
+    for (int i = 0; i < 3; i++) {
+        if (load_tensor(dir, names[i], false, &qkv[i], err, err_len) != 0)
+            return -1;
+        if (qkv[i]->ndim != 4)
+            return set_error(err, err_len, "%s/%s.npy: expected 4 dimensions (batch_size, "
+                             "num_heads, num_tokens, head_size), got %d", dir, names[i],
+                             qkv[i]->ndim);
+        if (i > 0 && !tensor_has_shape(qkv[i], 4, qkv[0]->shape))
+            return set_error(err, err_len, "%s/%s.npy: shape %s differs from queries.npy's %s",
+                             dir, names[i], shape_str(a, sizeof a, 4, qkv[i]->shape),
+                             shape_str(b, sizeof b, 4, qkv[0]->shape));
+    }
+    return 0;
+}
+
+int layer_files_load_heads(const char *dir, Tensor *qkv[3], char *err, size_t err_len)
+{
+    qkv[0] = qkv[1] = qkv[2] = NULL;
+    const int lock = fileset_read_lock(dir);
+    const int status = load_heads_locked(dir, qkv, err, err_len);
+    fileset_read_unlock(lock);
+    return status;
+}
+
 /* ---- saving ---------------------------------------------------------------------- */
 
 int layer_files_parameters(const MultiHeadAttention *layer,
@@ -355,202 +471,14 @@ bool layer_files_same_dir(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
-/* ---- the backward ---------------------------------------------------------------- */
-
-/* ---- running the layer, every stage checked ------------------------------
- * The library passes IEEE values through (multihead.h): inputs near
- * float32's largest value overflow into infinity in a projection, and then
- * into NaN. Each stage is checked in the order the forward computes it, so
- * the line names the first stage that overflowed, where the fix is. */
-
-/* A head's (B*H, n, d) tensor, checked as the (B, n, D) projection it was
- * split from: element [b*H + h, t, j] is [b, t, h*d + j] there. */
-static int check_projection(const char *what, const Tensor *heads, int H, char *err,
-                            size_t err_len)
-{
-    const size_t bad = tensor_first_non_finite(heads);
-    if (bad == SIZE_MAX)
-        return 0;
-    const int n = heads->shape[1], d = heads->shape[2];
-    const int row = (int)(bad / ((size_t)n * d)), t = (int)(bad / d % n), j = (int)(bad % d);
-    set_error(err, err_len, "the %s projection overflows float32 at [%d, %d, %d]: scale the "
-              "inputs down", what, row / H, t, row % H * d + j);
-    return -1;
-}
-
-/* Softmax turns finite scores into finite weights, so a non-finite weight
- * means a score Q K^T / sqrt(d) overflowed; the message names its key. */
-static int check_scores(const MultiHeadCache *cache, int H, char *err, size_t err_len)
-{
-    const Tensor *weights = cache->attention.weights;   /* (B*H, T, K) */
-    const size_t bad = tensor_first_non_finite(weights);
-    if (bad == SIZE_MAX)
-        return 0;
-    const int T = weights->shape[1], K = weights->shape[2], d = cache->Q->shape[2];
-    const int row = (int)(bad / ((size_t)T * K)), t = (int)(bad / K % T);
-    int key = (int)(bad % K);
-    for (int j = K - 1; j >= 0; j--) {   /* the first key whose score is not finite */
-        float score = 0.0f;
-        for (int i = 0; i < d; i++)
-            score += AT3(cache->Q, row, t, i) * AT3(cache->K, row, j, i);
-        key = isfinite(score / sqrtf((float)d)) ? key : j;
-    }
-    set_error(err, err_len, "the attention scores overflow float32 at [%d, %d, %d, %d] "
-              "(sequence, head, query, key): scale the queries or keys down", row / H, row % H,
-              t, key);
-    return -1;
-}
-
-/* A tensor of shape (B, T, D) or a gradient, checked whole. */
-static int check_stage(const char *what, const Tensor *x, const char *advice, char *err,
-                       size_t err_len)
-{
-    const size_t bad = x != NULL ? tensor_first_non_finite(x) : SIZE_MAX;
-    if (bad == SIZE_MAX)
-        return 0;
-    char where[96];
-    tensor_index_str(where, sizeof where, bad, x->ndim, x->shape);
-    set_error(err, err_len, "%s overflows float32 at %s: %s", what, where, advice);
-    return -1;
-}
-
-static int check_forward(const MultiHeadCache *cache, const Tensor *output, int H, char *err,
-                         size_t err_len)
-{
-    if (check_projection("query", cache->Q, H, err, err_len) != 0 ||
-        check_projection("key", cache->K, H, err, err_len) != 0 ||
-        check_projection("value", cache->V, H, err, err_len) != 0 ||
-        check_scores(cache, H, err, err_len) != 0)
-        return -1;
-    return check_stage("the heads' output (weights times values)", cache->concat,
-                       "scale the values down", err, err_len) != 0 ||
-           check_stage("the output (the heads times W_o)", output, "scale the inputs down", err,
-                       err_len) != 0 ? -1 : 0;
-}
-
-static int check_gradients(const LayerResults *results, char *err, size_t err_len)
-{
-    NamedTensor grads[LAYER_FILES_GRADIENTS];
-    const int count = layer_files_gradients(&results->grads, grads);
-    char what[64];
-    for (int i = 0; i < count; i++) {
-        snprintf(what, sizeof what, "the gradient %s", grads[i].name);
-        if (check_stage(what, grads[i].tensor, "scale grad_output or the inputs down", err,
-                        err_len) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, size_t err_len)
-{
-    const MultiHeadAttention *layer = &files->layer;
-    const int B = files->queries->shape[0], T = files->queries->shape[1];
-    const int K = files->keys->shape[1], H = layer->num_heads;
-    memset(results, 0, sizeof *results);
-    if (layer_files_check_memory(layer, B, T, K, files->grad_output != NULL, err, err_len) != 0)
-        return -1;
-    MultiHeadCache cache;
-    results->output = multihead_forward_cache(layer, files->queries, files->keys, files->values,
-                                             files->valid_lens, false, NULL, &cache);
-    int status = check_forward(&cache, results->output, H, err, err_len);
-    if (status == 0 && files->grad_output != NULL) {
-        /* fresh gradients: "added into" starts from zero */
-        LayerGradients *g = &results->grads;
-        g->params = multihead_grads_new(layer);
-        multihead_backward(layer, &cache, files->grad_output, g->params, &g->queries,
-                           &g->keys, &g->values, NULL);
-        status = check_gradients(results, err, err_len);
-    }
-    /* (B*H, T, K) and (B, H, T, K) hold the same numbers in the same order:
-     * row b*H + h is head h of sequence b. Evaluation mode: no dropout. */
-    results->attention_weights = tensor_reshape(cache.attention.weights, SHAPE(B, H, T, K));
-    cache.attention.weights = NULL;
-    multihead_cache_free(&cache);
-    if (status != 0)
-        layer_results_free(results);
-    return status;
-}
-
-void layer_results_free(LayerResults *results)
-{
-    tensor_free(results->output);
-    tensor_free(results->attention_weights);
-    layer_gradients_free(&results->grads);
-    memset(results, 0, sizeof *results);
-}
-
-/* ---- memory ------------------------------------------------------------------ */
-
-double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
-                                bool backward)
-{
-    const double D = layer->num_hiddens, H = layer->num_heads;
-    const double inputs = (double)B * T * layer->query_size +
-                          (double)B * K * (layer->key_size + layer->value_size);
-    const double params = D * (layer->query_size + layer->key_size + layer->value_size + D) +
-                          4 * D;
-    const double projections = (double)B * T * D + 2.0 * B * K * D;   /* Q, K, V */
-    const double weights = (double)B * H * T * K;
-    /* projected, then split into heads; the weights and their copy for the
-     * caller; the heads' output, merged, and the output */
-    double floats = inputs + params + 2 * projections + 2 * weights + 3.0 * B * T * D;
-    if (backward)   /* the weights' and scores' gradients, and one of everything else */
-        floats += 2 * weights + inputs + params + 2 * projections + 3.0 * B * T * D;
-    return 4.0 * floats;
-}
-
-int layer_files_check_memory(const MultiHeadAttention *layer, int B, int T, int K,
-                             bool backward, char *err, size_t err_len)
-{
-    char detail[96], weights_text[32];
-    bytes_text(weights_text, sizeof weights_text, 4.0 * B * layer->num_heads * (double)T * K);
-    snprintf(detail, sizeof detail, "the attention weights (%d, %d, %d, %d) alone take %s", B,
-             layer->num_heads, T, K, weights_text);
-    return memory_check(layer_files_bytes_needed(layer, B, T, K, backward), detail,
-                        "use fewer queries, keys or heads", err, err_len);
-}
-
-void layer_gradients_free(LayerGradients *grads)
-{
-    tensor_free(grads->queries);
-    tensor_free(grads->keys);
-    tensor_free(grads->values);
-    multihead_grads_free(grads->params);
-    memset(grads, 0, sizeof *grads);
-}
-
-void layer_gradients_print(const LayerGradients *g)
-{
-    const MultiHeadGrads *p = g->params;
-    printf("gradients of sum(output * grad_output), largest |entry|:\n");
-    printf("  queries %.4g, keys %.4g, values %.4g\n", (double)tensor_max_abs(g->queries),
-           (double)tensor_max_abs(g->keys), (double)tensor_max_abs(g->values));
-    printf("  W_q %.4g, W_k %.4g, W_v %.4g, W_o %.4g\n", (double)tensor_max_abs(p->W_q),
-           (double)tensor_max_abs(p->W_k), (double)tensor_max_abs(p->W_v),
-           (double)tensor_max_abs(p->W_o));
-    if (p->b_k != NULL)
-        printf("  b_k %.1e (0 up to rounding: softmax ignores a shift shared by all keys)\n",
-               (double)tensor_max_abs(p->b_k));
-    printf("\n");
-}
-
 int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS])
 {
-    const LayerGradients none = {0};
-    const MultiHeadGrads no_params = {0};
-    const LayerGradients *g = grads != NULL ? grads : &none;
-    const MultiHeadGrads *p = g->params != NULL ? g->params : &no_params;
-    const NamedTensor gradients[LAYER_FILES_GRADIENTS] = {
-        {"grad_queries", g->queries, NULL}, {"grad_keys", g->keys, NULL},
-        {"grad_values", g->values, NULL},
-        {"grad_W_q", p->W_q, NULL}, {"grad_W_k", p->W_k, NULL},
-        {"grad_W_v", p->W_v, NULL}, {"grad_W_o", p->W_o, NULL},
-        {"grad_b_q", p->b_q, NULL}, {"grad_b_k", p->b_k, NULL},
-        {"grad_b_v", p->b_v, NULL}, {"grad_b_o", p->b_o, NULL},
-    };
-    memcpy(out, gradients, sizeof gradients);
-    return LAYER_FILES_GRADIENTS;
+    const char *names[LAYER_GRADIENTS];
+    const Tensor *tensors[LAYER_GRADIENTS];
+    const int count = layer_gradients_list(grads, names, tensors);
+    for (int i = 0; i < count; i++)
+        out[i] = (NamedTensor){names[i], tensors[i], NULL};
+    return count;
 }
 
 /* ---- comparing ------------------------------------------------------------------- */

@@ -39,6 +39,7 @@
 #include <stddef.h>
 
 #include "multihead.h"
+#include "multihead_checked.h"
 #include "tensor.h"
 #include "valid_lens.h"
 
@@ -69,6 +70,28 @@ typedef struct {
 int layer_files_load(const char *dir, int num_heads, LayerFiles *files, char *err,
                      size_t err_len);
 void layer_files_free(LayerFiles *files);
+
+/* ---- a decoder layer, and heads already split ------------------------------
+ * 05_multihead/decode --from DIR: tokens.npy (B, T, D), W_q and W_o (D, D),
+ * W_k and W_v (G*d, D) for num_kv_heads G, optional b_q, b_o (D,) and b_k,
+ * b_v (G*d,), all four biases or none. layer borrows params. */
+typedef struct {
+    Tensor *tokens;                        /* (B, T, D) */
+    Tensor *params[8];                     /* W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o */
+    MultiHeadAttention layer;              /* sizes, num_heads, num_kv_heads, params */
+} DecoderFiles;
+
+/* Load and check DIR for a layer of num_heads query heads and num_kv_heads
+ * key-value heads: 0, or -1 with one line in err naming the file, both
+ * shapes and what fixed them. Either way decoder_files_free releases it. */
+int layer_files_load_decoder(const char *dir, int num_heads, int num_kv_heads,
+                             DecoderFiles *files, char *err, size_t err_len);
+void decoder_files_free(DecoderFiles *files);
+
+/* 06_permutation_invariance/relative_positions --from DIR: queries, keys
+ * and values.npy, heads already split, each (B, H, T, d), all one shape.
+ * 0, or -1 with one line in err; qkv[i] NULL or owned by the caller. */
+int layer_files_load_heads(const char *dir, Tensor *qkv[3], char *err, size_t err_len);
 
 /* One file of a set to write. tensor is saved as float32 ('<f4'), lengths
  * as int32 ('<i4'); when both are NULL the file is not part of this run and
@@ -107,51 +130,15 @@ LayerFiles layer_files_borrow(const MultiHeadAttention *layer, const Tensor *que
                               const Tensor *keys, const Tensor *values,
                               const ValidLens *valid_lens);
 
-/* ---- the backward --------------------------------------------------------
- * With grad_output.npy = G, the gradients of L = sum(output * G) with
- * respect to every input and parameter: what PyTorch's
- * (output * G).sum().backward() leaves in .grad. */
-typedef struct {
-    Tensor *queries, *keys, *values;   /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
-    MultiHeadGrads *params;            /* W_q ... W_o, and b_q ... b_o with biases */
-} LayerGradients;
-
-void layer_gradients_free(LayerGradients *grads);
-/* The largest |entry| of each gradient on stdout, and the key bias's,
- * which is 0 up to rounding:
- *   gradients of sum(output * grad_output), largest |entry|:
- *     queries 1.102, keys 1.193, values 2.434
- *     W_q 2.681, W_k 3.235, W_v 5.226, W_o 7.113
- *     b_k 1.6e-07 (0 up to rounding: softmax ignores a shift shared by all keys) */
-void layer_gradients_print(const LayerGradients *grads);
-
 /* The gradients named as their files: grad_queries, grad_keys, grad_values,
  * grad_W_q ... grad_W_o, grad_b_q ... grad_b_o. Empty grads (no backward
  * this run) or a layer without biases gives entries without a tensor, so
  * layer_files_save removes such files left by an earlier run. Returns the
  * count, 11. */
-enum { LAYER_FILES_GRADIENTS = 11 };
+enum { LAYER_FILES_GRADIENTS = LAYER_GRADIENTS };
 int layer_files_gradients(const LayerGradients *grads, NamedTensor out[LAYER_FILES_GRADIENTS]);
 
-/* ---- a run ---------------------------------------------------------------- */
-
-/* What one run of the layer gives. */
-typedef struct {
-    Tensor *output;              /* (B, T, D) */
-    Tensor *attention_weights;   /* (B, H, T, K) */
-    LayerGradients grads;        /* all NULL without grad_output.npy */
-} LayerResults;
-
-/* The layer of files, forward in evaluation mode and, with grad_output.npy,
- * backward, every stage checked for NaN and infinity in the order it is
- * computed: the query, key and value projections, the attention scores, the
- * heads' output, the output, then each gradient. Returns 0, or -1 with one
- * line in err naming the first stage that overflowed float32 and where:
- *   the query projection overflows float32 at [0, 1, 3]: scale the inputs down
- * and results empty: a program writes nothing it cannot read back. The
- * memory the run needs is checked first (layer_files_check_memory). */
-int layer_files_run(const LayerFiles *files, LayerResults *results, char *err, size_t err_len);
-void layer_results_free(LayerResults *results);
+/* ---- a run (multihead_checked.h) ----------------------------------------- */
 
 /* The files of one run into dir as one set (layer_files_save): inputs
  * (queries ... values, W_q ... b_o, valid_lens, grad_output; NULL: dir is
@@ -163,17 +150,6 @@ void layer_results_free(LayerResults *results);
  * and, with gradients, a second line naming out/grad_<name>.npy. */
 int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,
                          char *err, size_t err_len);
-
-/* Bytes a run of layer on B sequences of T queries and K keys needs, about:
- * the inputs and parameters, the projections and their split copies, the
- * (B, H, T, K) attention weights twice, the heads' outputs; about twice that
- * with the backward. layer_files_check_memory compares it with
- * memory_available (error.h): 0, or -1 with one line in err saying how much
- * is needed, before anything large is allocated. */
-double layer_files_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
-                                bool backward);
-int layer_files_check_memory(const MultiHeadAttention *layer, int B, int T, int K,
-                             bool backward, char *err, size_t err_len);
 
 /* ---- comparing with PyTorch ------------------------------------------------ */
 

@@ -65,9 +65,8 @@ Tensor *npy_load(const char *path, char *err, size_t err_len);
 int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len);
 void npy_ints_free(NpyInts *ints);
 
-/* The same two readers on the bytes of a file already in memory; name is
- * what the messages call it (NULL: "<memory>"). */
-Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len);
+/* npy_load_ints on the bytes of a file already in memory; name is what the
+ * messages call it (NULL: "<memory>"). */
 int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
                    char *err, size_t err_len);
 
@@ -90,11 +89,5 @@ int npy_save_ints_into(FileSet *set, const char *dir, const char *name, const in
 
 /* "DIR/NAME.npy" in a new string ("NAME.npy" for dir ""); free it. */
 char *npy_path(const char *dir, const char *name);
-
-/* One file written in place at path, for tests and tools that make their
- * own inputs; a program writes sets (above). Returns 0, or -1. */
-int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
-int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
-                  char *err, size_t err_len);
 
 #endif

@@ -197,3 +197,13 @@ double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
     tensor_free(logits);
     return loss;
 }
+
+double reversal_bytes_needed(int vocab, int length, int num_hiddens, int num_heads, int batch,
+                             int examples)
+{
+    const double T = length, D = num_hiddens, H = num_heads, V = vocab;
+    const double forward = 10.0 * T * D + 2.0 * H * T * T + T * V + 2.0 * T;
+    const double training = batch * 2.0 * forward, heldout = examples * forward;
+    const double params = 4.0 * (2.0 * V * D + 4.0 * D * D + V);
+    return 4.0 * ((training > heldout ? training : heldout) + params);
+}

@@ -96,4 +96,15 @@ double reversal_train_step(ReversalModel *model, Adam *adam, const TaskBatch *ba
 double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
                          int *tokens_correct);
 
+/* Bytes a run holds at its largest, about, for sequences of T tokens: a
+ * training step on batch sequences or one forward over examples held-out
+ * sequences, whichever is larger, and the parameters with their gradients
+ * and Adam's two moments. Per sequence the forward holds ten (T, D) blocks
+ * (x, the projections and their split heads, the heads' output merged,
+ * out), the (H, T, T) scores and weights and the (T, V) logits; a step
+ * keeps them beside their gradients. memory_check (error.h) adds what the
+ * program itself holds. */
+double reversal_bytes_needed(int vocab, int length, int num_hiddens, int num_heads, int batch,
+                             int examples);
+
 #endif

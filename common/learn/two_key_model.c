@@ -423,3 +423,15 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     tensor_free(logits);
     two_key_cache_free(&cache);
 }
+
+double two_key_bytes_needed(int key_vocab, int value_vocab, int num_pairs, int num_hiddens,
+                            int num_heads, int mlp_hiddens, int batch, int examples)
+{
+    const double P = num_pairs, D = num_hiddens, H = num_heads, N = mlp_hiddens;
+    const double forward = 6.0 * P * D + 6.0 * D + 2.0 * H * P + 2.0 * N + 2.0 * value_vocab +
+                           2.0 * P + 2.0;
+    const double training = batch * 2.0 * forward, heldout = examples * forward;
+    const double params = 4.0 * ((key_vocab + value_vocab) * D + 5.0 * D * D + 2.0 * N * D +
+                                 N + D + 2.0 * value_vocab * (D + 1.0));
+    return 4.0 * ((training > heldout ? training : heldout) + params);
+}

@@ -155,4 +155,15 @@ double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
  * are left zero. */
 void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double *importance);
 
+/* Bytes one model's run holds at its largest, about: a training step on
+ * batch examples or one forward over examples held-out ones, whichever is
+ * larger, and the parameters with their gradients and Adam's two moments.
+ * Per example the forward holds six (P, D) blocks (the keys' and values'
+ * embeddings, projections and split heads), a few D-vectors, the (H, P)
+ * scores and weights, the MLP's N units and the 2 Vv logits; a step keeps
+ * them beside their gradients. memory_check (error.h) adds what the
+ * program itself holds. */
+double two_key_bytes_needed(int key_vocab, int value_vocab, int num_pairs, int num_hiddens,
+                            int num_heads, int mlp_hiddens, int batch, int examples);
+
 #endif

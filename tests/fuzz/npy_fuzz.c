@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "io/npy.h"
+#include "io/npy_internal.h"
 
 static const char NAME[] = "input.npy";
 

@@ -86,20 +86,16 @@ static void check_exp(void)
     free(y);
 }
 
-/* streaming attention, forward and backward, with a 2-D mask that leaves
- * one query of each sequence without a key */
-static void check_streaming(Rng *rng)
+/* streaming attention, forward and backward, under valid_lens (B, T) on
+ * keys (B, K) */
+static void check_streaming(Rng *rng, int B, int T, int K, const ValidLens *valid_lens,
+                            const char *mask)
 {
-    enum { B = 2, T = 100, K = 300, d = 20, v = 12 };
+    enum { d = 20, v = 12 };
     Tensor *queries = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, d));
     Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     Tensor *values = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, v));
     Tensor *grad_output = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, v));
-    int lens[B * T];
-    for (int i = 0; i < B * T; i++)
-        lens[i] = i % T == 7 ? 0 : 1 + (int)((i * 37L) % K);
-    ValidLens *valid_lens = valid_lens_2d(lens, B, T);
-
     AttentionCache cache = {0};
     Tensor *clear = dot_product_attention_cache(queries, keys, values, valid_lens, NULL, &cache);
     Tensor *clear_grads[3], *fast_grads[3], *logsumexp = NULL;
@@ -108,15 +104,35 @@ static void check_streaming(Rng *rng)
     Tensor *fast = streaming_attention_cache(queries, keys, values, valid_lens, 2, &logsumexp);
     streaming_attention_backward(queries, keys, values, valid_lens, fast, logsumexp, grad_output,
                                  2, &fast_grads[0], &fast_grads[1], &fast_grads[2]);
-    expect_close("streaming_attention, 2-D valid_lens", fast, clear, 1e-5f);
-    expect_close("streaming backward: grad queries", fast_grads[0], clear_grads[0], 1e-5f);
-    expect_close("streaming backward: grad keys", fast_grads[1], clear_grads[1], 1e-5f);
-    expect_close("streaming backward: grad values", fast_grads[2], clear_grads[2], 1e-5f);
+    const char *names[4] = {"streaming_attention", "streaming backward: grad queries",
+                            "streaming backward: grad keys", "streaming backward: grad values"};
+    const Tensor *fast_all[4] = {fast, fast_grads[0], fast_grads[1], fast_grads[2]};
+    const Tensor *clear_all[4] = {clear, clear_grads[0], clear_grads[1], clear_grads[2]};
+    for (int i = 0; i < 4; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s, %s", names[i], mask);
+        expect_close(what, fast_all[i], clear_all[i], 1e-5f);
+    }
     tensor_free_all(clear_grads, 3);
     tensor_free_all(fast_grads, 3);
     tensor_free_all((Tensor *[]){queries, keys, values, grad_output, clear, fast, logsumexp}, 7);
     attention_cache_free(&cache);
+}
+
+/* a 2-D mask that leaves one query of each sequence without a key, and
+ * the causal mask on one sequence (its key blocks shared by two threads) */
+static void check_streaming_masks(Rng *rng)
+{
+    enum { B = 2, T = 100, K = 300 };
+    int lens[B * T];
+    for (int i = 0; i < B * T; i++)
+        lens[i] = i % T == 7 ? 0 : 1 + (int)((i * 37L) % K);
+    ValidLens *valid_lens = valid_lens_2d(lens, B, T);
+    check_streaming(rng, B, T, K, valid_lens, "2-D valid_lens");
     valid_lens_free(valid_lens);
+    ValidLens *causal = valid_lens_causal(1, 250);
+    check_streaming(rng, 1, 250, 250, causal, "causal");
+    valid_lens_free(causal);
 }
 
 /* the fast multi-head layer, forward and backward, cross-attention with
@@ -167,7 +183,7 @@ int main(void)
     printf("fast kernels against the clear code, vectors of %d floats\n", fast_vector_width());
     check_matmul(&rng);
     check_exp();
-    check_streaming(&rng);
+    check_streaming_masks(&rng);
     check_multihead(&rng);
     printf("%s\n", failures == 0 ? "fast_check: every fast kernel equals the clear code"
                                  : "fast_check: FAILED");

@@ -1,0 +1,23 @@
+/*
+ * npy_internal.h - the .npy functions that only the tests and the fuzz
+ * targets call, kept out of npy.h: a program reads files, and writes them
+ * only as sets (npy_save_into).
+ */
+#ifndef NPY_INTERNAL_H
+#define NPY_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tensor.h"
+
+/* npy_load on the bytes of a file already in memory; name is what the
+ * messages call it (NULL: "<memory>"). */
+Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len);
+
+/* One file written in place at path, for tests that make their own
+ * inputs. Returns 0, or -1 with err filled. */
+int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
+int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
+                  char *err, size_t err_len);
+
+#endif
