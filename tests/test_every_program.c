@@ -228,10 +228,9 @@ Test(every_program, a_passing_self_check_says_so, .timeout = 240)
 
 enum { MAX_PROGRAM_LINES = 450, MAX_MAIN_LINES = 40 };
 
-/* Programs still being reshaped, held to the limits once they are. */
-static const char *const NOT_YET_WITHIN[] = {"05_multihead/bench", "05_multihead/decode",
-                                             "05_multihead/head_importance",
-                                             "06_permutation_invariance/relative_positions", NULL};
+/* The one program still over the limits (674 lines, main 42): its pruning
+ * tables are to move into common/learn/ as train's plumbing did. */
+static const char *const NOT_YET_WITHIN[] = {"05_multihead/head_importance", NULL};
 
 /* The source of a program as the Makefile finds it: DIR/NAME.c, or
  * DIR/main.c for the chapter's own program. */
