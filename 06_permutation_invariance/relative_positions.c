@@ -147,7 +147,7 @@ static int part3_alibi(const Options *opt)
     char title_text[MAX_HEADS][64];
     const char *titles[MAX_HEADS];
     for (int h = 0; h < H; h++) {
-        snprintf(title_text[h], sizeof title_text[h], "head %d, m = %s", h + 1, slope[h]);
+        snprintf(title_text[h], sizeof title_text[h], "head %d, m = %.31s", h + 1, slope[h]);
         titles[h] = title_text[h];
         Tensor *matrix = tensor_select(bias, 0, h);
         printf("\n");
