@@ -16,7 +16,7 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "io/cli.h"
-#include "io/curve.h"
+#include "io/plot.h"
 #include "io/fileset.h"
 #include "io/npy.h"
 #include "io/saved_models.h"
