@@ -34,9 +34,6 @@
 
 /* ---- errors and files --------------------------------------------------- */
 
-/* One error line, "[prog: ]plot_heatmaps: ...", then -1 for the caller to return. */
-#define plot_fail(...) report_error("plot_heatmaps", __VA_ARGS__)
-
 /* The checks every plot makes before a file is touched: 0, or -1 after the line. */
 static int check_target(const char *func, const char *dir, const char *name)
 {
@@ -420,12 +417,12 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
     if (check_target("plot_heatmaps", dir, name) != 0)
         return -1;
     if (matrices == NULL || matrices->ndim < 2 || matrices->ndim > 4)
-        return plot_fail("%s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
+        return report_error("plot_heatmaps", "%s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
                          name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
                                                     matrices->shape) : "NULL");
     for (size_t i = 0; i < matrices->size; i++)
         if (!isfinite(matrices->data[i]))
-            return plot_fail("%s: element %zu of the matrices is %g; nothing was written",
+            return report_error("plot_heatmaps", "%s: element %zu of the matrices is %g; nothing was written",
                              name, i, (double)matrices->data[i]);
     const Grid g = grid_of(matrices);
 
