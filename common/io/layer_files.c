@@ -403,12 +403,10 @@ int layer_files_save(const char *dir, const NamedTensor *set, int count, char *e
     FileSet *files = fileset_begin(dir, err, err_len);
     if (files == NULL)
         return -1;
-    for (int i = 0; i < count; i++)
-        if (save_one(files, dir, &set[i], err, err_len) != 0) {
-            fileset_abandon(files);
-            return -1;
-        }
-    return fileset_commit(files, err, err_len);
+    int status = 0;
+    for (int i = 0; i < count && status == 0; i++)
+        status = save_one(files, dir, &set[i], err, err_len);
+    return fileset_end(files, status, err, err_len);
 }
 
 int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,

@@ -92,12 +92,10 @@ int model_save(const char *dir, const ModelFile *files, int count, char *err, si
     FileSet *set = fileset_begin(dir, err, err_len);
     if (set == NULL)
         return -1;
-    for (int i = 0; i < count; i++)
-        if (save_one(set, dir, &files[i], err, err_len) != 0) {
-            fileset_abandon(set);   /* the previous set stays */
-            return -1;
-        }
-    return fileset_commit(set, err, err_len);
+    int status = 0;
+    for (int i = 0; i < count && status == 0; i++)
+        status = save_one(set, dir, &files[i], err, err_len);
+    return fileset_end(set, status, err, err_len);
 }
 
 /* ---- loading ------------------------------------------------------------- */

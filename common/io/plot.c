@@ -71,13 +71,11 @@ static int write_files(const char *func, const char *dir, const char *name, Draw
         const size_t file_len = strlen(name) + 5;
         file[i] = checked_malloc("plot", file_len, 1);
         snprintf(file[i], file_len, "%s%s", name, i == 0 ? ".dat" : ".gp");
-        if (status == 0 && fileset_write(set, file[i], text[i], len[i], err, sizeof err) != 0) {
-            fileset_abandon(set);
-            status = -1;
-        }
+        if (status == 0)
+            status = fileset_write(set, file[i], text[i], len[i], err, sizeof err);
     }
-    if (status == 0)
-        status = fileset_commit(set, err, sizeof err);
+    if (set != NULL)
+        status = fileset_end(set, status, err, sizeof err);
     for (int i = 0; i < 2; i++) {
         free(file[i]);
         free(text[i]);

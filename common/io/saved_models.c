@@ -141,7 +141,7 @@ static int read_training(TrainingFiles *t, const LookupModel *m, const LookupLim
     return 0;
 }
 
-static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
+int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training,
                          const LookupLimits *limits, const char *dir, char *err, size_t err_len)
 {
     if (check_heads(m->num_heads, dir, err, err_len) != 0)
@@ -162,12 +162,6 @@ static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
     }
     tensor_free(t.lr);
     return status;
-}
-
-int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
-                         char *err, size_t err_len)
-{
-    return load_training(m, adam, training, NULL, dir, err, err_len);
 }
 
 /* ---- a model of the sizes its files give ------------------------------------- */
@@ -211,7 +205,7 @@ Adam *lookup_load_training_new(LookupModel *m, const char *dir, const LookupLimi
 {
     /* the learning rate is the saved one once the load succeeds */
     Adam *adam = adam_new(m->params, m->num_params, 1e-3f);
-    if (load_training(m, adam, training, limits, dir, err, err_len) != 0) {
+    if (lookup_load_training(m, adam, training, limits, dir, err, err_len) != 0) {
         adam_free(adam);
         return NULL;
     }
