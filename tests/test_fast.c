@@ -24,6 +24,7 @@
 
 #include "attention.h"
 #include "fast/fast_exp.h"
+#include "fast/fast_internal.h"
 #include "fast/fast_matmul.h"
 #include "helpers.h"
 #include "multihead.h"
