@@ -2,7 +2,7 @@
  * multihead_checked.h - chapter 05's layer run on tensors a user gave (the
  * files of 05_multihead/multihead --from), every stage checked.
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, H = num_heads,
  * D = num_hiddens, Dq, Dk, Dv = query, key and value sizes.
  *
  * The library passes IEEE values through (multihead.h): finite inputs near
@@ -26,7 +26,7 @@
  * to every input and parameter: what PyTorch's
  * (output * G).sum().backward() leaves in .grad. */
 typedef struct {
-    Tensor *queries, *keys, *values;   /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
+    Tensor *queries, *keys, *values;   /* (B, T, Dq), (B, n_k, Dk), (B, n_k, Dv) */
     MultiHeadGrads *params;            /* W_q ... W_o, and b_q ... b_o with biases */
 } LayerGradients;
 
@@ -50,11 +50,11 @@ int layer_gradients_list(const LayerGradients *grads, const char *names[LAYER_GR
 /* What one run of the layer gives. */
 typedef struct {
     Tensor *output;              /* (B, T, D) */
-    Tensor *attention_weights;   /* (B, H, T, K) */
+    Tensor *attention_weights;   /* (B, H, T, n_k) */
     LayerGradients grads;        /* all NULL without grad_output */
 } LayerResults;
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens or
+/* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv), valid_lens or
  * NULL -> results: forward in evaluation mode and, with grad_output
  * (B, T, D) not NULL, backward, every stage checked for NaN and infinity in
  * the order it is computed: the query, key and value projections, the
@@ -70,15 +70,15 @@ int multihead_checked_run(const MultiHeadAttention *layer, const Tensor *queries
                           size_t err_len);
 void layer_results_free(LayerResults *results);
 
-/* Bytes a run of layer on B sequences of T queries and K keys needs, about:
+/* Bytes a run of layer on B sequences of T queries and n_k keys needs, about:
  * the inputs and parameters, the projections and their split copies, the
- * (B, H, T, K) attention weights twice, the heads' outputs; about twice that
+ * (B, H, T, n_k) attention weights twice, the heads' outputs; about twice that
  * with the backward. multihead_check_memory compares it with
  * memory_available (error.h): 0, or -1 with one line in err saying how much
  * is needed, before anything large is allocated. */
-double multihead_bytes_needed(const MultiHeadAttention *layer, int B, int T, int K,
+double multihead_bytes_needed(const MultiHeadAttention *layer, int B, int T, int n_k,
                               bool backward);
-int multihead_check_memory(const MultiHeadAttention *layer, int B, int T, int K, bool backward,
+int multihead_check_memory(const MultiHeadAttention *layer, int B, int T, int n_k, bool backward,
                            char *err, size_t err_len);
 
 #endif

@@ -4,11 +4,11 @@
  * fast, and streaming attention alone on the heads, full or causal. Each
  * is a BenchPass of bench_lines.h, built from a BenchLineSpec.
  *
- * Legend: B = batch_size, n = tokens (self-attention: T = K = n),
+ * Legend: B = batch_size, n = tokens (self-attention: T = n_k = n),
  * D = num_hiddens, H = num_heads, d = D / H.
  *
  * FLOPs: the forward counts 4 projections (2 * rows * D * D each) and 2
- * attention products (2 * B * T * K * D each); forward + backward 3 times
+ * attention products (2 * B * T * n_k * D each); forward + backward 3 times
  * that (each product of the forward has two in the backward); attention
  * alone its 2 products forward, 3 times that with the backward, twice for
  * the backward alone (the recomputed scores are not counted: they are the

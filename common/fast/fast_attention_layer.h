@@ -4,7 +4,7 @@
  * chapter 05's training page train through fast_multihead.h on several
  * threads.
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, D = num_hiddens.
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, D = num_hiddens.
  *
  * The forward keeps a FastMultiHeadCache (no attention weights: one
  * logsumexp per head and query) inside the model's LayerCache, and the

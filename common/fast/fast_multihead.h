@@ -2,7 +2,7 @@
  * fast_multihead.h - fast forward and backward passes for the multi-head
  * attention layer of multihead.h (the speed section of chapter 05).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value input sizes.
  *
  * The same layer, the same weights, the same numbers as multihead_forward
@@ -16,9 +16,9 @@
  *   - the B * H jobs are shared out between threads;
  *   - W_o mixes the heads with the fast matmul, its rows split across threads.
  *
- * Nothing of size T x K is ever allocated, and the projected Q, K, V exist
+ * Nothing of size T x n_k is ever allocated, and the projected Q, K, V exist
  * one head at a time per thread: memory is the inputs, the concatenated
- * heads and the output, (B*T + B*K) * D floats, plus (T + 2K) * d per
+ * heads and the output, (B*T + B*n_k) * D floats, plus (T + 2 n_k) * d per
  * thread.
  * There is no dropout (both passes are those of evaluation mode, or of
  * training with dropout 0) and no attention-weights output.
@@ -30,7 +30,7 @@
 #include "valid_lens.h"
 #include "tensor.h"
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
+/* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D), like multihead_forward in evaluation
  * mode. num_threads >= 1. */
 Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
@@ -39,20 +39,20 @@ Tensor *fast_multihead_forward(const MultiHeadAttention *layer, const Tensor *qu
 
 /* ---- backward ---------------------------------------------------------------------
  * What the fast forward keeps, and what it costs in floats: no attention
- * weights (the clear MultiHeadCache's B*H*T*K floats), one logsumexp per
+ * weights (the clear MultiHeadCache's B*H*T*n_k floats), one logsumexp per
  * head and query instead, from which the streaming backward recomputes
  * them (fast/streaming_attention.h):
  *   queries, keys, values, valid_lens   borrowed: the caller keeps them alive
- *   Q (B, T, D), K, V (B, K, D)         B*T*D + 2*B*K*D: the projections,
+ *   Q (B, T, D), K, V (B, n_k, D)         B*T*D + 2*B*n_k*D: the projections,
  *                                       head h in columns h*d .. h*d+d-1
  *                                       (the layout before transpose_qkv)
  *   concat (B, T, D)                    B*T*D: the heads' outputs, W_o's input
  *   logsumexp (B*H, T)                  B*H*T
- * so B*(2T + 2K)*D + B*H*T floats, growing with T + K, never with T * K. */
+ * so B*(2T + 2n_k)*D + B*H*T floats, growing with T + n_k, never with T * n_k. */
 typedef struct {
     const Tensor *queries, *keys, *values;   /* the inputs, borrowed */
     const ValidLens *valid_lens;             /* borrowed */
-    Tensor *Q, *K, *V;                       /* (B, T, D), (B, K, D) x2 */
+    Tensor *Q, *K, *V;                       /* (B, T, D), (B, n_k, D) x2 */
     Tensor *concat;                          /* (B, T, D) */
     Tensor *logsumexp;                       /* (B*H, T), row b*H + h */
 } FastMultiHeadCache;
@@ -67,7 +67,7 @@ Tensor *fast_multihead_forward_cache(const MultiHeadAttention *layer, const Tens
 /* multihead_backward of multihead.h, fast, with the same convention:
  * grad_output (B, T, D) -> parameter gradients ADDED into grads (NULL:
  * none wanted), input gradients grad_queries (B, T, Dq), grad_keys
- * (B, K, Dk), grad_values (B, K, Dv) returned (new; a NULL pointer: not
+ * (B, n_k, Dk), grad_values (B, n_k, Dv) returned (new; a NULL pointer: not
  * computed). Passes in reverse: W_o's backward (fast_linear_backward_raw),
  * the streaming backward per (sequence, head) job shared between threads,
  * then the three projections' backward. Equal to multihead_backward

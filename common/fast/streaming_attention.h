@@ -3,10 +3,10 @@
  * matrix (the fast path of chapter 03; the online softmax it rests on is
  * explained step by step in 03_self_attention/README.md).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, d = query and key
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, d = query and key
  * size, v = value size; Br x Bc = STREAM_BLOCK_QUERIES x STREAM_BLOCK_KEYS.
  *
- * dot_product_attention builds all B * T * K scores, then softmaxes them.
+ * dot_product_attention builds all B * T * n_k scores, then softmaxes them.
  * This version takes Br queries at a time and walks the keys Bc at a time:
  * it keeps, per query, the largest score seen so far (m), the sum of
  * exp(score - m) so far (l) and the output so far (o, not yet divided by l).
@@ -19,8 +19,8 @@
  *   o' = o * exp(m - m') + sum_j exp(s_j - m') * value_j
  *
  * and after the last block the output is o / l. The memory is one block of
- * Br x Bc scores per thread, plus the packed keys and values: O(K * d)
- * instead of O(T * K).
+ * Br x Bc scores per thread, plus the packed keys and values: O(n_k * d)
+ * instead of O(T * n_k).
  *
  * Masking is the clear version's: key j takes part for a query when
  * j < valid_len (valid_lens NULL, (B,) or (B, T)); masked keys get weight
@@ -46,7 +46,7 @@ enum {
     STREAM_BLOCK_KEYS = 256,     /* Bc: a multiple of the 16- or 32-column panels */
 };
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), valid_lens NULL,
+/* queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, v), like dot_product_attention without
  * dropout. num_threads >= 1 threads share each sequence's query blocks. */
 Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
@@ -60,7 +60,7 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
  * in the notation above; -inf for a query with no key), since the weight
  * of key j is exp(s_j - lse). Memory: B * T floats kept, and per thread
  * blocks of Bk x Bq plus the sequence's queries and output gradient
- * (O(T * d)), never T x K. How the five products of a block go is told in
+ * (O(T * d)), never T x n_k. How the five products of a block go is told in
  * streaming_attention.c.
  */
 enum {
@@ -76,10 +76,10 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
                                  int num_threads, Tensor **logsumexp);
 
 /* The gradients of sum(output * grad_output): queries (B, T, d), keys
- * (B, K, d), values (B, K, v), valid_lens, and output (B, T, v) and
+ * (B, n_k, d), values (B, n_k, v), valid_lens, and output (B, T, v) and
  * logsumexp (B, T) as streaming_attention_cache returned them, grad_output
- * (B, T, v) -> grad_queries (B, T, d), grad_keys (B, K, d), grad_values
- * (B, K, v), returned (new; a NULL pointer: not wanted). Masked keys and
+ * (B, T, v) -> grad_queries (B, T, d), grad_keys (B, n_k, d), grad_values
+ * (B, n_k, v), returned (new; a NULL pointer: not wanted). Masked keys and
  * queries with no key get exactly 0. One thread takes whole sequences;
  * with more, each sequence's keys are split into parts with as many block
  * pairs each (under a causal mask the first keys pair with more query
@@ -101,19 +101,19 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
  * fast_matmul.h (keys transposed), so every block of queries reads them
  * with contiguous vector loads. */
 typedef struct {
-    int num_keys, key_size, value_size;   /* K, d, v */
-    float *key_panels;     /* K^T (d, K) as panels of FAST_NR keys */
-    float *value_panels;   /* values (K, v) as panels of FAST_NR columns */
+    int num_keys, key_size, value_size;   /* n_k, d, v */
+    float *key_panels;     /* K^T (d, n_k) as panels of FAST_NR keys */
+    float *value_panels;   /* values (n_k, v) as panels of FAST_NR columns */
 } PackedKeysValues;
 
-/* keys (K, d) with rows at stride key_stride, values (K, v) at
+/* keys (n_k, d) with rows at stride key_stride, values (n_k, v) at
  * value_stride, both in floats -> kv (allocated here; free with
  * packed_kv_free). */
 void packed_kv_init(PackedKeysValues *kv, const float *keys, size_t key_stride,
                     const float *values, size_t value_stride,
                     int num_keys, int key_size, int value_size);
 /* The same in two steps, for keys and values that arrive in pieces:
- * allocate room for K keys, then copy in count keys and values (rows at
+ * allocate room for n_k keys, then copy in count keys and values (rows at
  * the given strides) as keys first_key .. first_key + count - 1;
  * first_key must be a multiple of fast_panels_size(1, 1), the panel
  * width (the start of a panel). */
@@ -138,17 +138,17 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
  * each matrix at its own row stride (in floats), so a head's columns of a
  * (B, T, D) tensor are used in place. The gradients are added into. */
 typedef struct {
-    int num_queries, num_keys, key_size, value_size;      /* T, K, d, v */
+    int num_queries, num_keys, key_size, value_size;      /* T, n_k, d, v */
     const float *queries;      size_t query_stride;       /* (T, d) */
-    const float *keys;         size_t key_stride;         /* (K, d) */
-    const float *values;       size_t value_stride;       /* (K, v) */
+    const float *keys;         size_t key_stride;         /* (n_k, d) */
+    const float *values;       size_t value_stride;       /* (n_k, v) */
     const float *output;       size_t output_stride;      /* (T, v), the forward's */
     const float *grad_output;  size_t grad_output_stride; /* (T, v) */
     const float *logsumexp;                               /* (T,), the forward's */
     const ValidLens *valid_lens; int batch_index;         /* whose lengths apply */
     float *grad_queries;       size_t grad_query_stride;  /* (T, d), += */
-    float *grad_keys;          size_t grad_key_stride;    /* (K, d), += */
-    float *grad_values;        size_t grad_value_stride;  /* (K, v), += */
+    float *grad_keys;          size_t grad_key_stride;    /* (n_k, d), += */
+    float *grad_values;        size_t grad_value_stride;  /* (n_k, v), += */
 } AttentionRowsBackward;
 
 /* What one thread needs for the backward of sequences of up to T queries,

@@ -2,12 +2,12 @@
  * layer_files.h - a multi-head attention layer as a directory of .npy files
  * (introduced in chapter 05).
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, H = num_heads,
  * D = num_hiddens, d = D / H, Dq, Dk, Dv = query, key and value sizes.
  *
  * A directory such as the one a PyTorch script exports holds
  *
- *   queries.npy (B, T, Dq)   keys.npy (B, K, Dk)   values.npy (B, K, Dv)
+ *   queries.npy (B, T, Dq)   keys.npy (B, n_k, Dk)   values.npy (B, n_k, Dv)
  *   W_q.npy (D, Dq)  W_k.npy (D, Dk)  W_v.npy (D, Dv)  W_o.npy (D, D)
  *   optional: b_q.npy ... b_o.npy (D,), valid_lens.npy (B,) or (B, T) integers,
  *             grad_output.npy (B, T, D): the gradient of a loss with respect
@@ -50,7 +50,7 @@ enum { LAYER_FILES_ERR_LEN = 1024 };
  * owned here; layer borrows the weights and biases below, so it is used as
  * &files.layer and never given to multihead_free. */
 typedef struct {
-    Tensor *queries, *keys, *values;      /* (B, T, Dq), (B, K, Dk), (B, K, Dv) */
+    Tensor *queries, *keys, *values;      /* (B, T, Dq), (B, n_k, Dk), (B, n_k, Dv) */
     Tensor *W_q, *W_k, *W_v, *W_o;        /* (D, Dq), (D, Dk), (D, Dv), (D, D) */
     Tensor *b_q, *b_k, *b_v, *b_o;        /* (D,) each, or NULL: no such file */
     Tensor *grad_output;                  /* (B, T, D), or NULL: no backward */
@@ -190,7 +190,7 @@ int layer_files_check_results(const char *dir, const LayerResults *results, floa
  *   num_heads = 4, head size d = 3                                        */
 void layer_files_print(const char *dir, const LayerFiles *files);
 
-/* Per-head weights (B, H, T, K) as a grid of heatmaps under title, one row
+/* Per-head weights (B, H, T, n_k) as a grid of heatmaps under title, one row
  * of panels per sequence, each titled "sequence b, head h": DIR/NAME.dat and
  * DIR/NAME.gp (plot_heatmaps_titled). Returns 0, or -1 after its one line
  * on stderr. */

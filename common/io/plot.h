@@ -30,7 +30,7 @@
 
 #include "tensor.h"
 
-/* matrices: (T, K) one panel, (P, T, K) a row of P panels, (R, C, T, K) an
+/* matrices: (T, n_k) one panel, (P, T, n_k) a row of P panels, (R, C, T, n_k) an
  * R x C grid. panel_titles: NULL, or one title per panel in row-major order.
  * Returns 0, or -1 after printing one line on stderr naming the file and
  * the problem. */
@@ -58,10 +58,10 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
 /* What the picture's title line adds when a cell is exactly 0. */
 extern const char HEATMAP_MASKED_NOTE[];
 
-/* matrix (T, K) with values expected in [0, 1]; larger matrices than
+/* matrix (T, n_k) with values expected in [0, 1]; larger matrices than
  * HEATMAP_TERMINAL_MAX in either direction print a one-line note instead.
  * Four shades cannot show every difference (0.98 and 0.91 are both full),
- * so when K is at most HEATMAP_VALUES_MAX each row is followed by its
+ * so when n_k is at most HEATMAP_VALUES_MAX each row is followed by its
  * weights to 2 decimals (an exact 0 as "0"). The drawing ends with the
  * legend line: three spaces, then HEATMAP_TERMINAL_LEGEND. A cell below 0
  * shows as "--", NaN as "??"; no attention weight is either. */

@@ -3,7 +3,7 @@
  * functions (introduced in chapter 05's optional section "Attention that
  * learns").
  *
- * Legend: B = batch_size, T = num_queries, K = num_keys, D = num_hiddens,
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, D = num_hiddens,
  * Dq, Dk, Dv = the layer's input sizes.
  *
  * A model (lookup_model.h, two_key_model.h, reversal_model.h) does not
@@ -30,7 +30,7 @@ typedef struct {
     void (*other_free)(void *other);     /* frees other and what it holds */
 } LayerCache;
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
+/* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv) -> output (B, T, D),
  * cache filled: multihead_forward_cache's arguments, and the threads the
  * layer may use */
 typedef Tensor *(*AttentionForward)(const MultiHeadAttention *layer, const Tensor *queries,
@@ -62,10 +62,10 @@ void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache 
                               Tensor **grad_concat, int num_threads);
 #define CLEAR_ATTENTION ((AttentionLayer){clear_attention_forward, clear_attention_backward, 1})
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D)
+/* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv) -> output (B, T, D)
  * through attend's forward in evaluation mode, no mask. cache, when not
  * NULL, is filled for attend's backward; attention_weights, when not NULL,
- * receives the per-head weights (B, H, T, K) (new): only the clear layer
+ * receives the per-head weights (B, H, T, n_k) (new): only the clear layer
  * keeps them, so that call runs the clear layer, whatever attend is. */
 Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAttention *layer,
                                 const Tensor *queries, const Tensor *keys,
