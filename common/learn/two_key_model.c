@@ -17,6 +17,7 @@
 #include "learn/embedding.h"
 #include "learn/head_gates.h"
 #include "learn/loss.h"
+#include "learn/seeds.h"
 #include "ops.h"
 
 /* The optimiser's list and the files' list, both in PyTorch's names. */
@@ -327,6 +328,54 @@ double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch
     return loss;
 }
 
+/* task's batches -> the model of seed, or NULL with *bad_step */
+TwoKeyModel *two_key_train(const Task *task, const TwoKeyTraining *how, uint64_t seed,
+                           int *bad_step)
+{
+    *bad_step = 0;
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
+    TwoKeyModel *model = two_key_new_mlp(how->key_vocab, how->value_vocab, how->num_hiddens,
+                                         how->num_heads, how->mlp_hiddens, &init);
+    Adam *adam = adam_new(model->params, model->num_params, how->lr);
+    TaskBatch *batch = task_batch_new(task, how->batch_size);
+    for (int step = 1; step <= how->steps; step++) {
+        task_draw(task, batch, SPLIT_TRAIN, &data);
+        if (!isfinite(two_key_train_step(model, adam, batch))) {
+            *bad_step = step;
+            two_key_free(model);
+            model = NULL;
+            break;
+        }
+    }
+    task_batch_free(batch);
+    adam_free(adam);
+    return model;
+}
+
+/* One job of seeds_run: seed first_seed + s */
+typedef struct {
+    const Task *task;
+    const TwoKeyTraining *how;
+    uint64_t first_seed;
+    TwoKeyModel **models;
+    int *bad_steps;
+} SeedJobs;
+
+static void train_seed(void *arg, int s)
+{
+    const SeedJobs *jobs = arg;
+    jobs->models[s] = two_key_train(jobs->task, jobs->how, jobs->first_seed + (uint64_t)s,
+                                    &jobs->bad_steps[s]);
+}
+
+/* -> models (n,), bad_steps (n,) */
+void two_key_train_seeds(const Task *task, const TwoKeyTraining *how, uint64_t first_seed,
+                         int num_seeds, int num_threads, TwoKeyModel **models, int *bad_steps)
+{
+    SeedJobs jobs = {task, how, first_seed, models, bad_steps};
+    seeds_run(num_seeds, num_threads, train_seed, &jobs);
+}
+
 /* The index of the largest of n scores (the first on a tie, like argmax). */
 static int argmax(const float *scores, int n)
 {
@@ -422,6 +471,23 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     tensor_free(grad_logits);
     tensor_free(logits);
     two_key_cache_free(&cache);
+}
+
+/* batch -> (L(1 + eps) - L(1 - eps)) / the gates' distance, for head */
+double two_key_gate_slope(const TwoKeyModel *model, const TaskBatch *batch, int head, float eps)
+{
+    const int H = model->num_heads;
+    float *gates = checked_calloc("two_key_gate_slope", (size_t)H, sizeof *gates);
+    for (int h = 0; h < H; h++)
+        gates[h] = 1.0f;
+    const float above = 1.0f + eps, below = 1.0f - eps;
+    gates[head] = above;
+    const double up = two_key_evaluate(model, batch, gates, NULL);
+    gates[head] = below;
+    const double down = two_key_evaluate(model, batch, gates, NULL);
+    free(gates);
+    /* the gates as floats are not exactly 1 -+ eps: divide by their distance */
+    return (up - down) / ((double)above - (double)below);
 }
 
 double two_key_bytes_needed(int key_vocab, int value_vocab, int num_pairs, int num_hiddens,
