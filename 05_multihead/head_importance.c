@@ -30,7 +30,7 @@
 #include <stdlib.h>
 
 #include "io/cli.h"
-#include "io/curve.h"
+#include "io/plot.h"
 #include "io/saved_models.h"
 #include "learn/head_pruning.h"
 #include "learn/seeds.h"
