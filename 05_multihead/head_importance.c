@@ -146,10 +146,9 @@ static bool train_all(const Options *opt, TwoKeyModel **models)
     two_key_train_seeds(&task, &how, opt->seed, opt->seeds, opt->threads, models, bad_steps);
     for (int s = 0; s < opt->seeds; s++)
         if (bad_steps[s] != 0) {
-            fflush(stdout);
-            fprintf(stderr, "%s: seed %llu: the loss stopped being a number at step %d; try a "
-                    "smaller --lr\n", PROG, (unsigned long long)(opt->seed + (uint64_t)s),
-                    bad_steps[s]);
+            report_error(NULL, "seed %llu: the loss stopped being a number at step %d; try a "
+                         "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s),
+                         bad_steps[s]);
             for (int i = 0; i < opt->seeds; i++)
                 two_key_free(models[i]);
             return false;
@@ -164,7 +163,7 @@ static bool load(const Options *opt, TwoKeyModel **models)
     char err[MODEL_ERR_LEN];
     TwoKeyModel *model = two_key_from_dir(opt->from_dir, err, sizeof err);
     if (model == NULL) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
+        report_error(NULL, "%s", err);
         return false;
     }
     const int Vk = model->key_vocab, Vv = model->value_vocab, H = model->num_heads;
@@ -180,9 +179,9 @@ static bool load(const Options *opt, TwoKeyModel **models)
         check_memory(opt, Vk, Vv, model->num_hiddens, H);
         return true;
     }
-    fprintf(stderr, "%s: %s: a model of %d heads and vocabularies of %d and %d words: %s "
-            "(%d heads, %d words, --pairs %d)\n", PROG, opt->from_dir, H, Vk, Vv, problem,
-            MAX_HEADS, TASK_MAX_COUNTRIES, opt->pairs);
+    report_error(NULL, "%s: a model of %d heads and vocabularies of %d and %d words: %s (%d "
+                 "heads, %d words, --pairs %d)", opt->from_dir, H, Vk, Vv, problem, MAX_HEADS,
+                 TASK_MAX_COUNTRIES, opt->pairs);
     two_key_free(model);
     return false;
 }
@@ -191,10 +190,8 @@ static bool load(const Options *opt, TwoKeyModel **models)
 static int save(const Options *opt, TwoKeyModel *model)
 {
     char err[MODEL_ERR_LEN];
-    if (two_key_save(model, opt->to_dir, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", PROG, err);
-        return 1;
-    }
+    if (two_key_save(model, opt->to_dir, err, sizeof err) != 0)
+        return report_error(NULL, "%s", err) != 0;
     printf("saved the model in %s (run again with --from %s)\n\n", opt->to_dir, opt->to_dir);
     return 0;
 }
@@ -209,10 +206,8 @@ static int check_finite(const HeldOut *held)
                                                NULL);
     if (isfinite(loss))
         return 0;
-    fflush(stdout);
-    fprintf(stderr, "%s: the held-out loss is %s: the model's forward overflows float32 on "
-            "these examples\n", PROG, non_finite_name(loss));
-    return 1;
+    return report_error(NULL, "the held-out loss is %s: the model's forward overflows float32 "
+                        "on these examples", non_finite_name(loss)) != 0;
 }
 
 /* ---- Part 1 -------------------------------------------------------------------- */

@@ -291,10 +291,10 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
     for (int i = 0; i < opt->num_rows; i++)
         for (int s = 0; s < opt->seeds; s++)
             if (runs->bad_step[i][s] != 0) {
-                fflush(stdout);
-                fprintf(stderr, "%s: %s, seed %llu: the loss stopped being a number at step "
-                        "%d; try a smaller --lr\n", PROG, row_name(opt, i, name, sizeof name),
-                        (unsigned long long)(opt->seed + (uint64_t)s), runs->bad_step[i][s]);
+                report_error(NULL, "%s, seed %llu: the loss stopped being a number at step %d; "
+                             "try a smaller --lr", row_name(opt, i, name, sizeof name),
+                             (unsigned long long)(opt->seed + (uint64_t)s),
+                             runs->bad_step[i][s]);
                 free(runs);
                 return false;
             }
