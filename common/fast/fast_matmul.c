@@ -23,7 +23,6 @@
 #include "fast/fast_matmul.h"
 #include "platform.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,46 +47,6 @@ static inline void store_vec(float *p, vf v)
 int fast_vector_width(void)
 {
     return FAST_VEC;
-}
-
-/* ---- threads ------------------------------------------------------------ */
-
-typedef struct {
-    void (*work)(void *arg, int thread);
-    void *arg;
-    int thread;
-} ThreadCall;
-
-static void *thread_main(void *p)
-{
-    ThreadCall *call = p;
-    call->work(call->arg, call->thread);
-    return NULL;
-}
-
-void fast_parallel(int num_threads, void (*work)(void *arg, int thread), void *arg)
-{
-    if (num_threads < 1)
-        num_threads = 1;
-    pthread_t *ids = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *ids);
-    ThreadCall *calls = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *calls);
-    bool *started = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *started);
-    for (int t = 1; t < num_threads; t++) {
-        calls[t] = (ThreadCall){work, arg, t};
-        started[t] = pthread_create(&ids[t], NULL, thread_main, &calls[t]) == 0;
-    }
-    work(arg, 0);
-    /* A thread that could not be created costs speed, not correctness:
-     * its share runs here, on the calling thread. */
-    for (int t = 1; t < num_threads; t++) {
-        if (started[t])
-            pthread_join(ids[t], NULL);
-        else
-            work(arg, t);
-    }
-    free(started);
-    free(calls);
-    free(ids);
 }
 
 /* ---- packing B into panels ---------------------------------------------- */

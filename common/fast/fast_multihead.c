@@ -157,13 +157,14 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
     return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
 }
 
-/* Starting and joining a thread costs some tens of microseconds: a thread
- * is worth it for a few million FLOPs of work (4 million: about 30 us at
- * 150 GFLOP/s), so d2l's toy runs on one. Fewer threads change no result:
- * the layer gives the same bits on any number. */
+/* Handing a share of work to a waiting worker (fast_threads.h) and
+ * waiting for it to finish costs a few microseconds, on every parallel
+ * loop of the pass: a thread is worth it for about a million FLOPs of
+ * work, so d2l's toy runs on one. Fewer threads change no result: the
+ * layer gives the same bits on any number. */
 static int threads_worth(int num_threads, double flops)
 {
-    const double per_thread = 4e6;
+    const double per_thread = 1e6;
     if (num_threads < 1)
         num_threads = 1;
     return flops < per_thread * num_threads ? 1 + (int)(flops / per_thread) : num_threads;
