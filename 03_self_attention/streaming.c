@@ -155,8 +155,7 @@ static bool part1_online_softmax(int block)
     printf("Only m, l and o (here 4 numbers) were kept between blocks; the weights\n"
            "of one block existed only while that block was being added.\n\n");
     if (diff >= 1e-6f)
-        fprintf(stderr, "%s: the online softmax differs from softmax by %.1e\n", PROG,
-                (double)diff);
+        report_error(NULL, "the online softmax differs from softmax by %.1e", (double)diff);
     return diff < 1e-6f;
 }
 
@@ -188,9 +187,8 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
     printf("streaming equals clear within 1e-5 of the output's size: %s\n\n",
            same ? "yes" : "NO");
     if (!same)
-        fprintf(stderr, "%s: streaming_attention differs from dot_product_attention by %.1e, "
-                "more than 1e-5 of the output's size %.4f\n", PROG, (double)diff,
-                (double)magnitude);
+        report_error(NULL, "streaming_attention differs from dot_product_attention by %.1e, "
+                     "more than 1e-5 of the output's size %.4f", (double)diff, (double)magnitude);
 
     const int v = d;   /* the values here are as wide as the keys */
     const double clear_bytes = 4.0 * B * T * K;

@@ -178,8 +178,7 @@ int main(int argc, char **argv)
     int failures = exercise2_where_elements_land(&rng);
     failures += exercise3_sequence_first(&rng);
     if (failures != 0) {
-        fprintf(stderr, "%s: %d checks failed\n", PROG, failures);
-        return 1;
+        return report_error(NULL, "%d checks failed", failures) != 0;
     }
     printf("\nAll checks hold: both formulas are exact, the mistake moves nothing only when\n"
            "H = 1 or T = 1, and both sequence-first splits equal transpose_qkv of the\n"

@@ -390,8 +390,7 @@ int main(int argc, char **argv)
     part5_valid_lens_over_heads(opt.batch, opt.num_queries, H, lens);
     tensor_free(X);
     if (failures != 0) {
-        fprintf(stderr, "%s: common/heads.c does not match the steps above\n", PROG);
-        return 1;
+        return report_error(NULL, "common/heads.c does not match the steps above") != 0;
     }
     return 0;
 }

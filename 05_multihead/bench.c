@@ -353,10 +353,8 @@ int main(int argc, char **argv)
     print_ratios(&table, list, count, &opt);
     print_causal_ratios(&table, list, count, &opt);
     /* a child that died said why on stderr itself; an overflow is said here */
-    if (overflowed > 0) {
-        fflush(stdout);
-        fprintf(stderr, "%s: %d %s overflowed float32 (see the table): use a smaller --scale\n",
-                PROG, overflowed, plural(overflowed, "line", "lines"));
-    }
+    if (overflowed > 0)
+        report_error(NULL, "%d %s overflowed float32 (see the table): use a smaller --scale",
+                     overflowed, plural(overflowed, "line", "lines"));
     return failed == 0 ? 0 : 1;
 }

@@ -242,8 +242,7 @@ static void print_favourite_keys(const Tensor *weights)
 /* A line from the library's err after the program's name; returns 1. */
 static int fail(const char *err)
 {
-    fprintf(stderr, "%s: %s\n", PROG, err);
-    return 1;
+    return report_error(NULL, "%s", err) != 0;
 }
 
 /* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
@@ -314,9 +313,9 @@ static int run_from_files(const Options *opt, const LayerFiles *files)
                                                   sizeof err);
     int status = verdict < 0 ? fail(err) : 0;
     if (status == 0 && verdict > 0) {   /* a failed check replaces no previous result */
-        fprintf(stderr, "%s: the results differ from the expected_*.npy files in %s%s\n", PROG,
-                opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written" : "");
-        status = 1;
+        status = report_error(NULL, "the results differ from the expected_*.npy files in %s%s",
+                              opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
+                                                                          : "") != 0;
     }
     if (status == 0 && opt->plot_dir && write_plot(opt->plot_dir, results.attention_weights) != 0)
         status = 1;

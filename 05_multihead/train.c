@@ -201,13 +201,10 @@ static int part3_heldout(const LookupModel *model, const Task *task, const TaskB
     printf("Part 3. Held-out accuracy\n\n");
     int correct;
     const double loss = lookup_evaluate(model, heldout, &correct);
-    if (!isfinite(loss)) {
-        fflush(stdout);
-        fprintf(stderr, "%s: the held-out loss is %s: the model's forward overflows float32 on "
-                "these examples; train it again with a smaller --lr\n", PROG,
-                isnan(loss) ? "NaN" : "infinite");
-        return 1;
-    }
+    if (!isfinite(loss))
+        return report_error(NULL, "the held-out loss is %s: the model's forward overflows "
+                            "float32 on these examples; train it again with a smaller --lr",
+                            isnan(loss) ? "NaN" : "infinite") != 0;
     const int N = heldout->batch_size;
     printf("  %d examples never trained on: %d answered right, accuracy %.2f%%, loss %.4f\n",
            N, correct, 100.0 * correct / N, loss);

@@ -125,9 +125,7 @@ static ReversalModel *train(const Options *opt, const Task *task, bool positions
         task_draw(task, batch, SPLIT_TRAIN, &data);
         const double loss = reversal_train_step(model, adam, batch);
         if (!isfinite(loss)) {
-            fflush(stdout);
-            fprintf(stderr, "%s: %s: the loss became %g at step %d; try a smaller --lr\n",
-                    PROG, what, loss, step);
+            report_error(what, "the loss became %g at step %d; try a smaller --lr", loss, step);
             reversal_free(model);
             model = NULL;
             break;

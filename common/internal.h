@@ -10,9 +10,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "multihead.h"
-#include "tensor.h"
-#include "valid_lens.h"
+/* The two types by name only, so that this header stands below the files
+ * that define its functions (valid_lens.h and multihead.h define them). */
+typedef struct ValidLens ValidLens;
+typedef struct MultiHeadGrads MultiHeadGrads;
 
 /* tensor_allclose on raw arrays of n floats; the report gives flat
  * indices (tensor.c). */

@@ -76,7 +76,7 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
  * Gradients follow ops.h's convention: input gradients are returned (new),
  * parameter gradients are ADDED into a MultiHeadGrads, as PyTorch's .grad
  * accumulates: zero them before each step. */
-typedef struct {
+typedef struct MultiHeadGrads {
     Tensor *W_q, *W_k, *W_v, *W_o;   /* same shapes as the layer's */
     Tensor *b_q, *b_k, *b_v, *b_o;   /* NULL where the layer has no such bias */
 } MultiHeadGrads;

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>       /* mmap: POSIX; MAP_ANONYMOUS: Linux, macOS, the BSDs */
 #include <sys/resource.h>
@@ -17,6 +18,7 @@
 
 #if defined(__linux__)
 #include <sys/file.h>      /* flock */
+#include <sys/prctl.h>     /* PR_SET_PDEATHSIG */
 #include <sys/syscall.h>   /* SYS_renameat2 */
 #include <grp.h>           /* setgroups */
 #endif
@@ -192,4 +194,16 @@ int platform_exchange(const char *path_a, const char *path_b)
     errno = ENOTSUP;
     return -1;
 #endif
+}
+
+void platform_child_of(long parent_pid)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+#if defined(__linux__)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if ((long)getppid() != parent_pid)   /* the parent ended before the line above */
+        _exit(1);
 }

@@ -69,6 +69,13 @@ int platform_lock(int fd, bool exclusive);
  * its fallback (the file writer's manifest, written last). */
 int platform_exchange(const char *path_a, const char *path_b);
 
+/* For a child process that does a part of its parent's work (a benchmark's
+ * measurement): the stop signals (SIGINT, SIGTERM, SIGHUP) end it quietly,
+ * its parent says the one line, and on Linux it is killed when the parent
+ * parent_pid ends, so that a stopped program leaves nothing running
+ * (elsewhere it ends at its next write to the parent). */
+void platform_child_of(long parent_pid);
+
 /* For a child process that root started and that must act as an ordinary
  * user (the tests of a directory that cannot be written: root writes into
  * any): drop the supplementary groups, then become gid and uid. 0, or -1

@@ -14,7 +14,7 @@
 #include "error.h"
 
 /* d2l's valid_lens tensor: integers, 1-D (B,) or 2-D (B, T). */
-typedef struct {
+typedef struct ValidLens {
     int ndim;        /* 1 or 2 */
     int shape[2];    /* (B,) uses shape[0] only */
     int *data;       /* shape[0] * (ndim == 2 ? shape[1] : 1) lengths */

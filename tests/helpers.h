@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "internal.h"
-#include "io/npy_internal.h"
+#include "io/internal.h"
 #include "tensor.h"
 
 #ifndef BIN_DIR

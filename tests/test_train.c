@@ -29,6 +29,7 @@
 #include "io/npy.h"
 #include "io/saved_models.h"
 #include "learn/embedding.h"
+#include "learn/internal.h"
 #include "learn/lookup_model.h"
 #include "learn/loss.h"
 #include "learn/optim.h"
@@ -838,7 +839,7 @@ Test(lookup_model, save_and_load_round_trip, .init = make_scratch, .fini = remov
     Rng rng = rng_new(8);
     LookupModel *model = lookup_new(7, 9, 12, 3, &rng);
     char err[MODEL_ERR_LEN];
-    cr_assert_eq(lookup_save(model, scratch, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model_save(scratch, model->files, LOOKUP_NUM_FILES, err, sizeof err), 0, "%s", err);
     cr_expect_eq(count_files(scratch), LOOKUP_NUM_FILES);
     /* nn.MultiheadAttention's layout: W_q, W_k, W_v stacked, (3D, D) */
     char path[256];

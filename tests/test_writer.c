@@ -374,30 +374,53 @@ Test(writer, a_long_path_is_written_whole)
     remove_fresh_dir(dir);
 }
 
-/* program args, sent sig after delay_ms: its exit status and stderr. */
-static int signalled(const char *program, const char *args, int sig, int delay_ms, char **err)
+/* program args, sent sig after delay_ms: its exit status and stderr. Its
+ * standard output is a pipe, read to its end afterwards: *lingered says
+ * whether a process it started (the bench's measuring child) still held
+ * the pipe 3 s after the program ended. */
+static int signalled(const char *program, const char *args, int sig, int delay_ms, char **err,
+                     bool *lingered)
 {
     char err_path[] = "/tmp/attn_signal_err_XXXXXX";
     const int fd = mkstemp(err_path);
-    cr_assert(fd >= 0);
+    int out[2];
+    cr_assert(fd >= 0 && pipe(out) == 0);
     fflush(NULL);
     const pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         dup2(fd, STDERR_FILENO);
-        const int null = open("/dev/null", O_WRONLY);
-        dup2(null, STDOUT_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        close(out[0]);
         char command[800];
         snprintf(command, sizeof command, "exec %s/%s %s", BIN_DIR, program, args);
         execl("/bin/sh", "sh", "-c", command, (char *)NULL);
         _exit(127);
     }
     close(fd);
+    close(out[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
     const struct timespec delay = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
     nanosleep(&delay, NULL);
     kill(pid, sig);
     int raw;
-    cr_assert_eq(waitpid(pid, &raw, 0), pid);
+    char sink[4096];
+    for (pid_t done = 0; done == 0;) {   /* drain the pipe, so the program never blocks */
+        while (read(out[0], sink, sizeof sink) > 0)
+            continue;
+        done = waitpid(pid, &raw, WNOHANG);
+        cr_assert(done == 0 || done == pid);
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    }
+    ssize_t got = -1;
+    for (int tries = 0; tries < 300 && got != 0; tries++) {   /* up to 3 s for the end */
+        while ((got = read(out[0], sink, sizeof sink)) > 0)
+            continue;
+        if (got != 0)
+            nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    }
+    *lingered = got != 0;
+    close(out[0]);
     *err = read_text_file(err_path, NULL);
     unlink(err_path);
     return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
@@ -409,22 +432,48 @@ static int signalled(const char *program, const char *args, int sig, int delay_m
 Test(writer, signals_in_every_mode, .timeout = 120)
 {
     char dir[64], args[200], *err = NULL;
+    bool lingered;
     fresh_dir(dir);
-    cr_expect_eq(signalled(TRAIN, "--bench", SIGTERM, 600, &err), 128 + SIGTERM);
+    cr_expect_eq(signalled(TRAIN, "--bench", SIGTERM, 600, &err, &lingered), 128 + SIGTERM);
     cr_expect(err && is_one_line(err) && strstr(err, "SIGTERM"), "--bench: %s", err);
     free(err);
 
     snprintf(args, sizeof args, "--steps 1000000 --to %s", dir);
-    cr_expect_eq(signalled(TRAIN, args, SIGHUP, 600, &err), 128 + SIGHUP);
+    cr_expect_eq(signalled(TRAIN, args, SIGHUP, 600, &err, &lingered), 128 + SIGHUP);
     cr_expect(err && is_one_line(err) && strstr(err, "SIGHUP"), "training: %s", err);
     free(err);
     expect_every_file_finite(dir);   /* the last step, saved */
 
-    snprintf(args, sizeof args, "--from %s --examples 100000", dir);
-    cr_expect_eq(signalled(TRAIN, args, SIGTERM, 300, &err), 128 + SIGTERM);
-    cr_expect(err && is_one_line(err) && strstr(err, "SIGTERM"), "evaluating: %s", err);
-    free(err);
+    /* evaluating only: the saved set is read, never written, and stays whole */
+    Snapshot *before = snapshot_take(dir);
+    const int sigs[2] = {SIGTERM, SIGHUP};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "--from %s --examples 100000", dir);
+        cr_expect_eq(signalled(TRAIN, args, sigs[i], 300, &err, &lingered), 128 + sigs[i]);
+        cr_expect(err && is_one_line(err) && strstr(err, sigs[i] == SIGHUP ? "SIGHUP" : "SIGTERM"),
+                  "evaluating: %s", err);
+        free(err);
+    }
+    Snapshot *after = snapshot_take(dir);
+    cr_expect(snapshot_same(before, after), "evaluating changed the saved set");
+    snapshot_free(before);
+    snapshot_free(after);
     remove_fresh_dir(dir);
+}
+
+/* The bench measures each line in a child process. SIGINT in the middle of
+ * a long line ends the bench with one line and 128 + 2, and the child with
+ * it: none measures on, orphaned, for minutes. */
+Test(writer, sigint_during_a_bench_line, .timeout = 120)
+{
+    char *err = NULL;
+    bool lingered = true;
+    const int status = signalled("05_multihead/bench", "--config 4,2048,512,8 --repeats 51",
+                                 SIGINT, 2500, &err, &lingered);
+    cr_expect_eq(status, 128 + SIGINT, "%s", err);
+    cr_expect(err && is_one_line(err) && strstr(err, "bench: stopped by SIGINT"), "%s", err);
+    cr_expect(!lingered, "the measuring child ran on after the bench stopped");
+    free(err);
 }
 
 /* multihead --from A --to B wrote B, then exited 1 when the comparison with

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fast/bench_lines.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,17 +72,19 @@ BenchResult bench_measure_in_child(const BenchPass *pass, const void *config, in
     int fds[2];
     fflush(stdout);
     if (pipe(fds) != 0) {
-        perror("bench: pipe");
+        report_error(NULL, "cannot measure a line: pipe: %s", strerror(errno));
         return r;
     }
+    const long parent = (long)getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        perror("bench: fork");
+        report_error(NULL, "cannot measure a line: fork: %s", strerror(errno));
         close(fds[0]);
         close(fds[1]);
         return r;
     }
     if (pid == 0) {
+        platform_child_of(parent);
         close(fds[0]);
         BenchResult mine = measure(pass, config, repeats);
         ssize_t written = write(fds[1], &mine, sizeof mine);

@@ -10,6 +10,7 @@
  * makes a lane mask, and a select that picks the right lane.
  */
 #include "fast/fast_exp.h"
+#include "fast/fast_internal.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -30,9 +30,6 @@
 /* One value (the same arithmetic as the array version, lane by lane). */
 float fast_expf(float x);
 
-/* y[i] = exp(x[i]) for i < n. y may be x (in place). */
-void fast_exp_array(const float *x, float *y, size_t n);
-
 /* The softmax step: row[i] = exp(row[i] - shift) in place, and return the
  * sum of the new row. With shift = the row maximum every argument is <= 0,
  * so nothing overflows; -inf entries (masked scores) become exactly 0. */

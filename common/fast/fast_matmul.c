@@ -21,6 +21,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fast/fast_matmul.h"
+#include "fast/fast_internal.h"
 #include "platform.h"
 
 #include <stdint.h>

@@ -56,13 +56,6 @@ enum {
 };
 
 /* ---- whole products --------------------------------------------------- */
-/* A (m, k) @ B (k, n) -> C (m, n), like matmul_raw; num_threads >= 1. */
-void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
-                     int num_threads);
-/* A (m, k) @ B^T, B (n, k) -> C (m, n), like matmul_bt_raw. */
-void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n,
-                        int num_threads);
-
 /* The general form: every matrix is a view with its own row stride (lda,
  * ldb, ldc, in floats), so a head's columns inside a wider matrix can be
  * used in place. b_transposed: B is given as (n, k) rows (a weight in

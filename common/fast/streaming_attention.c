@@ -311,38 +311,58 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
 
 /* ---- the tensor form ----------------------------------------------------------- */
 
+/* The whole batch is two parallel loops, so the threads start and meet
+ * twice per call, not twice per sequence:
+ *   loop 1: job b packs sequence b's keys and values;
+ *   loop 2: job j is query block blocks - 1 - j % blocks of sequence
+ *           j / blocks: each sequence's blocks from the last to the first.
+ * Under a causal mask (valid_lens_causal) block i reads i + 1 blocks of
+ * keys, so within a sequence the costliest go first, and the cheap first
+ * blocks of the last sequence fill the gaps at the end: the threads
+ * finish within about one small block of each other. Jobs are handed out
+ * one at a time from a shared counter, so a thread slowed down (by
+ * another program on its core) simply takes fewer. A block's result is
+ * the same whichever thread takes it: the output does not depend on the
+ * thread count. */
 typedef struct {
-    const PackedKeysValues *kv;
-    const Tensor *queries;
+    const Tensor *queries, *keys, *values;
     const ValidLens *valid_lens;
     Tensor *output;
     Tensor *logsumexp;        /* (B, T), or NULL */
-    int batch_index;
-    atomic_int next_block;    /* blocks are handed out from the last to the first */
-} SequenceJob;
+    PackedKeysValues *kv;     /* (B,): every sequence's, packed in loop 1 */
+    atomic_int next_sequence, next_block;
+} ForwardJobs;
 
-/* The threads take the sequence's query blocks one at a time, the last
- * block first: under a causal mask (valid_lens_causal) block i reads i + 1
- * blocks of keys, so the costliest go first and the cheap ones fill the
- * gaps at the end. A block's result is the same whichever thread takes it. */
-static void sequence_rows(void *arg, int thread)
+static void pack_sequences(void *arg, int thread)
 {
     (void)thread;
-    SequenceJob *job = arg;
-    const int T = job->queries->shape[1], d = job->queries->shape[2];
-    const int v = job->output->shape[2];
+    ForwardJobs *jobs = arg;
+    const int B = jobs->queries->shape[0], K = jobs->keys->shape[1];
+    const int d = jobs->keys->shape[2], v = jobs->values->shape[2];
+    for (int b = atomic_fetch_add(&jobs->next_sequence, 1); b < B;
+         b = atomic_fetch_add(&jobs->next_sequence, 1))
+        packed_kv_init(&jobs->kv[b], jobs->keys->data + (size_t)b * K * d, (size_t)d,
+                       jobs->values->data + (size_t)b * K * v, (size_t)v, K, d, v);
+}
+
+static void query_blocks(void *arg, int thread)
+{
+    (void)thread;
+    ForwardJobs *jobs = arg;
+    const int B = jobs->queries->shape[0], T = jobs->queries->shape[1];
+    const int d = jobs->queries->shape[2], v = jobs->output->shape[2];
     const int blocks = (T + BR - 1) / BR;
-    const size_t b = (size_t)job->batch_index;
     Scratch w;
     scratch_alloc(&w, d, v);
-    for (int taken = atomic_fetch_add(&job->next_block, 1); taken < blocks;
-         taken = atomic_fetch_add(&job->next_block, 1)) {
-        const int first = (blocks - 1 - taken) * BR;
+    for (int job = atomic_fetch_add(&jobs->next_block, 1); job < B * blocks;
+         job = atomic_fetch_add(&jobs->next_block, 1)) {
+        const size_t b = (size_t)(job / blocks);
+        const int first = (blocks - 1 - job % blocks) * BR;
         const int rows = T - first < BR ? T - first : BR;
-        float *lse = job->logsumexp ? job->logsumexp->data + b * T + (size_t)first : NULL;
-        rows_in_blocks(job->kv, job->queries->data + (b * T + (size_t)first) * d, (size_t)d,
-                       rows, job->valid_lens, job->batch_index, first,
-                       job->output->data + (b * T + (size_t)first) * v, (size_t)v, lse, &w);
+        float *lse = jobs->logsumexp ? jobs->logsumexp->data + b * T + (size_t)first : NULL;
+        rows_in_blocks(&jobs->kv[b], jobs->queries->data + (b * T + (size_t)first) * d,
+                       (size_t)d, rows, jobs->valid_lens, (int)b, first,
+                       jobs->output->data + (b * T + (size_t)first) * v, (size_t)v, lse, &w);
     }
     scratch_free(&w);
 }
@@ -356,26 +376,23 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
     /* the same shape rule as dot_product_attention, stated once */
     const char *func = "streaming_attention";
     const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
-    const int batch_size = n.batch_size, num_queries = n.num_queries, num_keys = n.num_keys;
-    const int d = n.d, v = n.v;
+    const int B = n.batch_size, T = n.num_queries, v = n.v;
 
-    Tensor *output = fast_tensor_zeros(func, SHAPE(batch_size, num_queries, v));
-    Tensor *lse = logsumexp != NULL ? fast_tensor_zeros(func, SHAPE(batch_size, num_queries)) : NULL;
-    int blocks = (num_queries + BR - 1) / BR;
-    if (num_threads > blocks)
-        num_threads = blocks;   /* a thread gets whole blocks or nothing */
-    if (num_threads < 1)
-        num_threads = 1;
-    for (int b = 0; b < batch_size; b++) {
-        /* pack this sequence's keys and values once; every thread reads them */
-        PackedKeysValues kv;
-        packed_kv_init(&kv, keys->data + (size_t)b * num_keys * d, (size_t)d,
-                       values->data + (size_t)b * num_keys * v, (size_t)v, num_keys, d, v);
-        SequenceJob job = {&kv, queries, valid_lens, output, lse, b, 0};
-        atomic_init(&job.next_block, 0);
-        fast_parallel(num_threads, sequence_rows, &job);
-        packed_kv_free(&kv);
-    }
+    Tensor *output = fast_tensor_zeros(func, SHAPE(B, T, v));
+    Tensor *lse = logsumexp != NULL ? fast_tensor_zeros(func, SHAPE(B, T)) : NULL;
+    ForwardJobs jobs = {queries, keys, values, valid_lens, output, lse,
+                        checked_calloc(func, (size_t)B, sizeof(PackedKeysValues)),
+                        0, 0};
+    atomic_init(&jobs.next_sequence, 0);
+    atomic_init(&jobs.next_block, 0);
+    const int blocks = B * ((T + BR - 1) / BR);
+    /* a thread gets whole sequences to pack and whole blocks, or nothing */
+    num_threads = num_threads < 1 ? 1 : num_threads;
+    fast_parallel(num_threads < B ? num_threads : B, pack_sequences, &jobs);
+    fast_parallel(num_threads < blocks ? num_threads : blocks, query_blocks, &jobs);
+    for (int b = 0; b < B; b++)
+        packed_kv_free(&jobs.kv[b]);
+    free(jobs.kv);
     if (logsumexp != NULL)
         *logsumexp = lse;
     return output;
@@ -604,15 +621,16 @@ void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first
 
 /* ---- the tensor form of the backward ---------------------------------------------- */
 
-/* Job j is sequence j / parts, keys share j % parts of it. With parts > 1
- * (fewer sequences than threads), each part adds into its own dQ, summed
- * in order at the end: the answer depends on the thread count, never on
- * which thread ran what. */
+/* Job j is sequence j / parts, keys share j % parts of it. Each part
+ * owns its keys' dK and dV outright; dQ gets a share from every part, so
+ * part 0 adds into dQ itself and parts 1, 2, ... each into a dQ of their
+ * own, added in part order at the end: the answer depends on the number
+ * of parts, never on which thread ran what. */
 typedef struct {
     const Tensor *queries, *keys, *values, *output, *logsumexp, *grad_output;
     const ValidLens *valid_lens;
     Tensor *grad_queries, *grad_keys, *grad_values;
-    float *partial_grad_queries;   /* (B, parts, T, d) when parts > 1 */
+    float *partial_grad_queries;   /* (B, parts - 1, T, d): parts 1, 2, ... */
     int parts;
     StreamingBackwardScratch *scratch;   /* one per thread */
     atomic_int next_job;
@@ -666,9 +684,11 @@ static void backward_worker(void *arg, int thread)
          job = atomic_fetch_add(&jobs->next_job, 1)) {
         const size_t b = (size_t)(job / jobs->parts);
         const int part = job % jobs->parts;
-        float *grad_queries = jobs->parts > 1
-                                  ? jobs->partial_grad_queries + (size_t)job * T * d
-                                  : jobs->grad_queries->data + b * T * d;
+        float *grad_queries =
+            part == 0 ? jobs->grad_queries->data + b * T * d
+                      : jobs->partial_grad_queries + (b * (jobs->parts - 1) + part - 1) * T * d;
+        if (part > 0)
+            memset(grad_queries, 0, (size_t)T * d * sizeof(float));   /* added into below */
         AttentionRowsBackward a = {
             T, K, d, v,
             jobs->queries->data + b * T * d, (size_t)d,
@@ -704,11 +724,16 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     if (num_threads < 1)
         num_threads = 1;
 
-    /* fewer sequences than threads: split each one's keys into parts */
+    /* Whole sequences are the cheapest jobs (each part packs the
+     * sequence's queries and output gradient again, and adds a dQ of its
+     * own), but with only a few per thread, one thread slowed down by
+     * another program ends up a whole sequence behind. So each sequence's
+     * keys are split into parts until there are JOBS_PER_THREAD jobs per
+     * thread, as far as its key blocks go. One thread: whole sequences. */
+    enum { JOBS_PER_THREAD = 8 };
     const int blocks = (K + BK - 1) / BK;
-    int parts = B < num_threads ? (num_threads + B - 1) / B : 1;
+    int parts = num_threads == 1 ? 1 : (JOBS_PER_THREAD * num_threads + B - 1) / B;
     parts = parts > blocks ? blocks : parts;
-    parts = parts < 1 ? 1 : parts;
     const int threads = num_threads < B * parts ? num_threads : B * parts;
 
     BackwardJobs jobs = {queries, keys, values, output, logsumexp, grad_output, valid_lens,
@@ -717,7 +742,7 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
                          fast_tensor_zeros(func, SHAPE(B, K, v)), NULL, parts, NULL, 0};
     atomic_init(&jobs.next_job, 0);
     if (parts > 1)
-        jobs.partial_grad_queries = checked_calloc(func, (size_t)B * parts * T * d, sizeof(float));
+        jobs.partial_grad_queries = fast_alloc_panels(func, (size_t)B * (parts - 1) * T * d);
     jobs.scratch = checked_calloc(func, (size_t)threads, sizeof *jobs.scratch);
     for (int t = 0; t < threads; t++)
         streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, v);
@@ -727,10 +752,11 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     free(jobs.scratch);
 
     if (parts > 1) {
-        /* the parts' dQ, summed in part order */
+        /* the parts' dQ, added to part 0's in part order */
         for (int b = 0; b < B; b++)
-            for (int part = 0; part < parts; part++) {
-                const float *src = jobs.partial_grad_queries + ((size_t)b * parts + part) * T * d;
+            for (int part = 1; part < parts; part++) {
+                const float *src =
+                    jobs.partial_grad_queries + ((size_t)b * (parts - 1) + part - 1) * T * d;
                 float *dst = jobs.grad_queries->data + (size_t)b * T * d;
                 for (size_t i = 0; i < (size_t)T * d; i++)
                     dst[i] += src[i];

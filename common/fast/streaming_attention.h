@@ -26,7 +26,8 @@
  * j < valid_len (valid_lens NULL, (B,) or (B, T)); masked keys get weight
  * exactly 0; a query with valid_len 0 gets a zero output. There is no
  * dropout (evaluation only) and no attention-weights output: the weights
- * are never all in memory at once, which is the point.
+ * are never all in memory at once, which is the point. The threads share
+ * the blocks of queries; the output is the same bits on any thread count.
  *
  * Results equal dot_product_attention up to float rounding (sums in another
  * order, fused multiply-adds, the fast exp): tests/test_fast.c checks them
@@ -79,10 +80,12 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
  * logsumexp (B, T) as streaming_attention_cache returned them, grad_output
  * (B, T, v) -> grad_queries (B, T, d), grad_keys (B, K, d), grad_values
  * (B, K, v), returned (new; a NULL pointer: not wanted). Masked keys and
- * queries with no key get exactly 0. Threads take whole sequences, or
- * parts of a sequence's keys when there are fewer sequences than threads;
- * the result depends on the thread count only through the order in which
- * those parts' dQ are added. Equal to dot_product_attention_backward up
+ * queries with no key get exactly 0. One thread takes whole sequences;
+ * with more, each sequence's keys are split into parts with as many block
+ * pairs each (under a causal mask the first keys pair with more query
+ * blocks than the last), so that every thread has several jobs. The
+ * result depends on the thread count only through the order in which the
+ * parts' dQ are added, and is the same bits on every run. Equal to dot_product_attention_backward up
  * to float rounding (tests/test_fast.c: within 1e-5 of each gradient's
  * magnitude). */
 void streaming_attention_backward(const Tensor *queries, const Tensor *keys,

@@ -20,23 +20,16 @@
 /* The error line (error_vformat's "PROG: what is wrong") into err, or,
  * with err NULL, on stderr and exit 2. Returns false, for the readers to
  * return. */
-static bool cli_error_v(char *err, size_t err_len, const char *prog, const char *fmt,
-                        va_list args)
-{
-    error_vformat(err, err_len, prog, fmt, args);
-    if (err == NULL)
-        exit(EXIT_USAGE);
-    return false;
-}
-
 static bool cli_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static bool cli_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    cli_error_v(err, err_len, prog, fmt, args);
+    error_vformat(err, err_len, prog, fmt, args);
     va_end(args);
+    if (err == NULL)
+        exit(EXIT_USAGE);
     return false;
 }
 
@@ -44,9 +37,14 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    cli_error_v(NULL, 0, prog, fmt, args);
+    error_vformat(NULL, 0, prog, fmt, args);
     va_end(args);
-    exit(EXIT_USAGE);   /* not reached: cli_error_v exits */
+    exit(EXIT_USAGE);
+}
+
+static bool cli_is(const char *arg, const char *flag)
+{
+    return strcmp(arg, flag) == 0;
 }
 
 /* ---- numbers --------------------------------------------------------------- */
@@ -77,7 +75,7 @@ bool cli_read_long(const char *prog, const char *flag, const char *text, long mi
     return true;
 }
 
-bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t *out,
+static bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t *out,
                   char *err, size_t err_len)
 {
     char *end;
@@ -92,7 +90,7 @@ bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t
     return true;
 }
 
-bool cli_read_double(const char *prog, const char *flag, const char *text, double min,
+static bool cli_read_double(const char *prog, const char *flag, const char *text, double min,
                      double max, double *out, char *err, size_t err_len)
 {
     char *end;
@@ -105,7 +103,7 @@ bool cli_read_double(const char *prog, const char *flag, const char *text, doubl
     return true;
 }
 
-bool cli_read_float(const char *prog, const char *flag, const char *text, double min,
+static bool cli_read_float(const char *prog, const char *flag, const char *text, double min,
                     double max, float *out, char *err, size_t err_len)
 {
     /* The float that will be used is the one checked, against the
@@ -149,7 +147,7 @@ int cli_read_long_list(const char *prog, const char *flag, const char *text, lon
     }
 }
 
-bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
+static bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
                   size_t err_len)
 {
     const size_t len = 2 * strlen(dir) + 256;   /* the reason names dir, whole */
@@ -164,11 +162,6 @@ bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err
 }
 
 /* ---- the pieces that exit: each a reader with err NULL --------------------- */
-
-bool cli_is(const char *arg, const char *flag)
-{
-    return strcmp(arg, flag) == 0;
-}
 
 double cli_double(const char *prog, const char *flag, const char *text, double min, double max)
 {
@@ -269,13 +262,13 @@ static void close_stdout(void)
         error = write(STDOUT_FILENO, "", 0) < 0 ? errno : 0;
     }
     errno = 0;
-    if (fclose(stdout) != 0 && !failed) {
+    if (fflush(stdout) != 0 && !failed) {
         failed = true;
         error = errno;
     }
     if (failed) {
-        fprintf(stderr, "%s: cannot write the output: %s\n", stdout_prog,
-                error != 0 ? strerror(error) : "write error");
+        error_format(NULL, 0, stdout_prog, "cannot write the output: %s",
+                     error != 0 ? strerror(error) : "write error");
         _exit(1);
     }
 }
@@ -403,7 +396,7 @@ static int failed_checks = 0, passed_checks = 0;
 void cli_check(const char *prog, bool holds, const char *what)
 {
     if (!holds) {
-        fprintf(stderr, "%s: check failed: %s\n", prog, what);
+        error_format(NULL, 0, prog, "check failed: %s", what);
         failed_checks++;
     } else {
         passed_checks++;
@@ -420,7 +413,6 @@ int cli_checks_status(const char *prog)
             printf("check: all %d self-checks passed\n", passed_checks);
         return 0;
     }
-    fprintf(stderr, "%s: %d %s failed\n", prog, failed_checks,
-            plural(failed_checks, "check", "checks"));
-    return 1;
+    return error_format(NULL, 0, prog, "%d %s failed", failed_checks,
+                        plural(failed_checks, "check", "checks")) != 0;
 }

@@ -101,24 +101,15 @@ typedef enum {
 
 CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
                          size_t err_len);
-/* The number readers: true with the value in *out, or false with err filled. */
+/* A whole number in [min, max]: true with the value in *out, or false with
+ * err filled (the readers of the other kinds are cli.c's own). */
 bool cli_read_long(const char *prog, const char *flag, const char *text, long min, long max,
                    long *out, char *err, size_t err_len);
-bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t *out,
-                  char *err, size_t err_len);
-bool cli_read_double(const char *prog, const char *flag, const char *text, double min,
-                     double max, double *out, char *err, size_t err_len);
-/* the float that will be used is the one checked, against the ends as floats */
-bool cli_read_float(const char *prog, const char *flag, const char *text, double min,
-                    double max, float *out, char *err, size_t err_len);
 /* How many numbers were read into out, or -1 with err filled. */
 int cli_read_long_list(const char *prog, const char *flag, const char *text, long min,
                        long max, long *out, int max_count, char *err, size_t err_len);
-bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
-                  size_t err_len);
 
 /* ---- the pieces, also for programs' own checks -------------------------- */
-bool cli_is(const char *arg, const char *flag);
 /* Finite real numbers in [min, max]. */
 double cli_double(const char *prog, const char *flag, const char *text, double min, double max);
 /* A comma-separated list of whole numbers in [min, max], at most max_count:

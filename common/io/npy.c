@@ -14,7 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "io/npy.h"
-#include "io/npy_internal.h"
+#include "io/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "io/internal.h"
 #include "io/npy.h"
 
 /* One error line into err, or onto stderr when err is NULL. */
@@ -32,11 +33,6 @@ static int check_heads(int num_heads, const char *dir, char *err, size_t err_len
 }
 
 /* ---- the dictionary model --------------------------------------------------------- */
-
-int lookup_save(const LookupModel *m, const char *dir, char *err, size_t err_len)
-{
-    return model_save(dir, m->files, LOOKUP_NUM_FILES, err, err_len);
-}
 
 int lookup_load(LookupModel *m, const char *dir, char *err, size_t err_len)
 {

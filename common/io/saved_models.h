@@ -30,9 +30,9 @@
 enum { LOOKUP_NUM_SAVED_FILES = LOOKUP_NUM_FILES + 2 * (LOOKUP_NUM_FILES - 1) + 3 };
 
 /* ---- the dictionary model (05_multihead/train) --------------------------------
- * Save as DIR/<name>.npy files, or load them into a model of the same
- * sizes (io/model.h: a set, one error line naming the file). Returns 0 or -1. */
-int lookup_save(const LookupModel *model, const char *dir, char *err, size_t err_len);
+ * Load DIR/<name>.npy files into a model of the same sizes (io/model.h: one
+ * error line naming the file). Returns 0 or -1. model_save(dir,
+ * model->files, LOOKUP_NUM_FILES, ...) writes them. */
 int lookup_load(LookupModel *model, const char *dir, char *err, size_t err_len);
 
 /* What draws the batches: train.c draws the batch of step s from (seed, s)
@@ -51,8 +51,6 @@ typedef struct {
 int lookup_save_training(const LookupModel *model, const Adam *adam,
                          const LookupTraining *training, const char *dir, char *err,
                          size_t err_len);
-int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
-                         const char *dir, char *err, size_t err_len);
 
 /* ---- a saved model, sizes and all (train --from DIR) ------------------------
  * What a program can run: the ends of its options' ranges. */
@@ -69,7 +67,7 @@ typedef struct {
 LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *err,
                              size_t err_len);
 /* A new Adam over model's parameters with DIR's training state, as
- * lookup_load_training, the batch size (1 to max_batch) and the pairs
+ * lookup_save_training wrote it, the batch size (1 to max_batch) and the pairs
  * (2 to max_pairs, at most Vk) checked too. NULL with err filled and the
  * model unchanged. */
 Adam *lookup_load_training_new(LookupModel *model, const char *dir, const LookupLimits *limits,

@@ -72,10 +72,8 @@ LookupModel *train_load_model(TrainOptions *opt)
     char err[MODEL_ERR_LEN];
     const LookupLimits limits = limits_of(opt);
     LookupModel *model = lookup_load_new(opt->from_dir, &limits, err, sizeof err);
-    if (model == NULL) {
-        fprintf(stderr, "%s: %s\n", opt->prog, err);
-        exit(1);
-    }
+    if (model == NULL)
+        die(NULL, "%s", err);
     opt->countries = model->key_vocab;
     opt->hiddens = model->num_hiddens;
     opt->heads = model->num_heads;
@@ -88,20 +86,17 @@ Adam *train_load_state(LookupModel *model, TrainOptions *opt)
     const bool has_state = access(path, F_OK) == 0;
     free(path);
     if (!has_state) {
-        fprintf(stderr, "%s: %s holds a model without its training state (no "
-                "optimizer.step.npy): --from it without --steps evaluates it\n", opt->prog,
-                opt->from_dir);
         lookup_free(model);
-        exit(1);
+        die(NULL, "%s holds a model without its training state (no optimizer.step.npy): "
+            "--from it without --steps evaluates it", opt->from_dir);
     }
     const LookupLimits limits = limits_of(opt);
     LookupTraining training;
     Adam *adam = lookup_load_training_new(model, opt->from_dir, &limits, &training, err,
                                           sizeof err);
     if (adam == NULL) {
-        fprintf(stderr, "%s: %s\n", opt->prog, err);
         lookup_free(model);
-        exit(1);
+        die(NULL, "%s", err);
     }
     if (adam->step >= opt->steps)
         cli_fail(opt->prog, "--steps %d: the model in %s has taken %ld steps already; ask for "
@@ -212,12 +207,11 @@ static void report_divergence(const TrainOptions *opt, double loss, bool by_upda
         snprintf(what, sizeof what, "the update of step %ld made the loss %s", step, kind);
     else
         snprintf(what, sizeof what, "the loss is %s at step %ld", kind, step);
-    fflush(stdout);
     if (opt->to_dir)
-        fprintf(stderr, "%s: %s; --to keeps the model after step %ld, the last good one; try a "
-                "smaller --lr\n", opt->prog, what, kept);
+        report_error(opt->prog, "%s; --to keeps the model after step %ld, the last good one; "
+                     "try a smaller --lr", what, kept);
     else
-        fprintf(stderr, "%s: %s; try a smaller --lr\n", opt->prog, what);
+        report_error(opt->prog, "%s; try a smaller --lr", what);
 }
 
 bool train_guard_diverged(TrainGuard *guard, double loss, bool after_update)
@@ -322,12 +316,10 @@ int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
     if (diverged)
         return 1;
     if (stop_signal) {
-        fflush(stdout);
-        fprintf(stderr, "%s: stopped by %s after step %ld%s%s%s\n", opt->prog,
-                signal_name(stop_signal), adam->step,
-                opt->to_dir && status == 0 ? "; the model is saved in " : "",
-                opt->to_dir && status == 0 ? opt->to_dir : "",
-                opt->to_dir && status == 0 ? "/, --from it with --steps N goes on" : "");
+        const bool saved = opt->to_dir && status == 0;
+        report_error(opt->prog, "stopped by %s after step %ld%s%s%s", signal_name(stop_signal),
+                     adam->step, saved ? "; the model is saved in " : "",
+                     saved ? opt->to_dir : "", saved ? "/, --from it with --steps N goes on" : "");
         return 128 + stop_signal;
     }
     return status;

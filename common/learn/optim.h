@@ -36,8 +36,6 @@ typedef struct {
 void parameters_zero_grad(const Parameter *params, int count);
 /* Total number of trainable numbers. */
 size_t parameters_count(const Parameter *params, int count);
-/* true when every gradient is finite (a NaN or inf means training broke). */
-bool parameters_grads_finite(const Parameter *params, int count);
 /* true when every value is finite. */
 bool parameters_finite(const Parameter *params, int count);
 

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/internal.h"
 #include "io/saved_models.h"
 #include "learn/lookup_model.h"
 #include "promises.h"

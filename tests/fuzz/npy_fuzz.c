@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "io/npy.h"
-#include "io/npy_internal.h"
+#include "io/internal.h"
 
 static const char NAME[] = "input.npy";
 

@@ -20,6 +20,7 @@
 
 #include "attention.h"
 #include "fast/fast_exp.h"
+#include "fast/fast_internal.h"
 #include "fast/fast_matmul.h"
 #include "fast/fast_multihead.h"
 #include "fast/streaming_attention.h"

@@ -1,0 +1,31 @@
+/*
+ * internal.h - the io functions that only the tests and the fuzz targets
+ * call, kept out of the public headers: a program reads files, writes them
+ * only as sets (npy_save_into, model_save), and loads a training state
+ * into a new optimiser (lookup_load_training_new).
+ */
+#ifndef IO_INTERNAL_H
+#define IO_INTERNAL_H
+
+#include <stddef.h>
+
+#include "io/saved_models.h"
+#include "tensor.h"
+
+/* npy_load on the bytes of a file already in memory; name is what the
+ * messages call it (NULL: "<memory>"). */
+Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len);
+
+/* One file written in place at path, for tests that make their own
+ * inputs. Returns 0, or -1 with err filled. */
+int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
+int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
+                  char *err, size_t err_len);
+
+/* lookup_load_training_new into an Adam the caller already has (over the
+ * model's parameters), with no limits on the batch size or the pairs: 0,
+ * or -1 with err filled and nothing changed. */
+int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
+                         const char *dir, char *err, size_t err_len);
+
+#endif
