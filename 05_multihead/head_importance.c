@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "io/cli.h"
-#include "io/curve.h"
+#include "io/plot.h"
 #include "io/saved_models.h"
 #include "learn/optim.h"
 #include "learn/seeds.h"

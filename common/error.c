@@ -198,10 +198,9 @@ int memory_check(double need, const char *detail, const char *hint, char *err, s
         bytes_text_digits(need_text, sizeof need_text, need, digits);
         bytes_text_digits(have_text, sizeof have_text, have, digits);
     }
-    snprintf(err, err_len, "this run needs about %s of memory%s%s%s, more than %s, %s: %s",
-             need_text, detail ? " (" : "", detail ? detail : "", detail ? ")" : "", what,
-             have_text, hint);
-    return -1;
+    return error_format(err, err_len, NULL, "this run needs about %s of memory%s%s%s, more "
+                        "than %s, %s: %s", need_text, detail ? " (" : "", detail ? detail : "",
+                        detail ? ")" : "", what, have_text, hint);
 }
 
 void memory_require(double need, const char *detail, const char *hint)

@@ -876,7 +876,7 @@ static BadInput rows[] = {
     {DECODE, "--from @/in --heads 4 --kv-heads 2 --capacity 16000000 --to @/out", 1,
      "this run needs about", "@/out/outputs.npy", decode_good, 300},
     {DECODE, "--from @/in --heads 4 --kv-heads 2 --to @/out", 1,
-     "has 2 of the four biases (missing: b_v, b_o)", "@/out/outputs.npy", decode_two_biases},
+     "b_o.npy are missing: the layer has 2 of the four biases", "@/out/outputs.npy", decode_two_biases},
     {DECODE, "--from @/in --heads 4 --kv-heads 2 --to @/out", 1,
      "tokens.npy: element 17 (index [0, 2, 1]) is NaN; the data must be finite",
      "@/out/outputs.npy", decode_nan_token},

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "io/curve.h"
 #include "io/plot.h"
 
 /* ---- a scratch directory per test --------------------------------------- */
@@ -373,7 +372,7 @@ Test(plot, gnuplot_draws_every_masked_cell_grey_and_no_small_one, .init = make_s
     tensor_free(m);
 }
 
-/* ---- line plots (curve.h) ------------------------------------------------- */
+/* ---- line plots (plot_curves) ---------------------------------------------- */
 
 /* Two curves that run along 0% and 100%, where a key inside the plot or the
  * frame itself would hide them: the key goes below the plot, the y range

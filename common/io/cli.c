@@ -90,33 +90,26 @@ static bool cli_read_u64(const char *prog, const char *flag, const char *text, u
     return true;
 }
 
-static bool cli_read_double(const char *prog, const char *flag, const char *text, double min,
-                     double max, double *out, char *err, size_t err_len)
+/* A real number in [min, max], into *as_double, or into *as_float: then
+ * the float that will be used is the one checked, against the range's
+ * ends as floats: 0.99999999 rounds to 1.0f, which a range ending at 0.99
+ * must refuse, while 0.99 itself (0.99000001f) fits. A word, NaN or an
+ * infinity gets the range in its message. */
+static bool read_real(const char *prog, const char *flag, const char *text, double min,
+                      double max, double *as_double, float *as_float, char *err, size_t err_len)
 {
     char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) || v < min || v > max)
+    const double v = strtod(text, &end);
+    const float f = (float)v;
+    const bool fits = as_float ? isfinite(f) && f >= (float)min && f <= (float)max
+                               : isfinite(v) && v >= min && v <= max;
+    if (!plain_number_text(text) || end == text || *end != '\0' || !fits)
         return cli_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
                          flag, min, max, text);
-    *out = v;
-    return true;
-}
-
-static bool cli_read_float(const char *prog, const char *flag, const char *text, double min,
-                    double max, float *out, char *err, size_t err_len)
-{
-    /* The float that will be used is the one checked, against the
-     * range's ends as floats: 0.99999999 rounds to 1.0f, which a range
-     * ending at 0.99 must refuse, while 0.99 itself (0.99000001f) fits.
-     * A word, NaN or an infinity gets the range in its message. */
-    char *end;
-    float v = (float)strtod(text, &end);
-    if (!plain_number_text(text) || end == text || *end != '\0' || !isfinite(v) ||
-        v < (float)min || v > (float)max)
-        return cli_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
-                         flag, min, max, text);
-    *out = v;
+    if (as_float)
+        *as_float = f;
+    else
+        *as_double = v;
     return true;
 }
 
@@ -166,7 +159,7 @@ static bool cli_read_dir(const char *prog, const char *flag, const char *dir, ch
 double cli_double(const char *prog, const char *flag, const char *text, double min, double max)
 {
     double v = 0;
-    cli_read_double(prog, flag, text, min, max, &v, NULL, 0);
+    read_real(prog, flag, text, min, max, &v, NULL, NULL, 0);
     return v;
 }
 
@@ -227,11 +220,9 @@ static bool set_option(const char *prog, const CliOption *o, const char *text, c
     case CLI_U64:
         return cli_read_u64(prog, o->name, text, (uint64_t *)o->target, err, err_len);
     case CLI_DOUBLE:
-        return cli_read_double(prog, o->name, text, o->min, o->max, (double *)o->target, err,
-                               err_len);
     case CLI_FLOAT:
-        return cli_read_float(prog, o->name, text, o->min, o->max, (float *)o->target, err,
-                              err_len);
+        return read_real(prog, o->name, text, o->min, o->max, o->target,
+                         o->kind == CLI_FLOAT ? o->target : NULL, err, err_len);
     case CLI_STRING:
     case CLI_DIR:
         *(const char **)o->target = text;

@@ -426,6 +426,14 @@ void fileset_abandon(FileSet *set)
     set_free(set);
 }
 
+int fileset_end(FileSet *set, int status, char *err, size_t err_len)
+{
+    if (status == 0)
+        return fileset_commit(set, err, err_len);
+    fileset_abandon(set);   /* the previous set stays */
+    return -1;
+}
+
 int fileset_read_lock(const char *dir)
 {
     char *parent, *base;

@@ -62,6 +62,9 @@ void fileset_drop(FileSet *set, const char *name);
 int fileset_commit(FileSet *set, char *err, size_t err_len);
 /* Nothing of the set written; DIR as it was; the set freed. */
 void fileset_abandon(FileSet *set);
+/* The end of a set that status says was built (0: commit) or failed (not
+ * 0: abandon, err already filled): 0, or -1. */
+int fileset_end(FileSet *set, int status, char *err, size_t err_len);
 
 /* A reader's shared lock on dir's set: the fd to pass to
  * fileset_read_unlock, or -1 when it cannot be taken (the reader then

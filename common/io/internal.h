@@ -23,9 +23,9 @@ int npy_save_ints(const char *path, const int *values, int ndim, const int *shap
                   char *err, size_t err_len);
 
 /* lookup_load_training_new into an Adam the caller already has (over the
- * model's parameters), with no limits on the batch size or the pairs: 0,
- * or -1 with err filled and nothing changed. */
+ * model's parameters); limits NULL: the batch size and the pairs are not
+ * checked. 0, or -1 with err filled and nothing changed. */
 int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
-                         const char *dir, char *err, size_t err_len);
+                         const LookupLimits *limits, const char *dir, char *err, size_t err_len);
 
 #endif

@@ -74,8 +74,6 @@ enum { NUM_INPUT_FILES = sizeof INPUT_FILES / sizeof INPUT_FILES[0] };
 
 /* ---- small pieces ------------------------------------------------------------ */
 
-#define set_error(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
-
 /* Is the optional file at path there? 1 or 0; -1 with one line in err for
  * a symbolic link that leads nowhere: taking it for "no file" would run
  * without a mask or a bias that the directory meant to give. */
@@ -90,7 +88,7 @@ static int optional_file_present(const char *path, char *err, size_t err_len)
     char *target = checked_calloc("layer_files", (size_t)st.st_size + 1, 1);
     const ssize_t len = readlink(path, target, (size_t)st.st_size);
     target[len > 0 ? len : 0] = '\0';
-    set_error(err, err_len, "%s is a symbolic link to '%s', which cannot be opened (%s): "
+    error_format(err, err_len, NULL, "%s is a symbolic link to '%s', which cannot be opened (%s): "
               "remove the link or make it lead to a file", path, target, strerror(saved));
     free(target);
     return -1;
@@ -121,7 +119,7 @@ static int check_and_fix_sizes(const char *dir, const InputFile *file, const Ten
         want[i] = sizes[file->dims[i]];   /* -1 when not fixed yet */
     if (!tensor_has_shape(x, file->ndim, want)) {
         char have[80], expected[80];
-        set_error(err, err_len, "%s/%s.npy has shape %s, expected %s = %s", dir, file->name,
+        error_format(err, err_len, NULL, "%s/%s.npy has shape %s, expected %s = %s", dir, file->name,
                   shape_str(have, sizeof have, x->ndim, x->shape),
                   shape_str(expected, sizeof expected, file->ndim, want), file->meaning);
         return -1;
@@ -148,14 +146,14 @@ static int load_valid_lens(const char *dir, const int sizes[DIM_COUNT], ValidLen
     char have[80];
     if (status == 0 && !(ints.ndim == 1 && ints.shape[0] == B) &&
         !(ints.ndim == 2 && ints.shape[0] == B && ints.shape[1] == T)) {
-        set_error(err, err_len, "%s has shape %s, expected (%d,) or (%d, %d): one length per "
+        error_format(err, err_len, NULL, "%s has shape %s, expected (%d,) or (%d, %d): one length per "
                   "sequence of queries.npy, or one per query", path,
                   shape_str(have, sizeof have, ints.ndim, ints.shape), B, B, T);
         status = -1;
     }
     for (size_t i = 0; status == 0 && i < ints.size; i++)
         if (ints.data[i] < 0 || ints.data[i] > K) {
-            set_error(err, err_len, "%s: element %zu is %d; a length must be from 0 to the "
+            error_format(err, err_len, NULL, "%s: element %zu is %d; a length must be from 0 to the "
                       "number of keys in keys.npy, %d", path, i, ints.data[i], K);
             status = -1;
         }
@@ -176,9 +174,8 @@ static Tensor **field_of(LayerFiles *files, const InputFile *file)
 /* Some of the four biases but not all: one line naming the missing ones.
  * A missing bias taken as zero would run a layer the directory does not
  * describe (PyTorch's bias=True gives all four). */
-static int check_bias_set(const char *dir, const LayerFiles *files, char *err, size_t err_len)
+static int check_bias_set(const char *dir, Tensor *const biases[4], char *err, size_t err_len)
 {
-    const Tensor *biases[] = {files->b_q, files->b_k, files->b_v, files->b_o};
     static const char *const names[] = {"b_q", "b_k", "b_v", "b_o"};
     char missing[4200] = "";
     int count = 0, present = 0;
@@ -193,7 +190,7 @@ static int check_bias_set(const char *dir, const LayerFiles *files, char *err, s
     }
     if (present == 0 || present == 4)
         return 0;
-    set_error(err, err_len, "%s %s missing: the layer has %d of the four biases b_q, b_k, b_v "
+    error_format(err, err_len, NULL, "%s %s missing: the layer has %d of the four biases b_q, b_k, b_v "
               "and b_o, and needs all four or none", missing, count == 1 ? "is" : "are",
               present);
     return -1;
@@ -216,13 +213,14 @@ static int load_locked(const char *dir, int num_heads, LayerFiles *files, char *
         if (*slot != NULL && check_and_fix_sizes(dir, file, *slot, sizes, err, err_len) != 0)
             return -1;
     }
-    if (check_bias_set(dir, files, err, err_len) != 0)
+    if (check_bias_set(dir, (Tensor *[]){files->b_q, files->b_k, files->b_v, files->b_o}, err,
+                       err_len) != 0)
         return -1;
 
     // pass 2: the heads must split num_hiddens evenly
     const int D = sizes[DIM_D];
     if (num_heads < 1 || D % num_heads != 0) {
-        set_error(err, err_len, "--heads %d does not divide num_hiddens %d (from %s/W_q.npy): "
+        error_format(err, err_len, NULL, "--heads %d does not divide num_hiddens %d (from %s/W_q.npy): "
                   "every head needs the same size", num_heads, D, dir);
         return -1;
     }
@@ -271,7 +269,7 @@ static int expect_shape(const char *dir, const char *name, const Tensor *x, int 
     if (x == NULL || tensor_has_shape(x, ndim, shape))
         return 0;
     char have[80], want[80];
-    return set_error(err, err_len, "%s/%s.npy has shape %s, but %s needs %s", dir, name,
+    return error_format(err, err_len, NULL, "%s/%s.npy has shape %s, but %s needs %s", dir, name,
                      shape_str(have, sizeof have, x->ndim, x->shape), why,
                      shape_str(want, sizeof want, ndim, shape));
 }
@@ -292,12 +290,12 @@ static int load_decoder_locked(const char *dir, int H, int G, DecoderFiles *file
     const Tensor *tokens = files->tokens;
     char have[80], why[160];
     if (tokens->ndim != 3)
-        return set_error(err, err_len, "%s/tokens.npy has shape %s, but the tokens are "
+        return error_format(err, err_len, NULL, "%s/tokens.npy has shape %s, but the tokens are "
                          "(B, T, D)", dir, shape_str(have, sizeof have, tokens->ndim,
                                                      tokens->shape));
     const int D = tokens->shape[2];
     if (D % H != 0)
-        return set_error(err, err_len, "--heads %d does not divide num_hiddens %d (from "
+        return error_format(err, err_len, NULL, "--heads %d does not divide num_hiddens %d (from "
                          "%s/tokens.npy): every head needs the same size", H, D, dir);
     const int d = D / H;
     snprintf(why, sizeof why, "--kv-heads %d with head size %d = %d / --heads %d", G, d, D, H);
@@ -312,20 +310,11 @@ static int load_decoder_locked(const char *dir, int H, int G, DecoderFiles *file
         expect_shape(dir, "b_v", p[6], SHAPE(G * d), why, err, err_len) ||
         expect_shape(dir, "b_o", p[7], SHAPE(D), from_tokens, err, err_len))
         return -1;
-    int biases = 0;
-    char missing[200] = "";
-    for (int i = 4; i < LAYER_FILES_PARAMETERS; i++) {
-        biases += p[i] != NULL;
-        if (p[i] == NULL)
-            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
-                     missing[0] ? ", " : "", names[i]);
-    }
-    if (biases != 0 && biases != 4)
-        return set_error(err, err_len, "%s has %d of the four biases (missing: %s): the layer "
-                         "needs all four or none", dir, biases, missing);
+    if (check_bias_set(dir, p + 4, err, err_len) != 0)
+        return -1;
     files->layer = (MultiHeadAttention){
         .query_size = D, .key_size = D, .value_size = D, .num_hiddens = D, .num_heads = H,
-        .num_kv_heads = G, .bias = biases == 4, .W_q = p[0], .W_k = p[1], .W_v = p[2],
+        .num_kv_heads = G, .bias = p[4] != NULL, .W_q = p[0], .W_k = p[1], .W_v = p[2],
         .W_o = p[3], .b_q = p[4], .b_k = p[5], .b_v = p[6], .b_o = p[7]};
     return 0;
 }
@@ -357,11 +346,11 @@ static int load_heads_locked(const char *dir, Tensor *qkv[3], char *err, size_t 
         if (load_tensor(dir, names[i], false, &qkv[i], err, err_len) != 0)
             return -1;
         if (qkv[i]->ndim != 4)
-            return set_error(err, err_len, "%s/%s.npy: expected 4 dimensions (batch_size, "
+            return error_format(err, err_len, NULL, "%s/%s.npy: expected 4 dimensions (batch_size, "
                              "num_heads, num_tokens, head_size), got %d", dir, names[i],
                              qkv[i]->ndim);
         if (i > 0 && !tensor_has_shape(qkv[i], 4, qkv[0]->shape))
-            return set_error(err, err_len, "%s/%s.npy: shape %s differs from queries.npy's %s",
+            return error_format(err, err_len, NULL, "%s/%s.npy: shape %s differs from queries.npy's %s",
                              dir, names[i], shape_str(a, sizeof a, 4, qkv[i]->shape),
                              shape_str(b, sizeof b, 4, qkv[0]->shape));
     }
@@ -414,12 +403,10 @@ int layer_files_save(const char *dir, const NamedTensor *set, int count, char *e
     FileSet *files = fileset_begin(dir, err, err_len);
     if (files == NULL)
         return -1;
-    for (int i = 0; i < count; i++)
-        if (save_one(files, dir, &set[i], err, err_len) != 0) {
-            fileset_abandon(files);
-            return -1;
-        }
-    return fileset_commit(files, err, err_len);
+    int status = 0;
+    for (int i = 0; i < count && status == 0; i++)
+        status = save_one(files, dir, &set[i], err, err_len);
+    return fileset_end(files, status, err, err_len);
 }
 
 int layer_files_save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results,

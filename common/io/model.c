@@ -20,8 +20,6 @@
 
 #include "io/npy.h"
 
-#define model_fail(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
-
 /* The shape of a file: its parts stacked along dimension 0, or (num_ints,).
  * Returns false when the parts do not stack (a programming error). */
 static bool stacked_shape(const ModelFile *file, int *ndim, int *shape)
@@ -94,12 +92,10 @@ int model_save(const char *dir, const ModelFile *files, int count, char *err, si
     FileSet *set = fileset_begin(dir, err, err_len);
     if (set == NULL)
         return -1;
-    for (int i = 0; i < count; i++)
-        if (save_one(set, dir, &files[i], err, err_len) != 0) {
-            fileset_abandon(set);   /* the previous set stays */
-            return -1;
-        }
-    return fileset_commit(set, err, err_len);
+    int status = 0;
+    for (int i = 0; i < count && status == 0; i++)
+        status = save_one(set, dir, &files[i], err, err_len);
+    return fileset_end(set, status, err, err_len);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -144,7 +140,7 @@ static int load_one(const char *dir, const ModelFile *file, Loaded *loaded, char
             same = got_shape[d] == shape[d];
         if (!same) {
             char want[80], got[80];
-            status = model_fail(err, err_len, "%s: expected shape %s, got %s", path,
+            status = error_format(err, err_len, NULL, "%s: expected shape %s, got %s", path,
                                 shape_str(want, sizeof want, ndim, shape),
                                 shape_str(got, sizeof got, got_ndim, got_shape));
         }
@@ -155,7 +151,7 @@ static int load_one(const char *dir, const ModelFile *file, Loaded *loaded, char
         const size_t bad = first_negative(loaded->tensor);
         char where[80];
         if (bad != SIZE_MAX)
-            status = model_fail(err, err_len, "%s: element %zu (index %s) is %g; this file "
+            status = error_format(err, err_len, NULL, "%s: element %zu (index %s) is %g; this file "
                                 "holds squares, which are never negative", path, bad,
                                 tensor_index_str(where, sizeof where, bad, got_ndim, got_shape),
                                 (double)loaded->tensor->data[bad]);

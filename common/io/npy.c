@@ -477,19 +477,18 @@ static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink
 }
 
 /* "element 5 (index [1, 2])" for the element at flat offset i. */
-static void element_str(char *buf, size_t len, size_t i, int ndim, const int *shape)
+static const char *element_str(char *buf, size_t len, size_t i, int ndim, const int *shape)
 {
-    size_t index[TENSOR_MAX_DIMS];
-    size_t rest = i;
-    for (int d = ndim - 1; d >= 0; d--) {
-        index[d] = rest % (size_t)shape[d];
-        rest /= (size_t)shape[d];
-    }
-    size_t used = (size_t)snprintf(buf, len, "element %zu (index [", i);
-    for (int d = 0; d < ndim && used < len; d++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%zu", d ? ", " : "", index[d]);
-    if (used < len)
-        snprintf(buf + used, len - used, "])");
+    char index[80];
+    snprintf(buf, len, "element %zu (index %s)", i, tensor_index_str(index, sizeof index, i,
+                                                                      ndim, shape));
+    return buf;
+}
+
+/* An '<i4' or '<i8' item as a whole number. */
+static int64_t int_item(const unsigned char *item, Dtype dtype)
+{
+    return dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item) : (int64_t)le_u64(item);
 }
 
 /* Pass 4 for floats: arr's numbers as a float32 tensor, each checked. */
@@ -497,9 +496,10 @@ static Tensor *convert_floats(const NpyArray *arr, const ErrSink *sink)
 {
     Tensor *x = tensor_zeros(arr->ndim, arr->shape);
     const Dtype dtype = DTYPES[arr->dtype_index].dtype;
+    char where[120];
     for (size_t i = 0; i < arr->count; i++) {
         const unsigned char *item = arr->data + i * DTYPES[arr->dtype_index].itemsize;
-        char where[96];
+        int status = 0;
         if (dtype == DTYPE_F4) {
             x->data[i] = f32_from_bits(le_u32(item));
         } else if (dtype == DTYPE_F8) {
@@ -508,51 +508,32 @@ static Tensor *convert_floats(const NpyArray *arr, const ErrSink *sink)
              * FLT_MAX has no float value (the conversion is undefined in
              * C). Halfway between FLT_MAX and 2^128, 0x1.ffffffp+127, is
              * the first double that rounds up; below it, to FLT_MAX. */
-            if (isfinite(v) && fabs(v) >= 0x1.ffffffp+127) {
-                element_str(where, sizeof where, i, arr->ndim, arr->shape);
-                npy_fail(sink, "%s = %g is outside the float32 range", where, v);
-                tensor_free(x);
-                return NULL;
-            }
-            x->data[i] = (float)v;
+            if (isfinite(v) && fabs(v) >= 0x1.ffffffp+127)
+                status = npy_fail(sink, "%s = %g is outside the float32 range",
+                                  element_str(where, sizeof where, i, arr->ndim, arr->shape), v);
+            x->data[i] = status == 0 ? (float)v : 0.0f;
         } else {
-            int64_t v = dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item) : (int64_t)le_u64(item);
+            const int64_t v = int_item(item, dtype);
             /* float32 holds every whole number up to 2^24; past that, only
              * some. One that would change is refused rather than rounded. */
-            float f = (float)v;
-            if (fabsf(f) >= 0x1p63f || (int64_t)f != v) {
-                element_str(where, sizeof where, i, arr->ndim, arr->shape);
-                npy_fail(sink, "%s = %lld has no exact float32 value (whole numbers are exact "
-                         "up to 16777216); save it as '<f4' if rounding is meant",
-                         where, (long long)v);
-                tensor_free(x);
-                return NULL;
-            }
+            const float f = (float)v;
+            if (fabsf(f) >= 0x1p63f || (int64_t)f != v)
+                status = npy_fail(sink, "%s = %lld has no exact float32 value (whole numbers are "
+                                  "exact up to 16777216); save it as '<f4' if rounding is meant",
+                                  element_str(where, sizeof where, i, arr->ndim, arr->shape),
+                                  (long long)v);
             x->data[i] = f;
         }
-        if (!isfinite(x->data[i])) {
-            element_str(where, sizeof where, i, arr->ndim, arr->shape);
-            npy_fail(sink, "%s is %s; the data must be finite", where,
-                     non_finite_name(x->data[i]));
+        if (status == 0 && !isfinite(x->data[i]))
+            status = npy_fail(sink, "%s is %s; the data must be finite",
+                              element_str(where, sizeof where, i, arr->ndim, arr->shape),
+                              non_finite_name(x->data[i]));
+        if (status != 0) {
             tensor_free(x);
             return NULL;
         }
     }
     return x;
-}
-
-Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len)
-{
-    const ErrSink sink = {name ? name : "<memory>", err, err_len};
-    NpyArray arr;
-    clear_err(err, err_len);
-    if (bytes == NULL && len > 0) {
-        npy_fail(&sink, "no bytes to read");
-        return NULL;
-    }
-    if (parse_npy(bytes, len, &sink, &arr) != 0)
-        return NULL;
-    return convert_floats(&arr, &sink);
 }
 
 /* Pass 4 for integers: arr's numbers into out, each checked to fit an int. */
@@ -563,14 +544,14 @@ static int convert_ints(const NpyArray *arr, const ErrSink *sink, NpyInts *out)
                         "('<i4' or '<i8', such as np.array([3, 2]))", arr->descr);
     int *data = checked_malloc("npy_parse_ints", arr->count, sizeof *data);
     for (size_t i = 0; i < arr->count; i++) {
-        const unsigned char *item = arr->data + i * DTYPES[arr->dtype_index].itemsize;
-        int64_t v = DTYPES[arr->dtype_index].dtype == DTYPE_I4 ? (int64_t)(int32_t)le_u32(item)
-                                                               : (int64_t)le_u64(item);
+        const int64_t v = int_item(arr->data + i * DTYPES[arr->dtype_index].itemsize,
+                                   DTYPES[arr->dtype_index].dtype);
         if (v < INT_MIN || v > INT_MAX) {
-            char where[96];
-            element_str(where, sizeof where, i, arr->ndim, arr->shape);
+            char where[120];
             free(data);
-            return npy_fail(sink, "%s = %lld does not fit in an int", where, (long long)v);
+            return npy_fail(sink, "%s = %lld does not fit in an int",
+                            element_str(where, sizeof where, i, arr->ndim, arr->shape),
+                            (long long)v);
         }
         data[i] = (int)v;
     }
@@ -580,20 +561,6 @@ static int convert_ints(const NpyArray *arr, const ErrSink *sink, NpyInts *out)
     out->size = arr->count;
     out->data = data;
     return 0;
-}
-
-int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
-                   char *err, size_t err_len)
-{
-    const ErrSink sink = {name ? name : "<memory>", err, err_len};
-    NpyArray arr;
-    clear_err(err, err_len);
-    memset(out, 0, sizeof *out);
-    if (bytes == NULL && len > 0)
-        return npy_fail(&sink, "no bytes to read");
-    if (parse_npy(bytes, len, &sink, &arr) != 0)
-        return -1;
-    return convert_ints(&arr, &sink, out);
 }
 
 void npy_ints_free(NpyInts *ints)
@@ -636,7 +603,6 @@ static int read_failed(const ErrSink *sink)
 static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
                       unsigned char **buffer)
 {
-    *buffer = NULL;
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return npy_fail(sink, "cannot open: %s", strerror(errno));
@@ -685,40 +651,70 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
     }
     free(header);
     close(fd);
-    if (status != 0) {
-        free(*buffer);
-        *buffer = NULL;
-        return -1;
-    }
     arr->data = *buffer;
-    return 0;
+    return status;
 }
 
-Tensor *npy_load(const char *path, char *err, size_t err_len)
+/* Passes 1 to 3 on the file at path or, with path NULL, on len bytes in
+ * memory; *buffer is what to free once the numbers are converted. */
+static int read_array(const char *path, const void *bytes, size_t len, const ErrSink *sink,
+                      NpyArray *arr, unsigned char **buffer)
 {
-    const ErrSink sink = {path, err, err_len};
+    *buffer = NULL;
+    clear_err(sink->err, sink->err_len);
+    if (path != NULL)
+        return load_array(path, sink, arr, buffer);
+    if (bytes == NULL && len > 0)
+        return npy_fail(sink, "no bytes to read");
+    return parse_npy(bytes, len, sink, arr);
+}
+
+/* A float tensor from a file or from memory (read_array). */
+static Tensor *read_floats(const char *path, const void *bytes, size_t len, const char *name,
+                           char *err, size_t err_len)
+{
+    const ErrSink sink = {name ? name : "<memory>", err, err_len};
     NpyArray arr;
     unsigned char *buffer;
-    clear_err(err, err_len);
-    if (load_array(path, &sink, &arr, &buffer) != 0)
-        return NULL;
-    Tensor *x = convert_floats(&arr, &sink);
+    Tensor *x = read_array(path, bytes, len, &sink, &arr, &buffer) == 0
+                    ? convert_floats(&arr, &sink) : NULL;
     free(buffer);
     return x;
 }
 
-int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len)
+/* Integers from a file or from memory (read_array). */
+static int read_ints(const char *path, const void *bytes, size_t len, const char *name,
+                     NpyInts *out, char *err, size_t err_len)
 {
-    const ErrSink sink = {path, err, err_len};
+    const ErrSink sink = {name ? name : "<memory>", err, err_len};
     NpyArray arr;
     unsigned char *buffer;
-    clear_err(err, err_len);
     memset(out, 0, sizeof *out);
-    if (load_array(path, &sink, &arr, &buffer) != 0)
-        return -1;
-    int status = convert_ints(&arr, &sink, out);
+    const int status = read_array(path, bytes, len, &sink, &arr, &buffer) == 0
+                           ? convert_ints(&arr, &sink, out) : -1;
     free(buffer);
     return status;
+}
+
+Tensor *npy_load(const char *path, char *err, size_t err_len)
+{
+    return read_floats(path, NULL, 0, path, err, err_len);
+}
+
+Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len)
+{
+    return read_floats(NULL, bytes, len, name, err, err_len);
+}
+
+int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len)
+{
+    return read_ints(path, NULL, 0, path, out, err, err_len);
+}
+
+int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
+                   char *err, size_t err_len)
+{
+    return read_ints(NULL, bytes, len, name, out, err, err_len);
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -756,102 +752,58 @@ static size_t format_header(unsigned char *buf, size_t buf_len, const char *desc
     return total;
 }
 
-/* The whole file, header and data (count items of 4 bytes, already
- * little-endian), in one new buffer of *len bytes. */
-static unsigned char *file_bytes(const char *descr, int ndim, const int *shape,
-                                 const unsigned char *data, size_t count, size_t *len,
-                                 const ErrSink *sink)
+/* What is written: a tensor as '<f4', or ints of a shape as '<i4'. */
+typedef struct {
+    const Tensor *x;      /* or NULL, and then: */
+    const int *ints;
+    int ndim;
+    const int *shape;
+} Values;
+
+/* The whole file, header and data, in one new buffer of *len bytes; NULL
+ * with the sink filled. Both dtypes are 4 bytes a number, little-endian. */
+static unsigned char *encode(const Values *v, const ErrSink *sink, size_t *len)
 {
-    unsigned char header[512];
-    const size_t header_len = format_header(header, sizeof header, descr, ndim, shape);
-    if (header_len == 0) {
-        npy_fail(sink, "internal error: header too long");
+    const int ndim = v->x ? v->x->ndim : v->ndim;
+    const int *shape = v->x ? v->x->shape : v->shape;
+    if (ndim < 1 || ndim > TENSOR_MAX_DIMS) {
+        npy_fail(sink, "cannot save %d dimensions; a tensor has 1 to %d", ndim, TENSOR_MAX_DIMS);
         return NULL;
     }
+    bool overflow;
+    const size_t count = shape_size(ndim, shape, &overflow);
+    char text[512];
+    if (overflow) {
+        npy_fail(sink, "cannot save shape %s: every size must be positive",
+                 shape_str(text, sizeof text, ndim, shape));
+        return NULL;
+    }
+    const size_t header_len = format_header((unsigned char *)text, sizeof text,
+                                            v->x ? "<f4" : "<i4", ndim, shape);
     unsigned char *bytes = malloc(header_len + 4 * count);
     if (bytes == NULL) {
         npy_fail(sink, "out of memory for %zu bytes", header_len + 4 * count);
         return NULL;
     }
-    memcpy(bytes, header, header_len);
-    memcpy(bytes + header_len, data, 4 * count);
-    *len = header_len + 4 * count;
-    return bytes;
-}
-
-static int check_shape(int ndim, const int *shape, const ErrSink *sink, size_t *count)
-{
-    if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        return npy_fail(sink, "cannot save %d dimensions; a tensor has 1 to %d",
-                        ndim, TENSOR_MAX_DIMS);
-    bool overflow;
-    *count = shape_size(ndim, shape, &overflow);
-    if (overflow) {
-        char buf[80];
-        return npy_fail(sink, "cannot save shape %s: every size must be positive",
-                        shape_str(buf, sizeof buf, ndim, shape));
-    }
-    return 0;
-}
-
-unsigned char *npy_encode(const Tensor *x, const char *name, size_t *len, char *err,
-                          size_t err_len)
-{
-    const ErrSink sink = {name, err, err_len};
-    size_t count;
-    clear_err(err, err_len);
-    if (check_shape(x->ndim, x->shape, &sink, &count) != 0)
-        return NULL;
-    unsigned char *data = malloc(count * 4);
-    if (data == NULL) {
-        npy_fail(&sink, "out of memory for %zu bytes", count * 4);
-        return NULL;
-    }
+    memcpy(bytes, text, header_len);
     for (size_t i = 0; i < count; i++) {
         uint32_t bits;
-        memcpy(&bits, &x->data[i], 4);
-        put_le_u32(data + 4 * i, bits);
-    }
-    unsigned char *bytes = file_bytes("<f4", x->ndim, x->shape, data, count, len, &sink);
-    free(data);
-    return bytes;
-}
-
-unsigned char *npy_encode_ints(const int *values, int ndim, const int *shape, const char *name,
-                               size_t *len, char *err, size_t err_len)
-{
-    const ErrSink sink = {name, err, err_len};
-    size_t count;
-    clear_err(err, err_len);
-    if (check_shape(ndim, shape, &sink, &count) != 0)
-        return NULL;
-    unsigned char *data = malloc(count * 4);
-    if (data == NULL) {
-        npy_fail(&sink, "out of memory for %zu bytes", count * 4);
-        return NULL;
-    }
-    for (size_t i = 0; i < count; i++) {
+        if (v->x != NULL) {
+            memcpy(&bits, &v->x->data[i], 4);
+        } else {
 #if INT_MAX > INT32_MAX
-        if (values[i] < INT32_MIN || values[i] > INT32_MAX) {
-            free(data);
-            npy_fail(&sink, "value %d at %zu does not fit in '<i4'", values[i], i);
-            return NULL;
-        }
+            if (v->ints[i] < INT32_MIN || v->ints[i] > INT32_MAX) {
+                free(bytes);
+                npy_fail(sink, "value %d at %zu does not fit in '<i4'", v->ints[i], i);
+                return NULL;
+            }
 #endif
-        put_le_u32(data + 4 * i, (uint32_t)(int32_t)values[i]);
+            bits = (uint32_t)(int32_t)v->ints[i];
+        }
+        put_le_u32(bytes + header_len + 4 * i, bits);
     }
-    unsigned char *bytes = file_bytes("<i4", ndim, shape, data, count, len, &sink);
-    free(data);
+    *len = header_len + 4 * count;
     return bytes;
-}
-
-/* bytes (NULL: encoding failed, err filled) into set as NAME.npy; frees them. */
-static int add_to_set(FileSet *set, const char *file, unsigned char *bytes, size_t len,
-                      char *err, size_t err_len)
-{
-    const int status = bytes == NULL ? -1 : fileset_write(set, file, bytes, len, err, err_len);
-    free(bytes);
-    return status;
 }
 
 char *npy_path(const char *dir, const char *name)
@@ -864,45 +816,50 @@ char *npy_path(const char *dir, const char *name)
     return path;
 }
 
-int npy_save_into(FileSet *set, const char *dir, const char *name, const Tensor *x, char *err,
-                  size_t err_len)
+/* v as NAME.npy into the set; a NaN or an infinity is refused. */
+static int save_into(FileSet *set, const char *dir, const char *name, const Values *v,
+                     char *err, size_t err_len)
 {
     char *path = npy_path(dir, name), *file = npy_path("", name);
+    const ErrSink sink = {path, err, err_len};
+    const size_t bad = v->x ? tensor_first_non_finite(v->x) : SIZE_MAX;
     size_t len = 0;
-    const size_t bad = tensor_first_non_finite(x);
     unsigned char *bytes = NULL;
-    if (bad != SIZE_MAX) {
-        char where[96];
-        element_str(where, sizeof where, bad, x->ndim, x->shape);
-        const ErrSink sink = {path, err, err_len};
-        npy_fail(&sink, "%s is %s: nothing that is not a number is written", where,
-                 non_finite_name((double)x->data[bad]));
-    } else {
-        bytes = npy_encode(x, path, &len, err, err_len);
-    }
-    const int status = add_to_set(set, file, bytes, len, err, err_len);
+    char where[120];
+    clear_err(err, err_len);
+    if (bad != SIZE_MAX)
+        npy_fail(&sink, "%s is %s: nothing that is not a number is written",
+                 element_str(where, sizeof where, bad, v->x->ndim, v->x->shape),
+                 non_finite_name((double)v->x->data[bad]));
+    else
+        bytes = encode(v, &sink, &len);
+    const int status = bytes == NULL ? -1 : fileset_write(set, file, bytes, len, err, err_len);
+    free(bytes);
     free(path);
     free(file);
     return status;
+}
+
+int npy_save_into(FileSet *set, const char *dir, const char *name, const Tensor *x, char *err,
+                  size_t err_len)
+{
+    return save_into(set, dir, name, &(Values){.x = x}, err, err_len);
 }
 
 int npy_save_ints_into(FileSet *set, const char *dir, const char *name, const int *values,
                        int ndim, const int *shape, char *err, size_t err_len)
 {
-    char *path = npy_path(dir, name), *file = npy_path("", name);
-    size_t len = 0;
-    unsigned char *bytes = npy_encode_ints(values, ndim, shape, path, &len, err, err_len);
-    const int status = add_to_set(set, file, bytes, len, err, err_len);
-    free(path);
-    free(file);
-    return status;
+    return save_into(set, dir, name, &(Values){NULL, values, ndim, shape}, err, err_len);
 }
 
 /* ---- one file, written in place (tests and tools) ----------------------------- */
 
-static int write_file(const char *path, unsigned char *bytes, size_t len, char *err,
-                      size_t err_len)
+static int save_file(const char *path, const Values *v, char *err, size_t err_len)
 {
+    const ErrSink sink = {path, err, err_len};
+    size_t len = 0;
+    clear_err(err, err_len);
+    unsigned char *bytes = encode(v, &sink, &len);
     if (bytes == NULL)
         return -1;
     FILE *f = fopen(path, "wb");
@@ -913,22 +870,16 @@ static int write_file(const char *path, unsigned char *bytes, size_t len, char *
         saved = errno;
     }
     free(bytes);
-    if (!ok)
-        return error_format(err, err_len, path, "cannot write: %s", strerror(saved));
-    return 0;
+    return ok ? 0 : npy_fail(&sink, "cannot write: %s", strerror(saved));
 }
 
 int npy_save(const char *path, const Tensor *x, char *err, size_t err_len)
 {
-    size_t len = 0;
-    unsigned char *bytes = npy_encode(x, path, &len, err, err_len);
-    return write_file(path, bytes, len, err, err_len);
+    return save_file(path, &(Values){.x = x}, err, err_len);
 }
 
 int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
                   char *err, size_t err_len)
 {
-    size_t len = 0;
-    unsigned char *bytes = npy_encode_ints(values, ndim, shape, path, &len, err, err_len);
-    return write_file(path, bytes, len, err, err_len);
+    return save_file(path, &(Values){NULL, values, ndim, shape}, err, err_len);
 }

@@ -22,10 +22,10 @@
  * index; so is an integer that float32 cannot hold exactly (past 2^24,
  * not every whole number has a float). Only regular files are read: a
  * named pipe or a device is refused before anything is read from it.
- * What is written: version 1.0, '<f4' (npy_encode) or '<i4'
- * (npy_encode_ints), as numpy.save would write it. A program writes its
- * files as a set (npy_save_into, see fileset.h), so that a kill leaves the
- * old set or the new one.
+ * What is written: version 1.0, '<f4' or '<i4', byte for byte as
+ * numpy.save writes it. A program writes its files as a set
+ * (npy_save_into, see fileset.h), so that a kill leaves the old set or the
+ * new one.
  *
  * Errors are returned, never fatal, so a program can report them its own
  * way: every function takes a buffer err of err_len bytes and fills it
@@ -69,15 +69,6 @@ void npy_ints_free(NpyInts *ints);
  * messages call it (NULL: "<memory>"). */
 int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
                    char *err, size_t err_len);
-
-/* The bytes of x as a version 1.0 '<f4' file (new, *len of them), or
- * NULL with err filled; name is what the message calls the file. */
-unsigned char *npy_encode(const Tensor *x, const char *name, size_t *len, char *err,
-                          size_t err_len);
-/* values (product(shape) ints) as a version 1.0 '<i4' file, shape with
- * 1 to 4 positive dimensions. */
-unsigned char *npy_encode_ints(const int *values, int ndim, const int *shape, const char *name,
-                               size_t *len, char *err, size_t err_len);
 
 /* x as NAME.npy in the set being written into dir (dir names it in a
  * message). Returns 0, or -1 with err filled; a NaN or an infinity in x is

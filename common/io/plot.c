@@ -16,6 +16,9 @@
  *             are exactly 0 (masked) are drawn grey, in a layer of their
  *             own, and a line above the panels says so.
  *
+ * plot_curves writes the same pair for line plots: NAME.dat as columns
+ * "x y_0 y_1 ...", NAME.gp drawing one line per curve.
+ *
  * heatmap_terminal draws a small matrix with shade characters instead.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -31,52 +34,52 @@
 
 /* ---- errors and files --------------------------------------------------- */
 
-/* One error line, "[prog: ]plot_heatmaps: ...", then -1 for the caller to return. */
-#define plot_fail(...) report_error("plot_heatmaps", __VA_ARGS__)
-
-int plot_files_open(PlotFiles *files)
+/* The checks every plot makes before a file is touched: 0, or -1 after the line. */
+static int check_target(const char *func, const char *dir, const char *name)
 {
-    memset(files, 0, sizeof *files);
-    files->dat = open_memstream(&files->dat_text, &files->dat_len);
-    files->gp = files->dat ? open_memstream(&files->gp_text, &files->gp_len) : NULL;
-    if (files->gp != NULL)
-        return 0;
-    if (files->dat != NULL)
-        fclose(files->dat);
-    free(files->dat_text);
-    return -1;
+    if (dir == NULL || *dir == '\0')
+        return report_error(func, "no output directory given");
+    if (name == NULL || *name == '\0' || strchr(name, '/') != NULL || strlen(name) > 200)
+        return report_error(func, "'%s' is not a plain file name (no '/', at most 200 "
+                            "characters)", name ? name : "(null)");
+    return 0;
 }
 
-/* "NAME.EXT", new. */
-static char *file_name(const char *name, const char *ext)
-{
-    const size_t len = strlen(name) + strlen(ext) + 1;
-    char *file = checked_malloc("plot", len, 1);
-    snprintf(file, len, "%s%s", name, ext);
-    return file;
-}
+/* Draws NAME.dat into dat and NAME.gp into gp, from what. */
+typedef void (*DrawFiles)(FILE *dat, FILE *gp, const char *name, const void *what);
 
-int plot_files_save(PlotFiles *files, const char *func, const char *dir, const char *name)
+/* Both files drawn into memory, then written into dir as one set
+ * (fileset.h), so a failure or a kill leaves the previous pair or the new
+ * one: 0, or -1 after one line, "[prog: ]func: DIR/NAME.dat: cannot write:
+ * REASON". */
+static int write_files(const char *func, const char *dir, const char *name, DrawFiles draw,
+                       const void *what)
 {
-    const bool drawn = fclose(files->dat) == 0 && fclose(files->gp) == 0;
+    char *text[2] = {NULL, NULL}, *file[2];
+    size_t len[2] = {0, 0};
+    FILE *dat = open_memstream(&text[0], &len[0]), *gp = open_memstream(&text[1], &len[1]);
+    bool drawn = dat != NULL && gp != NULL;
+    if (drawn)
+        draw(dat, gp, name, what);
+    drawn = (dat == NULL || fclose(dat) == 0) && drawn;
+    drawn = (gp == NULL || fclose(gp) == 0) && drawn;
     char err[512];
     int status = drawn ? 0 : error_format(err, sizeof err, name, "out of memory drawing it");
     FileSet *set = status == 0 ? fileset_begin(dir, err, sizeof err) : NULL;
-    if (status == 0 && set == NULL)
-        status = -1;
-    char *dat = file_name(name, ".dat"), *gp = file_name(name, ".gp");
-    if (status == 0 &&
-        (fileset_write(set, dat, files->dat_text, files->dat_len, err, sizeof err) != 0 ||
-         fileset_write(set, gp, files->gp_text, files->gp_len, err, sizeof err) != 0)) {
-        fileset_abandon(set);
-        status = -1;
-    } else if (status == 0) {
-        status = fileset_commit(set, err, sizeof err);
+    status = set == NULL ? -1 : 0;
+    for (int i = 0; i < 2; i++) {
+        const size_t file_len = strlen(name) + 5;
+        file[i] = checked_malloc("plot", file_len, 1);
+        snprintf(file[i], file_len, "%s%s", name, i == 0 ? ".dat" : ".gp");
+        if (status == 0)
+            status = fileset_write(set, file[i], text[i], len[i], err, sizeof err);
     }
-    free(dat);
-    free(gp);
-    free(files->dat_text);
-    free(files->gp_text);
+    if (set != NULL)
+        status = fileset_end(set, status, err, sizeof err);
+    for (int i = 0; i < 2; i++) {
+        free(file[i]);
+        free(text[i]);
+    }
     return status == 0 ? 0 : report_error(func, "%s", err);
 }
 
@@ -209,11 +212,12 @@ static Layout layout_of(const Grid *g, bool panel_titles, const char *title, boo
     return l;
 }
 
-/* Terminal, output file next to the script, palette and axes. */
-static void write_gp_setup(FILE *f, const char *name, const Grid *g, const Layout *l)
+/* The start of every script: what it draws, how it finds its data (next
+ * to itself, through ARG0, the script's own path, so it runs from any
+ * directory), the terminal at width x height, and the output file. */
+static void write_gp_start(FILE *f, const char *name, const char *what, int width, int height)
 {
-    const int T = g->num_rows, K = g->num_cols;
-    fprintf(f, "# %s.gp - draws %s.dat as heatmaps into %s.png:\n", name, name, name);
+    fprintf(f, "# %s.gp - draws %s.dat%s into %s.png:\n", name, name, what, name);
     fprintf(f, "#     gnuplot path/to/%s.gp\n", name);
     fputs("# The data and the picture sit next to this script, found through ARG0\n"
           "# (the script's own path), so it runs from any directory.\n", f);
@@ -222,15 +226,22 @@ static void write_gp_setup(FILE *f, const char *name, const Grid *g, const Layou
           "    here = here[1:strlen(here) - 1]\n"
           "}\n", f);
     fputs("if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n", f);
-    fprintf(f, "    set terminal pngcairo size %d,%d noenhanced font 'sans,9'\n", l->width, l->height);
+    fprintf(f, "    set terminal pngcairo size %d,%d noenhanced font 'sans,9'\n", width, height);
     fputs("} else {\n", f);
-    fprintf(f, "    set terminal png size %d,%d noenhanced\n", l->width, l->height);
+    fprintf(f, "    set terminal png size %d,%d noenhanced\n", width, height);
     fputs("}\n", f);
     char png[512];
     snprintf(png, sizeof png, "%s.png", name);
     fputs("set output here.", f);
     gp_string(f, png);
     fputc('\n', f);
+}
+
+/* Terminal, output file next to the script, palette and axes. */
+static void write_gp_setup(FILE *f, const char *name, const Grid *g, const Layout *l)
+{
+    const int T = g->num_rows, K = g->num_cols;
+    write_gp_start(f, name, " as heatmaps", l->width, l->height);
     /* matplotlib's "Reds", which d2l's show_heatmaps uses: white is 0 */
     fputs("set palette defined (0 '#fff5f0', 0.25 '#fcbba1', 0.5 '#fb6a4a', "
           "0.75 '#cb181d', 1 '#67000d')\n", f);
@@ -380,34 +391,121 @@ int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
     return plot_heatmaps_titled(dir, name, NULL, matrices, xlabel, ylabel, panel_titles);
 }
 
+/* What plot_heatmaps_titled draws. */
+typedef struct {
+    const Tensor *matrices;
+    const Grid *grid;
+    const char *title, *xlabel, *ylabel;
+    const char *const *panel_titles;
+} Heatmaps;
+
+static void draw_heatmaps(FILE *dat, FILE *gp, const char *name, const void *what)
+{
+    const Heatmaps *h = what;
+    write_dat(dat, name, h->matrices, h->grid, h->panel_titles);
+    write_gp(gp, name, h->title, h->matrices, h->grid, h->xlabel, h->ylabel, h->panel_titles);
+}
+
 int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
                          const Tensor *matrices, const char *xlabel, const char *ylabel,
                          const char *const *panel_titles)
 {
     char buf[80];
     // pass 1: check everything before a file is touched
-    if (dir == NULL || *dir == '\0')
-        return plot_fail("no output directory given");
-    if (name == NULL || *name == '\0' || strchr(name, '/') != NULL || strlen(name) > 200)
-        return plot_fail("'%s' is not a plain file name (no '/', at most 200 characters)",
-                         name ? name : "(null)");
+    if (check_target("plot_heatmaps", dir, name) != 0)
+        return -1;
     if (matrices == NULL || matrices->ndim < 2 || matrices->ndim > 4)
-        return plot_fail("%s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
+        return report_error("plot_heatmaps", "%s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
                          name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
                                                     matrices->shape) : "NULL");
     for (size_t i = 0; i < matrices->size; i++)
         if (!isfinite(matrices->data[i]))
-            return plot_fail("%s: element %zu of the matrices is %g; nothing was written",
+            return report_error("plot_heatmaps", "%s: element %zu of the matrices is %g; nothing was written",
                              name, i, (double)matrices->data[i]);
     const Grid g = grid_of(matrices);
 
     // pass 2: both files drawn in memory, then written as one set
-    PlotFiles files;
-    if (plot_files_open(&files) != 0)
-        return plot_fail("%s: out of memory drawing it", name);
-    write_dat(files.dat, name, matrices, &g, panel_titles);
-    write_gp(files.gp, name, title, matrices, &g, xlabel, ylabel, panel_titles);
-    return plot_files_save(&files, "plot_heatmaps", dir, name);
+    const Heatmaps h = {matrices, &g, title, xlabel, ylabel, panel_titles};
+    return write_files("plot_heatmaps", dir, name, draw_heatmaps, &h);
+}
+
+/* ---- plot_curves ----------------------------------------------------------
+ * Legend: N = points per curve, S = curves. */
+
+typedef struct {
+    const Tensor *xs, *ys;   /* (N,), (S, N) */
+    int S;
+    const char *xlabel, *ylabel;
+    const char *const *titles;
+    bool log_y;
+} Curves;
+
+static void write_curves_dat(FILE *f, const char *name, const Curves *c)
+{
+    const int N = c->xs->shape[0];
+    fprintf(f, "# %s: %d points of %d curve%s; columns: x", name, N, c->S, c->S == 1 ? "" : "s");
+    for (int s = 0; s < c->S; s++)
+        fprintf(f, ", %s", c->titles ? c->titles[s] : "y");
+    fputc('\n', f);
+    for (int i = 0; i < N; i++) {
+        fprintf(f, "%.9g", (double)c->xs->data[i]);
+        for (int s = 0; s < c->S; s++)
+            fprintf(f, " %.9g", (double)c->ys->data[(size_t)s * N + i]);
+        fputc('\n', f);
+    }
+}
+
+static void write_curves_gp(FILE *f, const char *name, const Curves *c)
+{
+    write_gp_start(f, name, "", 640, 400);
+    fputs("set xlabel ", f);
+    gp_string(f, c->xlabel ? c->xlabel : "");
+    fputs("\nset ylabel ", f);
+    gp_string(f, c->ylabel ? c->ylabel : "");
+    fputs("\nset grid\n", f);
+    /* a little room above and below, so that a curve at 0% or 100% is not
+     * drawn on the frame; a log axis keeps its decades */
+    fputs(c->log_y ? "set logscale y\n"
+                   : "set autoscale yfix\nset offsets 0, 0, graph 0.04, graph 0.04\n", f);
+    /* below the plot, outside it: a key inside would cover a curve somewhere */
+    fputs(c->titles ? "set key below\n" : "unset key\n", f);
+    fputs("plot ", f);
+    for (int s = 0; s < c->S; s++) {
+        fprintf(f, "%shere.'%s.dat' using 1:%d with linespoints pointsize 0.5 ",
+                s ? ", \\\n     " : "", name, s + 2);
+        fputs(c->titles ? "title " : "notitle", f);
+        if (c->titles)
+            gp_string(f, c->titles[s]);
+    }
+    fputc('\n', f);
+}
+
+static void draw_curves(FILE *dat, FILE *gp, const char *name, const void *what)
+{
+    write_curves_dat(dat, name, what);
+    write_curves_gp(gp, name, what);
+}
+
+int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tensor *ys,
+                const char *xlabel, const char *ylabel, const char *const *curve_titles,
+                bool log_y)
+{
+    // pass 1: check everything before a file is touched
+    if (check_target("plot_curves", dir, name) != 0)
+        return -1;
+    if (xs == NULL || ys == NULL || xs->ndim != 1 || ys->ndim > 2 ||
+        ys->shape[ys->ndim - 1] != xs->shape[0])
+        return report_error("plot_curves", "%s: ys must be (N,) or (S, N) for xs (N,)", name);
+    for (size_t i = 0; i < ys->size; i++)
+        if (!isfinite(ys->data[i]) || (log_y && ys->data[i] <= 0.0f))
+            return report_error("plot_curves", "%s: point %zu is %g, which a%s axis cannot "
+                                "show; nothing was written", name, i, (double)ys->data[i],
+                                log_y ? " log" : "n");
+
+    // pass 2: both files drawn in memory, then written as one set
+    const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,
+                      log_y};
+    return write_files("plot_curves", dir, name, draw_curves, &c);
 }
 
 /* ---- heatmap_terminal ---------------------------------------------------- */

@@ -9,6 +9,10 @@
  *     that renders DIR/NAME.png: queries down, keys across, row 0 at the
  *     top, a colour bar from 0 to 1, one panel per matrix in a grid, as
  *     d2l's show_heatmaps draws them.
+ * Both files of a plot are written as one set (fileset.h), so a failure or
+ * a kill leaves the previous pair or the new one, never half of one; the
+ * script finds its data through its own path, so `gnuplot DIR/NAME.gp`
+ * works from any directory. plot_curves draws line plots the same way.
  *
  * A masked weight is exactly 0, and a small weight (1e-6, or 0.01 drawn
  * near white) must not be mistaken for one. Both drawings keep them apart:
@@ -21,15 +25,15 @@
 #ifndef PLOT_H
 #define PLOT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "tensor.h"
 
 /* matrices: (T, K) one panel, (P, T, K) a row of P panels, (R, C, T, K) an
  * R x C grid. panel_titles: NULL, or one title per panel in row-major order.
- * Both files are written as one set (plot_files_save below), so a failure
- * leaves nothing half written. Returns 0, or -1 after printing one
- * line on stderr naming the file and the problem. */
+ * Returns 0, or -1 after printing one line on stderr naming the file and
+ * the problem. */
 int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
                   const char *xlabel, const char *ylabel,
                   const char *const *panel_titles);
@@ -41,19 +45,15 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
                          const Tensor *matrices, const char *xlabel, const char *ylabel,
                          const char *const *panel_titles);
 
-/* What plot_heatmaps and plot_curves (curve.h) share: NAME.dat and
- * NAME.gp, each drawn into memory through its stream, then written into
- * dir as one set (fileset.h), so a failure or a kill leaves the previous
- * pair or the new one. plot_files_open: 0, or -1 out of memory.
- * plot_files_save closes the streams, writes, frees: 0, or -1 after one
- * line on stderr, "[prog: ]func: DIR/NAME.dat: cannot write: REASON". */
-typedef struct {
-    FILE *dat, *gp;
-    char *dat_text, *gp_text;
-    size_t dat_len, gp_len;
-} PlotFiles;
-int plot_files_open(PlotFiles *files);
-int plot_files_save(PlotFiles *files, const char *func, const char *dir, const char *name);
+/* Line plots (a loss against training steps, an accuracy against heads
+ * kept): xs (N,), ys (N,) for one curve or (S, N) for S curves over the
+ * same xs. NAME.dat holds the columns "x y_0 y_1 ...", one line per point;
+ * NAME.gp draws one line per curve. curve_titles: NULL (no key) or S
+ * titles. log_y draws the y axis on a log scale (every y must then be
+ * above 0). Returns 0, or -1 after one line on stderr. */
+int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tensor *ys,
+                const char *xlabel, const char *ylabel, const char *const *curve_titles,
+                bool log_y);
 
 /* What the picture's title line adds when a cell is exactly 0. */
 extern const char HEATMAP_MASKED_NOTE[];

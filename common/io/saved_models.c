@@ -16,9 +16,6 @@
 #include "io/internal.h"
 #include "io/npy.h"
 
-/* One error line into err, or onto stderr when err is NULL. */
-#define fail(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
-
 /* The number of heads first: no shape would catch a model saved with
  * another one, and nothing must change when it differs. */
 static int check_heads(int num_heads, const char *dir, char *err, size_t err_len)
@@ -27,7 +24,7 @@ static int check_heads(int num_heads, const char *dir, char *err, size_t err_len
     if (model_read_ints(dir, "num_heads", &saved_heads, 1, err, err_len) != 0)
         return -1;
     if (saved_heads != num_heads)
-        return fail(err, err_len, "%s/num_heads.npy: the model has %d heads, the file says %d",
+        return error_format(err, err_len, NULL, "%s/num_heads.npy: the model has %d heads, the file says %d",
                     dir, num_heads, saved_heads);
     return 0;
 }
@@ -127,26 +124,24 @@ static int read_training(TrainingFiles *t, const LookupModel *m, const LookupLim
     bool pieces_fit = true;
     for (int i = 0; i < 4; i++)
         pieces_fit = pieces_fit && t->training[2 + i] >= 0 && t->training[2 + i] <= 0xffff;
-    if (t->step < 0 || !pieces_fit || !(t->lr->data[0] > 0.0f)) {
-        snprintf(err, err_len, "%s/%s: %s", dir, t->step < 0 ? "optimizer.step.npy" :
-                 !pieces_fit ? "training.npy" : "optimizer.lr.npy",
-                 t->step < 0 ? "the step count is negative" :
-                 !pieces_fit ? "the seed's pieces must be from 0 to 65535" :
-                 "the learning rate must be above 0");
-        return -1;
-    }
+    if (t->step < 0 || !pieces_fit || !(t->lr->data[0] > 0.0f))
+        return error_format(err, err_len, NULL, "%s/%s: %s", dir,
+                            t->step < 0 ? "optimizer.step.npy" : !pieces_fit ? "training.npy"
+                                                                             : "optimizer.lr.npy",
+                            t->step < 0 ? "the step count is negative"
+                            : !pieces_fit ? "the seed's pieces must be from 0 to 65535"
+                                          : "the learning rate must be above 0");
     const int batch_size = t->training[0], num_pairs = t->training[1];
     if (limits != NULL && (batch_size < 1 || batch_size > limits->max_batch || num_pairs < 2 ||
-                           num_pairs > limits->max_pairs || num_pairs > m->key_vocab)) {
-        snprintf(err, err_len, "%s/training.npy: expected a batch of 1 to %d examples and 2 to "
-                 "%d pairs (at most the model's %d countries), got %d and %d", dir,
-                 limits->max_batch, limits->max_pairs, m->key_vocab, batch_size, num_pairs);
-        return -1;
-    }
+                           num_pairs > limits->max_pairs || num_pairs > m->key_vocab))
+        return error_format(err, err_len, NULL, "%s/training.npy: expected a batch of 1 to %d "
+                            "examples and 2 to %d pairs (at most the model's %d countries), got "
+                            "%d and %d", dir, limits->max_batch, limits->max_pairs, m->key_vocab,
+                            batch_size, num_pairs);
     return 0;
 }
 
-static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
+int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training,
                          const LookupLimits *limits, const char *dir, char *err, size_t err_len)
 {
     if (check_heads(m->num_heads, dir, err, err_len) != 0)
@@ -167,12 +162,6 @@ static int load_training(LookupModel *m, Adam *adam, LookupTraining *training,
     }
     tensor_free(t.lr);
     return status;
-}
-
-int lookup_load_training(LookupModel *m, Adam *adam, LookupTraining *training, const char *dir,
-                         char *err, size_t err_len)
-{
-    return load_training(m, adam, training, NULL, dir, err, err_len);
 }
 
 /* ---- a model of the sizes its files give ------------------------------------- */
@@ -196,9 +185,9 @@ LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *
     if (vocab < limits->min_vocab || vocab > limits->max_vocab || hiddens < 1 ||
         hiddens > limits->max_hiddens || heads < 1 || heads > limits->max_heads ||
         hiddens % heads != 0) {
-        snprintf(err, err_len, "%s does not hold a model this program can run (%d countries, "
-                 "num_hiddens %d, %d heads, for %d pairs)", dir, vocab, hiddens, heads,
-                 limits->min_vocab);
+        error_format(err, err_len, NULL, "%s does not hold a model this program can run (%d "
+                     "countries, num_hiddens %d, %d heads, for %d pairs)", dir, vocab, hiddens,
+                     heads, limits->min_vocab);
         return NULL;
     }
     // step 3: build it (every parameter is then replaced) and read every file
@@ -216,7 +205,7 @@ Adam *lookup_load_training_new(LookupModel *m, const char *dir, const LookupLimi
 {
     /* the learning rate is the saved one once the load succeeds */
     Adam *adam = adam_new(m->params, m->num_params, 1e-3f);
-    if (load_training(m, adam, training, limits, dir, err, err_len) != 0) {
+    if (lookup_load_training(m, adam, training, limits, dir, err, err_len) != 0) {
         adam_free(adam);
         return NULL;
     }
@@ -248,7 +237,7 @@ static int read_table_shape(const char *dir, const char *name, int *rows, int *c
     if (table == NULL) {
         status = -1;
     } else if (table->ndim != 2) {
-        status = fail(err, err_len, "%s: expected a table (rows, num_hiddens), got %d "
+        status = error_format(err, err_len, NULL, "%s: expected a table (rows, num_hiddens), got %d "
                       "dimensions", path, table->ndim);
     } else {
         *rows = table->shape[0];
@@ -268,12 +257,12 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
                          err_len) != 0)
         return NULL;
     if (D_values != D) {
-        fail(err, err_len, "%s: embed_keys.weight has %d columns and embed_values.weight "
+        error_format(err, err_len, NULL, "%s: embed_keys.weight has %d columns and embed_values.weight "
              "%d: both are num_hiddens", dir, D, D_values);
         return NULL;
     }
     if (num_heads < 1 || D % num_heads != 0) {
-        fail(err, err_len, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
+        error_format(err, err_len, NULL, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
              num_heads, D);
         return NULL;
     }
@@ -286,7 +275,7 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
         if (read_table_shape(dir, "mlp.0.weight", &mlp_hiddens, &mlp_cols, err, err_len) != 0)
             return NULL;
         if (mlp_cols != D || mlp_hiddens < 1) {
-            fail(err, err_len, "%s: mlp.0.weight has shape (%d, %d), expected (N, %d)", dir,
+            error_format(err, err_len, NULL, "%s: mlp.0.weight has shape (%d, %d), expected (N, %d)", dir,
                  mlp_hiddens, mlp_cols, D);
             return NULL;
         }

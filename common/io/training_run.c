@@ -16,7 +16,7 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "io/cli.h"
-#include "io/curve.h"
+#include "io/plot.h"
 #include "io/fileset.h"
 #include "io/npy.h"
 #include "io/saved_models.h"
@@ -290,15 +290,11 @@ static int save_model(const LookupModel *model, const Adam *adam, const Task *ta
     char err[MODEL_ERR_LEN];
     const LookupTraining training = {opt->batch, opt->pairs, opt->seed};
     FileSet *set = fileset_begin(opt->to_dir, err, sizeof err);   /* the model's save joins it */
-    int status = set != NULL ? 0 : -1;
-    if (status == 0 && (save_vocabulary(set, task, err, sizeof err) != 0 ||
-                        lookup_save_training(model, adam, &training, opt->to_dir, err,
-                                             sizeof err) != 0)) {
-        fileset_abandon(set);
-        status = -1;
-    } else if (status == 0) {
-        status = fileset_commit(set, err, sizeof err);
-    }
+    int status = set == NULL ? -1 : save_vocabulary(set, task, err, sizeof err);
+    if (status == 0)
+        status = lookup_save_training(model, adam, &training, opt->to_dir, err, sizeof err);
+    if (set != NULL)
+        status = fileset_end(set, status, err, sizeof err);
     if (status != 0)
         report_error(opt->prog, "%s", err);
     return status != 0;
@@ -354,9 +350,8 @@ int train_write_plots(const TrainOptions *opt, const Task *task, const TaskBatch
                              all_positive);
         TENSOR_FREE(xs, ys);
     }
-    if (status != 0)
-        fileset_abandon(plots);   /* the line is out: the previous plots stay */
-    else if (fileset_commit(plots, err, sizeof err) != 0)
+    /* after a failed plot its line is out, and the previous plots stay */
+    if (fileset_end(plots, status, err, sizeof err) != 0 && status == 0)
         status = report_error(opt->prog, "%s", err);
     if (status == 0)
         printf("\nwrote %s/train_attention.{dat,gp}%s (render: make plots, or gnuplot each "

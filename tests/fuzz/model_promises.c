@@ -300,7 +300,7 @@ static const char *load_into_fixed(void)
     } else if ((broken = check_model(fixed)) == NULL) {
         LookupTraining training;
         State loaded = state_take(fixed, adam);
-        if (lookup_load_training(fixed, adam, &training, scratch, err, sizeof err) != 0) {
+        if (lookup_load_training(fixed, adam, &training, NULL, scratch, err, sizeof err) != 0) {
             State after = state_take(fixed, adam);
             if (!names_the_directory(err))
                 broken = "a refusal is one line naming a file and why";
