@@ -746,6 +746,52 @@ Test(fast_backward, gemm_at_and_linear_backward_equal_clear)
     tensor_free(grad_bias); tensor_free(fast_weight); tensor_free(fast_bias); tensor_free(expected);
 }
 
+static bool same_bits(const Tensor *a, const Tensor *b)
+{
+    return a->size == b->size && memcmp(a->data, b->data, a->size * sizeof(float)) == 0;
+}
+
+/* Large enough that the bias copy and the column sums are shared out
+ * (columns past one 256 chunk): every output the same bits on 1, 2 and 3
+ * threads, and the bias gradient the sum of grad_y's rows taken in order,
+ * in double, as the clear rule says. */
+Test(fast_backward, linear_and_its_backward_give_the_same_bits_on_any_thread_count)
+{
+    enum { rows = 1201, in = 70, out = 530 };
+    Rng rng = rng_new(41);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(rows, in));
+    Tensor *weight = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in));
+    Tensor *bias = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out));
+    Tensor *grad_y = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(rows, out));
+    Tensor *y[3], *grad_x[3], *grad_weight[3], *grad_bias[3];
+    for (int t = 0; t < 3; t++) {
+        y[t] = fast_linear(x, weight, bias, t + 1);
+        grad_weight[t] = tensor_zeros(SHAPE(out, in));
+        grad_bias[t] = tensor_copy(bias);   /* added into */
+        grad_x[t] = fast_linear_backward(x, weight, grad_y, grad_weight[t], grad_bias[t], t + 1);
+    }
+    for (int t = 1; t < 3; t++) {
+        cr_expect(same_bits(y[t], y[0]), "fast_linear: %d threads differ from 1", t + 1);
+        cr_expect(same_bits(grad_x[t], grad_x[0]), "grad_x: %d threads differ from 1", t + 1);
+        cr_expect(same_bits(grad_weight[t], grad_weight[0]), "grad_weight: %d threads", t + 1);
+        cr_expect(same_bits(grad_bias[t], grad_bias[0]), "grad_bias: %d threads", t + 1);
+    }
+    for (int c = 0; c < out; c++) {
+        double sum = 0.0;
+        for (int r = 0; r < rows; r++)
+            sum += grad_y->data[(size_t)r * out + c];
+        cr_expect_eq(grad_bias[2]->data[c], bias->data[c] + (float)sum,
+                     "grad_bias[%d] = %.9g, expected %.9g", c, (double)grad_bias[2]->data[c],
+                     (double)(bias->data[c] + (float)sum));
+    }
+    /* each row of y starts from the bias: y - bias is x W^T */
+    Tensor *expected = linear(x, weight, bias);
+    expect_gradient_close(y[2], expected, tensor_max_abs(expected), "fast_linear", "3 threads");
+    for (int t = 0; t < 3; t++)
+        TENSOR_FREE(y[t], grad_x[t], grad_weight[t], grad_bias[t]);
+    TENSOR_FREE(x, weight, bias, grad_y, expected);
+}
+
 /* The streaming backward against dot_product_attention_backward on the
  * same inputs, with 1, 2 and 3 threads; masked keys and queries with no
  * key must get exactly 0. */

@@ -105,6 +105,9 @@ float *fast_alloc_panels(const char *func, size_t count);
 /* tensor_zeros with the memory of fast_alloc_panels, for the large
  * tensors the fast path makes; tensor_free frees it as any other. */
 Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape);
+/* The same memory left as it comes (torch.empty): for a tensor whose every
+ * element is written next, where zeroing would only cost time. */
+Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape);
 /* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
  * panels: panel j holds columns j*NR .. j*NR + NR-1 (NR = FAST_NR), row p
  * of it at panels + (j * k + p) * NR; columns past n are zero. */

@@ -215,7 +215,8 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         workspaces[t].v_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
-    Tensor *concat = fast_tensor_zeros(func, SHAPE(B, T, D));
+    /* every (sequence, head) job writes all its rows: nothing to zero */
+    Tensor *concat = fast_tensor_empty(func, SHAPE(B, T, D));
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
                      projection_new(layer->W_q, layer->b_q, d, cache == NULL),
                      projection_new(layer->W_k, layer->b_k, d, cache == NULL),
@@ -344,8 +345,8 @@ static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const 
 {
     const int in = weight->shape[1], out = weight->shape[0];
     const int rows = (int)(x->size / (size_t)in);
-    Tensor *grad_x = want_grad_x ? fast_tensor_zeros("fast_multihead_backward", x->ndim, x->shape)
-                                 : NULL;
+    Tensor *grad_x = want_grad_x ? fast_tensor_empty("fast_multihead_backward", x->ndim, x->shape)
+                                 : NULL;   /* written whole, not added into */
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
                              grad_x ? grad_x->data : NULL, grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);
