@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,39 +312,27 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
 
 /* ---- the tensor form ----------------------------------------------------------- */
 
-/* The whole batch is two parallel loops, so the threads start and meet
- * twice per call, not twice per sequence:
- *   loop 1: job b packs sequence b's keys and values;
- *   loop 2: job j is query block blocks - 1 - j % blocks of sequence
- *           j / blocks: each sequence's blocks from the last to the first.
- * Under a causal mask (valid_lens_causal) block i reads i + 1 blocks of
- * keys, so within a sequence the costliest go first, and the cheap first
- * blocks of the last sequence fill the gaps at the end: the threads
- * finish within about one small block of each other. Jobs are handed out
- * one at a time from a shared counter, so a thread slowed down (by
- * another program on its core) simply takes fewer. A block's result is
- * the same whichever thread takes it: the output does not depend on the
- * thread count. */
+/* The whole batch is one parallel loop, so the threads start and meet
+ * once per call, not once per sequence: job j is query block
+ * blocks - 1 - j % blocks of sequence j / blocks, each sequence's blocks
+ * from the last to the first. Under a causal mask (valid_lens_causal)
+ * block i reads i + 1 blocks of keys, so within a sequence the costliest
+ * go first, and the cheap first blocks of the last sequence fill the
+ * gaps at the end: the threads finish within about one small block of
+ * each other. Jobs are handed out one at a time from a shared counter, so
+ * a thread slowed down (by another program on its core) simply takes
+ * fewer. Each thread packs the keys and values of the sequence its job
+ * is in, into memory of its own that it reuses from sequence to sequence
+ * (fresh memory costs a page fault per 4 KB, dearer than the packing).
+ * A block's result is the same whichever thread takes it: the output
+ * does not depend on the thread count. */
 typedef struct {
     const Tensor *queries, *keys, *values;
     const ValidLens *valid_lens;
     Tensor *output;
     Tensor *logsumexp;        /* (B, T), or NULL */
-    PackedKeysValues *kv;     /* (B,): every sequence's, packed in loop 1 */
-    atomic_int next_sequence, next_block;
+    atomic_int next_block;
 } ForwardJobs;
-
-static void pack_sequences(void *arg, int thread)
-{
-    (void)thread;
-    ForwardJobs *jobs = arg;
-    const int B = jobs->queries->shape[0], K = jobs->keys->shape[1];
-    const int d = jobs->keys->shape[2], v = jobs->values->shape[2];
-    for (int b = atomic_fetch_add(&jobs->next_sequence, 1); b < B;
-         b = atomic_fetch_add(&jobs->next_sequence, 1))
-        packed_kv_init(&jobs->kv[b], jobs->keys->data + (size_t)b * K * d, (size_t)d,
-                       jobs->values->data + (size_t)b * K * v, (size_t)v, K, d, v);
-}
 
 static void query_blocks(void *arg, int thread)
 {
@@ -351,19 +340,28 @@ static void query_blocks(void *arg, int thread)
     ForwardJobs *jobs = arg;
     const int B = jobs->queries->shape[0], T = jobs->queries->shape[1];
     const int d = jobs->queries->shape[2], v = jobs->output->shape[2];
+    const int K = jobs->keys->shape[1];
     const int blocks = (T + BR - 1) / BR;
     Scratch w;
     scratch_alloc(&w, d, v);
+    PackedKeysValues kv;
+    packed_kv_alloc(&kv, K, d, v);
+    size_t packed = SIZE_MAX;   /* the sequence whose keys kv holds: none yet */
     for (int job = atomic_fetch_add(&jobs->next_block, 1); job < B * blocks;
          job = atomic_fetch_add(&jobs->next_block, 1)) {
         const size_t b = (size_t)(job / blocks);
         const int first = (blocks - 1 - job % blocks) * BR;
         const int rows = T - first < BR ? T - first : BR;
+        if (b != packed)
+            packed_kv_fill(&kv, 0, K, jobs->keys->data + b * K * d, (size_t)d,
+                           jobs->values->data + b * K * v, (size_t)v);
+        packed = b;
         float *lse = jobs->logsumexp ? jobs->logsumexp->data + b * T + (size_t)first : NULL;
-        rows_in_blocks(&jobs->kv[b], jobs->queries->data + (b * T + (size_t)first) * d,
-                       (size_t)d, rows, jobs->valid_lens, (int)b, first,
+        rows_in_blocks(&kv, jobs->queries->data + (b * T + (size_t)first) * d, (size_t)d, rows,
+                       jobs->valid_lens, (int)b, first,
                        jobs->output->data + (b * T + (size_t)first) * v, (size_t)v, lse, &w);
     }
+    packed_kv_free(&kv);
     scratch_free(&w);
 }
 
@@ -380,19 +378,12 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
 
     Tensor *output = fast_tensor_zeros(func, SHAPE(B, T, v));
     Tensor *lse = logsumexp != NULL ? fast_tensor_zeros(func, SHAPE(B, T)) : NULL;
-    ForwardJobs jobs = {queries, keys, values, valid_lens, output, lse,
-                        checked_calloc(func, (size_t)B, sizeof(PackedKeysValues)),
-                        0, 0};
-    atomic_init(&jobs.next_sequence, 0);
+    ForwardJobs jobs = {queries, keys, values, valid_lens, output, lse, 0};
     atomic_init(&jobs.next_block, 0);
+    /* a thread gets whole blocks, or nothing */
     const int blocks = B * ((T + BR - 1) / BR);
-    /* a thread gets whole sequences to pack and whole blocks, or nothing */
     num_threads = num_threads < 1 ? 1 : num_threads;
-    fast_parallel(num_threads < B ? num_threads : B, pack_sequences, &jobs);
     fast_parallel(num_threads < blocks ? num_threads : blocks, query_blocks, &jobs);
-    for (int b = 0; b < B; b++)
-        packed_kv_free(&jobs.kv[b]);
-    free(jobs.kv);
     if (logsumexp != NULL)
         *logsumexp = lse;
     return output;
@@ -724,13 +715,13 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     if (num_threads < 1)
         num_threads = 1;
 
-    /* Whole sequences are the cheapest jobs (each part packs the
-     * sequence's queries and output gradient again, and adds a dQ of its
-     * own), but with only a few per thread, one thread slowed down by
-     * another program ends up a whole sequence behind. So each sequence's
-     * keys are split into parts until there are JOBS_PER_THREAD jobs per
-     * thread, as far as its key blocks go. One thread: whole sequences. */
-    enum { JOBS_PER_THREAD = 8 };
+    /* Whole sequences are the cheapest jobs: each part packs the
+     * sequence's queries and output gradient again and adds a dQ of its
+     * own, work that whole sequences never do. So a
+     * sequence's keys are split into parts only until there are
+     * JOBS_PER_THREAD jobs per thread, as far as its key blocks go: with
+     * fewer, one thread would wait for the other's last sequence. */
+    enum { JOBS_PER_THREAD = 2 };
     const int blocks = (K + BK - 1) / BK;
     int parts = num_threads == 1 ? 1 : (JOBS_PER_THREAD * num_threads + B - 1) / B;
     parts = parts > blocks ? blocks : parts;

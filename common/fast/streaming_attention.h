@@ -81,9 +81,9 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
  * (B, T, v) -> grad_queries (B, T, d), grad_keys (B, K, d), grad_values
  * (B, K, v), returned (new; a NULL pointer: not wanted). Masked keys and
  * queries with no key get exactly 0. One thread takes whole sequences;
- * with more, each sequence's keys are split into parts with as many block
- * pairs each (under a causal mask the first keys pair with more query
- * blocks than the last), so that every thread has several jobs. The
+ * with more, and fewer than two sequences per thread, each sequence's
+ * keys are split into parts with as many block pairs each (under a causal
+ * mask the first keys pair with more query blocks than the last). The
  * result depends on the thread count only through the order in which the
  * parts' dQ are added, and is the same bits on every run. Equal to dot_product_attention_backward up
  * to float rounding (tests/test_fast.c: within 1e-5 of each gradient's
