@@ -137,32 +137,6 @@ static int row_mlp(const Options *opt, int r)
 
 /* ---- training ------------------------------------------------------------------ */
 
-/* A model with H heads trained from seed's initial parameters on seed's
- * batches (the same batches for every H). NULL, with *bad_step the step,
- * when the loss stops being a number. */
-static TwoKeyModel *train(const Options *opt, const Task *task, int heads, int mlp,
-                          uint64_t seed, int *bad_step)
-{
-    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
-    TwoKeyModel *model = two_key_new_mlp(opt->countries, opt->countries, opt->num_hiddens, heads,
-                                         mlp, &init);
-    Adam *adam = adam_new(model->params, model->num_params, opt->lr);
-    TaskBatch *batch = task_batch_new(task, opt->batch);
-    for (int step = 1; step <= opt->steps; step++) {
-        task_draw(task, batch, SPLIT_TRAIN, &data);
-        const double loss = two_key_train_step(model, adam, batch);
-        if (!isfinite(loss)) {
-            *bad_step = step;
-            two_key_free(model);
-            model = NULL;
-            break;
-        }
-    }
-    task_batch_free(batch);
-    adam_free(adam);
-    return model;
-}
-
 /* Every (row, seed) pair is one job; the jobs are shared out
  * between threads, each model from its own seed's streams, so the numbers
  * do not depend on the threads. */
@@ -181,8 +155,12 @@ static void run_job(void *arg, int job)
     Runs *runs = arg;
     const Options *opt = runs->opt;
     const int i = job / opt->seeds, s = job % opt->seeds;
-    TwoKeyModel *model = train(opt, runs->task, row_heads(opt, i), row_mlp(opt, i),
-                               opt->seed + (uint64_t)s, &runs->bad_step[i][s]);
+    /* the same batches for every row of a seed */
+    const TwoKeyTraining how = {opt->countries, opt->countries, opt->num_hiddens,
+                                row_heads(opt, i), row_mlp(opt, i), opt->steps, opt->batch,
+                                opt->lr};
+    TwoKeyModel *model = two_key_train(runs->task, &how, opt->seed + (uint64_t)s,
+                                       &runs->bad_step[i][s]);
     if (model != NULL)
         two_key_evaluate(model, runs->held_out, NULL, &runs->correct[i][s]);
     if (s == 0)
@@ -313,10 +291,10 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
     for (int i = 0; i < opt->num_rows; i++)
         for (int s = 0; s < opt->seeds; s++)
             if (runs->bad_step[i][s] != 0) {
-                fflush(stdout);
-                fprintf(stderr, "%s: %s, seed %llu: the loss stopped being a number at step "
-                        "%d; try a smaller --lr\n", PROG, row_name(opt, i, name, sizeof name),
-                        (unsigned long long)(opt->seed + (uint64_t)s), runs->bad_step[i][s]);
+                report_error(NULL, "%s, seed %llu: the loss stopped being a number at step %d; "
+                             "try a smaller --lr", row_name(opt, i, name, sizeof name),
+                             (unsigned long long)(opt->seed + (uint64_t)s),
+                             runs->bad_step[i][s]);
                 free(runs);
                 return false;
             }
@@ -424,9 +402,7 @@ int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
-    TaskBatch *held_out = task_batch_new(&task, opt.examples);
-    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
-    task_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    TaskBatch *held_out = task_examples(&task, opt.examples, SPLIT_HELDOUT, opt.seed);
 
     part1_task(&opt, &task, held_out);
     TwoKeyModel *models[MAX_ROWS] = {NULL};

@@ -307,9 +307,7 @@ int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     Task task = task_reversal(opt.length, opt.letters);
-    TaskBatch *held_out = task_batch_new(&task, opt.examples);
-    Rng held_out_rng = rng_use(opt.seed, RNG_HELDOUT);
-    task_draw(&task, held_out, SPLIT_HELDOUT, &held_out_rng);
+    TaskBatch *held_out = task_examples(&task, opt.examples, SPLIT_HELDOUT, opt.seed);
 
     part1_task(&opt, &task, held_out);
     ReversalModel *models[2] = {NULL, NULL};

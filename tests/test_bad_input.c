@@ -1194,6 +1194,8 @@ static BadInput rows[] = {
      300},
     {HEADS, "--batch 4096 --hiddens 128 --threads 16", 1, "this run needs about", NULL, NULL,
      300},
+    {IMPORTANCE, "--batch 4096 --hiddens 128 --threads 16 --seeds 16", 1,
+     "this run needs about", NULL, NULL, 300},
     {POSITIONS, "--seeds 0", 2, "--seeds expects a whole number from 1 to 64, got '0'", NULL},
     {POSITIONS, "--lr 2", 2, "--lr expects a number from 1e-06 to 1, got '2'", NULL},
     {POSITIONS, "--plot @/missing", 2, "--plot: directory '",

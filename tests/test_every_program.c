@@ -228,10 +228,6 @@ Test(every_program, a_passing_self_check_says_so, .timeout = 240)
 
 enum { MAX_PROGRAM_LINES = 450, MAX_MAIN_LINES = 40 };
 
-/* The one program still over the limits (674 lines, main 42): its pruning
- * tables are to move into common/learn/ as train's plumbing did. */
-static const char *const NOT_YET_WITHIN[] = {"05_multihead/head_importance", NULL};
-
 /* The source of a program as the Makefile finds it: DIR/NAME.c, or
  * DIR/main.c for the chapter's own program. */
 static void source_of(const char *program, char *path, size_t len)
@@ -271,9 +267,6 @@ Test(every_program, reads_in_one_sitting)
     const int count = find_programs(names, MAX_PROGRAMS);
     cr_assert_geq(count, 20, "only %d programs found", count);
     for (int i = 0; i < count; i++) {
-        bool pending = false;
-        for (int j = 0; NOT_YET_WITHIN[j] != NULL; j++)
-            pending = pending || strcmp(names[i], NOT_YET_WITHIN[j]) == 0;
         char path[400];
         source_of(names[i], path, sizeof path);
         char *text = read_text_file(path, NULL);
@@ -282,8 +275,6 @@ Test(every_program, reads_in_one_sitting)
         count_lines(text, &lines, &main_lines);
         free(text);
         cr_expect_gt(main_lines, 0, "%s: no 'int main(' ... '}' found", path);
-        if (pending)
-            continue;
         cr_expect_leq(lines, MAX_PROGRAM_LINES, "%s has %d lines, more than %d", path, lines,
                       MAX_PROGRAM_LINES);
         cr_expect_leq(main_lines, MAX_MAIN_LINES, "%s: main has %d lines, more than %d", path,

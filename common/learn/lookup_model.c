@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "learn/embedding.h"
+#include "learn/linear_layer.h"
 #include "learn/loss.h"
 #include "ops.h"
 
@@ -92,12 +93,9 @@ LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
         die(func, "vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
             value_vocab);
     LookupModel *m = checked_calloc(func, 1, sizeof *m);
-    m->key_vocab = key_vocab;
-    m->value_vocab = value_vocab;
-    m->num_hiddens = num_hiddens;
-    m->num_heads = num_heads;
-    m->num_kv_heads = num_kv_heads;
-    m->saved_num_heads = num_heads;
+    *m = (LookupModel){.key_vocab = key_vocab, .value_vocab = value_vocab,
+                       .num_hiddens = num_hiddens, .num_heads = num_heads,
+                       .num_kv_heads = num_kv_heads, .saved_num_heads = num_heads};
     const int D = num_hiddens;
     /* drawn in the order of the module's parameters */
     m->embed_keys = embedding_new(key_vocab, D, rng);
@@ -105,15 +103,12 @@ LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
     m->attention = multihead_new_grouped(D, D, D, D, num_heads, num_kv_heads, 0.0f, true, rng);
     init_like_pytorch(m->attention, rng);
     m->attend = CLEAR_ATTENTION;
-    const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
-    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab, D));
-    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(value_vocab));
+    linear_layer_new(value_vocab, D, rng, &m->readout_weight, &m->readout_bias,
+                     &m->grad_readout_weight, &m->grad_readout_bias);
 
     m->grad_embed_keys = tensor_zeros(SHAPE(key_vocab, D));
     m->grad_embed_values = tensor_zeros(SHAPE(value_vocab, D));
     m->grad_attention = multihead_grads_new(m->attention);
-    m->grad_readout_weight = tensor_zeros(SHAPE(value_vocab, D));
-    m->grad_readout_bias = tensor_zeros(SHAPE(value_vocab));
     list_parameters(m);
     return m;
 }
@@ -122,11 +117,9 @@ void lookup_free(LookupModel *m)
 {
     if (m == NULL)
         return;
-    Tensor *tensors[] = {m->embed_keys, m->embed_values, m->readout_weight, m->readout_bias,
-                         m->grad_embed_keys, m->grad_embed_values, m->grad_readout_weight,
-                         m->grad_readout_bias};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
-        tensor_free(tensors[i]);
+    TENSOR_FREE(m->embed_keys, m->embed_values, m->readout_weight, m->readout_bias,
+                m->grad_embed_keys, m->grad_embed_values, m->grad_readout_weight,
+                m->grad_readout_bias);
     multihead_free(m->attention);
     multihead_grads_free(m->grad_attention);
     free(m);

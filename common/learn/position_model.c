@@ -14,6 +14,7 @@
 
 #include "heads.h"
 #include "learn/embedding.h"
+#include "learn/linear_layer.h"
 #include "learn/loss.h"
 #include "ops.h"
 #include "positional.h"
@@ -39,14 +40,11 @@ PositionModel *position_model_new(int vocab, int num_hiddens, int num_heads,
     if (scheme == POSITIONS_LEARNED)
         m->embed_positions = embedding_new(max_length, D, rng);
     m->attention = multihead_new(D, D, D, D, num_heads, 0.0f, false, rng);
-    const float bound = 1.0f / sqrtf((float)D);
-    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(vocab, D));
-    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(vocab));
+    linear_layer_new(vocab, D, rng, &m->readout_weight, &m->readout_bias,
+                     &m->grad_readout_weight, &m->grad_readout_bias);
 
     m->grad_embed_tokens = tensor_zeros(SHAPE(vocab, D));
     m->grad_attention = multihead_grads_new(m->attention);
-    m->grad_readout_weight = tensor_zeros(SHAPE(vocab, D));
-    m->grad_readout_bias = tensor_zeros(SHAPE(vocab));
     const MultiHeadAttention *a = m->attention;
     const MultiHeadGrads *g = m->grad_attention;
     const Parameter params[] = {

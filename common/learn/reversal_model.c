@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "learn/embedding.h"
+#include "learn/linear_layer.h"
 #include "learn/loss.h"
 #include "ops.h"
 #include "positional.h"
@@ -63,11 +64,8 @@ ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool posi
         die(func, "the vocabulary must be positive, got %d", vocab);
     ReversalModel *m = checked_calloc(func, 1, sizeof *m);
     const int D = num_hiddens;
-    m->vocab = vocab;
-    m->num_hiddens = D;
-    m->num_heads = num_heads;
-    m->positions = positions;
-    m->saved_num_heads = num_heads;
+    *m = (ReversalModel){.vocab = vocab, .num_hiddens = D, .num_heads = num_heads,
+                         .positions = positions, .saved_num_heads = num_heads};
     // drawn in a fixed order, so a seed names one model
     m->embed_tokens = embedding_new(vocab, D, rng);
     /* multihead_new checks the sizes and draws W_o as nn.Linear does; the
@@ -77,14 +75,11 @@ ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool posi
     xavier_in_proj(m->attention->W_q, D, rng);
     xavier_in_proj(m->attention->W_k, D, rng);
     xavier_in_proj(m->attention->W_v, D, rng);
-    const float bound = 1.0f / sqrtf((float)D);
-    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(vocab, D));
-    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(vocab));
+    linear_layer_new(vocab, D, rng, &m->readout_weight, &m->readout_bias,
+                     &m->grad_readout_weight, &m->grad_readout_bias);
 
     m->grad_embed_tokens = tensor_zeros(SHAPE(vocab, D));
     m->grad_attention = multihead_grads_new(m->attention);
-    m->grad_readout_weight = tensor_zeros(SHAPE(vocab, D));
-    m->grad_readout_bias = tensor_zeros(SHAPE(vocab));
     list_parameters(m);
     return m;
 }
@@ -93,14 +88,10 @@ void reversal_free(ReversalModel *model)
 {
     if (model == NULL)
         return;
-    tensor_free(model->embed_tokens);
+    TENSOR_FREE(model->embed_tokens, model->readout_weight, model->readout_bias,
+                model->grad_embed_tokens, model->grad_readout_weight, model->grad_readout_bias);
     multihead_free(model->attention);
-    tensor_free(model->readout_weight);
-    tensor_free(model->readout_bias);
-    tensor_free(model->grad_embed_tokens);
     multihead_grads_free(model->grad_attention);
-    tensor_free(model->grad_readout_weight);
-    tensor_free(model->grad_readout_bias);
     free(model);
 }
 

@@ -221,6 +221,14 @@ void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
     free(scratch);
 }
 
+TaskBatch *task_examples(const Task *task, int n, TaskSplit split, uint64_t seed)
+{
+    TaskBatch *examples = task_batch_new(task, n);
+    Rng rng = rng_use(seed, split == SPLIT_TRAIN ? RNG_BATCHES : RNG_HELDOUT);
+    task_draw(task, examples, split, &rng);
+    return examples;
+}
+
 /* FNV-1a over the example's numbers, in a fixed order. */
 static uint64_t fnv1a_ints(uint64_t hash, const int *xs, int n)
 {

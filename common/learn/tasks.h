@@ -115,6 +115,10 @@ typedef enum { SPLIT_TRAIN = 0, SPLIT_HELDOUT = 1 } TaskSplit;
  * after the other: the same generator state gives the same batch on every
  * machine. */
 void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng);
+/* n examples of one split (new), drawn from seed's stream for it: the
+ * held-out set from RNG_HELDOUT; training examples from RNG_BATCHES, the
+ * first ones a training run of that seed draws. */
+TaskBatch *task_examples(const Task *task, int n, TaskSplit split, uint64_t seed);
 
 /* A 64-bit fingerprint of example b (its entries, query and answer):
  * FNV-1a over the ids as 4-byte little-endian words, then a 64-bit mixing

@@ -16,7 +16,9 @@
 
 #include "learn/embedding.h"
 #include "learn/head_gates.h"
+#include "learn/linear_layer.h"
 #include "learn/loss.h"
+#include "learn/seeds.h"
 #include "ops.h"
 
 /* The optimiser's list and the files' list, both in PyTorch's names. */
@@ -62,11 +64,9 @@ TwoKeyModel *two_key_new_mlp(int key_vocab, int value_vocab, int num_hiddens, in
             "keys, %d values and %d", key_vocab, value_vocab, mlp_hiddens);
     TwoKeyModel *m = checked_calloc(func, 1, sizeof *m);
     const int D = num_hiddens;
-    m->key_vocab = key_vocab;
-    m->value_vocab = value_vocab;
-    m->num_hiddens = D;
-    m->num_heads = num_heads;
-    m->saved_num_heads = num_heads;
+    *m = (TwoKeyModel){.key_vocab = key_vocab, .value_vocab = value_vocab, .num_hiddens = D,
+                       .num_heads = num_heads, .mlp_hiddens = mlp_hiddens,
+                       .saved_num_heads = num_heads};
     // drawn in a fixed order, so a seed names one model
     m->embed_keys = embedding_new(key_vocab, D, rng);
     m->embed_values = embedding_new(value_vocab, D, rng);
@@ -74,27 +74,17 @@ TwoKeyModel *two_key_new_mlp(int key_vocab, int value_vocab, int num_hiddens, in
      * d2l's MultiHeadAttention (multihead_new checks that H divides D) */
     m->attention = multihead_new(2 * D, D, D, D, num_heads, 0.0f, false, rng);
     m->attend = CLEAR_ATTENTION;
-    const float bound = 1.0f / sqrtf((float)D);   /* nn.Linear's default */
-    m->readout_weight = tensor_uniform(rng, -bound, bound, SHAPE(2 * value_vocab, D));
-    m->readout_bias = tensor_uniform(rng, -bound, bound, SHAPE(2 * value_vocab));
+    linear_layer_new(2 * value_vocab, D, rng, &m->readout_weight, &m->readout_bias,
+                     &m->grad_readout_weight, &m->grad_readout_bias);
 
     m->grad_embed_keys = tensor_zeros(SHAPE(key_vocab, D));
     m->grad_embed_values = tensor_zeros(SHAPE(value_vocab, D));
     m->grad_attention = multihead_grads_new(m->attention);
-    m->grad_readout_weight = tensor_zeros(SHAPE(2 * value_vocab, D));
-    m->grad_readout_bias = tensor_zeros(SHAPE(2 * value_vocab));
-    m->mlp_hiddens = mlp_hiddens;
-    if (mlp_hiddens > 0) {
-        const int N = mlp_hiddens;
-        const float bound2 = 1.0f / sqrtf((float)N);
-        m->mlp_weight1 = tensor_uniform(rng, -bound, bound, SHAPE(N, D));
-        m->mlp_bias1 = tensor_uniform(rng, -bound, bound, SHAPE(N));
-        m->mlp_weight2 = tensor_uniform(rng, -bound2, bound2, SHAPE(D, N));
-        m->mlp_bias2 = tensor_uniform(rng, -bound2, bound2, SHAPE(D));
-        m->grad_mlp_weight1 = tensor_zeros(SHAPE(N, D));
-        m->grad_mlp_bias1 = tensor_zeros(SHAPE(N));
-        m->grad_mlp_weight2 = tensor_zeros(SHAPE(D, N));
-        m->grad_mlp_bias2 = tensor_zeros(SHAPE(D));
+    if (mlp_hiddens > 0) {   /* D -> N -> D */
+        linear_layer_new(mlp_hiddens, D, rng, &m->mlp_weight1, &m->mlp_bias1,
+                         &m->grad_mlp_weight1, &m->grad_mlp_bias1);
+        linear_layer_new(D, mlp_hiddens, rng, &m->mlp_weight2, &m->mlp_bias2,
+                         &m->grad_mlp_weight2, &m->grad_mlp_bias2);
     }
     list_parameters(m);
     return m;
@@ -104,16 +94,11 @@ void two_key_free(TwoKeyModel *model)
 {
     if (model == NULL)
         return;
-    tensor_free(model->embed_keys);
-    tensor_free(model->embed_values);
     multihead_free(model->attention);
-    tensor_free(model->readout_weight);
-    tensor_free(model->readout_bias);
-    tensor_free(model->grad_embed_keys);
-    tensor_free(model->grad_embed_values);
     multihead_grads_free(model->grad_attention);
-    tensor_free(model->grad_readout_weight);
-    tensor_free(model->grad_readout_bias);
+    TENSOR_FREE(model->embed_keys, model->embed_values, model->readout_weight,
+                model->readout_bias, model->grad_embed_keys, model->grad_embed_values,
+                model->grad_readout_weight, model->grad_readout_bias);
     TENSOR_FREE(model->mlp_weight1, model->mlp_bias1, model->mlp_weight2, model->mlp_bias2,
                 model->grad_mlp_weight1, model->grad_mlp_bias1, model->grad_mlp_weight2,
                 model->grad_mlp_bias2);
@@ -327,6 +312,54 @@ double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch
     return loss;
 }
 
+/* task's batches -> the model of seed, or NULL with *bad_step */
+TwoKeyModel *two_key_train(const Task *task, const TwoKeyTraining *how, uint64_t seed,
+                           int *bad_step)
+{
+    *bad_step = 0;
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
+    TwoKeyModel *model = two_key_new_mlp(how->key_vocab, how->value_vocab, how->num_hiddens,
+                                         how->num_heads, how->mlp_hiddens, &init);
+    Adam *adam = adam_new(model->params, model->num_params, how->lr);
+    TaskBatch *batch = task_batch_new(task, how->batch_size);
+    for (int step = 1; step <= how->steps; step++) {
+        task_draw(task, batch, SPLIT_TRAIN, &data);
+        if (!isfinite(two_key_train_step(model, adam, batch))) {
+            *bad_step = step;
+            two_key_free(model);
+            model = NULL;
+            break;
+        }
+    }
+    task_batch_free(batch);
+    adam_free(adam);
+    return model;
+}
+
+/* One job of seeds_run: seed first_seed + s */
+typedef struct {
+    const Task *task;
+    const TwoKeyTraining *how;
+    uint64_t first_seed;
+    TwoKeyModel **models;
+    int *bad_steps;
+} SeedJobs;
+
+static void train_seed(void *arg, int s)
+{
+    const SeedJobs *jobs = arg;
+    jobs->models[s] = two_key_train(jobs->task, jobs->how, jobs->first_seed + (uint64_t)s,
+                                    &jobs->bad_steps[s]);
+}
+
+/* -> models (n,), bad_steps (n,) */
+void two_key_train_seeds(const Task *task, const TwoKeyTraining *how, uint64_t first_seed,
+                         int num_seeds, int num_threads, TwoKeyModel **models, int *bad_steps)
+{
+    SeedJobs jobs = {task, how, first_seed, models, bad_steps};
+    seeds_run(num_seeds, num_threads, train_seed, &jobs);
+}
+
 /* The index of the largest of n scores (the first on a tie, like argmax). */
 static int argmax(const float *scores, int n)
 {
@@ -422,6 +455,23 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
     tensor_free(grad_logits);
     tensor_free(logits);
     two_key_cache_free(&cache);
+}
+
+/* batch -> (L(1 + eps) - L(1 - eps)) / the gates' distance, for head */
+double two_key_gate_slope(const TwoKeyModel *model, const TaskBatch *batch, int head, float eps)
+{
+    const int H = model->num_heads;
+    float *gates = checked_calloc("two_key_gate_slope", (size_t)H, sizeof *gates);
+    for (int h = 0; h < H; h++)
+        gates[h] = 1.0f;
+    const float above = 1.0f + eps, below = 1.0f - eps;
+    gates[head] = above;
+    const double up = two_key_evaluate(model, batch, gates, NULL);
+    gates[head] = below;
+    const double down = two_key_evaluate(model, batch, gates, NULL);
+    free(gates);
+    /* the gates as floats are not exactly 1 -+ eps: divide by their distance */
+    return (up - down) / ((double)above - (double)below);
 }
 
 double two_key_bytes_needed(int key_vocab, int value_vocab, int num_pairs, int num_hiddens,

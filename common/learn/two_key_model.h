@@ -129,6 +129,28 @@ void two_key_cache_free(TwoKeyCache *cache);
  * the two answers, backward, adam_step. Returns the loss before the step. */
 double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch);
 
+/* What training a model from a seed takes: its sizes, and Adam's. */
+typedef struct {
+    int key_vocab, value_vocab, num_hiddens, num_heads;   /* Vk, Vv, D, H */
+    int mlp_hiddens;                                      /* N, 0: no MLP */
+    int steps, batch_size;
+    float lr;
+} TwoKeyTraining;
+
+/* The model of seed: its parameters drawn from seed's RNG_PARAMETERS
+ * stream, then how->steps Adam steps on batches of task's training split
+ * drawn from seed's RNG_BATCHES stream (the same batches whatever the
+ * sizes). NULL, with *bad_step the step, when the loss stops being a
+ * number. */
+TwoKeyModel *two_key_train(const Task *task, const TwoKeyTraining *how, uint64_t seed,
+                           int *bad_step);
+/* The models of seeds S to S + n - 1, each from two_key_train, trained
+ * num_threads at a time (seeds.h): the numbers do not depend on the
+ * threads. models (n,) and bad_steps (n,) receive each seed's model and 0,
+ * or NULL and the step whose loss was not a number. */
+void two_key_train_seeds(const Task *task, const TwoKeyTraining *how, uint64_t first_seed,
+                         int num_seeds, int num_threads, TwoKeyModel **models, int *bad_steps);
+
 /* How many examples of a batch have each answer right, and both. */
 typedef struct {
     int first, second;   /* the first capital right; the second */
@@ -154,6 +176,10 @@ double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
  * One forward and one backward for the whole batch; the model's gradients
  * are left zero. */
 void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double *importance);
+/* The same slope for one head by a central difference of the batch's mean
+ * loss, the gate at 1 + eps and 1 - eps (float) and the others at 1: what
+ * checks the dot product of two_key_head_importance. */
+double two_key_gate_slope(const TwoKeyModel *model, const TaskBatch *batch, int head, float eps);
 
 /* Bytes one model's run holds at its largest, about: a training step on
  * batch examples or one forward over examples held-out ones, whichever is
