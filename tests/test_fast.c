@@ -1,5 +1,7 @@
 /*
  * test_fast.c - the fast versions equal the clear ones:
+ *   fast_threads.c          every share of a parallel loop runs once, on
+ *                           any thread count, nested or from two threads
  *   fast_matmul.c           against matmul / matmul_bt / linear (ops.c)
  *   fast_exp.c              against libm's expf over the whole float range
  *   streaming_attention.c   against dot_product_attention (attention.c),
@@ -14,13 +16,19 @@
  * (12 x 32 with AVX-512), k chunks of 256, column chunks of 512, query blocks of 96, key blocks of
  * 256. Speed is never tested here; `make bench` measures it.
  */
+#define _POSIX_C_SOURCE 200809L   /* fork, alarm */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "attention.h"
 #include "fast/fast_exp.h"
@@ -29,11 +37,117 @@
 #include "helpers.h"
 #include "multihead.h"
 #include "fast/fast_multihead.h"
+#include "fast/fast_threads.h"
 #include "ops.h"
 #include "random.h"
 #include "softmax.h"
 #include "fast/streaming_attention.h"
 #include "tensor.h"
+
+/* ---- the workers ------------------------------------------------------------- */
+
+/* What a parallel loop of the tests records: how often each share ran,
+ * and, with nested set, a loop of 3 shares inside each share. */
+typedef struct {
+    atomic_int runs[16];
+    atomic_int nested_runs[3];
+    bool nested;
+} ShareCount;
+
+static void count_nested(void *arg, int thread)
+{
+    atomic_fetch_add(&((ShareCount *)arg)->nested_runs[thread], 1);
+}
+
+static void count_share(void *arg, int thread)
+{
+    ShareCount *count = arg;
+    atomic_fetch_add(&count->runs[thread], 1);
+    if (count->nested)
+        fast_parallel(3, count_nested, count);
+}
+
+/* calls loops of num_threads shares; expects each share to have run calls
+ * times, and the nested shares calls * num_threads times */
+static void expect_each_share_once(ShareCount *count, int num_threads, int calls)
+{
+    for (int t = 0; t < 16; t++)
+        cr_expect_eq(atomic_load(&count->runs[t]), t < num_threads ? calls : 0,
+                     "%d threads: share %d ran %d times in %d calls", num_threads, t,
+                     atomic_load(&count->runs[t]), calls);
+    for (int t = 0; count->nested && t < 3; t++)
+        cr_expect_eq(atomic_load(&count->nested_runs[t]), calls * num_threads,
+                     "nested share %d ran %d times", t, atomic_load(&count->nested_runs[t]));
+}
+
+Test(fast_threads, every_share_runs_once_per_call_on_any_thread_count)
+{
+    /* thread counts going up and down: workers started by one call wait
+     * for the next, and those a call does not need sit it out */
+    const int counts[] = {1, 2, 5, 3, 16, 2, 1, 7};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        ShareCount count = {0};
+        for (int call = 0; call < 500; call++)
+            fast_parallel(counts[i], count_share, &count);
+        expect_each_share_once(&count, counts[i], 500);
+    }
+    /* stopped, the workers start again on the next call */
+    fast_threads_stop();
+    ShareCount count = {0};
+    fast_parallel(4, count_share, &count);
+    expect_each_share_once(&count, 4, 1);
+}
+
+Test(fast_threads, a_loop_inside_a_share_runs_all_its_shares)
+{
+    ShareCount count = {.nested = true};
+    for (int call = 0; call < 100; call++)
+        fast_parallel(2, count_share, &count);
+    expect_each_share_once(&count, 2, 100);
+}
+
+static void *loop_from_a_thread(void *arg)
+{
+    for (int call = 0; call < 300; call++)
+        fast_parallel(3, count_share, arg);
+    return NULL;
+}
+
+Test(fast_threads, two_threads_calling_at_once_both_get_every_share)
+{
+    /* one owns the workers at a time; the other runs its shares itself */
+    ShareCount first = {0}, second = {0};
+    pthread_t other;
+    cr_assert_eq(pthread_create(&other, NULL, loop_from_a_thread, &second), 0);
+    loop_from_a_thread(&first);
+    pthread_join(other, NULL);
+    expect_each_share_once(&first, 3, 300);
+    expect_each_share_once(&second, 3, 300);
+}
+
+Test(fast_threads, a_forked_child_runs_every_share)
+{
+    /* fork copies the calling thread alone: the child must not wait for
+     * the parent's workers (the benchmark forks a child per line); alarm
+     * turns a wait into a failure */
+    ShareCount count = {0};
+    fast_parallel(2, count_share, &count);
+    /* long enough for the worker to stop polling and sleep */
+    nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        alarm(20);
+        ShareCount in_child = {0};
+        for (int call = 0; call < 50; call++)
+            fast_parallel(3, count_share, &in_child);
+        _exit(atomic_load(&in_child.runs[2]) == 50 ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the forked child's loops did not run every share (status %d)", status);
+}
 
 /* ---- fast matmul ------------------------------------------------------------- */
 
@@ -630,6 +744,52 @@ Test(fast_backward, gemm_at_and_linear_backward_equal_clear)
     }
     tensor_free(x); tensor_free(weight); tensor_free(grad_y); tensor_free(grad_weight);
     tensor_free(grad_bias); tensor_free(fast_weight); tensor_free(fast_bias); tensor_free(expected);
+}
+
+static bool same_bits(const Tensor *a, const Tensor *b)
+{
+    return a->size == b->size && memcmp(a->data, b->data, a->size * sizeof(float)) == 0;
+}
+
+/* Large enough that the bias copy and the column sums are shared out
+ * (columns past one 256 chunk): every output the same bits on 1, 2 and 3
+ * threads, and the bias gradient the sum of grad_y's rows taken in order,
+ * in double, as the clear rule says. */
+Test(fast_backward, linear_and_its_backward_give_the_same_bits_on_any_thread_count)
+{
+    enum { rows = 1201, in = 70, out = 530 };
+    Rng rng = rng_new(41);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(rows, in));
+    Tensor *weight = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in));
+    Tensor *bias = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out));
+    Tensor *grad_y = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(rows, out));
+    Tensor *y[3], *grad_x[3], *grad_weight[3], *grad_bias[3];
+    for (int t = 0; t < 3; t++) {
+        y[t] = fast_linear(x, weight, bias, t + 1);
+        grad_weight[t] = tensor_zeros(SHAPE(out, in));
+        grad_bias[t] = tensor_copy(bias);   /* added into */
+        grad_x[t] = fast_linear_backward(x, weight, grad_y, grad_weight[t], grad_bias[t], t + 1);
+    }
+    for (int t = 1; t < 3; t++) {
+        cr_expect(same_bits(y[t], y[0]), "fast_linear: %d threads differ from 1", t + 1);
+        cr_expect(same_bits(grad_x[t], grad_x[0]), "grad_x: %d threads differ from 1", t + 1);
+        cr_expect(same_bits(grad_weight[t], grad_weight[0]), "grad_weight: %d threads", t + 1);
+        cr_expect(same_bits(grad_bias[t], grad_bias[0]), "grad_bias: %d threads", t + 1);
+    }
+    for (int c = 0; c < out; c++) {
+        double sum = 0.0;
+        for (int r = 0; r < rows; r++)
+            sum += grad_y->data[(size_t)r * out + c];
+        cr_expect_eq(grad_bias[2]->data[c], bias->data[c] + (float)sum,
+                     "grad_bias[%d] = %.9g, expected %.9g", c, (double)grad_bias[2]->data[c],
+                     (double)(bias->data[c] + (float)sum));
+    }
+    /* each row of y starts from the bias: y - bias is x W^T */
+    Tensor *expected = linear(x, weight, bias);
+    expect_gradient_close(y[2], expected, tensor_max_abs(expected), "fast_linear", "3 threads");
+    for (int t = 0; t < 3; t++)
+        TENSOR_FREE(y[t], grad_x[t], grad_weight[t], grad_bias[t]);
+    TENSOR_FREE(x, weight, bias, grad_y, expected);
 }
 
 /* The streaming backward against dot_product_attention_backward on the

@@ -24,7 +24,6 @@
 #include "fast/fast_internal.h"
 #include "platform.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,46 +48,6 @@ static inline void store_vec(float *p, vf v)
 int fast_vector_width(void)
 {
     return FAST_VEC;
-}
-
-/* ---- threads ------------------------------------------------------------ */
-
-typedef struct {
-    void (*work)(void *arg, int thread);
-    void *arg;
-    int thread;
-} ThreadCall;
-
-static void *thread_main(void *p)
-{
-    ThreadCall *call = p;
-    call->work(call->arg, call->thread);
-    return NULL;
-}
-
-void fast_parallel(int num_threads, void (*work)(void *arg, int thread), void *arg)
-{
-    if (num_threads < 1)
-        num_threads = 1;
-    pthread_t *ids = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *ids);
-    ThreadCall *calls = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *calls);
-    bool *started = checked_calloc("fast_parallel", (size_t)num_threads, sizeof *started);
-    for (int t = 1; t < num_threads; t++) {
-        calls[t] = (ThreadCall){work, arg, t};
-        started[t] = pthread_create(&ids[t], NULL, thread_main, &calls[t]) == 0;
-    }
-    work(arg, 0);
-    /* A thread that could not be created costs speed, not correctness:
-     * its share runs here, on the calling thread. */
-    for (int t = 1; t < num_threads; t++) {
-        if (started[t])
-            pthread_join(ids[t], NULL);
-        else
-            work(arg, t);
-    }
-    free(started);
-    free(calls);
-    free(ids);
 }
 
 /* ---- packing B into panels ---------------------------------------------- */
@@ -148,6 +107,11 @@ Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
 {
     /* freed by tensor_free's free() like any other */
     return tensor_alloc_with(func, ndim, shape, aligned_zeroed_floats);
+}
+
+Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape)
+{
+    return tensor_alloc_with(func, ndim, shape, aligned_floats);
 }
 
 /* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */
@@ -350,6 +314,7 @@ typedef struct {
     float *c;
     size_t ldc;
     bool accumulate;
+    const float *bias;      /* (n,) or NULL: C = bias + A @ B, each row from the bias */
     int num_threads;
     bool split_columns;     /* threads share C's columns, not its rows */
     float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
@@ -378,6 +343,12 @@ static void gemm_band(void *arg, int thread)
               ? thread_share(g->n, FAST_NR, thread, g->num_threads, &col_first, &col_last)
               : thread_share(g->m, FAST_MR, thread, g->num_threads, &first, &last)))
         return;
+    /* Each thread starts its own part of C from the bias: the copy is
+     * shared out like the product, and C is in cache when the product adds
+     * to it. */
+    for (int i = first; g->bias != NULL && i < last; i++)
+        memcpy(g->c + (size_t)i * g->ldc + col_first, g->bias + col_first,
+               (size_t)(col_last - col_first) * sizeof(float));
     /* Loop order, outermost first: a chunk of k (FAST_KC), a chunk of
      * columns (FAST_NC), then fast_block, which takes MR rows of A at a
      * time and runs them across every panel of the chunk. The MR rows of A
@@ -386,7 +357,8 @@ static void gemm_band(void *arg, int thread)
      * next MR rows. */
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
-        bool acc = g->accumulate || p0 > 0;   /* later chunks add to the first */
+        /* later chunks add to the first, the first to the bias */
+        bool acc = g->accumulate || g->bias != NULL || p0 > 0;
         for (int j0 = col_first; j0 < col_last; j0 += FAST_NC) {
             int cols = col_last - j0 < FAST_NC ? col_last - j0 : FAST_NC;
             const float *panel;
@@ -431,9 +403,12 @@ static void gemm_threads(Gemm *g, int num_threads)
     if (num_threads > groups)
         num_threads = groups;   /* no thread without a whole tile to do */
     const int T = g->num_threads = num_threads < 1 ? 1 : num_threads;
+    /* a chunk of B is at most (FAST_KC, FAST_NC), and no larger than B */
+    const size_t chunk = fast_panels_size(g->k < FAST_KC ? g->k : FAST_KC,
+                                          g->n < FAST_NC ? g->n : FAST_NC);
     g->b_copies = g->panels == NULL ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->b_copies != NULL && t < T; t++)
-        g->b_copies[t] = fast_alloc_panels(func, fast_panels_size(FAST_KC, FAST_NC));
+        g->b_copies[t] = fast_alloc_panels(func, chunk);
     fast_parallel(T, gemm_band, g);
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         free(g->b_copies[t]);
@@ -527,33 +502,59 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, i
 {
     int rows;
     /* linear_output checks the shapes and makes y; its memory, never
-     * written, is swapped for fast_tensor_zeros' (see aligned_floats) */
+     * written, is swapped for fast_tensor_empty's (see aligned_floats):
+     * every element of y is written below, so it is not zeroed first */
     Tensor *checked = linear_output("fast_linear", x, weight, bias, &rows);
-    Tensor *y = fast_tensor_zeros("fast_linear", checked->ndim, checked->shape);
+    Tensor *y = fast_tensor_empty("fast_linear", checked->ndim, checked->shape);
     tensor_free(checked);
     int in = x->shape[x->ndim - 1], out = weight->shape[0];
-    /* start every row from the bias and accumulate x W^T onto it */
-    if (bias != NULL)
-        for (int r = 0; r < rows; r++)
-            memcpy(y->data + (size_t)r * out, bias->data, (size_t)out * sizeof(float));
-    fast_gemm(rows, out, in, x->data, (size_t)in, weight->data, (size_t)in, true,
-              y->data, (size_t)out, bias != NULL, num_threads);
+    /* every row starts from the bias, and x W^T is added onto it */
+    Gemm g = {.m = rows, .n = out, .k = in, .a = x->data, .lda = (size_t)in, .b = weight->data,
+              .ldb = (size_t)in, .b_transposed = true, .c = y->data, .ldc = (size_t)out,
+              .bias = bias != NULL ? bias->data : NULL};
+    gemm_threads(&g, num_threads);
     return y;
 }
 
-/* grad_y (rows, out) -> bias_grad (out,) += the sum of its rows, summed
- * in double (rows may be many thousands) and added once. */
-static void add_column_sums(const float *grad_y, int rows, int out, float *bias_grad)
+typedef struct {
+    const float *grad_y;
+    int rows, out, num_threads;
+    float *bias_grad;
+} ColumnSums;
+
+/* Thread t's band of columns, COLUMN_CHUNK at a time: each column summed
+ * over every row in order, in double (rows may be many thousands), and
+ * added once. A column is summed by one thread, whichever: the same bits
+ * on any number of threads. */
+enum { COLUMN_CHUNK = 256 };
+static void column_sums_band(void *arg, int thread)
 {
-    double *sums = checked_calloc("fast_linear_backward", (size_t)out, sizeof(double));
-    for (int r = 0; r < rows; r++) {
-        const float *row = grad_y + (size_t)r * out;
-        for (int c = 0; c < out; c++)
-            sums[c] += row[c];
+    const ColumnSums *job = arg;
+    int first, last;
+    if (!thread_share(job->out, COLUMN_CHUNK, thread, job->num_threads, &first, &last))
+        return;
+    for (int c0 = first; c0 < last; c0 += COLUMN_CHUNK) {
+        const int width = last - c0 < COLUMN_CHUNK ? last - c0 : COLUMN_CHUNK;
+        double sums[COLUMN_CHUNK] = {0};
+        for (int r = 0; r < job->rows; r++) {
+            const float *row = job->grad_y + (size_t)r * job->out + c0;
+            for (int c = 0; c < width; c++)
+                sums[c] += row[c];
+        }
+        for (int c = 0; c < width; c++)
+            job->bias_grad[c0 + c] += (float)sums[c];
     }
-    for (int c = 0; c < out; c++)
-        bias_grad[c] += (float)sums[c];
-    free(sums);
+}
+
+/* grad_y (rows, out) -> bias_grad (out,) += the sum of its rows */
+static void add_column_sums(const float *grad_y, int rows, int out, float *bias_grad,
+                            int num_threads)
+{
+    /* a second thread is worth a few hundred thousand additions */
+    const double per_thread = 256.0 * 1024.0;
+    const int worth = 1 + (int)((double)rows * out / per_thread);
+    ColumnSums job = {grad_y, rows, out, num_threads < worth ? num_threads : worth, bias_grad};
+    fast_parallel(job.num_threads, column_sums_band, &job);
 }
 
 void fast_linear_backward_raw(int rows, int in, int out, const float *x, const float *weight,
@@ -571,7 +572,7 @@ void fast_linear_backward_raw(int rows, int in, int out, const float *x, const f
                      grad_weight, (size_t)in, true, num_threads);
     // grad_b (out,) += the sum of grad_y's rows
     if (grad_bias != NULL)
-        add_column_sums(grad_y, rows, out, grad_bias);
+        add_column_sums(grad_y, rows, out, grad_bias, num_threads);
 }
 
 Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
@@ -588,7 +589,8 @@ Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor
         tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
     if (grad_bias != NULL)
         tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
-    Tensor *grad_x = fast_tensor_zeros(func, x->ndim, x->shape);
+    /* every element written: grad_x = grad_y W with nothing to add to */
+    Tensor *grad_x = fast_tensor_empty(func, x->ndim, x->shape);
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data, grad_x->data,
                              grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);

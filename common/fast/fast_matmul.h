@@ -16,7 +16,7 @@
  *     chunk at a time by each thread that needs it;
  *   - the k dimension is cut into chunks of FAST_KC, so the part of a panel
  *     in use stays in the fast caches while many tiles of A sweep over it;
- *   - the rows of C are shared out between threads (pthreads), each
+ *   - the rows of C are shared out between threads (fast_threads.h), each
  *     working on its own rows, so no two threads ever write the same float.
  *
  * The tile follows the vector registers the fast files are compiled for
@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fast/fast_threads.h"
 #include "tensor.h"
 
 #if defined(__AVX512F__)
@@ -104,6 +105,9 @@ float *fast_alloc_panels(const char *func, size_t count);
 /* tensor_zeros with the memory of fast_alloc_panels, for the large
  * tensors the fast path makes; tensor_free frees it as any other. */
 Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape);
+/* The same memory left as it comes (torch.empty): for a tensor whose every
+ * element is written next, where zeroing would only cost time. */
+Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape);
 /* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
  * panels: panel j holds columns j*NR .. j*NR + NR-1 (NR = FAST_NR), row p
  * of it at panels + (j * k + p) * NR; columns past n are zero. */
@@ -133,9 +137,5 @@ void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
  * GFLOP/s reached (2 FLOPs per lane per multiply-add): the fp32 peak of the
  * instructions the kernels use, which the benchmark compares against. */
 double fast_peak_gflops(int num_threads, double seconds);
-
-/* Run work(arg, t) for t = 0 .. num_threads-1, thread t = 0 on the calling
- * thread, the others on new pthreads; return when all are done. */
-void fast_parallel(int num_threads, void (*work)(void *arg, int thread), void *arg);
 
 #endif

@@ -157,13 +157,14 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
     return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
 }
 
-/* Starting and joining a thread costs some tens of microseconds: a thread
- * is worth it for a few million FLOPs of work (4 million: about 30 us at
- * 150 GFLOP/s), so d2l's toy runs on one. Fewer threads change no result:
- * the layer gives the same bits on any number. */
+/* Handing a share of work to a waiting worker (fast_threads.h) and
+ * waiting for it to finish costs a few microseconds, on every parallel
+ * loop of the pass: a thread is worth it for about a million FLOPs of
+ * work, so d2l's toy runs on one. Fewer threads change no result: the
+ * layer gives the same bits on any number. */
 static int threads_worth(int num_threads, double flops)
 {
-    const double per_thread = 4e6;
+    const double per_thread = 1e6;
     if (num_threads < 1)
         num_threads = 1;
     return flops < per_thread * num_threads ? 1 + (int)(flops / per_thread) : num_threads;
@@ -214,7 +215,8 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         workspaces[t].v_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
-    Tensor *concat = fast_tensor_zeros(func, SHAPE(B, T, D));
+    /* every (sequence, head) job writes all its rows: nothing to zero */
+    Tensor *concat = fast_tensor_empty(func, SHAPE(B, T, D));
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
                      projection_new(layer->W_q, layer->b_q, d, cache == NULL),
                      projection_new(layer->W_k, layer->b_k, d, cache == NULL),
@@ -343,8 +345,8 @@ static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const 
 {
     const int in = weight->shape[1], out = weight->shape[0];
     const int rows = (int)(x->size / (size_t)in);
-    Tensor *grad_x = want_grad_x ? fast_tensor_zeros("fast_multihead_backward", x->ndim, x->shape)
-                                 : NULL;
+    Tensor *grad_x = want_grad_x ? fast_tensor_empty("fast_multihead_backward", x->ndim, x->shape)
+                                 : NULL;   /* written whole, not added into */
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
                              grad_x ? grad_x->data : NULL, grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);
