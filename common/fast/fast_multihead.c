@@ -158,13 +158,18 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
 }
 
 /* Handing a share of work to a waiting worker (fast_threads.h) and
- * waiting for it to finish costs a few microseconds, on every parallel
- * loop of the pass: a thread is worth it for about a million FLOPs of
- * work, so d2l's toy runs on one. Fewer threads change no result: the
+ * waiting for it to finish costs a few microseconds on a quiet machine,
+ * and far more when the worker's core is busy with another program (it
+ * waits for its turn), on every parallel loop of the pass; and small
+ * heads run far below the peak, so their FLOPs take longer than the count
+ * says. A thread is worth it for about eight million FLOPs of work: d2l's
+ * toy and the training page's default batch (32 sequences of 8, 32
+ * hiddens: 2.4 million in the forward), where a second thread made a
+ * training step slower, run on one. Fewer threads change no result: the
  * layer gives the same bits on any number. */
 static int threads_worth(int num_threads, double flops)
 {
-    const double per_thread = 1e6;
+    const double per_thread = 8e6;
     if (num_threads < 1)
         num_threads = 1;
     return flops < per_thread * num_threads ? 1 + (int)(flops / per_thread) : num_threads;
