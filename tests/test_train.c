@@ -763,6 +763,24 @@ static void halved_backward(const MultiHeadAttention *layer, const LayerCache *c
     tensor_free(half);
 }
 
+/* the clear linear layer, counted: the readout must run through the
+ * layer's own linear functions */
+static Tensor *counted_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                              int num_threads)
+{
+    (void)num_threads;
+    halved_calls += 1000;
+    return linear(x, weight, bias);
+}
+static Tensor *counted_linear_backward(const Tensor *x, const Tensor *weight,
+                                       const Tensor *grad_y, Tensor *grad_weight,
+                                       Tensor *grad_bias, int num_threads)
+{
+    (void)num_threads;
+    halved_calls += 10000;
+    return linear_backward(x, weight, grad_y, grad_weight, grad_bias);
+}
+
 Test(lookup_model, runs_the_attention_layer_it_holds)
 {
     const Task task = task_dictionary(FIX_PAIRS, FIX_KEY_VOCAB, FIX_VALUE_VOCAB);
@@ -777,13 +795,15 @@ Test(lookup_model, runs_the_attention_layer_it_holds)
     Tensor *clear_grad_W_q = tensor_copy(model->grad_attention->W_q);
     // the halved layer: half the output and, from the same grad_logits,
     // half of W_q's gradient (halving is exact in floating point)
-    model->attend = (AttentionLayer){halved_forward, halved_backward, 1};
+    model->attend = (AttentionLayer){halved_forward, halved_backward, 1, counted_linear,
+                                     counted_linear_backward};
     halved_calls = 0;
     LookupCache halved;
     Tensor *halved_logits = lookup_forward(model, batch, NULL, &halved);
     parameters_zero_grad(model->params, model->num_params);
     lookup_backward(model, &halved, grad_logits, NULL);
-    cr_expect_eq(halved_calls, 101, "forward once and backward once, got %d", halved_calls);
+    cr_expect_eq(halved_calls, 11101, "the layer's forward, backward, linear and its "
+                 "backward once each (1, 100, 1000, 10000), got %d", halved_calls);
     for (size_t i = 0; i < clear.out->size; i++)
         cr_expect_eq(halved.out->data[i], 0.5f * clear.out->data[i], "out[%zu]", i);
     for (size_t i = 0; i < clear_grad_W_q->size; i++)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "fast/fast_matmul.h"
 #include "fast/fast_multihead.h"
 
 static void fast_cache_free(void *other)
@@ -57,5 +58,6 @@ AttentionLayer fast_attention_layer(int num_threads)
 {
     if (num_threads < 1)
         die("fast_attention_layer", "num_threads %d: at least 1", num_threads);
-    return (AttentionLayer){fast_forward, fast_backward, num_threads};
+    return (AttentionLayer){fast_forward, fast_backward, num_threads, fast_linear,
+                            fast_linear_backward};
 }

@@ -10,6 +10,8 @@
 
 #include <stdlib.h>
 
+#include "ops.h"
+
 Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *queries,
                                 const Tensor *keys, const Tensor *values,
                                 const ValidLens *valid_lens, bool training, Rng *rng,
@@ -61,6 +63,23 @@ void attention_layer_backward(const AttentionLayer *attend, const MultiHeadAtten
 {
     attend->backward(layer, cache, grad_output, grads, grad_queries, grad_keys, grad_values,
                      grad_concat, attend->num_threads);
+}
+
+Tensor *attention_layer_linear(const AttentionLayer *attend, const Tensor *x,
+                               const Tensor *weight, const Tensor *bias)
+{
+    return attend->linear != NULL ? attend->linear(x, weight, bias, attend->num_threads)
+                                  : linear(x, weight, bias);
+}
+
+Tensor *attention_layer_linear_backward(const AttentionLayer *attend, const Tensor *x,
+                                        const Tensor *weight, const Tensor *grad_y,
+                                        Tensor *grad_weight, Tensor *grad_bias)
+{
+    return attend->linear_backward != NULL
+               ? attend->linear_backward(x, weight, grad_y, grad_weight, grad_bias,
+                                         attend->num_threads)
+               : linear_backward(x, weight, grad_y, grad_weight, grad_bias);
 }
 
 void layer_cache_free(LayerCache *cache)

@@ -44,10 +44,21 @@ typedef void (*AttentionBackward)(const MultiHeadAttention *layer, const LayerCa
                                   Tensor **grad_queries, Tensor **grad_keys,
                                   Tensor **grad_values, Tensor **grad_concat, int num_threads);
 
+/* x (..., in) -> x W^T + b (..., out), and its backward: ops.h's linear
+ * and linear_backward, on num_threads threads */
+typedef Tensor *(*LinearForward)(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                                 int num_threads);
+typedef Tensor *(*LinearBackward)(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                                  Tensor *grad_weight, Tensor *grad_bias, int num_threads);
+
 typedef struct {
     AttentionForward forward;
     AttentionBackward backward;
     int num_threads;   /* >= 1; the clear layer runs on one whatever it says */
+    /* the linear layers the model runs around attention (a readout), on
+     * the same threads; NULL: ops.h's clear ones */
+    LinearForward linear;
+    LinearBackward linear_backward;
 } AttentionLayer;
 
 /* the clear layer of chapter 05: multihead_forward_cache and
@@ -60,7 +71,8 @@ void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache 
                               const Tensor *grad_output, MultiHeadGrads *grads,
                               Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                               Tensor **grad_concat, int num_threads);
-#define CLEAR_ATTENTION ((AttentionLayer){clear_attention_forward, clear_attention_backward, 1})
+#define CLEAR_ATTENTION \
+    ((AttentionLayer){clear_attention_forward, clear_attention_backward, 1, NULL, NULL})
 
 /* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv) -> output (B, T, D)
  * through attend's forward in evaluation mode, no mask. cache, when not
@@ -77,6 +89,13 @@ void attention_layer_backward(const AttentionLayer *attend, const MultiHeadAtten
                               const LayerCache *cache, const Tensor *grad_output,
                               MultiHeadGrads *grads, Tensor **grad_queries, Tensor **grad_keys,
                               Tensor **grad_values, Tensor **grad_concat);
+/* x (..., in) -> x W^T + b through attend's linear (ops.h's linear when it
+ * has none), and the backward, as linear_backward says */
+Tensor *attention_layer_linear(const AttentionLayer *attend, const Tensor *x,
+                               const Tensor *weight, const Tensor *bias);
+Tensor *attention_layer_linear_backward(const AttentionLayer *attend, const Tensor *x,
+                                        const Tensor *weight, const Tensor *grad_y,
+                                        Tensor *grad_weight, Tensor *grad_bias);
 /* Frees what either kind of layer kept; the struct is the caller's. */
 void layer_cache_free(LayerCache *cache);
 

@@ -149,7 +149,8 @@ Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
     c.out = attention_layer_forward(&m->attend, m->attention, c.q, c.k, c.v, &c.attention,
                                     attention_weights);               /* (B, Q, D) */
     // step 3: a score for every value word
-    Tensor *logits = linear(c.out, m->readout_weight, m->readout_bias);   /* (B, Q, Vv) */
+    Tensor *logits = attention_layer_linear(&m->attend, c.out, m->readout_weight,
+                                            m->readout_bias);   /* (B, Q, Vv) */
     if (cache)
         *cache = c;
     else
@@ -163,8 +164,10 @@ void lookup_backward(LookupModel *m, const LookupCache *cache, const Tensor *gra
 {
     const TaskBatch *batch = cache->batch;
     // step 3 backwards: the readout
-    Tensor *grad_out = linear_backward(cache->out, m->readout_weight, grad_logits,
-                                       m->grad_readout_weight, m->grad_readout_bias);
+    Tensor *grad_out = attention_layer_linear_backward(&m->attend, cache->out,
+                                                       m->readout_weight, grad_logits,
+                                                       m->grad_readout_weight,
+                                                       m->grad_readout_bias);
     // step 2 backwards: the layer's own backward
     Tensor *grad_q, *grad_k, *grad_v;
     attention_layer_backward(&m->attend, m->attention, &cache->attention, grad_out,
