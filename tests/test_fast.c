@@ -430,7 +430,7 @@ Test(fast_exp, special_values_are_exact)
 Test(fast_exp, shift_sum_is_a_softmax_numerator)
 {
     /* 37 values: two whole vectors of 16 (or four of 8) and a tail, so both
-     * the vector loop and the one-at-a-time tail run; one masked (-inf) */
+     * the vector loop and the padded last vector run; one masked (-inf) */
     float row[37], expected[37];
     const float shift = 1.75f;
     double expected_sum = 0.0;
@@ -449,6 +449,29 @@ Test(fast_exp, shift_sum_is_a_softmax_numerator)
     memcpy(z, x, sizeof z);
     fast_exp_array(z, z, 10);
     cr_expect(memcmp(y, z, sizeof y) == 0);
+}
+
+Test(fast_exp, row_max_over_every_length)
+{
+    /* every length from 1 to 70 (whole groups of four vectors, single
+     * vectors and a partial last one, with 8 or 16 floats a vector), the
+     * largest value at each place in turn, behind -inf and a NaN that is
+     * passed over; the floats past n are larger still and must not be read */
+    enum { N = 70 };
+    float row[N + 16];
+    for (int n = 1; n <= N; n++)
+        for (int at = 0; at < n; at++) {
+            for (int j = 0; j < N + 16; j++)
+                row[j] = j >= n ? 1e30f : -0.01f * (float)((j * 37) % 101) - 1.0f;
+            row[at] = 0.5f + 0.001f * (float)n;
+            if (n > 2) {
+                row[(at + 1) % n] = -INFINITY;
+                row[(at + 2) % n] = NAN;
+            }
+            const float max = fast_row_max(row, (size_t)n);
+            cr_expect(max == row[at], "n %d, largest at %d: got %g, not %g", n, at,
+                      (double)max, (double)row[at]);
+        }
 }
 
 /* ---- streaming attention ----------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include "fast/fast_exp.h"
 #include "fast/fast_internal.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -138,6 +139,70 @@ void fast_exp_array(const float *x, float *y, size_t n)
     }
 }
 
+/* Lane by lane: the larger of a and b (b where either is NaN). */
+static inline vf max_vec(vf a, vf b)
+{
+    return select_vec(a > b, a, b);
+}
+
+/* The sum (or, with take_max, the largest) of the lanes of x, by halves:
+ * each step combines the vector with itself turned by half its remaining
+ * width, so 16 lanes take four steps in a row instead of fifteen. */
+static inline float reduce_lanes(vf x, bool take_max)
+{
+#if defined(__AVX512F__)   /* VEC is 16 */
+    const vf half = __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15,
+                                            0, 1, 2, 3, 4, 5, 6, 7);
+    x = take_max ? max_vec(x, half) : x + half;
+    const vf quarter = __builtin_shufflevector(x, x, 4, 5, 6, 7, 0, 1, 2, 3,
+                                               12, 13, 14, 15, 8, 9, 10, 11);
+    x = take_max ? max_vec(x, quarter) : x + quarter;
+    const vf eighth = __builtin_shufflevector(x, x, 2, 3, 0, 1, 6, 7, 4, 5,
+                                              10, 11, 8, 9, 14, 15, 12, 13);
+    x = take_max ? max_vec(x, eighth) : x + eighth;
+    const vf next = __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6,
+                                            9, 8, 11, 10, 13, 12, 15, 14);
+#else
+    const vf quarter = __builtin_shufflevector(x, x, 4, 5, 6, 7, 0, 1, 2, 3);
+    x = take_max ? max_vec(x, quarter) : x + quarter;
+    const vf eighth = __builtin_shufflevector(x, x, 2, 3, 0, 1, 6, 7, 4, 5);
+    x = take_max ? max_vec(x, eighth) : x + eighth;
+    const vf next = __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6);
+#endif
+    x = take_max ? max_vec(x, next) : x + next;
+    return x[0];
+}
+
+/* x[0..n) with the lanes from n on set to fill, 0 <= n < VEC: the last,
+ * partial vector of a row, read without going past its end. */
+static inline vf load_partial(const float *x, size_t n, float fill)
+{
+    float lanes[VEC];
+    for (int lane = 0; lane < VEC; lane++)
+        lanes[lane] = fill;
+    memcpy(lanes, x, n * sizeof(float));
+    return load_vec(lanes);
+}
+
+float fast_row_max(const float *row, size_t n)
+{
+    /* four running maxima: one alone would make every step wait for the
+     * comparison before it */
+    vf m0 = (vf){0} - __builtin_inff(), m1 = m0, m2 = m0, m3 = m0;
+    size_t i = 0;
+    for (; i + 4 * VEC <= n; i += 4 * VEC) {
+        m0 = max_vec(load_vec(row + i), m0);
+        m1 = max_vec(load_vec(row + i + VEC), m1);
+        m2 = max_vec(load_vec(row + i + 2 * VEC), m2);
+        m3 = max_vec(load_vec(row + i + 3 * VEC), m3);
+    }
+    for (; i + VEC <= n; i += VEC)
+        m1 = max_vec(load_vec(row + i), m1);
+    if (i < n)
+        m2 = max_vec(load_partial(row + i, n - i, -__builtin_inff()), m2);
+    return reduce_lanes(max_vec(max_vec(m0, m1), max_vec(m2, m3)), true);
+}
+
 float fast_exp_shift_sum(float *row, size_t n, float shift)
 {
     /* One partial sum per lane, added together at the end: the vector
@@ -150,14 +215,15 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
         store_vec(row + i, e);
         sum += e;
     }
-    float total = 0.0f;
-    for (int lane = 0; lane < VEC; lane++)
-        total += sum[lane];
-    for (; i < n; i++) {
-        row[i] = fast_expf(row[i] - shift);
-        total += row[i];
+    if (i < n) {
+        /* the last few values through one vector padded with -inf, whose
+         * exp is 0: they add nothing to the sum */
+        float lanes[VEC];
+        store_vec(lanes, exp_vec(load_partial(row + i, n - i, -__builtin_inff()) - shift));
+        sum += load_vec(lanes);
+        memcpy(row + i, lanes, (n - i) * sizeof(float));
     }
-    return total;
+    return reduce_lanes(sum, false);
 }
 
 void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)

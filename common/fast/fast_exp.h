@@ -30,6 +30,10 @@
 /* One value (the same arithmetic as the array version, lane by lane). */
 float fast_expf(float x);
 
+/* The softmax's first step: the largest of row[0..n), n >= 1 (NaN
+ * entries are passed over). */
+float fast_row_max(const float *row, size_t n);
+
 /* The softmax step: row[i] = exp(row[i] - shift) in place, and return the
  * sum of the new row. With shift = the row maximum every argument is <= 0,
  * so nothing overflows; -inf entries (masked scores) become exactly 0. */

@@ -37,6 +37,68 @@ typedef int32_t vi __attribute__((vector_size(FAST_VEC * sizeof(int32_t))));
 
 /* ---- packing ---------------------------------------------------------------- */
 
+/* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
+ * Three rounds of shuffles, each mixing pairs of vectors: after the first,
+ * pairs of rows are interleaved float by float; after the second, groups
+ * of four rows two floats at a time; after the third, each vector holds
+ * one column. 24 shuffles instead of 64 single loads and stores. */
+typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
+
+static inline void transpose_8x8(v8f r[8])
+{
+    v8f t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; h++) {
+            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2],
+                                                   0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2],
+                                                       2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int i = 0; i < 4; i++) {
+        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* fast_pack_panels(rows, ld, true, k, n, panels), the same layout, 8 x 8
+ * squares at a time: rows (n, k) at stride ld -> panels of K^T, panel j
+ * holding rows j*NR .. j*NR + NR-1 as its columns (zero past n). The
+ * squares that stick out of the rows (the last few rows, or k not a
+ * multiple of 8) go one float at a time. */
+static void pack_transposed(const float *rows, size_t ld, int k, int n, float *panels)
+{
+    const int num_panels = (n + FAST_NR - 1) / FAST_NR;
+    for (int j = 0; j < num_panels; j++) {
+        float *panel = panels + (size_t)j * k * FAST_NR;
+        const int col0 = j * FAST_NR;
+        const int width = n - col0 < FAST_NR ? n - col0 : FAST_NR;
+        for (int c0 = 0; c0 < FAST_NR; c0 += 8)
+            for (int p0 = 0; p0 < k; p0 += 8) {
+                float *dst = panel + (size_t)p0 * FAST_NR + c0;
+                if (c0 + 8 <= width && p0 + 8 <= k) {
+                    const float *src = rows + (size_t)(col0 + c0) * ld + p0;
+                    v8f r[8];
+#pragma GCC unroll 8
+                    for (int i = 0; i < 8; i++)
+                        memcpy(&r[i], src + (size_t)i * ld, sizeof r[i]);
+                    transpose_8x8(r);
+#pragma GCC unroll 8
+                    for (int i = 0; i < 8; i++)
+                        memcpy(dst + (size_t)i * FAST_NR, &r[i], sizeof r[i]);
+                    continue;
+                }
+                for (int p = p0; p < p0 + 8 && p < k; p++)
+                    for (int c = 0; c < 8; c++)
+                        dst[(size_t)(p - p0) * FAST_NR + c] =
+                            c0 + c < width ? rows[(size_t)(col0 + c0 + c) * ld + p] : 0.0f;
+            }
+    }
+}
+
 void packed_kv_alloc(PackedKeysValues *kv, int num_keys, int key_size, int value_size)
 {
     kv->num_keys = num_keys;
@@ -60,7 +122,7 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
      * j*NR .. j*NR + NR-1 (NR = FAST_NR, 16 or 32), one row of NR per
      * component of d, so the keys of this call fill whole panels,
      * starting at panel first_key / NR */
-    fast_pack_panels(keys, key_stride, true, d, count,
+    pack_transposed(keys, key_stride, d, count,
                      kv->key_panels + (size_t)(first_key / FAST_NR) * d * FAST_NR);
     /* values (K, v) are B for weights @ values: panel j holds value
      * components j*NR .. j*NR + NR-1, one row of NR per key, all K keys in
@@ -95,46 +157,6 @@ void packed_kv_free(PackedKeysValues *kv)
 
 /* ---- small row helpers ------------------------------------------------------ */
 
-/* Lane by lane: the larger of a and b (b where either is NaN). */
-static inline vf max_vec(vf a, vf b)
-{
-    vi a_bigger = a > b;
-    return (vf)((a_bigger & (vi)a) | (~a_bigger & (vi)b));
-}
-
-/* Largest of row[0..n), n >= 1. Four running maxima of a vector each: one
- * alone would make every step wait for the previous comparison. */
-static float row_max(const float *row, int n)
-{
-    enum { V = FAST_VEC };
-    float best = row[0];
-    int j = 0;
-    if (n >= 4 * V) {
-        vf m0, m1, m2, m3;
-        memcpy(&m0, row, sizeof m0);
-        m1 = m2 = m3 = m0;
-        for (; j + 4 * V <= n; j += 4 * V) {
-            vf x0, x1, x2, x3;
-            memcpy(&x0, row + j, sizeof x0);
-            memcpy(&x1, row + j + V, sizeof x1);
-            memcpy(&x2, row + j + 2 * V, sizeof x2);
-            memcpy(&x3, row + j + 3 * V, sizeof x3);
-            m0 = max_vec(x0, m0);
-            m1 = max_vec(x1, m1);
-            m2 = max_vec(x2, m2);
-            m3 = max_vec(x3, m3);
-        }
-        vf lanes = max_vec(max_vec(m0, m1), max_vec(m2, m3));
-        for (int lane = 0; lane < V; lane++)
-            if (lanes[lane] > best)
-                best = lanes[lane];
-    }
-    for (; j < n; j++)
-        if (row[j] > best)
-            best = row[j];
-    return best;
-}
-
 /* dst[0..n) = src[0..n) * factor (dst may be src), a vector at a time; the
  * compiler at -O2 leaves such a loop scalar when n is not known. */
 static void scale_row(float *dst, const float *src, size_t n, float factor)
@@ -148,6 +170,26 @@ static void scale_row(float *dst, const float *src, size_t n, float factor)
     }
     for (; j < n; j++)
         dst[j] = src[j] * factor;
+}
+
+/* The dot product of a[0..n) and b[0..n): a vector of partial sums, then
+ * its lanes. */
+static float dot_row(const float *a, const float *b, int n)
+{
+    vf sum = {0};
+    int j = 0;
+    for (; j + FAST_VEC <= n; j += FAST_VEC) {
+        vf x, y;
+        memcpy(&x, a + j, sizeof x);
+        memcpy(&y, b + j, sizeof y);
+        sum += x * y;
+    }
+    float total = 0.0f;
+    for (int lane = 0; lane < FAST_VEC; lane++)
+        total += sum[lane];
+    for (; j < n; j++)
+        total += a[j] * b[j];
+    return total;
 }
 
 /* ---- one block of queries ---------------------------------------------------- */
@@ -229,7 +271,7 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
                 continue;   /* nothing new for this query: m, l, o unchanged */
             }
             /* pass 2: the new maximum and the weights under it */
-            float m_new = row_max(s_row, valid);
+            float m_new = fast_row_max(s_row, (size_t)valid);
             if (w->m[r] > m_new)
                 m_new = w->m[r];
             /* exp(m - m') <= 1 shrinks what was summed under the old
@@ -376,8 +418,9 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
     const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
     const int B = n.batch_size, T = n.num_queries, v = n.v;
 
-    Tensor *output = fast_tensor_zeros(func, SHAPE(B, T, v));
-    Tensor *lse = logsumexp != NULL ? fast_tensor_zeros(func, SHAPE(B, T)) : NULL;
+    /* every row of both is written (finish_rows) */
+    Tensor *output = fast_tensor_empty(func, SHAPE(B, T, v));
+    Tensor *lse = logsumexp != NULL ? fast_tensor_empty(func, SHAPE(B, T)) : NULL;
     ForwardJobs jobs = {queries, keys, values, valid_lens, output, lse, 0};
     atomic_init(&jobs.next_block, 0);
     /* a thread gets whole blocks, or nothing */
@@ -470,20 +513,17 @@ static int prepare_sequence(const AttentionRowsBackward *a, StreamingBackwardScr
     const float inv_sqrt_d = (float)(1.0 / sqrt((double)d));
     /* the same float q * (1 / sqrt(d)) as the forward's, so the recomputed
      * scores are the forward's bit for bit */
-    fast_pack_panels(a->queries, a->query_stride, true, d, T, w->query_panels_t);
+    pack_transposed(a->queries, a->query_stride, d, T, w->query_panels_t);
     scale_row(w->query_panels_t, w->query_panels_t, fast_panels_size(d, T), inv_sqrt_d);
     fast_pack_panels(a->queries, a->query_stride, false, T, d, w->query_panels);
     scale_row(w->query_panels, w->query_panels, fast_panels_size(T, d), inv_sqrt_d);
-    fast_pack_panels(a->grad_output, a->grad_output_stride, true, v, T, w->grad_output_panels_t);
+    pack_transposed(a->grad_output, a->grad_output_stride, v, T, w->grad_output_panels_t);
     fast_pack_panels(a->grad_output, a->grad_output_stride, false, T, v, w->grad_output_panels);
     int longest = 0;
     for (int q = 0; q < T; q++) {
         const float *o_row = a->output + (size_t)q * a->output_stride;
         const float *go_row = a->grad_output + (size_t)q * a->grad_output_stride;
-        float sum = 0.0f;
-        for (int c = 0; c < v; c++)
-            sum += go_row[c] * o_row[c];
-        w->delta[q] = sum;
+        w->delta[q] = dot_row(go_row, o_row, v);
         w->len[q] = a->valid_lens ? valid_len_at(a->valid_lens, a->batch_index, q)
                                   : a->num_keys;
         if (w->len[q] > longest)
@@ -512,10 +552,22 @@ static void weights_from_lse(float *p, int keys, int queries, int first_key,
             continue;
         }
         fast_exp_sub(p_row, lse, p_row, (size_t)queries);
-        if (key >= shortest)
-            for (int q = 0; q < queries; q++)
+        if (key >= shortest) {
+            /* replaced, as the forward's masked weights: lanes whose
+             * query's length is at most key become exactly 0 */
+            int q = 0;
+            for (; q + FAST_VEC <= queries; q += FAST_VEC) {
+                vf x;
+                vi lens;
+                memcpy(&x, p_row + q, sizeof x);
+                memcpy(&lens, len + q, sizeof lens);
+                x = (vf)((vi)x & (lens > key));
+                memcpy(p_row + q, &x, sizeof x);
+            }
+            for (; q < queries; q++)
                 if (key >= len[q])
-                    p_row[q] = 0.0f;   /* replaced, as the forward's masked weights */
+                    p_row[q] = 0.0f;
+        }
     }
 }
 
