@@ -136,8 +136,14 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
         float *panel = kv->value_panels + ((size_t)j * K + first_key) * FAST_NR;
         for (int r = 0; r < count; r++) {
             float *dst = panel + (size_t)r * FAST_NR;
-            memcpy(dst, values + (size_t)r * value_stride + j * FAST_NR,
-                   (size_t)width * sizeof(float));
+            const float *src = values + (size_t)r * value_stride + j * FAST_NR;
+            if (width == FAST_NR) {
+                /* a copy of known size: vector moves (of a size known only
+                 * at run time, GCC makes it a slow string instruction) */
+                memcpy(dst, src, FAST_NR * sizeof(float));
+                continue;
+            }
+            memcpy(dst, src, (size_t)width * sizeof(float));
             for (int c = width; c < FAST_NR; c++)
                 dst[c] = 0.0f;   /* padding columns give 0, never garbage */
         }
