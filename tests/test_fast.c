@@ -451,6 +451,33 @@ Test(fast_exp, shift_sum_is_a_softmax_numerator)
     cr_expect(memcmp(y, z, sizeof y) == 0);
 }
 
+Test(fast_exp, weights_within_1_ulp_and_flushed_below_minus_87)
+{
+    /* fast_exp_sub on arguments from -100 to +10 (x - shift, shifts of
+     * every size), 4001 of them, so the padded last vector runs too:
+     * within 1 ulp of expf from -87 up, exactly 0 below, and -inf gives 0 */
+    enum { N = 4001 };
+    float *x = malloc(N * sizeof(float)), *shift = malloc(N * sizeof(float));
+    float *y = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) {
+        shift[i] = (float)((i * 7919) % 200) - 100.0f;
+        x[i] = shift[i] + (-100.0f + 110.0f * (float)i / (N - 1));
+    }
+    x[17] = -INFINITY;
+    fast_exp_sub(x, shift, y, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        const float arg = x[i] - shift[i];
+        const bool ok = arg < -87.0f ? y[i] == 0.0f : ulp_error(y[i], expf(arg)) <= 1.0;
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "exp(%a) = %a, expf %a\n", (double)arg, (double)y[i],
+                    (double)expf(arg));
+    }
+    cr_expect(bad == 0, "%d of %d weights off", bad, N);
+    cr_expect(y[17] == 0.0f);
+    free(x); free(shift); free(y);
+}
+
 Test(fast_exp, row_max_over_every_length)
 {
     /* every length from 1 to 70 (whole groups of four vectors, single

@@ -58,8 +58,19 @@ static inline vf select_vec(vi mask, vf a, vf b)
 #define OVERFLOW_X   0x1.62e42ep+6f
 #define UNDERFLOW_X  -0x1.9fe368p+6f
 
-/* exp of every lane. */
-static inline vf exp_vec(vf x)
+/* Below WEIGHT_FLUSH_X, exp is under 2^-125 (1.7e-38 at -87): as a
+ * softmax weight beside the largest one (exp(0) = 1) it is nothing, and
+ * the weights' exp flushes it to 0 (see exp_vec). */
+#define WEIGHT_FLUSH_X  -87.0f
+
+/* exp of every lane. With weights, the lanes are softmax arguments, at
+ * most 0 up to rounding (a score minus the row's maximum or logsumexp):
+ * the overflow check is left out (a lane above OVERFLOW_X, +inf included,
+ * gives a meaningless number), and a result below 2^-125 is flushed to 0
+ * (x < WEIGHT_FLUSH_X), so that 2^n is one normal float and step 4 needs
+ * one multiplication, not two. The rest is the same arithmetic, within
+ * 1 ulp of expf in between. */
+static inline vf exp_vec_for(vf x, bool weights)
 {
     /* No lane is clamped first: for NaN, infinities and |x| beyond the
      * range, steps 1 to 4 compute meaningless numbers and step 5 replaces
@@ -103,6 +114,11 @@ static inline vf exp_vec(vf x)
      * keeps its sign in GCC and Clang): both halves are normal floats, the
      * first product is exact, and only the second rounds, once, also when
      * the result is subnormal. */
+    if (weights) {
+        /* -126 <= n <= 128 wherever the answer is not flushed */
+        const vf y = p * (vf)((n_bits + 127u) << 23);
+        return (vf)((vi)y & ~(x < WEIGHT_FLUSH_X));
+    }
     vu n1 = (vu)((vi)n_bits >> 1);
     vu n2 = n_bits - n1;
     vf scale1 = (vf)((n1 + 127u) << 23);
@@ -117,6 +133,17 @@ static inline vf exp_vec(vf x)
     y = select_vec(special, x + __builtin_inff(), y);
     y = (vf)((vi)y & ~(x < UNDERFLOW_X));
     return y;
+}
+
+static inline vf exp_vec(vf x)
+{
+    return exp_vec_for(x, false);
+}
+
+/* the softmax weights' exp (the rules above exp_vec_for) */
+static inline vf exp_weights(vf x)
+{
+    return exp_vec_for(x, true);
 }
 
 float fast_expf(float x)
@@ -211,7 +238,7 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
     vf sum = {0};
     size_t i = 0;
     for (; i + VEC <= n; i += VEC) {
-        vf e = exp_vec(load_vec(row + i) - shift);
+        vf e = exp_weights(load_vec(row + i) - shift);
         store_vec(row + i, e);
         sum += e;
     }
@@ -219,7 +246,7 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
         /* the last few values through one vector padded with -inf, whose
          * exp is 0: they add nothing to the sum */
         float lanes[VEC];
-        store_vec(lanes, exp_vec(load_partial(row + i, n - i, -__builtin_inff()) - shift));
+        store_vec(lanes, exp_weights(load_partial(row + i, n - i, -__builtin_inff()) - shift));
         sum += load_vec(lanes);
         memcpy(row + i, lanes, (n - i) * sizeof(float));
     }
@@ -230,7 +257,12 @@ void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)
 {
     size_t i = 0;
     for (; i + VEC <= n; i += VEC)
-        store_vec(y + i, exp_vec(load_vec(x + i) - load_vec(shift + i)));
-    for (; i < n; i++)
-        y[i] = fast_expf(x[i] - shift[i]);
+        store_vec(y + i, exp_weights(load_vec(x + i) - load_vec(shift + i)));
+    if (i < n) {
+        /* the last few through one vector, padded with exp(0 - 0) */
+        float lanes[VEC];
+        store_vec(lanes, exp_weights(load_partial(x + i, n - i, 0.0f) -
+                                     load_partial(shift + i, n - i, 0.0f)));
+        memcpy(y + i, lanes, (n - i) * sizeof(float));
+    }
 }

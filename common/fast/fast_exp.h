@@ -34,9 +34,16 @@ float fast_expf(float x);
  * entries are passed over). */
 float fast_row_max(const float *row, size_t n);
 
+/* The two softmax steps below take the exp of weights, exp(s - shift)
+ * with shift at least the row's largest score, so every argument is at
+ * most 0 (up to rounding), and they skip what such arguments never need:
+ * there is no overflow check (an argument above 88.72, +inf included,
+ * gives a meaningless number), and a weight below 2^-125 (an argument
+ * below -87), nothing beside the row's largest weight of 1, is 0. In
+ * between they are fast_expf's arithmetic; -inf gives exactly 0, NaN NaN. */
+
 /* The softmax step: row[i] = exp(row[i] - shift) in place, and return the
- * sum of the new row. With shift = the row maximum every argument is <= 0,
- * so nothing overflows; -inf entries (masked scores) become exactly 0. */
+ * sum of the new row; -inf entries (masked scores) become exactly 0. */
 float fast_exp_shift_sum(float *row, size_t n, float shift);
 
 /* The backward's step: y[i] = exp(x[i] - shift[i]) for i < n, one shift

@@ -47,17 +47,21 @@ typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
 static inline void transpose_8x8(v8f r[8])
 {
     v8f t[8], u[8];
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i += 2) {
         t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
         t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i += 4)
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2],
                                                    0, 1, 8, 9, 4, 5, 12, 13);
             u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2],
                                                        2, 3, 10, 11, 6, 7, 14, 15);
         }
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
         r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
@@ -132,8 +136,14 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
         float *panel = kv->value_panels + ((size_t)j * K + first_key) * FAST_NR;
         for (int r = 0; r < count; r++) {
             float *dst = panel + (size_t)r * FAST_NR;
-            memcpy(dst, values + (size_t)r * value_stride + j * FAST_NR,
-                   (size_t)width * sizeof(float));
+            const float *src = values + (size_t)r * value_stride + j * FAST_NR;
+            if (width == FAST_NR) {
+                /* a copy of known size: vector moves (of a size known only
+                 * at run time, GCC makes it a slow string instruction) */
+                memcpy(dst, src, FAST_NR * sizeof(float));
+                continue;
+            }
+            memcpy(dst, src, (size_t)width * sizeof(float));
             for (int c = width; c < FAST_NR; c++)
                 dst[c] = 0.0f;   /* padding columns give 0, never garbage */
         }
