@@ -311,6 +311,15 @@ static void head_backward_worker(void *arg, int thread)
             jobs->grad_K->data + key_rows, (size_t)D,
             jobs->grad_V->data + key_rows, (size_t)D,
         };
+        /* the backward adds into the head's columns: zeroed here, by the
+         * thread that fills them, just before, rather than the whole
+         * tensors on one thread before the loop */
+        for (int t = 0; t < T; t++)
+            memset(head.grad_queries + (size_t)t * D, 0, (size_t)d * sizeof(float));
+        for (int k = 0; k < K; k++) {
+            memset(head.grad_keys + (size_t)k * D, 0, (size_t)d * sizeof(float));
+            memset(head.grad_values + (size_t)k * D, 0, (size_t)d * sizeof(float));
+        }
         streaming_attention_backward_rows(&head, 0, K, &jobs->scratch[thread]);
     }
 }
@@ -324,9 +333,10 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
     const int K = cache->K->shape[1], d = D / num_heads;
     const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
     const char *func = "fast_multihead_backward";
-    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, fast_tensor_zeros(func, SHAPE(B, T, D)),
-                             fast_tensor_zeros(func, SHAPE(B, K, D)),
-                             fast_tensor_zeros(func, SHAPE(B, K, D)),
+    /* each job zeroes its own head's columns (head_backward_worker) */
+    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, fast_tensor_empty(func, SHAPE(B, T, D)),
+                             fast_tensor_empty(func, SHAPE(B, K, D)),
+                             fast_tensor_empty(func, SHAPE(B, K, D)),
                              checked_calloc(func, (size_t)threads, sizeof(StreamingBackwardScratch)),
                              0};
     atomic_init(&jobs.next_job, 0);

@@ -740,8 +740,10 @@ static void backward_worker(void *arg, int thread)
         float *grad_queries =
             part == 0 ? jobs->grad_queries->data + b * T * d
                       : jobs->partial_grad_queries + (b * (jobs->parts - 1) + part - 1) * T * d;
-        if (part > 0)
-            memset(grad_queries, 0, (size_t)T * d * sizeof(float));   /* added into below */
+        /* the backward adds into its rows: each job zeroes those it fills,
+         * on its own thread, just before (part 0 the sequence's dQ, every
+         * part its own dQ and its keys' dK and dV) */
+        memset(grad_queries, 0, (size_t)T * d * sizeof(float));
         AttentionRowsBackward a = {
             T, K, d, v,
             jobs->queries->data + b * T * d, (size_t)d,
@@ -757,6 +759,12 @@ static void backward_worker(void *arg, int thread)
         int first = 0, last = K;
         if (jobs->parts > 1)
             part_key_range(jobs->valid_lens, (int)b, T, K, part, jobs->parts, &first, &last);
+        /* keys past every part's range (in blocks no query sees) get
+         * zeros from the last part */
+        const int zero_last = part == jobs->parts - 1 ? K : last;
+        memset(a.grad_keys + (size_t)first * d, 0, (size_t)(zero_last - first) * d * sizeof(float));
+        memset(a.grad_values + (size_t)first * v, 0,
+               (size_t)(zero_last - first) * v * sizeof(float));
         streaming_attention_backward_rows(&a, first, last, &jobs->scratch[thread]);
     }
 }
@@ -790,9 +798,9 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     const int threads = num_threads < B * parts ? num_threads : B * parts;
 
     BackwardJobs jobs = {queries, keys, values, output, logsumexp, grad_output, valid_lens,
-                         fast_tensor_zeros(func, SHAPE(B, T, d)),
-                         fast_tensor_zeros(func, SHAPE(B, K, d)),
-                         fast_tensor_zeros(func, SHAPE(B, K, v)), NULL, parts, NULL, 0};
+                         fast_tensor_empty(func, SHAPE(B, T, d)),
+                         fast_tensor_empty(func, SHAPE(B, K, d)),
+                         fast_tensor_empty(func, SHAPE(B, K, v)), NULL, parts, NULL, 0};
     atomic_init(&jobs.next_job, 0);
     if (parts > 1)
         jobs.partial_grad_queries = fast_alloc_panels(func, (size_t)B * (parts - 1) * T * d);
