@@ -125,6 +125,20 @@ Test(fast_threads, two_threads_calling_at_once_both_get_every_share)
     expect_each_share_once(&second, 3, 300);
 }
 
+/* one thread more for each FAST_FLOPS_PER_THREAD of work, never more than
+ * asked for, never fewer than one */
+Test(fast_threads, a_thread_for_each_share_of_work_it_is_worth)
+{
+    const double per = FAST_FLOPS_PER_THREAD;
+    cr_expect_eq(fast_threads_worth(2, 0.0), 1);
+    cr_expect_eq(fast_threads_worth(2, 0.9 * per), 1);    /* d2l-sized: one thread */
+    cr_expect_eq(fast_threads_worth(2, 1.0 * per), 2);
+    cr_expect_eq(fast_threads_worth(4, 2.5 * per), 3);
+    cr_expect_eq(fast_threads_worth(4, 4.0 * per), 4);
+    cr_expect_eq(fast_threads_worth(4, 1e15), 4);
+    cr_expect_eq(fast_threads_worth(0, 1e15), 1);
+}
+
 Test(fast_threads, a_forked_child_runs_every_share)
 {
     /* fork copies the calling thread alone: the child must not wait for

@@ -54,10 +54,28 @@ static void fast_backward(const MultiHeadAttention *layer, const LayerCache *cac
                             grad_values, num_threads);
 }
 
+/* the model's linear layers on the fast kernel, on as many of the
+ * layer's threads as their work is worth (fast_threads.h): a default
+ * batch's readout is far too small to share */
+static Tensor *linear_forward(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                              int num_threads)
+{
+    const double flops = 2.0 * (double)x->size * weight->shape[0];
+    return fast_linear(x, weight, bias, fast_threads_worth(num_threads, flops));
+}
+
+static Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                               Tensor *grad_weight, Tensor *grad_bias, int num_threads)
+{
+    const double flops = 4.0 * (double)x->size * weight->shape[0];   /* two products */
+    return fast_linear_backward(x, weight, grad_y, grad_weight, grad_bias,
+                                fast_threads_worth(num_threads, flops));
+}
+
 AttentionLayer fast_attention_layer(int num_threads)
 {
     if (num_threads < 1)
         die("fast_attention_layer", "num_threads %d: at least 1", num_threads);
-    return (AttentionLayer){fast_forward, fast_backward, num_threads, fast_linear,
-                            fast_linear_backward};
+    return (AttentionLayer){fast_forward, fast_backward, num_threads, linear_forward,
+                            linear_backward};
 }

@@ -157,24 +157,6 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
     return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
 }
 
-/* Handing a share of work to a waiting worker (fast_threads.h) and
- * waiting for it to finish costs a few microseconds on a quiet machine,
- * and far more when the worker's core is busy with another program (it
- * waits for its turn), on every parallel loop of the pass; and small
- * heads run far below the peak, so their FLOPs take longer than the count
- * says. A thread is worth it for about eight million FLOPs of work: d2l's
- * toy and the training page's default batch (32 sequences of 8, 32
- * hiddens: 2.4 million in the forward), where a second thread made a
- * training step slower, run on one. Fewer threads change no result: the
- * layer gives the same bits on any number. */
-static int threads_worth(int num_threads, double flops)
-{
-    const double per_thread = 8e6;
-    if (num_threads < 1)
-        num_threads = 1;
-    return flops < per_thread * num_threads ? 1 + (int)(flops / per_thread) : num_threads;
-}
-
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
  * and what the backward needs in cache when not NULL */
 static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
@@ -194,7 +176,9 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     if (layer->num_kv_heads != H)
         die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
             "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
-    num_threads = threads_worth(num_threads, layer_flops(layer, B, T, K));
+    /* a thread per FAST_FLOPS_PER_THREAD (fast_threads.h): d2l's toy and
+     * the training page's default batch run on one */
+    num_threads = fast_threads_worth(num_threads, layer_flops(layer, B, T, K));
     /* passes 1 and 2 for every head at once when Q, K, V are cached: they
      * are kept whole anyway, so each is one large product with its rows
      * split across threads, faster than B * H small ones when T or K is
@@ -379,7 +363,8 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
     const int B = cache->Q->shape[0], T = cache->Q->shape[1], D = layer->num_hiddens;
     tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, D));
     /* the backward does about twice the forward's work */
-    num_threads = threads_worth(num_threads, 2.0 * layer_flops(layer, B, T, cache->K->shape[1]));
+    num_threads =
+        fast_threads_worth(num_threads, 2.0 * layer_flops(layer, B, T, cache->K->shape[1]));
 #define GRAD(name) (grads != NULL ? grads->name : NULL)
 
     // pass 4 backwards: grad_concat = grad_output W_o, grad_W_o += grad_output^T concat,

@@ -197,3 +197,11 @@ void fast_threads_stop(void)
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&owner_lock);
 }
+
+int fast_threads_worth(int num_threads, double flops)
+{
+    if (num_threads < 1)
+        num_threads = 1;
+    const double per_thread = FAST_FLOPS_PER_THREAD;
+    return flops < per_thread * num_threads ? 1 + (int)(flops / per_thread) : num_threads;
+}

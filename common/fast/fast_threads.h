@@ -23,6 +23,17 @@
  * every share itself, one after the other: slower, the same result. */
 void fast_parallel(int num_threads, void (*work)(void *arg, int thread), void *arg);
 
+/* How many of num_threads threads a piece of work of `flops` floating-
+ * point operations is worth: one more for each FAST_FLOPS_PER_THREAD, at
+ * least 1, at most num_threads. Handing a share to a waiting worker costs
+ * a few microseconds on a quiet machine and far more when the worker's
+ * core is busy with another program (the worker waits for its turn); and
+ * small products run far below the peak, so their FLOPs take longer than
+ * the count says. Below this much work a second thread made the training
+ * page's default batch slower. Fewer threads change no result. */
+enum { FAST_FLOPS_PER_THREAD = 8000000 };
+int fast_threads_worth(int num_threads, double flops);
+
 /* Join the workers; the next fast_parallel starts them again. Registered
  * with atexit by the first call that starts them. */
 void fast_threads_stop(void);
