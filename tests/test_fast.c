@@ -727,6 +727,84 @@ Test(multihead_fast, cross_attention_with_2d_mask_equals_clear)
     valid_lens_free(valid_lens);
 }
 
+/* Self-attention, where one tensor is the queries, keys and values (the
+ * same pointer), projects a head's K and V, and Q too, in one product of
+ * stacked columns. Each output is the same sum as with three products, so
+ * the layer must give the clear layer's values and the same bits as a call
+ * whose inputs are copies (different pointers, nothing stacked).
+ * shared: 3 queries = keys = values, 2 keys = values, 0 none. */
+static void expect_stacked_equal(int B, int T, int K, int D, int H, bool bias, int shared,
+                                 const ValidLens *valid_lens, uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    const int in = 48;
+    MultiHeadAttention *layer = multihead_new(in, in, in, D, H, 0.0f, bias, &rng);
+    Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, in));
+    Tensor *other = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, T, in));
+    Tensor *queries = shared == 3 ? x : other, *keys = x;
+    Tensor *values = shared >= 2 ? x : tensor_copy(x);
+    /* the same numbers at other addresses: nothing is stacked */
+    Tensor *queries_copy = tensor_copy(queries), *keys_copy = tensor_copy(x),
+           *values_copy = tensor_copy(x);
+    Tensor *expected = multihead_forward(layer, queries, keys, values, valid_lens, false, NULL, NULL);
+    const float atol = 1e-5f * tensor_max_abs(expected);
+    Tensor *unstacked = fast_multihead_forward(layer, queries_copy, keys_copy, values_copy,
+                                               valid_lens, 1);
+    for (int threads = 1; threads <= 2; threads++) {
+        Tensor *actual = fast_multihead_forward(layer, queries, keys, values, valid_lens, threads);
+        cr_expect(tensor_allclose(actual, expected, atol, 0.0f, stderr),
+                  "shared %d (B %d, T %d, K %d, D %d, H %d), %d threads: differs from "
+                  "multihead_forward", shared, B, T, K, D, H, threads);
+        cr_expect(memcmp(actual->data, unstacked->data, actual->size * sizeof(float)) == 0,
+                  "shared %d (B %d, T %d, K %d, D %d, H %d), %d threads: not the bits of "
+                  "separate projections", shared, B, T, K, D, H, threads);
+        tensor_free(actual);
+    }
+    tensor_free(expected); tensor_free(unstacked);
+    tensor_free(queries_copy); tensor_free(keys_copy); tensor_free(values_copy);
+    if (shared < 2)
+        tensor_free(values);
+    tensor_free(x); tensor_free(other);
+    multihead_free(layer);
+}
+
+Test(multihead_fast_stacked, self_attention_same_bits_as_separate_projections)
+{
+    /* d = 64 and 32: whole panels, stacked; T = K = 301 crosses a chunk of
+     * 256 keys; causal and per-sequence valid_lens */
+    const int lens[2] = {301, 150};
+    ValidLens *valid_lens = valid_lens_1d(lens, 2);
+    ValidLens *causal = valid_lens_causal(2, 301);
+    expect_stacked_equal(2, 301, 301, 128, 2, true, 3, NULL, 81);
+    expect_stacked_equal(2, 301, 301, 128, 2, false, 3, valid_lens, 82);
+    expect_stacked_equal(2, 301, 301, 128, 4, true, 3, causal, 83);
+    expect_stacked_equal(1, 7, 7, 96, 3, true, 3, NULL, 84);
+    valid_lens_free(valid_lens);
+    valid_lens_free(causal);
+}
+
+Test(multihead_fast_stacked, keys_equal_values_other_queries)
+{
+    /* keys = values stacked, queries apart: T != K, odd both */
+    int lens[2 * 37];
+    Rng rng = rng_new(85);
+    for (int i = 0; i < 2 * 37; i++)
+        lens[i] = (int)rng_below(&rng, 263 + 1);
+    ValidLens *valid_lens = valid_lens_2d(lens, 2, 37);
+    expect_stacked_equal(2, 37, 263, 128, 2, true, 2, valid_lens, 86);
+    expect_stacked_equal(2, 37, 263, 128, 4, false, 2, NULL, 87);
+    valid_lens_free(valid_lens);
+}
+
+Test(multihead_fast_stacked, nothing_shared_and_d_not_whole_panels)
+{
+    /* all three tensors apart; and d = 20, 6 (not a multiple of any panel
+     * width): the per-head products, whatever is shared */
+    expect_stacked_equal(2, 37, 263, 128, 2, true, 0, NULL, 88);
+    expect_stacked_equal(2, 41, 41, 100, 5, true, 3, NULL, 89);
+    expect_stacked_equal(2, 33, 270, 48, 8, false, 2, NULL, 90);
+}
+
 /* ---- backward: fast linear, streaming attention, fast layer --------------------- */
 
 /* A given transposed, A^T (k, m): fast_gemm_at and fast_block_at against

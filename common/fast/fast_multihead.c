@@ -40,11 +40,28 @@ typedef struct {
     float *panels;            /* W^T (in, D) as panels, or NULL */
 } Projection;
 
+/* Projections that read the same input, stacked: in self-attention the
+ * keys and values (and often the queries) are one tensor, so a head's
+ * K_h and V_h (and Q_h) come out of one product of 2d (3d) columns,
+ *
+ *     rows (n, in) @ [ W_q[h] ; W_k[h] ; W_v[h] ]^T  ->  (n, 3d) = [ Q_h | K_h | V_h ]
+ *
+ * Three products of d columns each read a group of rows of the input for
+ * every d / FAST_NR panels; the stacked one reads it once for all 3d / FAST_NR,
+ * so the register tiles run longer on what is already loaded. Each output
+ * is still the same sum over the input's columns, in the same order. */
+typedef struct {
+    int parts;                /* 0: nothing stacked; 2: K, V; 3: Q, K, V */
+    float *panels;            /* head h: parts * d columns as panels, from h * parts * d * in */
+    float *bias;              /* (H, parts * d), or NULL when the layer has none */
+} Stacked;
+
 typedef struct {
     const MultiHeadAttention *layer;
     const Tensor *queries, *keys, *values;
     const ValidLens *valid_lens;
     Projection proj_q, proj_k, proj_v;
+    Stacked stacked;
     Tensor *concat;           /* (B, T, D) */
     FastMultiHeadCache *cache;      /* NULL: keep nothing */
     struct Workspace *workspaces;   /* one per thread */
@@ -58,9 +75,21 @@ typedef struct {
 enum { KEY_CHUNK = 256 };   /* keys projected at a time, a multiple of FAST_NR */
 typedef struct Workspace {
     float *q_head;            /* (T, d) this head's queries */
-    float *k_chunk, *v_chunk; /* (KEY_CHUNK, d) keys and values on their way into kv */
+    float *chunk;             /* (KEY_CHUNK, d) keys then (KEY_CHUNK, d) values on their way
+                               * into kv, or one (KEY_CHUNK, parts * d) when stacked */
     PackedKeysValues kv;      /* this head's K keys and values, packed */
 } Workspace;
+
+/* rows (n, in) @ panels (in, width) + bias (width,) -> out (n, width) at
+ * row stride ldo; bias NULL: none */
+static void project_packed(const float *rows, int n, int in, const float *panels,
+                           const float *bias, int width, float *out, size_t ldo)
+{
+    /* start from the bias and let the product accumulate onto it */
+    for (int t = 0; bias != NULL && t < n; t++)
+        memcpy(out + (size_t)t * ldo, bias, (size_t)width * sizeof(float));
+    fast_gemm_packed(n, width, in, rows, (size_t)in, panels, out, ldo, bias != NULL, 1);
+}
 
 /* rows (n, in) @ W[h*d : h*d + d, :]^T + bias[h*d : h*d + d] -> out (n, d)
  * at row stride ldo (d for a buffer of its own, D for the head's columns
@@ -70,18 +99,16 @@ static void project_head(const float *rows, int n, const Projection *proj, int h
 {
     const int in = proj->weight->shape[1];
     const int first_row = h * d;
-    /* start from the bias and let the product accumulate onto it */
-    if (proj->bias != NULL)
-        for (int t = 0; t < n; t++)
-            memcpy(out + (size_t)t * ldo, proj->bias->data + first_row, (size_t)d * sizeof(float));
-    bool accumulate = proj->bias != NULL;
+    const float *bias = proj->bias != NULL ? proj->bias->data + first_row : NULL;
     if (proj->panels != NULL) {
         const float *head_panels = proj->panels + (size_t)(first_row / FAST_NR) * in * FAST_NR;
-        fast_gemm_packed(n, d, in, rows, (size_t)in, head_panels, out, ldo, accumulate, 1);
-    } else {
-        fast_gemm(n, d, in, rows, (size_t)in, proj->weight->data + (size_t)first_row * in,
-                  (size_t)in, true, out, ldo, accumulate, 1);
+        project_packed(rows, n, in, head_panels, bias, d, out, ldo);
+        return;
     }
+    for (int t = 0; bias != NULL && t < n; t++)
+        memcpy(out + (size_t)t * ldo, bias, (size_t)d * sizeof(float));
+    fast_gemm(n, d, in, rows, (size_t)in, proj->weight->data + (size_t)first_row * in,
+              (size_t)in, true, out, ldo, bias != NULL, 1);
 }
 
 /* wanted false: the jobs will not project (a cached forward has done it
@@ -95,6 +122,41 @@ static Projection projection_new(const Tensor *weight, const Tensor *bias, int d
         fast_pack_panels(weight->data, (size_t)in, true, in, D, proj.panels);
     }
     return proj;
+}
+
+/* Stacks K and V when keys and values are one tensor (the same pointer),
+ * and Q too when the queries are that tensor as well; nothing when the
+ * jobs will not project (wanted false), when d is not whole panels, or
+ * when the biases are not all there or all absent. */
+static Stacked stacked_new(const MultiHeadAttention *layer, const Tensor *queries,
+                           const Tensor *keys, const Tensor *values, bool wanted)
+{
+    Stacked stacked = {0, NULL, NULL};
+    const int H = layer->num_heads, D = layer->num_hiddens, d = D / H;
+    const bool biases_alike = (layer->b_q == NULL) == (layer->b_k == NULL) &&
+                              (layer->b_k == NULL) == (layer->b_v == NULL);
+    if (!wanted || keys != values || d % FAST_NR != 0 || !biases_alike)
+        return stacked;
+    /* the same tensor: Dq = Dk = Dv and T = K */
+    const bool with_queries = queries == keys;
+    const Tensor *weights[3] = {layer->W_q, layer->W_k, layer->W_v};
+    const Tensor *biases[3] = {layer->b_q, layer->b_k, layer->b_v};
+    const int first = with_queries ? 0 : 1, parts = 3 - first, in = layer->key_size;
+    stacked.parts = parts;
+    stacked.panels = fast_alloc_panels("fast_multihead_forward", fast_panels_size(in, parts * D));
+    if (layer->b_k != NULL)
+        stacked.bias = checked_malloc("fast_multihead_forward", (size_t)parts * D, sizeof(float));
+    for (int h = 0; h < H; h++)
+        for (int part = 0; part < parts; part++) {
+            const int which = first + part;
+            const size_t slot = (size_t)h * parts + part;   /* d columns each */
+            fast_pack_panels(weights[which]->data + (size_t)h * d * in, (size_t)in, true, in, d,
+                             stacked.panels + slot * d * in);
+            if (stacked.bias != NULL)
+                memcpy(stacked.bias + slot * d, biases[which]->data + (size_t)h * d,
+                       (size_t)d * sizeof(float));
+        }
+    return stacked;
 }
 
 static void head_worker(void *arg, int thread)
@@ -128,15 +190,31 @@ static void head_worker(void *arg, int thread)
         // pass 1: this head's keys and values, a chunk at a time, into kv
         const float *keys_b = jobs->keys->data + (size_t)b * K * Dk;
         const float *values_b = jobs->values->data + (size_t)b * K * Dv;
+        const Stacked *stacked = &jobs->stacked;
+        const int parts = stacked->parts, width = parts * d;
         for (int k0 = 0; cache == NULL && k0 < K; k0 += KEY_CHUNK) {
             const int count = K - k0 < KEY_CHUNK ? K - k0 : KEY_CHUNK;
-            project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, w->k_chunk, ld);
-            project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, w->v_chunk,
-                         ld);
-            packed_kv_fill(&w->kv, k0, count, w->k_chunk, ld, w->v_chunk, ld);
+            if (parts == 0) {
+                float *k_chunk = w->chunk, *v_chunk = w->chunk + (size_t)KEY_CHUNK * d;
+                project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, k_chunk, ld);
+                project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, v_chunk,
+                             ld);
+                packed_kv_fill(&w->kv, k0, count, k_chunk, ld, v_chunk, ld);
+                continue;
+            }
+            /* one product for the stacked parts, rows [ (Q_h) | K_h | V_h ] */
+            project_packed(keys_b + (size_t)k0 * Dk, count, Dk,
+                           stacked->panels + (size_t)h * width * Dk,
+                           stacked->bias != NULL ? stacked->bias + (size_t)h * width : NULL,
+                           width, w->chunk, (size_t)width);
+            const float *k_part = w->chunk + (size_t)(parts - 2) * d;
+            packed_kv_fill(&w->kv, k0, count, k_part, (size_t)width, k_part + d, (size_t)width);
+            for (int t = 0; parts == 3 && t < count; t++)   /* here T = K */
+                memcpy(q_dst + (size_t)(k0 + t) * ld, w->chunk + (size_t)t * width,
+                       (size_t)d * sizeof(float));
         }
-        // pass 2: this head's queries
-        if (cache == NULL)
+        // pass 2: this head's queries, unless stacked with the keys
+        if (cache == NULL && parts != 3)
             project_head(jobs->queries->data + (size_t)b * T * Dq, T, &jobs->proj_q, h, d,
                          q_dst, ld);
 
@@ -198,28 +276,34 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
      * heads, so it still gets every thread asked for */
     const int head_threads = num_threads < B * H ? num_threads : B * H;
     Workspace *workspaces = checked_calloc(func, (size_t)head_threads, sizeof *workspaces);
+    const Stacked stacked = stacked_new(layer, queries, keys, values, cache == NULL);
+    /* K then V, or the stacked parts side by side: 2d or 3d floats a row */
+    const int chunk_width = (stacked.parts == 3 ? 3 : 2) * d;
     for (int t = 0; t < head_threads; t++) {
         workspaces[t].q_head = checked_malloc(func, (size_t)T * d, sizeof(float));
-        workspaces[t].k_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
-        workspaces[t].v_chunk = checked_malloc(func, (size_t)KEY_CHUNK * d, sizeof(float));
+        workspaces[t].chunk = checked_malloc(func, (size_t)KEY_CHUNK * chunk_width,
+                                             sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
     /* every (sequence, head) job writes all its rows: nothing to zero */
     Tensor *concat = fast_tensor_empty(func, SHAPE(B, T, D));
+    const bool project_q = cache == NULL && stacked.parts != 3;
+    const bool project_kv = cache == NULL && stacked.parts == 0;
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
-                     projection_new(layer->W_q, layer->b_q, d, cache == NULL),
-                     projection_new(layer->W_k, layer->b_k, d, cache == NULL),
-                     projection_new(layer->W_v, layer->b_v, d, cache == NULL), concat, cache,
-                     workspaces, 0};
+                     projection_new(layer->W_q, layer->b_q, d, project_q),
+                     projection_new(layer->W_k, layer->b_k, d, project_kv),
+                     projection_new(layer->W_v, layer->b_v, d, project_kv), stacked, concat,
+                     cache, workspaces, 0};
     atomic_init(&jobs.next_job, 0);
     fast_parallel(head_threads, head_worker, &jobs);
     free(jobs.proj_q.panels);
     free(jobs.proj_k.panels);
     free(jobs.proj_v.panels);
+    free(stacked.panels);
+    free(stacked.bias);
     for (int t = 0; t < head_threads; t++) {
         free(workspaces[t].q_head);
-        free(workspaces[t].k_chunk);
-        free(workspaces[t].v_chunk);
+        free(workspaces[t].chunk);
         packed_kv_free(&workspaces[t].kv);
     }
     free(workspaces);
