@@ -114,6 +114,37 @@ Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape)
     return tensor_alloc_with(func, ndim, shape, aligned_floats);
 }
 
+/* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
+ * Three rounds of shuffles, each mixing pairs of vectors: after the first,
+ * pairs of rows are interleaved float by float; after the second, groups
+ * of four rows two floats at a time; after the third, each vector holds
+ * one column. 24 shuffles instead of 64 single loads and stores. */
+typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
+
+static inline void transpose_8x8(v8f r[8])
+{
+    v8f t[8], u[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 4)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2],
+                                                   0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2],
+                                                       2, 3, 10, 11, 6, 7, 14, 15);
+        }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
 /* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */
 void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                       float *panels)
@@ -137,20 +168,32 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                 for (int c = width; c < FAST_NR; c++)
                     dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
             }
-        } else {
-            /* B^T given: column c of the panel is row col0 + c of the
-             * input. The panel is written in order, one row at a time, and
-             * read from NR input rows that each advance by one float: NR
-             * short sequential reads are cheaper than NR scattered writes. */
-            const float *src = b + (size_t)col0 * ldb;
-            for (int p = 0; p < k; p++) {
-                float *dst = panel + (size_t)p * FAST_NR;
-                for (int c = 0; c < width; c++)
-                    dst[c] = src[(size_t)c * ldb + p];
-                for (int c = width; c < FAST_NR; c++)
-                    dst[c] = 0.0f;
-            }
+            continue;
         }
+        /* B^T given: column c of the panel is row col0 + c of the input,
+         * copied in squares of 8 x 8 transposed in registers; the squares
+         * that stick out (the last few rows, or k not a multiple of 8) go
+         * one float at a time, zero past n */
+        for (int c0 = 0; c0 < FAST_NR; c0 += 8)
+            for (int p0 = 0; p0 < k; p0 += 8) {
+                float *dst = panel + (size_t)p0 * FAST_NR + c0;
+                if (c0 + 8 <= width && p0 + 8 <= k) {
+                    const float *src = b + (size_t)(col0 + c0) * ldb + p0;
+                    v8f r[8];
+#pragma GCC unroll 8
+                    for (int i = 0; i < 8; i++)
+                        memcpy(&r[i], src + (size_t)i * ldb, sizeof r[i]);
+                    transpose_8x8(r);
+#pragma GCC unroll 8
+                    for (int i = 0; i < 8; i++)
+                        memcpy(dst + (size_t)i * FAST_NR, &r[i], sizeof r[i]);
+                    continue;
+                }
+                for (int p = p0; p < p0 + 8 && p < k; p++)
+                    for (int c = 0; c < 8; c++)
+                        dst[(size_t)(p - p0) * FAST_NR + c] =
+                            c0 + c < width ? b[(size_t)(col0 + c0 + c) * ldb + p] : 0.0f;
+            }
     }
 }
 

@@ -37,72 +37,6 @@ typedef int32_t vi __attribute__((vector_size(FAST_VEC * sizeof(int32_t))));
 
 /* ---- packing ---------------------------------------------------------------- */
 
-/* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
- * Three rounds of shuffles, each mixing pairs of vectors: after the first,
- * pairs of rows are interleaved float by float; after the second, groups
- * of four rows two floats at a time; after the third, each vector holds
- * one column. 24 shuffles instead of 64 single loads and stores. */
-typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
-
-static inline void transpose_8x8(v8f r[8])
-{
-    v8f t[8], u[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i += 4)
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2],
-                                                   0, 1, 8, 9, 4, 5, 12, 13);
-            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2],
-                                                       2, 3, 10, 11, 6, 7, 14, 15);
-        }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
-/* fast_pack_panels(rows, ld, true, k, n, panels), the same layout, 8 x 8
- * squares at a time: rows (n, k) at stride ld -> panels of K^T, panel j
- * holding rows j*NR .. j*NR + NR-1 as its columns (zero past n). The
- * squares that stick out of the rows (the last few rows, or k not a
- * multiple of 8) go one float at a time. */
-static void pack_transposed(const float *rows, size_t ld, int k, int n, float *panels)
-{
-    const int num_panels = (n + FAST_NR - 1) / FAST_NR;
-    for (int j = 0; j < num_panels; j++) {
-        float *panel = panels + (size_t)j * k * FAST_NR;
-        const int col0 = j * FAST_NR;
-        const int width = n - col0 < FAST_NR ? n - col0 : FAST_NR;
-        for (int c0 = 0; c0 < FAST_NR; c0 += 8)
-            for (int p0 = 0; p0 < k; p0 += 8) {
-                float *dst = panel + (size_t)p0 * FAST_NR + c0;
-                if (c0 + 8 <= width && p0 + 8 <= k) {
-                    const float *src = rows + (size_t)(col0 + c0) * ld + p0;
-                    v8f r[8];
-#pragma GCC unroll 8
-                    for (int i = 0; i < 8; i++)
-                        memcpy(&r[i], src + (size_t)i * ld, sizeof r[i]);
-                    transpose_8x8(r);
-#pragma GCC unroll 8
-                    for (int i = 0; i < 8; i++)
-                        memcpy(dst + (size_t)i * FAST_NR, &r[i], sizeof r[i]);
-                    continue;
-                }
-                for (int p = p0; p < p0 + 8 && p < k; p++)
-                    for (int c = 0; c < 8; c++)
-                        dst[(size_t)(p - p0) * FAST_NR + c] =
-                            c0 + c < width ? rows[(size_t)(col0 + c0 + c) * ld + p] : 0.0f;
-            }
-    }
-}
-
 void packed_kv_alloc(PackedKeysValues *kv, int num_keys, int key_size, int value_size)
 {
     kv->num_keys = num_keys;
@@ -126,7 +60,7 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
      * j*NR .. j*NR + NR-1 (NR = FAST_NR, 16 or 32), one row of NR per
      * component of d, so the keys of this call fill whole panels,
      * starting at panel first_key / NR */
-    pack_transposed(keys, key_stride, d, count,
+    fast_pack_panels(keys, key_stride, true, d, count,
                      kv->key_panels + (size_t)(first_key / FAST_NR) * d * FAST_NR);
     /* values (K, v) are B for weights @ values: panel j holds value
      * components j*NR .. j*NR + NR-1, one row of NR per key, all K keys in
@@ -523,11 +457,12 @@ static int prepare_sequence(const AttentionRowsBackward *a, StreamingBackwardScr
     const float inv_sqrt_d = (float)(1.0 / sqrt((double)d));
     /* the same float q * (1 / sqrt(d)) as the forward's, so the recomputed
      * scores are the forward's bit for bit */
-    pack_transposed(a->queries, a->query_stride, d, T, w->query_panels_t);
+    fast_pack_panels(a->queries, a->query_stride, true, d, T, w->query_panels_t);
     scale_row(w->query_panels_t, w->query_panels_t, fast_panels_size(d, T), inv_sqrt_d);
     fast_pack_panels(a->queries, a->query_stride, false, T, d, w->query_panels);
     scale_row(w->query_panels, w->query_panels, fast_panels_size(T, d), inv_sqrt_d);
-    pack_transposed(a->grad_output, a->grad_output_stride, v, T, w->grad_output_panels_t);
+    fast_pack_panels(a->grad_output, a->grad_output_stride, true, v, T,
+                     w->grad_output_panels_t);
     fast_pack_panels(a->grad_output, a->grad_output_stride, false, T, v, w->grad_output_panels);
     int longest = 0;
     for (int q = 0; q < T; q++) {
