@@ -582,6 +582,8 @@ Test(streaming_attention, masked_2d_equals_clear_and_empty_rows_are_zero)
         lens[i] = (int)rng_below(&rng, K + 1);   /* anything from 0 to K */
     lens[0] = 0;                                 /* rows with no key at all */
     lens[T + 100] = 0;
+    for (int q = 12; q < 24; q++)                /* a whole tile of them, in a block */
+        lens[T + q] = 0;                         /* that the other tiles see in part */
     lens[5] = K;
     lens[6] = 256;                               /* exactly one key block */
     ValidLens *valid_lens = valid_lens_2d(lens, B, T);
@@ -595,6 +597,8 @@ Test(streaming_attention, masked_2d_equals_clear_and_empty_rows_are_zero)
     for (int c = 0; c < v; c++) {
         cr_expect(AT3(out, 0, 0, c) == 0.0f, "a query with no key must give exactly 0");
         cr_expect(AT3(out, 1, 100, c) == 0.0f, "a query with no key must give exactly 0");
+        for (int q = 12; q < 24; q++)
+            cr_expect(AT3(out, 1, q, c) == 0.0f, "a query with no key must give exactly 0");
     }
     tensor_free(queries); tensor_free(keys); tensor_free(values); tensor_free(out);
     valid_lens_free(valid_lens);
