@@ -195,34 +195,41 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
 
     for (int k0 = 0; k0 < longest; k0 += BC) {
         const int block_keys = longest - k0 < BC ? longest - k0 : BC;
-        /* A block that some query sees only in part (under a causal mask,
-         * the block on the diagonal) goes tile by tile: each tile of
-         * FAST_MR queries stops at the last key one of them sees, so of
-         * the masked corner only the tiles' small triangles are computed.
-         * Every other block is one product, whose key panels stay in the
-         * fast cache while all its tiles pass over them. */
-        int tile_rows = rows;
+        /* Keys k0 .. k0 + whole - 1 are seen by every query of the block
+         * (whole rounded down to a key panel): one product for all the
+         * block's rows, whose key panels stay in the fast cache while all
+         * its tiles pass over them. The rest, a block that some query
+         * sees only in part (under a causal mask, the block on the
+         * diagonal), goes tile by tile: each tile of FAST_MR queries stops
+         * at the last key one of them sees, so of the masked corner only
+         * the tiles' small triangles are computed. */
+        int shortest = block_keys;
         for (int r = 0; r < rows; r++)
-            if (len[r] < k0 + block_keys)
-                tile_rows = FAST_MR;
-        int tile_keys[BR / FAST_MR + 1];
-        for (int r0 = 0, t = 0; r0 < rows; r0 += tile_rows, t++) {
+            shortest = len[r] - k0 < shortest ? len[r] - k0 : shortest;
+        const int whole = shortest == block_keys ? block_keys
+                        : shortest < 0           ? 0
+                                                 : shortest / FAST_NR * FAST_NR;
+        int tile_keys[BR / FAST_MR + 1];   /* keys k0 + whole .. k0 + tile_keys - 1 */
+        for (int r0 = 0, t = 0; r0 < rows; r0 += FAST_MR, t++) {
             int tile_longest = 0;
-            for (int r = r0; r < rows && r < r0 + tile_rows; r++)
+            for (int r = r0; r < rows && r < r0 + FAST_MR; r++)
                 tile_longest = len[r] > tile_longest ? len[r] : tile_longest;
-            tile_keys[t] = tile_longest - k0 < 0 ? 0
-                         : tile_longest - k0 < block_keys ? tile_longest - k0 : block_keys;
+            tile_keys[t] = tile_longest - k0 < block_keys ? tile_longest - k0 : block_keys;
         }
 
         /* pass 1: s = q @ k^T for keys k0 .. k0 + block_keys - 1. The key
          * panels start every FAST_NR keys, and BC is a multiple of it. */
         const size_t key_panel_stride = (size_t)d * FAST_NR;
-        for (int r0 = 0, t = 0; r0 < rows; r0 += tile_rows, t++)
-            if (tile_keys[t] > 0)
-                fast_block(rows - r0 < tile_rows ? rows - r0 : tile_rows, tile_keys[t], d,
+        const float *key_panels = kv->key_panels + (size_t)(k0 / FAST_NR) * key_panel_stride;
+        if (whole > 0)
+            fast_block(rows, whole, d, w->q, (size_t)d, key_panels, key_panel_stride, w->s, BC,
+                       false);
+        for (int r0 = 0, t = 0; r0 < rows; r0 += FAST_MR, t++)
+            if (tile_keys[t] > whole)
+                fast_block(rows - r0 < FAST_MR ? rows - r0 : FAST_MR, tile_keys[t] - whole, d,
                            w->q + (size_t)r0 * d, (size_t)d,
-                           kv->key_panels + (size_t)(k0 / FAST_NR) * key_panel_stride,
-                           key_panel_stride, w->s + (size_t)r0 * BC, BC, false);
+                           key_panels + (size_t)(whole / FAST_NR) * key_panel_stride,
+                           key_panel_stride, w->s + (size_t)r0 * BC + whole, BC, false);
 
         for (int r = 0; r < rows; r++) {
             float *s_row = w->s + (size_t)r * BC;
@@ -258,11 +265,15 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
          * A value panel holds FAST_NR components for all K keys, so this block's
          * rows start k0 rows into each panel. */
         const size_t value_panel_stride = (size_t)K * FAST_NR;
-        for (int r0 = 0, t = 0; r0 < rows; r0 += tile_rows, t++)
-            if (tile_keys[t] > 0)
-                fast_block(rows - r0 < tile_rows ? rows - r0 : tile_rows, v, tile_keys[t],
-                           w->s + (size_t)r0 * BC, BC,
-                           kv->value_panels + (size_t)k0 * FAST_NR, value_panel_stride,
+        const float *value_panels = kv->value_panels + (size_t)k0 * FAST_NR;
+        if (whole > 0)
+            fast_block(rows, v, whole, w->s, BC, value_panels, value_panel_stride, w->o,
+                       (size_t)v, true);
+        for (int r0 = 0, t = 0; r0 < rows; r0 += FAST_MR, t++)
+            if (tile_keys[t] > whole)
+                fast_block(rows - r0 < FAST_MR ? rows - r0 : FAST_MR, v, tile_keys[t] - whole,
+                           w->s + (size_t)r0 * BC + whole, BC,
+                           value_panels + (size_t)whole * FAST_NR, value_panel_stride,
                            w->o + (size_t)r0 * v, (size_t)v, true);
     }
 
