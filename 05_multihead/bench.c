@@ -7,7 +7,8 @@
  *
  * The lines are listed here (CONFIGS); what a line runs and how its FLOPs
  * are counted is common/fast/bench_passes.h, how it is timed and printed
- * common/fast/bench_lines.h: a median of several runs after a warm-up,
+ * common/fast/bench_lines.h: the median and the best of several runs after
+ * a warm-up,
  * each line in a child process of its own, the machine's FMA peak before
  * and after the lines. Every comparison is a ratio of two lines timed in
  * this run.
@@ -165,7 +166,7 @@ static Options parse_options(int argc, char **argv)
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the layer and its inputs"},
         {"--repeats", CLI_INT, &opt.repeats, .min = 1, .max = BENCH_MAX_RUNS, .metavar = "N",
-         .help = "timed runs per line; the median is printed\n(runs over a second use fewer)"},
+         .help = "timed runs per line; their median and best are printed\n(runs over a second use fewer)"},
         {"--threads", CLI_INT, &opt.threads, .min = 2, .max = 64, .metavar = "N",
          .help = "thread count of the multi-threaded lines"},
         {"--clear-max", CLI_INT, &opt.clear_max, .min = 1, .max = 65536, .metavar = "N",
@@ -290,13 +291,16 @@ static void print_introduction(void)
     printf("Multi-head attention, clear (the chapters' code, one thread) against fast\n"
            "(register-tile matmul, streaming attention, heads shared by threads).\n"
            "Self-attention on random inputs, evaluation mode, float32. Each line runs\n"
-           "in its own process: ms is the median of `runs` passes after a warm-up\n"
-           "(one pass over 5 s is timed once, without warm-up), peak memory is that\n"
-           "process's largest resident size. Timings move with whatever else runs on\n"
-           "the machine; the GFLOP/s count FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2 for the\n"
-           "forward, 3 times that for fwd+bwd (forward and backward), and for\n"
-           "attention alone on the heads 2*B*n*n*D*2 (attn fwd), 3 times that (attn\n"
-           "f+b), twice (attn bwd); a causal line counts (n + 1) / 2n of those.\n\n"
+           "in its own process: ms is the median of `runs` passes after a warm-up,\n"
+           "best ms the fastest of them (one pass over 5 s is timed once, without\n"
+           "warm-up), peak memory is that process's largest resident size. Timings\n"
+           "move with whatever else runs on the machine, and only ever up: GFLOP/s\n"
+           "and %% peak are the best run's, against the best of the peak's runs;\n"
+           "ratios are of medians. The GFLOP/s count FLOPs = 4*B*n*D*D*2 +\n"
+           "2*B*n*n*D*2 for the forward, 3 times that for fwd+bwd (forward and\n"
+           "backward), and for attention alone on the heads 2*B*n*n*D*2 (attn fwd),\n"
+           "3 times that (attn f+b), twice (attn bwd); a causal line counts\n"
+           "(n + 1) / 2n of those.\n\n"
            "Running the lines; the table follows when they and a second measurement\n"
            "of the peak are done.\n\n");
 }

@@ -1322,7 +1322,7 @@ Test(fast_programs, bench_runs_a_small_configuration)
 {
     /* every line names its configuration, pass, implementation and
      * threads; the numbers themselves are timings and are not checked */
-    RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 1");
+    RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 3");
     cr_assert_eq(r.status, 0, "bench exited with %d: %s", r.status, r.err);
     const char *const expected[] = {
         "(2, 40, 32, 4)                 forward  clear        1 ",
@@ -1351,6 +1351,15 @@ Test(fast_programs, bench_runs_a_small_configuration)
      * printed times is off by up to (a / b) (0.005 / a + 0.005 / b), and
      * the printed ratio by 0.005 more */
     cr_assert_gt(fast_2_ms, 0.05, "%s", r.out);
+    /* beside each median, the best of the same 3 runs: never above it */
+    for (int i = 0; i < 3; i++) {
+        double median_ms, best_ms;
+        int runs;
+        const char *line = strstr(r.out, expected[i]);
+        cr_assert_eq(sscanf(line + strlen(expected[i]), "%lf %lf %d", &median_ms, &best_ms, &runs),
+                     3, "%s", line);
+        cr_expect(best_ms > 0.0 && best_ms <= median_ms && runs == 3, "%s", line);
+    }
     const double a[2] = {clear_ms, fast_1_ms}, got[2] = {clear_ratio, threads_ratio};
     for (int i = 0; i < 2; i++) {
         const double ratio = a[i] / fast_2_ms;

@@ -18,7 +18,8 @@ typedef struct {
     int ok;              /* 1 when the child finished */
     int finite;          /* 1 when the warm-up's results held no NaN or infinity */
     double ms;           /* median milliseconds per pass */
-    int runs;            /* timed runs behind the median */
+    double best_ms;      /* the fastest of the timed runs */
+    int runs;            /* timed runs behind the median and the best */
     double max_rss_mb;   /* the child's peak resident memory */
 } BenchResult;
 
@@ -32,8 +33,8 @@ typedef struct {
     void (*destroy)(void *work);
 } BenchPass;
 
-/* Build, warm up (the first run, checked), then the median of `repeats`
- * timed runs (3 when a run takes over a second, none past 5 s: the first
+/* Build, warm up (the first run, checked), then the median and the best
+ * of `repeats` timed runs (3 when a run takes over a second, none past 5 s: the first
  * run is then the measurement; a run under 20 ms is timed in a loop), all
  * in a child process, so that its peak memory is its own and a crash or an
  * allocation that fails costs one line (ok = 0), not the table. */

@@ -44,7 +44,7 @@ double bench_flops(const BenchConfig *c)
  * once forward, three times (weights, their gradient, the scores') with
  * the backward. Measured resident peaks against this (with memory_check's
  * 16 MB for the program): (8, 512, 512, 8) clear forward 132 MB (171 MB),
- * fast forward + backward 126 MB (159 MB); (2, 2048, 64, 8) clear forward
+ * fast forward + backward 108 MB (159 MB); (2, 2048, 64, 8) clear forward
  * 277 MB (295 MB), clear forward + backward 820 MB (838 MB), fast forward
  * + backward 21 MB (33 MB). */
 double bench_line_bytes(const BenchConfig *c, bool clear)

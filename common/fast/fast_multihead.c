@@ -421,15 +421,25 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
 
 /* One projection backwards: x (rows, in), grad_y (rows, D) -> grad_x
  * (rows, in) returned when wanted (NULL otherwise), weight and bias
- * gradients added into when grads is not NULL. */
+ * gradients added into when grads is not NULL. spare is a tensor the
+ * caller no longer needs (or NULL), taken over here: grad_x is written
+ * into its memory when it has x's size, for one fresh tensor less (the
+ * first write to fresh memory costs the kernel a page clear), and it is
+ * freed otherwise. */
 static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                                    Tensor *grad_weight, Tensor *grad_bias, bool want_grad_x,
-                                   int num_threads)
+                                   Tensor *spare, int num_threads)
 {
     const int in = weight->shape[1], out = weight->shape[0];
     const int rows = (int)(x->size / (size_t)in);
-    Tensor *grad_x = want_grad_x ? fast_tensor_empty("fast_multihead_backward", x->ndim, x->shape)
-                                 : NULL;   /* written whole, not added into */
+    Tensor *grad_x = NULL;   /* written whole, not added into */
+    if (want_grad_x && spare != NULL && spare->size == x->size && x->size > 0) {
+        grad_x = tensor_reshape(spare, x->ndim, x->shape);
+        spare = NULL;
+    } else if (want_grad_x) {
+        grad_x = fast_tensor_empty("fast_multihead_backward", x->ndim, x->shape);
+    }
+    tensor_free(spare);
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
                              grad_x ? grad_x->data : NULL, grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);
@@ -454,24 +464,23 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
     // pass 4 backwards: grad_concat = grad_output W_o, grad_W_o += grad_output^T concat,
     // grad_b_o += the sum of grad_output's rows
     Tensor *grad_concat = projection_backward(cache->concat, layer->W_o, grad_output, GRAD(W_o),
-                                              GRAD(b_o), true, num_threads);
+                                              GRAD(b_o), true, NULL, num_threads);
 
     // pass 3 backwards: attention, per (sequence, head), into grad_Q, grad_K, grad_V
     Tensor *grad_Q, *grad_K, *grad_V;
     attention_backward(cache, layer->num_heads, grad_concat, num_threads, &grad_Q, &grad_K,
                        &grad_V);
-    tensor_free(grad_concat);
 
-    // passes 2 and 1 backwards: the three projections
+    // passes 2 and 1 backwards: the three projections, each gradient of an
+    // input written over a gradient no longer needed (the same size in
+    // self-attention): grad_concat, then grad_Q, then grad_K
     Tensor *gq = projection_backward(cache->queries, layer->W_q, grad_Q, GRAD(W_q), GRAD(b_q),
-                                     grad_queries != NULL, num_threads);
+                                     grad_queries != NULL, grad_concat, num_threads);
     Tensor *gk = projection_backward(cache->keys, layer->W_k, grad_K, GRAD(W_k), GRAD(b_k),
-                                     grad_keys != NULL, num_threads);
+                                     grad_keys != NULL, grad_Q, num_threads);
     Tensor *gv = projection_backward(cache->values, layer->W_v, grad_V, GRAD(W_v), GRAD(b_v),
-                                     grad_values != NULL, num_threads);
+                                     grad_values != NULL, grad_K, num_threads);
 #undef GRAD
-    tensor_free(grad_Q);
-    tensor_free(grad_K);
     tensor_free(grad_V);
     if (grad_queries != NULL)
         *grad_queries = gq;
