@@ -399,6 +399,10 @@ Tensor *streaming_attention(const Tensor *queries, const Tensor *keys,
  *   pass 2 backwards: dS^T = P^T * (dP^T - delta)
  *   pass 1 backwards: dK_j += dS^T Q_i / sqrt(d);   dQ_i += dS K_j / sqrt(d)
  *
+ * dP^T needs no weight, so it is computed first, beside S^T; then one
+ * sweep turns S^T into P^T and dP^T into dS^T row by row, each row of P^T
+ * used while it is still in the nearest cache.
+ *
  * delta is the softmax backward's row sum, sum_j dP_j P_j, which would need
  * the whole row of keys. It is a dot product per query instead, computed
  * before any block: dP_j = dO . v_j, so
@@ -477,12 +481,16 @@ static int prepare_sequence(const AttentionRowsBackward *a, StreamingBackwardScr
     return longest;
 }
 
-/* pass 2 again, one block pair: p (keys, queries) holds S^T and becomes
- * P^T = exp(S^T - lse), with key first_key + k masked (weight exactly 0)
- * for query q when first_key + k >= len[q]. The mask as loop bounds: rows
- * below every length need none, rows at or past every length are all 0. */
-static void weights_from_lse(float *p, int keys, int queries, int first_key,
-                             const float *lse, const int *len)
+/* pass 2 again and pass 2 backwards, one block pair, in one sweep: p
+ * (keys, queries) holds S^T and becomes P^T = exp(S^T - lse); dp holds
+ * dP^T and becomes dS^T = P^T * (dP^T - delta), delta one value per query
+ * (column). Key first_key + k is masked for query q when
+ * first_key + k >= len[q]: its weight is exactly 0 (replaced, as the
+ * forward's masked weights), and so is its score gradient. The mask as
+ * loop bounds: rows below every length need none, rows at or past every
+ * length are all 0. */
+static void weights_and_score_grads(float *p, float *dp, int keys, int queries, int first_key,
+                                    const float *lse, const float *delta, const int *len)
 {
     int shortest = len[0], longest = len[0];
     for (int q = 1; q < queries; q++) {
@@ -491,50 +499,34 @@ static void weights_from_lse(float *p, int keys, int queries, int first_key,
     }
     for (int k = 0; k < keys; k++) {
         float *p_row = p + (size_t)k * BQ;
+        float *dp_row = dp + (size_t)k * BQ;
         const int key = first_key + k;
-        if (key >= longest) {
+        if (key >= longest)
             memset(p_row, 0, (size_t)queries * sizeof(float));
-            continue;
-        }
-        fast_exp_sub(p_row, lse, p_row, (size_t)queries);
-        if (key >= shortest) {
-            /* replaced, as the forward's masked weights: lanes whose
-             * query's length is at most key become exactly 0 */
-            int q = 0;
-            for (; q + FAST_VEC <= queries; q += FAST_VEC) {
-                vf x;
+        else
+            fast_exp_sub(p_row, lse, p_row, (size_t)queries);
+        const bool masked = key >= shortest && key < longest;
+        int q = 0;
+        for (; q + FAST_VEC <= queries; q += FAST_VEC) {
+            vf x, y, z;
+            memcpy(&x, p_row + q, sizeof x);
+            if (masked) {
+                /* lanes whose query's length is at most key become 0 */
                 vi lens;
-                memcpy(&x, p_row + q, sizeof x);
                 memcpy(&lens, len + q, sizeof lens);
                 x = (vf)((vi)x & (lens > key));
                 memcpy(p_row + q, &x, sizeof x);
             }
-            for (; q < queries; q++)
-                if (key >= len[q])
-                    p_row[q] = 0.0f;
-        }
-    }
-}
-
-/* pass 2 backwards: dp (keys, queries) holds dP^T and becomes
- * dS^T = P^T * (dP^T - delta), delta one value per query (column). */
-static void softmax_backward_block(float *dp, const float *p, int keys, int queries,
-                                   const float *delta)
-{
-    for (int k = 0; k < keys; k++) {
-        float *dp_row = dp + (size_t)k * BQ;
-        const float *p_row = p + (size_t)k * BQ;
-        int q = 0;
-        for (; q + FAST_VEC <= queries; q += FAST_VEC) {
-            vf x, y, z;
-            memcpy(&x, dp_row + q, sizeof x);
-            memcpy(&y, p_row + q, sizeof y);
+            memcpy(&y, dp_row + q, sizeof y);
             memcpy(&z, delta + q, sizeof z);
-            x = y * (x - z);
-            memcpy(dp_row + q, &x, sizeof x);
+            y = x * (y - z);
+            memcpy(dp_row + q, &y, sizeof y);
         }
-        for (; q < queries; q++)
+        for (; q < queries; q++) {
+            if (key >= len[q])
+                p_row[q] = 0.0f;
             dp_row[q] = p_row[q] * (dp_row[q] - delta[q]);
+        }
     }
 }
 
@@ -558,16 +550,16 @@ static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch 
     // pass 1 again: S^T = K_j (Q_i / sqrt(d))^T, (keys, queries)
     fast_block(keys, queries, d, key_rows, a->key_stride,
                w->query_panels_t + q_panel * d * FAST_NR, (size_t)d * FAST_NR, w->p, BQ, false);
-    // pass 2 again: P^T = exp(S^T - lse), masked
-    weights_from_lse(w->p, keys, queries, k0, a->logsumexp + q0, w->len + q0);
-    // pass 4 backwards: dV_j += P^T dO_i, and dP^T = V_j dO_i^T
-    fast_block(keys, v, queries, w->p, BQ, w->grad_output_panels + (size_t)q0 * FAST_NR,
-               rows_stride, grad_values, a->grad_value_stride, true);
+    // pass 4 backwards, its half that needs no weight: dP^T = V_j dO_i^T
     fast_block(keys, queries, v, value_rows, a->value_stride,
                w->grad_output_panels_t + q_panel * v * FAST_NR, (size_t)v * FAST_NR,
                w->dp, BQ, false);
-    // pass 2 backwards: dS^T = P^T * (dP^T - delta)
-    softmax_backward_block(w->dp, w->p, keys, queries, w->delta + q0);
+    // pass 2 again: P^T = exp(S^T - lse), masked; pass 2 backwards: dS^T = P^T * (dP^T - delta)
+    weights_and_score_grads(w->p, w->dp, keys, queries, k0, a->logsumexp + q0, w->delta + q0,
+                            w->len + q0);
+    // pass 4 backwards, the other half: dV_j += P^T dO_i
+    fast_block(keys, v, queries, w->p, BQ, w->grad_output_panels + (size_t)q0 * FAST_NR,
+               rows_stride, grad_values, a->grad_value_stride, true);
     // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d), dQ_i += dS K_j / sqrt(d)
     fast_block(keys, d, queries, w->dp, BQ, w->query_panels + (size_t)q0 * FAST_NR,
                rows_stride, grad_keys, a->grad_key_stride, true);
