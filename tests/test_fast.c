@@ -13,7 +13,7 @@
  * D = num_hiddens, d = D / H, v = value size.
  *
  * Sizes are chosen not to divide the block sizes: 6 x 16 register tiles
- * (12 x 32 with AVX-512), k chunks of 256, column chunks of 512, query blocks of 96, key blocks of
+ * (12 x 32 with AVX-512), k chunks of 512, column chunks of 512, query blocks of 96, key blocks of
  * 256. Speed is never tested here; `make bench` measures it.
  */
 #define _POSIX_C_SOURCE 200809L   /* fork, alarm */
@@ -245,8 +245,9 @@ Test(fast_matmul, equals_clear_on_sizes_that_do_not_divide_the_blocks)
     check_matmul(6, 16, 16);        /* exactly one AVX2 tile */
     check_matmul(12, 40, 32);       /* exactly one AVX-512 tile */
     check_matmul(13, 37, 29);
-    check_matmul(61, 300, 45);      /* k crosses a 256 chunk */
-    check_matmul(20, 513, 530);     /* k crosses two chunks, n crosses 512 */
+    check_matmul(61, 600, 45);      /* k crosses a 512 chunk */
+    check_matmul(20, 513, 530);     /* k one past a chunk, n crosses 512 */
+    check_matmul(14, 1100, 40);     /* k in three chunks */
 }
 
 Test(fast_matmul, threads_give_bitwise_the_same_answer)
@@ -812,7 +813,7 @@ Test(multihead_fast_stacked, nothing_shared_and_d_not_whole_panels)
 /* ---- backward: fast linear, streaming attention, fast layer --------------------- */
 
 /* A given transposed, A^T (k, m): fast_gemm_at and fast_block_at against
- * the clear product of the transposed copy, k past one 256 chunk, m not a
+ * the clear product of the transposed copy, k past one 512 chunk, m not a
  * multiple of the tile's rows, with and without accumulating. */
 Test(fast_backward, transposed_a_equals_clear)
 {
@@ -841,7 +842,7 @@ Test(fast_backward, transposed_a_equals_clear)
             actual[i] -= 1.0f;
         expect_product_close(actual, expected, magnitude, m, n, k + 2, "fast_gemm_at, accumulated");
     }
-    /* the block kernel on its own, B as panels, k in three chunks; a
+    /* the block kernel on its own, B as panels, k in two chunks; a
      * panel is fast_panels_size(k, 1) floats (this file does not see the
      * fast files' tile constants) */
     float *panels = fast_alloc_panels("test", fast_panels_size(k, n));
@@ -851,6 +852,45 @@ Test(fast_backward, transposed_a_equals_clear)
     free(panels);
     free(a_t); free(b); free(a); free(abs_a); free(abs_b);
     free(expected); free(magnitude); free(actual);
+}
+
+/* A weight gradient's shape, C small and k long: A^T's rows are packed a
+ * band at a time (several bands here, the last one short, with a short
+ * last strip), k runs over several chunks, and the columns or rows are
+ * shared out between threads; every thread count gives the same bits. */
+Test(fast_backward, transposed_a_in_several_bands_same_bits_on_any_thread_count)
+{
+    enum { m = 413, n = 71, k = 777 };
+    Rng rng = rng_new(42);
+    float *a_t = random_floats(&rng, (size_t)k * m);   /* A^T (k, m) */
+    float *b = random_floats(&rng, (size_t)k * n);     /* B (k, n) */
+    float *a = malloc((size_t)m * k * sizeof(float));
+    for (int p = 0; p < k; p++)
+        for (int i = 0; i < m; i++)
+            a[(size_t)i * k + p] = a_t[(size_t)p * m + i];
+    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
+    float *expected = malloc((size_t)m * n * sizeof(float));
+    float *magnitude = malloc((size_t)m * n * sizeof(float));
+    matmul_raw(a, b, expected, m, k, n);
+    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+    float *actual[3];
+    for (int t = 0; t < 3; t++) {
+        actual[t] = malloc((size_t)m * n * sizeof(float));
+        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual[t], n, false, t + 1);
+    }
+    expect_product_close(actual[0], expected, magnitude, m, n, k, "fast_gemm_at, 1 thread");
+    for (int t = 1; t < 3; t++)
+        cr_expect(memcmp(actual[t], actual[0], (size_t)m * n * sizeof(float)) == 0,
+                  "fast_gemm_at: %d threads differ from 1", t + 1);
+    /* the square form, threads sharing columns: B as large as A */
+    fast_gemm_at(n, n, k, b, n, b, n, false, actual[1], n, false, 1);
+    fast_gemm_at(n, n, k, b, n, b, n, false, actual[2], n, false, 2);
+    cr_expect(memcmp(actual[1], actual[2], (size_t)n * n * sizeof(float)) == 0,
+              "fast_gemm_at (B^T B): 2 threads differ from 1");
+    for (int t = 0; t < 3; t++)
+        free(actual[t]);
+    free(a_t); free(b); free(a); free(abs_a); free(abs_b);
+    free(expected); free(magnitude);
 }
 
 /* Every gradient within 1e-5 of its own largest magnitude, as the fast
@@ -868,9 +908,9 @@ static void expect_gradient_close(const Tensor *actual, const Tensor *expected, 
 
 Test(fast_backward, gemm_at_and_linear_backward_equal_clear)
 {
-    /* sizes past a 256 chunk, not multiples of the tile, rows that leave
-     * a short last group of the transposed kernel */
-    enum { rows = 301, in = 37, out = 45 };
+    /* rows (the weight gradient's k) past a 512 chunk, sizes not
+     * multiples of the tile, a short last group of the transposed kernel */
+    enum { rows = 601, in = 37, out = 45 };
     Rng rng = rng_new(40);
     Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, rows / 3 + 1, in));
     Tensor *weight = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in));
@@ -897,7 +937,7 @@ static bool same_bits(const Tensor *a, const Tensor *b)
     return a->size == b->size && memcmp(a->data, b->data, a->size * sizeof(float)) == 0;
 }
 
-/* Large enough that the bias copy and the column sums are shared out
+/* Large enough that the rows and the column sums are shared out
  * (columns past one 256 chunk): every output the same bits on 1, 2 and 3
  * threads, and the bias gradient the sum of grad_y's rows taken in order,
  * in double, as the clear rule says. */

@@ -150,15 +150,14 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                       float *panels)
 {
     int num_panels = (n + FAST_NR - 1) / FAST_NR;
-    for (int j = 0; j < num_panels; j++) {
-        float *panel = panels + (size_t)j * k * FAST_NR;
-        int col0 = j * FAST_NR;
-        int width = n - col0 < FAST_NR ? n - col0 : FAST_NR;
-        if (!transposed) {
-            /* rows of B are contiguous: copy NR floats per row */
-            for (int p = 0; p < k; p++) {
-                float *dst = panel + (size_t)p * FAST_NR;
-                const float *src = b + (size_t)p * ldb + col0;
+    if (!transposed) {
+        /* rows of B are contiguous: each is read whole (one stream for the
+         * hardware prefetcher) and cut into NR floats per panel */
+        for (int p = 0; p < k; p++)
+            for (int j = 0; j < num_panels; j++) {
+                float *dst = panels + ((size_t)j * k + p) * FAST_NR;
+                const float *src = b + (size_t)p * ldb + j * FAST_NR;
+                const int width = n - j * FAST_NR < FAST_NR ? n - j * FAST_NR : FAST_NR;
                 if (width == FAST_NR) {
                     /* a copy of known size: vector moves, not a call */
                     memcpy(dst, src, FAST_NR * sizeof(float));
@@ -168,8 +167,12 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                 for (int c = width; c < FAST_NR; c++)
                     dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
             }
-            continue;
-        }
+        return;
+    }
+    for (int j = 0; j < num_panels; j++) {
+        float *panel = panels + (size_t)j * k * FAST_NR;
+        int col0 = j * FAST_NR;
+        int width = n - col0 < FAST_NR ? n - col0 : FAST_NR;
         /* B^T given: column c of the panel is row col0 + c of the input,
          * copied in squares of 8 x 8 transposed in registers; the squares
          * that stick out (the last few rows, or k not a multiple of 8) go
@@ -199,14 +202,30 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
 
 /* ---- the register tile ----------------------------------------------------- */
 
+/* Ask for the tile of C (MR rows of NR floats at stride ldc) to be brought
+ * into the cache, for writing, while the k loop runs: C is touched once per
+ * tile, after kc steps, and without this the stores (and the loads when
+ * accumulating) wait on a cache miss at the end of every tile. */
+static inline void prefetch_tile(const float *c, size_t ldc)
+{
+#pragma GCC unroll 16
+    for (int r = 0; r < FAST_MR; r++) {
+        __builtin_prefetch(c + (size_t)r * ldc, 1);
+        __builtin_prefetch(c + (size_t)r * ldc + FAST_NR - 1, 1);
+    }
+}
+
 /* tile (MR, NR) = A rows a_rows[0 .. MR-1], columns 0 .. kc-1, @ panel
- * (kc, NR). The accumulators are small arrays indexed only by constants
+ * (kc, NR), added to C's own values (accumulate) or to bias (NR,) in every
+ * row (bias not NULL), or to nothing. The accumulators are small arrays indexed only by constants
  * once the loops over r are unrolled (the pragmas), so the compiler keeps
  * every one of them in a register. */
 static inline void kernel_tile(int kc, const float *const a_rows[FAST_MR],
-                               const float *panel, float *c, size_t ldc, bool accumulate)
+                               const float *panel, float *c, size_t ldc, bool accumulate,
+                               const float *bias)
 {
     vf lo[FAST_MR], hi[FAST_MR];   /* columns 0 .. VEC-1 and VEC .. NR-1 */
+    prefetch_tile(c, ldc);
 #pragma GCC unroll 16
     for (int r = 0; r < FAST_MR; r++)
         lo[r] = hi[r] = (vf){0};
@@ -221,10 +240,17 @@ static inline void kernel_tile(int kc, const float *const a_rows[FAST_MR],
             hi[r] += a * b_hi;
         }
     }
+    /* the bias added here, not copied into C first: the same sum (one
+     * addition, bias + tile), and C is written once instead of three times */
+    const vf bias_lo = bias != NULL ? load_vec(bias) : (vf){0};
+    const vf bias_hi = bias != NULL ? load_vec(bias + FAST_VEC) : (vf){0};
 #pragma GCC unroll 16
     for (int r = 0; r < FAST_MR; r++) {
         float *c_row = c + (size_t)r * ldc;
-        if (accumulate) {
+        if (bias != NULL) {
+            lo[r] += bias_lo;
+            hi[r] += bias_hi;
+        } else if (accumulate) {
             lo[r] += load_vec(c_row);
             hi[r] += load_vec(c_row + FAST_VEC);
         }
@@ -233,9 +259,25 @@ static inline void kernel_tile(int kc, const float *const a_rows[FAST_MR],
     }
 }
 
-void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
-                const float *b_panels, size_t panel_stride,
-                float *c, size_t ldc, bool accumulate)
+/* The part of a scratch tile (MR, NR) that lies inside C, (tile_rows,
+ * tile_cols), stored into C at row stride ldc, added to C's own values
+ * (accumulate) or to bias (tile_cols,) in every row. */
+static void store_edge_tile(const float *tile, int tile_rows, int tile_cols, float *c,
+                            size_t ldc, bool accumulate, const float *bias)
+{
+    for (int r = 0; r < tile_rows; r++)
+        for (int col = 0; col < tile_cols; col++) {
+            float *dst = c + (size_t)r * ldc + col;
+            const float value = tile[r * FAST_NR + col];
+            *dst = bias != NULL ? bias[col] + value : accumulate ? *dst + value : value;
+        }
+}
+
+/* fast_block, each tile also added to bias (cols,) in every row when bias
+ * is not NULL (then C's own values are not read) */
+static void block_rows(int rows, int cols, int kc, const float *a, size_t lda,
+                       const float *b_panels, size_t panel_stride, float *c, size_t ldc,
+                       bool accumulate, const float *bias)
 {
     for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
         int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
@@ -249,22 +291,25 @@ void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
             const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride;
             float *c_tile = c + (size_t)i0 * ldc + j0;
             int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
+            const float *tile_bias = bias != NULL ? bias + j0 : NULL;
             if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
-                kernel_tile(kc, a_rows, panel, c_tile, ldc, accumulate);
+                kernel_tile(kc, a_rows, panel, c_tile, ldc, accumulate, tile_bias);
             } else {
                 /* an edge tile: compute all of it into a scratch tile and
                  * copy out only the part that lies inside C */
                 float tile[FAST_MR * FAST_NR];
-                kernel_tile(kc, a_rows, panel, tile, FAST_NR, false);
-                for (int r = 0; r < tile_rows; r++)
-                    for (int col = 0; col < tile_cols; col++) {
-                        float *dst = c_tile + (size_t)r * ldc + col;
-                        *dst = accumulate ? *dst + tile[r * FAST_NR + col]
-                                          : tile[r * FAST_NR + col];
-                    }
+                kernel_tile(kc, a_rows, panel, tile, FAST_NR, false, NULL);
+                store_edge_tile(tile, tile_rows, tile_cols, c_tile, ldc, accumulate, tile_bias);
             }
         }
     }
+}
+
+void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
+                const float *b_panels, size_t panel_stride,
+                float *c, size_t ldc, bool accumulate)
+{
+    block_rows(rows, cols, kc, a, lda, b_panels, panel_stride, c, ldc, accumulate, NULL);
 }
 
 /* The same tile with A given transposed: A^T (kc, MR) rows at stride
@@ -274,6 +319,7 @@ static inline void kernel_tile_at(int kc, const float *a_t, size_t lda_t, const 
                                   float *c, size_t ldc, bool accumulate)
 {
     vf lo[FAST_MR], hi[FAST_MR];
+    prefetch_tile(c, ldc);
 #pragma GCC unroll 16
     for (int r = 0; r < FAST_MR; r++)
         lo[r] = hi[r] = (vf){0};
@@ -299,6 +345,43 @@ static inline void kernel_tile_at(int kc, const float *a_t, size_t lda_t, const 
     }
 }
 
+/* A^T (kc, rows) at stride lda_t -> strips: strip s holds columns
+ * s*MR .. s*MR + MR-1 of A^T (rows of A), step p of it at
+ * strips + (s * kc + p) * MR, zero past the last row. Read row after row
+ * of A^T, whole, so the hardware prefetcher sees one stream. */
+static void pack_strips(const float *a_t, size_t lda_t, int rows, int kc, float *strips)
+{
+    for (int p = 0; p < kc; p++) {
+        const float *src = a_t + (size_t)p * lda_t;
+        for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
+            float *dst = strips + ((size_t)i0 * kc + (size_t)p * FAST_MR);
+            const int width = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
+            if (width == FAST_MR) {
+                memcpy(dst, src + i0, FAST_MR * sizeof(float));
+                continue;
+            }
+            memcpy(dst, src + i0, (size_t)width * sizeof(float));
+            for (int r = width; r < FAST_MR; r++)
+                dst[r] = 0.0f;
+        }
+    }
+}
+
+/* One tile of C (tile_rows <= MR, tile_cols <= NR) from A^T (kc, MR) at
+ * stride lda_t and a panel (kc, NR); the kernel computes a whole tile,
+ * and an edge tile goes through scratch. */
+static inline void tile_at(int kc, const float *a_t, size_t lda_t, const float *panel,
+                           int tile_rows, int tile_cols, float *c, size_t ldc, bool accumulate)
+{
+    if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
+        kernel_tile_at(kc, a_t, lda_t, panel, c, ldc, accumulate);
+        return;
+    }
+    float tile[FAST_MR * FAST_NR];
+    kernel_tile_at(kc, a_t, lda_t, panel, tile, FAST_NR, false);
+    store_edge_tile(tile, tile_rows, tile_cols, c, ldc, accumulate, NULL);
+}
+
 void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
                    const float *b_panels, size_t panel_stride,
                    float *c, size_t ldc, bool accumulate)
@@ -314,36 +397,46 @@ void fast_block_at(int rows, int cols, int kc, const float *a_t, size_t lda_t,
             const float *a = a_t + (size_t)p0 * lda_t + i0;
             size_t lda = lda_t;
             if (tile_rows < FAST_MR) {
-                for (int p = 0; p < chunk; p++)
-                    for (int r = 0; r < FAST_MR; r++)
-                        pad[p * FAST_MR + r] = r < tile_rows ? a[(size_t)p * lda_t + r] : 0.0f;
+                pack_strips(a, lda_t, tile_rows, chunk, pad);
                 a = pad;
                 lda = FAST_MR;
             }
             for (int j0 = 0; j0 < cols; j0 += FAST_NR) {
                 const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride +
                                      (size_t)p0 * FAST_NR;
-                float *c_tile = c + (size_t)i0 * ldc + j0;
                 const int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
-                if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
-                    kernel_tile_at(chunk, a, lda, panel, c_tile, ldc, acc);
-                } else {
-                    float tile[FAST_MR * FAST_NR];
-                    kernel_tile_at(chunk, a, lda, panel, tile, FAST_NR, false);
-                    for (int r = 0; r < tile_rows; r++)
-                        for (int col = 0; col < tile_cols; col++) {
-                            float *dst = c_tile + (size_t)r * ldc + col;
-                            *dst = acc ? *dst + tile[r * FAST_NR + col] : tile[r * FAST_NR + col];
-                        }
-                }
+                tile_at(chunk, a, lda, panel, tile_rows, tile_cols, c + (size_t)i0 * ldc + j0,
+                        ldc, acc);
             }
+        }
+    }
+}
+
+/* C (rows, cols) = or += A (rows, kc) @ B (kc, cols) with A as strips
+ * (pack_strips) and B as panels: each panel, loaded once into L1, meets
+ * every strip of A (from L2) before the next panel comes in, the loop
+ * order of GotoBLAS. */
+static void strips_times_panels(int rows, int cols, int kc, const float *strips,
+                                const float *b_panels, size_t panel_stride, float *c, size_t ldc,
+                                bool accumulate)
+{
+    for (int j0 = 0; j0 < cols; j0 += FAST_NR) {
+        const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride;
+        const int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
+        for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
+            const int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
+            tile_at(kc, strips + (size_t)i0 * kc, FAST_MR, panel, tile_rows, tile_cols,
+                    c + (size_t)i0 * ldc + j0, ldc, accumulate);
         }
     }
 }
 
 /* ---- the whole product ------------------------------------------------------ */
 
-enum { FAST_NC = 512 };   /* columns of C per chunk */
+enum {
+    FAST_NC = 512,             /* columns of C per chunk */
+    FAST_MC = 16 * FAST_MR,    /* rows of A^T's strips packed at a time (fast_gemm_at) */
+};
 
 typedef struct {
     int m, n, k;
@@ -357,10 +450,12 @@ typedef struct {
     float *c;
     size_t ldc;
     bool accumulate;
-    const float *bias;      /* (n,) or NULL: C = bias + A @ B, each row from the bias */
+    const float *bias;      /* (n,) or NULL: C = bias + A @ B, each row from the bias
+                             * (A not transposed) */
     int num_threads;
     bool split_columns;     /* threads share C's columns, not its rows */
     float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
+    float **a_copies;       /* per thread, a_transposed: (FAST_MC, FAST_KC) of A as strips */
 } Gemm;
 
 /* Of count items in groups of size, thread t's share [*first, *last), in
@@ -386,12 +481,6 @@ static void gemm_band(void *arg, int thread)
               ? thread_share(g->n, FAST_NR, thread, g->num_threads, &col_first, &col_last)
               : thread_share(g->m, FAST_MR, thread, g->num_threads, &first, &last)))
         return;
-    /* Each thread starts its own part of C from the bias: the copy is
-     * shared out like the product, and C is in cache when the product adds
-     * to it. */
-    for (int i = first; g->bias != NULL && i < last; i++)
-        memcpy(g->c + (size_t)i * g->ldc + col_first, g->bias + col_first,
-               (size_t)(col_last - col_first) * sizeof(float));
     /* Loop order, outermost first: a chunk of k (FAST_KC), a chunk of
      * columns (FAST_NC), then fast_block, which takes MR rows of A at a
      * time and runs them across every panel of the chunk. The MR rows of A
@@ -401,7 +490,8 @@ static void gemm_band(void *arg, int thread)
     for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
         int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
         /* later chunks add to the first, the first to the bias */
-        bool acc = g->accumulate || g->bias != NULL || p0 > 0;
+        const bool acc = g->accumulate || p0 > 0;
+        const float *bias = g->bias != NULL && p0 == 0 ? g->bias : NULL;
         for (int j0 = col_first; j0 < col_last; j0 += FAST_NC) {
             int cols = col_last - j0 < FAST_NC ? col_last - j0 : FAST_NC;
             const float *panel;
@@ -418,13 +508,20 @@ static void gemm_band(void *arg, int thread)
                 panel = g->b_copies[thread];
                 panel_stride = (size_t)kc * FAST_NR;
             }
-            float *c = g->c + (size_t)first * g->ldc + j0;
-            if (g->a_transposed)
-                fast_block_at(last - first, cols, kc, g->a + (size_t)p0 * g->lda + first, g->lda,
-                              panel, panel_stride, c, g->ldc, acc);
-            else
-                fast_block(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
-                           panel, panel_stride, c, g->ldc, acc);
+            if (!g->a_transposed) {
+                block_rows(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
+                           panel, panel_stride, g->c + (size_t)first * g->ldc + j0, g->ldc, acc,
+                           bias != NULL ? bias + j0 : NULL);
+                continue;
+            }
+            /* A^T: a band of MC rows of A at a time, packed into strips */
+            for (int i0 = first; i0 < last; i0 += FAST_MC) {
+                const int rows = last - i0 < FAST_MC ? last - i0 : FAST_MC;
+                pack_strips(g->a + (size_t)p0 * g->lda + i0, g->lda, rows, kc,
+                            g->a_copies[thread]);
+                strips_times_panels(rows, cols, kc, g->a_copies[thread], panel, panel_stride,
+                                    g->c + (size_t)i0 * g->ldc + j0, g->ldc, acc);
+            }
         }
     }
 }
@@ -452,10 +549,16 @@ static void gemm_threads(Gemm *g, int num_threads)
     g->b_copies = g->panels == NULL ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         g->b_copies[t] = fast_alloc_panels(func, chunk);
+    g->a_copies = g->a_transposed ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
+    for (int t = 0; g->a_copies != NULL && t < T; t++)
+        g->a_copies[t] = fast_alloc_panels(func, (size_t)FAST_MC * FAST_KC);
     fast_parallel(T, gemm_band, g);
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         free(g->b_copies[t]);
     free(g->b_copies);
+    for (int t = 0; g->a_copies != NULL && t < T; t++)
+        free(g->a_copies[t]);
+    free(g->a_copies);
 }
 
 /* m, n or k is 0: C = 0 (an empty sum), or C unchanged when accumulating */

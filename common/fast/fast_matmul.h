@@ -52,7 +52,7 @@ enum { FAST_VEC = 8, FAST_MR = 6 };     /* AVX2, aarch64's NEON, or scalar code 
 #endif
 enum {
     FAST_NR = 2 * FAST_VEC,   /* columns of a tile = width of a B panel */
-    FAST_KC = 256,            /* k products added into a tile before it is stored */
+    FAST_KC = 512,            /* k products added into a tile before it is stored */
 };
 
 /* ---- whole products --------------------------------------------------- */

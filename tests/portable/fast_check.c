@@ -8,7 +8,7 @@
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens, d = query and key size, v = value size.
  *
- * Sizes do not divide the blocks (6 x 16 register tiles, k chunks of 256,
+ * Sizes do not divide the blocks (6 x 16 register tiles, k chunks of 512,
  * query blocks of 96, key blocks of 256), so every edge path runs. The
  * exit status is the verdict: 0 when every comparison holds.
  */
@@ -45,18 +45,36 @@ static void expect_close(const char *what, const Tensor *fast, const Tensor *cle
 /* fast_matmul, fast_matmul_bt and fast_linear on 2 threads */
 static void check_matmul(Rng *rng)
 {
-    Tensor *a = tensor_normal(rng, 0.0f, 1.0f, SHAPE(37, 300));
-    Tensor *b = tensor_normal(rng, 0.0f, 1.0f, SHAPE(300, 45));
-    Tensor *b_t = tensor_normal(rng, 0.0f, 1.0f, SHAPE(45, 300));
+    Tensor *a = tensor_normal(rng, 0.0f, 1.0f, SHAPE(37, 600));
+    Tensor *b = tensor_normal(rng, 0.0f, 1.0f, SHAPE(600, 45));
+    Tensor *b_t = tensor_normal(rng, 0.0f, 1.0f, SHAPE(45, 600));
     Tensor *bias = tensor_normal(rng, 0.0f, 1.0f, SHAPE(45));
     Tensor *clear[3] = {matmul(a, b), matmul_bt(a, b_t), linear(a, b_t, bias)};
     Tensor *fast[3] = {fast_matmul(a, b, 2), fast_matmul_bt(a, b_t, 2), fast_linear(a, b_t, bias, 2)};
-    expect_close("fast_matmul (37, 300) @ (300, 45)", fast[0], clear[0], 1e-5f);
-    expect_close("fast_matmul_bt (37, 300) @ (45, 300)^T", fast[1], clear[1], 1e-5f);
-    expect_close("fast_linear (37, 300) -> (37, 45)", fast[2], clear[2], 1e-5f);
+    expect_close("fast_matmul (37, 600) @ (600, 45)", fast[0], clear[0], 1e-5f);
+    expect_close("fast_matmul_bt (37, 600) @ (45, 600)^T", fast[1], clear[1], 1e-5f);
+    expect_close("fast_linear (37, 600) -> (37, 45)", fast[2], clear[2], 1e-5f);
     tensor_free_all(clear, 3);
     tensor_free_all(fast, 3);
     tensor_free_all((Tensor *[]){a, b, b_t, bias}, 4);
+}
+
+/* fast_linear_backward on 2 threads: the weight gradient is grad_y^T x,
+ * the transposed product, here with more rows of grad_y^T (210) than one
+ * band of packed strips */
+static void check_linear_backward(Rng *rng)
+{
+    Tensor *x = tensor_normal(rng, 0.0f, 1.0f, SHAPE(300, 250));
+    Tensor *weight = tensor_normal(rng, 0.0f, 1.0f, SHAPE(210, 250));
+    Tensor *grad_y = tensor_normal(rng, 0.0f, 1.0f, SHAPE(300, 210));
+    Tensor *clear_weight = tensor_zeros(SHAPE(210, 250)), *fast_weight = tensor_zeros(SHAPE(210, 250));
+    Tensor *clear_x = linear_backward(x, weight, grad_y, clear_weight, NULL);
+    Tensor *fast_x = fast_linear_backward(x, weight, grad_y, fast_weight, NULL, 2);
+    expect_close("fast_linear_backward (300, 250) -> 210: grad x", fast_x, clear_x, 1e-5f);
+    expect_close("fast_linear_backward (300, 250) -> 210: grad W", fast_weight, clear_weight,
+                 1e-5f);
+    tensor_free_all((Tensor *[]){x, weight, grad_y, clear_weight, fast_weight, clear_x, fast_x},
+                    7);
 }
 
 /* fast_exp_array against expf from underflow to overflow, within 1 ulp */
@@ -183,6 +201,7 @@ int main(void)
     Rng rng = rng_new(23);
     printf("fast kernels against the clear code, vectors of %d floats\n", fast_vector_width());
     check_matmul(&rng);
+    check_linear_backward(&rng);
     check_exp();
     check_streaming_masks(&rng);
     check_multihead(&rng);
