@@ -103,17 +103,20 @@ static void print_causal_ratios(const BenchTable *table, const BenchConfig *list
             continue;
         if (!header)
             printf("\nCausal attention skips the key blocks in every query block's future: the\n"
-                   "time of full attention over causal, the same heads, in this run.\n"
-                   "%-30s %-8s %7s %12s\n", "config (B, n, D, H)", "pass", "threads",
-                   "full/causal");
+                   "time of full attention over causal, the same heads, in this run, as a\n"
+                   "ratio of the two medians and of the two best runs.\n"
+                   "%-30s %-8s %7s %12s %12s\n", "config (B, n, D, H)", "pass", "threads",
+                   "full/causal", "best/best");
         header = true;
         for (int threads = 1; threads <= opt->threads; threads += opt->threads - 1) {
             const char *pass = BENCH_PASS_NAMES[causal->pass];
             const BenchLine *c = bench_find(table, causal->label, pass, "fast", threads);
             const BenchLine *f = bench_find(table, full->label, pass, "fast", threads);
-            char text[16];
+            char text[16], best_text[16];
             bench_ratio_text(text, sizeof text, c && f ? f->r.ms : 0.0, c ? c->r.ms : 1.0);
-            printf("%-30s %-8s %7d %12s\n", full->label, pass, threads, text);
+            bench_ratio_text(best_text, sizeof best_text, c && f ? f->r.best_ms : 0.0,
+                             c ? c->r.best_ms : 1.0);
+            printf("%-30s %-8s %7d %12s %12s\n", full->label, pass, threads, text, best_text);
         }
     }
 }
@@ -296,11 +299,11 @@ static void print_introduction(void)
            "warm-up), peak memory is that process's largest resident size. Timings\n"
            "move with whatever else runs on the machine, and only ever up: GFLOP/s\n"
            "and %% peak are the best run's, against the best of the peak's runs;\n"
-           "ratios are of medians. The GFLOP/s count FLOPs = 4*B*n*D*D*2 +\n"
-           "2*B*n*n*D*2 for the forward, 3 times that for fwd+bwd (forward and\n"
-           "backward), and for attention alone on the heads 2*B*n*n*D*2 (attn fwd),\n"
-           "3 times that (attn f+b), twice (attn bwd); a causal line counts\n"
-           "(n + 1) / 2n of those.\n\n"
+           "ratios are of medians (causal's also of best runs). The GFLOP/s count\n"
+           "FLOPs = 4*B*n*D*D*2 + 2*B*n*n*D*2 for the forward, 3 times that for\n"
+           "fwd+bwd (forward and backward), and for attention alone on the heads\n"
+           "2*B*n*n*D*2 (attn fwd), 3 times that (attn f+b), twice (attn bwd); a\n"
+           "causal line counts (n + 1) / 2n of those.\n\n"
            "Running the lines; the table follows when they and a second measurement\n"
            "of the peak are done.\n\n");
 }

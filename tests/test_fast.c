@@ -1376,13 +1376,14 @@ Test(fast_programs, bench_runs_a_small_configuration)
 
 Test(fast_programs, bench_prints_causal_beside_full_and_their_ratio)
 {
-    RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 1");
+    RunResult r = run_program("05_multihead/bench", "--config 2,40,32,4 --repeats 3");
     cr_assert_eq(r.status, 0, "bench exited with %d: %s", r.status, r.err);
     /* full and causal attention on the heads, forward and forward +
      * backward, each on 1 and 2 threads; the ratio table holds full's
-     * time over causal's, from the two lines above it */
+     * time over causal's, from the two lines above it: their medians,
+     * then their best runs */
     const char *const passes[2] = {"attn fwd", "attn f+b"};
-    const char *table = strstr(r.out, "full/causal\n");
+    const char *table = strstr(r.out, "full/causal    best/best\n");
     cr_assert(table, "no causal table:\n%s", r.out);
     for (int p = 0; p < 2; p++)
         for (int threads = 1; threads <= 2; threads++) {
@@ -1397,14 +1398,19 @@ Test(fast_programs, bench_prints_causal_beside_full_and_their_ratio)
             const char *ratio = strstr(table, ratio_head);
             cr_assert(full && causal && ratio, "missing '%s', '%s' or '%s':\n%s", full_head,
                       causal_head, ratio_head, r.out);
-            double full_ms, causal_ms, printed;
-            cr_assert_eq(sscanf(full + strlen(full_head), "%lf", &full_ms), 1);
-            cr_assert_eq(sscanf(causal + strlen(causal_head), "%lf", &causal_ms), 1);
-            cr_assert_eq(sscanf(ratio + strlen(ratio_head), "%lfx", &printed), 1);
+            double full_ms[2], causal_ms[2], printed[2];   /* median, best */
+            cr_assert_eq(sscanf(full + strlen(full_head), "%lf %lf", &full_ms[0], &full_ms[1]), 2);
+            cr_assert_eq(sscanf(causal + strlen(causal_head), "%lf %lf", &causal_ms[0],
+                                &causal_ms[1]), 2);
+            cr_assert_eq(sscanf(ratio + strlen(ratio_head), "%lfx %lfx", &printed[0],
+                                &printed[1]), 2, "%s", ratio);
             /* both times printed to 2 decimals, the ratio too */
-            const double want = full_ms / causal_ms;
-            cr_expect_float_eq(printed, want, 0.0051 + want * (0.005 / full_ms + 0.005 / causal_ms),
-                               "%s, %d threads: %s", passes[p], threads, r.out);
+            for (int i = 0; i < 2; i++) {
+                const double want = full_ms[i] / causal_ms[i];
+                cr_expect_float_eq(printed[i], want,
+                                   0.0051 + want * (0.005 / full_ms[i] + 0.005 / causal_ms[i]),
+                                   "%s, %d threads, ratio %d: %s", passes[p], threads, i, r.out);
+            }
         }
     run_result_free(&r);
 }
