@@ -812,24 +812,43 @@ Test(multihead_fast_stacked, nothing_shared_and_d_not_whole_panels)
 
 /* ---- backward: fast linear, streaming attention, fast layer --------------------- */
 
+/* A random product given with A transposed: A^T (k, m), B (k, n), and
+ * the clear product A B with its magnitude |A| |B| to check it against. */
+typedef struct {
+    float *a_t, *b, *expected, *magnitude;
+} TransposedProduct;
+
+static TransposedProduct transposed_product_new(int m, int n, int k, uint64_t seed)
+{
+    Rng rng = rng_new(seed);
+    TransposedProduct t = {random_floats(&rng, (size_t)k * m), random_floats(&rng, (size_t)k * n),
+                           malloc((size_t)m * n * sizeof(float)),
+                           malloc((size_t)m * n * sizeof(float))};
+    float *a = malloc((size_t)m * k * sizeof(float));
+    for (int p = 0; p < k; p++)
+        for (int i = 0; i < m; i++)
+            a[(size_t)i * k + p] = t.a_t[(size_t)p * m + i];
+    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(t.b, (size_t)k * n);
+    matmul_raw(a, t.b, t.expected, m, k, n);
+    matmul_raw(abs_a, abs_b, t.magnitude, m, k, n);
+    free(a); free(abs_a); free(abs_b);
+    return t;
+}
+
+static void transposed_product_free(TransposedProduct *t)
+{
+    free(t->a_t); free(t->b); free(t->expected); free(t->magnitude);
+}
+
 /* A given transposed, A^T (k, m): fast_gemm_at and fast_block_at against
  * the clear product of the transposed copy, k past one 512 chunk, m not a
  * multiple of the tile's rows, with and without accumulating. */
 Test(fast_backward, transposed_a_equals_clear)
 {
     enum { m = 29, n = 33, k = 520 };
-    Rng rng = rng_new(39);
-    float *a_t = random_floats(&rng, (size_t)k * m);   /* A^T (k, m) */
-    float *b = random_floats(&rng, (size_t)k * n);     /* B (k, n) */
-    float *a = malloc((size_t)m * k * sizeof(float));
-    for (int p = 0; p < k; p++)
-        for (int i = 0; i < m; i++)
-            a[(size_t)i * k + p] = a_t[(size_t)p * m + i];
-    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
-    float *expected = malloc((size_t)m * n * sizeof(float));
-    float *magnitude = malloc((size_t)m * n * sizeof(float));
-    matmul_raw(a, b, expected, m, k, n);
-    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+    TransposedProduct product = transposed_product_new(m, n, k, 39);
+    float *a_t = product.a_t, *b = product.b;
+    float *expected = product.expected, *magnitude = product.magnitude;
     float *actual = malloc((size_t)m * n * sizeof(float));
     for (int threads = 1; threads <= 2; threads++) {
         fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, false, threads);
@@ -850,8 +869,8 @@ Test(fast_backward, transposed_a_equals_clear)
     fast_block_at(m, n, k, a_t, m, panels, fast_panels_size(k, 1), actual, n, false);
     expect_product_close(actual, expected, magnitude, m, n, k, "fast_block_at");
     free(panels);
-    free(a_t); free(b); free(a); free(abs_a); free(abs_b);
-    free(expected); free(magnitude); free(actual);
+    free(actual);
+    transposed_product_free(&product);
 }
 
 /* A weight gradient's shape, C small and k long: A^T's rows are packed a
@@ -861,18 +880,9 @@ Test(fast_backward, transposed_a_equals_clear)
 Test(fast_backward, transposed_a_in_several_bands_same_bits_on_any_thread_count)
 {
     enum { m = 413, n = 71, k = 777 };
-    Rng rng = rng_new(42);
-    float *a_t = random_floats(&rng, (size_t)k * m);   /* A^T (k, m) */
-    float *b = random_floats(&rng, (size_t)k * n);     /* B (k, n) */
-    float *a = malloc((size_t)m * k * sizeof(float));
-    for (int p = 0; p < k; p++)
-        for (int i = 0; i < m; i++)
-            a[(size_t)i * k + p] = a_t[(size_t)p * m + i];
-    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
-    float *expected = malloc((size_t)m * n * sizeof(float));
-    float *magnitude = malloc((size_t)m * n * sizeof(float));
-    matmul_raw(a, b, expected, m, k, n);
-    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+    TransposedProduct product = transposed_product_new(m, n, k, 42);
+    float *a_t = product.a_t, *b = product.b;
+    float *expected = product.expected, *magnitude = product.magnitude;
     float *actual[3];
     for (int t = 0; t < 3; t++) {
         actual[t] = malloc((size_t)m * n * sizeof(float));
@@ -889,8 +899,7 @@ Test(fast_backward, transposed_a_in_several_bands_same_bits_on_any_thread_count)
               "fast_gemm_at (B^T B): 2 threads differ from 1");
     for (int t = 0; t < 3; t++)
         free(actual[t]);
-    free(a_t); free(b); free(a); free(abs_a); free(abs_b);
-    free(expected); free(magnitude);
+    transposed_product_free(&product);
 }
 
 /* Every gradient within 1e-5 of its own largest magnitude, as the fast
