@@ -265,6 +265,61 @@ Test(fast_matmul, threads_give_bitwise_the_same_answer)
     free(a); free(b); free(c1); free(c2); free(c3);
 }
 
+/* Tall products, as a layer's projections are: threads take blocks of
+ * rows in turn, whichever comes first, over B packed once (one chunk of
+ * it, or all of it packed beforehand, k and n then over several chunks).
+ * Whichever thread sums a row, the sums are the same: 1, 2 and 3 threads
+ * give the same bits, and the clear product's values. */
+Test(fast_matmul, rows_taken_in_blocks_give_the_same_bits_on_any_thread_count)
+{
+    enum { m = 1000, k = 600, n = 560, k1 = 300, n1 = 200 };
+    Rng rng = rng_new(14);
+    float *a = random_floats(&rng, (size_t)m * k), *b = random_floats(&rng, (size_t)k * n);
+    float *expected = malloc((size_t)m * n * sizeof(float));
+    float *magnitude = malloc((size_t)m * n * sizeof(float));
+    float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
+    float *panels = fast_alloc_panels("test", fast_panels_size(k, n));
+    fast_pack_panels(b, n, false, k, n, panels);
+    float *c[3], *c1[3];
+    for (int t = 0; t < 3; t++) {
+        c[t] = malloc((size_t)m * n * sizeof(float));
+        c1[t] = malloc((size_t)m * n1 * sizeof(float));
+        /* the first k1 columns of A and the (k1, n1) corner of B: one chunk */
+        fast_gemm(m, n1, k1, a, k, b, n, false, c1[t], n1, false, t + 1);
+        /* accumulating onto C = 1 */
+        for (size_t i = 0; i < (size_t)m * n; i++)
+            c[t][i] = 1.0f;
+        fast_gemm_packed(m, n, k, a, k, panels, c[t], n, true, t + 1);
+    }
+    for (int t = 1; t < 3; t++) {
+        cr_expect(memcmp(c1[t], c1[0], (size_t)m * n1 * sizeof(float)) == 0,
+                  "fast_gemm (%d, %d, %d): %d threads differ from 1", m, k1, n1, t + 1);
+        cr_expect(memcmp(c[t], c[0], (size_t)m * n * sizeof(float)) == 0,
+                  "fast_gemm_packed (%d, %d, %d): %d threads differ from 1", m, k, n, t + 1);
+    }
+    matmul_raw(a, b, expected, m, k, n);
+    matmul_raw(abs_a, abs_b, magnitude, m, k, n);
+    for (size_t i = 0; i < (size_t)m * n; i++)
+        c[2][i] -= 1.0f;
+    expect_product_close(c[2], expected, magnitude, m, n, k + 2, "fast_gemm_packed, 3 threads");
+    /* the corner product against the clear one on the same corner */
+    float *a1 = malloc((size_t)m * k1 * sizeof(float)), *b1 = malloc((size_t)k1 * n1 * sizeof(float));
+    for (int i = 0; i < m; i++)
+        memcpy(a1 + (size_t)i * k1, a + (size_t)i * k, (size_t)k1 * sizeof(float));
+    for (int p = 0; p < k1; p++)
+        memcpy(b1 + (size_t)p * n1, b + (size_t)p * n, (size_t)n1 * sizeof(float));
+    float *abs_a1 = absolute(a1, (size_t)m * k1), *abs_b1 = absolute(b1, (size_t)k1 * n1);
+    matmul_raw(a1, b1, expected, m, k1, n1);
+    matmul_raw(abs_a1, abs_b1, magnitude, m, k1, n1);
+    expect_product_close(c1[2], expected, magnitude, m, n1, k1, "fast_gemm, 3 threads");
+    for (int t = 0; t < 3; t++) {
+        free(c[t]);
+        free(c1[t]);
+    }
+    free(a); free(b); free(expected); free(magnitude); free(abs_a); free(abs_b); free(panels);
+    free(a1); free(b1); free(abs_a1); free(abs_b1);
+}
+
 /* fast_gemm on views inside bigger matrices, accumulating onto C: the
  * strides must be honoured and nothing outside the view touched. */
 Test(fast_matmul, strided_views_and_accumulate)

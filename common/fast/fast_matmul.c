@@ -24,6 +24,7 @@
 #include "fast/fast_internal.h"
 #include "platform.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,7 @@ static void strips_times_panels(int rows, int cols, int kc, const float *strips,
 enum {
     FAST_NC = 512,             /* columns of C per chunk */
     FAST_MC = 16 * FAST_MR,    /* rows of A^T's strips packed at a time (fast_gemm_at) */
+    ROW_BLOCK = 8 * FAST_MR,   /* rows of C a thread takes at a time (row_blocks) */
 };
 
 typedef struct {
@@ -454,6 +456,8 @@ typedef struct {
                              * (A not transposed) */
     int num_threads;
     bool split_columns;     /* threads share C's columns, not its rows */
+    bool row_blocks;        /* threads take ROW_BLOCK rows at a time from next_block */
+    atomic_int next_block;
     float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
     float **a_copies;       /* per thread, a_transposed: (FAST_MC, FAST_KC) of A as strips */
 } Gemm;
@@ -473,9 +477,43 @@ static bool thread_share(int count, int size, int thread, int num_threads, int *
 /* Thread t takes a contiguous band of rows, a multiple of MR long (except
  * the last), or with split_columns a band of columns, whole panels, and
  * runs the k chunks over it. */
+/* Thread t's part with row_blocks: all of B as panels (packed already, or
+ * packed here once into its copy), then blocks of ROW_BLOCK rows taken in
+ * turn from a shared counter until none are left, each run over every k
+ * chunk in order. A thread the machine slows down (another program on its
+ * core) takes fewer blocks, and the others do the rest. */
+static void gemm_row_blocks(Gemm *g, int thread)
+{
+    const float *panels = g->panels;
+    if (panels == NULL) {   /* B is one chunk (see gemm_threads) */
+        fast_pack_panels(g->b, g->ldb, g->b_transposed, g->k, g->n, g->b_copies[thread]);
+        panels = g->b_copies[thread];
+    }
+    const size_t panel_stride = (size_t)g->k * FAST_NR;
+    for (int i0 = ROW_BLOCK * atomic_fetch_add(&g->next_block, 1); i0 < g->m;
+         i0 = ROW_BLOCK * atomic_fetch_add(&g->next_block, 1)) {
+        const int rows = g->m - i0 < ROW_BLOCK ? g->m - i0 : ROW_BLOCK;
+        for (int p0 = 0; p0 < g->k; p0 += FAST_KC) {
+            const int kc = g->k - p0 < FAST_KC ? g->k - p0 : FAST_KC;
+            const bool acc = g->accumulate || p0 > 0;
+            for (int j0 = 0; j0 < g->n; j0 += FAST_NC) {
+                const int cols = g->n - j0 < FAST_NC ? g->n - j0 : FAST_NC;
+                const float *bias = g->bias != NULL && p0 == 0 ? g->bias + j0 : NULL;
+                block_rows(rows, cols, kc, g->a + (size_t)i0 * g->lda + p0, g->lda,
+                           panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR, panel_stride,
+                           g->c + (size_t)i0 * g->ldc + j0, g->ldc, acc, bias);
+            }
+        }
+    }
+}
+
 static void gemm_band(void *arg, int thread)
 {
-    const Gemm *g = arg;
+    Gemm *g = arg;
+    if (g->row_blocks) {
+        gemm_row_blocks(g, thread);
+        return;
+    }
     int first = 0, last = g->m, col_first = 0, col_last = g->n;
     if (!(g->split_columns
               ? thread_share(g->n, FAST_NR, thread, g->num_threads, &col_first, &col_last)
@@ -543,6 +581,13 @@ static void gemm_threads(Gemm *g, int num_threads)
     if (num_threads > groups)
         num_threads = groups;   /* no thread without a whole tile to do */
     const int T = g->num_threads = num_threads < 1 ? 1 : num_threads;
+    /* Rows shared in blocks taken in turn rather than in fixed bands, when
+     * each thread can hold all of B as panels at once: packed already, or
+     * one chunk. A fixed band waits for its slowest thread; with blocks
+     * the threads end within a block of each other. */
+    g->row_blocks = T > 1 && !g->split_columns && !g->a_transposed &&
+                    (g->panels != NULL || (g->k <= FAST_KC && g->n <= FAST_NC));
+    atomic_init(&g->next_block, 0);
     /* a chunk of B is at most (FAST_KC, FAST_NC), and no larger than B */
     const size_t chunk = fast_panels_size(g->k < FAST_KC ? g->k : FAST_KC,
                                           g->n < FAST_NC ? g->n : FAST_NC);
@@ -671,8 +716,13 @@ typedef struct {
 /* Thread t's band of columns, COLUMN_CHUNK at a time: each column summed
  * over every row in order, in double (rows may be many thousands), and
  * added once. A column is summed by one thread, whichever: the same bits
- * on any number of threads. */
-enum { COLUMN_CHUNK = 256 };
+ * on any number of threads. The sums run HALF columns to a vector of
+ * doubles (HALF floats widened), row after row: each column's sum is
+ * still its own, taken in the order of the rows. */
+enum { COLUMN_CHUNK = 256, HALF = FAST_VEC / 2 };
+typedef float vhalf __attribute__((vector_size(HALF * sizeof(float))));
+typedef double vdouble __attribute__((vector_size(HALF * sizeof(double))));
+
 static void column_sums_band(void *arg, int thread)
 {
     const ColumnSums *job = arg;
@@ -681,12 +731,23 @@ static void column_sums_band(void *arg, int thread)
         return;
     for (int c0 = first; c0 < last; c0 += COLUMN_CHUNK) {
         const int width = last - c0 < COLUMN_CHUNK ? last - c0 : COLUMN_CHUNK;
-        double sums[COLUMN_CHUNK] = {0};
+        const int whole = width / HALF * HALF;   /* columns summed by vectors */
+        vdouble vsums[COLUMN_CHUNK / HALF];
+        double sums[COLUMN_CHUNK] = {0};          /* the rest, one by one */
+        for (int v = 0; v < whole / HALF; v++)
+            vsums[v] = (vdouble){0};
         for (int r = 0; r < job->rows; r++) {
             const float *row = job->grad_y + (size_t)r * job->out + c0;
-            for (int c = 0; c < width; c++)
+            for (int v = 0; v < whole / HALF; v++) {
+                vhalf x;
+                memcpy(&x, row + v * HALF, sizeof x);
+                vsums[v] += __builtin_convertvector(x, vdouble);
+            }
+            for (int c = whole; c < width; c++)
                 sums[c] += row[c];
         }
+        for (int v = 0; v < whole / HALF; v++)
+            memcpy(sums + v * HALF, &vsums[v], sizeof vsums[v]);
         for (int c = 0; c < width; c++)
             job->bias_grad[c0 + c] += (float)sums[c];
     }
