@@ -17,7 +17,9 @@
  *   - the k dimension is cut into chunks of FAST_KC, so the part of a panel
  *     in use stays in the fast caches while many tiles of A sweep over it;
  *   - the rows of C are shared out between threads (fast_threads.h), each
- *     working on its own rows, so no two threads ever write the same float.
+ *     working on its own rows, so no two threads ever write the same float
+ *     (blocks of rows taken in turn when each thread holds all of B packed,
+ *     fixed bands otherwise).
  *
  * The tile follows the vector registers the fast files are compiled for
  * (the Makefile picks the widest the machine has):
