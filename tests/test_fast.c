@@ -289,7 +289,7 @@ Test(fast_matmul, rows_taken_in_blocks_give_the_same_bits_on_any_thread_count)
         /* accumulating onto C = 1 */
         for (size_t i = 0; i < (size_t)m * n; i++)
             c[t][i] = 1.0f;
-        fast_gemm_packed(m, n, k, a, k, panels, c[t], n, true, t + 1);
+        fast_gemm_packed(m, n, k, a, k, panels, NULL, c[t], n, true, t + 1);
     }
     for (int t = 1; t < 3; t++) {
         cr_expect(memcmp(c1[t], c1[0], (size_t)m * n1 * sizeof(float)) == 0,
@@ -302,6 +302,20 @@ Test(fast_matmul, rows_taken_in_blocks_give_the_same_bits_on_any_thread_count)
     for (size_t i = 0; i < (size_t)m * n; i++)
         c[2][i] -= 1.0f;
     expect_product_close(c[2], expected, magnitude, m, n, k + 2, "fast_gemm_packed, 3 threads");
+    /* with a bias: each row starts from it, and C's own values (NaN here)
+     * are never read, accumulating or not */
+    float *bias = random_floats(&rng, n);
+    for (int t = 0; t < 2; t++) {
+        for (size_t i = 0; i < (size_t)m * n; i++)
+            c[t][i] = NAN;
+        fast_gemm_packed(m, n, k, a, k, panels, bias, c[t], n, t == 1, 2 * t + 1);
+    }
+    cr_expect(memcmp(c[1], c[0], (size_t)m * n * sizeof(float)) == 0,
+              "fast_gemm_packed with a bias: 3 threads differ from 1");
+    for (size_t i = 0; i < (size_t)m * n; i++)
+        c[0][i] -= bias[i % n];
+    expect_product_close(c[0], expected, magnitude, m, n, k + 2, "fast_gemm_packed, bias");
+    free(bias);
     /* the corner product against the clear one on the same corner */
     float *a1 = malloc((size_t)m * k1 * sizeof(float)), *b1 = malloc((size_t)k1 * n1 * sizeof(float));
     for (int i = 0; i < m; i++)

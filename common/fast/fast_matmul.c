@@ -615,14 +615,17 @@ static void empty_product(int m, int n, float *c, size_t ldc, bool accumulate)
 }
 
 void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const float *panels,
-                      float *c, size_t ldc, bool accumulate, int num_threads)
+                      const float *bias, float *c, size_t ldc, bool accumulate,
+                      int num_threads)
 {
     if (m <= 0 || n <= 0 || k <= 0) {
-        empty_product(m, n, c, ldc, accumulate);
+        empty_product(m, n, c, ldc, accumulate && bias == NULL);
+        for (int i = 0; bias != NULL && n > 0 && i < m; i++)   /* bias + an empty sum */
+            memcpy(c + (size_t)i * ldc, bias, (size_t)n * sizeof(float));
         return;
     }
-    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .panels = panels,
-              .c = c, .ldc = ldc, .accumulate = accumulate};
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .panels = panels, .c = c,
+              .ldc = ldc, .accumulate = accumulate, .bias = bias};
     gemm_threads(&g, num_threads);
 }
 

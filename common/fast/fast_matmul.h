@@ -116,9 +116,12 @@ Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape);
 void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                       float *panels);
 /* fast_gemm with B already packed by fast_pack_panels (k rows, n columns):
- * for a B used many times, such as a weight. */
+ * for a B used many times, such as a weight. bias (n,) or NULL: when given,
+ * every row of C starts from it, C = bias + A @ B, and C's own values are
+ * not read (accumulate or not); the tile adds it before its first store. */
 void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const float *panels,
-                      float *c, size_t ldc, bool accumulate, int num_threads);
+                      const float *bias, float *c, size_t ldc, bool accumulate,
+                      int num_threads);
 /* C (rows, cols) = or += A (rows, kc) @ B (kc, cols), where A's rows are at
  * stride lda and B is given as panels: panel j starts at
  * b_panels + j * panel_stride and holds FAST_NR floats per row of B. This

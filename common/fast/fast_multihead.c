@@ -85,10 +85,7 @@ typedef struct Workspace {
 static void project_packed(const float *rows, int n, int in, const float *panels,
                            const float *bias, int width, float *out, size_t ldo)
 {
-    /* start from the bias and let the product accumulate onto it */
-    for (int t = 0; bias != NULL && t < n; t++)
-        memcpy(out + (size_t)t * ldo, bias, (size_t)width * sizeof(float));
-    fast_gemm_packed(n, width, in, rows, (size_t)in, panels, out, ldo, bias != NULL, 1);
+    fast_gemm_packed(n, width, in, rows, (size_t)in, panels, bias, out, ldo, false, 1);
 }
 
 /* rows (n, in) @ W[h*d : h*d + d, :]^T + bias[h*d : h*d + d] -> out (n, d)
