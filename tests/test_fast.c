@@ -1398,6 +1398,86 @@ Test(multihead_fast_backward, parameter_gradients_accumulate)
     multihead_free(layer);
 }
 
+/* One forward + backward from nothing kept: its output and input
+ * gradients, and the addresses of its cached Q, K, V and concat. */
+typedef struct {
+    Tensor *output, *grad_q, *grad_k, *grad_v;
+    const float *cached[4];
+} LayerStep;
+
+static LayerStep layer_step(const MultiHeadAttention *layer, const Tensor *x, const Tensor *grad_y,
+                            int threads)
+{
+    FastMultiHeadCache cache;
+    LayerStep step;
+    step.output = fast_multihead_forward_cache(layer, x, x, x, NULL, threads, &cache);
+    fast_multihead_backward(layer, &cache, grad_y, NULL, &step.grad_q, &step.grad_k, &step.grad_v,
+                            threads);
+    const Tensor *const cached[4] = {cache.Q, cache.K, cache.V, cache.concat};
+    for (int i = 0; i < 4; i++)
+        step.cached[i] = cached[i]->data;
+    fast_multihead_cache_free(&cache);
+    return step;
+}
+
+static bool same_step(const LayerStep *a, const LayerStep *b)
+{
+    return same_bits(a->output, b->output) && same_bits(a->grad_q, b->grad_q) &&
+           same_bits(a->grad_k, b->grad_k) && same_bits(a->grad_v, b->grad_v);
+}
+
+static void layer_step_free(LayerStep *step)
+{
+    TENSOR_FREE(step->output, step->grad_q, step->grad_k, step->grad_v);
+}
+
+/* fast_multihead_cache_free keeps Q, K, V and concat for the next call:
+ * the next cache of the same sizes is made in that memory, and nothing it
+ * computes changes (every kept tensor is overwritten whole). Another size
+ * takes fresh memory and is just as right. */
+Test(multihead_fast, memory_kept_between_calls_is_reused_and_changes_nothing)
+{
+    Rng rng = rng_new(95);
+    MultiHeadAttention *layer = multihead_new(48, 48, 48, 64, 4, 0.0f, true, &rng);
+    Tensor *x[3] = {tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 37, 48)),
+                    tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 37, 48)),
+                    tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, 20, 48))};
+    Tensor *grad_y[3] = {tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 37, 64)),
+                         tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 37, 64)),
+                         tensor_normal(&rng, 0.0f, 1.0f, SHAPE(3, 20, 64))};
+    for (int threads = 1; threads <= 2; threads++) {
+        LayerStep alone[3], after[3];
+        for (int i = 0; i < 3; i++) {   /* each from nothing kept */
+            fast_multihead_release_memory();
+            alone[i] = layer_step(layer, x[i], grad_y[i], threads);
+        }
+        fast_multihead_release_memory();
+        for (int i = 0; i < 3; i++)     /* one after the other */
+            after[i] = layer_step(layer, x[i], grad_y[i], threads);
+        for (int i = 0; i < 3; i++)
+            cr_expect(same_step(&after[i], &alone[i]),
+                      "%d threads, step %d after the others: not the bits of a step alone",
+                      threads, i);
+        /* step 1 has step 0's sizes: its Q is in memory step 0 kept */
+        bool reused = false;
+        for (int j = 0; j < 4; j++)
+            reused = reused || after[1].cached[0] == after[0].cached[j];
+        cr_expect(reused, "%d threads: the second cache's Q is not the first's kept memory",
+                  threads);
+        for (int i = 0; i < 3; i++) {
+            layer_step_free(&alone[i]);
+            layer_step_free(&after[i]);
+        }
+    }
+    /* the forward without a cache keeps its concatenated heads the same way */
+    Tensor *first = fast_multihead_forward(layer, x[0], x[0], x[0], NULL, 2);
+    Tensor *second = fast_multihead_forward(layer, x[0], x[0], x[0], NULL, 2);
+    cr_expect(same_bits(first, second), "a forward after another differs");
+    fast_multihead_release_memory();
+    TENSOR_FREE(first, second, x[0], x[1], x[2], grad_y[0], grad_y[1], grad_y[2]);
+    multihead_free(layer);
+}
+
 /* ---- the programs --------------------------------------------------------------- */
 
 Test(fast_programs, bench_runs_a_small_configuration)

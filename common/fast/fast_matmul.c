@@ -692,6 +692,17 @@ Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads)
     return product("fast_matmul_bt", a, b, true, num_threads);
 }
 
+/* y (rows, out) = x (rows, in) W^T + bias, every element of y written:
+ * each row starts from the bias and x W^T is added onto it in the tile */
+static void linear_rows(int rows, int in, int out, const float *x, const float *weight,
+                        const float *bias, float *y, int num_threads)
+{
+    Gemm g = {.m = rows, .n = out, .k = in, .a = x, .lda = (size_t)in, .b = weight,
+              .ldb = (size_t)in, .b_transposed = true, .c = y, .ldc = (size_t)out,
+              .bias = bias};
+    gemm_threads(&g, num_threads);
+}
+
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
 {
     int rows;
@@ -701,13 +712,20 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, i
     Tensor *checked = linear_output("fast_linear", x, weight, bias, &rows);
     Tensor *y = fast_tensor_empty("fast_linear", checked->ndim, checked->shape);
     tensor_free(checked);
-    int in = x->shape[x->ndim - 1], out = weight->shape[0];
-    /* every row starts from the bias, and x W^T is added onto it */
-    Gemm g = {.m = rows, .n = out, .k = in, .a = x->data, .lda = (size_t)in, .b = weight->data,
-              .ldb = (size_t)in, .b_transposed = true, .c = y->data, .ldc = (size_t)out,
-              .bias = bias != NULL ? bias->data : NULL};
-    gemm_threads(&g, num_threads);
+    linear_rows(rows, x->shape[x->ndim - 1], weight->shape[0], x->data, weight->data,
+                bias != NULL ? bias->data : NULL, y->data, num_threads);
     return y;
+}
+
+void fast_linear_into(const Tensor *x, const Tensor *weight, const Tensor *bias, Tensor *y,
+                      int num_threads)
+{
+    int rows;
+    Tensor *checked = linear_output("fast_linear_into", x, weight, bias, &rows);
+    tensor_check_shape("fast_linear_into", "y", y, checked->ndim, checked->shape);
+    tensor_free(checked);
+    linear_rows(rows, x->shape[x->ndim - 1], weight->shape[0], x->data, weight->data,
+                bias != NULL ? bias->data : NULL, y->data, num_threads);
 }
 
 typedef struct {

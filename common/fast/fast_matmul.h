@@ -81,6 +81,10 @@ Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads);
 Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads);
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
                     int num_threads);
+/* fast_linear into y, a tensor of the output's shape whose every element
+ * is overwritten: for memory that is already the caller's. */
+void fast_linear_into(const Tensor *x, const Tensor *weight, const Tensor *bias, Tensor *y,
+                      int num_threads);
 /* linear_backward of ops.h, fast: grad_x (..., in) returned (new);
  * grad_weight (out, in) += grad_y^T x and grad_bias (out,) += the sum of
  * grad_y's rows, each skipped when NULL. */

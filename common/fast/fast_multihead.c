@@ -23,6 +23,7 @@
  */
 #include "fast/fast_multihead.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,67 @@ static Stacked stacked_new(const MultiHeadAttention *layer, const Tensor *querie
     return stacked;
 }
 
+/* ---- memory from one call to the next ------------------------------------------------
+ * A training step, or the bench, frees a cache and makes the next one of
+ * the same sizes at once; the forward's concatenated heads are made and
+ * freed in every call. These tensors are written whole before they are
+ * read, so their memory can be the last call's: already mapped, where
+ * fresh memory costs a page clear by the kernel on its first write (about
+ * a millisecond for 8 MB here). Up to KEPT tensors are kept, the newest;
+ * one is taken when its size is the one wanted. */
+enum { KEPT = 4 };
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static Tensor *kept[KEPT];   /* oldest first; NULL past the last */
+
+/* A tensor of this shape, its contents unspecified: a kept one, or new. */
+static Tensor *reused_or_empty(const char *func, int ndim, const int *shape)
+{
+    size_t size = 1;
+    for (int i = 0; i < ndim; i++)
+        size *= (size_t)shape[i];
+    Tensor *found = NULL;
+    pthread_mutex_lock(&kept_lock);
+    for (int i = 0; i < KEPT && kept[i] != NULL && found == NULL; i++)
+        if (kept[i]->size == size) {
+            found = kept[i];
+            memmove(&kept[i], &kept[i + 1], (size_t)(KEPT - 1 - i) * sizeof kept[0]);
+            kept[KEPT - 1] = NULL;
+        }
+    pthread_mutex_unlock(&kept_lock);
+    return found != NULL ? tensor_reshape(found, ndim, shape) : fast_tensor_empty(func, ndim, shape);
+}
+
+/* x (or NULL) is no longer needed: kept for the next call, the oldest kept
+ * one freed to make room */
+static void keep_for_reuse(Tensor *x)
+{
+    if (x == NULL)
+        return;
+    Tensor *dropped = NULL;
+    pthread_mutex_lock(&kept_lock);
+    int count = 0;
+    while (count < KEPT && kept[count] != NULL)
+        count++;
+    if (count == KEPT) {
+        dropped = kept[0];
+        memmove(&kept[0], &kept[1], (KEPT - 1) * sizeof kept[0]);
+        count--;
+    }
+    kept[count] = x;
+    pthread_mutex_unlock(&kept_lock);
+    tensor_free(dropped);
+}
+
+void fast_multihead_release_memory(void)
+{
+    pthread_mutex_lock(&kept_lock);
+    for (int i = 0; i < KEPT; i++) {
+        tensor_free(kept[i]);
+        kept[i] = NULL;
+    }
+    pthread_mutex_unlock(&kept_lock);
+}
+
 static void head_worker(void *arg, int thread)
 {
     HeadJobs *jobs = arg;
@@ -260,12 +322,16 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
      * short (a training batch of few keys); each output is the same sum
      * over the input's columns as project_head's, and tests/test_fast.c
      * checks that the outputs are the same bits */
-    if (cache != NULL)
+    if (cache != NULL) {
         *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,
-                                      fast_linear(queries, layer->W_q, layer->b_q, num_threads),
-                                      fast_linear(keys, layer->W_k, layer->b_k, num_threads),
-                                      fast_linear(values, layer->W_v, layer->b_v, num_threads),
+                                      reused_or_empty(func, SHAPE(B, T, D)),
+                                      reused_or_empty(func, SHAPE(B, K, D)),
+                                      reused_or_empty(func, SHAPE(B, K, D)),
                                       NULL, fast_tensor_zeros(func, SHAPE(B * H, T))};
+        fast_linear_into(queries, layer->W_q, layer->b_q, cache->Q, num_threads);
+        fast_linear_into(keys, layer->W_k, layer->b_k, cache->K, num_threads);
+        fast_linear_into(values, layer->W_v, layer->b_v, cache->V, num_threads);
+    }
 
     // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
@@ -283,7 +349,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
     /* every (sequence, head) job writes all its rows: nothing to zero */
-    Tensor *concat = fast_tensor_empty(func, SHAPE(B, T, D));
+    Tensor *concat = reused_or_empty(func, SHAPE(B, T, D));
     const bool project_q = cache == NULL && stacked.parts != 3;
     const bool project_kv = cache == NULL && stacked.parts == 0;
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
@@ -310,7 +376,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     if (cache != NULL)
         cache->concat = concat;
     else
-        tensor_free(concat);
+        keep_for_reuse(concat);
     return output;
 }
 
@@ -331,10 +397,10 @@ Tensor *fast_multihead_forward_cache(const MultiHeadAttention *layer, const Tens
 
 void fast_multihead_cache_free(FastMultiHeadCache *cache)
 {
-    tensor_free(cache->Q);
-    tensor_free(cache->K);
-    tensor_free(cache->V);
-    tensor_free(cache->concat);
+    keep_for_reuse(cache->Q);
+    keep_for_reuse(cache->K);
+    keep_for_reuse(cache->V);
+    keep_for_reuse(cache->concat);
     tensor_free(cache->logsumexp);
     memset(cache, 0, sizeof *cache);
 }
