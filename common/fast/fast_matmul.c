@@ -216,15 +216,25 @@ static inline void prefetch_tile(const float *c, size_t ldc)
     }
 }
 
-/* tile (MR, NR) = A rows a_rows[0 .. MR-1], columns 0 .. kc-1, @ panel
- * (kc, NR), added to C's own values (accumulate) or to bias (NR,) in every
- * row (bias not NULL), or to nothing. The accumulators are small arrays indexed only by constants
- * once the loops over r are unrolled (the pragmas), so the compiler keeps
- * every one of them in a register. */
-static inline void kernel_tile(int kc, const float *const a_rows[FAST_MR],
-                               const float *panel, float *c, size_t ldc, bool accumulate,
-                               const float *bias)
+/* tile (MR, NR) = A (MR, kc) at row stride lda @ panel (kc, NR), added to
+ * C's own values (accumulate) or to bias (NR,) in every row (bias not
+ * NULL), or to nothing. The accumulators are small arrays indexed only by
+ * constants once the loops over r are unrolled (the pragmas), so the
+ * compiler keeps every one of them in a register.
+ * Row r is read as rows[r / 4][(r % 4) * lda + p]: from a pointer to every
+ * fourth row, at offsets 0, 1, 2 or 3 times lda, which an x86 address
+ * holds as (pointer + index * 4, 8 or 12 bytes). That takes three pointers
+ * and three offsets, where a pointer for each of the 12 rows did not fit
+ * in the 16 general registers: the compiler moved one in and out of a
+ * vector register at every step, and the tile ran about 5% slower. */
+static inline void kernel_tile(int kc, const float *a, size_t lda, const float *panel,
+                               float *c, size_t ldc, bool accumulate, const float *bias)
 {
+    enum { GROUPS = (FAST_MR + 3) / 4 };
+    const float *rows[GROUPS];
+#pragma GCC unroll 4
+    for (int g = 0; g < GROUPS; g++)
+        rows[g] = a + (size_t)(4 * g) * lda;
     vf lo[FAST_MR], hi[FAST_MR];   /* columns 0 .. VEC-1 and VEC .. NR-1 */
     prefetch_tile(c, ldc);
 #pragma GCC unroll 16
@@ -236,9 +246,9 @@ static inline void kernel_tile(int kc, const float *const a_rows[FAST_MR],
 #pragma GCC unroll 16
         for (int r = 0; r < FAST_MR; r++) {
             /* a scalar times a vector: the scalar is broadcast to all lanes */
-            const float a = a_rows[r][p];
-            lo[r] += a * b_lo;
-            hi[r] += a * b_hi;
+            const float x = rows[r / 4][(size_t)(r % 4) * lda + p];
+            lo[r] += x * b_lo;
+            hi[r] += x * b_hi;
         }
     }
     /* the bias added here, not copied into C first: the same sum (one
@@ -274,36 +284,56 @@ static void store_edge_tile(const float *tile, int tile_rows, int tile_cols, flo
         }
 }
 
+/* A short group of rows (rows < MR) copied into MR rows of kc floats, the
+ * missing ones 0: the kernel always computes MR rows, and reading past the
+ * last row could leave the matrix. The extra rows are never stored. */
+static void pad_rows(const float *a, size_t lda, int rows, int kc, float *padded)
+{
+    for (int r = 0; r < FAST_MR; r++) {
+        float *dst = padded + (size_t)r * kc;
+        if (r < rows)
+            memcpy(dst, a + (size_t)r * lda, (size_t)kc * sizeof(float));
+        else
+            memset(dst, 0, (size_t)kc * sizeof(float));
+    }
+}
+
 /* fast_block, each tile also added to bias (cols,) in every row when bias
  * is not NULL (then C's own values are not read) */
 static void block_rows(int rows, int cols, int kc, const float *a, size_t lda,
                        const float *b_panels, size_t panel_stride, float *c, size_t ldc,
                        bool accumulate, const float *bias)
 {
+    float pad[FAST_MR * FAST_KC];   /* a short last group, when kc fits */
+    float *padded = NULL;
     for (int i0 = 0; i0 < rows; i0 += FAST_MR) {
-        int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
-        /* A short last group repeats its last row: the kernel always
-         * computes MR rows, and the extra ones are simply not stored. */
-        const float *a_rows[FAST_MR];
-        for (int r = 0; r < FAST_MR; r++)
-            a_rows[r] = a + (size_t)(i0 + (r < tile_rows ? r : tile_rows - 1)) * lda;
-
+        const int tile_rows = rows - i0 < FAST_MR ? rows - i0 : FAST_MR;
+        const float *a_tile = a + (size_t)i0 * lda;
+        size_t a_stride = lda;
+        if (tile_rows < FAST_MR) {
+            padded = kc <= FAST_KC ? pad : fast_alloc_panels("fast_block", (size_t)FAST_MR * kc);
+            pad_rows(a_tile, lda, tile_rows, kc, padded);
+            a_tile = padded;
+            a_stride = (size_t)kc;
+        }
         for (int j0 = 0; j0 < cols; j0 += FAST_NR) {
             const float *panel = b_panels + (size_t)(j0 / FAST_NR) * panel_stride;
             float *c_tile = c + (size_t)i0 * ldc + j0;
             int tile_cols = cols - j0 < FAST_NR ? cols - j0 : FAST_NR;
             const float *tile_bias = bias != NULL ? bias + j0 : NULL;
             if (tile_rows == FAST_MR && tile_cols == FAST_NR) {
-                kernel_tile(kc, a_rows, panel, c_tile, ldc, accumulate, tile_bias);
+                kernel_tile(kc, a_tile, a_stride, panel, c_tile, ldc, accumulate, tile_bias);
             } else {
                 /* an edge tile: compute all of it into a scratch tile and
                  * copy out only the part that lies inside C */
                 float tile[FAST_MR * FAST_NR];
-                kernel_tile(kc, a_rows, panel, tile, FAST_NR, false, NULL);
+                kernel_tile(kc, a_tile, a_stride, panel, tile, FAST_NR, false, NULL);
                 store_edge_tile(tile, tile_rows, tile_cols, c_tile, ldc, accumulate, tile_bias);
             }
         }
     }
+    if (padded != pad)
+        free(padded);
 }
 
 void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
