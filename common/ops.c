@@ -85,8 +85,8 @@ Tensor *matmul_bt(const Tensor *a, const Tensor *b)
     return product("matmul_bt", a, b, true);
 }
 
-Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
-                      const Tensor *bias, int *rows)
+void linear_shape(const char *func, const Tensor *x, const Tensor *weight, const Tensor *bias,
+                  int y_shape[TENSOR_MAX_DIMS], int *rows)
 {
     int in = x->shape[x->ndim - 1];
     tensor_check_shape(func, "weight", weight, SHAPE(-1, in));
@@ -95,10 +95,16 @@ Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
         tensor_check_shape(func, "bias", bias, SHAPE(out));
     /* Every row of x, whatever the leading dims, is one input vector. */
     *rows = (int)(x->size / (size_t)in);
-    int out_shape[TENSOR_MAX_DIMS];
-    memcpy(out_shape, x->shape, sizeof out_shape);
-    out_shape[x->ndim - 1] = out;
-    return tensor_zeros(x->ndim, out_shape);
+    memcpy(y_shape, x->shape, TENSOR_MAX_DIMS * sizeof *y_shape);
+    y_shape[x->ndim - 1] = out;
+}
+
+Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
+                      const Tensor *bias, int *rows)
+{
+    int y_shape[TENSOR_MAX_DIMS];
+    linear_shape(func, x, weight, bias, y_shape, rows);
+    return tensor_zeros(x->ndim, y_shape);
 }
 
 Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
@@ -122,9 +128,9 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
     const char *func = "linear_backward";
     int rows;
     /* grad_y has the forward's output shape: the same rule checks both. */
-    Tensor *y_shape = linear_output(func, x, weight, NULL, &rows);
-    tensor_check_shape(func, "grad_y", grad_y, y_shape->ndim, y_shape->shape);
-    tensor_free(y_shape);
+    int y_shape[TENSOR_MAX_DIMS];
+    linear_shape(func, x, weight, NULL, y_shape, &rows);
+    tensor_check_shape(func, "grad_y", grad_y, x->ndim, y_shape);
     const int in = x->shape[x->ndim - 1], out = weight->shape[0];
     if (grad_weight != NULL)
         tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));

@@ -57,8 +57,13 @@ typedef struct {
 } ProductSizes;
 Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool transposed,
                        ProductSizes *sizes);
-/* x (..., in), weight (out, in), bias (out,) or NULL -> y (..., out) zeroed;
- * *rows receives the number of input vectors, product of x's leading dims. */
+/* x (..., in), weight (out, in), bias (out,) or NULL checked: y_shape
+ * receives y's shape (..., out), x->ndim dims, and *rows the number of
+ * input vectors, the product of x's leading dims. Stops naming func when
+ * the shapes do not fit. */
+void linear_shape(const char *func, const Tensor *x, const Tensor *weight, const Tensor *bias,
+                  int y_shape[TENSOR_MAX_DIMS], int *rows);
+/* linear_shape, then y (..., out) zeroed */
 Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
                       const Tensor *bias, int *rows);
 

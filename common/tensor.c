@@ -89,6 +89,11 @@ Tensor *tensor_zeros(int ndim, const int *shape)
     return tensor_alloc("tensor_zeros", ndim, shape, true);
 }
 
+Tensor *tensor_empty(int ndim, const int *shape)
+{
+    return tensor_alloc("tensor_empty", ndim, shape, false);
+}
+
 Tensor *tensor_full(float value, int ndim, const int *shape)
 {
     Tensor *x = tensor_alloc("tensor_full", ndim, shape, false);

@@ -51,6 +51,9 @@ typedef struct {
 
 /* ---- creation and destruction ---------------------------------------- */
 Tensor *tensor_zeros(int ndim, const int *shape);
+/* torch.empty: the data is not set, for an output every element of which
+ * is written before any is read (zeroing it first would be wasted work) */
+Tensor *tensor_empty(int ndim, const int *shape);
 /* A tensor whose data comes from allocate(size), for code with an
  * allocator of its own (the fast path wants 64-byte alignment); the data
  * must be freeable with free(). Shapes are checked and a NULL from

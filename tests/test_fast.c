@@ -250,6 +250,37 @@ Test(fast_matmul, equals_clear_on_sizes_that_do_not_divide_the_blocks)
     check_matmul(14, 1100, 40);     /* k in three chunks */
 }
 
+/* B^T (n, k) packed into panels: each value lands at its place, and the
+ * columns past n are zeros, whatever the memory held (NaN here), for n
+ * below, at and past a square of 8 and a panel, k in and past squares. */
+Test(fast_matmul, transposed_panels_hold_every_value_and_zeros_past_n)
+{
+    const int nr = 2 * fast_vector_width();   /* FAST_NR of the kernels as built */
+    const int ns[] = {1, 5, 8, 13, 16, 17, 33}, ks[] = {1, 7, 8, 20};
+    Rng rng = rng_new(21);
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+            const int n = ns[i], k = ks[j];
+            float *b_t = random_floats(&rng, (size_t)n * k);
+            const size_t size = fast_panels_size(k, n);
+            cr_assert_eq(size, (size_t)(n + nr - 1) / nr * nr * k);
+            float *panels = fast_alloc_panels("test", size);
+            for (size_t e = 0; e < size; e++)
+                panels[e] = NAN;
+            fast_pack_panels(b_t, (size_t)k, true, k, n, panels);
+            int wrong = 0;
+            for (int col = 0; col < (n + nr - 1) / nr * nr; col++)
+                for (int p = 0; p < k; p++) {
+                    const float got = panels[((size_t)(col / nr) * k + p) * nr + col % nr];
+                    const float want = col < n ? b_t[(size_t)col * k + p] : 0.0f;
+                    wrong += memcmp(&got, &want, sizeof got) != 0;
+                }
+            cr_expect_eq(wrong, 0, "n %d, k %d: %d values out of place", n, k, wrong);
+            free(b_t);
+            free(panels);
+        }
+}
+
 Test(fast_matmul, threads_give_bitwise_the_same_answer)
 {
     const int m = 97, k = 70, n = 33;

@@ -177,10 +177,15 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
         /* B^T given: column c of the panel is row col0 + c of the input,
          * copied in squares of 8 x 8 transposed in registers; the squares
          * that stick out (the last few rows, or k not a multiple of 8) go
-         * one float at a time, zero past n */
+         * one float at a time, and squares wholly past n are zeros */
         for (int c0 = 0; c0 < FAST_NR; c0 += 8)
             for (int p0 = 0; p0 < k; p0 += 8) {
                 float *dst = panel + (size_t)p0 * FAST_NR + c0;
+                if (c0 >= width) {
+                    for (int p = p0; p < p0 + 8 && p < k; p++)
+                        memset(dst + (size_t)(p - p0) * FAST_NR, 0, 8 * sizeof(float));
+                    continue;
+                }
                 if (c0 + 8 <= width && p0 + 8 <= k) {
                     const float *src = b + (size_t)(col0 + c0) * ldb + p0;
                     v8f r[8];
@@ -193,10 +198,13 @@ void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                         memcpy(dst + (size_t)i * FAST_NR, &r[i], sizeof r[i]);
                     continue;
                 }
-                for (int p = p0; p < p0 + 8 && p < k; p++)
-                    for (int c = 0; c < 8; c++)
-                        dst[(size_t)(p - p0) * FAST_NR + c] =
-                            c0 + c < width ? b[(size_t)(col0 + c0 + c) * ldb + p] : 0.0f;
+                const int valid = width - c0 < 8 ? width - c0 : 8;
+                for (int p = p0; p < p0 + 8 && p < k; p++) {
+                    float *row = dst + (size_t)(p - p0) * FAST_NR;
+                    memset(row, 0, 8 * sizeof(float));
+                    for (int c = 0; c < valid; c++)
+                        row[c] = b[(size_t)(col0 + c0 + c) * ldb + p];
+                }
             }
     }
 }
@@ -735,13 +743,10 @@ static void linear_rows(int rows, int in, int out, const float *x, const float *
 
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
 {
-    int rows;
-    /* linear_output checks the shapes and makes y; its memory, never
-     * written, is swapped for fast_tensor_empty's (see aligned_floats):
-     * every element of y is written below, so it is not zeroed first */
-    Tensor *checked = linear_output("fast_linear", x, weight, bias, &rows);
-    Tensor *y = fast_tensor_empty("fast_linear", checked->ndim, checked->shape);
-    tensor_free(checked);
+    int rows, y_shape[TENSOR_MAX_DIMS];
+    /* every element of y is written below, so it is not zeroed first */
+    linear_shape("fast_linear", x, weight, bias, y_shape, &rows);
+    Tensor *y = fast_tensor_empty("fast_linear", x->ndim, y_shape);
     linear_rows(rows, x->shape[x->ndim - 1], weight->shape[0], x->data, weight->data,
                 bias != NULL ? bias->data : NULL, y->data, num_threads);
     return y;
@@ -750,10 +755,9 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, i
 void fast_linear_into(const Tensor *x, const Tensor *weight, const Tensor *bias, Tensor *y,
                       int num_threads)
 {
-    int rows;
-    Tensor *checked = linear_output("fast_linear_into", x, weight, bias, &rows);
-    tensor_check_shape("fast_linear_into", "y", y, checked->ndim, checked->shape);
-    tensor_free(checked);
+    int rows, y_shape[TENSOR_MAX_DIMS];
+    linear_shape("fast_linear_into", x, weight, bias, y_shape, &rows);
+    tensor_check_shape("fast_linear_into", "y", y, x->ndim, y_shape);
     linear_rows(rows, x->shape[x->ndim - 1], weight->shape[0], x->data, weight->data,
                 bias != NULL ? bias->data : NULL, y->data, num_threads);
 }
@@ -837,11 +841,10 @@ Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor
                              Tensor *grad_weight, Tensor *grad_bias, int num_threads)
 {
     const char *func = "fast_linear_backward";
-    int rows;
+    int rows, y_shape[TENSOR_MAX_DIMS];
     /* the forward's shape rule gives y's shape, which grad_y must have */
-    Tensor *y = linear_output(func, x, weight, NULL, &rows);
-    tensor_check_shape(func, "grad_y", grad_y, y->ndim, y->shape);
-    tensor_free(y);
+    linear_shape(func, x, weight, NULL, y_shape, &rows);
+    tensor_check_shape(func, "grad_y", grad_y, x->ndim, y_shape);
     const int in = weight->shape[1], out = weight->shape[0];
     if (grad_weight != NULL)
         tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));

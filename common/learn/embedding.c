@@ -36,7 +36,7 @@ Tensor *embedding_forward(const Tensor *weight, const int *ids, int ndim, const 
     int out_shape[TENSOR_MAX_DIMS];
     memcpy(out_shape, shape, (size_t)ndim * sizeof *shape);
     out_shape[ndim] = D;
-    Tensor *out = tensor_zeros(ndim + 1, out_shape);
+    Tensor *out = tensor_empty(ndim + 1, out_shape);   /* every row copied below */
     const size_t N = out->size / (size_t)D;
     check_ids(func, ids, N, V);
     for (size_t i = 0; i < N; i++)
