@@ -532,14 +532,38 @@ static void weights_and_score_grads(float *p, float *dp, int keys, int queries, 
         shortest = len[q] < shortest ? len[q] : shortest;
         longest = len[q] > longest ? len[q] : longest;
     }
+    /* keys from longest on are seen by no query of the block */
+    int seen = longest - first_key;
+    seen = seen < 0 ? 0 : seen > keys ? keys : seen;
+    if (queries < FAST_VEC) {
+        /* fewer queries than a vector has lanes (one query per sequence,
+         * say): a vector exp per key would be mostly padding, so the
+         * block's scores are gathered into one row, their exps taken in
+         * one pass and put back (each lane's exp is its own: the same
+         * bits) */
+        float x[BK * FAST_VEC], shift[BK * FAST_VEC];
+        size_t n = 0;
+        for (int k = 0; k < seen; k++)
+            for (int q = 0; q < queries; q++, n++) {
+                x[n] = p[(size_t)k * BQ + q];
+                shift[n] = lse[q];
+            }
+        if (n > 0)
+            fast_exp_sub(x, shift, x, n);
+        n = 0;
+        for (int k = 0; k < seen; k++)
+            for (int q = 0; q < queries; q++, n++)
+                p[(size_t)k * BQ + q] = x[n];
+    } else {
+        for (int k = 0; k < seen; k++)
+            fast_exp_sub(p + (size_t)k * BQ, lse, p + (size_t)k * BQ, (size_t)queries);
+    }
     for (int k = 0; k < keys; k++) {
         float *p_row = p + (size_t)k * BQ;
         float *dp_row = dp + (size_t)k * BQ;
         const int key = first_key + k;
-        if (key >= longest)
+        if (k >= seen)
             memset(p_row, 0, (size_t)queries * sizeof(float));
-        else
-            fast_exp_sub(p_row, lse, p_row, (size_t)queries);
         const bool masked = key >= shortest && key < longest;
         int q = 0;
         for (; q + FAST_VEC <= queries; q += FAST_VEC) {
