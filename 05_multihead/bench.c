@@ -21,7 +21,6 @@
 #include "error.h"
 #include "fast/bench_passes.h"
 #include "io/cli.h"
-#include "platform.h"
 
 static const char PROG[] = "bench";
 
@@ -336,11 +335,6 @@ static const BenchConfig CONFIGS[] = {
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    /* Each timed pass frees its tensors and makes them again, as a
-     * training step does: freed memory is kept for the next pass, as
-     * train does (see the benchmark in common/io/README.md). The line
-     * processes inherit the setting. */
-    platform_keep_freed_memory();
     const BenchConfig *list = CONFIGS;
     int count = (int)(sizeof CONFIGS / sizeof CONFIGS[0]);
     if (opt.config_text != NULL) {
