@@ -483,7 +483,7 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
     const int K = cache->K->shape[1], d = D / num_heads;
     const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
     const char *func = "fast_multihead_backward";
-    /* each job zeroes its own head's columns (head_backward_worker) */
+    /* each job writes its head's columns whole (head_backward_worker): nothing to zero */
     HeadBackwardJobs jobs = {cache, num_heads, grad_concat, fast_tensor_empty(func, SHAPE(B, T, D)),
                              fast_tensor_empty(func, SHAPE(B, K, D)),
                              fast_tensor_empty(func, SHAPE(B, K, D)),
