@@ -193,16 +193,18 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
 
     const int v = d;   /* the values here are as wide as the keys */
     const double clear_bytes = 4.0 * B * T * K;
-    const double thread_bytes = 4.0 * STREAM_BLOCK_QUERIES * (STREAM_BLOCK_KEYS + d + v);
+    const double thread_bytes =
+        4.0 * (STREAM_BLOCK_QUERIES * (d + v) + STREAM_TILE_QUERIES * STREAM_BLOCK_KEYS);
     const double packed_bytes = 4.0 * K * (d + v);
     printf("dot_product_attention held all B * T * n_k = %d * %d * %d scores: %.2f MB.\n", B, T,
            K, clear_bytes / 1e6);
     printf("streaming_attention held, per thread, a block of %d queries with their\n"
-           "%d x %d scores and running outputs, %d * (%d + d + v) floats: %.0f KB\n"
-           "whatever T and n_k are; and, shared by the threads, one sequence's keys and\n"
-           "values packed for the vector kernel, n_k * (d + v) floats: %.2f MB.\n\n",
-           STREAM_BLOCK_QUERIES, STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_BLOCK_QUERIES,
-           STREAM_BLOCK_KEYS, thread_bytes / 1e3, packed_bytes / 1e6);
+           "running outputs, and the %d scores of %d of them at a time,\n"
+           "%d * (d + v) + %d * %d floats: %.0f KB whatever T and n_k are; and, shared\n"
+           "by the threads, one sequence's keys and values packed for the vector\n"
+           "kernel, n_k * (d + v) floats: %.2f MB.\n\n",
+           STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_TILE_QUERIES, STREAM_BLOCK_QUERIES,
+           STREAM_TILE_QUERIES, STREAM_BLOCK_KEYS, thread_bytes / 1e3, packed_bytes / 1e6);
     TENSOR_FREE(queries, keys, values, expected, actual);
     valid_lens_free(valid_lens);
     free(lens);
@@ -219,10 +221,13 @@ static void part3_memory_table(void)
     printf("multihead_forward (the clear layer) keeps the weights of every head,\n"
            "4 * H * n * n bytes. streaming_attention, given one head at a time, keeps\n"
            "that head's keys and values packed, 4 * 2 * n * d bytes shared by its\n"
-           "threads, and per thread a block of %d queries with their scores and\n"
-           "running outputs, 4 * %d * (%d + 2 * d) bytes.\n\n",
-           STREAM_BLOCK_QUERIES, STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS);
-    const double thread_bytes = 4.0 * STREAM_BLOCK_QUERIES * (STREAM_BLOCK_KEYS + 2 * d);
+           "threads, and per thread a block of %d queries with their running\n"
+           "outputs and the %d scores of %d of them at a time,\n"
+           "4 * (%d * 2 * d + %d * %d) bytes.\n\n",
+           STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_TILE_QUERIES, STREAM_BLOCK_QUERIES,
+           STREAM_TILE_QUERIES, STREAM_BLOCK_KEYS);
+    const double thread_bytes =
+        4.0 * (STREAM_BLOCK_QUERIES * 2 * d + STREAM_TILE_QUERIES * STREAM_BLOCK_KEYS);
     printf("      n    clear weights   streaming, 1 thread\n");
     for (int n = 1024; n <= 32768; n *= 2) {
         double clear = 4.0 * heads * (double)n * n;

@@ -9,9 +9,11 @@
  *   m (Br,)    the largest score seen so far per query (-inf before any)
  *   l (Br,)    sum of exp(score - m) over the keys seen so far
  *   o (Br, v)  sum of exp(score - m) * value over the keys seen so far
- * and each block of Bc keys goes through four passes:
- *   pass 1: scores s = q k^T / sqrt(d), (Br, Bc), with the register-tile
- *           kernel of fast_matmul.c
+ * and each block of Bc keys goes through four passes, one register tile
+ * of FAST_MR queries at a time (so that its scores stay in the fastest
+ * cache from the product that makes them to the one that reads them):
+ *   pass 1: scores s = q k^T / sqrt(d), (FAST_MR, Bc), with the register-
+ *           tile kernel of fast_matmul.c
  *   pass 2: per query, the new maximum, the rescale factor exp(m - m'),
  *           the weights exp(s - m') (0 for masked keys), l and m updated
  *   pass 3: o rescaled by exp(m - m')
@@ -140,7 +142,7 @@ static float dot_row(const float *a, const float *b, int n)
 
 typedef struct {
     float *q;      /* (Br, d)  the block's queries, already divided by sqrt(d) */
-    float *s;      /* (Br, Bc) scores, then weights, of one key block */
+    float *s;      /* (FAST_MR, Bc) scores, then weights, of one tile's queries */
     float *o;      /* (Br, v)  running output, not yet divided by l */
     float *m;      /* (Br,)    running maximum */
     float *l;      /* (Br,)    running sum of exponentials */
@@ -148,6 +150,7 @@ typedef struct {
 } Scratch;
 
 enum { BR = STREAM_BLOCK_QUERIES, BC = STREAM_BLOCK_KEYS };
+_Static_assert((int)FAST_MR <= (int)STREAM_TILE_QUERIES, "a tile's scores fit in the scratch");
 
 /* After the last block: out (rows, v) = o / l, and lse (rows,) when not
  * NULL. A query that saw no key (valid_len 0) has l = 0 and gets zeros,
@@ -193,88 +196,67 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
     }
     memset(w->o, 0, (size_t)rows * v * sizeof(float));
 
+    const size_t key_panel_stride = (size_t)d * FAST_NR;
+    const size_t value_panel_stride = (size_t)K * FAST_NR;
     for (int k0 = 0; k0 < longest; k0 += BC) {
         const int block_keys = longest - k0 < BC ? longest - k0 : BC;
-        /* Keys k0 .. k0 + whole - 1 are seen by every query of the block
-         * (whole rounded down to a key panel): one product for all the
-         * block's rows, whose key panels stay in the fast cache while all
-         * its tiles pass over them. The rest, a block that some query
-         * sees only in part (under a causal mask, the block on the
-         * diagonal), goes tile by tile: each tile of FAST_MR queries stops
-         * at the last key one of them sees, so of the masked corner only
-         * the tiles' small triangles are computed. */
-        int shortest = block_keys;
-        for (int r = 0; r < rows; r++)
-            shortest = len[r] - k0 < shortest ? len[r] - k0 : shortest;
-        const int whole = shortest == block_keys ? block_keys
-                        : shortest < 0           ? 0
-                                                 : shortest / FAST_NR * FAST_NR;
-        int tile_keys[BR / FAST_MR + 1];   /* keys k0 + whole .. k0 + tile_keys - 1 */
-        for (int r0 = 0, t = 0; r0 < rows; r0 += FAST_MR, t++) {
-            int tile_longest = 0;
-            for (int r = r0; r < rows && r < r0 + FAST_MR; r++)
-                tile_longest = len[r] > tile_longest ? len[r] : tile_longest;
-            tile_keys[t] = tile_longest - k0 < block_keys ? tile_longest - k0 : block_keys;
-        }
-
-        /* pass 1: s = q @ k^T for keys k0 .. k0 + block_keys - 1. The key
-         * panels start every FAST_NR keys, and BC is a multiple of it. */
-        const size_t key_panel_stride = (size_t)d * FAST_NR;
+        /* The key panels start every FAST_NR keys, and BC is a multiple
+         * of it; a value panel holds FAST_NR components for all K keys,
+         * so this block's rows start k0 rows into each panel. */
         const float *key_panels = kv->key_panels + (size_t)(k0 / FAST_NR) * key_panel_stride;
-        if (whole > 0)
-            fast_block(rows, whole, d, w->q, (size_t)d, key_panels, key_panel_stride, w->s, BC,
-                       false);
-        for (int r0 = 0, t = 0; r0 < rows; r0 += FAST_MR, t++)
-            if (tile_keys[t] > whole)
-                fast_block(rows - r0 < FAST_MR ? rows - r0 : FAST_MR, tile_keys[t] - whole, d,
-                           w->q + (size_t)r0 * d, (size_t)d,
-                           key_panels + (size_t)(whole / FAST_NR) * key_panel_stride,
-                           key_panel_stride, w->s + (size_t)r0 * BC + whole, BC, false);
-
-        for (int r = 0; r < rows; r++) {
-            float *s_row = w->s + (size_t)r * BC;
-            /* The mask as a loop bound: keys k0 + j with j >= valid are
-             * masked for this query. Their weights are set to exactly 0
-             * (replaced, as in the clear masked_softmax). */
-            int valid = len[r] - k0;
-            valid = valid < 0 ? 0 : (valid > block_keys ? block_keys : valid);
-            if (valid == 0) {
-                memset(s_row, 0, (size_t)block_keys * sizeof(float));
-                continue;   /* nothing new for this query: m, l, o unchanged */
-            }
-            /* pass 2: the new maximum and the weights under it */
-            float m_new = fast_row_max(s_row, (size_t)valid);
-            if (w->m[r] > m_new)
-                m_new = w->m[r];
-            /* exp(m - m') <= 1 shrinks what was summed under the old
-             * maximum; for the first block m = -inf and it is 0 (o and l
-             * are still 0 then, so nothing is lost). */
-            float rescale = m_new == w->m[r]     ? 1.0f
-                          : w->m[r] == -INFINITY ? 0.0f
-                                                 : fast_expf(w->m[r] - m_new);
-            float block_sum = fast_exp_shift_sum(s_row, (size_t)valid, m_new);
-            memset(s_row + valid, 0, (size_t)(block_keys - valid) * sizeof(float));
-            w->l[r] = w->l[r] * rescale + block_sum;
-            w->m[r] = m_new;
-            /* pass 3: o *= exp(m - m'), skipped when the maximum did not move */
-            if (rescale != 1.0f)
-                scale_row(w->o + (size_t)r * v, w->o + (size_t)r * v, v, rescale);
-        }
-
-        /* pass 4: o += weights (rows, block_keys) @ values (block_keys, v).
-         * A value panel holds FAST_NR components for all K keys, so this block's
-         * rows start k0 rows into each panel. */
-        const size_t value_panel_stride = (size_t)K * FAST_NR;
         const float *value_panels = kv->value_panels + (size_t)k0 * FAST_NR;
-        if (whole > 0)
-            fast_block(rows, v, whole, w->s, BC, value_panels, value_panel_stride, w->o,
-                       (size_t)v, true);
-        for (int r0 = 0, t = 0; r0 < rows; r0 += FAST_MR, t++)
-            if (tile_keys[t] > whole)
-                fast_block(rows - r0 < FAST_MR ? rows - r0 : FAST_MR, v, tile_keys[t] - whole,
-                           w->s + (size_t)r0 * BC + whole, BC,
-                           value_panels + (size_t)whole * FAST_NR, value_panel_stride,
-                           w->o + (size_t)r0 * v, (size_t)v, true);
+        /* One register tile of FAST_MR queries at a time through all four
+         * passes, so that its scores (FAST_MR x Bc floats) stay in the
+         * fastest cache from the product that makes them to the one that
+         * reads them; the block's key and value panels stay in the next
+         * cache while the block's tiles pass over them. A tile stops at
+         * the last key one of its queries sees: under a causal mask, of
+         * the masked corner only the tiles' small triangles are computed. */
+        for (int r0 = 0; r0 < rows; r0 += FAST_MR) {
+            const int tile_rows = rows - r0 < FAST_MR ? rows - r0 : FAST_MR;
+            int tile_keys = 0;   /* keys k0 .. k0 + tile_keys - 1 */
+            for (int r = r0; r < r0 + tile_rows; r++)
+                tile_keys = len[r] - k0 > tile_keys ? len[r] - k0 : tile_keys;
+            if (tile_keys > block_keys)
+                tile_keys = block_keys;
+            if (tile_keys == 0)
+                continue;   /* nothing new for these queries: m, l, o unchanged */
+
+            /* pass 1: s = q @ k^T, with the register-tile kernel */
+            fast_block(tile_rows, tile_keys, d, w->q + (size_t)r0 * d, (size_t)d, key_panels,
+                       key_panel_stride, w->s, BC, false);
+
+            for (int r = r0; r < r0 + tile_rows; r++) {
+                float *s_row = w->s + (size_t)(r - r0) * BC;
+                /* The mask as a loop bound: keys k0 + j with j >= valid
+                 * are masked for this query. Their weights are set to
+                 * exactly 0 (replaced, as in the clear masked_softmax). */
+                int valid = len[r] - k0;
+                valid = valid < 0 ? 0 : (valid > tile_keys ? tile_keys : valid);
+                memset(s_row + valid, 0, (size_t)(tile_keys - valid) * sizeof(float));
+                if (valid == 0)
+                    continue;   /* nothing new for this query: m, l, o unchanged */
+                /* pass 2: the new maximum and the weights under it */
+                float m_new = fast_row_max(s_row, (size_t)valid);
+                if (w->m[r] > m_new)
+                    m_new = w->m[r];
+                /* exp(m - m') <= 1 shrinks what was summed under the old
+                 * maximum; for the first block m = -inf and it is 0 (o
+                 * and l are still 0 then, so nothing is lost). */
+                float rescale = m_new == w->m[r]     ? 1.0f
+                              : w->m[r] == -INFINITY ? 0.0f
+                                                     : fast_expf(w->m[r] - m_new);
+                w->l[r] = w->l[r] * rescale + fast_exp_shift_sum(s_row, (size_t)valid, m_new);
+                w->m[r] = m_new;
+                /* pass 3: o *= exp(m - m'), skipped when the maximum did not move */
+                if (rescale != 1.0f)
+                    scale_row(w->o + (size_t)r * v, w->o + (size_t)r * v, v, rescale);
+            }
+
+            /* pass 4: o += weights (tile_rows, tile_keys) @ values (tile_keys, v) */
+            fast_block(tile_rows, v, tile_keys, w->s, BC, value_panels, value_panel_stride,
+                       w->o + (size_t)r0 * v, (size_t)v, true);
+        }
     }
 
     finish_rows(w, rows, v, out, out_stride, lse);
@@ -283,7 +265,7 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
 static void scratch_alloc(Scratch *w, int d, int v)
 {
     w->q = fast_alloc_panels("streaming_attention", (size_t)BR * d);
-    w->s = fast_alloc_panels("streaming_attention", (size_t)BR * BC);
+    w->s = fast_alloc_panels("streaming_attention", (size_t)STREAM_TILE_QUERIES * BC);
     w->o = fast_alloc_panels("streaming_attention", (size_t)BR * v);
     w->m = checked_malloc("streaming_attention", BR, sizeof(float));
     w->l = checked_malloc("streaming_attention", BR, sizeof(float));

@@ -18,9 +18,10 @@
  *   l' = l * exp(m - m') + sum_j exp(s_j - m')
  *   o' = o * exp(m - m') + sum_j exp(s_j - m') * value_j
  *
- * and after the last block the output is o / l. The memory is one block of
- * Br x Bc scores per thread, plus the packed keys and values: O(n_k * d)
- * instead of O(T * n_k).
+ * and after the last block the output is o / l. The memory per thread is
+ * the running outputs of Br queries and the scores of a few of them at a
+ * time (STREAM_TILE_QUERIES x Bc), plus the packed keys and values:
+ * O(n_k * d) instead of O(T * n_k).
  *
  * Masking is the clear version's: key j takes part for a query when
  * j < valid_len (valid_lens NULL, (B,) or (B, T)); masked keys get weight
@@ -44,6 +45,9 @@
 enum {
     STREAM_BLOCK_QUERIES = 96,   /* Br: a multiple of the register tile's 6 rows */
     STREAM_BLOCK_KEYS = 256,     /* Bc: a multiple of the 16- or 32-column panels */
+    STREAM_TILE_QUERIES = 12,    /* queries whose Bc scores are held at once: room
+                                  * for the register tile's rows (12 with AVX-512,
+                                  * else 6), the same memory on every machine */
 };
 
 /* queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), valid_lens NULL,
