@@ -126,6 +126,8 @@ static void work_free(void *arg)
     if (w->layer != NULL)
         multihead_free(w->layer);
     attention_cache_free(&w->head_cache);
+    if (w->fast)
+        fast_multihead_release_memory();
     free(w);
 }
 
@@ -168,10 +170,19 @@ static bool run_pass(void *arg, bool check)
                                        w->head_grad, &gq, &gk, &gv);
     }
     bool finite = true;
-    const Tensor *results[] = {out, gq, gk, gv};
+    Tensor *const results[] = {out, gq, gk, gv};
     for (int i = 0; check && i < 4; i++)
         finite = finite && (results[i] == NULL || tensor_first_non_finite(results[i]) == SIZE_MAX);
-    TENSOR_FREE(out, gq, gk, gv, lse);
+    /* the fast layer's results are given back for the next pass to write
+     * into, as a training loop would (fast_multihead.h) */
+    const bool layer = pass == BENCH_FORWARD || pass == BENCH_FORWARD_BACKWARD;
+    for (int i = 0; i < 4; i++) {
+        if (layer && w->fast)
+            fast_multihead_give_back(results[i]);
+        else
+            tensor_free(results[i]);
+    }
+    tensor_free(lse);
     return finite;
 }
 

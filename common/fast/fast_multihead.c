@@ -159,13 +159,17 @@ static Stacked stacked_new(const MultiHeadAttention *layer, const Tensor *querie
 
 /* ---- memory from one call to the next ------------------------------------------------
  * A training step, or the bench, frees a cache and makes the next one of
- * the same sizes at once; the forward's concatenated heads are made and
- * freed in every call. These tensors are written whole before they are
- * read, so their memory can be the last call's: already mapped, where
- * fresh memory costs a page clear by the kernel on its first write (about
- * a millisecond for 8 MB here). Up to KEPT tensors are kept, the newest;
- * one is taken when its size is the one wanted. */
-enum { KEPT = 4 };
+ * the same sizes at once; the forward's concatenated heads, and the
+ * backward's gradients on their way to the inputs, are made and freed in
+ * every call. These tensors are written whole before they are read, so
+ * their memory can be the last call's: already mapped, where fresh memory
+ * costs a page clear by the kernel on its first write (about a
+ * millisecond for 8 MB here). So can the output and the input gradients,
+ * when the caller gives them back (fast_multihead_give_back). Up to KEPT
+ * tensors are kept, the newest: the nine of a forward + backward of
+ * self-attention, and a few more; one is taken when its size is the one
+ * wanted. */
+enum { KEPT = 12 };
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static Tensor *kept[KEPT];   /* oldest first; NULL past the last */
 
@@ -206,6 +210,11 @@ static void keep_for_reuse(Tensor *x)
     kept[count] = x;
     pthread_mutex_unlock(&kept_lock);
     tensor_free(dropped);
+}
+
+void fast_multihead_give_back(Tensor *x)
+{
+    keep_for_reuse(x);
 }
 
 void fast_multihead_release_memory(void)
@@ -372,7 +381,8 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     free(workspaces);
 
     // pass 4: mix the heads, output = concat W_o^T + b_o, rows split across threads
-    Tensor *output = fast_linear(concat, layer->W_o, layer->b_o, num_threads);
+    Tensor *output = reused_or_empty(func, SHAPE(B, T, D));
+    fast_linear_into(concat, layer->W_o, layer->b_o, output, num_threads);
     if (cache != NULL)
         cache->concat = concat;
     else
@@ -484,9 +494,9 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
     const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
     const char *func = "fast_multihead_backward";
     /* each job writes its head's columns whole (head_backward_worker): nothing to zero */
-    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, fast_tensor_empty(func, SHAPE(B, T, D)),
-                             fast_tensor_empty(func, SHAPE(B, K, D)),
-                             fast_tensor_empty(func, SHAPE(B, K, D)),
+    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, reused_or_empty(func, SHAPE(B, T, D)),
+                             reused_or_empty(func, SHAPE(B, K, D)),
+                             reused_or_empty(func, SHAPE(B, K, D)),
                              checked_calloc(func, (size_t)threads, sizeof(StreamingBackwardScratch)),
                              checked_calloc(func, (size_t)threads, sizeof(float *)), 0};
     atomic_init(&jobs.next_job, 0);
@@ -512,7 +522,7 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
  * caller no longer needs (or NULL), taken over here: grad_x is written
  * into its memory when it has x's size, for one fresh tensor less (the
  * first write to fresh memory costs the kernel a page clear), and it is
- * freed otherwise. */
+ * kept for the next call otherwise. */
 static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                                    Tensor *grad_weight, Tensor *grad_bias, bool want_grad_x,
                                    Tensor *spare, int num_threads)
@@ -524,9 +534,9 @@ static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const 
         grad_x = tensor_reshape(spare, x->ndim, x->shape);
         spare = NULL;
     } else if (want_grad_x) {
-        grad_x = fast_tensor_empty("fast_multihead_backward", x->ndim, x->shape);
+        grad_x = reused_or_empty("fast_multihead_backward", x->ndim, x->shape);
     }
-    tensor_free(spare);
+    keep_for_reuse(spare);
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
                              grad_x ? grad_x->data : NULL, grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);
@@ -568,7 +578,7 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
     Tensor *gv = projection_backward(cache->values, layer->W_v, grad_V, GRAD(W_v), GRAD(b_v),
                                      grad_values != NULL, grad_K, num_threads);
 #undef GRAD
-    tensor_free(grad_V);
+    keep_for_reuse(grad_V);
     if (grad_queries != NULL)
         *grad_queries = gq;
     if (grad_keys != NULL)

@@ -78,12 +78,19 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                              int num_threads);
 /* Frees the cache. Q, K, V and concat are not given back to the system
- * but kept (up to four tensors, the newest) for the next forward, which
- * takes any of the size it needs instead of fresh memory; the forward
- * without a cache does the same with its concatenated heads. Memory the
+ * but kept (up to twelve tensors, the newest) for the next forward or
+ * backward, which takes any of the size it needs instead of fresh memory;
+ * the forward without a cache does the same with its concatenated heads,
+ * the backward with its gradients of Q, K, V and concat. Memory the
  * system gives is cleared by the kernel on its first write, page by page,
  * which costs about a millisecond per 8 MB on the machines measured here. */
 void fast_multihead_cache_free(FastMultiHeadCache *cache);
+
+/* x (NULL is fine), an output or input gradient that the fast forward or
+ * backward returned, is no longer needed: kept like the cache's tensors,
+ * so that the next call writes into its memory (torch's `out=`, made
+ * automatic), instead of freed. */
+void fast_multihead_give_back(Tensor *x);
 
 /* Gives the kept tensors back to the system (a program that is done with
  * the layer, or a test that counts memory). */
