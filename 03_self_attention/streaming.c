@@ -200,9 +200,9 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
            K, clear_bytes / 1e6);
     printf("streaming_attention held, per thread, a block of %d queries with their\n"
            "running outputs, and the %d scores of %d of them at a time,\n"
-           "%d * (d + v) + %d * %d floats: %.0f KB whatever T and n_k are; and, shared\n"
-           "by the threads, one sequence's keys and values packed for the vector\n"
-           "kernel, n_k * (d + v) floats: %.2f MB.\n\n",
+           "%d * (d + v) + %d * %d floats: %.0f KB whatever T and n_k are; and the\n"
+           "keys and values of the block's sequence, packed for the vector kernel,\n"
+           "n_k * (d + v) floats: %.2f MB.\n\n",
            STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_TILE_QUERIES, STREAM_BLOCK_QUERIES,
            STREAM_TILE_QUERIES, STREAM_BLOCK_KEYS, thread_bytes / 1e3, packed_bytes / 1e6);
     TENSOR_FREE(queries, keys, values, expected, actual);
@@ -220,10 +220,9 @@ static void part3_memory_table(void)
            heads, d);
     printf("multihead_forward (the clear layer) keeps the weights of every head,\n"
            "4 * H * n * n bytes. streaming_attention, given one head at a time, keeps\n"
-           "that head's keys and values packed, 4 * 2 * n * d bytes shared by its\n"
-           "threads, and per thread a block of %d queries with their running\n"
-           "outputs and the %d scores of %d of them at a time,\n"
-           "4 * (%d * 2 * d + %d * %d) bytes.\n\n",
+           "per thread that head's keys and values packed, 4 * 2 * n * d bytes, and\n"
+           "a block of %d queries with their running outputs and the %d scores of\n"
+           "%d of them at a time, 4 * (%d * 2 * d + %d * %d) bytes.\n\n",
            STREAM_BLOCK_QUERIES, STREAM_BLOCK_KEYS, STREAM_TILE_QUERIES, STREAM_BLOCK_QUERIES,
            STREAM_TILE_QUERIES, STREAM_BLOCK_KEYS);
     const double thread_bytes =
@@ -234,10 +233,9 @@ static void part3_memory_table(void)
         double streaming = 4.0 * 2 * n * d + thread_bytes;
         printf("%7d %13.1f MB %16.1f MB\n", n, clear / 1e6, streaming / 1e6);
     }
-    printf("\nEach further thread adds %.2f MB. At n = 32768 the weights alone would\n"
-           "need 34 GB; streaming needs 17 MB, and the time stays what it was: the\n"
-           "same multiply-adds, in another order.\n",
-           thread_bytes / 1e6);
+    printf("\nEach further thread holds as much again. At n = 32768 the weights alone\n"
+           "would need 34 GB; streaming needs 17 MB, and the time stays what it was:\n"
+           "the same multiply-adds, in another order.\n");
 }
 
 static Options parse_options(int argc, char **argv)
