@@ -131,7 +131,8 @@ static void work_free(void *arg)
     free(w);
 }
 
-/* One timed pass; every tensor it makes is freed before it returns. The
+/* One timed pass; every tensor it makes is freed before it returns, or
+ * given back to the fast layer for the next pass (fast_multihead.h). The
  * parameter gradients accumulate from pass to pass, as without zero_grad.
  * With check, the results are looked at first: false when one holds a NaN
  * or an infinity (float32 overflowed: multihead.h). */
