@@ -154,6 +154,26 @@ run: $(PROGRAMS)
 	echo "their programs; each ends with exercises. Every program takes --help."; \
 	echo "make test checks everything, make plots draws the heatmaps."
 
+# ---- exercises ------------------------------------------------------------------
+# make check grades every chapter's exercises (NN_chapter/exercises/NAME.c), a
+# line each; make check EXERCISE=FILE grades one file, wherever it lies, in
+# place of the starter NAME.c; make zoo grades the bug zoo. Seconds, and no
+# Criterion: tests/grader/check builds each file against its grader and says
+# what it does (make check-grader: what CI asks of the grader itself).
+GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(wildcard tests/grader/*.c))
+GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
+check: $(COMMON_OBJ) $(GRADER_OBJ)
+	@$(GRADE) $(if $(EXERCISE),'$(EXERCISE)',--all)
+zoo: $(COMMON_OBJ) $(GRADER_OBJ)
+	@$(GRADE) --zoo
+check-grader: $(COMMON_OBJ) $(GRADER_OBJ)
+	@$(GRADE) --self-test
+$(OUT)/build/tests/grader/%.o: tests/grader/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/grader $(CFLAGS) -c -o $@ $<
+.PHONY: check zoo check-grader
+
 # ---- benchmark ----------------------------------------------------------------
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
 # peak and peak memory per configuration; a few minutes (05_multihead/bench.c).

@@ -1,0 +1,1 @@
+/* exercises_01.h - chapter 01's exercises (filled in by the chapter). */

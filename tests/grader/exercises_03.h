@@ -1,0 +1,1 @@
+/* exercises_03.h - chapter 03's exercises (filled in by the chapter). */

@@ -1,0 +1,1 @@
+/* exercises_04.h - chapter 04's exercises (filled in by the chapter). */

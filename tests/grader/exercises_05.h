@@ -1,0 +1,1 @@
+/* exercises_05.h - chapter 05's exercises (filled in by the chapter). */

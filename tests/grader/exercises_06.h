@@ -1,0 +1,1 @@
+/* exercises_06.h - chapter 06's exercises (filled in by the chapter). */

@@ -1,0 +1,111 @@
+/*
+ * grader.h - what every exercise's grader is made of (the learner runs it
+ * with `make check`; the top README says how).
+ *
+ * An exercise NAME is three files: the starter NN_chapter/exercises/NAME.c
+ * (compiles, fails), the worked answer NN_chapter/exercises/answers/NAME.c,
+ * and its grader tests/grader/NAME.c, which defines `exercise` below. The
+ * learner's file is linked in place of the starter against grader.c (main,
+ * the cases and the report) and tests/grader/NAME.c.
+ *
+ * A grader draws its cases from a fixed seed, case by case: case i always
+ * gets the same numbers, so a failure can be run again. The first cases are
+ * the edges (valid_len 0 and full, T = 1, n_k = 1, H = 1, odd sizes), then
+ * sizes and magnitudes grow, up to scores of 1e4. Every case is held to the
+ * chapter's properties (rows sum to 1, masked weights exactly 0, shapes)
+ * and to the repository's own function, within a stated tolerance.
+ *
+ * grader.c runs every case quietly, then runs the smallest failing one
+ * again and prints it: the inputs, the expected value, the learner's value,
+ * which property broke and which hint of the chapter's page to read.
+ *
+ * In a grade_case function, checks that fail do not return: the case ends
+ * there. Every tensor a case makes is handed to case_input or case_keep,
+ * which free it when the case ends.
+ */
+#ifndef GRADER_H
+#define GRADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "random.h"
+#include "tensor.h"
+#include "valid_lens.h"
+
+typedef struct {
+    const char *name;      /* the file's name without .c: masked_softmax */
+    const char *chapter;   /* the folder of the page: 02_softmax_mask */
+    const char *number;    /* the exercise's number on the page: "2.2" */
+    int num_cases;         /* at least 100 */
+    /* Draw case `index` from rng, call the learner's function, check it. */
+    void (*grade_case)(Rng *rng, int index);
+} Exercise;
+
+extern const Exercise exercise;   /* each tests/grader/NAME.c defines one */
+
+/* ---- describing a case --------------------------------------------------- */
+/* One line that says what the case is: "B = 2, T = 3, n_k = 4, scores up to 1e4". */
+void case_describe(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An input: printed with a failing case, checked unchanged after the
+ * learner's call, freed when the case ends. Returns t. */
+Tensor *case_input(const char *name, Tensor *t);
+ValidLens *case_valid_lens(const char *name, ValidLens *valid_lens);
+/* A list of integers (a permutation, cache positions), shown like a tensor. */
+int *case_ints(const char *name, int *values, int count);
+/* Freed when the case ends (expected values, the learner's result). */
+Tensor *case_keep(Tensor *t);
+ValidLens *case_keep_valid_lens(ValidLens *valid_lens);
+/* Scratch memory of n floats for a learner's function to write into: NaN
+ * in every slot (an untouched one fails), and guard zones on both sides
+ * that case_called checks. Freed when the case ends. */
+float *case_output(const char *name, size_t n);
+
+/* Call right before and right after the learner's function: checks that it
+ * left its inputs and the guard zones alone, and whether it is still the
+ * starter (not_started). */
+void case_calling(void);
+void case_called(void);
+
+/* ---- checks: each returns only when it holds ------------------------------ */
+/* hint: which of the exercise's three hints to point to (1, 2 or 3). */
+void expect_tensor(const char *name, const Tensor *got, int ndim, const int *shape, int hint);
+/* |got - expected| <= atol + rtol * |expected| everywhere; NaN never passes. */
+void expect_close(const char *name, const Tensor *expected, const Tensor *got,
+                  double atol, double rtol, int hint);
+/* The same for n floats in plain arrays, shaped (ndim, shape) for the report. */
+void expect_close_floats(const char *name, const float *expected, const float *got,
+                         int ndim, const int *shape, double atol, double rtol, int hint);
+/* Integers equal, element by element. */
+void expect_equal_ints(const char *name, const int *expected, const int *got, int count,
+                       int hint);
+/* weights (..., n_k) as rows of n_k: every row with a valid key sums to 1
+ * within 1e-5, a row with none sums to 0. valid_lens may be NULL; rows are
+ * taken as (B, T, n_k) for it. */
+void expect_rows_sum_to_one(const char *name, const Tensor *weights,
+                            const ValidLens *valid_lens, int hint);
+/* Every weight of a key at or past its query's valid_len is exactly 0. */
+void expect_masked_zero(const char *name, const Tensor *weights,
+                        const ValidLens *valid_lens, int hint);
+/* Every element finite. */
+void expect_finite(const char *name, const Tensor *got, int hint);
+/* A property of the exercise's own: when ok is false the case fails with
+ * the message (printf-style). */
+void expect_that(bool ok, int hint, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- drawing cases --------------------------------------------------------- */
+/* An integer in [low, high]. */
+int draw_int(Rng *rng, int low, int high);
+/* The size of case `index` of `count`: the first cases small, then up to
+ * high, so that the smallest failing case is small to read. */
+int draw_size(Rng *rng, int index, int count, int low, int high);
+/* A scale for case `index`: 1 most of the time, up to 1e4 for every fourth
+ * case after the first few (where a softmax without its maximum overflows). */
+float draw_scale(Rng *rng, int index);
+/* A tensor of normal values times scale. */
+Tensor *draw_normal(Rng *rng, float scale, int ndim, const int *shape);
+/* valid_lens for (B, T) queries of n_k keys: 1-D when two_d is false.
+ * Lengths include 0 and n_k often. */
+ValidLens *draw_valid_lens(Rng *rng, int batch, int num_queries, int num_keys, bool two_d);
+
+#endif

@@ -1,0 +1,38 @@
+/* masked_softmax_row.c - grades exercise 2.2, one row masked by its
+ * valid_len, against masked_softmax_row (common/softmax.c).
+ * refuses: masked_softmax_row masked_softmax */
+#include "exercises.h"
+#include "grader.h"
+#include "softmax.h"
+
+#include <string.h>
+
+static void grade_case(Rng *rng, int index)
+{
+    int n = index < 6 ? 1 + index / 3 : draw_size(rng, index, 120, 1, 16);
+    /* the edges first: valid_len 0, then the full row, then in between */
+    int valid_len = index < 6 ? (index % 3 == 0 ? 0 : index % 3 == 1 ? n : n - 1)
+                              : draw_int(rng, 0, n);
+    float scale = draw_scale(rng, index);
+    case_describe("n = %d, valid_len = %d, scores up to about %g", n, valid_len,
+                  (double)scale);
+    const Tensor *scores = case_input("row", draw_normal(rng, scale, SHAPE(n)));
+
+    Tensor *expected = case_keep(tensor_copy(scores));
+    masked_softmax_row(expected->data, n, valid_len);
+
+    float *row = case_output("row", (size_t)n);
+    memcpy(row, scores->data, (size_t)n * sizeof(float));
+    case_calling();
+    my_masked_softmax_row(row, n, valid_len);
+    case_called();
+
+    Tensor *weights = case_keep(tensor_from(row, SHAPE(n)));
+    ValidLens *lens = case_keep_valid_lens(valid_lens_1d(&valid_len, 1));
+    expect_finite("row", weights, 2);
+    expect_masked_zero("row", weights, lens, 2);
+    expect_rows_sum_to_one("row", weights, lens, 1);
+    expect_close_floats("row", expected->data, row, SHAPE(n), 1e-6, 1e-4, 3);
+}
+
+const Exercise exercise = {"masked_softmax_row", "02_softmax_mask", "2.2", 120, grade_case};
