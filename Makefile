@@ -160,7 +160,8 @@ run: $(PROGRAMS)
 # place of the starter NAME.c; make zoo grades the bug zoo. Seconds, and no
 # Criterion: tests/grader/check builds each file against its grader and says
 # what it does (make check-grader: what CI asks of the grader itself).
-GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(wildcard tests/grader/*.c))
+GRADER_SRC ?= $(wildcard tests/grader/*.c)
+GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
 check: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) $(if $(EXERCISE),'$(EXERCISE)',--all)
