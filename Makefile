@@ -246,7 +246,7 @@ $(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_OBJ)
 BREW_PREFIX := $(shell command -v brew >/dev/null 2>&1 && brew --prefix 2>/dev/null)
 CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)/lib)
 # The test binary finds the chapter programs under BIN_DIR.
-$(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion
+$(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)

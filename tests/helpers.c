@@ -109,7 +109,7 @@ char *read_text_file(const char *path, size_t *len)
     return buf;
 }
 
-RunResult run_program(const char *program, const char *args)
+RunResult run_command_line(const char *command)
 {
     RunResult r = {-1, NULL, NULL};
     char out_path[] = "/tmp/attn_test_out_XXXXXX";
@@ -119,9 +119,9 @@ RunResult run_program(const char *program, const char *args)
         return r;
     close(out_fd);
     close(err_fd);
-    size_t len = strlen(BIN_DIR) + strlen(program) + strlen(args) + 2 * sizeof out_path + 64;
+    size_t len = strlen(command) + 2 * sizeof out_path + 64;
     char *cmd = malloc(len);
-    snprintf(cmd, len, "%s/%s %s </dev/null >%s 2>%s", BIN_DIR, program, args, out_path, err_path);
+    snprintf(cmd, len, "%s </dev/null >%s 2>%s", command, out_path, err_path);
     int status = system(cmd);
     free(cmd);
     if (status != -1 && WIFEXITED(status))
@@ -132,6 +132,18 @@ RunResult run_program(const char *program, const char *args)
     r.err = read_text_file(err_path, NULL);
     unlink(out_path);
     unlink(err_path);
+    return r;
+}
+
+RunResult run_program(const char *program, const char *args)
+{
+    size_t len = strlen(BIN_DIR) + strlen(program) + strlen(args) + 8;
+    char *command = malloc(len);
+    if (!command)
+        return (RunResult){-1, NULL, NULL};
+    snprintf(command, len, "%s/%s %s", BIN_DIR, program, args);
+    RunResult r = run_command_line(command);
+    free(command);
     return r;
 }
 

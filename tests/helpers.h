@@ -41,6 +41,8 @@ typedef struct {
 /* Run "BIN_DIR/<program> <args>" through /bin/sh from the repository root.
  * program is relative to BIN_DIR ("03_self_attention/self_attention"). */
 RunResult run_program(const char *program, const char *args);
+/* The same for a whole shell command line, run as it is. */
+RunResult run_command_line(const char *command);
 void run_result_free(RunResult *r);
 
 /* Each case {args, words}: the program exits with status 2, prints nothing

@@ -11,6 +11,11 @@
  *     ...exactly what the program prints, or a contiguous part of it...
  *     ```
  *
+ * The command exits with status 0, or with the status the marker names
+ * (`<!-- output, exit 1: ... -->`, the grader on a file that fails). A
+ * command under tests/ (the exercise grader, tests/grader/check) runs from
+ * the repository as it stands, on the objects of this build.
+ *
  * Every .md file of a chapter folder is checked this way: the README (the
  * chapter's core story and its exercises) and each optional page beside
  * it. The shape of the pages is checked too: a chapter README's story, to
@@ -18,7 +23,9 @@
  * optional page at most 3000 words, opening with what you will learn, what
  * you need and how long it takes, and listed under "Going further" in its
  * chapter's README and in the top README; the top README at most 1500
- * words. Words are counted as `wc -w` counts them.
+ * words; a chapter's exercises, from "## Exercises" to the next "## "
+ * heading, at most 1200 words with their hints. Words are counted as
+ * `wc -w` counts them.
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -26,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -40,9 +48,10 @@ enum {
     README_WORDS = 4200,       /* a chapter README, whole */
     PAGE_WORDS = 3000,         /* an optional page */
     TOP_README_WORDS = 1500,
+    EXERCISE_WORDS = 1200,     /* a chapter's exercises, graded ones and hints included */
 };
 
-static const char MARK[] = "<!-- output: ";
+static const char MARK[] = "<!-- output";
 
 /* Words as `wc -w` counts them: runs of characters that are not white space. */
 static int count_words(const char *text, size_t len)
@@ -100,7 +109,17 @@ static const RunResult *run_once(const char *cmd)
     char *args = strchr(copy, ' ');
     if (args)
         *args++ = '\0';
-    runs[n_runs].result = run_program(copy, args ? args : "");
+    if (strncmp(copy, "tests/", 6) == 0) {
+        /* the grader: from the sources, on this build's objects */
+        size_t len = 2 * strlen(cmd) + strlen(BIN_DIR) + 64;
+        char *line = malloc(len);
+        cr_assert(line);
+        snprintf(line, len, "BUILD='%s/build' %s", BIN_DIR, cmd);
+        runs[n_runs].result = run_command_line(line);
+        free(line);
+    } else {
+        runs[n_runs].result = run_program(copy, args ? args : "");
+    }
     free(copy);
     runs[n_runs].cmd = strdup(cmd);
     cr_assert(runs[n_runs].cmd);
@@ -124,6 +143,11 @@ static int check_quotes(const char *path)
     int checked = 0;
     for (char *p = strstr(text, MARK); p; p = strstr(p + 1, MARK)) {
         char *cmd_start = p + strlen(MARK);
+        int expected_status = 0;
+        if (strncmp(cmd_start, ", exit ", 7) == 0)
+            expected_status = (int)strtol(cmd_start + 7, &cmd_start, 10);
+        cr_assert(strncmp(cmd_start, ": ", 2) == 0, "%s: malformed output marker", path);
+        cmd_start += 2;
         char *cmd_end = strstr(cmd_start, " -->");
         cr_assert(cmd_end, "%s: unterminated output marker", path);
         char *fence = strstr(cmd_end, "```");
@@ -158,8 +182,8 @@ static int check_quotes(const char *path)
         quoted[q] = '\0';
 
         const RunResult *r = run_once(cmd);
-        cr_expect_eq(r->status, 0, "%s: '%s' exited with %d: %s", path, cmd, r->status,
-                     r->err ? r->err : "");
+        cr_expect_eq(r->status, expected_status, "%s: '%s' exited with %d, not %d: %s", path,
+                     cmd, r->status, expected_status, r->err ? r->err : "");
         cr_expect(r->out && strstr(r->out, quoted),
                   "%s quotes output of '%s' that the program does not print now;"
                   " first quoted line: %.80s", path, cmd, quoted);
@@ -216,6 +240,13 @@ Test(readmes, word_counts_are_within_budget)
                       path, story, STORY_WORDS);
         cr_expect_leq(whole, README_WORDS, "%s has %d words, more than %d", path, whole,
                       README_WORDS);
+        if (exercises) {
+            const char *end = strstr(exercises + 1, "\n## ");
+            size_t exercise_len = end ? (size_t)(end - exercises) : len - story_len;
+            int words_there = count_words(exercises, exercise_len);
+            cr_expect_leq(words_there, EXERCISE_WORDS, "%s: its exercises have %d words, more than %d",
+                          path, words_there, EXERCISE_WORDS);
+        }
         free(text);
 
         int n = chapter_pages(chapters[c], pages);
@@ -274,8 +305,8 @@ Test(readmes, pages_open_with_learn_need_time_and_are_listed)
     free(top);
 }
 
-/* Exercises are one numbered list, 1, 2, 3, ..., and a chapter's "Next:" link
- * is its last line. */
+/* Exercises are one numbered list, 1, 2, 3, ... (after a chapter's graded
+ * exercises, below), and a chapter's "Next:" link is its last line. */
 static void check_exercises(const char *path, bool next_last)
 {
     char *text = read_text_file(path, NULL);
@@ -299,7 +330,7 @@ static void check_exercises(const char *path, bool next_last)
             expected = number + 1;
         }
     }
-    cr_expect_gt(expected, 1, "%s has no numbered exercise", path);
+    cr_expect(expected > 1 || strstr(section, "\n### "), "%s has no exercise", path);
     if (next_last) {
         size_t len = strlen(text);
         while (len > 0 && text[len - 1] == '\n')
@@ -324,6 +355,80 @@ Test(readmes, exercises_are_one_list_and_next_comes_last)
             snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
             check_exercises(path, false);
         }
+    }
+}
+
+/* A chapter's graded exercises: headings "### N.k Title (`NAME`)" in order,
+ * at least three, each with the three folded hints the grader points to and
+ * a link to its answer (never the answer printed); NAME has a starter, an
+ * answer and a grader, and every starter of the chapter has its heading. */
+Test(readmes, graded_exercises_have_three_hints_and_a_linked_answer)
+{
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/README.md", chapters[c]);
+        char *text = read_text_file(path, NULL);
+        cr_assert(text, "cannot read %s", path);
+        char *section = strstr(text, "\n## Exercises\n");
+        cr_assert(section, "%s has no '## Exercises'", path);
+        char *section_end = strstr(section + 1, "\n## ");
+        if (section_end)
+            *section_end = '\0';
+        int graded = 0;
+        for (char *h = strstr(section, "\n### "); h; h = strstr(h + 1, "\n### ")) {
+            int chapter, k, used = 0;
+            if (sscanf(h + 5, "%d.%d %n", &chapter, &k, &used) != 2 || used == 0)
+                continue;   /* "### More to try" */
+            graded++;
+            cr_expect(chapter == c + 1 && k == graded, "%s: graded exercise %d.%d should be %d.%d",
+                      path, chapter, k, c + 1, graded);
+            char *eol = strchr(h + 1, '\n'), *name = strstr(h + 1, "(`");
+            cr_assert(eol && name && name < eol, "%s: exercise %d.%d names no file (`NAME`)",
+                      path, chapter, k);
+            name += 2;
+            char file[64] = "";
+            sscanf(name, "%63[a-z0-9_]", file);
+            char *next = strstr(h + 1, "\n### ");
+            size_t body_len = next ? (size_t)(next - h) : strlen(h);
+            char *body = strndup(h, body_len);
+            cr_assert(body);
+            static const char *const hints[] = {"<summary>Hint 1", "<summary>Hint 2",
+                                                "<summary>Hint 3"};
+            for (int i = 0; i < 3; i++)
+                cr_expect(strstr(body, hints[i]), "%s: exercise %d.%d has no folded %s", path,
+                          chapter, k, hints[i] + 9);
+            char link[128];
+            snprintf(link, sizeof link, "](exercises/answers/%s.c)", file);
+            cr_expect(strstr(body, link), "%s: exercise %d.%d does not link its answer %s", path,
+                      chapter, k, link + 2);
+            cr_expect(!strstr(body, "```c"), "%s: exercise %d.%d prints code; link the answer",
+                      path, chapter, k);
+            free(body);
+            char homes[3][256];
+            snprintf(homes[0], sizeof homes[0], "%s/exercises/%s.c", chapters[c], file);
+            snprintf(homes[1], sizeof homes[1], "%s/exercises/answers/%s.c", chapters[c], file);
+            snprintf(homes[2], sizeof homes[2], "tests/grader/%s.c", file);
+            for (int i = 0; i < 3; i++)
+                cr_expect(access(homes[i], F_OK) == 0, "%s: exercise %d.%d has no %s", path,
+                          chapter, k, homes[i]);
+        }
+        cr_expect_geq(graded, 3, "%s: %d graded exercises, at least 3 wanted", path, graded);
+
+        char dir_path[256];
+        snprintf(dir_path, sizeof dir_path, "%s/exercises", chapters[c]);
+        DIR *dir = opendir(dir_path);
+        cr_assert(dir, "%s has no exercises/", chapters[c]);
+        for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+            size_t len = strlen(e->d_name);
+            if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0)
+                continue;
+            char heading[128];
+            snprintf(heading, sizeof heading, "(`%.*s`)\n", (int)(len - 2), e->d_name);
+            cr_expect(strstr(section, heading), "%s: %s/%s has no exercise heading", path,
+                      dir_path, e->d_name);
+        }
+        closedir(dir);
+        free(text);
     }
 }
 
