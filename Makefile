@@ -3,6 +3,7 @@
 #   make                 build every chapter program (no test library needed)
 #   make run             run every chapter program in order, with its defaults
 #   make test            build and run the Criterion tests (installs Criterion if missing)
+#   make check           grade the exercises (EXERCISE=FILE: one file); make zoo: the bug zoo
 #   make plots           write every heatmap into plots/ and render it with gnuplot
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
@@ -169,11 +170,15 @@ zoo: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) --zoo
 check-grader: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) --self-test
+# Single-edit mutants of every worked answer, graded: the share caught and
+# the survivors (tests/grader/mutants; a minute or two).
+mutants: $(COMMON_OBJ) $(GRADER_OBJ)
+	@CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/mutants
 $(OUT)/build/tests/grader/%.o: tests/grader/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/grader $(CFLAGS) -c -o $@ $<
-.PHONY: check zoo check-grader
+.PHONY: check zoo check-grader mutants
 
 # ---- benchmark ----------------------------------------------------------------
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
