@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A learner's own program, as the top README describes it: a file
 # 02_softmax_mask/my_solution.c with a plain int main.
-#   - plain make builds it as ./02_softmax_mask/my_solution, and it runs;
+#   - plain make builds it as ./02_softmax_mask/my_solution, and it runs,
+#     though it has an unused variable: a learner's file is built with its
+#     warnings shown, not as errors (the repository's own keep -Werror);
 #   - the tests that run every program run the repository's own only, so
 #     they pass with it present;
 #   - with --sanitize, make sanitize passes with it present: the sanitizer
@@ -41,6 +43,7 @@ cat >"$src" <<'SOLUTION'
 
 int main(void)
 {
+    int unused = 0;
     Tensor *x = tensor_from((const float[]){1, 2, 3}, SHAPE(1, 3));
     Tensor *w = softmax(x);
     tensor_print_named("w", w);
@@ -71,7 +74,8 @@ static Tensor *make_tokens(const Options *opt, Rng *rng)
 /s' 03_self_attention/main.c >"$exercise_src"
 grep -q 'make_raw_tokens(opt, rng)' "$exercise_src" || fail "could not edit make_tokens() into $exercise_src"
 
-make -j2 all tests/run_tests >/dev/null
+warnings=$(make -j2 all tests/run_tests 2>&1 >/dev/null) || fail "make stops at $src: $warnings"
+grep -q "unused variable" <<<"$warnings" || fail "make did not show the warning in $src"
 [ "$(./$program)" = "w = tensor([[0.0900, 0.2447, 0.6652]])" ] || fail "$program printed something else"
 grep -qx "$program" build/programs.txt && fail "$program is in the tests' list of programs"
 ./tests/run_tests --filter 'output/*' >/dev/null 2>&1 || fail "the output tests fail with $src present"
