@@ -260,7 +260,19 @@ static void end_case(void)
     g.description[0] = '\0';
 }
 
-void case_calling(void) { g.in_call = 1; }
+/* With GRADER_TRACE set, every call is announced on stderr first: when a
+ * sanitizer stops the program inside the learner's function, check reads
+ * the last announcement to say which case it was. */
+void case_calling(void)
+{
+    static int trace = -1;
+    if (trace < 0)
+        trace = getenv("GRADER_TRACE") != NULL;
+    if (trace)
+        fprintf(stderr, "grader: case %d of %d: %s\n", g.index + 1, exercise.num_cases,
+                g.description);
+    g.in_call = 1;
+}
 
 void case_called(void)
 {
@@ -599,25 +611,8 @@ static void on_exit_call(void)
     _exit(1);
 }
 
-/* A sanitizer that stops the program calls this first (when the learner's
- * file was compiled with one); check prints what it found. */
-extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
-
-static void on_sanitizer_stop(void)
-{
-    if (g.one_line)
-        printf("failed: case %d of %d: the sanitizer stopped your function\n", g.index + 1,
-               exercise.num_cases);
-    else
-        printf("%s: failed, case %d of %d: the sanitizer stopped your function\n  the case: %s\n",
-               g.file, g.index + 1, exercise.num_cases, g.description);
-    fflush(stdout);
-}
-
 static void catch_crashes(void)
 {
-    if (__sanitizer_set_death_callback)
-        __sanitizer_set_death_callback(on_sanitizer_stop);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -626,7 +621,9 @@ static void catch_crashes(void)
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         sigaction(signals[i], &sa, NULL);
     atexit(on_exit_call);
-    alarm(TIME_LIMIT);
+    /* GRADER_TIME_LIMIT (seconds) shortens the limit, for the grader's own tests */
+    const char *limit = getenv("GRADER_TIME_LIMIT");
+    alarm(limit && atoi(limit) > 0 ? (unsigned)atoi(limit) : TIME_LIMIT);
 }
 
 /* ---- main ----------------------------------------------------------------------------- */

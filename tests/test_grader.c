@@ -1,0 +1,189 @@
+#define _POSIX_C_SOURCE 200809L   /* mkdtemp */
+/*
+ * test_grader.c - the exercise grader (tests/grader/check) tells each kind
+ * of wrong file apart, with the exit status and the words a learner reads:
+ * a file that does not compile or link (2), one that crashes, loops, exits,
+ * writes past its output, changes its input or calls the repository's own
+ * version (1), the starter (1, "not started yet") and a right answer
+ * anywhere on disk (0). The answers, starters and zoo are graded in CI by
+ * make check-grader; this is the grader's behaviour on the files around them.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+static char dir[] = "/tmp/attn_grader_XXXXXX";
+
+static void make_dir(void) { cr_assert(mkdtemp(dir), "mkdtemp failed"); }
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* Grade `source`, written as DIR/<name>.c; the result of tests/grader/check. */
+static RunResult grade(const char *name, const char *source, const char *env)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.c", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(source, f);
+    fclose(f);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s BUILD='%s/build' tests/grader/check '%s'", env ? env : "",
+             BIN_DIR, path);
+    return run_command_line(cmd);
+}
+
+static void expect_verdict(const RunResult *r, int status, const char *words)
+{
+    cr_expect_eq(r->status, status, "status %d, not %d; it said:\n%s%s", r->status, status,
+                 r->out ? r->out : "", r->err ? r->err : "");
+    cr_expect(r->out && strstr(r->out, words), "it does not say '%s':\n%s", words,
+              r->out ? r->out : "");
+}
+
+static const char RIGHT[] =
+    "#include \"exercises.h\"\n#include <math.h>\n"
+    "void my_softmax_row(float *row, int n)\n{\n"
+    "    float max = row[0], sum = 0.0f;\n"
+    "    for (int j = 1; j < n; j++) max = fmaxf(max, row[j]);\n"
+    "    for (int j = 0; j < n; j++) { row[j] = expf(row[j] - max); sum += row[j]; }\n"
+    "    for (int j = 0; j < n; j++) row[j] /= sum;\n}\n";
+
+TestSuite(grader, .init = make_dir, .fini = remove_dir, .timeout = 120);
+
+Test(grader, a_right_answer_anywhere_passes)
+{
+    RunResult r = grade("softmax_row", RIGHT, NULL);
+    expect_verdict(&r, 0, "passed, all 120 cases of exercise 2.1");
+    run_result_free(&r);
+}
+
+Test(grader, the_starter_is_not_started_yet)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "BUILD='%s/build' tests/grader/check 02_softmax_mask/exercises/softmax_row.c",
+             BIN_DIR);
+    RunResult r = run_command_line(cmd);
+    expect_verdict(&r, 1, "not started yet");
+    run_result_free(&r);
+}
+
+Test(grader, a_file_that_does_not_compile_gets_2_and_the_first_error)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\nvoid my_softmax_row(float *row, int n)\n"
+                        "{\n    row[0] = n\n}\n", NULL);
+    expect_verdict(&r, 2, "does not compile; the compiler's first error:");
+    cr_expect(r.out && strstr(r.out, "error"), "no error line:\n%s", r.out);
+    run_result_free(&r);
+}
+
+Test(grader, a_misspelled_function_gets_2)
+{
+    RunResult r = grade("softmax_row",
+                        "void my_softmax_rows(float *row, int n) { (void)row; (void)n; }\n", NULL);
+    expect_verdict(&r, 2, "does not define my_softmax_row");
+    run_result_free(&r);
+}
+
+Test(grader, an_unknown_exercise_gets_2)
+{
+    RunResult r = grade("soft_max", RIGHT, NULL);
+    cr_expect_eq(r.status, 2);
+    cr_expect(r.err && strstr(r.err, "no exercise is called soft_max"), "%s", r.err);
+    run_result_free(&r);
+}
+
+Test(grader, calling_the_repository_s_own_version_fails)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include \"softmax.h\"\n"
+                        "void my_softmax_row(float *row, int n) { softmax_row(row, n); }\n", NULL);
+    expect_verdict(&r, 1, "calls softmax_row, the repository's version");
+    run_result_free(&r);
+}
+
+Test(grader, a_crash_is_a_failure_that_names_the_case)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "void my_softmax_row(float *row, int n)\n"
+                        "{\n    volatile float *p = 0;\n    if (n > 3) *p = row[0];\n"
+                        "    for (int j = 0; j < n; j++) row[j] = 1.0f / (float)n;\n}\n", NULL);
+    /* a segmentation fault, or UBSan's null pointer when the sanitizers are there */
+    cr_expect_eq(r.status, 1, "status %d", r.status);
+    cr_expect(r.out && (strstr(r.out, "crashed (segmentation fault") ||
+                        strstr(r.out, "runtime error: store to null pointer")),
+              "no crash named:\n%s", r.out);
+    cr_expect(r.out && strstr(r.out, "the case: n = "), "the case is not named:\n%s", r.out);
+    run_result_free(&r);
+}
+
+Test(grader, a_loop_that_never_ends_is_stopped)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "void my_softmax_row(float *row, int n)\n"
+                        "{\n    for (volatile int j = 0; j < n; j += 0) row[0] = 1.0f;\n}\n",
+                        "GRADER_TIME_LIMIT=2");
+    expect_verdict(&r, 1, "did not finish in time");
+    run_result_free(&r);
+}
+
+Test(grader, a_function_that_exits_is_a_failure)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <stdlib.h>\n"
+                        "void my_softmax_row(float *row, int n) { (void)row; (void)n; exit(0); }\n",
+                        NULL);
+    expect_verdict(&r, 1, "your function ended the program");
+    run_result_free(&r);
+}
+
+Test(grader, writing_past_the_output_is_caught)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "void my_softmax_row(float *row, int n)\n"
+                        "{\n    for (int j = 0; j <= n; j++) row[j] = 1.0f / (float)n;\n}\n", NULL);
+    expect_verdict(&r, 1, "wrote past the end of row");
+    run_result_free(&r);
+}
+
+Test(grader, changing_an_input_is_caught)
+{
+    RunResult r = grade("masked_softmax",
+                        "#include \"exercises.h\"\n#include <math.h>\n#include <string.h>\n"
+                        "Tensor *my_masked_softmax(const Tensor *scores, const ValidLens *v)\n{\n"
+                        "    (void)v;\n    scores->data[0] = 0.0f;\n"
+                        "    return tensor_zeros(scores->ndim, scores->shape);\n}\n", NULL);
+    expect_verdict(&r, 1, "changed its input scores");
+    run_result_free(&r);
+}
+
+Test(grader, a_failure_prints_the_case_the_property_and_the_hint)
+{
+    RunResult r = grade("masked_softmax_row",
+                        "#include \"exercises.h\"\n#include <math.h>\n"
+                        "void my_masked_softmax_row(float *row, int n, int valid_len)\n{\n"
+                        "    float max = row[0], sum = 0.0f;\n"
+                        "    for (int j = 1; j < n; j++) max = fmaxf(max, row[j]);\n"
+                        "    for (int j = 0; j < n; j++) { row[j] = expf(row[j] - max); sum += row[j]; }\n"
+                        "    for (int j = 0; j < n; j++) row[j] = j < valid_len ? row[j] / sum : 0.0f;\n}\n",
+                        NULL);
+    expect_verdict(&r, 1, "(the smallest that fails)");
+    cr_expect(r.out && strstr(r.out, "  the case: n = "), "%s", r.out);
+    cr_expect(r.out && strstr(r.out, "  your row =\n"), "%s", r.out);
+    cr_expect(r.out && strstr(r.out, "what broke: row sums to "), "%s", r.out);
+    cr_expect(r.out && strstr(r.out, "read hint 1 of exercise 2.2 in 02_softmax_mask/README.md"),
+              "%s", r.out);
+    run_result_free(&r);
+}
