@@ -70,9 +70,12 @@ REPO_PROGRAMS := $(foreach src,$(if $(TRACKED_SRC),$(filter $(TRACKED_SRC),$(PRO
 
 # What `make run` runs, in the order a learner reads them: each chapter's
 # own program, then the extra programs a chapter lists in RUN_AFTER_<chapter>
-# (chapter 03's cost table and chapter 05's training run, a few seconds each).
+# (chapter 03's cost table, chapter 05's heads drawn and its training run,
+# under a second each). RUN_PAGES names, as program:page, the page that
+# explains a program when it is not its chapter's README.
 RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
-RUN_AFTER_05_multihead := $(OUT)/05_multihead/train
+RUN_AFTER_05_multihead := $(OUT)/05_multihead/head_grid $(OUT)/05_multihead/train
+RUN_PAGES := train:training.md
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 # A learner's own program (a source git does not track) is built with its
@@ -146,11 +149,13 @@ $(CHAPTERS):
 run: $(PROGRAMS)
 	@for p in $(RUN_ORDER); do \
 	  chapter=$$(basename $$(dirname $$p)); \
+	  page=README.md; \
+	  for m in $(RUN_PAGES); do [ "$${m%%:*}" != "$$(basename $$p)" ] || page=$${m#*:}; done; \
 	  title=$$(head -n 1 $$chapter/README.md | sed 's/^# *//; s/`//g'); \
 	  echo; echo "=================================================================="; \
 	  echo "== $$title"; \
 	  echo "== program: $$p"; \
-	  echo "== text:    $$chapter/README.md"; \
+	  echo "== text:    $$chapter/$$page"; \
 	  echo "=================================================================="; echo; \
 	  $$p || exit 1; \
 	done; \
@@ -392,9 +397,10 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 .PRECIOUS: build/fuzz/%_fuzz
 
 # Every program make linked (built.txt), whether or not its source is
-# still there, then everything under build/.
+# still there, then everything under build/, and export/, the folder that
+# chapter 05's PyTorch export writes.
 clean:
-	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests tests/kill_shim.so plots
+	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests tests/kill_shim.so plots export
 
 .PHONY: all programs run test program-list criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

@@ -174,8 +174,6 @@ static KillTally kill_at_every_step(const KillCase *c)
     }
     cr_log_info("kill harness: %s: %d kill points, old set %d, new set %d, mixed %d",
                 c->program, tally.tried, tally.old_set, tally.new_set, tally.mixed);
-    printf("kill harness: %s %s: %d kill points: old set %d, new set %d, mixed %d\n",
-           c->program, c->args[0], tally.tried, tally.old_set, tally.new_set, tally.mixed);
     snapshot_free(sets[0]);
     snapshot_free(sets[1]);
     char command[200];
