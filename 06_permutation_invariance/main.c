@@ -161,10 +161,12 @@ static int show_weights(const Options *opts, const Tensor *X, const int *perm)
     heatmap_terminal(stdout, A_PX, "weights(P X)");
     int status = 0;
     if (opts->plot_dir) {
+        /* the title carries perm, so the moved rows can be traced in the picture */
         const char *titles[3] = {"A = weights(X)", "weights(P X)", "P A P^T"};
-        status = plot_heatmaps_titled(opts->plot_dir, "permutation_weights",
-                                      "sequence 0: weights(P X) = P A P^T", panels, "keys",
-                                      "queries", titles);
+        char title[128];
+        snprintf(title, sizeof title, "sequence 0, perm = %s: weights(P X) = P A P^T", pbuf);
+        status = plot_heatmaps_titled(opts->plot_dir, "permutation_weights", title, panels,
+                                      "keys", "queries", titles);
         if (status == 0)
             printf("wrote %s/permutation_weights.dat and .gp (render with gnuplot)\n",
                    opts->plot_dir);
