@@ -10,7 +10,7 @@
  * whole previous set or the whole new one, and the next run must succeed
  * and leave nothing of the killed one behind.
  */
-#define _POSIX_C_SOURCE 200809L   /* mkdtemp */
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
