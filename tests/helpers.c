@@ -1,5 +1,5 @@
 /* helpers.c - see helpers.h. */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include "helpers.h"
 
 #include <criterion/criterion.h>

@@ -5,7 +5,7 @@
  * made by fixtures/make_attention_fixtures.py with d2l's
  * DotProductAttention in eval mode), and properties of dropout.
  */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  * Runs of the sanitizer build keep checking memory errors here, but not
  * leaks: a program that stops on an error does not free what it holds.
  */
-#define _XOPEN_SOURCE 700
+#include "platform_names.h"   /* first: nftw (XSI), and on macOS the rest */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>

@@ -9,7 +9,7 @@
  * The PyTorch references are in tests/fixtures/multihead/<case>/, made by
  * tests/fixtures/make_multihead_fixtures.py (its README lists the cases).
  */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

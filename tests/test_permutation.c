@@ -7,7 +7,7 @@
  * Legend: B = batch_size, T = tokens, K = key-value pairs, H = num_heads,
  * D = num_hiddens.
  */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <float.h>

@@ -2,7 +2,7 @@
  * test_platform.c - the platform file's answers (common/platform.c): the
  * units of memory figures, the directory exchange, the lock.
  */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: _SC_NPROCESSORS_ONLN, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * Hand-computed values, PyTorch references (fixtures/softmax_ref.h, made by
  * fixtures/make_attention_fixtures.py), and properties on seeded inputs.
  */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * fileset.c - the one writer of sets of files, and the signals. See
  * fileset.h for the steps and what they promise.
  */
-#define _XOPEN_SOURCE 700   /* realpath (XSI); mkdtemp and the *at calls are POSIX 2008 */
+#include "platform_names.h"   /* first: realpath (XSI), O_NOFOLLOW and mkdtemp on macOS */
 #include "io/fileset.h"
 
 #include <dirent.h>

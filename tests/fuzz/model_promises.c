@@ -23,7 +23,7 @@
  *     averages (v) of 0 or more, whose square root the next step takes;
  *   - loading never blocks (a named pipe) and never leaks (LeakSanitizer).
  */
-#define _POSIX_C_SOURCE 200809L
+#include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
