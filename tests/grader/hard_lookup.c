@@ -1,0 +1,62 @@
+/* hard_lookup.c - grades exercise 1.3, the dictionary as attention: the key
+ * that matches the query best. The reference is the argmax of matmul_bt's
+ * scores (common/ops.c), the first on a tie. Half the cases are the
+ * dictionary itself, one-hot keys and a one-hot query that may match none.
+ * refuses: matmul_bt matmul_bt_raw */
+#include "exercises.h"
+#include "grader.h"
+#include "ops.h"
+
+#include <stdlib.h>
+
+static void one_hot(float *row, int size, int i)
+{
+    for (int j = 0; j < size; j++)
+        row[j] = j == i ? 1.0f : 0.0f;
+}
+
+static void grade_case(Rng *rng, int index)
+{
+    int num_keys = index == 0 ? 1 : draw_size(rng, index, 100, 1, 6);
+    int d = index == 1 ? 1 : draw_size(rng, index, 100, 1, 7);
+    bool dictionary = index % 2 == 0;
+    if (dictionary && d < num_keys + 1)
+        d = num_keys + 1;   /* room for a word that is no key */
+    case_describe("n_k = %d, d = %d, %s", num_keys, d,
+                  dictionary ? "one-hot keys and query (a dictionary)" : "real-valued vectors");
+    Tensor *query = draw_normal(rng, 1.0f, SHAPE(1, d));
+    Tensor *keys = draw_normal(rng, 1.0f, SHAPE(num_keys, d));
+    if (dictionary) {
+        /* key j is word perm[j]; the query is any word, a key or not */
+        int *perm = checked_malloc("hard_lookup", (size_t)d, sizeof(int));
+        rng_permutation(rng, perm, d);
+        for (int j = 0; j < num_keys; j++)
+            one_hot(keys->data + (size_t)j * d, d, perm[j]);
+        one_hot(query->data, d, (int)rng_below(rng, (uint32_t)d));
+        free(perm);
+    }
+    case_input("query", query);
+    case_input("keys", keys);
+
+    Tensor *scores = case_keep(matmul_bt(query, keys));
+    int expected = 0;
+    for (int j = 1; j < num_keys; j++)
+        if (scores->data[j] > scores->data[expected])
+            expected = j;
+
+    case_calling();
+    int got = my_hard_lookup(query->data, keys->data, num_keys, d);
+    case_called();
+
+    expect_that(got >= 0 && got < num_keys, 1, "your lookup returned %d, not a key index 0..%d",
+                got, num_keys - 1);
+    expect_that(scores->data[got] >= scores->data[expected], 2,
+                "your lookup returned key %d, whose dot product with the query is %.6g; key %d "
+                "has %.6g", got, (double)scores->data[got], expected,
+                (double)scores->data[expected]);
+    expect_that(got == expected, 3,
+                "your lookup returned key %d; keys %d and %d tie, and the first one wins", got,
+                expected, got);
+}
+
+const Exercise exercise = {"hard_lookup", "01_dot_product", "1.3", 100, grade_case};

@@ -1,0 +1,49 @@
+/* soft_lookup.c - grades exercise 1.4, the soft lookup
+ * softmax(queries keys^T) values, against unscaled_attention
+ * (common/worked_example.c). softmax_row and softmax (common/softmax.h) may
+ * be called; the scores reach the thousands, where a softmax that does not
+ * subtract its maximum overflows.
+ * refuses: unscaled_attention dot_product_attention dot_product_attention_cache */
+#include "exercises.h"
+#include "grader.h"
+#include "softmax.h"
+#include "worked_example.h"
+
+static void grade_case(Rng *rng, int index)
+{
+    int num_queries = index == 0 ? 1 : draw_size(rng, index, 100, 1, 4);
+    int num_keys = index == 1 ? 1 : draw_size(rng, index, 100, 1, 5);
+    int d = draw_size(rng, index, 100, 1, 5), v = index == 2 ? 1 : draw_size(rng, index, 100, 1, 6);
+    float scale = index % 4 == 3 ? 30.0f : 1.0f;
+    case_describe("T = %d, n_k = %d, d = %d, v = %d, queries and keys up to about %g",
+                  num_queries, num_keys, d, v, (double)scale);
+    const Tensor *queries =
+        case_input("queries", draw_normal(rng, scale, SHAPE(num_queries, d)));
+    const Tensor *keys = case_input("keys", draw_normal(rng, scale, SHAPE(num_keys, d)));
+    const Tensor *values = case_input("values", draw_normal(rng, 1.0f, SHAPE(num_keys, v)));
+
+    Tensor *expected = case_keep(unscaled_attention(queries, keys, values, NULL));
+    case_calling();
+    Tensor *got = case_keep(my_soft_lookup(queries, keys, values));
+    case_called();
+
+    expect_tensor("output", got, SHAPE(num_queries, v), 1);
+    expect_finite("output", got, 2);
+    /* each output row is a convex mix of value rows: inside their range */
+    for (int t = 0; t < num_queries; t++)
+        for (int c = 0; c < v; c++) {
+            float low = AT2(values, 0, c), high = low;
+            for (int j = 1; j < num_keys; j++) {
+                low = AT2(values, j, c) < low ? AT2(values, j, c) : low;
+                high = AT2(values, j, c) > high ? AT2(values, j, c) : high;
+            }
+            float y = AT2(got, t, c);
+            expect_that(y >= low - 1e-5f && y <= high + 1e-5f, 2,
+                        "output[%d, %d] is %.6g, outside the values' column %d (%.6g to %.6g): "
+                        "weights that sum to 1 cannot leave it", t, c, (double)y, c, (double)low,
+                        (double)high);
+        }
+    expect_close("output", expected, got, 1e-5, 1e-4, 3);
+}
+
+const Exercise exercise = {"soft_lookup", "01_dot_product", "1.4", 100, grade_case};
