@@ -28,7 +28,7 @@
 
 static const char PROG[] = "additive";
 
-enum { MAX_POINTS = 10000, NUM_SIGMAS = 5, BINS = 10 };
+enum { MAX_POINTS = 1000, NUM_SIGMAS = 5, BINS = 10 };
 static const float SIGMAS[NUM_SIGMAS] = {0.1f, 0.2f, 0.5f, 1.0f, 2.0f};
 enum { DRAWN_NARROW = 1, DRAWN_WIDE = 3 };   /* sigma 0.2 and 1, the drawings */
 
@@ -131,6 +131,11 @@ static Tensor *part1_additive(Rng *rng)
     tensor_print_named("attention_weights (2, 1, 10)", weights);
     tensor_print_named("output (2, 1, 4)", output);
     check_weights(weights, lens);
+    double w_v_l1 = 0.0;   /* each tanh is in (-1, 1): |score| < |w_v|_1 */
+    for (size_t c = 0; c < layer.w_v->size; c++)
+        w_v_l1 += fabs(layer.w_v->data[c]);
+    printf("every score lies within +-|w_v|_1 = +-%.4f, so two weights of a row differ\n"
+           "by a factor of at most exp(2 |w_v|_1) = %.2f\n", w_v_l1, exp(2.0 * w_v_l1));
     Tensor *drawn = tensor_select(weights, 1, 0);   /* weights[:, 0] (2, 10) */
     heatmap_terminal(stdout, drawn, "weights: one row per sequence, keys across");
     with_d2l_ones(&layer, queries, values, valid_lens);
