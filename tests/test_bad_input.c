@@ -799,6 +799,7 @@ static void symlink_loop(const char *dir)
 #define DROPOUT "03_self_attention/exercise_dropout_average"
 #define STREAMING "03_self_attention/streaming"
 #define BACKWARD "03_self_attention/backward"
+#define ADDITIVE "03_self_attention/additive"
 #define TRANSPOSE "04_transpose_qkv/transpose_qkv"
 #define SPLIT "04_transpose_qkv/exercise_head_split"
 #define MULTI "05_multihead/multihead"
@@ -969,6 +970,12 @@ static BadInput rows[] = {
      NULL},
     {BACKWARD, "--jacobian-max 99999999999", 2, "--jacobian-max expects a whole number", NULL},
     {BACKWARD, "--seed -1", 2, "--seed expects a whole number", NULL},
+    {ADDITIVE, "--points 1", 2, "--points expects a whole number from 2 to 1000, got '1'", NULL},
+    {ADDITIVE, "--points 1001", 2, "--points expects a whole number from 2 to 1000", NULL},
+    {ADDITIVE, "--noise -0.5", 2, "--noise expects a number from 0 to 10, got '-0.5'", NULL},
+    {ADDITIVE, "--noise nan", 2, "--noise expects a number from 0 to 10, got 'nan'", NULL},
+    {ADDITIVE, "--hiddens 8", 2, "unknown option '--hiddens'", NULL},
+    {ADDITIVE, "--plot @/missing", 2, "--plot: directory '", "@/missing/kernel_fit.dat"},
     {STREAMING, "--block 0", 2, "--block expects a whole number from 1 to 6, got '0'", NULL},
     {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
     {STREAMING, "--batch 65", 2, "--batch expects a whole number from 1 to 64", NULL},
