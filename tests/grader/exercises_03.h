@@ -8,7 +8,7 @@ Tensor *my_scaled_scores(const Tensor *queries, const Tensor *keys);
 /* 3.2 queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), valid_lens
  * NULL, (B,) or (B, T) -> output (B, T, v), new; *weights receives the
  * attention weights (B, T, n_k), new. */
-Tensor *my_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
+Tensor *my_dot_product_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
                      const ValidLens *valid_lens, Tensor **weights);
 /* 3.3 X (B, n, d) -> causal self-attention (B, n, d), new: queries = keys =
  * values = X, and token i sees tokens 0 .. i. */
@@ -17,3 +17,6 @@ Tensor *my_causal_self_attention(const Tensor *X);
  * be masked, exactly 0), grad_weights dL/dp (n,) -> grad_scores dL/ds (n,). */
 void my_softmax_row_backward(const float *weights, const float *grad_weights,
                              float *grad_scores, int n);
+/* 3.5 The values' gradient: weights P (B, T, n_k), grad_output dO (B, T, v)
+ * -> grad_values dV = P^T dO (B, n_k, v), new. */
+Tensor *my_attention_grad_values(const Tensor *weights, const Tensor *grad_output);

@@ -13,8 +13,11 @@ static void grade_case(Rng *rng, int index)
 {
     int n = index < 3 ? index + 1 : draw_size(rng, index, 100, 1, 8);
     int valid_len = index < 3 ? n : draw_int(rng, 0, n);
-    case_describe("n = %d, the weights of a softmax masked at valid_len %d", n, valid_len);
-    Tensor *weights = draw_normal(rng, 2.0f, SHAPE(n));
+    /* scores up to 1e4 now and then: weights of 0 and 1, nearly one-hot */
+    float scale = fmaxf(2.0f, draw_scale(rng, index));
+    case_describe("n = %d, the weights of a softmax of scores up to about %g, masked at "
+                  "valid_len %d", n, (double)scale, valid_len);
+    Tensor *weights = draw_normal(rng, scale, SHAPE(n));
     masked_softmax_row(weights->data, n, valid_len);
     case_input("weights", weights);
     const Tensor *grad_weights = case_input("grad_weights", draw_normal(rng, 1.0f, SHAPE(n)));
@@ -41,6 +44,15 @@ static void grade_case(Rng *rng, int index)
     expect_that(fabs(sum) <= 1e-5 + 1e-4 * size, 2,
                 "grad_scores sums to %.6g, must sum to 0: adding one number to every score "
                 "leaves the weights as they are", sum);
+    /* the right numbers with the wrong sign: name it */
+    bool negated = true, nonzero = false;
+    for (int j = 0; j < n; j++) {
+        negated = negated && fabsf(got[j] + expected[j]) <= 1e-6f + 1e-4f * fabsf(expected[j]);
+        nonzero = nonzero || fabsf(expected[j]) > 1e-6f;
+    }
+    expect_that(!(negated && nonzero), 2,
+                "grad_scores is the gradient times -1: dL/ds_j = p_j (dL/dp_j - sum_i dL/dp_i "
+                "p_i), the row's own gradient first");
     expect_close_floats("grad_scores", expected, got, SHAPE(n), 1e-6, 1e-4, 3);
 }
 

@@ -9,11 +9,11 @@
  *     output  = weights @ values
  * You may call masked_softmax (softmax.h, chapter 02).
  *
- * Grade it:  make check EXERCISE=03_self_attention/exercises/attention.c
+ * Grade it:  make check EXERCISE=03_self_attention/exercises/dot_product_attention.c
  */
 #include "exercises.h"
 
-Tensor *my_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
+Tensor *my_dot_product_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
                      const ValidLens *valid_lens, Tensor **weights)
 {
     not_started();   /* delete this line when you begin */

@@ -1,5 +1,6 @@
 /*
- * Exercise 3.2, worked answer: scaled dot-product attention.
+ * Exercise 3.2, worked answer: scaled dot-product attention (d2l's
+ * DotProductAttention, evaluation mode).
  *
  * The chapter's passes: scores, masked softmax (chapter 02's, which keeps
  * masked weights at exactly 0), then the weighted sum of values.
@@ -9,7 +10,7 @@
 
 #include <math.h>
 
-Tensor *my_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
+Tensor *my_dot_product_attention(const Tensor *queries, const Tensor *keys, const Tensor *values,
                      const ValidLens *valid_lens, Tensor **weights)
 {
     int batch = queries->shape[0], num_queries = queries->shape[1];
