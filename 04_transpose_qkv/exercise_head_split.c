@@ -1,15 +1,16 @@
 /*
- * exercise_head_split - worked solutions to chapter 04's exercises 2 and 3.
+ * exercise_head_split - a worked solution to chapter 04's "Sequence first"
+ * exercise, after the formulas of exercise 4.1 checked beside the mistake's.
  *
  * Legend: B = batch_size, T = num_queries (tokens), H = num_heads,
  * D = num_hiddens, d = D / H.
  *
- * Exercise 2: where does X[b, t, j] land after transpose_qkv, and where does
+ * Where does X[b, t, j] land after transpose_qkv, and where does
  * the classic mistake (a reshape straight to (B, H, T, d)) put it? Both
  * answers are formulas; this program checks them on every element of
  * several shapes, and counts how many elements the mistake moves.
  *
- * Exercise 3: PyTorch's nn.MultiheadAttention works sequence first,
+ * Sequence first: PyTorch's nn.MultiheadAttention works sequence first,
  * (T, B, D), unless batch_first=True. Split heads for that layout, directly
  * and the way PyTorch writes it (view as (T, B*H, d), then transpose), and
  * check both against transpose_qkv of the batch-first tensor.
@@ -31,7 +32,7 @@ static const int SHAPES[][4] = {
 };
 enum { NUM_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
-/* Exercise 2, the right split: X[b, t, j] -> out[b*H + j / d, t, j % d].
+/* The right split: X[b, t, j] -> out[b*H + j / d, t, j % d].
  * Returns how many elements of x (B, T, D) break the formula. */
 static int check_right_formula(const Tensor *x, const Tensor *split, int H)
 {
@@ -44,7 +45,7 @@ static int check_right_formula(const Tensor *x, const Tensor *split, int H)
     return broken;
 }
 
-/* Exercise 2, the mistake: a reshape keeps the order of memory, so inside
+/* The mistake: a reshape keeps the order of memory, so inside
  * sequence b the element at offset f = t*D + j goes to head f / (T*d),
  * position (f / d) % T, column f % d. Returns how many elements break that
  * formula (none, if it is right) and, in *misplaced, how many of them do not
@@ -65,7 +66,7 @@ static int check_wrong_formula(const Tensor *x, const Tensor *wrong, int H, int 
     return broken;
 }
 
-/* Exercise 3: x_seq (T, B, D) -> out (B*H, T, d), directly:
+/* Sequence first: x_seq (T, B, D) -> out (B*H, T, d), directly:
  * x_seq[t, b, h*d + i] -> out[b*H + h, t, i]. */
 static Tensor *transpose_qkv_seq_first(const Tensor *x_seq, int num_heads)
 {
@@ -88,7 +89,7 @@ static Tensor *transpose_qkv_seq_first(const Tensor *x_seq, int num_heads)
     return out;
 }
 
-/* Exercise 3, PyTorch's two lines (F.multi_head_attention_forward):
+/* Sequence first, PyTorch's two lines (F.multi_head_attention_forward):
  *     q = q.contiguous().view(T, B * H, d).transpose(0, 1)
  * The view cuts each (B, D) slice of token t into B*H rows of d, already in
  * the order b*H + h; the transpose brings the token index second. */
@@ -103,11 +104,11 @@ static Tensor *transpose_qkv_seq_first_pytorch(const Tensor *x_seq, int num_head
     return out;
 }
 
-/* Exercise 2 on every shape: returns how many checks failed. */
+/* The formulas on every shape: returns how many checks failed. */
 static int exercise2_where_elements_land(Rng *rng)
 {
     int failures = 0;
-    printf("Exercise 2: where X[b, t, j] lands\n"
+    printf("Where X[b, t, j] lands, and where the classic mistake puts it\n"
            "  right split   X[b, t, j] -> out[b*H + j/d, t, j %% d]\n"
            "  the mistake   f = t*D + j, X[b, t, j] -> out[b*H + f/(T*d), (f/d) %% T, f %% d]\n\n"
            "   shape (B, T, D)  H   right formula   mistake formula   moved by the mistake\n");
@@ -135,11 +136,11 @@ static int exercise2_where_elements_land(Rng *rng)
     return failures;
 }
 
-/* Exercise 3 on every shape: returns how many checks failed. */
+/* Sequence first on every shape: returns how many checks failed. */
 static int exercise3_sequence_first(Rng *rng)
 {
     int failures = 0;
-    printf("\nExercise 3: sequence-first input (T, B, D), PyTorch's default layout\n"
+    printf("\nSequence first: input (T, B, D), PyTorch's default layout\n"
            "   shape (T, B, D)  H   direct loop   view + transpose   largest difference\n");
     for (int s = 0; s < NUM_SHAPES; s++) {
         const int B = SHAPES[s][0], T = SHAPES[s][1], D = SHAPES[s][2], H = SHAPES[s][3];
