@@ -1,0 +1,81 @@
+/* equivariance_gap.c - grades exercise 6.3, measuring how far a function
+ * of the tokens is from equivariance, max |f(P X) - P f(X)|, against the
+ * same measure made with permute_tokens (common/permute_tokens.c). Three
+ * functions take turns: self-attention (equivariant: a gap of rounding
+ * size), self-attention after positional encodings and causal
+ * self-attention (not equivariant: a large gap), so a constant answer
+ * fails. Under the identity permutation every gap is exactly 0.
+ * refuses: equivariance_gap equivariance_table */
+#include "exercises.h"
+#include "attention.h"
+#include "grader.h"
+#include "permute_tokens.h"
+#include "positional.h"
+
+#include <math.h>
+
+static Tensor *plain(const Tensor *X) { return self_attend(NULL, X, NULL, NULL); }
+
+static Tensor *with_positions(const Tensor *X)
+{
+    Tensor *Y = add_positional_encoding(X);
+    Tensor *out = self_attend(NULL, Y, NULL, NULL);
+    tensor_free(Y);
+    return out;
+}
+
+static Tensor *causal(const Tensor *X)
+{
+    ValidLens *mask = valid_lens_causal(X->shape[0], X->shape[1]);
+    Tensor *out = dot_product_attention(X, X, X, mask, NULL, NULL);
+    valid_lens_free(mask);
+    return out;
+}
+
+static void grade_case(Rng *rng, int index)
+{
+    static const char *const names[] = {"self-attention", "self-attention after positions",
+                                        "causal self-attention"};
+    Tensor *(*const functions[])(const Tensor *) = {plain, with_positions, causal};
+    int which = index % 3;
+    int batch = index < 3 ? 1 : draw_size(rng, index, 120, 1, 3);
+    int T = draw_size(rng, index, 120, 2, 6), D = draw_size(rng, index, 120, 2, 5);
+    bool identity = index % 7 == 6;
+    case_describe("f = %s, B = %d, T = %d, D = %d, %s", names[which], batch, T, D,
+                  identity ? "the identity permutation" : "a random permutation");
+    const Tensor *X = case_input("X", draw_normal(rng, 1.0f, SHAPE(batch, T, D)));
+    static int perm[16];
+    for (int i = 0; i < T; i++)
+        perm[i] = i;
+    if (!identity)
+        while (true) {   /* a permutation that moves something */
+            rng_permutation(rng, perm, T);
+            bool moved = false;
+            for (int i = 0; i < T; i++)
+                moved |= perm[i] != i;
+            if (moved)
+                break;
+        }
+    case_ints("perm", perm, T);
+
+    Tensor *fX = case_keep(functions[which](X));
+    Tensor *PX = case_keep(permute_tokens(X, perm));
+    Tensor *fPX = case_keep(functions[which](PX));
+    Tensor *PfX = case_keep(permute_tokens(fX, perm));
+    float expected = tensor_max_abs_diff(fPX, PfX);
+
+    case_calling();
+    float got = my_equivariance_gap(functions[which], X, perm);
+    case_called();
+
+    expect_that(isfinite(got) && got >= 0.0f, 1, "your gap is %g; a largest difference is a "
+                "finite number, 0 or more", (double)got);
+    expect_that(!identity || got == 0.0f, 2,
+                "your gap is %g under the identity permutation, where f(P X) and P f(X) are "
+                "the same computation: it must be exactly 0", (double)got);
+    expect_that(fabsf(got - expected) <= 1e-6f + 1e-5f * expected, 2,
+                "your gap is %g; max |f(P X) - P f(X)| is %g for %s", (double)got,
+                (double)expected, names[which]);
+}
+
+const Exercise exercise = {"equivariance_gap", "06_permutation_invariance", "6.3", 120, grade_case};
