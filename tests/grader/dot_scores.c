@@ -21,6 +21,18 @@ static void grade_case(Rng *rng, int index)
     case_called();
 
     expect_tensor("scores", got, SHAPE(num_queries, num_keys), 1);
+    /* the keys read as columns, keys->data[p * n_k + j]: name that mistake */
+    if (num_keys > 1 && d > 1) {
+        Tensor *columns = case_keep(tensor_zeros(SHAPE(num_queries, num_keys)));
+        for (int i = 0; i < num_queries; i++)
+            for (int j = 0; j < num_keys; j++)
+                for (int p = 0; p < d; p++)
+                    AT2(columns, i, j) += AT2(queries, i, p) * keys->data[p * num_keys + j];
+        expect_that(!tensor_allclose(got, columns, 1e-5f, 1e-5f, NULL) ||
+                        tensor_allclose(expected, columns, 1e-5f, 1e-5f, NULL), 2,
+                    "your scores read key j as a column, keys->data[p * n_k + j]; keys are "
+                    "stored one per row, so element p of key j is keys->data[j * d + p]");
+    }
     /* a sum of d products, each rounded: 1e-5 absolute on values near 1 */
     expect_close("scores", expected, got, 1e-5, 1e-5, 2);
 }
