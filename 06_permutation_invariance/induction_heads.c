@@ -58,7 +58,7 @@ static int max_period(const Options *opt) { return opt->length / 2; }
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.seed = 0, .vocab = 64, .length = 32, .num_hiddens = 64, .num_heads = 2,
-                   .steps = 600, .batch = 32, .seeds = 8, .examples = 200, .num_threads = 2,
+                   .steps = 400, .batch = 32, .seeds = 8, .examples = 200, .num_threads = 2,
                    .lr = 0.003f};
     const CliOption options[] = {
         {"--vocab", CLI_INT, &opt.vocab, .min = 2, .max = 512, .metavar = "V",
@@ -645,6 +645,26 @@ static HeldOut held_out_new(const Options *opt)
     return h;
 }
 
+/* --to DIR: the model's files, and beside them the held-out tokens
+ * (B * (T + 1) ints) and the model's loss on each prediction (B * T), so
+ * that tests/fixtures/make_induction_fixtures.py --check DIR can redo the
+ * losses in PyTorch. */
+static int save_model(const Options *opt, const InductionModel *model, const HeldOut *held_out,
+                      char *err, size_t err_len)
+{
+    const int B = held_out->count, T = opt->length;
+    Tensor *losses = tensor_zeros(SHAPE(B * T));
+    induction_losses(model, held_out->tokens, B, losses->data);
+    ModelFile files[INDUCTION_MAX_FILES + 2];
+    memcpy(files, model->files, (size_t)model->num_files * sizeof *files);
+    files[model->num_files] = (ModelFile){.name = "heldout_tokens", .ints = held_out->tokens,
+                                          .num_ints = B * (T + 1)};
+    files[model->num_files + 1] = (ModelFile){.name = "heldout_losses", .parts = {losses}};
+    const int status = model_save(opt->to_dir, files, model->num_files + 2, err, err_len);
+    tensor_free(losses);
+    return status;
+}
+
 /* --from DIR: the model as saved, then parts 3 and 4. */
 static int run_from(const Options *opt, const HeldOut *held_out)
 {
@@ -705,8 +725,7 @@ int main(int argc, char **argv)
             part5_seeds(&opt, results);
             if (opt.to_dir != NULL) {
                 char err[MODEL_ERR_LEN];
-                if (model_save(opt.to_dir, results[0].model->files, results[0].model->num_files,
-                               err, sizeof err) == 0)
+                if (save_model(&opt, results[0].model, &held_out, err, sizeof err) == 0)
                     printf("\nsaved seed %llu's two-layer model in %s\n",
                            (unsigned long long)opt.seed, opt.to_dir);
                 else {
