@@ -58,7 +58,7 @@ static int max_period(const Options *opt) { return opt->length / 2; }
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.seed = 0, .vocab = 64, .length = 32, .num_hiddens = 64, .num_heads = 2,
-                   .steps = 400, .batch = 32, .seeds = 8, .examples = 200, .num_threads = 2,
+                   .steps = 600, .batch = 32, .seeds = 8, .examples = 200, .num_threads = 2,
                    .lr = 0.003f};
     const CliOption options[] = {
         {"--vocab", CLI_INT, &opt.vocab, .min = 2, .max = 512, .metavar = "V",
@@ -133,6 +133,7 @@ typedef struct {
     double previous[MAX_HEADS_ALL];            /* per head, layer-major */
     double induction[MAX_HEADS_ALL];
     double ablated[MAX_HEADS_ALL];             /* repeated-part loss, that head silenced */
+    double ablated_layer[MAX_LAYERS];          /* the same, every head of the layer silenced */
 } Measures;
 
 /* Everything a seed's job produces. */
@@ -224,13 +225,20 @@ static Measures measure(InductionModel *model, const HeldOut *held_out)
     free(inputs);
 
     float *saved = checked_calloc(PROG, (size_t)D * D, sizeof *saved);
-    for (int l = 0; l < model->num_layers; l++)
+    const size_t head_floats = (size_t)D * D / (size_t)H;
+    double first;
+    for (int l = 0; l < model->num_layers; l++) {
         for (int h = 0; h < H; h++) {
-            double first;
             induction_ablate_head(model, l, h, saved);
             m.ablated[l * H + h] = heldout_parts(model, held_out, losses, &first);
             induction_restore_head(model, l, h, saved);
         }
+        for (int h = 0; h < H; h++)
+            induction_ablate_head(model, l, h, saved + h * head_floats);
+        m.ablated_layer[l] = heldout_parts(model, held_out, losses, &first);
+        for (int h = 0; h < H; h++)
+            induction_restore_head(model, l, h, saved + h * head_floats);
+    }
     free(saved);
     free(losses);
     return m;
@@ -363,7 +371,7 @@ static int part2_training(const Options *opt, const SeedResult *r)
     printf("Part 2. Seed %llu's training: the loss of each part, on each step's batch\n\n"
            "   step   first part   repeated part   in-context gain\n",
            (unsigned long long)opt->seed);
-    const int every = opt->steps >= 500 ? 50 : opt->steps >= 100 ? 10 : 1;
+    const int every = opt->steps >= 200 ? 50 : opt->steps >= 20 ? 10 : 1;
     for (int s = every; s <= opt->steps; s += every)
         printf("  %5d   %10.3f   %13.3f   %15.3f\n", s, (double)r->first_curve[s - 1],
                (double)r->repeated_curve[s - 1],
@@ -510,6 +518,9 @@ static void part4_ablation(const Options *opt, const InductionModel *model, cons
         for (int h = 0; h < H; h++)
             printf("  layer %d, head %d   %13.3f   %14.2f\n", l + 1, h, m->ablated[l * H + h],
                    m->ablated[l * H + h] / log_v);
+    for (int l = 0; l < L; l++)
+        printf("  all of layer %d   %13.3f   %14.2f\n", l + 1, m->ablated_layer[l],
+               m->ablated_layer[l] / log_v);
     if (r != NULL)
         printf("\nThe one-layer model of the same width, same seed and batches: first part\n"
                "%.3f, repeated part %.3f (%.2f of log %d).\n\n", r->one_layer_first,
@@ -579,6 +590,7 @@ static void part5_seeds(const Options *opt, const SeedResult *results)
     int succeeded = 0, found = 0, clear = 0, control_failed = 0;
     double phase[MAX_SEEDS], prev[MAX_SEEDS], ind[MAX_SEEDS], rep[MAX_SEEDS];
     double abl_prev[MAX_SEEDS], abl_ind[MAX_SEEDS], abl_other[MAX_SEEDS], control[MAX_SEEDS];
+    double abl_layer2[MAX_SEEDS];
     int n_phase = 0;
     for (int s = 0; s < S; s++) {
         const SeedResult *r = &results[s];
@@ -604,6 +616,7 @@ static void part5_seeds(const Options *opt, const SeedResult *results)
         abl_prev[s] = v.ablate_prev;
         abl_ind[s] = v.ablate_ind;
         abl_other[s] = v.ablate_other;
+        abl_layer2[s] = r->two_layer.ablated_layer[1];
         control[s] = r->one_layer_repeated;
     }
     printf("\n  (phase: the step of the phase change; prev., ind.: the best previous-token\n"
@@ -629,6 +642,7 @@ static void part5_seeds(const Options *opt, const SeedResult *results)
     summary_line("  previous-token head silenced", abl_prev, S, "%6.3f");
     summary_line("  induction head silenced", abl_ind, S, "%6.3f");
     summary_line("  another head silenced (worst)", abl_other, S, "%6.3f");
+    summary_line("  all of layer 2 silenced", abl_layer2, S, "%6.3f");
     summary_line("repeated part, one layer", control, S, "%6.3f");
 }
 
