@@ -347,9 +347,10 @@ static void part1_task(const Options *opt, const HeldOut *held_out, bool trained
            opt->vocab, T + 1, min_period(opt), max_period(opt), P);
     for (int t = 0; t <= T; t++)
         printf(" %d%s", held_out->tokens[t], t == P - 1 ? " |" : "");
-    printf("\n\nIn the first part (predictions at t < P) the next token is new: nothing\n"
-           "can do better than a guess, log %d = %.3f. In the repeated part (t >= P)\n"
-           "token t appeared P places back, and what followed it then follows it now.\n\n",
+    printf("\n\nIn the first part (predictions at t < P) the next token is new: a guess\n"
+           "costs log %d = %.3f (a little less among the tokens not seen yet). In the\n"
+           "repeated part (t >= P) token t appeared P places back, and what followed\n"
+           "it then follows it now.\n\n",
            opt->vocab, log((double)opt->vocab));
     printf("The model: embed_tokens (%d, %d) + embed_positions (%d, %d), then %s\n"
            "causal self-attention, %d heads each, no biases, no MLP, no layer norm, each\n"
