@@ -352,7 +352,8 @@ SAN_TEST_FILTER ?= !(readmes/chapter_0[56]_quotes_match)
 SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1,2' \
   '05_multihead/head_importance --seeds 2 --steps 50 --examples 200' '05_multihead/decode --sharing --seeds 2 --steps 20' \
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
-  '06_permutation_invariance/relative_positions --train --steps 20 --seeds 2 --examples 20'
+  '06_permutation_invariance/relative_positions --train --steps 20 --seeds 2 --examples 20' \
+  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4'
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' \
 	  all build/sanitize/tests/run_tests

@@ -38,12 +38,22 @@ Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAtt
                                 const Tensor *values, LayerCache *cache,
                                 Tensor **attention_weights)
 {
+    return attention_layer_forward_masked(attend, layer, queries, keys, values, NULL, cache,
+                                          attention_weights);
+}
+
+Tensor *attention_layer_forward_masked(const AttentionLayer *attend,
+                                       const MultiHeadAttention *layer, const Tensor *queries,
+                                       const Tensor *keys, const Tensor *values,
+                                       const ValidLens *valid_lens, LayerCache *cache,
+                                       Tensor **attention_weights)
+{
     LayerCache scratch;
     LayerCache *c = cache != NULL ? cache : &scratch;
     const AttentionForward forward =
         attention_weights != NULL ? clear_attention_forward : attend->forward;
-    Tensor *out = forward(layer, queries, keys, values, NULL, false, NULL, attend->num_threads,
-                          c);
+    Tensor *out = forward(layer, queries, keys, values, valid_lens, false, NULL,
+                          attend->num_threads, c);
     if (attention_weights != NULL) {
         /* row b*H + h of (B*H, T, K) is head h of sequence b: the same
          * numbers as (B, H, T, K) */

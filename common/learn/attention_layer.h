@@ -6,7 +6,8 @@
  * Legend: B = batch_size, T = num_queries, n_k = num_keys, D = num_hiddens,
  * Dq, Dk, Dv = the layer's input sizes.
  *
- * A model (lookup_model.h, two_key_model.h, reversal_model.h) does not
+ * A model (lookup_model.h, two_key_model.h, reversal_model.h,
+ * induction_model.h) does not
  * compute attention itself: it calls the forward of the pair it holds,
  * which keeps what the backward needs in a LayerCache, and later that
  * pair's backward. The models start with the clear layer of multihead.h,
@@ -83,6 +84,14 @@ Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAtt
                                 const Tensor *queries, const Tensor *keys,
                                 const Tensor *values, LayerCache *cache,
                                 Tensor **attention_weights);
+/* The same with a mask: valid_lens NULL, (B,) or (B, T), as
+ * multihead_forward takes it (valid_lens_causal for a model that predicts
+ * the next token). attention_layer_forward is this call with NULL. */
+Tensor *attention_layer_forward_masked(const AttentionLayer *attend,
+                                       const MultiHeadAttention *layer, const Tensor *queries,
+                                       const Tensor *keys, const Tensor *values,
+                                       const ValidLens *valid_lens, LayerCache *cache,
+                                       Tensor **attention_weights);
 /* grad_output (B, T, D) -> attend's backward on its own threads, as
  * AttentionBackward says. */
 void attention_layer_backward(const AttentionLayer *attend, const MultiHeadAttention *layer,

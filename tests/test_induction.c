@@ -1,0 +1,290 @@
+/*
+ * test_induction.c - chapter 06's induction-heads model
+ * (common/learn/induction_model.c) and its task: the gradients and three
+ * Adam steps against PyTorch autograd, the backward against finite
+ * differences for one and two layers, the fast layer against the clear
+ * one, head ablation, the repeated sequences, and the program
+ * 06_permutation_invariance/induction_heads.
+ *
+ * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
+ * D = num_hiddens, V = vocabulary.
+ *
+ * The PyTorch reference is in tests/fixtures/induction/, made by
+ * tests/fixtures/make_induction_fixtures.py.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast/fast_attention_layer.h"
+#include "gradcheck.h"
+#include "helpers.h"
+#include "io/model.h"
+#include "io/npy.h"
+#include "learn/induction_model.h"
+#include "learn/loss.h"
+#include "learn/optim.h"
+#include "tensor.h"
+
+#define FIXTURE "tests/fixtures/induction"
+
+/* The fixture's sizes, as make_induction_fixtures.py sets them. */
+enum { VOCAB = 11, LENGTH = 8, HIDDENS = 8, HEADS = 2, LAYERS = 2, BATCH = 3, STEPS = 3 };
+static const float LR = 0.01f;
+
+static InductionModel *load_model(const char *dir)
+{
+    Rng rng = rng_new(0);
+    InductionModel *model = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, LAYERS, &rng);
+    char err[MODEL_ERR_LEN];
+    cr_assert_eq(model_load(dir, model->files, model->num_files, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model->saved_sizes[0], HEADS);
+    cr_assert_eq(model->saved_sizes[1], LAYERS);
+    return model;
+}
+
+/* (STEPS, B, T + 1) as ints */
+static int *load_tokens(void)
+{
+    NpyInts tokens;
+    char err[NPY_ERR_LEN];
+    cr_assert_eq(npy_load_ints(FIXTURE "/tokens.npy", &tokens, err, sizeof err), 0, "%s", err);
+    cr_assert(tokens.ndim == 3 && tokens.shape[0] == STEPS && tokens.shape[1] == BATCH &&
+              tokens.shape[2] == LENGTH + 1);
+    int *copy = malloc(sizeof(int) * STEPS * BATCH * (LENGTH + 1));
+    cr_assert(copy);
+    memcpy(copy, tokens.data, sizeof(int) * STEPS * BATCH * (LENGTH + 1));
+    npy_ints_free(&tokens);
+    return copy;
+}
+
+/* Zero, forward, cross-entropy, backward, without a step; returns the loss. */
+static double gradients(InductionModel *model, const int *tokens, int B)
+{
+    const int T = model->length;
+    int *inputs = malloc(sizeof(int) * B * T), *targets = malloc(sizeof(int) * B * T);
+    cr_assert(inputs && targets);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = tokens[b * (T + 1) + t];
+            targets[b * T + t] = tokens[b * (T + 1) + t + 1];
+        }
+    parameters_zero_grad(model->params, model->num_params);
+    InductionCache cache;
+    Tensor *logits = induction_forward(model, inputs, B, NULL, &cache);
+    const double loss = cross_entropy(logits, targets);
+    Tensor *grad_logits = cross_entropy_backward(logits, targets, 1.0f);
+    induction_backward(model, &cache, grad_logits);
+    TENSOR_FREE(grad_logits, logits);
+    induction_cache_free(&cache);
+    free(inputs);
+    free(targets);
+    return loss;
+}
+
+Test(induction, gradients_equal_pytorch_autograd)
+{
+    InductionModel *model = load_model(FIXTURE "/initial");
+    InductionModel *expected = load_model(FIXTURE "/grads");   /* gradients as values */
+    int *tokens = load_tokens();
+    char err[NPY_ERR_LEN];
+    Tensor *losses = npy_load(FIXTURE "/losses.npy", err, sizeof err);
+    cr_assert(losses, "%s", err);
+
+    const double loss = gradients(model, tokens, BATCH);
+    cr_expect(fabs(loss - losses->data[0]) <= 1e-5 * fabs(losses->data[0]),
+              "loss %.7f, PyTorch %.7f", loss, (double)losses->data[0]);
+    cr_assert_eq(model->num_params, 2 + 4 * LAYERS + 1);
+    for (int i = 0; i < model->num_params; i++) {
+        const double error = gradcheck_rel_error(model->params[i].grad,
+                                                 expected->params[i].value);
+        cr_expect(error <= 1e-5, "%s: relative error %.2e", model->params[i].name, error);
+        /* and the gradient is not all zeros: the comparison compares something */
+        cr_expect_gt(tensor_max_abs(expected->params[i].value), 1e-4f, "%s",
+                     model->params[i].name);
+    }
+    tensor_free(losses);
+    free(tokens);
+    induction_free(expected);
+    induction_free(model);
+}
+
+Test(induction, three_adam_steps_equal_pytorch)
+{
+    InductionModel *model = load_model(FIXTURE "/initial");
+    InductionModel *expected = load_model(FIXTURE "/after_3_steps");
+    int *tokens = load_tokens();
+    char err[NPY_ERR_LEN];
+    Tensor *losses = npy_load(FIXTURE "/losses.npy", err, sizeof err);
+    cr_assert(losses, "%s", err);
+    Adam *adam = adam_new(model->params, model->num_params, LR);
+    for (int step = 0; step < STEPS; step++) {
+        const double loss = induction_train_step(
+            model, adam, tokens + (size_t)step * BATCH * (LENGTH + 1), BATCH, NULL);
+        cr_expect(fabs(loss - losses->data[step]) <= 1e-5 * fabs(losses->data[step]),
+                  "step %d: loss %.7f, PyTorch %.7f", step, loss, (double)losses->data[step]);
+    }
+    for (int i = 0; i < model->num_params; i++) {
+        const double error = gradcheck_rel_error(model->params[i].value,
+                                                 expected->params[i].value);
+        cr_expect(error <= 1e-4, "%s: relative error %.2e", model->params[i].name, error);
+    }
+    adam_free(adam);
+    tensor_free(losses);
+    free(tokens);
+    induction_free(expected);
+    induction_free(model);
+}
+
+/* ---- the backward against finite differences -------------------------------- */
+
+typedef struct {
+    InductionModel *model;
+    const int *tokens;
+    int batch;
+    float *losses;
+} LossContext;
+
+static double model_loss(void *ctx)
+{
+    LossContext *c = ctx;
+    return induction_losses(c->model, c->tokens, c->batch, c->losses);
+}
+
+static void check_finite_differences(int num_layers)
+{
+    Rng rng = rng_new(7);
+    InductionModel *model = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, num_layers, &rng);
+    int tokens[2 * (LENGTH + 1)], periods[2];
+    repeats_draw(tokens, periods, 2, LENGTH, VOCAB, 2, 4, &rng);
+    gradients(model, tokens, 2);
+    float losses[2 * LENGTH];
+    LossContext ctx = {model, tokens, 2, losses};
+    for (int i = 0; i < model->num_params; i++) {
+        Tensor *numeric = gradcheck_numeric(model_loss, &ctx, model->params[i].value, 1e-2);
+        const double error = gradcheck_rel_error(model->params[i].grad, numeric);
+        cr_expect(error < 1e-3, "%s (%d layers): relative error %.2e", model->params[i].name,
+                  num_layers, error);
+        tensor_free(numeric);
+    }
+    induction_free(model);
+}
+
+Test(induction, backward_equals_finite_differences)
+{
+    check_finite_differences(1);
+    check_finite_differences(2);
+}
+
+/* The fast layer gives the clear layer's gradients, through both layers
+ * and the residual stream. */
+Test(induction, fast_layer_gradients_equal_clear)
+{
+    Rng rng = rng_new(9), again = rng_new(9);
+    InductionModel *clear = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, LAYERS, &rng);
+    InductionModel *fast = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, LAYERS, &again);
+    fast->attend = fast_attention_layer(2);
+    int tokens[4 * (LENGTH + 1)], periods[4];
+    repeats_draw(tokens, periods, 4, LENGTH, VOCAB, 2, 4, &rng);
+    const double loss_clear = gradients(clear, tokens, 4), loss_fast = gradients(fast, tokens, 4);
+    cr_expect(fabs(loss_clear - loss_fast) <= 1e-5 * loss_clear, "loss %.7f, fast %.7f",
+              loss_clear, loss_fast);
+    for (int i = 0; i < clear->num_params; i++) {
+        const double error = gradcheck_rel_error(fast->params[i].grad, clear->params[i].grad);
+        cr_expect(error <= 1e-4, "%s: relative error %.2e", clear->params[i].name, error);
+    }
+    induction_free(clear);
+    induction_free(fast);
+}
+
+/* Silencing a head changes only what passes through it, and restoring it
+ * gives back the same logits bit for bit. */
+Test(induction, ablating_a_head_zeroes_its_output)
+{
+    Rng rng = rng_new(3);
+    InductionModel *model = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, 1, &rng);
+    int tokens[LENGTH + 1], periods[1];
+    repeats_draw(tokens, periods, 1, LENGTH, VOCAB, 2, 4, &rng);
+    Tensor *before = induction_forward(model, tokens, 1, NULL, NULL);
+    float saved[HIDDENS * HIDDENS];
+    induction_ablate_head(model, 0, 1, saved);
+    /* with the only layer's head 1 silent, W_o's columns for head 1 no
+     * longer matter: zeroing them changes nothing */
+    Tensor *ablated = induction_forward(model, tokens, 1, NULL, NULL);
+    const int d = HIDDENS / HEADS;
+    for (int i = 0; i < HIDDENS; i++)
+        for (int j = d; j < 2 * d; j++)
+            AT2(model->layers[0]->W_o, i, j) = 0.0f;
+    Tensor *no_w_o = induction_forward(model, tokens, 1, NULL, NULL);
+    cr_expect_lt(tensor_max_abs_diff(ablated, no_w_o), 1e-6f);
+    cr_expect_gt(tensor_max_abs_diff(ablated, before), 1e-3f);
+    TENSOR_FREE(before, ablated, no_w_o);
+    induction_free(model);
+}
+
+/* ---- the task ------------------------------------------------------------------ */
+
+Test(induction, sequences_repeat_a_period_of_different_tokens)
+{
+    enum { B = 200, T = 32, V = 20 };
+    int *tokens = malloc(sizeof(int) * B * (T + 1)), periods[B];
+    cr_assert(tokens);
+    Rng rng = rng_new(1);
+    repeats_draw(tokens, periods, B, T, V, 8, 16, &rng);
+    int seen[17] = {0};
+    for (int b = 0; b < B; b++) {
+        const int P = periods[b], *row = tokens + b * (T + 1);
+        cr_assert(P >= 8 && P <= 16, "period %d", P);
+        seen[P] = 1;
+        for (int t = 0; t <= T; t++) {
+            cr_expect(row[t] >= 0 && row[t] < V);
+            if (t >= P)
+                cr_expect_eq(row[t], row[t - P]);
+            else
+                for (int s = 0; s < t; s++)
+                    cr_expect_neq(row[s], row[t], "sequence %d repeats a token early", b);
+        }
+    }
+    for (int P = 8; P <= 16; P++)
+        cr_expect(seen[P], "period %d never drawn", P);
+    free(tokens);
+}
+
+/* ---- the program ------------------------------------------------------------------ */
+
+#define PROGRAM "06_permutation_invariance/induction_heads"
+#define SMALL "--seeds 2 --steps 30 --examples 20 --batch 8"
+
+Test(induction, program_runs_small_and_saves_a_model_it_reads_back)
+{
+    char dir[64];
+    scratch_dir_make(dir, sizeof dir, "induction");
+    char args[256];
+    snprintf(args, sizeof args, SMALL " --to %s", dir);
+    RunResult r = run_program(PROGRAM, args);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "Part 5. Over 2 seeds"), "%s", r.out);
+    cr_expect(strstr(r.out, "saved seed 0's two-layer model"), "%s", r.out);
+    run_result_free(&r);
+
+    snprintf(args, sizeof args, "--examples 20 --from %s", dir);
+    r = run_program(PROGRAM, args);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "Part 3. The heads"), "%s", r.out);
+    run_result_free(&r);
+    scratch_dir_remove(dir);
+}
+
+Test(induction, bad_options_get_one_line)
+{
+    static const char *const cases[][2] = {
+        {"--hiddens 30 --heads 4", "does not divide"},
+        {"--vocab 8 --length 32", "fewer than 16"},
+        {"--from /nonexistent/dir", "/nonexistent/dir"},
+        {"--steps 0", "--steps"},
+    };
+    expect_bad_options(PROGRAM, cases, sizeof cases / sizeof cases[0]);
+}
