@@ -711,51 +711,53 @@ static int run_from(const Options *opt, const HeldOut *held_out)
     return status;
 }
 
+/* Every seed trained, then the parts that read seed 0's model and the
+ * table over seeds; --to saves seed 0's model. Returns the exit status. */
+static int run_experiment(const Options *opt, const HeldOut *held_out)
+{
+    part1_task(opt, held_out, true);
+    fflush(stdout);
+    SeedResult *results = checked_calloc(PROG, (size_t)opt->seeds, sizeof *results);
+    Experiment e = {opt, held_out, results};
+    seeds_run(opt->seeds, opt->num_threads, seed_job, &e);
+    int status = 0;
+    for (int s = 0; s < opt->seeds; s++)
+        if (results[s].broke) {
+            report_error(PROG, "seed %llu: the loss stopped being a number; try a "
+                         "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s));
+            status = 1;
+        }
+    if (status == 0) {
+        status |= part2_training(opt, &results[0]);
+        status |= part3_heads(opt, results[0].model, held_out, &results[0].two_layer);
+        part4_ablation(opt, results[0].model, &results[0].two_layer, &results[0]);
+        part5_seeds(opt, results);
+        if (opt->to_dir != NULL) {
+            char err[MODEL_ERR_LEN];
+            if (save_model(opt, results[0].model, held_out, err, sizeof err) == 0)
+                printf("\nsaved seed %llu's two-layer model in %s\n",
+                       (unsigned long long)opt->seed, opt->to_dir);
+            else {
+                report_error(PROG, "%s", err);
+                status = 1;
+            }
+        }
+    }
+    for (int s = 0; s < opt->seeds; s++) {
+        induction_free(results[s].model);
+        free(results[s].first_curve);
+        free(results[s].repeated_curve);
+    }
+    free(results);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     HeldOut held_out = held_out_new(&opt);
-    int status = 0;
-    if (opt.from_dir != NULL) {
-        status = run_from(&opt, &held_out);
-    } else {
-        part1_task(&opt, &held_out, true);
-        fflush(stdout);
-        SeedResult *results = checked_calloc(PROG, (size_t)opt.seeds, sizeof *results);
-        Experiment e = {&opt, &held_out, results};
-        seeds_run(opt.seeds, opt.num_threads, seed_job, &e);
-        bool broke = false;
-        for (int s = 0; s < opt.seeds; s++)
-            if (results[s].broke) {
-                report_error(PROG, "seed %llu: the loss stopped being a number; try a "
-                             "smaller --lr", (unsigned long long)(opt.seed + (uint64_t)s));
-                broke = true;
-            }
-        if (broke) {
-            status = 1;
-        } else {
-            status |= part2_training(&opt, &results[0]);
-            status |= part3_heads(&opt, results[0].model, &held_out, &results[0].two_layer);
-            part4_ablation(&opt, results[0].model, &results[0].two_layer, &results[0]);
-            part5_seeds(&opt, results);
-            if (opt.to_dir != NULL) {
-                char err[MODEL_ERR_LEN];
-                if (save_model(&opt, results[0].model, &held_out, err, sizeof err) == 0)
-                    printf("\nsaved seed %llu's two-layer model in %s\n",
-                           (unsigned long long)opt.seed, opt.to_dir);
-                else {
-                    report_error(PROG, "%s", err);
-                    status = 1;
-                }
-            }
-        }
-        for (int s = 0; s < opt.seeds; s++) {
-            induction_free(results[s].model);
-            free(results[s].first_curve);
-            free(results[s].repeated_curve);
-        }
-        free(results);
-    }
+    int status = opt.from_dir != NULL ? run_from(&opt, &held_out)
+                                      : run_experiment(&opt, &held_out);
     free(held_out.tokens);
     free(held_out.periods);
     return status;
