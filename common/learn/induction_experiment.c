@@ -1,0 +1,337 @@
+/* induction_experiment.c - the experiment of chapter 06's page "Induction
+ * heads": see induction_experiment.h. */
+#include "learn/induction_experiment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "learn/optim.h"
+#include "learn/seeds.h"
+
+static const char FUNC[] = "induction_experiment";
+
+int induction_min_period(const InductionSetup *setup) { return setup->length / 4; }
+int induction_max_period(const InductionSetup *setup) { return setup->length / 2; }
+
+/* losses (B*T) of sequences with periods (B,) -> the mean of each part. A
+ * prediction at t (of token t + 1) is in the repeated part when t >= P. */
+static void induction_part_means(const float *losses, const int *periods, int B, int T, double *first,
+                       double *repeated)
+{
+    double sums[2] = {0.0, 0.0};
+    long counts[2] = {0, 0};
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const int part = t >= periods[b];
+            sums[part] += losses[b * T + t];
+            counts[part]++;
+        }
+    *first = sums[0] / (double)counts[0];
+    *repeated = counts[1] > 0 ? sums[1] / (double)counts[1] : 0.0;
+}
+
+static double induction_heldout_parts(const InductionModel *model, const InductionHeldOut *held_out,
+                            float *losses, double *first)
+{
+    double repeated;
+    induction_losses(model, held_out->tokens, held_out->count, losses);
+    induction_part_means(losses, held_out->periods, held_out->count, model->length, first, &repeated);
+    return repeated;
+}
+
+/* weights (B, H, T, T) of one layer -> each head's two scores:
+ *   previous-token: the mean weight query t puts on key t - 1, t >= 1;
+ *   induction: the weight query t puts on the keys just after the earlier
+ *   occurrences of its token (t - P + 1, t - 2P + 1, ... >= 1), summed,
+ *   and averaged over the queries of the repeated part (t >= P). */
+static void induction_head_scores(const Tensor *weights, const InductionHeldOut *held_out, double *previous,
+                        double *induction)
+{
+    const int B = weights->shape[0], H = weights->shape[1], T = weights->shape[2];
+    for (int h = 0; h < H; h++) {
+        double prev = 0.0, ind = 0.0;
+        long n_prev = 0, n_ind = 0;
+        for (int b = 0; b < B; b++) {
+            const int P = held_out->periods[b];
+            for (int t = 1; t < T; t++) {
+                prev += AT4(weights, b, h, t, t - 1);
+                n_prev++;
+                if (t < P)
+                    continue;
+                for (int s = t - P + 1; s >= 1; s -= P)
+                    ind += AT4(weights, b, h, t, s);
+                n_ind++;
+            }
+        }
+        previous[h] = prev / (double)n_prev;
+        induction[h] = ind / (double)n_ind;
+    }
+}
+
+/* The model on the held-out set: both parts' losses, the heads' scores and
+ * the repeated part's loss with each head silenced. */
+InductionMeasures induction_measure(InductionModel *model, const InductionHeldOut *held_out)
+{
+    const int B = held_out->count, T = model->length, H = model->num_heads;
+    const int D = model->num_hiddens;
+    InductionMeasures m = {0};
+    float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
+    m.repeated = induction_heldout_parts(model, held_out, losses, &m.first);
+
+    int *inputs = checked_calloc(FUNC, (size_t)B * T, sizeof *inputs);
+    for (int b = 0; b < B; b++)
+        memcpy(inputs + (size_t)b * T, held_out->tokens + (size_t)b * (T + 1),
+               (size_t)T * sizeof *inputs);
+    Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (B, H, T, T) each */
+    Tensor *logits = induction_forward(model, inputs, B, weights, NULL);
+    for (int l = 0; l < model->num_layers; l++) {
+        induction_head_scores(weights[l], held_out, m.previous + l * H, m.induction + l * H);
+        tensor_free(weights[l]);
+    }
+    tensor_free(logits);
+    free(inputs);
+
+    float *saved = checked_calloc(FUNC, (size_t)D * D, sizeof *saved);
+    const size_t head_floats = (size_t)D * D / (size_t)H;
+    double first;
+    for (int l = 0; l < model->num_layers; l++) {
+        for (int h = 0; h < H; h++) {
+            induction_ablate_head(model, l, h, saved);
+            m.ablated[l * H + h] = induction_heldout_parts(model, held_out, losses, &first);
+            induction_restore_head(model, l, h, saved);
+        }
+        for (int h = 0; h < H; h++)
+            induction_ablate_head(model, l, h, saved + h * head_floats);
+        m.ablated_layer[l] = induction_heldout_parts(model, held_out, losses, &first);
+        for (int h = 0; h < H; h++)
+            induction_restore_head(model, l, h, saved + h * head_floats);
+    }
+    free(saved);
+    free(losses);
+    return m;
+}
+
+/* The first step at which the in-context gain (first part's loss minus the
+ * repeated part's), averaged over the last INDUCTION_WINDOW steps, reaches half of
+ * log V; 0 when it never does. */
+static int induction_phase_change_step(const float *first, const float *repeated, int steps, int vocab)
+{
+    double window = 0.0;
+    for (int s = 0; s < steps; s++) {
+        window += first[s] - repeated[s];
+        if (s >= INDUCTION_WINDOW)
+            window -= first[s - INDUCTION_WINDOW] - repeated[s - INDUCTION_WINDOW];
+        if (s >= INDUCTION_WINDOW - 1 && window / INDUCTION_WINDOW >= 0.5 * log((double)vocab))
+            return s + 1;
+    }
+    return 0;
+}
+
+/* A model of num_layers layers trained from seed's streams, on the fast
+ * layer with one thread (the threads go to the seeds). curves, when not
+ * NULL, receive each step's two part losses. NULL when the loss stops
+ * being a number. */
+static InductionModel *induction_train(const InductionSetup *setup, int num_layers, uint64_t seed,
+                             float *first_curve, float *repeated_curve)
+{
+    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
+    InductionModel *model = induction_new(setup->vocab, setup->length, setup->num_hiddens,
+                                          setup->num_heads, num_layers, &init);
+    model->attend = setup->attend;
+    Adam *adam = adam_new(model->params, model->num_params, setup->lr);
+    const int B = setup->batch, T = setup->length;
+    int *tokens = checked_calloc(FUNC, (size_t)B * (T + 1), sizeof *tokens);
+    int *periods = checked_calloc(FUNC, (size_t)B, sizeof *periods);
+    float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
+    for (int step = 1; step <= setup->steps; step++) {
+        repeats_draw(tokens, periods, B, T, setup->vocab, induction_min_period(setup), induction_max_period(setup), &data);
+        const double loss = induction_train_step(model, adam, tokens, B, losses);
+        if (!isfinite(loss)) {
+            induction_free(model);
+            model = NULL;
+            break;
+        }
+        if (first_curve != NULL) {
+            double first, repeated;
+            induction_part_means(losses, periods, B, T, &first, &repeated);
+            first_curve[step - 1] = (float)first;
+            repeated_curve[step - 1] = (float)repeated;
+        }
+    }
+    free(losses);
+    free(periods);
+    free(tokens);
+    adam_free(adam);
+    return model;
+}
+
+
+/* Job j: seed setup->seed + j, the two-layer model and the one-layer control. */
+void induction_seed_job(void *arg, int j)
+{
+    const InductionExperiment *e = arg;
+    const InductionSetup *setup = e->setup;
+    InductionSeedResult *r = &e->results[j];
+    const uint64_t seed = setup->seed + (uint64_t)j;
+    r->first_curve = checked_calloc(FUNC, (size_t)setup->steps, sizeof *r->first_curve);
+    r->repeated_curve = checked_calloc(FUNC, (size_t)setup->steps, sizeof *r->repeated_curve);
+    InductionModel *model = induction_train(setup, 2, seed, r->first_curve, r->repeated_curve);
+    InductionModel *control = induction_train(setup, 1, seed, NULL, NULL);
+    if (model == NULL || control == NULL) {
+        r->broke = true;
+        induction_free(model);
+        induction_free(control);
+        return;
+    }
+    r->phase_step = induction_phase_change_step(r->first_curve, r->repeated_curve, setup->steps,
+                                      setup->vocab);
+    r->two_layer = induction_measure(model, e->held_out);
+    const InductionMeasures c = induction_measure(control, e->held_out);
+    r->one_layer_first = c.first;
+    r->one_layer_repeated = c.repeated;
+    induction_free(control);
+    if (j == 0)
+        r->model = model;
+    else
+        induction_free(model);
+}
+
+
+InductionHeldOut induction_held_out_new(const InductionSetup *setup)
+{
+    InductionHeldOut h = {.count = setup->examples};
+    h.tokens = checked_calloc(FUNC, (size_t)h.count * (setup->length + 1), sizeof *h.tokens);
+    h.periods = checked_calloc(FUNC, (size_t)h.count, sizeof *h.periods);
+    Rng rng = rng_use(setup->seed, RNG_HELDOUT);
+    repeats_draw(h.tokens, h.periods, h.count, setup->length, setup->vocab, induction_min_period(setup),
+                 induction_max_period(setup), &rng);
+    return h;
+}
+
+void induction_held_out_free(InductionHeldOut *held_out)
+{
+    free(held_out->tokens);
+    free(held_out->periods);
+}
+
+int induction_best_head(const double *scores, int l, int H)
+{
+    int best = 0;
+    for (int h = 1; h < H; h++)
+        if (scores[l * H + h] > scores[l * H + best])
+            best = h;
+    return best;
+}
+
+InductionVerdict induction_verdict(const InductionSeedResult *r, int num_heads, int vocab)
+{
+    const InductionMeasures *m = &r->two_layer;
+    const int H = num_heads;
+    const double log_v = log((double)vocab);
+    InductionVerdict v = {.prev_head = induction_best_head(m->previous, 0, H),
+                          .ind_head = induction_best_head(m->induction, 1, H)};
+    v.prev = m->previous[v.prev_head];
+    v.ind = m->induction[H + v.ind_head];
+    v.ablate_prev = m->ablated[v.prev_head];
+    v.ablate_ind = m->ablated[H + v.ind_head];
+    for (int i = 0; i < 2 * H; i++)
+        if (i != v.prev_head && i != H + v.ind_head && m->ablated[i] > v.ablate_other)
+            v.ablate_other = m->ablated[i];
+    v.success = m->repeated < INDUCTION_SUCCESS_SHARE * log_v &&
+                fabs(m->first - log_v) <= INDUCTION_FIRST_PART_BAND * log_v;
+    v.heads_found = v.prev >= 0.4 && v.ind >= 0.4;
+    /* both ablations at 0.8 log V or more; any other costs under a quarter of that */
+    const double cost = fmin(v.ablate_prev, v.ablate_ind) - m->repeated;
+    v.ablation_clear = v.ablate_prev >= 0.8 * log_v && v.ablate_ind >= 0.8 * log_v &&
+                       v.ablate_other - m->repeated < 0.25 * cost;
+    return v;
+}
+
+/* "label   median   lowest to highest", each value in unit_fmt. */
+static void summary_line(const char *label, double *values, int n, const char *unit_fmt)
+{
+    double lowest = values[0], highest = values[0];
+    for (int i = 1; i < n; i++) {
+        lowest = fmin(lowest, values[i]);
+        highest = fmax(highest, values[i]);
+    }
+    const double median = seeds_median(values, n);
+    printf("  %-34s", label);
+    printf(unit_fmt, median);
+    printf("   ");
+    printf(unit_fmt, lowest);
+    printf(" to ");
+    printf(unit_fmt, highest);
+    printf("\n");
+}
+
+void induction_print_seeds(const InductionSeedResult *results, int S, uint64_t first_seed,
+                           int num_heads, int vocab)
+{
+    const double log_v = log((double)vocab);
+    printf("Part 5. Over %d %s (%llu to %llu), on the held-out set; log %d = %.3f\n\n"
+           "                     two layers                          silenced          one layer\n"
+           "  seed  phase   first  repeated  prev. (head)  ind. (head)   prev.  ind.  other   repeated\n",
+           S, S == 1 ? "seed" : "seeds", (unsigned long long)first_seed,
+           (unsigned long long)(first_seed + (uint64_t)S - 1), vocab, log_v);
+    int succeeded = 0, found = 0, clear = 0, control_failed = 0;
+    enum { N = INDUCTION_MAX_SEEDS };
+    double phase[N], prev[N], ind[N], rep[N], abl_prev[N], abl_ind[N], abl_other[N];
+    double control[N], abl_layer2[N];
+    int n_phase = 0;
+    for (int s = 0; s < S; s++) {
+        const InductionSeedResult *r = &results[s];
+        const InductionVerdict v = induction_verdict(r, num_heads, vocab);
+        char phase_text[16];
+        if (r->phase_step > 0)
+            snprintf(phase_text, sizeof phase_text, "%d", r->phase_step);
+        else
+            snprintf(phase_text, sizeof phase_text, "none");
+        printf("  %4llu  %5s   %5.3f   %7.3f  %5.2f (%d)     %5.2f (%d)    %5.2f  %5.2f  %5.2f   %8.3f%s\n",
+               (unsigned long long)(first_seed + (uint64_t)s), phase_text, r->two_layer.first,
+               r->two_layer.repeated, v.prev, v.prev_head, v.ind, v.ind_head, v.ablate_prev,
+               v.ablate_ind, v.ablate_other, r->one_layer_repeated, v.success ? "" : "  failed");
+        succeeded += v.success;
+        found += v.success && v.heads_found;
+        clear += v.success && v.ablation_clear;
+        control_failed += !(r->one_layer_repeated < INDUCTION_SUCCESS_SHARE * log_v);
+        if (r->phase_step > 0)
+            phase[n_phase++] = r->phase_step;
+        prev[s] = v.prev;
+        ind[s] = v.ind;
+        rep[s] = r->two_layer.repeated;
+        abl_prev[s] = v.ablate_prev;
+        abl_ind[s] = v.ablate_ind;
+        abl_other[s] = v.ablate_other;
+        abl_layer2[s] = r->two_layer.ablated_layer[1];
+        control[s] = r->one_layer_repeated;
+    }
+    printf("\n  (phase: the step of the phase change; prev., ind.: the best previous-token\n"
+           "  head of layer 1 and the best induction head of layer 2, their scores and,\n"
+           "  under silenced, the repeated part's loss without them; other: the worst\n"
+           "  loss with any other head silenced)\n\n");
+    printf("  two layers succeed (repeated part below %.3f = %.1f log %d,\n"
+           "    first part within %.0f%% of log %d)        %d of %d\n",
+           INDUCTION_SUCCESS_SHARE * log_v, INDUCTION_SUCCESS_SHARE, vocab, 100.0 * INDUCTION_FIRST_PART_BAND,
+           vocab, succeeded, S);
+    printf("  of those, both scores at least 0.4         %d of %d\n", found, succeeded);
+    printf("  of those, silencing either head gives at least %.3f (0.8 log %d)\n"
+           "    and any other head costs under a quarter of that   %d of %d\n",
+           0.8 * log_v, vocab, clear, succeeded);
+    printf("  one layer fails (repeated part not below %.3f)  %d of %d\n\n",
+           INDUCTION_SUCCESS_SHARE * log_v, control_failed, S);
+    printf("                                      median   lowest to highest\n");
+    if (n_phase > 0)
+        summary_line("phase change step", phase, n_phase, "%6.0f");
+    summary_line("previous-token score (layer 1)", prev, S, "%6.2f");
+    summary_line("induction score (layer 2)", ind, S, "%6.2f");
+    summary_line("repeated part, two layers", rep, S, "%6.3f");
+    summary_line("  previous-token head silenced", abl_prev, S, "%6.3f");
+    summary_line("  induction head silenced", abl_ind, S, "%6.3f");
+    summary_line("  another head silenced (worst)", abl_other, S, "%6.3f");
+    summary_line("  all of layer 2 silenced", abl_layer2, S, "%6.3f");
+    summary_line("repeated part, one layer", control, S, "%6.3f");
+}

@@ -1,0 +1,107 @@
+/*
+ * induction_experiment.h - the experiment of chapter 06's page "Induction
+ * heads" (06_permutation_invariance/induction_heads.md): models trained on
+ * sequences that repeat, one seed at a time, and what is measured of them.
+ *
+ * Legend: B = sequences, T = tokens, V = vocabulary, D = num_hiddens,
+ * H = heads per layer, P = a sequence's period.
+ *
+ * A seed trains a two-layer model (induction_model.h) and a one-layer
+ * control from its own streams, then measures both on the held-out
+ * sequences: each part's loss, every head's previous-token and induction
+ * scores, and the repeated part's loss with each head (and each layer)
+ * silenced. The program passes the attention layer the models train with.
+ */
+#ifndef INDUCTION_EXPERIMENT_H
+#define INDUCTION_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "learn/attention_layer.h"
+#include "learn/induction_model.h"
+
+enum {
+    INDUCTION_MAX_HEADS = 8,
+    INDUCTION_MAX_HEADS_ALL = INDUCTION_MAX_LAYERS * INDUCTION_MAX_HEADS,
+    INDUCTION_WINDOW = 10,   /* steps averaged to find the phase change */
+    INDUCTION_MAX_SEEDS = 64,
+};
+
+/* What a run is: the sizes, the training and the layer it trains with. */
+typedef struct {
+    uint64_t seed;           /* seed j of the experiment is seed + j */
+    int vocab, length, num_hiddens, num_heads, steps, batch, examples;
+    float lr;
+    AttentionLayer attend;
+} InductionSetup;
+
+/* The periods of a run: a quarter to a half of the sequence. */
+int induction_min_period(const InductionSetup *setup);
+int induction_max_period(const InductionSetup *setup);
+
+/* The held-out sequences: tokens (B, T + 1) and their periods (B,). */
+typedef struct {
+    int count;
+    int *tokens, *periods;
+} InductionHeldOut;
+/* What is measured of a model on the held-out set. */
+typedef struct {
+    double first, repeated;                    /* the mean loss of each part */
+    double previous[INDUCTION_MAX_HEADS_ALL];            /* per head, layer-major */
+    double induction[INDUCTION_MAX_HEADS_ALL];
+    double ablated[INDUCTION_MAX_HEADS_ALL];             /* repeated-part loss, that head silenced */
+    double ablated_layer[INDUCTION_MAX_LAYERS];          /* the same, every head of the layer silenced */
+} InductionMeasures;
+/* Everything a seed's job produces. */
+typedef struct {
+    InductionModel *model;       /* kept for the first seed only */
+    float *first_curve, *repeated_curve;   /* (steps,): each step's batch, before the step */
+    int phase_step;              /* 0: no phase change */
+    InductionMeasures two_layer;
+    double one_layer_first, one_layer_repeated;
+    bool broke;                  /* a loss that was not a number */
+} InductionSeedResult;
+typedef struct {
+    const InductionSetup *setup;
+    const InductionHeldOut *held_out;
+    InductionSeedResult *results;
+} InductionExperiment;
+
+/* The held-out sequences of a run, from its own stream; free with
+ * induction_held_out_free. */
+InductionHeldOut induction_held_out_new(const InductionSetup *setup);
+void induction_held_out_free(InductionHeldOut *held_out);
+/* What is measured of a model on the held-out set. */
+InductionMeasures induction_measure(InductionModel *model, const InductionHeldOut *held_out);
+/* seeds_run's job j (arg an InductionExperiment): seed setup->seed + j, the
+ * two-layer model and the one-layer control; the model is kept for j = 0. */
+void induction_seed_job(void *arg, int j);
+
+/* A run succeeds when the repeated part's held-out loss falls below
+ * INDUCTION_SUCCESS_SHARE of log V while the first part stays within
+ * INDUCTION_FIRST_PART_BAND of it. */
+#define INDUCTION_SUCCESS_SHARE 0.1
+#define INDUCTION_FIRST_PART_BAND 0.1
+
+/* The head of layer l (0 or 1) with the largest score; scores layer-major. */
+int induction_best_head(const double *scores, int l, int H);
+
+/* A two-layer seed judged: its best previous-token head (layer 1) and best
+ * induction head (layer 2), their scores, the repeated part's loss with
+ * each silenced and with the worst of the other heads silenced, and the
+ * page's three verdicts. */
+typedef struct {
+    int prev_head, ind_head;
+    double prev, ind, ablate_prev, ablate_ind, ablate_other;
+    bool success, heads_found, ablation_clear;
+} InductionVerdict;
+InductionVerdict induction_verdict(const InductionSeedResult *r, int num_heads, int vocab);
+
+/* The table over S seeds (first_seed, first_seed + 1, ...) on stdout: each
+ * seed's phase change, losses, best heads and ablations, the verdicts
+ * counted, and the median and range of every column. */
+void induction_print_seeds(const InductionSeedResult *results, int S, uint64_t first_seed,
+                           int num_heads, int vocab);
+
+#endif
