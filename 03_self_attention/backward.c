@@ -389,7 +389,7 @@ static Options parse_options(int argc, char **argv)
         {"--tokens", CLI_INT, &opt.num_tokens, .min = 1, .max = MAX_TOKENS, .metavar = "N",
          .help = "N random tokens",
          .default_text = "the chapter's 3"},
-        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+        {"--dim", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "d",
          .help = "size of each random token", .given = &opt.hiddens_given},
         {"--eps", CLI_DOUBLE, &opt.eps, .min = 1e-6, .max = 0.5, .metavar = "E",
          .help = "finite-difference step of Part 3"},
@@ -402,7 +402,7 @@ static Options parse_options(int argc, char **argv)
                           CLI_COUNT(options), options},
               argc, argv);
     if (opt.hiddens_given && opt.num_tokens == 0)
-        cli_fail(PROG, "--hiddens sizes random tokens: give --tokens N too "
+        cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three tokens have size 3)");
     return opt;
 }

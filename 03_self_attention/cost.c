@@ -35,7 +35,7 @@ static Options parse_options(int argc, char **argv)
     Options opt = {.seed = 0, .num_hiddens = 64, .cost_max = 4096};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the random tokens"},
-        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+        {"--dim", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "d",
          .help = "size d of each token"},
         {"--cost-max", CLI_INT, &opt.cost_max, .min = 128, .max = MAX_COST_N, .metavar = "N",
          .help = "largest n of the table"},

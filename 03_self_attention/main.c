@@ -45,7 +45,7 @@ static Options parse_options(int argc, char **argv)
         {"--tokens", CLI_INT, &opt.num_tokens, .min = 1, .max = MAX_TOKENS, .metavar = "N",
          .help = "self-attention on N random tokens instead of the three fixed ones",
          .default_text = "the three"},
-        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+        {"--dim", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "d",
          .help = "size of each random token", .given = &hiddens_given},
         {"--dropout", CLI_FLOAT, &opt.dropout, .min = 0, .max = 1, .metavar = "P",
          .help = "dropout probability on the weights, below 1;\nit acts only with --train"},
@@ -61,7 +61,7 @@ static Options parse_options(int argc, char **argv)
               argc, argv);
     cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     if (hiddens_given && opt.num_tokens == 0)
-        cli_fail(PROG, "--hiddens sizes random tokens: give --tokens N too "
+        cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three fixed tokens have size 3)");
     return opt;
 }

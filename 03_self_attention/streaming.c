@@ -252,7 +252,7 @@ static Options parse_options(int argc, char **argv)
          .help = "queries per sequence in Part 2"},
         {"--keys", CLI_INT, &opt.num_keys, .min = 1, .max = MAX_SIZE, .metavar = "N",
          .help = "key-value pairs per sequence in Part 2"},
-        {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
+        {"--dim", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "d",
          .help = "size of queries, keys and values in Part 2"},
         {"--threads", CLI_INT, &opt.threads, .min = 1, .max = 64, .metavar = "N",
          .help = "threads for streaming_attention; the answer does not\ndepend on it"},
@@ -274,13 +274,13 @@ static Options parse_options(int argc, char **argv)
     // everything at once: queries, keys, values, both outputs, the scores
     const double total_bytes = 4.0 * (B * T * d + 2.0 * B * K * d + 2.0 * B * T * d + B * T * K);
     if (total_bytes > MAX_BYTES)
-        cli_fail(PROG, "--batch %d --queries %d --keys %d --hiddens %d would need %.1f GB for "
+        cli_fail(PROG, "--batch %d --queries %d --keys %d --dim %d would need %.1f GB for "
                  "the inputs, outputs and scores; keep it under 1 GB",
                  opt.batch, opt.num_queries, opt.num_keys, opt.num_hiddens, total_bytes / 1e9);
     // each version does B * T * K * d multiply-adds twice (scores, then values)
     const double multiply_adds = B * T * K * d;
     if (multiply_adds > MAX_MULTIPLY_ADDS)
-        cli_fail(PROG, "--batch %d --queries %d --keys %d --hiddens %d is too much work: "
+        cli_fail(PROG, "--batch %d --queries %d --keys %d --dim %d is too much work: "
                  "B * T * n_k * d = %.1f billion multiply-adds; keep it under 2 billion",
                  opt.batch, opt.num_queries, opt.num_keys, opt.num_hiddens, multiply_adds / 1e9);
     return opt;

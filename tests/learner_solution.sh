@@ -85,8 +85,8 @@ grep -qx "$program" build/programs.txt && fail "$program is in the tests' list o
 out=$(./$exercise) || fail "$exercise (chapter 03's exercise 1) stopped with status $?"
 grep -q "is not compared with what the PyTorch example printed" <<<"$out" \
     || fail "$exercise does not say it skips the comparison with the PyTorch example"
-for args in "" "--tokens 6 --hiddens 4 --seed 1" "--tokens 6 --hiddens 4 --seed 2" \
-            "--tokens 6 --hiddens 4 --seed 3"; do
+for args in "" "--tokens 6 --dim 4 --seed 1" "--tokens 6 --dim 4 --seed 2" \
+            "--tokens 6 --dim 4 --seed 3"; do
     # shellcheck disable=SC2086
     out=$(./$exercise $args) || fail "$exercise $args stopped with status $?"
     ! grep -q "attends most to" <<<"$out" \

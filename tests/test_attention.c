@@ -526,7 +526,7 @@ Test(chapter03, dropout_in_training_mode)
 
 Test(chapter03, random_tokens)
 {
-    RunResult r = run_program(SELF_ATTENTION, "--tokens 5 --hiddens 4 --seed 2");
+    RunResult r = run_program(SELF_ATTENTION, "--tokens 5 --dim 4 --seed 2");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     float x[20];
     cr_assert_eq(floats_after(r.out, "X (1, n, d) =", x, 20), 20);
@@ -538,7 +538,7 @@ Test(chapter03, random_tokens)
 
 Test(chapter03, cost_table_grows_by_four)
 {
-    RunResult r = run_program(COST, "--cost-max 512 --hiddens 16");
+    RunResult r = run_program(COST, "--cost-max 512 --dim 16");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     float d = 0.0f;
     cr_expect(floats_after(r.out, "size d =", &d, 1) == 1 && d == 16.0f);
@@ -567,7 +567,7 @@ Test(chapter03, bad_options_give_one_line_and_status_2)
         {"--dropout 1", "--dropout must be below 1"},
         {"--dropout -0.1", "--dropout expects a number from 0 to 1"},
         {"--dropout nan", "--dropout expects a number"},
-        {"--hiddens 5", "--hiddens sizes random tokens: give --tokens N too"},
+        {"--dim 5", "--dim sizes random tokens: give --tokens N too"},
         {"--tokens 0", "--tokens expects a whole number from 1 to 64"},
         {"--plot", "--plot needs a value"},
         {"--plot /nonexistent/dir", "directory '/nonexistent/dir' does not exist"},
@@ -576,17 +576,17 @@ Test(chapter03, bad_options_give_one_line_and_status_2)
     expect_bad_options(SELF_ATTENTION, cases, sizeof cases / sizeof cases[0]);
     static const char *const cost_cases[][2] = {
         {"--cost-max 100", "--cost-max expects a whole number from 128"},
-        {"--hiddens 2000", "--hiddens expects a whole number from 1 to 1024"},
+        {"--dim 2000", "--dim expects a whole number from 1 to 1024"},
     };
     expect_bad_options(COST, cost_cases, sizeof cost_cases / sizeof cost_cases[0]);
 }
 
 Test(chapter03, help_lists_every_option)
 {
-    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--dropout", "--train",
+    const char *const options[] = {"--seed", "--tokens", "--dim", "--dropout", "--train",
                                    "--plot", "--help"};
     expect_help_lists(SELF_ATTENTION, options, sizeof options / sizeof options[0]);
-    const char *const cost_options[] = {"--seed", "--hiddens", "--cost-max", "--help"};
+    const char *const cost_options[] = {"--seed", "--dim", "--cost-max", "--help"};
     expect_help_lists(COST, cost_options, sizeof cost_options / sizeof cost_options[0]);
 }
 

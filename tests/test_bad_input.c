@@ -932,8 +932,8 @@ static BadInput rows[] = {
     /* chapter 03 */
     {SELF, "--tokens 0", 2, "--tokens expects a whole number from 1 to 64, got '0'", NULL},
     {SELF, "--tokens 65", 2, "--tokens expects a whole number from 1 to 64", NULL},
-    {SELF, "--hiddens 4", 2, "--hiddens sizes random tokens: give --tokens N too", NULL},
-    {SELF, "--tokens 4 --hiddens 1025", 2, "--hiddens expects a whole number from 1 to 1024",
+    {SELF, "--dim 4", 2, "--dim sizes random tokens: give --tokens N too", NULL},
+    {SELF, "--tokens 4 --dim 1025", 2, "--dim expects a whole number from 1 to 1024",
      NULL},
     {SELF, "--dropout 1", 2, "--dropout must be below 1", NULL},
     /* below 1 as a double, but 1 as the float the library keeps */
@@ -945,7 +945,7 @@ static BadInput rows[] = {
     {SELF, "--cost", 2, "unknown option '--cost'", NULL},
     {COST, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
     {COST, "--cost-max 100000", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
-    {COST, "--hiddens 0", 2, "--hiddens expects a whole number from 1 to 1024, got '0'", NULL},
+    {COST, "--dim 0", 2, "--dim expects a whole number from 1 to 1024, got '0'", NULL},
     {COST, "--tokens 4", 2, "unknown option '--tokens'", NULL},
     {COST, "--cost-max 65536", 1, "cost: this run needs about 17.3 GB of memory (the "
      "(65536, 65536) weights of n = 65536), more than the memory limit", NULL, NULL, 256,
@@ -960,8 +960,8 @@ static BadInput rows[] = {
     {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
     {BACKWARD, "--tokens 0", 2, "--tokens expects a whole number from 1 to 8, got '0'", NULL},
     {BACKWARD, "--tokens 9", 2, "--tokens expects a whole number from 1 to 8", NULL},
-    {BACKWARD, "--hiddens 2", 2, "--hiddens sizes random tokens: give --tokens N too", NULL},
-    {BACKWARD, "--tokens 3 --hiddens 5", 2, "--hiddens expects a whole number from 1 to 4",
+    {BACKWARD, "--dim 2", 2, "--dim sizes random tokens: give --tokens N too", NULL},
+    {BACKWARD, "--tokens 3 --dim 5", 2, "--dim expects a whole number from 1 to 4",
      NULL},
     {BACKWARD, "--eps 0", 2, "--eps expects a number from 1e-06 to 0.5, got '0'", NULL},
     {BACKWARD, "--eps nan", 2, "--eps expects a number from 1e-06 to 0.5, got 'nan'", NULL},
@@ -980,20 +980,20 @@ static BadInput rows[] = {
     {STREAMING, "--block 7", 2, "--block expects a whole number from 1 to 6", NULL},
     {STREAMING, "--batch 65", 2, "--batch expects a whole number from 1 to 64", NULL},
     {STREAMING, "--threads 0", 2, "--threads expects a whole number from 1 to 64", NULL},
-    {STREAMING, "--hiddens x", 2, "--hiddens expects a whole number from 1 to 1024, got 'x'",
+    {STREAMING, "--dim x", 2, "--dim expects a whole number from 1 to 1024, got 'x'",
      NULL},
     {STREAMING, "--keys", 2, "--keys needs a value", NULL},
     /* B * T * K scores that would not fit: refused before anything is made */
     {STREAMING, "--batch 64 --queries 4096 --keys 4096", 2, "would need 4.3 GB for the clear "
      "version's scores", NULL},
     /* inputs, outputs and scores over 1 GB, though the scores alone fit */
-    {STREAMING, "--batch 64 --queries 4096 --keys 1 --hiddens 1024", 2, "would need 3.2 GB "
+    {STREAMING, "--batch 64 --queries 4096 --keys 1 --dim 1024", 2, "would need 3.2 GB "
      "for the inputs, outputs and scores; keep it under 1 GB", NULL},
     /* 17.2 billion multiply-adds would take half a minute */
-    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --hiddens 1024", 2, "B * T * n_k * d = "
+    {STREAMING, "--batch 1 --queries 4096 --keys 4096 --dim 1024", 2, "B * T * n_k * d = "
      "17.2 billion multiply-adds; keep it under 2 billion", NULL},
     /* the queries are (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
-    {STREAMING, "--batch 4 --queries 4096 --keys 100 --hiddens 1024", 1,
+    {STREAMING, "--batch 4 --queries 4096 --keys 100 --dim 1024", 1,
      "out of memory: a tensor of shape (4, 4096, 1024) needs 67108864 bytes", NULL, NULL, 48,
      false},
 

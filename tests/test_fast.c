@@ -1695,7 +1695,7 @@ Test(fast_programs, help_lists_every_option)
     const char *const bench_options[] = {"--seed", "--repeats", "--threads", "--clear-max",
                                          "--quick", "--config", "--pytorch-ms", "--help"};
     const char *const streaming_options[] = {"--seed", "--block", "--batch", "--queries",
-                                             "--keys", "--hiddens", "--threads", "--help"};
+                                             "--keys", "--dim", "--threads", "--help"};
     RunResult r = run_program("05_multihead/bench", "--help");
     cr_expect_eq(r.status, 0);
     for (size_t i = 0; i < sizeof bench_options / sizeof bench_options[0]; i++)

@@ -608,11 +608,11 @@ Test(grads_fd, a_missing_scale_is_caught)
 Test(grads_program, backward_runs_on_random_tokens_and_lists_its_options)
 {
     RunResult r = run_program("03_self_attention/backward",
-                              "--tokens 5 --hiddens 2 --seed 7 --jacobian-max 64");
+                              "--tokens 5 --dim 2 --seed 7 --jacobian-max 64");
     cr_expect_eq(r.status, 0, "backward exited with %d: %s", r.status, r.err ? r.err : "");
     cr_expect(r.err && r.err[0] == '\0', "backward wrote on stderr: %s", r.err);
     run_result_free(&r);
-    const char *const options[] = {"--seed", "--tokens", "--hiddens", "--eps",
+    const char *const options[] = {"--seed", "--tokens", "--dim", "--eps",
                                    "--jacobian-max", "--help"};
     expect_help_lists("03_self_attention/backward", options, 6);
 }
