@@ -6,8 +6,11 @@
  * refuses: unscaled_attention dot_product_attention dot_product_attention_cache */
 #include "exercises.h"
 #include "grader.h"
+#include "ops.h"
 #include "softmax.h"
 #include "worked_example.h"
+
+#include <math.h>
 
 static void grade_case(Rng *rng, int index)
 {
@@ -20,7 +23,13 @@ static void grade_case(Rng *rng, int index)
     const Tensor *queries =
         case_input("queries", draw_normal(rng, scale, SHAPE(num_queries, d)));
     const Tensor *keys = case_input("keys", draw_normal(rng, scale, SHAPE(num_keys, d)));
-    const Tensor *values = case_input("values", draw_normal(rng, 1.0f, SHAPE(num_keys, v)));
+    /* where v > 1 the last column of values is all 1: its output is the sum
+     * of each query's weights, which must be 1 */
+    Tensor *values_drawn = draw_normal(rng, 1.0f, SHAPE(num_keys, v));
+    if (v > 1)
+        for (int j = 0; j < num_keys; j++)
+            AT2(values_drawn, j, v - 1) = 1.0f;
+    const Tensor *values = case_input("values", values_drawn);
 
     Tensor *expected = case_keep(unscaled_attention(queries, keys, values, NULL));
     case_calling();
@@ -29,6 +38,26 @@ static void grade_case(Rng *rng, int index)
 
     expect_tensor("output", got, SHAPE(num_queries, v), 1);
     expect_finite("output", got, 2);
+    /* one softmax over all T x n_k scores at once, as a softmax with no axis
+     * does: name that mistake */
+    if (num_queries > 1) {
+        Tensor *weights_all = case_keep(matmul_bt(queries, keys));
+        softmax_row(weights_all->data, num_queries * num_keys);
+        Tensor *output_all = case_keep(matmul(weights_all, values));
+        expect_that(!tensor_allclose(got, output_all, 1e-5f, 1e-4f, NULL) ||
+                        tensor_allclose(expected, output_all, 1e-5f, 1e-4f, NULL), 2,
+                    "your weights are one softmax over all %d x %d scores at once, so a "
+                    "query's weights no longer sum to 1; each query's row of scores needs a "
+                    "softmax of its own", num_queries, num_keys);
+    }
+    if (v > 1)
+        for (int t = 0; t < num_queries; t++) {
+            float sum = AT2(got, t, v - 1);
+            expect_that(fabsf(sum - 1.0f) <= 1e-5f, 2,
+                        "output[%d, %d] is %.6g where every value in column %d is 1: weights "
+                        "that sum to 1, times whole value rows, give exactly 1", t, v - 1,
+                        (double)sum, v - 1);
+        }
     /* each output row is a convex mix of value rows: inside their range */
     for (int t = 0; t < num_queries; t++)
         for (int c = 0; c < v; c++) {
@@ -43,6 +72,18 @@ static void grade_case(Rng *rng, int index)
                         "weights that sum to 1 cannot leave it", t, c, (double)y, c, (double)low,
                         (double)high);
         }
+    /* scores divided by sqrt(d), as chapter 03 will: not this lookup */
+    if (d > 1) {
+        Tensor *scaled = case_keep(matmul_bt(queries, keys));
+        for (size_t k = 0; k < scaled->size; k++)
+            scaled->data[k] /= sqrtf((float)d);
+        Tensor *weights_scaled = case_keep(softmax(scaled));
+        Tensor *output_scaled = case_keep(matmul(weights_scaled, values));
+        expect_that(!tensor_allclose(got, output_scaled, 1e-5f, 1e-4f, NULL) ||
+                        tensor_allclose(expected, output_scaled, 1e-5f, 1e-4f, NULL), 3,
+                    "your scores are divided by sqrt(d) = sqrt(%d); the soft lookup of this "
+                    "chapter uses the plain dot products (chapter 03 adds the scale)", d);
+    }
     expect_close("output", expected, got, 1e-5, 1e-4, 3);
 }
 
