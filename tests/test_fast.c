@@ -1716,7 +1716,7 @@ Test(fast_programs, streaming_program_checks_itself_at_other_sizes)
      * equals dot_product_attention. Blocks of 4 and 1, and Part 2 on odd
      * sizes with 2 threads. */
     RunResult r = run_program("03_self_attention/streaming",
-                              "--block 4 --batch 3 --queries 101 --keys 263 --hiddens 24 "
+                              "--block 4 --batch 3 --queries 101 --keys 263 --dim 24 "
                               "--threads 2 --seed 5");
     cr_assert_eq(r.status, 0, "streaming exited with %d: %s", r.status, r.err);
     cr_expect_str_empty(r.err);
