@@ -4,12 +4,13 @@
  * lists the exercise).
  *
  * x (d,), d even: a query or key of one head at `position`. Turn each pair
- * (x[2i], x[2i+1]), in place, by the angle position * theta_i,
+ * of neighbours (x[2i], x[2i+1]), as common/rope.c does (not the halves
+ * x[i], x[i + d/2]), in place, by the angle position * theta_i,
  * theta_i = 10000^(-2i/d):
  *     x'[2i]     = x[2i] cos - x[2i+1] sin
  *     x'[2i + 1] = x[2i] sin + x[2i+1] cos
  * Compute each angle, its cosine and its sine in double, as the repository
- * does: positions reach 5000, where a float angle is off by 1e-3.
+ * does: positions reach 100000, where a float angle is off by up to 0.004.
  *
  * Grade it:  make check EXERCISE=06_permutation_invariance/exercises/rope_rotate.c
  */

@@ -24,7 +24,9 @@ static void grade_case(Rng *rng, int index)
     Tensor *got = case_keep(my_permute_tokens(x, perm));
     case_called();
     permutation_inverse(perm, inverse, T);
-    int perm_i = -1, inverse_i = -1, want = -1, have = -1, b_at = 0, i_at = 0;
+    /* x[b, t, k] = (b * T + t) * D + k, so a row's first float names the
+     * sequence and the token it came from */
+    int want = -1, have = -1, have_b = -1, b_at = 0, i_at = 0, k_at = 0;
     bool same_shape = got && tensor_has_shape(got, SHAPE(batch, T, D));
     for (int b = 0; same_shape && b < batch && want < 0; b++)
         for (int i = 0; i < T; i++) {
@@ -32,20 +34,32 @@ static void grade_case(Rng *rng, int index)
             if (memcmp(got->data + row, expected->data + row, (size_t)D * sizeof(float)) == 0)
                 continue;
             float first = got->data[row];
-            have = first == (float)(int)first ? (int)first / D % T : -1;
+            bool whole = first == (float)(int)first && first >= 0 && first < batch * T * D;
+            have = whole ? (int)first / D % T : -1;
+            have_b = whole ? (int)first / (D * T) : -1;
             want = perm[i];
-            perm_i = perm[i];
-            inverse_i = inverse[i];
             b_at = b;
             i_at = i;
+            while (k_at < D && got->data[row + k_at] == expected->data[row + k_at])
+                k_at++;
             break;
         }
     expect_tensor("out", got, SHAPE(batch, T, D), 1);
-    if (want >= 0 && have == inverse_i)
-        expect_that(false, 2,
-                    "out[%d, %d] holds token %d of x, inverse[%d]; (P X)[b, i] = X[b, perm[i]] "
-                    "is token perm[%d] = %d: out[perm[i]] = x[i] applies the inverse", b_at,
-                    i_at, have, i_at, i_at, perm_i);
+    expect_that(want < 0 || have_b < 0 || have_b == b_at, 2,
+                "out[%d, %d] holds token %d of sequence %d of x; each sequence keeps its own "
+                "tokens: out[b, i] = x[b, perm[i]]", b_at, i_at, have, have_b);
+    expect_that(want < 0 || k_at == 0, 3,
+                "out[%d, %d] starts with token perm[%d] = %d but out[%d, %d, %d] is %g, "
+                "expected %g: copy all D = %d floats of the row", b_at, i_at, i_at, want, b_at,
+                i_at, k_at, (double)got->data[((size_t)b_at * T + i_at) * D + k_at],
+                (double)expected->data[((size_t)b_at * T + i_at) * D + k_at], D);
+    expect_that(want < 0 || have != inverse[i_at] || inverse[i_at] == perm[i_at], 2,
+                "out[%d, %d] holds token %d of x, inverse[%d]; (P X)[b, i] = X[b, perm[i]] "
+                "is token perm[%d] = %d: out[perm[i]] = x[i] applies the inverse", b_at,
+                i_at, have, i_at, i_at, want);
+    expect_that(want < 0 || have >= 0, 2, "out[%d, %d, 0] is %g, no value of x; it must hold "
+                "token perm[%d] = %d", b_at, i_at,
+                (double)got->data[((size_t)b_at * T + i_at) * D], i_at, want);
     expect_that(want < 0, 2, "out[%d, %d] holds token %d of x, must hold token perm[%d] = %d",
                 b_at, i_at, have, i_at, want);
 }

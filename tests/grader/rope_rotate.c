@@ -33,8 +33,10 @@ static float dot(const float *a, const float *b, int d)
 static void grade_case(Rng *rng, int index)
 {
     int d = index == 0 ? 2 : 2 * draw_size(rng, index, 120, 2, 8);
-    int position = index < 2 ? index : index % 5 == 4 ? draw_int(rng, 1000, 5000)
-                                                       : draw_int(rng, 0, 60);
+    int position = index < 2             ? index
+                   : index % 10 == 9     ? draw_int(rng, 10000, 100000)
+                   : index % 5 == 4      ? draw_int(rng, 1000, 5000)
+                                         : draw_int(rng, 0, 60);
     int offset = draw_int(rng, 1, 20);
     case_describe("d = %d, position %d", d, position);
     const Tensor *x = case_input("x", draw_normal(rng, 1.0f, SHAPE(1, 1, d)));
