@@ -197,8 +197,15 @@ static double kernel_form_gap(const ToyData *data, const Tensor *weights, float 
             const double dist = (double)data->x_val->data[i] - data->x_train->data[j];
             total += kernel[j] = exp(-dist * dist / (2.0 * sigma * sigma));
         }
-        for (int j = 0; j < n && total > 0.0; j++)
-            worst = fmax(worst, fabs(kernel[j] / total - AT2(weights, i, j)));
+        if (total <= 0.0)
+            continue;   /* every kernel underflowed: the softmax side says so itself */
+        for (int j = 0; j < n; j++) {
+            /* a comparison, not fmax: gcc 12's aarch64 vectoriser stops with an
+             * internal error on an fmax reduction here */
+            const double gap = fabs(kernel[j] / total - AT2(weights, i, j));
+            if (gap > worst)
+                worst = gap;
+        }
     }
     return worst;
 }
