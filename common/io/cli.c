@@ -230,6 +230,8 @@ static bool set_option(const char *prog, const CliOption *o, const char *text, c
     case CLI_FLAG:
         *(bool *)o->target = true;
         return true;
+    case CLI_TOOL:   /* parse_args refuses it before it comes here */
+        return false;
     }
     return true;
 }
@@ -278,6 +280,11 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
             cli_error(err, err_len, prog, "unknown option '%s' (try --help)", argv[i]);
             return CLI_ERROR;
         }
+        if (o->kind == CLI_TOOL) {
+            cli_error(err, err_len, prog, "%s is done by the tool %s (try --help)", argv[i],
+                      o->tool);
+            return CLI_ERROR;
+        }
         const char *text = NULL;
         if (o->kind != CLI_FLAG) {
             if (i + 1 >= argc) {
@@ -302,8 +309,44 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
     return CLI_PARSED;
 }
 
+const char *cli_program_name(const char *argv0, const char *own_name)
+{
+    if (argv0 == NULL || argv0[0] == '\0')
+        return own_name;
+    const char *slash = strrchr(argv0, '/');
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : argv0;
+}
+
+/* When argv holds a flag of one of the table's tools (before any --help),
+ * run that tool from the program's folder with the same arguments; returns
+ * only when none is asked for. An exec that fails is a fault: exit 1. */
+static void hand_off(const CliTable *table, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "--help"))
+            return;
+        const CliOption *o = find_option(table, argv[i]);
+        if (o == NULL || o->kind != CLI_TOOL)
+            continue;
+        char path[4096];
+        const char *slash = strrchr(argv[0], '/');
+        const int dir_len = slash != NULL ? (int)(slash - argv[0]) + 1 : 0;
+        if (snprintf(path, sizeof path, "%.*s%s", dir_len, argv[0], o->tool) >= (int)sizeof path)
+            die(NULL, "%s: the path of %s is too long", argv[i], o->tool);
+        fflush(NULL);
+        if (slash != NULL)
+            execv(path, argv);
+        else
+            execvp(path, argv);
+        die(NULL, "%s is done by the tool %s, which cannot be started: %s", argv[i], path,
+            strerror(errno));
+    }
+}
+
 void cli_parse(const CliTable *table, int argc, char **argv)
 {
+    error_set_program(table->prog);
+    hand_off(table, argc, argv);
     stdout_prog = table->prog;
     error_set_program(table->prog);
     signals_install(table->prog);
@@ -342,7 +385,8 @@ static void format_default(char *buf, size_t len, const CliOption *o)
             snprintf(buf, len, "%s", s);
         break;
     }
-    case CLI_FLAG: break;
+    case CLI_FLAG:
+    case CLI_TOOL: break;
     }
 }
 
@@ -356,12 +400,36 @@ static void put_indented(FILE *out, const char *text)
     }
 }
 
+/* The tools beside the program, one line each: "  NAME (FLAGS): HELP". */
+static void print_tools(const CliTable *table, FILE *out)
+{
+    bool header = false;
+    for (int i = 0; i < table->count; i++) {
+        const CliOption *o = &table->options[i];
+        if (o->kind != CLI_TOOL || o->help == NULL)
+            continue;
+        if (!header)
+            fputs("\ntools beside this program, run when one of their options is given:\n", out);
+        header = true;
+        fprintf(out, "  %s (", o->tool);
+        const char *sep = "";
+        for (int j = 0; j < table->count; j++)
+            if (table->options[j].kind == CLI_TOOL && strcmp(table->options[j].tool, o->tool) == 0) {
+                fprintf(out, "%s%s", sep, table->options[j].name);
+                sep = ", ";
+            }
+        fprintf(out, "): %s; see its --help\n", o->help);
+    }
+}
+
 void cli_print_help(const CliTable *table, FILE *out)
 {
     fprintf(out, "usage: %s [options]\n\n%s\n\noptions:\n", table->prog, table->summary);
     for (int i = 0; i <= table->count; i++) {
         const CliOption help = {"--help", CLI_FLAG, NULL, .help = "this text"};
         const CliOption *o = i < table->count ? &table->options[i] : &help;
+        if (o->kind == CLI_TOOL)
+            continue;
         char left[64], range[64] = "", dflt[256];
         snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
                  o->metavar ? o->metavar : "");
@@ -379,6 +447,7 @@ void cli_print_help(const CliTable *table, FILE *out)
         }
         fputc('\n', out);
     }
+    print_tools(table, out);
 }
 
 /* The checks of one program run: a program is one process, so one count. */
