@@ -47,7 +47,7 @@ endif
 # common/ in four layers: the clear attention path, learn/ (what makes
 # attention learn: embedding, loss, optimiser, tasks, the small models),
 # io/ (files and the command line) and fast/ (the speed sections).
-COMMON_SRC := $(wildcard common/*.c common/learn/*.c common/io/*.c common/fast/*.c)
+COMMON_SRC := $(wildcard common/*.c common/learn/*.c common/io/*.c common/fast/*.c common/run/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
 TEST_SRC   := $(wildcard tests/*.c tests/fuzz/*_promises.c)
 
@@ -300,6 +300,7 @@ $(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
 # Linux only; elsewhere the kill test says it is skipped.
 KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
 test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
+	tests/check_layers
 	$(OUT)/tests/run_tests $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing

@@ -31,7 +31,7 @@
 
 #include "io/cli.h"
 #include "io/plot.h"
-#include "io/saved_models.h"
+#include "run/saved_models.h"
 #include "learn/head_pruning.h"
 #include "learn/seeds.h"
 #include "learn/tasks.h"

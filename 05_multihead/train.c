@@ -7,7 +7,7 @@
  *         log}; a loss that stops being a number, or SIGINT / SIGTERM /
  *         SIGHUP, ends training with the last good model saved, and
  *         --from DIR --steps N goes on where a saved run stopped, to the
- *         same numbers (the plumbing: io/training_run.h).
+ *         same numbers (the plumbing: run/training_run.h).
  * Part 3: held-out accuracy, on examples never trained on.
  * Part 4: the learned attention of one example: the query's weight sits
  *         on the entry holding its key.
@@ -26,7 +26,7 @@
 #include "fast/fast_attention_layer.h"
 #include "io/cli.h"
 #include "io/fileset.h"
-#include "io/training_run.h"
+#include "run/training_run.h"
 #include "learn/lookup_model.h"
 #include "learn/loss.h"
 #include "learn/tasks.h"

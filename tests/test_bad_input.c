@@ -42,7 +42,7 @@
 #include "error.h"
 #include "helpers.h"
 #include "io/layer_files.h"
-#include "io/saved_models.h"
+#include "run/saved_models.h"
 #include "learn/lookup_model.h"
 #include "multihead.h"
 #include "platform.h"

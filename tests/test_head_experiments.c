@@ -16,7 +16,7 @@
 
 #include "gradcheck.h"
 #include "helpers.h"
-#include "io/saved_models.h"
+#include "run/saved_models.h"
 #include "learn/head_gates.h"
 #include "learn/loss.h"
 #include "learn/optim.h"

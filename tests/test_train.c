@@ -27,7 +27,7 @@
 #include "fast/fast_attention_layer.h"
 #include "io/model.h"
 #include "io/npy.h"
-#include "io/saved_models.h"
+#include "run/saved_models.h"
 #include "learn/embedding.h"
 #include "learn/internal.h"
 #include "learn/lookup_model.h"

@@ -1,6 +1,6 @@
 /*
  * fast_attention_layer.h - the fast multi-head layer as the pair of
- * functions a model runs (learn/attention_layer.h), so that the models of
+ * functions a model runs (attention_layer.h), so that the models of
  * chapter 05's training page train through fast_multihead.h on several
  * threads.
  *
@@ -17,7 +17,7 @@
 #ifndef FAST_ATTENTION_LAYER_H
 #define FAST_ATTENTION_LAYER_H
 
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 
 /* The fast pair on num_threads threads (>= 1). */
 AttentionLayer fast_attention_layer(int num_threads);

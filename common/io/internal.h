@@ -1,15 +1,13 @@
 /*
  * internal.h - the io functions that only the tests and the fuzz targets
  * call, kept out of the public headers: a program reads files, writes them
- * only as sets (npy_save_into, model_save), and loads a training state
- * into a new optimiser (lookup_load_training_new).
+ * only as sets (npy_save_into, model_save).
  */
 #ifndef IO_INTERNAL_H
 #define IO_INTERNAL_H
 
 #include <stddef.h>
 
-#include "io/saved_models.h"
 #include "tensor.h"
 
 /* npy_load on the bytes of a file already in memory; name is what the
@@ -21,11 +19,5 @@ Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, si
 int npy_save(const char *path, const Tensor *x, char *err, size_t err_len);
 int npy_save_ints(const char *path, const int *values, int ndim, const int *shape,
                   char *err, size_t err_len);
-
-/* lookup_load_training_new into an Adam the caller already has (over the
- * model's parameters); limits NULL: the batch size and the pairs are not
- * checked. 0, or -1 with err filled and nothing changed. */
-int lookup_load_training(LookupModel *model, Adam *adam, LookupTraining *training,
-                         const LookupLimits *limits, const char *dir, char *err, size_t err_len);
 
 #endif

@@ -13,7 +13,7 @@
  *     module.load_state_dict(state)
  *
  * The list of files is the model's own description of itself
- * (learn/state_dict.h): one ModelFile per PyTorch parameter name, several
+ * (state_dict.h): one ModelFile per PyTorch parameter name, several
  * C tensors stacked in one file where PyTorch stacks them.
  *
  * The directory is written as one set by the writer (fileset.h): a kill
@@ -31,7 +31,7 @@
 
 #include <stddef.h>
 
-#include "learn/state_dict.h"
+#include "state_dict.h"
 #include "tensor.h"
 
 enum { MODEL_ERR_LEN = 768 };

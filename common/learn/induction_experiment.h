@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 #include "learn/induction_model.h"
 
 enum {

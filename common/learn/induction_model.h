@@ -27,7 +27,7 @@
  *     layers = nn.ModuleList(nn.MultiheadAttention(D, H, bias=False, batch_first=True)
  *                            for _ in range(N))   # with a causal attn_mask
  *     unembed = nn.Linear(D, V, bias=False)
- * and described under those parameter names (learn/state_dict.h):
+ * and described under those parameter names (state_dict.h):
  *     embed_tokens.weight (V, D)      embed_positions.weight (T, D)
  *     layers.0.in_proj_weight (3D, D) layers.0.out_proj.weight (D, D)   ... per layer
  *     unembed.weight (V, D)           num_heads (1,)   num_layers (1,)
@@ -37,9 +37,9 @@
 
 #include <stdbool.h>
 
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 #include "learn/optim.h"
-#include "learn/state_dict.h"
+#include "state_dict.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"

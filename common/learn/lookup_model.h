@@ -24,7 +24,7 @@
  * model has as many answer words as query words (A = Q).
  *
  * The attention is the layer of chapter 05, called as it is: the model
- * holds it as a pair of functions (learn/attention_layer.h), its forward
+ * holds it as a pair of functions (attention_layer.h), its forward
  * with a cache and its backward, and runs it on the embedded words.
  *
  * As PyTorch (tests/fixtures/make_train_fixtures.py writes it):
@@ -32,14 +32,14 @@
  *         embed_keys = nn.Embedding(Vk, D); embed_values = nn.Embedding(Vv, D)
  *         attention = nn.MultiheadAttention(D, H, batch_first=True)
  *         readout = nn.Linear(D, Vv)
- * and described under those parameter names (learn/state_dict.h):
+ * and described under those parameter names (state_dict.h):
  *     embed_keys.weight (Vk, D)             embed_values.weight (Vv, D)
  *     attention.in_proj_weight (3D, D)      = W_q, W_k, W_v stacked
  *     attention.in_proj_bias (3D,)          = b_q, b_k, b_v stacked
  *     attention.out_proj.weight (D, D)      attention.out_proj.bias (D,)
  *     readout.weight (Vv, D)                readout.bias (Vv,)
  *     num_heads (1,)                        the one size no shape says
- * and, to go on training, Adam's state beside them (io/saved_models.h).
+ * and, to go on training, Adam's state beside them (run/saved_models.h).
  */
 #ifndef LOOKUP_MODEL_H
 #define LOOKUP_MODEL_H
@@ -47,15 +47,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 #include "learn/optim.h"
-#include "learn/state_dict.h"
+#include "state_dict.h"
 #include "learn/tasks.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"
 
-/* the optimiser's tensors; the files of its state_dict (learn/state_dict.h) */
+/* the optimiser's tensors; the files of its state_dict (state_dict.h) */
 enum { LOOKUP_NUM_PARAMS = 12, LOOKUP_NUM_FILES = 9 };
 
 typedef struct {

@@ -26,7 +26,7 @@
  *     embed_tokens = nn.Embedding(V, D)
  *     attention = nn.MultiheadAttention(D, H, bias=False, batch_first=True)
  *     readout = nn.Linear(D, V)
- * and described under those parameter names (learn/state_dict.h):
+ * and described under those parameter names (state_dict.h):
  *     embed_tokens.weight (V, D)          attention.in_proj_weight (3D, D)
  *     attention.out_proj.weight (D, D)    readout.weight (V, D)    readout.bias (V,)
  *     num_heads (1,)
@@ -36,9 +36,9 @@
 
 #include <stdbool.h>
 
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 #include "learn/optim.h"
-#include "learn/state_dict.h"
+#include "state_dict.h"
 #include "learn/tasks.h"
 #include "multihead.h"
 #include "random.h"

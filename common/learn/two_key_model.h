@@ -28,7 +28,7 @@
  * The layer is d2l's MultiHeadAttention with its older signature, whose
  * query size may differ from num_hiddens, and no biases (d2l's default);
  * nn.MultiheadAttention cannot take a query of another size than its
- * embed_dim, so its state_dict uses d2l's names (learn/state_dict.h):
+ * embed_dim, so its state_dict uses d2l's names (state_dict.h):
  *     embed_keys.weight (Vk, D)          embed_values.weight (Vv, D)
  *     attention.W_q.weight (D, 2D)       attention.W_k.weight (D, D)
  *     attention.W_v.weight (D, D)        attention.W_o.weight (D, D)
@@ -38,9 +38,9 @@
 #ifndef TWO_KEY_MODEL_H
 #define TWO_KEY_MODEL_H
 
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 #include "learn/optim.h"
-#include "learn/state_dict.h"
+#include "state_dict.h"
 #include "learn/tasks.h"
 #include "multihead.h"
 #include "random.h"

@@ -34,7 +34,8 @@
 #include <unistd.h>
 
 #include "io/internal.h"
-#include "io/saved_models.h"
+#include "run/internal.h"
+#include "run/saved_models.h"
 #include "learn/lookup_model.h"
 #include "promises.h"
 

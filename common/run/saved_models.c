@@ -4,7 +4,7 @@
  * saved_models.h.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "io/saved_models.h"
+#include "run/saved_models.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "io/internal.h"
+#include "run/internal.h"
 #include "io/npy.h"
 
 /* The number of heads first: no shape would catch a model saved with

@@ -4,7 +4,7 @@
  * "Attention that learns"). See training_run.h.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "io/training_run.h"
+#include "run/training_run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 #include "io/plot.h"
 #include "io/fileset.h"
 #include "io/npy.h"
-#include "io/saved_models.h"
+#include "run/saved_models.h"
 #include "random.h"
 
 enum { PROGRESS_LINES = 10 };

@@ -4,7 +4,7 @@
  * chapter 05's optional section "Attention that learns").
  *
  * A model lists its own parameters under PyTorch's names
- * (learn/state_dict.h); io/model.h writes and reads any such list. What is
+ * (state_dict.h); io/model.h writes and reads any such list. What is
  * here is what a list alone does not say: the number of heads checked
  * before anything is read, a model built from the sizes its files give,
  * and Adam's state beside the model, under torch.optim.Adam's names:

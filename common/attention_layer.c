@@ -6,7 +6,7 @@
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
  * D = num_hiddens.
  */
-#include "learn/attention_layer.h"
+#include "attention_layer.h"
 
 #include <stdlib.h>
 
