@@ -97,9 +97,9 @@ static void unmatched_with_softmax(const Tensor *similarity, const Tensor *value
 }
 
 /* Part 1: the dictionary, with 0/1 similarities. */
-static void part1_dictionary_as_attention(int query)
+/* The Python dictionary and what it answers for the query word. */
+static void print_dictionary(int query)
 {
-    printf("Part 1. A dictionary is attention with 0/1 similarities\n\n");
     printf("  capital = {");
     for (int j = 0; j < NUM_KEYS; j++)
         printf("%s\"%s\": \"%s\"", j ? ", " : "", vocabulary[j], values_text[j]);
@@ -108,6 +108,32 @@ static void part1_dictionary_as_attention(int query)
         printf("  capital[\"%s\"]  ->  \"%s\"\n\n", vocabulary[query], values_text[query]);
     else
         printf("  capital[\"%s\"]  ->  KeyError: '%s'\n\n", vocabulary[query], vocabulary[query]);
+}
+
+/* answer (1, V): one-hot at the looked-up value, or all zeros for a word
+ * that matches no key. */
+static void print_lookup_verdict(int query, const Tensor *similarity, const Tensor *answer,
+                                 const Tensor *values)
+{
+    int picked = -1;
+    for (int v = 0; v < NUM_KEYS; v++)
+        if (AT2(answer, 0, v) == 1.0f)
+            picked = v;
+    if (picked >= 0) {
+        printf("The answer row is one-hot at %d: \"%s\", exactly capital[\"%s\"].\n\n",
+               picked, values_text[picked], vocabulary[query]);
+    } else {
+        printf("The answer row is all zeros: \"%s\" matches no key, so attention returns\n"
+               "nothing, where the dictionary raises KeyError.\n", vocabulary[query]);
+        unmatched_with_softmax(similarity, values);
+        printf("\n");
+    }
+}
+
+static void part1_dictionary_as_attention(int query)
+{
+    printf("Part 1. A dictionary is attention with 0/1 similarities\n\n");
+    print_dictionary(query);
 
     /* keys (K, W): one-hot over the vocabulary [Japan, USA, British, France];
      * values (K, V): one-hot over the three answers; queries (1, W): the word */
@@ -131,19 +157,7 @@ static void part1_dictionary_as_attention(int query)
     tensor_print_named("similarity = queries @ keys^T", similarity);
     tensor_print_named("answer = similarity @ values ", answer);
 
-    int picked = -1;
-    for (int v = 0; v < NUM_KEYS; v++)
-        if (AT2(answer, 0, v) == 1.0f)
-            picked = v;
-    if (picked >= 0) {
-        printf("The answer row is one-hot at %d: \"%s\", exactly capital[\"%s\"].\n\n",
-               picked, values_text[picked], vocabulary[query]);
-    } else {
-        printf("The answer row is all zeros: \"%s\" matches no key, so attention returns\n"
-               "nothing, where the dictionary raises KeyError.\n", vocabulary[query]);
-        unmatched_with_softmax(similarity, values);
-        printf("\n");
-    }
+    print_lookup_verdict(query, similarity, answer, values);
 
     Tensor *part[] = {keys, values, queries, similarity, answer};
     for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)

@@ -58,6 +58,37 @@ static void print_row(const char *name, const float *row, int n)
     tensor_free(t);
 }
 
+/* Shift invariance: softmax(x + c) = softmax(x), since
+ * exp(x_j + c) / sum exp(x_k + c) = exp(c) exp(x_j) / (exp(c) sum exp(x_k)). */
+static void shift_invariance(Rng *rng)
+{
+    printf("\nAdding the same number c to every score changes nothing:\n");
+    enum { N = 6 };
+    float x[N], weights[N];
+    for (int j = 0; j < N; j++)
+        x[j] = 2.0f * rng_normal(rng);
+    print_row("x", x, N);
+    memcpy(weights, x, sizeof weights);
+    softmax_row(weights, N);
+    print_row("softmax(x)", weights, N);
+    const float shifts[] = {-50.0f, 3.0f, 1000.0f};
+    for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
+        float shifted[N];
+        for (int j = 0; j < N; j++)
+            shifted[j] = x[j] + shifts[s];
+        softmax_row(shifted, N);
+        float worst = 0.0f;
+        for (int j = 0; j < N; j++)
+            worst = fmaxf(worst, fabsf(shifted[j] - weights[j]));
+        printf("  c = %6g: largest change %.1e\n", (double)shifts[s], (double)worst);
+    }
+    /* the gap from 1000 to the next float up: the rounding step of x + c */
+    const float step_near_1000 = nextafterf(1000.0f, INFINITY) - 1000.0f;
+    printf("What little changes is the rounding of x + c to a float (floats near 1000\n"
+           "are %.2g apart), not softmax: subtracting the maximum cancels c.\n\n",
+           (double)step_near_1000);
+}
+
 static void part1_stable_softmax(Rng *rng)
 {
     printf("Part 1. Softmax on large scores\n\n");
@@ -89,34 +120,7 @@ static void part1_stable_softmax(Rng *rng)
     float stable_negative[3] = {negative[0], negative[1], negative[2]};
     softmax_row(stable_negative, 3);
     print_row("  softmax_row  ([-1000, -1001, -1002])", stable_negative, 3);
-
-    /* Shift invariance: softmax(x + c) = softmax(x), since
-     * exp(x_j + c) / sum exp(x_k + c) = exp(c) exp(x_j) / (exp(c) sum exp(x_k)). */
-    printf("\nAdding the same number c to every score changes nothing:\n");
-    enum { N = 6 };
-    float x[N], weights[N];
-    for (int j = 0; j < N; j++)
-        x[j] = 2.0f * rng_normal(rng);
-    print_row("x", x, N);
-    memcpy(weights, x, sizeof weights);
-    softmax_row(weights, N);
-    print_row("softmax(x)", weights, N);
-    const float shifts[] = {-50.0f, 3.0f, 1000.0f};
-    for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
-        float shifted[N];
-        for (int j = 0; j < N; j++)
-            shifted[j] = x[j] + shifts[s];
-        softmax_row(shifted, N);
-        float worst = 0.0f;
-        for (int j = 0; j < N; j++)
-            worst = fmaxf(worst, fabsf(shifted[j] - weights[j]));
-        printf("  c = %6g: largest change %.1e\n", (double)shifts[s], (double)worst);
-    }
-    /* the gap from 1000 to the next float up: the rounding step of x + c */
-    const float step_near_1000 = nextafterf(1000.0f, INFINITY) - 1000.0f;
-    printf("What little changes is the rounding of x + c to a float (floats near 1000\n"
-           "are %.2g apart), not softmax: subtracting the maximum cancels c.\n\n",
-           (double)step_near_1000);
+    shift_invariance(rng);
 }
 
 /* ---- Part 2 -------------------------------------------------------------- */
@@ -200,6 +204,36 @@ static void part2_masked_softmax(const Tensor *x, ValidLens *valid_lens, Panels 
 
 /* ---- Part 3 -------------------------------------------------------------- */
 
+/* scores (n_k,) of a query whose every key is masked: behaviour 3, an
+ * additive mask, moves the whole row by the same amount, and softmax
+ * ignores that. */
+static void additive_mask_on_every_key(const float *scores, int num_keys)
+{
+    float *row = checked_malloc(PROG, (size_t)num_keys, sizeof(float));
+    float *unmasked = checked_malloc(PROG, (size_t)num_keys, sizeof(float));
+    for (int j = 0; j < num_keys; j++) {
+        row[j] = scores[j] + -1e6f;   /* scores + (-1e6) where masked */
+        unmasked[j] = scores[j];
+    }
+    softmax_row(row, num_keys);
+    softmax_row(unmasked, num_keys);
+    float worst = 0.0f;
+    for (int j = 0; j < num_keys; j++)
+        worst = fmaxf(worst, fabsf(row[j] - unmasked[j]));
+    printf("\n3. Add -1e6 to masked scores (an additive mask): when every key is masked the\n"
+           "   whole row moves by the same amount, and softmax ignores that. The mask\n"
+           "   silently does nothing; the query attends to padding as if it were real.\n");
+    print_row("   weights           ", row, num_keys);
+    print_row("   softmax(unmasked) ", unmasked, num_keys);
+    /* the scores sit near -1e6 once the mask is added; this is how finely
+     * floats there can tell them apart */
+    const float step_near_1e6 = nextafterf(1e6f, INFINITY) - 1e6f;
+    printf("   largest difference %.4f: floats near 1e6 are %g apart, so the\n"
+           "   scores are also rounded on the way.\n", (double)worst, (double)step_near_1e6);
+    free(row);
+    free(unmasked);
+}
+
 static void part3_query_without_keys(const Tensor *x)
 {
     const int num_keys = x->shape[2];
@@ -228,27 +262,7 @@ static void part3_query_without_keys(const Tensor *x)
            "   later layer that touches this row.\n");
     print_row("   weights", row, num_keys);
 
-    /* additive mask: scores + (-1e6) where masked */
-    for (int j = 0; j < num_keys; j++)
-        row[j] = scores[j] + -1e6f;
-    softmax_row(row, num_keys);
-    float *unmasked = checked_malloc(PROG, (size_t)num_keys, sizeof(float));
-    for (int j = 0; j < num_keys; j++)
-        unmasked[j] = scores[j];
-    softmax_row(unmasked, num_keys);
-    float worst = 0.0f;
-    for (int j = 0; j < num_keys; j++)
-        worst = fmaxf(worst, fabsf(row[j] - unmasked[j]));
-    printf("\n3. Add -1e6 to masked scores (an additive mask): when every key is masked the\n"
-           "   whole row moves by the same amount, and softmax ignores that. The mask\n"
-           "   silently does nothing; the query attends to padding as if it were real.\n");
-    print_row("   weights           ", row, num_keys);
-    print_row("   softmax(unmasked) ", unmasked, num_keys);
-    /* the scores sit near -1e6 once the mask is added; this is how finely
-     * floats there can tell them apart */
-    const float step_near_1e6 = nextafterf(1e6f, INFINITY) - 1e6f;
-    printf("   largest difference %.4f: floats near 1e6 are %g apart, so the\n"
-           "   scores are also rounded on the way.\n", (double)worst, (double)step_near_1e6);
+    additive_mask_on_every_key(scores, num_keys);
 
     /* this project: valid_len 0 is a loop bound of 0, the row stays 0 */
     for (int j = 0; j < num_keys; j++)
@@ -261,7 +275,6 @@ static void part3_query_without_keys(const Tensor *x)
            "   scaled_dot_product_attention. Rows with at least one valid key agree\n"
            "   with d2l exactly, since exp(-1e6 - max) is 0 in float.\n");
     free(row);
-    free(unmasked);
 }
 
 /* ---- options --------------------------------------------------------------- */

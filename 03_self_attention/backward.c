@@ -106,6 +106,24 @@ static Problem forward_and_loss(const Options *opt, Rng *rng)
 
 /* ---- Part 2 ---------------------------------------------------------------- */
 
+/* dS (1, n, n): each row sums to 0, up to rounding. */
+static void print_row_sums_of_dS(const Tensor *dS)
+{
+    const int n = dS->shape[1];
+    double worst_row = 0.0;
+    for (int i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (int j = 0; j < n; j++)
+            sum += AT3(dS, 0, i, j);
+        worst_row = fmax(worst_row, fabs(sum));
+    }
+    char worst_text[32];
+    printf("Each row of dS sums to 0 (largest |row sum| %s): adding the same\n"
+           "number to a whole row of scores changes no weight, so that direction has no\n"
+           "gradient.\n",
+           residue_text(worst_text, sizeof worst_text, worst_row, 1e-6));
+}
+
 /* Returns false when the library's backward disagrees with the passes. */
 static bool backward_by_hand(const Problem *p)
 {
@@ -128,18 +146,7 @@ static bool backward_by_hand(const Problem *p)
     tensor_print_named("rowsum(dP * P)", rowsum);
     Tensor *dS = masked_softmax_backward(P, dP);
     tensor_print_named("dS", dS);
-    double worst_row = 0.0;
-    for (int i = 0; i < n; i++) {
-        double sum = 0.0;
-        for (int j = 0; j < n; j++)
-            sum += AT3(dS, 0, i, j);
-        worst_row = fmax(worst_row, fabs(sum));
-    }
-    char worst_text[32];
-    printf("Each row of dS sums to 0 (largest |row sum| %s): adding the same\n"
-           "number to a whole row of scores changes no weight, so that direction has no\n"
-           "gradient.\n",
-           residue_text(worst_text, sizeof worst_text, worst_row, 1e-6));
+    print_row_sums_of_dS(dS);
 
     printf("\npass 1 backwards: S = Q K^T / sqrt(%d), so dQ = dS K / sqrt(%d) and\n"
            "dK = dS^T Q / sqrt(%d)\n", d, d, d);

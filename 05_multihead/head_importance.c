@@ -68,6 +68,32 @@ static void check_memory(const Options *opt, int key_vocab, int value_vocab, int
                    detail, "use fewer --seeds or --threads, a smaller --batch or --examples");
 }
 
+/* The checks that involve two options: a loaded model takes no sizes, a
+ * new one needs sizes that fit together and in memory. */
+static void check_options(const Options *opt)
+{
+    if (opt->from_dir != NULL) {
+        cli_check_input_dir(PROG, "--from", opt->from_dir);
+        if (opt->to_dir != NULL)
+            cli_fail(PROG, "--from and --to together would only copy the model");
+        if (opt->sizes_given)
+            cli_fail(PROG, "--from takes the model's sizes from its files; --heads, "
+                     "--hiddens, --countries, --steps, --batch, --lr and --seeds train new "
+                     "ones");
+    } else {
+        if (opt->hiddens % opt->heads != 0)
+            cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt->hiddens,
+                     opt->heads);
+        if (opt->countries < opt->pairs)
+            cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                     "different countries", opt->countries, opt->pairs, opt->pairs);
+        if (opt->to_dir != NULL && opt->seeds > 1)
+            cli_fail(PROG, "--to saves one model: --seeds %d trains %d", opt->seeds,
+                     opt->seeds);
+        check_memory(opt, opt->countries, opt->countries, opt->hiddens, opt->heads);
+    }
+}
+
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.seed = 0, .heads = 8, .hiddens = 32, .pairs = 6, .countries = 16,
@@ -110,25 +136,7 @@ static Options parse_options(int argc, char **argv)
                           "and held-out\naccuracy as heads are pruned.",
                           CLI_COUNT(options), options},
               argc, argv);
-    if (opt.from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt.from_dir);
-        if (opt.to_dir != NULL)
-            cli_fail(PROG, "--from and --to together would only copy the model");
-        if (opt.sizes_given)
-            cli_fail(PROG, "--from takes the model's sizes from its files; --heads, "
-                     "--hiddens, --countries, --steps, --batch, --lr and --seeds train new "
-                     "ones");
-    } else {
-        if (opt.hiddens % opt.heads != 0)
-            cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.hiddens,
-                     opt.heads);
-        if (opt.countries < opt.pairs)
-            cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
-                     "different countries", opt.countries, opt.pairs, opt.pairs);
-        if (opt.to_dir != NULL && opt.seeds > 1)
-            cli_fail(PROG, "--to saves one model: --seeds %d trains %d", opt.seeds, opt.seeds);
-        check_memory(&opt, opt.countries, opt.countries, opt.hiddens, opt.heads);
-    }
+    check_options(&opt);
     return opt;
 }
 
@@ -349,16 +357,12 @@ static int part3_pruning(const Options *opt, const Pruning *p, int H)
 /* ---- Part 4 -------------------------------------------------------------------- */
 
 /* Each model ranked on its training examples and pruned on the held-out
- * ones, if it learned the task; the summary over those. */
-static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const *models,
-                        const TaskBatch *held_out_examples)
+ * ones into p[n], its seed into seeds[n], if it learned the task; the others
+ * are named on one line. Returns n, the models pruned. */
+static int prune_trained_models(const Options *opt, const Task *task, TwoKeyModel *const *models,
+                                const TaskBatch *held_out_examples, Pruning *p, uint64_t *seeds)
 {
-    const int H = opt->heads, N = held_out_examples->batch_size;
-    printf("\nPart 4. Over %d seeds (%llu to %llu): the same for every model\n\n", opt->seeds,
-           (unsigned long long)opt->seed,
-           (unsigned long long)(opt->seed + (uint64_t)opt->seeds - 1));
-    Pruning *p = checked_calloc(PROG, (size_t)opt->seeds, sizeof *p);
-    uint64_t seeds[MAX_SEEDS];
+    const int N = held_out_examples->batch_size;
     int n = 0, left_out = 0;
     printf("   models below %.0f%% held out, left out:", 100.0 * TRAINED);
     for (int s = 0; s < opt->seeds; s++) {
@@ -380,11 +384,15 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
         held_out_free(&held);
     }
     printf("%s\n", left_out == 0 ? " none" : "");
-    if (n == 0) {
-        printf("   (no model to prune)\n");
-        free(p);
-        return;
-    }
+    return n;
+}
+
+/* The summary over the n pruned models p (seeds): how often the ranking
+ * beats random orders, the median curves, and the worst model. */
+static void print_seed_summary(const Options *opt, const Pruning *p, const uint64_t *seeds,
+                               int n)
+{
+    const int H = opt->heads;
     int above = 0, worst = 0;
     for (int i = 0; i < n; i++) {
         above += pruning_margin(&p[i], H) > 0.0;
@@ -404,6 +412,21 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
     print_order("   least important first:     ", w->least_first, H);
     printf("\n");
     print_curves(w, H, true, opt->orders);
+}
+
+static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const *models,
+                        const TaskBatch *held_out_examples)
+{
+    printf("\nPart 4. Over %d seeds (%llu to %llu): the same for every model\n\n", opt->seeds,
+           (unsigned long long)opt->seed,
+           (unsigned long long)(opt->seed + (uint64_t)opt->seeds - 1));
+    Pruning *p = checked_calloc(PROG, (size_t)opt->seeds, sizeof *p);
+    uint64_t seeds[MAX_SEEDS];
+    const int n = prune_trained_models(opt, task, models, held_out_examples, p, seeds);
+    if (n == 0)
+        printf("   (no model to prune)\n");
+    else
+        print_seed_summary(opt, p, seeds, n);
     free(p);
 }
 

@@ -58,6 +58,43 @@ typedef struct {
     const char *plot_dir;
 } Options;
 
+/* --heads LIST into head_counts, each dividing --hiddens; and the rows of
+ * the table, one per head count, two with --mlp. */
+static void read_head_counts(Options *opt)
+{
+    long counts[MAX_COUNTS];
+    opt->num_counts = cli_long_list(PROG, "--heads", opt->heads_text, 1, MAX_HIDDENS, counts,
+                                    MAX_COUNTS);
+    for (int i = 0; i < opt->num_counts; i++) {
+        opt->head_counts[i] = (int)counts[i];
+        if (opt->num_hiddens % opt->head_counts[i] != 0)
+            cli_fail(PROG, "--heads: %d heads do not divide --hiddens %d", opt->head_counts[i],
+                     opt->num_hiddens);
+    }
+    if (opt->countries < opt->pairs)
+        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                 "different countries", opt->countries, opt->pairs, opt->pairs);
+    opt->num_rows = opt->num_counts * (opt->mlp > 0 ? 2 : 1);
+}
+
+/* The largest model, once per thread: each thread trains and scores its
+ * own; refused in one line when it does not fit. */
+static void check_memory(const Options *opt)
+{
+    int most_heads = 1;
+    for (int i = 0; i < opt->num_counts; i++)
+        most_heads = opt->head_counts[i] > most_heads ? opt->head_counts[i] : most_heads;
+    const int jobs = opt->num_rows * opt->seeds;
+    const int at_once = opt->threads < jobs ? opt->threads : jobs;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d %s at once, batches of %d, %d held out", at_once,
+             plural(at_once, "model", "models"), opt->batch, opt->examples);
+    memory_require(at_once * two_key_bytes_needed(opt->countries, opt->countries, opt->pairs,
+                                                  opt->num_hiddens, most_heads, opt->mlp,
+                                                  opt->batch, opt->examples),
+                   detail, "use fewer --threads, a smaller --batch or --examples");
+}
+
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.seed = 0, .heads_text = "1,2,4", .num_hiddens = 32, .pairs = 6,
@@ -96,31 +133,8 @@ static Options parse_options(int argc, char **argv)
                           "1, 2 and 4 heads\nat the same num_hiddens, each from many seeds.",
                           CLI_COUNT(options), options},
               argc, argv);
-    long counts[MAX_COUNTS];
-    opt.num_counts = cli_long_list(PROG, "--heads", opt.heads_text, 1, MAX_HIDDENS, counts,
-                                   MAX_COUNTS);
-    for (int i = 0; i < opt.num_counts; i++) {
-        opt.head_counts[i] = (int)counts[i];
-        if (opt.num_hiddens % opt.head_counts[i] != 0)
-            cli_fail(PROG, "--heads: %d heads do not divide --hiddens %d", opt.head_counts[i],
-                     opt.num_hiddens);
-    }
-    if (opt.countries < opt.pairs)
-        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
-                 "different countries", opt.countries, opt.pairs, opt.pairs);
-    opt.num_rows = opt.num_counts * (opt.mlp > 0 ? 2 : 1);
-    /* the largest model, once per thread: each thread trains and scores its own */
-    int most_heads = 1;
-    for (int i = 0; i < opt.num_counts; i++)
-        most_heads = opt.head_counts[i] > most_heads ? opt.head_counts[i] : most_heads;
-    const int jobs = opt.num_rows * opt.seeds, at_once = opt.threads < jobs ? opt.threads : jobs;
-    char detail[96];
-    snprintf(detail, sizeof detail, "%d %s at once, batches of %d, %d held out", at_once,
-             plural(at_once, "model", "models"), opt.batch, opt.examples);
-    memory_require(at_once * two_key_bytes_needed(opt.countries, opt.countries, opt.pairs,
-                                                  opt.num_hiddens, most_heads, opt.mlp, opt.batch,
-                                                  opt.examples),
-                   detail, "use fewer --threads, a smaller --batch or --examples");
+    read_head_counts(&opt);
+    check_memory(&opt);
     return opt;
 }
 

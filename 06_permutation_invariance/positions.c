@@ -251,6 +251,17 @@ static double mirror_weight(const ReversalModel *model, const TaskBatch *held_ou
     return sum / ((double)B * H * T);
 }
 
+/* panels (2 * H, T, T) as DIR/positions_attention.{dat,gp}: 0, or 1. */
+static int plot_panels(const char *dir, const Tensor *panels, const char *const *titles)
+{
+    if (plot_heatmaps(dir, "positions_attention", panels, "key position", "query position",
+                      titles) != 0)
+        return 1;
+    printf("\nwrote %s/positions_attention.dat and %s/positions_attention.gp "
+           "(render: gnuplot %s/positions_attention.gp)\n", dir, dir, dir);
+    return 0;
+}
+
 static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch *held_out,
                           ReversalModel *const *models)
 {
@@ -289,16 +300,7 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
            "heads: %.3f without positions, %.3f with (1/%d = %.3f is an even spread).\n",
            T - 1, mirror_weight(models[0], held_out), mirror_weight(models[1], held_out), T,
            1.0 / T);
-    int status = 0;
-    if (opt->plot_dir != NULL) {
-        if (plot_heatmaps(opt->plot_dir, "positions_attention", panels, "key position",
-                          "query position", titles) == 0)
-            printf("\nwrote %s/positions_attention.dat and %s/positions_attention.gp "
-                   "(render: gnuplot %s/positions_attention.gp)\n",
-                   opt->plot_dir, opt->plot_dir, opt->plot_dir);
-        else
-            status = 1;
-    }
+    const int status = opt->plot_dir != NULL ? plot_panels(opt->plot_dir, panels, titles) : 0;
     TENSOR_FREE(panels, weights[0], weights[1]);
     return status;
 }
