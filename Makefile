@@ -204,11 +204,13 @@ bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train
 # ---- heatmaps ---------------------------------------------------------------
 # Every program whose option table has {"--plot", ...} takes --plot DIR and
 # writes NAME.dat + NAME.gp into it (common/io/plot.h); found by pattern, so
-# a new program joins by having the option. gnuplot then renders each
-# NAME.gp into NAME.png beside it.
+# a new program joins by having the option. A tool beside a program (one
+# that names itself with cli_program_name, such as 05_multihead/layer_files)
+# plots only the files it is given, so it is left out. gnuplot then renders
+# each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_SRC := $(shell grep -l '{"--plot"' $(PROGRAM_SRC))
+PLOT_SRC := $(shell grep -L 'cli_program_name' $$(grep -l '{"--plot"' $(PROGRAM_SRC)))
 PLOT_PROGRAMS := $(patsubst $(OUT)/%,%,$(foreach src,$(PLOT_SRC),$(call program_of,$(src))))
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))

@@ -11,10 +11,9 @@
  *         pass for all heads, head_gates.h), measured on training examples,
  *         beside the held-out accuracy lost when that head alone is masked;
  *         a finite difference checks one slope.
- * Part 3: prune heads one at a time, least important first, most important
- *         first and in random orders, and measure held-out accuracy against
- *         heads kept, beside the best subset of each size (every subset
- *         tried): the bound no ranking can pass.
+ * Part 3: held-out accuracy as heads are pruned one at a time, least or most
+ *         important first and in random orders, beside the best subset of
+ *         each size (every subset tried): the bound no ranking can pass.
  * Part 4 (--seeds N): the same for N models, one per seed: how often the
  *         ranking beats the random orders, the median curves, and the worst
  *         seed with its ranking and curve.
@@ -55,8 +54,7 @@ typedef struct {
     const char *from_dir, *to_dir, *plot_dir;
 } Options;
 
-/* The run at its largest (pruning_bytes_needed), refused in one line when
- * it does not fit. */
+/* The run at its largest (pruning_bytes_needed), refused when it does not fit. */
 static void check_memory(const Options *opt, int key_vocab, int value_vocab, int D, int H)
 {
     const int at_once = opt->threads < opt->seeds ? opt->threads : opt->seeds;
@@ -68,8 +66,7 @@ static void check_memory(const Options *opt, int key_vocab, int value_vocab, int
                    detail, "use fewer --seeds or --threads, a smaller --batch or --examples");
 }
 
-/* The checks that involve two options: a loaded model takes no sizes, a
- * new one needs sizes that fit together and in memory. */
+/* A loaded model takes no sizes; a new one needs sizes that fit together. */
 static void check_options(const Options *opt)
 {
     if (opt->from_dir != NULL) {
@@ -80,18 +77,16 @@ static void check_options(const Options *opt)
             cli_fail(PROG, "--from takes the model's sizes from its files; --heads, "
                      "--hiddens, --countries, --steps, --batch, --lr and --seeds train new "
                      "ones");
-    } else {
-        if (opt->hiddens % opt->heads != 0)
-            cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt->hiddens,
-                     opt->heads);
-        if (opt->countries < opt->pairs)
-            cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
-                     "different countries", opt->countries, opt->pairs, opt->pairs);
-        if (opt->to_dir != NULL && opt->seeds > 1)
-            cli_fail(PROG, "--to saves one model: --seeds %d trains %d", opt->seeds,
-                     opt->seeds);
-        check_memory(opt, opt->countries, opt->countries, opt->hiddens, opt->heads);
+        return;
     }
+    if (opt->hiddens % opt->heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt->hiddens, opt->heads);
+    if (opt->countries < opt->pairs)
+        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                 "different countries", opt->countries, opt->pairs, opt->pairs);
+    if (opt->to_dir != NULL && opt->seeds > 1)
+        cli_fail(PROG, "--to saves one model: --seeds %d trains %d", opt->seeds, opt->seeds);
+    check_memory(opt, opt->countries, opt->countries, opt->hiddens, opt->heads);
 }
 
 static Options parse_options(int argc, char **argv)
@@ -142,9 +137,8 @@ static Options parse_options(int argc, char **argv)
 
 /* ---- the model: trained or loaded ----------------------------------------------- */
 
-/* models[0..seeds) trained on T threads: model s from seed S + s's
- * streams alone, so the numbers do not depend on T. false after one line
- * on stderr (and every model freed) when a loss was not a number. */
+/* models[0..seeds) trained on T threads, model s from seed S + s's streams alone: the
+ * same numbers for any T. false after one line, every model freed, if a loss was not a number. */
 static bool train_all(const Options *opt, TwoKeyModel **models)
 {
     const Task task = task_two_keys(opt->pairs, opt->countries, opt->countries);
@@ -205,9 +199,8 @@ static int save(const Options *opt, TwoKeyModel *model)
 }
 
 /* 0, or 1 after one line when the held-out loss with every head is not a
- * number: a loaded model whose parameters are finite but overflow float32
- * in the forward (training stops on such a loss itself); every number of
- * the parts would be NaN. */
+ * number: a loaded model whose finite parameters overflow float32 in the
+ * forward (training stops on such a loss itself); the parts would be NaN. */
 static int check_finite(const HeldOut *held)
 {
     const double loss = two_key_evaluate_heads(held->model, held->examples, held->heads, NULL,
@@ -356,41 +349,8 @@ static int part3_pruning(const Options *opt, const Pruning *p, int H)
 
 /* ---- Part 4 -------------------------------------------------------------------- */
 
-/* Each model ranked on its training examples and pruned on the held-out
- * ones into p[n], its seed into seeds[n], if it learned the task; the others
- * are named on one line. Returns n, the models pruned. */
-static int prune_trained_models(const Options *opt, const Task *task, TwoKeyModel *const *models,
-                                const TaskBatch *held_out_examples, Pruning *p, uint64_t *seeds)
-{
-    const int N = held_out_examples->batch_size;
-    int n = 0, left_out = 0;
-    printf("   models below %.0f%% held out, left out:", 100.0 * TRAINED);
-    for (int s = 0; s < opt->seeds; s++) {
-        const uint64_t seed = opt->seed + (uint64_t)s;
-        HeldOut held = held_out_new(models[s], held_out_examples);
-        const double full = held_out_accuracy(&held, NULL);
-        if (full < TRAINED) {
-            printf("%s seed %llu (%.1f%%)", left_out > 0 && left_out % 4 == 0 ? "\n   " : "",
-                   (unsigned long long)seed, 100.0 * full);
-            left_out++;
-        } else {
-            TaskBatch *ranking = task_examples(task, N, SPLIT_TRAIN, seed);
-            double importance[MAX_HEADS] = {0};
-            two_key_head_importance(models[s], ranking, importance);
-            prune_heads(&held, importance, opt->orders, seed, &p[n]);
-            seeds[n++] = seed;
-            task_batch_free(ranking);
-        }
-        held_out_free(&held);
-    }
-    printf("%s\n", left_out == 0 ? " none" : "");
-    return n;
-}
-
-/* The summary over the n pruned models p (seeds): how often the ranking
- * beats random orders, the median curves, and the worst model. */
-static void print_seed_summary(const Options *opt, const Pruning *p, const uint64_t *seeds,
-                               int n)
+/* Over the n models pruned, p (seeds): wins over random orders, medians, the worst. */
+static void print_seed_summary(const Options *opt, const Pruning *p, const uint64_t *seeds, int n)
 {
     const int H = opt->heads;
     int above = 0, worst = 0;
@@ -414,15 +374,38 @@ static void print_seed_summary(const Options *opt, const Pruning *p, const uint6
     print_curves(w, H, true, opt->orders);
 }
 
+/* Each model ranked on its training examples and pruned on the held-out
+ * ones, if it learned the task; the summary over those. */
 static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const *models,
                         const TaskBatch *held_out_examples)
 {
+    const int N = held_out_examples->batch_size;
     printf("\nPart 4. Over %d seeds (%llu to %llu): the same for every model\n\n", opt->seeds,
            (unsigned long long)opt->seed,
            (unsigned long long)(opt->seed + (uint64_t)opt->seeds - 1));
     Pruning *p = checked_calloc(PROG, (size_t)opt->seeds, sizeof *p);
     uint64_t seeds[MAX_SEEDS];
-    const int n = prune_trained_models(opt, task, models, held_out_examples, p, seeds);
+    int n = 0, left_out = 0;
+    printf("   models below %.0f%% held out, left out:", 100.0 * TRAINED);
+    for (int s = 0; s < opt->seeds; s++) {
+        const uint64_t seed = opt->seed + (uint64_t)s;
+        HeldOut held = held_out_new(models[s], held_out_examples);
+        const double full = held_out_accuracy(&held, NULL);
+        if (full < TRAINED) {
+            printf("%s seed %llu (%.1f%%)", left_out > 0 && left_out % 4 == 0 ? "\n   " : "",
+                   (unsigned long long)seed, 100.0 * full);
+            left_out++;
+        } else {
+            TaskBatch *ranking = task_examples(task, N, SPLIT_TRAIN, seed);
+            double importance[MAX_HEADS] = {0};
+            two_key_head_importance(models[s], ranking, importance);
+            prune_heads(&held, importance, opt->orders, seed, &p[n]);
+            seeds[n++] = seed;
+            task_batch_free(ranking);
+        }
+        held_out_free(&held);
+    }
+    printf("%s\n", left_out == 0 ? " none" : "");
     if (n == 0)
         printf("   (no model to prune)\n");
     else

@@ -1,6 +1,5 @@
 /*
- * 05_multihead - the multi-head attention layer, d2l's toy check, and the
- * same layer run on weights and inputs from .npy files.
+ * 05_multihead - the multi-head attention layer and d2l's toy check.
  *
  * Part 1: the layer: num_hiddens split into num_heads heads of size d, its
  *         four projections drawn as nn.Linear draws them.
@@ -8,9 +7,9 @@
  *         and 6 key-value pairs, valid_lens [3, 2], on d2l's all-ones
  *         inputs, and what they hide.
  * Part 3: the same layer on random inputs, where rows and heads differ.
- * Part 4: (--from DIR) a layer whose inputs and weights are .npy files, for
- *         instance a PyTorch nn.MultiheadAttention, compared with PyTorch's
- *         results; --to DIR writes the results (common/io/layer_files.h).
+ *
+ * The layer on weights and inputs from .npy files (section 4 of the README),
+ * --from and --to, is the tool beside this program, layer_files.c.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
  * H = num_heads, D = num_hiddens, d = D / H.
@@ -31,16 +30,16 @@
 
 static const char PROG[] = "multihead";
 
+/* --valid-lens reads up to this many lengths, to say how many it got */
 enum { MAX_BATCH = 64 };
 
 typedef struct {
-    int batch, queries, keys, hiddens, heads;
+    int batch, queries, keys, hiddens, heads;   /* batch, queries, keys: d2l's 2, 4, 6 */
     double dropout;
     bool bias, train;
     uint64_t seed;
     const char *valid_lens_text;             /* NULL: d2l's [3, 2] */
-    const char *from_dir, *to_dir, *plot_dir;
-    bool heads_given, example_flags;         /* example_flags: sizes, mask, bias, dropout */
+    const char *plot_dir;
 } Options;
 
 /* The built-in example of Parts 1 to 3: one layer, its mask, its generator. */
@@ -112,19 +111,6 @@ static double weight_on_masked_keys(const Tensor *weights, const ValidLens *vali
                 for (int j = valid_len_at(valid_lens, b, t); j < K; j++)
                     total += AT4(weights, b, h, t, j);
     return total;
-}
-
-/* weights (B, H, T, K) as a B x H grid of heatmaps in DIR/multihead_weights. */
-static int write_plot(const char *dir, const Tensor *weights)
-{
-    const int B = weights->shape[0], H = weights->shape[1];
-    if (layer_files_plot_weights(dir, "multihead_weights",
-                                 "multihead: the attention weights of every head", weights) != 0)
-        return -1;
-    printf("wrote %s/multihead_weights.dat and .gp: %d %s x %d %s (run gnuplot "
-           "%s/multihead_weights.gp for the .png)\n", dir, B, plural(B, "sequence", "sequences"),
-           H, plural(H, "head", "heads"), dir);
-    return 0;
 }
 
 /* ---- Parts 1 to 3: the built-in example -------------------------------------------- */
@@ -245,13 +231,6 @@ static int fail(const char *err)
     return report_error(NULL, "%s", err) != 0;
 }
 
-/* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
-static int save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results)
-{
-    char err[LAYER_FILES_ERR_LEN];
-    return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
-}
-
 static int part3_random_inputs(Example *ex)
 {
     const Options *opt = ex->opt;
@@ -275,66 +254,8 @@ static int part3_random_inputs(Example *ex)
     print_favourite_keys(weights);
     printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
            "with --plot.)\n");
-
-    /* --to: the run as the files Part 4 reads */
-    int status = opt->plot_dir && write_plot(opt->plot_dir, weights) != 0;
-    const LayerFiles inputs = layer_files_borrow(ex->layer, X, Y, Y, ex->valid_lens);
-    if (status == 0 && opt->to_dir)
-        status = save_run(opt->to_dir, &inputs, &(LayerResults){output, weights, {0}});
-    if (status == 0 && opt->to_dir)
-        printf("%s also holds the inputs and parameters: run it again with\n"
-               "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, opt->heads);
+    const int status = opt->plot_dir && layer_files_plot_multihead(opt->plot_dir, weights) != 0;
     TENSOR_FREE(X, Y, output, weights);
-    return status;
-}
-
-/* ---- Part 4: a layer from .npy files ------------------------------------------------ */
-
-/* The layer of files, its results checked (within memory and finite by
- * multihead_checked_run, then against expected_*.npy), then plotted and written. */
-static int run_from_files(const Options *opt, const LayerFiles *files)
-{
-    char err[LAYER_FILES_ERR_LEN];
-    LayerResults results;
-    if (multihead_checked_run(&files->layer, files->queries, files->keys, files->values,
-                              files->valid_lens, files->grad_output, &results, err,
-                              sizeof err) != 0)
-        return fail(err);
-    printf("Part 4. A layer from .npy files\n\n");
-    layer_files_print(opt->from_dir, files);
-    tensor_print_named("output", results.output);
-    tensor_print_named("attention_weights", results.attention_weights);
-    printf("\n");
-    if (files->grad_output != NULL)
-        layer_gradients_print(&results.grads);
-
-    /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
-    const int verdict = layer_files_check_results(opt->from_dir, &results, 1e-5f, 1e-5f, err,
-                                                  sizeof err);
-    int status = verdict < 0 ? fail(err) : 0;
-    if (status == 0 && verdict > 0) {   /* a failed check replaces no previous result */
-        status = report_error(NULL, "the results differ from the expected_*.npy files in %s%s",
-                              opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
-                                                                          : "") != 0;
-    }
-    if (status == 0 && opt->plot_dir && write_plot(opt->plot_dir, results.attention_weights) != 0)
-        status = 1;
-    /* into another directory the inputs go too, so that it holds one whole run */
-    const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
-    if (status == 0 && opt->to_dir)
-        status = save_run(opt->to_dir, same ? NULL : files, &results);
-    layer_results_free(&results);
-    return status;
-}
-
-static int part4_layer_from_files(const Options *opt)
-{
-    LayerFiles files;
-    char err[LAYER_FILES_ERR_LEN];
-    const int status = layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0
-                           ? fail(err)
-                           : run_from_files(opt, &files);
-    layer_files_free(&files);
     return status;
 }
 
@@ -344,85 +265,60 @@ static Options parse_options(int argc, char **argv)
 {
     Options opt = {.batch = 2, .queries = 4, .keys = 6, .hiddens = 100, .heads = 5,
                    .dropout = 0.5, .seed = 0};
-    bool *example = &opt.example_flags;
     const CliOption options[] = {
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
-         .help = "sequences", .given = example},
-        {"--queries", CLI_INT, &opt.queries, .min = 1, .max = 256, .metavar = "T",
-         .help = "queries per sequence", .given = example},
-        {"--keys", CLI_INT, &opt.keys, .min = 1, .max = 256, .metavar = "N",
-         .help = "key-value pairs per sequence", .given = example},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
-         .help = "num_hiddens", .given = example},
+         .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
-         .help = "num_heads, must divide D; needed with --from", .given = &opt.heads_given},
-        {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L", .given = example,
-         .help = "B comma-separated lengths from 0 to --keys, or 'none'",
-         .default_text = "3,2 as d2l;\n--keys for every sequence at other sizes"},
-        {"--bias", CLI_FLAG, &opt.bias,
-         .help = "give the four projections biases", .given = example},
+         .help = "num_heads, must divide D"},
+        {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
+         .help = "2 comma-separated lengths from 0 to 6, or 'none'", .default_text = "3,2"},
+        {"--bias", CLI_FLAG, &opt.bias, .help = "give the four projections biases"},
         {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",
-         .help = "dropout on the attention weights", .given = example},
-        {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = example},
+         .help = "dropout on the attention weights"},
+        {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N",
          .help = "seed for the parameters and inputs"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "Part 4: queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
-                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy;\n"
-                 "with DIR/grad_output.npy (B, T, D) the backward runs too"},
-        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
-         .help = "write output.npy and attention_weights.npy into DIR, and for\n"
-                 "the built-in example its inputs and parameters too, for --from;\n"
-                 "with grad_output.npy also grad_queries.npy ... grad_b_o.npy"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
+        /* the layer on .npy files, and Part 3's layer written as them */
+        {"--from", CLI_TOOL, .tool = "layer_files",
+         .help = "a layer from .npy files, or Part 3's layer written as them"},
+        {"--to", CLI_TOOL, .tool = "layer_files"},
+        {"--batch", CLI_TOOL, .tool = "layer_files"},
+        {"--queries", CLI_TOOL, .tool = "layer_files"},
+        {"--keys", CLI_TOOL, .tool = "layer_files"},
     };
     static const char summary[] =
         "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
-        "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs; or,\n"
-        "with --from, a layer whose inputs and weights are .npy files.";
+        "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs.";
     cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
-/* Checks that involve two options, and --from's own; then the mask of the
- * built-in example: --valid-lens, 'none' (NULL), or d2l's [3, 2] when it
- * fits and otherwise every key of every sequence. */
+/* The check that involves two options; then the mask of the example:
+ * d2l's [3, 2], --valid-lens (one length for each of the 2 sequences), or
+ * 'none' (NULL). */
 static ValidLens *check_options(const Options *opt)
 {
-    if (opt->from_dir)
-        cli_check_input_dir(PROG, "--from", opt->from_dir);
-    if (opt->from_dir && !opt->heads_given)
-        cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
-    if (opt->from_dir && opt->example_flags)
-        cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
-                 "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
-    if (opt->from_dir)
-        return NULL;
     if (opt->hiddens % opt->heads != 0)
         cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
                  "size", opt->hiddens, opt->heads);
-    const char *text = opt->valid_lens_text;
-    if (text && strcmp(text, "none") == 0)
+    if (opt->valid_lens_text == NULL)
+        return valid_lens_1d((const int[]){3, 2}, opt->batch);
+    if (strcmp(opt->valid_lens_text, "none") == 0)
         return NULL;
-    long given[MAX_BATCH] = {3, 2};
-    int n = text ? cli_long_list(PROG, "--valid-lens", text, 0, opt->keys, given, MAX_BATCH)
-                 : opt->batch;
+    long given[MAX_BATCH];
+    const int n = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 0, opt->keys, given,
+                                MAX_BATCH);
     if (n != opt->batch)
         cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", opt->batch, n);
-    int lens[MAX_BATCH];
-    for (int b = 0; b < n; b++)
-        lens[b] = text || (n == 2 && opt->keys >= 3) ? (int)given[b] : opt->keys;
-    return valid_lens_1d(lens, n);
+    return valid_lens_1d((const int[]){(int)given[0], (int)given[1]}, opt->batch);
 }
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     Example ex = {.opt = &opt, .rng = rng_new(opt.seed), .valid_lens = check_options(&opt)};
-    if (opt.from_dir)
-        return part4_layer_from_files(&opt);
-
     ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
                              (float)opt.dropout, opt.bias, &ex.rng);
     char err[LAYER_FILES_ERR_LEN];

@@ -15,6 +15,11 @@
  *     blocking on it.
  * Each refusal is one line on stderr that starts with the program's name,
  * with status 1 or 2 and nothing half done.
+ *
+ * Every program also reads in one sitting: at most 450 lines, a main of at
+ * most 40 and no function over 50; a chapter's own program has at most 8
+ * options, and a mode handed to a tool beside it (multihead --from, run
+ * by layer_files) behaves as the tool run directly.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -281,4 +286,172 @@ Test(every_program, reads_in_one_sitting)
         cr_expect_leq(main_lines, MAX_MAIN_LINES, "%s: main has %d lines, more than %d", path,
                       main_lines, MAX_MAIN_LINES);
     }
+}
+
+/* ---- short functions ------------------------------------------------------------- */
+
+enum { MAX_FUNCTION_LINES = 50 };
+
+/* The functions of a source, in the repository's layout: a definition
+ * starts at column 0 with a line that names it and holds '(' (its
+ * parameters may go on over more lines), opens with "{" alone at column 0
+ * and ends with "}" at column 0; a line ending in ';' before the "{" was a
+ * declaration. Each function longer than MAX_FUNCTION_LINES, both ends
+ * counted, is reported; returns how many functions there are. */
+static int check_function_lengths(const char *path, const char *text)
+{
+    int line = 0, start = 0, functions = 0;
+    bool inside = false;
+    char name[96] = "";
+    for (const char *p = text; *p; p = strchr(p, '\n') + 1) {
+        line++;
+        const char *end = strchr(p, '\n');
+        const int len = end ? (int)(end - p) : (int)strlen(p);
+        const bool starts_name = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_';
+        if (!inside && starts_name && memchr(p, '(', (size_t)len) && p[len - 1] != ';') {
+            start = line;
+            snprintf(name, sizeof name, "%.*s", len, p);
+        } else if (!inside && len > 0 && p[len - 1] == ';') {
+            start = 0;
+        } else if (!inside && start > 0 && len == 1 && *p == '{') {
+            inside = true;
+        } else if (inside && *p == '}') {
+            inside = false;
+            functions++;
+            cr_expect_leq(line - start + 1, MAX_FUNCTION_LINES, "%s:%d: %d lines, more than %d: %s",
+                          path, start, line - start + 1, MAX_FUNCTION_LINES, name);
+            start = 0;
+        }
+        if (end == NULL)
+            break;
+    }
+    return functions;
+}
+
+/* A part of a chapter program fits on a screen: every function of every
+ * program, main included, is at most 50 lines. */
+Test(every_program, every_function_fits_on_a_screen)
+{
+    static char names[MAX_PROGRAMS][320];
+    const int count = find_programs(names, MAX_PROGRAMS);
+    cr_assert_geq(count, 20, "only %d programs found", count);
+    int functions = 0;
+    for (int i = 0; i < count; i++) {
+        char path[400];
+        source_of(names[i], path, sizeof path);
+        char *text = read_text_file(path, NULL);
+        cr_assert_not_null(text, "cannot read %s, the source of %s", path, names[i]);
+        const int found = check_function_lengths(path, text);
+        cr_expect_gt(found, 0, "%s: no function found", path);
+        functions += found;
+        free(text);
+    }
+    /* the layout is what finds the functions: if it changes, this test
+     * must not pass by finding none */
+    cr_expect_geq(functions, 10 * count, "only %d functions in %d programs", functions, count);
+}
+
+/* ---- stories with few options ------------------------------------------------------ */
+
+enum { MAX_STORY_OPTIONS = 8 };
+
+/* A chapter's own program (NN_chapter/main.c) tells its story with the
+ * options its README and exercises use, at most 8 besides --help; a mode of
+ * its own (the file modes) is a tool beside it, listed apart in --help. */
+Test(every_program, a_story_has_few_options)
+{
+    static char names[MAX_PROGRAMS][320];
+    const int count = find_programs(names, MAX_PROGRAMS);
+    int stories = 0;
+    for (int i = 0; i < count; i++) {
+        char path[400];
+        source_of(names[i], path, sizeof path);
+        const char *base = strrchr(path, '/') + 1;
+        if (strcmp(base, "main.c") != 0)
+            continue;
+        stories++;
+        Option options[MAX_OPTIONS];
+        const int n = options_of(names[i], options, MAX_OPTIONS) - 1;   /* without --help */
+        cr_expect_leq(n, MAX_STORY_OPTIONS, "%s has %d options, more than %d", names[i], n,
+                      MAX_STORY_OPTIONS);
+    }
+    cr_expect_eq(stories, 6, "found %d chapter programs, expected 6", stories);
+}
+
+/* multihead hands its file options to the tool beside it, layer_files: the
+ * same stdout, stderr and status as the tool run directly, but for the
+ * name that starts an error line. */
+static void expect_handed_off(const char *args)
+{
+    RunResult story = run_program("05_multihead/multihead", args);
+    RunResult tool = run_program("05_multihead/layer_files", args);
+    cr_expect_eq(story.status, tool.status, "%s: status %d, the tool's %d", args, story.status,
+                 tool.status);
+    cr_expect_str_eq(story.out ? story.out : "", tool.out ? tool.out : "", "%s: stdout", args);
+    const char *story_err = story.err ? story.err : "", *tool_err = tool.err ? tool.err : "";
+    if (tool_err[0] != '\0') {
+        cr_expect(strncmp(story_err, "multihead: ", 11) == 0, "%s: %s", args, story_err);
+        cr_expect(strncmp(tool_err, "layer_files: ", 13) == 0, "%s: %s", args, tool_err);
+        cr_expect_str_eq(strchr(story_err, ' '), strchr(tool_err, ' '), "%s: stderr", args);
+    } else {
+        cr_expect_str_eq(story_err, "", "%s: stderr", args);
+    }
+    run_result_free(&story);
+    run_result_free(&tool);
+}
+
+Test(every_program, a_handed_off_command_line_runs_the_tool)
+{
+    expect_handed_off("--from tests/fixtures/multihead/cross_kdim_vdim --heads 4");
+    expect_handed_off("--heads 4 --from tests/fixtures/grads/cross_kdim_vdim");
+    expect_handed_off("--from tests/fixtures/multihead/bias_2d --heads 3");   /* status 1 */
+    expect_handed_off("--from tests/fixtures/multihead/bias_2d");             /* status 2 */
+    expect_handed_off("--batch 65");
+    expect_handed_off("--keys 3");
+
+    /* --to alone writes Part 3's layer, the same files either way */
+    char first[64], second[64], args[200];
+    scratch_dir_make(first, sizeof first, "attn_handoff");
+    scratch_dir_make(second, sizeof second, "attn_handoff");
+    snprintf(args, sizeof args, "--seed 4 --bias --valid-lens 6,1 --batch 2 --to %s", first);
+    RunResult story = run_program("05_multihead/multihead", args);
+    snprintf(args, sizeof args, "--seed 4 --bias --valid-lens 6,1 --batch 2 --to %s", second);
+    RunResult tool = run_program("05_multihead/layer_files", args);
+    cr_expect(story.status == 0 && tool.status == 0, "status %d and %d: %s%s", story.status,
+              tool.status, story.err, tool.err);
+    static const char *const files[] = {"queries.npy", "W_q.npy", "b_o.npy", "valid_lens.npy",
+                                        "output.npy", "attention_weights.npy"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char a_path[200], b_path[200];
+        snprintf(a_path, sizeof a_path, "%s/%s", first, files[i]);
+        snprintf(b_path, sizeof b_path, "%s/%s", second, files[i]);
+        size_t a_len = 0, b_len = 0;
+        char *a = read_text_file(a_path, &a_len), *b = read_text_file(b_path, &b_len);
+        cr_expect(a != NULL && b != NULL && a_len == b_len && memcmp(a, b, a_len) == 0,
+                  "%s differs between multihead --to and layer_files --to", files[i]);
+        free(a);
+        free(b);
+    }
+    run_result_free(&story);
+    run_result_free(&tool);
+    scratch_dir_remove(first);
+    scratch_dir_remove(second);
+}
+
+/* The tool's own --help, and the story's, which lists the tool apart. */
+Test(every_program, a_tool_has_its_own_help)
+{
+    RunResult tool = run_program("05_multihead/layer_files", "--help");
+    cr_expect_eq(tool.status, 0, "layer_files --help: status %d", tool.status);
+    cr_expect(tool.out && strncmp(tool.out, "usage: layer_files ", 19) == 0, "%s", tool.out);
+    cr_expect(tool.out && strstr(tool.out, "\n  --from DIR ") && strstr(tool.out, "\n  --to DIR "),
+              "layer_files --help does not list --from and --to: %s", tool.out);
+    RunResult story = run_program("05_multihead/multihead", "--help");
+    cr_expect_eq(story.status, 0);
+    cr_expect(story.out && !strstr(story.out, "\n  --from") && !strstr(story.out, "\n  --to"),
+              "multihead --help lists --from or --to as its own: %s", story.out);
+    cr_expect(story.out && strstr(story.out, "\n  layer_files (--from, --to"),
+              "multihead --help does not name the tool: %s", story.out);
+    run_result_free(&tool);
+    run_result_free(&story);
 }

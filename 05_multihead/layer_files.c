@@ -1,0 +1,250 @@
+/*
+ * 05_multihead/layer_files - the multi-head layer as .npy files: run a
+ * layer whose inputs and weights are files (for instance a PyTorch
+ * nn.MultiheadAttention, compared with PyTorch's results), or write the
+ * layer of multihead's Part 3 as such files.
+ *
+ * multihead hands its file options over to this tool (CLI_TOOL in
+ * common/io/cli.h), so `multihead --from DIR --heads H` and
+ * `multihead --to DIR` run here, and their lines start with "multihead:".
+ *
+ *   --from DIR --heads H [--to OUT] [--plot DIR]
+ *       the layer of DIR's files, checked against DIR/expected_*.npy;
+ *       its results written into OUT (common/io/layer_files.h)
+ *   --to DIR [sizes, --valid-lens, --bias, --dropout, --train, --seed]
+ *       the layer of multihead's Part 3 on its random inputs, the same
+ *       numbers for the same options, written for --from to read
+ *
+ * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
+ * H = num_heads, D = num_hiddens, d = D / H.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "io/cli.h"
+#include "io/layer_files.h"
+#include "multihead.h"
+#include "random.h"
+#include "tensor.h"
+#include "valid_lens.h"
+
+enum { MAX_BATCH = 64 };
+
+/* The program's name in every line: "multihead" when multihead handed
+ * the command line over, else "layer_files". */
+static const char *PROG = "layer_files";
+
+typedef struct {
+    int batch, queries, keys, hiddens, heads;
+    double dropout;
+    bool bias, train;
+    uint64_t seed;
+    const char *valid_lens_text;             /* NULL: d2l's [3, 2] */
+    const char *from_dir, *to_dir, *plot_dir;
+    bool heads_given, example_flags;         /* example_flags: sizes, mask, bias, dropout */
+} Options;
+
+/* A line from the library's err after the program's name; returns 1. */
+static int fail(const char *err)
+{
+    return report_error(NULL, "%s", err) != 0;
+}
+
+/* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
+static int save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results)
+{
+    char err[LAYER_FILES_ERR_LEN];
+    return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
+}
+
+/* ---- --from: a layer from .npy files ------------------------------------------------ */
+
+/* The layer of files, its results checked (within memory and finite by
+ * multihead_checked_run, then against expected_*.npy), then plotted and written. */
+static int run_from_files(const Options *opt, const LayerFiles *files)
+{
+    char err[LAYER_FILES_ERR_LEN];
+    LayerResults results;
+    if (multihead_checked_run(&files->layer, files->queries, files->keys, files->values,
+                              files->valid_lens, files->grad_output, &results, err,
+                              sizeof err) != 0)
+        return fail(err);
+    printf("Part 4. A layer from .npy files\n\n");
+    layer_files_print(opt->from_dir, files);
+    tensor_print_named("output", results.output);
+    tensor_print_named("attention_weights", results.attention_weights);
+    printf("\n");
+    if (files->grad_output != NULL)
+        layer_gradients_print(&results.grads);
+
+    /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
+    const int verdict = layer_files_check_results(opt->from_dir, &results, 1e-5f, 1e-5f, err,
+                                                  sizeof err);
+    int status = verdict < 0 ? fail(err) : 0;
+    if (status == 0 && verdict > 0) {   /* a failed check replaces no previous result */
+        status = report_error(NULL, "the results differ from the expected_*.npy files in %s%s",
+                              opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
+                                                                          : "") != 0;
+    }
+    if (status == 0 && opt->plot_dir &&
+        layer_files_plot_multihead(opt->plot_dir, results.attention_weights) != 0)
+        status = 1;
+    /* into another directory the inputs go too, so that it holds one whole run */
+    const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
+    if (status == 0 && opt->to_dir)
+        status = save_run(opt->to_dir, same ? NULL : files, &results);
+    layer_results_free(&results);
+    return status;
+}
+
+static int layer_from_files(const Options *opt)
+{
+    LayerFiles files;
+    char err[LAYER_FILES_ERR_LEN];
+    const int status = layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0
+                           ? fail(err)
+                           : run_from_files(opt, &files);
+    layer_files_free(&files);
+    return status;
+}
+
+/* ---- --to alone: multihead's Part 3 as files ---------------------------------------- */
+
+/* The layer and inputs of multihead's Part 3, drawn in its order from one
+ * generator: the parameters, Part 2's dropout (training mode only), then
+ * X (B, T, D) and Y (B, K, D); run, plotted and written with its inputs. */
+static int write_part3(const Options *opt, MultiHeadAttention *layer, ValidLens *valid_lens,
+                       Rng *rng)
+{
+    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens;
+    if (opt->train) {
+        Tensor *ones_x = tensor_ones(SHAPE(B, T, D)), *ones_y = tensor_ones(SHAPE(B, K, D));
+        Tensor *part2 = multihead_forward(layer, ones_x, ones_y, ones_y, valid_lens, true, rng,
+                                          NULL);
+        TENSOR_FREE(ones_x, ones_y, part2);
+    }
+    Tensor *X = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
+    Tensor *Y = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, D));
+    Tensor *weights = NULL;
+    Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, opt->train, rng, &weights);
+    int status = opt->plot_dir && layer_files_plot_multihead(opt->plot_dir, weights) != 0;
+    const LayerFiles inputs = layer_files_borrow(layer, X, Y, Y, valid_lens);
+    if (status == 0)
+        status = save_run(opt->to_dir, &inputs, &(LayerResults){output, weights, {0}});
+    if (status == 0)
+        printf("%s also holds the inputs and parameters: run it again with\n"
+               "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, opt->heads);
+    TENSOR_FREE(X, Y, output, weights);
+    return status;
+}
+
+/* The mask of Part 3: --valid-lens, 'none' (NULL), or d2l's [3, 2] when
+ * it fits and otherwise every key of every sequence. */
+static ValidLens *read_valid_lens(const Options *opt)
+{
+    const char *text = opt->valid_lens_text;
+    if (text && strcmp(text, "none") == 0)
+        return NULL;
+    long given[MAX_BATCH] = {3, 2};
+    int n = text ? cli_long_list(PROG, "--valid-lens", text, 0, opt->keys, given, MAX_BATCH)
+                 : opt->batch;
+    if (n != opt->batch)
+        cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", opt->batch, n);
+    int lens[MAX_BATCH];
+    for (int b = 0; b < n; b++)
+        lens[b] = text || (n == 2 && opt->keys >= 3) ? (int)given[b] : opt->keys;
+    return valid_lens_1d(lens, n);
+}
+
+static int layer_to_files(const Options *opt)
+{
+    ValidLens *valid_lens = read_valid_lens(opt);
+    Rng rng = rng_new(opt->seed);
+    MultiHeadAttention *layer = multihead_new(opt->hiddens, opt->hiddens, opt->hiddens,
+                                              opt->hiddens, opt->heads, (float)opt->dropout,
+                                              opt->bias, &rng);
+    char err[LAYER_FILES_ERR_LEN];
+    const int status = multihead_check_memory(layer, opt->batch, opt->queries, opt->keys, false,
+                                              err, sizeof err) != 0
+                           ? fail(err)
+                           : write_part3(opt, layer, valid_lens, &rng);
+    valid_lens_free(valid_lens);
+    multihead_free(layer);
+    return status;
+}
+
+/* ---- the command line --------------------------------------------------------------- */
+
+static Options parse_options(int argc, char **argv)
+{
+    Options opt = {.batch = 2, .queries = 4, .keys = 6, .hiddens = 100, .heads = 5,
+                   .dropout = 0.5, .seed = 0};
+    bool *part3 = &opt.example_flags;   /* Part 3's options: --from refuses them */
+    const CliOption options[] = {
+        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
+         .help = "sequences", .given = part3},
+        {"--queries", CLI_INT, &opt.queries, .min = 1, .max = 256, .metavar = "T",
+         .help = "queries per sequence", .given = part3},
+        {"--keys", CLI_INT, &opt.keys, .min = 1, .max = 256, .metavar = "N",
+         .help = "key-value pairs per sequence", .given = part3},
+        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
+         .help = "num_hiddens", .given = part3},
+        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
+         .help = "num_heads, must divide D; needed with --from", .given = &opt.heads_given},
+        {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L", .given = part3,
+         .help = "B comma-separated lengths from 0 to --keys, or 'none'",
+         .default_text = "3,2 as d2l;\n--keys for every sequence at other sizes"},
+        {"--bias", CLI_FLAG, &opt.bias, .help = "give the four projections biases",
+         .given = part3},
+        {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",
+         .help = "dropout on the attention weights", .given = part3},
+        {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = part3},
+        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+         .help = "seed for Part 3's parameters and inputs"},
+        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+         .help = "queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
+                 "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy;\n"
+                 "with DIR/grad_output.npy (B, T, D) the backward runs too"},
+        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
+         .help = "write output.npy and attention_weights.npy into DIR, and for\n"
+                 "Part 3's layer its inputs and parameters too, for --from;\n"
+                 "with grad_output.npy also grad_queries.npy ... grad_b_o.npy"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
+         .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
+    };
+    static const char summary[] =
+        "The multi-head layer as .npy files: with --from, a layer whose inputs and\n"
+        "weights are files, compared with PyTorch's results; with --to alone, the layer\n"
+        "of multihead's Part 3 and its random inputs, written for --from to read.";
+    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    return opt;
+}
+
+/* Checks that involve two options. */
+static void check_options(const Options *opt)
+{
+    if (opt->from_dir == NULL && opt->to_dir == NULL && opt->example_flags)
+        cli_fail(PROG, "--batch, --queries and --keys size the layer that --to DIR writes; "
+                 "give --to DIR too (the story keeps d2l's sizes)");
+    if (opt->from_dir == NULL && opt->to_dir == NULL)
+        cli_fail(PROG, "give --from DIR (a layer from .npy files) or --to DIR (try --help)");
+    if (opt->from_dir)
+        cli_check_input_dir(PROG, "--from", opt->from_dir);
+    if (opt->from_dir && !opt->heads_given)
+        cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
+    if (opt->from_dir && opt->example_flags)
+        cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
+                 "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
+    if (!opt->from_dir && opt->hiddens % opt->heads != 0)
+        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
+                 "size", opt->hiddens, opt->heads);
+}
+
+int main(int argc, char **argv)
+{
+    PROG = cli_program_name(argv[0], "layer_files");
+    const Options opt = parse_options(argc, argv);
+    check_options(&opt);
+    return opt.from_dir ? layer_from_files(&opt) : layer_to_files(&opt);
+}
