@@ -42,7 +42,7 @@ typedef struct {
     uint64_t seed;
     const char *valid_lens_text;             /* NULL: d2l's [3, 2] */
     const char *from_dir, *to_dir, *plot_dir;
-    bool heads_given, example_flags;         /* example_flags: sizes, mask, bias, dropout */
+    bool heads_given, example_flags;         /* example_flags: one of Part 3's options given */
 } Options;
 
 /* A line from the library's err after the program's name; returns 1. */
