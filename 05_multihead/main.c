@@ -242,7 +242,7 @@ static void print_favourite_keys(const Tensor *weights)
 /* A line from the library's err after the program's name; returns 1. */
 static int fail(const char *err)
 {
-    return report_error(NULL, "%s", err) != 0;
+    return report_failure(NULL, "%s", err);
 }
 
 /* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
@@ -399,9 +399,7 @@ static ValidLens *check_options(const Options *opt)
                  "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
     if (opt->from_dir)
         return NULL;
-    if (opt->hiddens % opt->heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
-                 "size", opt->hiddens, opt->heads);
+    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
     const char *text = opt->valid_lens_text;
     if (text && strcmp(text, "none") == 0)
         return NULL;
