@@ -11,18 +11,19 @@
  *   3. A fault while running (a file, the memory, a value that overflowed):
  *      reported once, where the program can name it; exit 1. A program's
  *      part says so with report_failure and returns 1 for main to return;
- *      what nothing could go on from stops at once with the same line and
- *      status (checked_malloc naming the bytes, memory_require).
- *   4. Only the io boundary returns a fault instead of printing it: the
- *      loaders and writers of io/ and run/ return 0 (or a pointer) or -1
- *      (NULL) with the line in char *err, size_t err_len, and the program
- *      prints it. The clear path, learn/ and fast/ take no err buffer,
- *      except the checks a program runs on its user's sizes or tensors
- *      before the work (heads_split, memory_check, multihead_check_memory,
- *      multihead_checked_run); for anything else they die. A writer that
- *      is a program's last step (the plots, a training run's) may print
- *      its line itself with report_error and return -1; its caller then
- *      adds nothing.
+ *      where nothing could go on, the same line stops the program at once
+ *      (checked_malloc naming the bytes, memory_require, and run/'s steps
+ *      of one program, such as train_load_model).
+ *   4. Only the io boundary returns a fault as text: the loaders and
+ *      writers of io/ and run/ return 0 (or a pointer) or -1 (NULL) with
+ *      the line in char *err, size_t err_len, and the caller prints it.
+ *      The clear path, learn/ and fast/ take no err buffer, except the
+ *      checks a program runs on its user's sizes or tensors before the
+ *      work (heads_split, memory_check, multihead_check_memory,
+ *      multihead_checked_run); for anything else they die. A function
+ *      whose fault its caller could not name better (the plot writers, a
+ *      training run's steps, the bench's child processes) prints its line
+ *      itself with report_error and returns -1; the caller adds nothing.
  *   5. A self-check that fails (a program checks what it shows): cli_check
  *      (io/cli.h), an error on stderr and exit 1; never a line on stdout.
  */
