@@ -36,17 +36,17 @@
 #include "error.h"
 
 bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
-                 const char *heads_name, char *why, size_t why_len)
+                 const char *heads_name, char *err, size_t err_len)
 {
     if (num_heads >= 1 && num_hiddens % num_heads == 0)
         return true;
-    if (why == NULL)
+    if (err == NULL)
         return false;
     if (num_heads < 1)
-        error_format(why, why_len, NULL, "%s %d: a layer needs at least one head", heads_name,
+        error_format(err, err_len, NULL, "%s %d: a layer needs at least one head", heads_name,
                      num_heads);
     else
-        error_format(why, why_len, NULL, "%s %d does not divide by %s %d: every head needs "
+        error_format(err, err_len, NULL, "%s %d does not divide by %s %d: every head needs "
                      "the same size", hiddens_name, num_hiddens, heads_name, num_heads);
     return false;
 }
