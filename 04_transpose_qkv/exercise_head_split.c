@@ -72,9 +72,7 @@ static Tensor *transpose_qkv_seq_first(const Tensor *x_seq, int num_heads)
 {
     tensor_check_shape("transpose_qkv_seq_first", "x_seq", x_seq, SHAPE(-1, -1, -1));
     const int T = x_seq->shape[0], B = x_seq->shape[1], D = x_seq->shape[2];
-    const int H = num_heads, d = D / H;
-    if (D % H != 0)
-        die("transpose_qkv_seq_first", "num_hiddens %d does not divide by num_heads %d", D, H);
+    const int H = num_heads, d = head_size("transpose_qkv_seq_first", D, H);
     Tensor *out = tensor_zeros(SHAPE(B * H, T, d));
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
@@ -179,7 +177,7 @@ int main(int argc, char **argv)
     int failures = exercise2_where_elements_land(&rng);
     failures += exercise3_sequence_first(&rng);
     if (failures != 0) {
-        return report_error(NULL, "%d checks failed", failures) != 0;
+        return report_failure(NULL, "%d checks failed", failures);
     }
     printf("\nAll checks hold: both formulas are exact, the mistake moves nothing only when\n"
            "H = 1 or T = 1, and both sequence-first splits equal transpose_qkv of the\n"

@@ -351,9 +351,7 @@ static Options parse_options(int argc, char **argv)
                           "X[b, t, j] = 1000*b + 100*t + j, so 1205 is sequence 1, token 2, hidden 5.",
                           CLI_COUNT(options), options},
               argc, argv);
-    if (opt.num_hiddens % opt.num_heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the "
-                 "same size", opt.num_hiddens, opt.num_heads);
+    cli_require_heads_split(PROG, opt.num_hiddens, opt.num_heads, "--hiddens", "--heads");
     return opt;
 }
 
@@ -390,7 +388,7 @@ int main(int argc, char **argv)
     part5_valid_lens_over_heads(opt.batch, opt.num_queries, H, lens);
     tensor_free(X);
     if (failures != 0) {
-        return report_error(NULL, "common/heads.c does not match the steps above") != 0;
+        return report_failure(NULL, "common/heads.c does not match the steps above");
     }
     return 0;
 }

@@ -246,9 +246,7 @@ static Options parse_options(int argc, char **argv)
                                 "one head's dK by hand.",
                           CLI_COUNT(options), options},
               argc, argv);
-    if (D % opt.num_heads != 0)
-        cli_fail(PROG, "--heads %d does not divide num_hiddens %d: every head needs the "
-                 "same size", opt.num_heads, D);
+    cli_require_heads_split(PROG, D, opt.num_heads, "num_hiddens", "--heads");
     if (opt.head >= opt.num_heads)
         cli_fail(PROG, "--head %d: the layer has heads 0 to %d", opt.head, opt.num_heads - 1);
     return opt;

@@ -20,6 +20,7 @@
 
 #include "error.h"
 #include "fast/bench_passes.h"
+#include "heads.h"
 #include "io/cli.h"
 
 static const char PROG[] = "bench";
@@ -131,8 +132,9 @@ static void parse_config(Options *opt)
     const char *text = opt->config_text;
     if (cli_long_list(PROG, "--config", text, 1, 65536, v, 4) != 4)
         cli_fail(PROG, "--config expects B,n,D,H, four whole numbers, got '%s'", text);
-    if (v[2] % v[3] != 0)
-        cli_fail(PROG, "--config: D = %ld does not divide by H = %ld", v[2], v[3]);
+    char why[CLI_ERR_LEN];
+    if (!heads_split((int)v[2], (int)v[3], "D =", "H =", why, sizeof why))
+        cli_fail(PROG, "--config: %s", why);
     if ((double)v[0] * v[1] * v[2] > 1e9)
         cli_fail(PROG, "--config: B * n * D = %.0f floats is too much for one input",
                  (double)v[0] * v[1] * v[2]);

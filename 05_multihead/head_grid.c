@@ -215,9 +215,7 @@ static Options parse_options(int argc, char **argv)
         "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
         "heatmaps, one row per sequence and one column per head.";
     cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
-    if (opt.hiddens % opt.heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
-                 "size", opt.hiddens, opt.heads);
+    cli_require_heads_split(PROG, opt.hiddens, opt.heads, "--hiddens", "--heads");
     return opt;
 }
 

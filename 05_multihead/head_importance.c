@@ -79,8 +79,7 @@ static void check_options(const Options *opt)
                      "ones");
         return;
     }
-    if (opt->hiddens % opt->heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt->hiddens, opt->heads);
+    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
     if (opt->countries < opt->pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt->countries, opt->pairs, opt->pairs);
@@ -193,7 +192,7 @@ static int save(const Options *opt, TwoKeyModel *model)
 {
     char err[MODEL_ERR_LEN];
     if (two_key_save(model, opt->to_dir, err, sizeof err) != 0)
-        return report_error(NULL, "%s", err) != 0;
+        return report_failure(NULL, "%s", err);
     printf("saved the model in %s (run again with --from %s)\n\n", opt->to_dir, opt->to_dir);
     return 0;
 }
@@ -207,8 +206,8 @@ static int check_finite(const HeldOut *held)
                                                NULL);
     if (isfinite(loss))
         return 0;
-    return report_error(NULL, "the held-out loss is %s: the model's forward overflows float32 "
-                        "on these examples", non_finite_name(loss)) != 0;
+    return report_failure(NULL, "the held-out loss is %s: the model's forward overflows "
+                          "float32 on these examples", non_finite_name(loss));
 }
 
 /* ---- Part 1 -------------------------------------------------------------------- */

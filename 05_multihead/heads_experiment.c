@@ -67,9 +67,8 @@ static void read_head_counts(Options *opt)
                                     MAX_COUNTS);
     for (int i = 0; i < opt->num_counts; i++) {
         opt->head_counts[i] = (int)counts[i];
-        if (opt->num_hiddens % opt->head_counts[i] != 0)
-            cli_fail(PROG, "--heads: %d heads do not divide --hiddens %d", opt->head_counts[i],
-                     opt->num_hiddens);
+        cli_require_heads_split(PROG, opt->num_hiddens, opt->head_counts[i], "--hiddens",
+                                "--heads");
     }
     if (opt->countries < opt->pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "

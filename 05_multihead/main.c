@@ -228,7 +228,7 @@ static void print_favourite_keys(const Tensor *weights)
 /* A line from the library's err after the program's name; returns 1. */
 static int fail(const char *err)
 {
-    return report_error(NULL, "%s", err) != 0;
+    return report_failure(NULL, "%s", err);
 }
 
 static int part3_random_inputs(Example *ex)
@@ -300,9 +300,7 @@ static Options parse_options(int argc, char **argv)
  * 'none' (NULL). */
 static ValidLens *check_options(const Options *opt)
 {
-    if (opt->hiddens % opt->heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
-                 "size", opt->hiddens, opt->heads);
+    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
     if (opt->valid_lens_text == NULL)
         return valid_lens_1d((const int[]){3, 2}, opt->batch);
     if (strcmp(opt->valid_lens_text, "none") == 0)

@@ -94,9 +94,7 @@ static Options parse_options(int argc, char **argv)
                                 "masks, positional encoding and rounding.",
                           CLI_COUNT(options), options},
               argc, argv);
-    if (opt.hiddens % opt.heads != 0)
-        cli_fail(PROG, "--heads %d does not divide --hiddens %d: every head needs the same "
-                 "size num_hiddens / num_heads", opt.heads, opt.hiddens);
+    cli_require_heads_split(PROG, opt.hiddens, opt.heads, "--hiddens", "--heads");
     read_valid_lens(&opt);
     return opt;
 }

@@ -82,9 +82,7 @@ static Options parse_options(int argc, char **argv)
     if (opt.letters < opt.length)
         cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
                  "letters", opt.letters, opt.length, opt.length);
-    if (opt.num_hiddens % opt.num_heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.num_hiddens,
-                 opt.num_heads);
+    cli_require_heads_split(PROG, opt.num_hiddens, opt.num_heads, "--hiddens", "--heads");
     char detail[96];
     snprintf(detail, sizeof detail, "%d sequences of %d tokens a step, %d held out",
              opt.batch, opt.length, opt.examples);

@@ -121,6 +121,15 @@ int report_error(const char *func, const char *fmt, ...)
     return -1;
 }
 
+int report_failure(const char *func, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    error_vformat(NULL, 0, func, fmt, args);
+    va_end(args);
+    return 1;
+}
+
 void *checked_calloc(const char *func, size_t count, size_t elem)
 {
     if (elem != 0 && count > SIZE_MAX / elem)

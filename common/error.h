@@ -1,10 +1,31 @@
 /*
  * error.h - how the library stops (introduced in chapter 01).
  *
- * A programming error (shapes that do not fit) or an allocation that cannot
- * succeed prints one line on stderr, "func: what is wrong", and exits with
- * status 1. Programs check user input themselves before calling in, so a
- * learner meets these lines only after changing the code.
+ * The one error rule. Every failure is one line on stderr, printed once,
+ * "[program: ]where: what is wrong" (error_format), and one of five kinds:
+ *   1. A bug in the program itself (shapes that do not fit, sizes a caller
+ *      should have checked, an impossible state): die, naming the function,
+ *      the argument and both shapes; exit status 1. A learner meets these
+ *      lines only after changing the code.
+ *   2. A wrong command line: cli_fail (io/cli.h), before any work; exit 2.
+ *   3. A fault while running (a file, the memory, a value that overflowed):
+ *      reported once, where the program can name it; exit 1. A program's
+ *      part says so with report_failure and returns 1 for main to return;
+ *      where nothing could go on, the same line stops the program at once
+ *      (checked_malloc naming the bytes, memory_require, and run/'s steps
+ *      of one program, such as train_load_model).
+ *   4. Only the io boundary returns a fault as text: the loaders and
+ *      writers of io/ and run/ return 0 (or a pointer) or -1 (NULL) with
+ *      the line in char *err, size_t err_len, and the caller prints it.
+ *      The clear path, learn/ and fast/ take no err buffer, except the
+ *      checks a program runs on its user's sizes or tensors before the
+ *      work (heads_split, memory_check, multihead_check_memory,
+ *      multihead_checked_run); for anything else they die. A function
+ *      whose fault its caller could not name better (the plot writers, a
+ *      training run's steps, the bench's child processes) prints its line
+ *      itself with report_error and returns -1; the caller adds nothing.
+ *   5. A self-check that fails (a program checks what it shows): cli_check
+ *      (io/cli.h), an error on stderr and exit 1; never a line on stdout.
  */
 #ifndef ERROR_H
 #define ERROR_H
@@ -31,13 +52,17 @@ int error_format(char *err, size_t err_len, const char *name, const char *fmt, .
 int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, va_list args)
     __attribute__((format(printf, 4, 0)));
 
-/* Fault while running: "[prog: ]func: message" on stderr and exit(1).
+/* A bug (rule 1): "[prog: ]func: message" on stderr and exit(1).
  * (The usage error, exit 2, is cli_fail.) printf-style; func may be NULL. */
 _Noreturn void die(const char *func, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The same line without the exit, for a function that returns -1 to its
  * caller after saying why (the plot writers). Returns -1. */
 int report_error(const char *func, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same line for a fault that ends a program (rule 3), from main or a
+ * part whose status main returns: returns 1, the exit status,
+ *     return report_failure(NULL, "%s", err);                              */
+int report_failure(const char *func, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Checked malloc/calloc for scratch buffers: the failure message names the
  * caller and the number of bytes asked for. count * elem is overflow-checked.

@@ -33,14 +33,29 @@
 
 #include <stdlib.h>
 
-/* Stop unless D divides by H: every head must get the same size d. */
-static int head_size(const char *func, int num_hiddens, int num_heads)
+#include "error.h"
+
+bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
+                 const char *heads_name, char *err, size_t err_len)
 {
+    if (num_heads >= 1 && num_hiddens % num_heads == 0)
+        return true;
+    if (err == NULL)
+        return false;
     if (num_heads < 1)
-        die(func, "num_heads must be at least 1, got %d", num_heads);
-    if (num_hiddens % num_heads != 0)
-        die(func, "num_hiddens %d does not divide by num_heads %d: every head needs "
-            "the same size num_hiddens / num_heads", num_hiddens, num_heads);
+        error_format(err, err_len, NULL, "%s %d: a layer needs at least one head", heads_name,
+                     num_heads);
+    else
+        error_format(err, err_len, NULL, "%s %d does not divide by %s %d: every head needs "
+                     "the same size", hiddens_name, num_hiddens, heads_name, num_heads);
+    return false;
+}
+
+int head_size(const char *func, int num_hiddens, int num_heads)
+{
+    char why[160];
+    if (!heads_split(num_hiddens, num_heads, "num_hiddens", "num_heads", why, sizeof why))
+        die(func, "%s", why);
     return num_hiddens / num_heads;
 }
 

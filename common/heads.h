@@ -13,8 +13,29 @@
 #ifndef HEADS_H
 #define HEADS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "valid_lens.h"
 #include "tensor.h"
+
+/* ---- the one rule of the sizes -----------------------------------------------
+ * H heads split D hiddens when H >= 1 and H divides D: every head gets the
+ * same size d = D / H. This is the one check of that rule; the layer's
+ * constructors, the loaders and the programs all ask it.
+ *
+ * heads_split: true when num_heads splits num_hiddens. When not, false,
+ * and err (when not NULL; err_len bytes) gets the one message, the two
+ * sizes named as the caller's reader knows them (a flag, a size read from a
+ * file); with err NULL the names are not read:
+ *   heads_split(100, 3, "--hiddens", "--heads", err, sizeof err) is false:
+ *   "--hiddens 100 does not divide by --heads 3: every head needs the same size"
+ * head_size: d = D / H for a caller whose sizes were checked before (the
+ * layer, the head split); when H does not split D that is a bug, and it
+ * dies with the same message, naming func (error.h). */
+bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
+                 const char *heads_name, char *err, size_t err_len);
+int head_size(const char *func, int num_hiddens, int num_heads);
 
 Tensor *transpose_qkv(const Tensor *x, int num_heads);
 Tensor *transpose_output(const Tensor *x, int num_heads);

@@ -48,11 +48,7 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
     if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
         die(func, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
             "num_hiddens %d", query_size, key_size, value_size, num_hiddens);
-    if (num_heads < 1)
-        die(func, "num_heads must be at least 1, got %d", num_heads);
-    if (num_hiddens % num_heads != 0)
-        die(func, "num_hiddens %d does not divide by num_heads %d: every head needs "
-            "the same size num_hiddens / num_heads", num_hiddens, num_heads);
+    head_size(func, num_hiddens, num_heads);   /* dies unless H splits D */
     if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
         die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
             num_heads);
@@ -82,6 +78,39 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
     layer->W_o = init_uniform(rng, D, D, false);
     layer->b_o = bias ? init_uniform(rng, D, D, true) : NULL;
     return layer;
+}
+
+MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
+                                          Tensor *const params[MULTIHEAD_PARAMETERS])
+{
+    const char *func = "multihead_from_weights";
+    Tensor *W_q = params[0], *W_k = params[1], *W_v = params[2], *W_o = params[3];
+    Tensor *b_q = params[4], *b_k = params[5], *b_v = params[6], *b_o = params[7];
+    tensor_check_shape(func, "W_q", W_q, SHAPE(-1, -1));
+    const int D = W_q->shape[0], d = head_size(func, D, num_heads);
+    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
+        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
+            num_heads);
+    const int kv_rows = num_kv_heads * d;   /* G*d */
+    tensor_check_shape(func, "W_k", W_k, SHAPE(kv_rows, -1));
+    tensor_check_shape(func, "W_v", W_v, SHAPE(kv_rows, -1));
+    tensor_check_shape(func, "W_o", W_o, SHAPE(D, D));
+    const bool bias = b_q != NULL;
+    if ((b_k != NULL) != bias || (b_v != NULL) != bias || (b_o != NULL) != bias)
+        die(func, "the biases b_q, b_k, b_v and b_o are all four given or none");
+    if (bias) {
+        tensor_check_shape(func, "b_q", b_q, SHAPE(D));
+        tensor_check_shape(func, "b_k", b_k, SHAPE(kv_rows));
+        tensor_check_shape(func, "b_v", b_v, SHAPE(kv_rows));
+        tensor_check_shape(func, "b_o", b_o, SHAPE(D));
+    }
+    return (MultiHeadAttention){
+        .query_size = W_q->shape[1], .key_size = W_k->shape[1], .value_size = W_v->shape[1],
+        .num_hiddens = D, .num_heads = num_heads, .num_kv_heads = num_kv_heads,
+        .dropout = 0.0f, .bias = bias,
+        .W_q = W_q, .W_k = W_k, .W_v = W_v, .W_o = W_o,
+        .b_q = b_q, .b_k = b_k, .b_v = b_v, .b_o = b_o,
+    };
 }
 
 void multihead_free(MultiHeadAttention *layer)

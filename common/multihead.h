@@ -50,8 +50,9 @@ typedef struct {
 } MultiHeadAttention;
 
 /* Parameters drawn as nn.Linear's default does: weight and bias uniform in
- * [-1/sqrt(in_features), 1/sqrt(in_features)). num_hiddens must divide by
- * num_heads. */
+ * [-1/sqrt(in_features), 1/sqrt(in_features)). num_heads must split
+ * num_hiddens (heads_split in heads.h): a caller checks its user's sizes
+ * first, and a layer that breaks the rule is a bug that dies here. */
 MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
                                   bool bias, Rng *rng);
@@ -62,6 +63,18 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
                                           int num_hiddens, int num_heads, int num_kv_heads,
                                           float dropout, bool bias, Rng *rng);
 void multihead_free(MultiHeadAttention *layer);
+
+/* A layer around weights that exist already (read from files): params are
+ * W_q (D, Dq), W_k (G*d, Dk), W_v (G*d, Dv), W_o (D, D), then b_q (D,),
+ * b_k, b_v (G*d,) and b_o (D,), all four biases or none (NULL). The sizes
+ * come from their shapes, the heads from num_heads and num_kv_heads (H for
+ * multi-head attention); dropout is 0. The layer borrows the tensors: the
+ * caller keeps them alive, frees them itself and never gives the layer to
+ * multihead_free. A loader checks its files first (heads_split and every
+ * shape), so a shape that does not fit here is a bug, and dies. */
+enum { MULTIHEAD_PARAMETERS = 8 };
+MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
+                                          Tensor *const params[MULTIHEAD_PARAMETERS]);
 
 /* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D). training (with rng) turns dropout on.

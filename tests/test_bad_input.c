@@ -870,7 +870,8 @@ static BadInput rows[] = {
      "W_k.npy has shape (8, 8), but --kv-heads 2 with head size 2 = 8 / --heads 4 needs (4, 8)",
      "@/out/outputs.npy", decode_w_k_of_every_head},
     {DECODE, "--from @/in --heads 3 --kv-heads 1 --to @/out", 1,
-     "--heads 3 does not divide num_hiddens 8", "@/out/outputs.npy", decode_good},
+     "in/tokens.npy: num_hiddens 8 does not divide by --heads 3", "@/out/outputs.npy",
+     decode_good},
     {DECODE, "--from @/in --heads 4 --kv-heads 2 --capacity 4 --to @/out", 1,
      "holds 5 tokens, more than the cache's capacity --capacity 4", "@/out/outputs.npy",
      decode_good},
@@ -1047,8 +1048,8 @@ static BadInput rows[] = {
      from_bias_size},
     {MULTI, "--from @/in --heads 2", 1, "queries.npy has shape (3, 4), expected (*, *, *)",
      NULL, from_queries_2d},
-    {MULTI, "--from @/in --heads 4", 1, "--heads 4 does not divide num_hiddens 6", NULL,
-     from_hiddens_6},
+    {MULTI, "--from @/in --heads 4", 1, "in/W_q.npy: num_hiddens 6 does not divide by --heads 4",
+     NULL, from_hiddens_6},
     {MULTI, "--from @/in --heads 2", 1, "values.npy: element 27 (index [1, 2, 3]) is NaN",
      NULL, from_nan},
     {MULTI, "--from @/in --heads 2", 1, "W_v.npy: element 1 (index [0, 1]) is -inf", NULL,
@@ -1116,7 +1117,7 @@ static BadInput rows[] = {
      "@/missing/multihead_weights.dat", from_good},
 
     /* chapter 05: the layer backwards */
-    {LAYER_BACKWARD, "--heads 4", 2, "--heads 4 does not divide num_hiddens 6", NULL},
+    {LAYER_BACKWARD, "--heads 4", 2, "num_hiddens 6 does not divide by --heads 4", NULL},
     {LAYER_BACKWARD, "--heads 7", 2, "--heads expects a whole number from 1 to 6, got '7'", NULL},
     {LAYER_BACKWARD, "--head 2", 2, "--head 2: the layer has heads 0 to 1", NULL},
     {LAYER_BACKWARD, "--heads 3 --head -1", 2, "--head expects a whole number from 0 to 5", NULL},
@@ -1153,8 +1154,8 @@ static BadInput rows[] = {
      NULL, train_model_good},
     {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: cannot open: No such file", NULL,
      two_key_no_heads},
-    {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: 3 heads do not divide num_hiddens 8",
-     NULL, two_key_three_heads},
+    {IMPORTANCE, "--from @/in", 1, "in/num_heads.npy: num_hiddens 8 does not divide by "
+     "num_heads 3", NULL, two_key_three_heads},
     {IMPORTANCE, "--from @/in", 1, "in/readout.weight.npy: expected shape (16, 8), got (9, 8)",
      NULL, two_key_readout_rows},
     {IMPORTANCE, "--from @/in", 1, "attention.W_v.weight.npy: element 10 (index [1, 2]) is NaN",
@@ -1174,7 +1175,7 @@ static BadInput rows[] = {
     {IMPORTANCE, "--plot @/missing", 2, "--plot: directory '", "@/missing/head_pruning.dat"},
     {IMPORTANCE, "--steps 2 --examples 10 --orders 1 --plot @/out", 2, "holds a directory, 'head_pruning.gp'", "@/out/head_pruning.dat",
      importance_plot_taken},
-    {HEADS, "--heads 1,3", 2, "--heads: 3 heads do not divide --hiddens 32", NULL},
+    {HEADS, "--heads 1,3", 2, "--hiddens 32 does not divide by --heads 3", NULL},
     {HEADS, "--heads 1,,2", 2, "--heads expects comma-separated whole numbers from 1 to 128",
      NULL},
     {HEADS, "--heads 1,2,4,8,1,2,4", 2, "--heads takes at most 6 numbers", NULL},
@@ -1341,7 +1342,7 @@ static BadInput rows[] = {
     {BENCH, "--scale 0", 2, "--scale expects a number from 1e-30 to 1e+38, got '0'", NULL},
 
     /* chapter 06 */
-    {PERMUTATION, "--heads 3", 2, "--heads 3 does not divide --hiddens 8", NULL},
+    {PERMUTATION, "--heads 3", 2, "--hiddens 8 does not divide by --heads 3", NULL},
     {PERMUTATION, "--hiddens 0", 2, "--hiddens expects a whole number from 1 to 64, got '0'",
      NULL},
     {PERMUTATION, "--tokens 1", 2, "--tokens expects a whole number from 2 to 64, got '1'",

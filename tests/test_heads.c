@@ -161,7 +161,38 @@ Test(heads, hiddens_not_divisible_by_heads_stops)
 {
     expect_stops_with(split_10_hiddens_into_3,
                       "transpose_qkv: num_hiddens 10 does not divide by num_heads 3: every head "
-                      "needs the same size num_hiddens / num_heads\n");
+                      "needs the same size\n");
+}
+
+/* "H splits D" has one check, heads_split, and one message: the layer's
+ * constructor (tests/test_multihead.c), the loaders (test_layer_files.c)
+ * and the programs (test_bad_input.c) all print it. */
+Test(heads, heads_split_is_the_one_check_of_the_sizes)
+{
+    char why[160] = "";
+    cr_expect(heads_split(12, 4, "--hiddens", "--heads", why, sizeof why));
+    cr_expect(heads_split(12, 1, "--hiddens", "--heads", why, sizeof why));
+    cr_expect(heads_split(12, 12, "--hiddens", "--heads", why, sizeof why));
+    cr_expect_str_eq(why, "", "a message although the heads split: %s", why);
+    cr_expect(!heads_split(100, 3, "--hiddens", "--heads", why, sizeof why));
+    cr_expect_str_eq(why, "--hiddens 100 does not divide by --heads 3: every head needs the "
+                          "same size");
+    cr_expect(!heads_split(12, 0, "num_hiddens", "num_heads", why, sizeof why));
+    cr_expect_str_eq(why, "num_heads 0: a layer needs at least one head");
+    cr_expect(!heads_split(12, 24, NULL, NULL, NULL, 0), "the answer alone, without names");
+    cr_expect(!heads_split(12, -3, NULL, NULL, NULL, 0));
+    cr_expect_eq(head_size("test", 12, 4), 3);
+}
+
+static void head_size_of_0_heads(void)
+{
+    head_size("transpose_qkv", 12, 0);
+}
+
+Test(heads, head_size_stops_on_0_heads)
+{
+    expect_stops_with(head_size_of_0_heads,
+                      "transpose_qkv: num_heads 0: a layer needs at least one head\n");
 }
 
 static void merge_5_rows_into_2_heads(void)

@@ -134,7 +134,8 @@ Test(layer_files, names_the_file_that_does_not_fit)
     cr_assert(dir[0]);
     copy_fixture("bias_2d", dir);
 
-    expect_load_error(dir, 3, "--heads 3 does not divide num_hiddens 8");
+    expect_load_error(dir, 3, "/W_q.npy: num_hiddens 8 does not divide by --heads 3: every "
+                      "head needs the same size");
     /* the shapes: what the file has, and what the earlier files fix */
     Tensor *bad = tensor_zeros(SHAPE(8, 5));
     save_or_fail(dir, "W_k", bad);

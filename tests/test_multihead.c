@@ -396,12 +396,60 @@ Test(multihead, hiddens_must_divide_by_heads)
 {
     expect_stops_with(layer_of_10_hiddens_3_heads,
                       "multihead_new: num_hiddens 10 does not divide by num_heads 3: every head "
-                      "needs the same size num_hiddens / num_heads\n");
+                      "needs the same size\n");
 }
 
 /* Kept in statics: still reachable when the expected error stops the child. */
 static MultiHeadAttention *kept_layer;
 static Tensor *kept_x;
+
+/* The parameters of layer in the order multihead_from_weights takes them. */
+#define PARAMS_OF(layer) \
+    (Tensor *[]){(layer)->W_q, (layer)->W_k, (layer)->W_v, (layer)->W_o, \
+                 (layer)->b_q, (layer)->b_k, (layer)->b_v, (layer)->b_o}
+
+/* A layer around given weights (what the loaders build) is the layer the
+ * weights came from: its sizes read from their shapes, the same tensors
+ * borrowed, the same output; grouped too. */
+Test(multihead, from_weights_is_the_layer_of_those_weights)
+{
+    Rng rng = rng_new(17);
+    MultiHeadAttention *drawn = multihead_new_grouped(3, 5, 7, 12, 4, 2, 0.0f, true, &rng);
+    const MultiHeadAttention around = multihead_from_weights(4, 2, PARAMS_OF(drawn));
+    cr_expect(around.query_size == 3 && around.key_size == 5 && around.value_size == 7);
+    cr_expect(around.num_hiddens == 12 && around.num_heads == 4 && around.num_kv_heads == 2);
+    cr_expect(around.bias && around.dropout == 0.0f);
+    cr_expect(around.W_q == drawn->W_q && around.W_v == drawn->W_v && around.b_o == drawn->b_o,
+              "the layer borrows the tensors given");
+    Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 3, 3));
+    Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 4, 5));
+    Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 4, 7));
+    Tensor *expected = multihead_forward(drawn, queries, keys, values, NULL, false, NULL, NULL);
+    Tensor *actual = multihead_forward(&around, queries, keys, values, NULL, false, NULL, NULL);
+    cr_expect(tensor_allclose(actual, expected, 0.0f, 0.0f, NULL));
+    TENSOR_FREE(queries, keys, values, expected, actual);
+    multihead_free(drawn);
+
+    MultiHeadAttention *no_bias = multihead_new(4, 4, 4, 8, 2, 0.0f, false, &rng);
+    const MultiHeadAttention plain = multihead_from_weights(2, 2, PARAMS_OF(no_bias));
+    cr_expect(!plain.bias && plain.b_q == NULL && plain.num_kv_heads == 2);
+    multihead_free(no_bias);
+}
+
+static void weights_of_10_hiddens_as_3_heads(void)
+{
+    Rng rng = rng_new(0);
+    kept_layer = multihead_new(10, 10, 10, 10, 2, 0.0f, false, &rng);
+    multihead_from_weights(3, 3, PARAMS_OF(kept_layer));
+}
+
+/* The same check and the same message as multihead_new (heads_split) */
+Test(multihead, from_weights_stops_when_the_heads_do_not_split)
+{
+    expect_stops_with(weights_of_10_hiddens_as_3_heads,
+                      "multihead_from_weights: num_hiddens 10 does not divide by num_heads 3: "
+                      "every head needs the same size\n");
+}
 
 static void training_dropout_without_rng(void)
 {

@@ -791,7 +791,7 @@ Test(chapter06, valid_lens_one_or_per_sequence)
 Test(chapter06, bad_options_exit_2_with_one_line)
 {
     static const char *const cases[][2] = {
-        {"--heads 3", "does not divide --hiddens 8"},
+        {"--heads 3", "--hiddens 8 does not divide by --heads 3"},
         {"--tokens 1", "--tokens expects a whole number"},
         {"--valid-lens 7", "--valid-lens expects comma-separated whole numbers from 1 to 6, "
                            "got '7'"},

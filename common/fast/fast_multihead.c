@@ -30,6 +30,7 @@
 
 #include "fast/fast_matmul.h"
 #include "fast/streaming_attention.h"
+#include "heads.h"
 
 /* One of the three input projections. When d is a multiple of the panel
  * width FAST_NR (16, or 32 with AVX-512), every head's d rows of W start
@@ -317,8 +318,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     const int K = keys->shape[1];
     tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
     valid_lens_check(func, valid_lens, B, T, K);
-    if (H < 1 || D % H != 0)
-        die(func, "num_hiddens %d does not divide by num_heads %d", D, H);
+    head_size(func, D, H);   /* dies unless H splits D */
     if (layer->num_kv_heads != H)
         die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
             "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);

@@ -3,6 +3,7 @@
 #include "io/cli.h"
 
 #include "error.h"
+#include "heads.h"
 #include "io/fileset.h"
 
 #include <ctype.h>
@@ -40,6 +41,14 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     error_vformat(NULL, 0, prog, fmt, args);
     va_end(args);
     exit(EXIT_USAGE);
+}
+
+void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
+                             const char *hiddens_flag, const char *heads_flag)
+{
+    char why[CLI_ERR_LEN];
+    if (!heads_split(num_hiddens, num_heads, hiddens_flag, heads_flag, why, sizeof why))
+        cli_fail(prog, "%s", why);
 }
 
 static bool cli_is(const char *arg, const char *flag)

@@ -132,6 +132,12 @@ int cli_long_list(const char *prog, const char *flag, const char *text,
 /* One usage error line, printf-style, then exit 2. */
 _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The heads' sizes from the command line (heads_split, heads.h): unless
+ * num_heads splits num_hiddens, the one message as a usage error,
+ *   "PROG: --hiddens 100 does not divide by --heads 3: every head needs the same size"
+ * naming the two flags (or a fixed size, "num_hiddens"), then exit 2. */
+void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
+                             const char *hiddens_flag, const char *heads_flag);
 /* --dropout P, read by the table as the float the library keeps, where
  * 0.99999999 is already 1: a p of 1 (every weight dropped) is refused,
  * naming what was typed. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "io/cli.h"
+#include "heads.h"
 #include "io/npy.h"
 #include "io/plot.h"
 
@@ -218,21 +219,13 @@ static int load_locked(const char *dir, int num_heads, LayerFiles *files, char *
                        err_len) != 0)
         return -1;
 
-    // pass 2: the heads must split num_hiddens evenly
-    const int D = sizes[DIM_D];
-    if (num_heads < 1 || D % num_heads != 0) {
-        error_format(err, err_len, NULL, "--heads %d does not divide num_hiddens %d (from %s/W_q.npy): "
-                  "every head needs the same size", num_heads, D, dir);
-        return -1;
-    }
-    MultiHeadAttention *layer = &files->layer;
-    *layer = (MultiHeadAttention){
-        .query_size = sizes[DIM_DQ], .key_size = sizes[DIM_DK], .value_size = sizes[DIM_DV],
-        .num_hiddens = D, .num_heads = num_heads, .num_kv_heads = num_heads, .dropout = 0.0f,
-        .bias = files->b_q != NULL,
-        .W_q = files->W_q, .W_k = files->W_k, .W_v = files->W_v, .W_o = files->W_o,
-        .b_q = files->b_q, .b_k = files->b_k, .b_v = files->b_v, .b_o = files->b_o,
-    };
+    // pass 2: the heads must split num_hiddens evenly; then the layer around the weights
+    char why[160];
+    if (!heads_split(sizes[DIM_D], num_heads, "num_hiddens", "--heads", why, sizeof why))
+        return error_format(err, err_len, NULL, "%s/W_q.npy: %s", dir, why);
+    files->layer = multihead_from_weights(num_heads, num_heads, (Tensor *[]){
+        files->W_q, files->W_k, files->W_v, files->W_o, files->b_q, files->b_k, files->b_v,
+        files->b_o});
 
     // pass 3: the optional mask, whose lengths count the keys of keys.npy
     return load_valid_lens(dir, sizes, &files->valid_lens, err, err_len);
@@ -295,9 +288,8 @@ static int load_decoder_locked(const char *dir, int H, int G, DecoderFiles *file
                          "(B, T, D)", dir, shape_str(have, sizeof have, tokens->ndim,
                                                      tokens->shape));
     const int D = tokens->shape[2];
-    if (D % H != 0)
-        return error_format(err, err_len, NULL, "--heads %d does not divide num_hiddens %d (from "
-                         "%s/tokens.npy): every head needs the same size", H, D, dir);
+    if (!heads_split(D, H, "num_hiddens", "--heads", why, sizeof why))
+        return error_format(err, err_len, NULL, "%s/tokens.npy: %s", dir, why);
     const int d = D / H;
     snprintf(why, sizeof why, "--kv-heads %d with head size %d = %d / --heads %d", G, d, D, H);
     const char *from_tokens = "num_hiddens from tokens.npy";
@@ -313,10 +305,7 @@ static int load_decoder_locked(const char *dir, int H, int G, DecoderFiles *file
         return -1;
     if (check_bias_set(dir, p + 4, err, err_len) != 0)
         return -1;
-    files->layer = (MultiHeadAttention){
-        .query_size = D, .key_size = D, .value_size = D, .num_hiddens = D, .num_heads = H,
-        .num_kv_heads = G, .bias = p[4] != NULL, .W_q = p[0], .W_k = p[1], .W_v = p[2],
-        .W_o = p[3], .b_q = p[4], .b_k = p[5], .b_v = p[6], .b_o = p[7]};
+    files->layer = multihead_from_weights(H, G, p);
     return 0;
 }
 

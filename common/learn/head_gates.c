@@ -7,6 +7,8 @@
  */
 #include "learn/head_gates.h"
 
+#include "heads.h"
+
 /* W_o (D, D), gates (H,) -> W_o with column c scaled by gates[c / d] */
 Tensor *head_gated_W_o(const MultiHeadAttention *layer, const float *gates)
 {
@@ -28,9 +30,7 @@ Tensor *head_gate_grads(const Tensor *concat, const Tensor *grad_concat, int num
     tensor_check_shape(func, "concat", concat, SHAPE(-1, -1, -1));
     const int B = concat->shape[0], T = concat->shape[1], D = concat->shape[2];
     tensor_check_shape(func, "grad_concat", grad_concat, SHAPE(B, T, D));
-    if (num_heads < 1 || D % num_heads != 0)
-        die(func, "num_hiddens %d does not divide by num_heads %d", D, num_heads);
-    const int H = num_heads, d = D / H;
+    const int H = num_heads, d = head_size(func, D, H);
     Tensor *grads = tensor_zeros(SHAPE(B, H));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "heads.h"
 #include "run/internal.h"
 #include "io/npy.h"
 
@@ -184,7 +185,7 @@ LookupModel *lookup_load_new(const char *dir, const LookupLimits *limits, char *
     // step 2: sizes the program can run; D divides by H
     if (vocab < limits->min_vocab || vocab > limits->max_vocab || hiddens < 1 ||
         hiddens > limits->max_hiddens || heads < 1 || heads > limits->max_heads ||
-        hiddens % heads != 0) {
+        !heads_split(hiddens, heads, NULL, NULL, NULL, 0)) {
         error_format(err, err_len, NULL, "%s does not hold a model this program can run (%d "
                      "countries, num_hiddens %d, %d heads, for %d pairs)", dir, vocab, hiddens,
                      heads, limits->min_vocab);
@@ -261,9 +262,9 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
              "%d: both are num_hiddens", dir, D, D_values);
         return NULL;
     }
-    if (num_heads < 1 || D % num_heads != 0) {
-        error_format(err, err_len, NULL, "%s/num_heads.npy: %d heads do not divide num_hiddens %d", dir,
-             num_heads, D);
+    char why[160];
+    if (!heads_split(D, num_heads, "num_hiddens", "num_heads", why, sizeof why)) {
+        error_format(err, err_len, NULL, "%s/num_heads.npy: %s", dir, why);
         return NULL;
     }
     /* a model saved with the MLP has its files, mlp.0.weight (N, D) first */

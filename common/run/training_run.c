@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "fast/fast_attention_layer.h"
+#include "heads.h"
 #include "io/cli.h"
 #include "io/plot.h"
 #include "io/fileset.h"
@@ -37,8 +38,7 @@ void train_check_options(const TrainOptions *opt)
     if (opt->countries < opt->pairs)
         cli_fail(prog, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt->countries, opt->pairs, opt->pairs);
-    if (opt->hiddens % opt->heads != 0)
-        cli_fail(prog, "--hiddens %d does not divide by --heads %d", opt->hiddens, opt->heads);
+    cli_require_heads_split(prog, opt->hiddens, opt->heads, "--hiddens", "--heads");
     if (opt->from_dir)
         cli_check_input_dir(prog, "--from", opt->from_dir);
     if (opt->from_dir && opt->sizes_given)
@@ -334,7 +334,7 @@ int train_write_plots(const TrainOptions *opt, const Task *task, const TaskBatch
     char err[512];
     FileSet *plots = fileset_begin(dir, err, sizeof err);   /* both plots, one set */
     if (plots == NULL)
-        return report_error(opt->prog, "%s", err) != 0;
+        return report_failure(opt->prog, "%s", err);
     int status = plot_heatmaps(dir, "train_attention", weights, "entry", "head", titles);
     const int steps = curve->count;
     if (status == 0 && steps > 0) {   /* one fault, one line: the first stops the rest */
@@ -431,7 +431,7 @@ int train_bench(const TrainOptions *opt)
            "   PyTorch best  fast %dt / PyTorch\n", opt->prog, N, N);
     for (int i = 0; i < 2; i++) {
         const BenchSize s = sizes[i];
-        if (s.pairs > opt->countries || s.hiddens % s.heads != 0)
+        if (s.pairs > opt->countries || !heads_split(s.hiddens, s.heads, NULL, NULL, NULL, 0))
             continue;
         const double clear = steps_per_second(s, CLEAR_ATTENTION, opt);
         const double fast1 = steps_per_second(s, fast_attention_layer(1), opt);
