@@ -214,6 +214,21 @@ double lookup_evaluate(const LookupModel *m, const TaskBatch *batch, int *correc
     return loss;
 }
 
+static double train_step_of(void *model, Adam *adam, const TaskBatch *batch, int *correct)
+{
+    return lookup_train_step(model, adam, batch, correct);
+}
+
+static double evaluate_of(const void *model, const TaskBatch *batch, int *correct)
+{
+    return lookup_evaluate(model, batch, correct);
+}
+
+Trainee lookup_trainee(LookupModel *model, Adam *adam)
+{
+    return (Trainee){model, adam, train_step_of, evaluate_of};
+}
+
 double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int num_heads, int batch,
                            int examples)
 {

@@ -51,6 +51,7 @@
 #include "learn/optim.h"
 #include "state_dict.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"
@@ -129,6 +130,10 @@ double lookup_train_step(LookupModel *model, Adam *adam, const TaskBatch *batch,
 
 /* Mean loss and number of right answers over a batch, without gradients. */
 double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *correct);
+
+/* The model and its optimiser as the training loop runs them
+ * (learn/training.h): lookup_train_step, lookup_evaluate. */
+Trainee lookup_trainee(LookupModel *model, Adam *adam);
 
 /* Bytes a run's tensors need at their peak: training on batches of batch
  * examples, then one forward over examples held-out ones, with num_pairs

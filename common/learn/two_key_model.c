@@ -19,6 +19,7 @@
 #include "learn/linear_layer.h"
 #include "learn/loss.h"
 #include "learn/seeds.h"
+#include "learn/training.h"
 #include "ops.h"
 
 /* The optimiser's list and the files' list, both in PyTorch's names. */
@@ -312,27 +313,39 @@ double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch
     return loss;
 }
 
+static double train_step_of(void *model, Adam *adam, const TaskBatch *batch, int *correct)
+{
+    (void)correct;   /* the loss alone: the two answers are counted when evaluating */
+    return two_key_train_step(model, adam, batch);
+}
+
+/* the training loop's watch: the first step whose loss is not a number stops it */
+static bool loss_is_a_number(void *bad_step, int step, double loss, int correct)
+{
+    (void)correct;
+    if (!isfinite(loss))
+        *(int *)bad_step = step;
+    return isfinite(loss);
+}
+
 /* task's batches -> the model of seed, or NULL with *bad_step */
 TwoKeyModel *two_key_train(const Task *task, const TwoKeyTraining *how, uint64_t seed,
                            int *bad_step)
 {
     *bad_step = 0;
-    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
+    Rng init = rng_use(seed, RNG_PARAMETERS);
     TwoKeyModel *model = two_key_new_mlp(how->key_vocab, how->value_vocab, how->num_hiddens,
                                          how->num_heads, how->mlp_hiddens, &init);
     Adam *adam = adam_new(model->params, model->num_params, how->lr);
-    TaskBatch *batch = task_batch_new(task, how->batch_size);
-    for (int step = 1; step <= how->steps; step++) {
-        task_draw(task, batch, SPLIT_TRAIN, &data);
-        if (!isfinite(two_key_train_step(model, adam, batch))) {
-            *bad_step = step;
-            two_key_free(model);
-            model = NULL;
-            break;
-        }
-    }
-    task_batch_free(batch);
+    const Trainee trainee = {model, adam, train_step_of, NULL};
+    const TrainingPlan plan = {task, seed, 1, how->steps, how->batch_size, BATCH_STREAM};
+    const TrainingWatch watch = {bad_step, NULL, loss_is_a_number, NULL};
+    training_loop(&trainee, &plan, &watch);
     adam_free(adam);
+    if (*bad_step != 0) {
+        two_key_free(model);
+        model = NULL;
+    }
     return model;
 }
 
