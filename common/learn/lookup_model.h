@@ -75,12 +75,13 @@ typedef struct {
     MultiHeadGrads *grad_attention;
     Tensor *grad_readout_weight, *grad_readout_bias;
 
-    /* every trainable tensor with its gradient, for the optimiser
-     * (attention.W_q, ... as separate tensors: Adam works element by
-     * element, so this equals PyTorch's stacked in_proj_weight) */
+    /* both filled from one listing (learn/parameter_table.h): every
+     * trainable tensor with its gradient, for the optimiser and the
+     * gradient checks (W_q, W_k, W_v as separate tensors: Adam works
+     * element by element, so this equals PyTorch's stacked
+     * in_proj_weight); and the model's state_dict, PyTorch's names */
     Parameter params[LOOKUP_NUM_PARAMS];
     int num_params;
-    /* the model's state_dict, PyTorch's names (see above) */
     ModelFile files[LOOKUP_NUM_FILES];
     int saved_num_heads;              /* what the num_heads file holds */
 } LookupModel;
