@@ -195,8 +195,9 @@ $(OUT)/build/tests/grader/%.o: tests/grader/%.c
 # ---- benchmark ----------------------------------------------------------------
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
 # peak and peak memory per configuration; a few minutes (05_multihead/bench.c).
-# Then training steps per second of 05_multihead/train's model.
-bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train
+# Then training steps per second of 05_multihead/train's model (train --bench
+# runs the tool train_bench beside it).
+bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train $(OUT)/05_multihead/train_bench
 	$< $(BENCH_ARGS)
 	$(OUT)/05_multihead/train --bench
 .PHONY: bench

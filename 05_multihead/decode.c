@@ -10,7 +10,7 @@
  *   3. what a token costs in time, with the cache and without
  *   4. the step against the machine's memory bandwidth
  *   --sharing: what sharing key-value heads costs a trained model
- *   --from DIR --to DIR: decode a layer given as .npy files
+ * (--from DIR --to DIR, a layer given as .npy files: decode_files.c)
  */
 #include <math.h>
 #include <stdint.h>
@@ -21,12 +21,12 @@
 #include "fast/decode_timing.h"
 #include "fast/fast_decode.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
 #include "kv_cache.h"
 #include "learn/lookup_model.h"
 #include "learn/optim.h"
 #include "learn/seeds.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"
@@ -39,13 +39,31 @@ static const int BENCH_G[NUM_BENCH_G] = {8, 2, 1};
 
 typedef struct {
     uint64_t seed;
-    int num_heads, num_kv_heads, capacity;
-    bool num_heads_given, num_kv_heads_given, no_timings, sharing;
+    bool no_timings, sharing;
     int seeds, steps;
-    const char *from_dir, *to_dir;
 } Options;
 
 /* ---- part 1: the cache changes nothing ------------------------------------------ */
+
+/* The largest difference of the fast step, token by token, from the full
+ * layer's outputs (B, T, D) on tokens (B, T, D), relative to the largest
+ * output. */
+static double fast_step_gap(const MultiHeadAttention *layer, const Tensor *tokens,
+                            const Tensor *full)
+{
+    const int B = tokens->shape[0], T = tokens->shape[1];
+    const int G = layer->num_kv_heads, d = layer->num_hiddens / layer->num_heads;
+    KVCache *cache = kv_cache_new(B, G, T, d);
+    double worst = 0.0;
+    for (int t = 0; t < T; t++) {
+        Tensor *token = tensor_select(tokens, 1, t), *expected = tensor_select(full, 1, t);
+        Tensor *out = fast_decode_step(layer, cache, token);   /* (B, D) */
+        worst = fmax(worst, tensor_max_abs_diff(out, expected) / tensor_max_abs(full));
+        TENSOR_FREE(token, expected, out);
+    }
+    kv_cache_free(cache);
+    return worst;
+}
 
 /* tokens (B, T, D) through a seeded layer of G key-value heads: decoded
  * with the clear step and with the fast one, against the causal layer */
@@ -70,22 +88,14 @@ static int part1_equality(const Options *opt)
         printf("   G = %d: cached against full, largest difference %.3g (relative %.3g)\n", G,
                diff, relative);
         failures += !(relative <= 1e-6);
-
-        KVCache *cache = kv_cache_new(B, G, T, D / H);
-        for (int t = 0; t < T; t++) {
-            Tensor *token = tensor_select(tokens, 1, t), *expected = tensor_select(full, 1, t);
-            Tensor *out = fast_decode_step(layer, cache, token);   /* (B, D) */
-            fast_worst = fmax(fast_worst, tensor_max_abs_diff(out, expected) /
-                                              tensor_max_abs(full));
-            TENSOR_FREE(token, expected, out);
-        }
-        kv_cache_free(cache);
+        fast_worst = fmax(fast_worst, fast_step_gap(layer, tokens, full));
         TENSOR_FREE(tokens, full, decoded);
         multihead_free(layer);
     }
+    cli_check(PROG, failures == 0, "cached and full differ by more than 1e-6 relative");
     printf(failures == 0 ? "\n   check passed: the cache changes nothing (within 1e-6 relative; "
                            "the clear\n   step computes each product of the layer, in the same "
-                           "order)\n\n" : "\n   CHECK FAILED: cached and full differ\n\n");
+                           "order)\n\n" : "\n");
     /* the fast step sums in another order: its difference is this machine's
      * (its vector width), so it is printed as a bound */
     const bool fast_close = fast_worst <= 1e-5;
@@ -93,7 +103,9 @@ static int part1_equality(const Options *opt)
     residue_text(fast_text, sizeof fast_text, fast_worst, 1e-6);
     printf("   The fast step (vector lanes, fused multiply-add) against the full layer:\n"
            "   largest relative difference %s, from the order of the sums: %s\n\n",
-           fast_text, fast_close ? "check passed (1e-5)" : "CHECK FAILED (over 1e-5)");
+           fast_text, fast_close ? "check passed (1e-5)" : "over 1e-5");
+    cli_check(PROG, fast_close, "the fast step and the full layer differ by more than 1e-5 "
+              "relative");
     failures += !fast_close;
     return failures == 0 ? 0 : 1;
 }
@@ -139,8 +151,12 @@ static int part2_memory(void)
         printf("\n   This system does not report its resident memory: nothing measured.\n\n");
     else if (off == 0)
         printf("\n   check passed: every measured size within 10%% of the formula\n\n");
-    else
-        printf("\n   CHECK FAILED: %d measured sizes more than 10%% from the formula\n\n", off);
+    if (known && off > 0) {
+        char what[96];
+        snprintf(what, sizeof what, "%d measured cache sizes more than 10%% from the formula",
+                 off);
+        cli_check(PROG, false, what);
+    }
     return known && off > 0 ? 1 : 0;
 }
 
@@ -259,11 +275,10 @@ static void part4_bandwidth(const double attend_seconds[NUM_BENCH_G])
 
 /* ---- --sharing: what sharing key-value heads costs a trained model ------------------- */
 
-/* train's dictionary model and task (05_multihead/train: 24 countries, 8
- * pairs an example, D = 32, H = 4, batches of 32, Adam at 0.001), with G
- * key-value heads; the streams as train draws them */
-enum { SHARE_COUNTRIES = 24, SHARE_PAIRS = 8, SHARE_D = 32, SHARE_H = 4, SHARE_BATCH = 32,
-       SHARE_HELDOUT = 1000, MAX_SEEDS = 64 };
+/* train's dictionary model and task (05_multihead/train's defaults,
+ * learn/training.h), with G key-value heads; the streams as train draws
+ * them */
+enum { SHARE_HELDOUT = 1000, MAX_SEEDS = 64 };
 static const int SHARE_G[] = {4, 2, 1};
 #define SOLVED 0.9   /* held-out accuracy that counts as the task solved */
 
@@ -271,28 +286,25 @@ static const int SHARE_G[] = {4, 2, 1};
  * training steps (into accuracy[0]) and after steps (accuracy[1]) */
 static void trained_accuracy(int G, uint64_t seed, int steps, double accuracy[2])
 {
-    const Task task = task_dictionary(SHARE_PAIRS, SHARE_COUNTRIES, SHARE_COUNTRIES);
+    const DictionaryTraining d = DICTIONARY_TRAINING;
+    const Task task = task_dictionary(d.pairs, d.countries, d.countries);
     Rng rng = rng_use(seed, RNG_PARAMETERS);
-    LookupModel *model = lookup_new_grouped(SHARE_COUNTRIES, SHARE_COUNTRIES, SHARE_D, SHARE_H,
-                                            G, &rng);
-    Adam *adam = adam_new(model->params, model->num_params, 0.001f);
-    TaskBatch *batch = task_batch_new(&task, SHARE_BATCH);
+    LookupModel *model = lookup_new_grouped(d.countries, d.countries, d.num_hiddens,
+                                            d.num_heads, G, &rng);
+    Adam *adam = adam_new(model->params, model->num_params, d.lr);
+    const Trainee trainee = lookup_trainee(model, adam);
     TaskBatch *heldout = task_batch_new(&task, SHARE_HELDOUT);
     Rng heldout_rng = rng_use(seed, RNG_HELDOUT);
     task_draw(&task, heldout, SPLIT_HELDOUT, &heldout_rng);
-    const int checkpoints[2] = {steps / 2, steps};
-    int step = 0;
+    const int checkpoints[3] = {0, steps / 2, steps};
     for (int c = 0; c < 2; c++) {
-        for (; step < checkpoints[c]; step++) {
-            Rng step_rng = rng_step(seed, (uint64_t)step + 1);
-            task_draw(&task, batch, SPLIT_TRAIN, &step_rng);
-            lookup_train_step(model, adam, batch, NULL);
-        }
+        const TrainingPlan plan = {&task, seed, checkpoints[c] + 1, checkpoints[c + 1],
+                                   d.batch_size, BATCH_OF_STEP};
+        training_loop(&trainee, &plan, NULL);
         int correct = 0;
         const double loss = lookup_evaluate(model, heldout, &correct);
         accuracy[c] = isfinite(loss) ? (double)correct / SHARE_HELDOUT : 0.0;
     }
-    task_batch_free(batch);
     task_batch_free(heldout);
     adam_free(adam);
     lookup_free(model);
@@ -308,13 +320,14 @@ static void print_outcomes(const double *accuracy, int n)
 
 static int part_sharing(const Options *opt)
 {
+    const DictionaryTraining d = DICTIONARY_TRAINING;
     printf("What sharing key-value heads costs: train's dictionary model (%d countries,\n"
            "%d pairs an example, D = %d, H = %d query heads) with G = 4, 2, 1 key-value\n"
            "heads, trained from seeds %llu .. %llu; accuracy on %d held-out examples.\n"
            "Solved: at least %.0f%% right. Chance: 1 of %d entries, %.1f%%.\n\n",
-           SHARE_COUNTRIES, SHARE_PAIRS, SHARE_D, SHARE_H, (unsigned long long)opt->seed,
+           d.countries, d.pairs, d.num_hiddens, d.num_heads, (unsigned long long)opt->seed,
            (unsigned long long)(opt->seed + opt->seeds - 1), SHARE_HELDOUT, 100 * SOLVED,
-           SHARE_PAIRS, 100.0 / SHARE_PAIRS);
+           d.pairs, 100.0 / d.pairs);
     printf("          cache    after %d steps:                      after %d steps:\n"
            "   G  per token     solved  median  lowest highest       solved  median  lowest highest\n",
            opt->steps / 2, opt->steps);
@@ -327,7 +340,7 @@ static int part_sharing(const Options *opt)
             half[s] = accuracy[0];
             full[s] = accuracy[1];
         }
-        printf("   %d  %2d floats", G, 2 * G * (SHARE_D / SHARE_H));
+        printf("   %d  %2d floats", G, 2 * G * (d.num_hiddens / d.num_heads));
         print_outcomes(half, opt->seeds);
         printf("  ");
         print_outcomes(full, opt->seeds);
@@ -337,68 +350,14 @@ static int part_sharing(const Options *opt)
     return 0;
 }
 
-/* ---- --from DIR --to DIR ----------------------------------------------------------------- */
-
-/* DIR's layer of G key-value heads decodes DIR/tokens.npy one token at a
- * time; the outputs (B, T, D) go to --to DIR/outputs.npy */
-static int from_files(const Options *opt)
-{
-    const char *dir = opt->from_dir;
-    char err[LAYER_FILES_ERR_LEN], detail[120];
-    DecoderFiles files;
-    int status = layer_files_load_decoder(dir, opt->num_heads, opt->num_kv_heads, &files, err,
-                                          sizeof err) != 0 ? report_error(NULL, "%s", err) : 0;
-    const Tensor *tokens = files.tokens;
-    const int B = tokens ? tokens->shape[0] : 0, T = tokens ? tokens->shape[1] : 0;
-    const int D = files.layer.num_hiddens, H = opt->num_heads, G = opt->num_kv_heads;
-    if (status == 0 && T > opt->capacity)
-        status = report_error(NULL, "%s/tokens.npy holds %d tokens, more than the cache's "
-                              "capacity --capacity %d", dir, T, opt->capacity);
-    if (status == 0) {
-        snprintf(detail, sizeof detail, "a cache of %d tokens, B = %d, G = %d, d = %d",
-                 opt->capacity, B, G, D / H);
-        if (memory_check(kv_cache_bytes(B, G, opt->capacity, D / H) + 4.0 * tokens->size * 4,
-                         detail, "use a smaller --capacity", err, sizeof err) != 0)
-            status = report_error(NULL, "%s", err);
-    }
-    Tensor *outputs = status == 0 ? decode_sequence(&files.layer, tokens) : NULL;
-    const size_t bad = outputs ? tensor_first_non_finite(outputs) : SIZE_MAX;
-    if (bad != SIZE_MAX)
-        status = report_error(NULL, "the outputs overflow float32 (%s at element %zu of (%d, %d, "
-                              "%d)): scale the tokens or the weights down; nothing written",
-                              non_finite_name(outputs->data[bad]), bad, B, T, D);
-    if (status == 0)
-        printf("decoded %s/tokens.npy (%d, %d, %d) one token at a time: --heads %d, --kv-heads "
-               "%d, %s biases\n", dir, B, T, D, H, G, files.layer.bias ? "with" : "without");
-    if (status == 0 && opt->to_dir != NULL) {
-        const NamedTensor set[] = {{"outputs", outputs, NULL}};
-        if (layer_files_save(opt->to_dir, set, 1, err, sizeof err) != 0)
-            status = report_error(NULL, "%s", err);
-        else
-            printf("wrote %s/outputs.npy (%d, %d, %d)\n", opt->to_dir, B, T, D);
-    }
-    tensor_free(outputs);
-    decoder_files_free(&files);
-    return status == 0 ? 0 : 1;
-}
-
 /* ---- options and main ------------------------------------------------------------------------ */
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .num_heads = 8, .num_kv_heads = 8, .capacity = 4096, .seeds = 16,
-                   .steps = 200};
+    Options opt = {.seed = 0, .seeds = 16, .steps = 200};
+    static const char files_help[] = "decode a layer given as .npy files";
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for layers and tokens"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "decode DIR/tokens.npy (B, T, D) with W_q (D, D), W_k and W_v\n"
-                 "(G*d, D), W_o (D, D) and optional b_q ... b_o, as DIR/NAME.npy"},
-        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
-         .help = "with --from: write the outputs (B, T, D) as DIR/outputs.npy"},
-        {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = 1024, .metavar = "H",
-         .help = "num_heads of the --from layer", .given = &opt.num_heads_given},
-        {"--kv-heads", CLI_INT, &opt.num_kv_heads, .min = 1, .max = 1024, .metavar = "G",
-         .help = "num_kv_heads of the --from layer, dividing H", .given = &opt.num_kv_heads_given},
         {"--sharing", CLI_FLAG, &opt.sharing,
          .help = "train the dictionary model with G = 4, 2, 1 key-value heads instead"},
         {"--seeds", CLI_INT, &opt.seeds, .min = 1, .max = MAX_SEEDS, .metavar = "N",
@@ -407,36 +366,23 @@ static Options parse_options(int argc, char **argv)
          .help = "with --sharing: training steps of each model (scored at N / 2 and N)"},
         {"--no-timings", CLI_FLAG, &opt.no_timings,
          .help = "parts 1 and 2 only: leave out the times and the bandwidth"},
-        {"--capacity", CLI_INT, &opt.capacity, .min = 1, .max = 1 << 24, .metavar = "N",
-         .help = "tokens the --from cache holds"},
+        {"--from", CLI_TOOL, .tool = "decode_files", .help = files_help},
+        {"--to", CLI_TOOL, .tool = "decode_files"},
+        {"--heads", CLI_TOOL, .tool = "decode_files"},
+        {"--kv-heads", CLI_TOOL, .tool = "decode_files"},
+        {"--capacity", CLI_TOOL, .tool = "decode_files"},
     };
     static const char summary[] =
         "Attention one token at a time with a key-value cache: the cache against the\n"
         "causal layer, its memory per token, the time per token with and without it,\n"
-        "and its read speed against the memory's; or, with --from, a layer of G\n"
-        "key-value heads given as .npy files.";
+        "and its read speed against the memory's.";
     cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
-    if (opt.from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt.from_dir);
-        if (!opt.num_heads_given || !opt.num_kv_heads_given)
-            cli_fail(PROG, "--from needs --heads H and --kv-heads G: the sizes the weights "
-                     "were made for");
-    }
-    if (opt.from_dir != NULL && (opt.no_timings || opt.sharing))
-        cli_fail(PROG, "--no-timings and --sharing are for the built-in parts, not --from");
-    if ((opt.num_heads_given || opt.num_kv_heads_given || opt.to_dir) && opt.from_dir == NULL)
-        cli_fail(PROG, "--heads, --kv-heads and --to go with --from DIR");
-    if (opt.num_heads % opt.num_kv_heads != 0)
-        cli_fail(PROG, "--kv-heads %d does not divide --heads %d: each key-value head serves "
-                 "the same number of query heads", opt.num_kv_heads, opt.num_heads);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    if (opt.from_dir != NULL)
-        return from_files(&opt);
     if (opt.sharing)
         return part_sharing(&opt);
     int status = part1_equality(&opt);

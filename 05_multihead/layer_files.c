@@ -236,9 +236,8 @@ static void check_options(const Options *opt)
     if (opt->from_dir && opt->example_flags)
         cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
                  "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
-    if (!opt->from_dir && opt->hiddens % opt->heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d: every head needs the same "
-                 "size", opt->hiddens, opt->heads);
+    if (!opt->from_dir)
+        cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
 }
 
 int main(int argc, char **argv)

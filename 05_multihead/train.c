@@ -7,7 +7,8 @@
  *         log}; a loss that stops being a number, or SIGINT / SIGTERM /
  *         SIGHUP, ends training with the last good model saved, and
  *         --from DIR --steps N goes on where a saved run stopped, to the
- *         same numbers (the plumbing: run/training_run.h).
+ *         same numbers (the loop: learn/training.h; the plumbing:
+ *         run/training_run.h).
  * Part 3: held-out accuracy, on examples never trained on.
  * Part 4: the learned attention of one example: the query's weight sits
  *         on the entry holding its key.
@@ -25,16 +26,34 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "io/cli.h"
-#include "io/fileset.h"
 #include "run/training_run.h"
 #include "learn/lookup_model.h"
-#include "learn/loss.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "platform.h"
 
 static const char PROG[] = "train";
 
 enum { MAX_PAIRS = TRAIN_MAX_PAIRS };
+
+typedef struct {
+    uint64_t seed;
+    int steps, batch, pairs, countries, hiddens, heads, examples;
+    int threads;   /* 0: the clear layer; N: the fast layer on N threads */
+    float lr;
+    bool sizes_given, steps_given, training_given;
+    const char *to_dir, *from_dir, *plot_dir;
+} Options;
+
+/* The run, once the options are read and the model is loaded or built:
+ * what the parts read. */
+typedef struct {
+    LookupModel *model;
+    Adam *adam;             /* NULL: a loaded model, evaluated only */
+    TrainRun run;           /* --to, --plot; batch size, pairs, seed */
+    int steps, examples, threads;
+    const char *from_dir;
+} Session;
 
 /* ---- Part 1 ------------------------------------------------------------------ */
 
@@ -73,18 +92,12 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
     free(text);
 }
 
-/* The batch of training step s (1, 2, ...). The generator streams
- * (random.h): the parameters and the held-out examples each have their
- * own (tests/fixtures/make_train_fixtures.py draws the held-out ones from
- * the same stream), and each step's batch one of its own (rng_step), so
- * that changing --steps leaves every batch as it was. */
-static void draw_step_batch(const Task *task, TaskBatch *batch, uint64_t seed, int step)
-{
-    Rng rng = rng_step(seed, (uint64_t)step);
-    task_draw(task, batch, SPLIT_TRAIN, &rng);
-}
-
-static void part1_the_task(const Task *task, const TrainOptions *opt)
+/* The generator streams (random.h): the parameters and the held-out
+ * examples each have their own (tests/fixtures/make_train_fixtures.py
+ * draws the held-out ones from the same stream), and each step's batch one
+ * of its own (rng_step, BATCH_OF_STEP), so that changing --steps leaves
+ * every batch as it was. */
+static void part1_the_task(const Task *task, uint64_t seed)
 {
     printf("Part 1. The task: look a country up in a dictionary\n\n");
     printf("Each example is a fresh dictionary of %d countries, each paired with a capital\n"
@@ -93,7 +106,8 @@ static void part1_the_task(const Task *task, const TrainOptions *opt)
            "be memorised, only looked up. The first three examples of step 1:\n",
            task->num_pairs);
     TaskBatch *batch = task_batch_new(task, 3);   /* the draws of a batch of 3 begin any batch */
-    draw_step_batch(task, batch, opt->seed, 1);
+    Rng rng = rng_step(seed, 1);
+    task_draw(task, batch, SPLIT_TRAIN, &rng);
     for (int b = 0; b < 3; b++)
         print_example(task, batch, b, true);
     printf("Every possible example belongs to one of two halves, training or held-out\n"
@@ -103,91 +117,73 @@ static void part1_the_task(const Task *task, const TrainOptions *opt)
 
 /* ---- Part 2 ------------------------------------------------------------------ */
 
-static void describe_model(const LookupModel *model, const TrainOptions *opt)
+static void describe_model(const Session *s)
 {
+    const LookupModel *model = s->model;
     const int D = model->num_hiddens, H = model->num_heads, V = model->key_vocab;
     printf("  embed_keys (%d, %d): the query word and the entries' keys\n", V, D);
     printf("  embed_values (%d, %d): the entries' values\n", model->value_vocab, D);
     printf("  multi-head attention: %d heads of size %d, the query attending over the %d "
-           "entries\n", H, D / H, opt->pairs);
+           "entries\n", H, D / H, s->run.training.num_pairs);
     printf("  readout (%d, %d): a score for every capital; cross-entropy against the answer\n",
            model->value_vocab, D);
     printf("  %zu parameters\n", parameters_count(model->params, model->num_params));
-    if (opt->threads > 0)
-        printf("  the fast layer runs the attention, on %d thread%s\n", opt->threads,
-               opt->threads > 1 ? "s" : "");
+    if (s->threads > 0)
+        printf("  the fast layer runs the attention, on %d thread%s\n", s->threads,
+               s->threads > 1 ? "s" : "");
 }
 
-/* From adam->step + 1 to opt->steps: batch, step, log; curve->losses
+/* From adam->step + 1 to s->steps by the loop of learn/training.h,
+ * watched (the progress line, divergence, signals); curve->losses
  * receives each step's loss. Returns true when the loss diverged: adam
  * (and the model) are then back at the last state whose loss was a number. */
-static bool train_steps(LookupModel *model, Adam *adam, const Task *task,
-                        const TrainOptions *opt, LossCurve *curve)
+static bool train_steps(const Session *s, const Task *task, LossCurve *curve)
 {
-    TaskBatch *batch = task_batch_new(task, opt->batch);
-    TrainLog log = train_log_start(opt->steps, opt->batch);
-    TrainGuard *guard = train_guard_new(adam, opt);   /* divergence, signals */
-    bool diverged = false;
-    for (int step = curve->first; step <= opt->steps && !signals_caught(); step++) {
-        draw_step_batch(task, batch, opt->seed, step);
-        train_guard_keep(guard);
-        int correct;
-        const double loss = lookup_train_step(model, adam, batch, &correct);
-        if ((diverged = train_guard_diverged(guard, loss, false)))
-            break;
-        curve->losses[curve->count++] = (float)loss;
-        train_log_step(&log, step, loss, correct);
-    }
-    /* The last update has no loss of its own: the loss of its parameters
-     * on the batch the next step would take (an update can leave every
-     * parameter finite and the forward overflowing) is the one a longer
-     * run finds at that step. */
-    if (!diverged && curve->count > 0) {
-        draw_step_batch(task, batch, opt->seed, (int)adam->step + 1);
-        diverged = train_guard_diverged(guard, lookup_evaluate(model, batch, NULL), true);
-    }
-    train_guard_free(guard);
-    if (!diverged && !signals_caught())
-        train_log_end(&log, curve->count);
-    task_batch_free(batch);
-    return diverged;
+    const LookupTraining *t = &s->run.training;
+    const TrainingPlan plan = {task, t->seed, curve->first, s->steps, t->batch_size,
+                               BATCH_OF_STEP};
+    const Trainee trainee = lookup_trainee(s->model, s->adam);
+    TrainWatch *watch = train_watch_new(s->adam, &s->run, s->steps, curve);
+    const TrainingWatch watching = train_watch(watch);
+    training_loop(&trainee, &plan, &watching);
+    return train_watch_end(watch);
 }
 
 /* Part 2 when training: a new model, or one loaded with its state. Returns
  * the exit status: 0, or 1 (the loss diverged, or --to failed), or 128 +
  * the signal that stopped it; --to holds the last good model. */
-static int part2_train(LookupModel *model, Adam *adam, const Task *task,
-                       const TrainOptions *opt, LossCurve *curve)
+static int part2_train(const Session *s, const Task *task, LossCurve *curve)
 {
     printf("Part 2. The model, trained\n\n");
-    describe_model(model, opt);
+    describe_model(s);
+    const Adam *adam = s->adam;
+    const int batch = s->run.training.batch_size;
     if (adam->step > 0)
         printf("  Adam, learning rate %g, batches of %d, steps %ld to %d (going on from "
-               "%s):\n", (double)opt->lr, opt->batch, adam->step + 1, opt->steps,
-               opt->from_dir);
+               "%s):\n", (double)adam->lr, batch, adam->step + 1, s->steps, s->from_dir);
     else
-        printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)opt->lr,
-               opt->batch, opt->steps);
+        printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)adam->lr, batch,
+               s->steps);
     curve->first = (int)adam->step + 1;
-    curve->losses = checked_calloc(PROG, (size_t)(opt->steps - curve->first + 1),
+    curve->losses = checked_calloc(PROG, (size_t)(s->steps - curve->first + 1),
                                    sizeof *curve->losses);
-    const bool diverged = train_steps(model, adam, task, opt, curve);
-    return train_finish(model, adam, task, opt, diverged);
+    const bool diverged = train_steps(s, task, curve);
+    return train_finish(s->model, adam, task, &s->run, diverged);
 }
 
-static void part2_loaded(const LookupModel *model, const TrainOptions *opt)
+static void part2_loaded(const Session *s)
 {
-    printf("Part 2. The model, loaded from %s\n\n", opt->from_dir);
-    describe_model(model, opt);
+    printf("Part 2. The model, loaded from %s\n\n", s->from_dir);
+    describe_model(s);
     printf("\n");
 }
 
 /* ---- Part 3 ------------------------------------------------------------------ */
 
-static TaskBatch *heldout_examples(const Task *task, const TrainOptions *opt)
+static TaskBatch *heldout_examples(const Task *task, const Session *s)
 {
-    TaskBatch *heldout = task_batch_new(task, opt->examples);
-    Rng rng = rng_use(opt->seed, RNG_HELDOUT);
+    TaskBatch *heldout = task_batch_new(task, s->examples);
+    Rng rng = rng_use(s->run.training.seed, RNG_HELDOUT);
     task_draw(task, heldout, SPLIT_HELDOUT, &rng);
     return heldout;
 }
@@ -225,6 +221,16 @@ static int asked_entry(const TaskBatch *batch, int b)
     return asked;
 }
 
+/* The first entry of the largest weight in row (n,), as argmax takes it. */
+static int largest_entry(const float *row, int n)
+{
+    int best = 0;
+    for (int j = 1; j < n; j++)
+        if (row[j] > row[best])
+            best = j;
+    return best;
+}
+
 /* Over the held-out examples, for each head: the mean weight it puts on
  * the entry whose key the query names, and the share of examples whose
  * largest weight falls there (the first largest, like argmax):
@@ -239,12 +245,8 @@ static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout,
         const int asked = asked_entry(heldout, b);
         for (int h = 0; h < H; h++) {
             const float *row = &AT4(weights, b, h, 0, 0);
-            int best = 0;
-            for (int j = 1; j < P; j++)
-                if (row[j] > row[best])
-                    best = j;
             mean_weight[h] += row[asked] / N;
-            largest_share[h] += (best == asked) / (double)N;
+            largest_share[h] += (largest_entry(row, P) == asked) / (double)N;
         }
     }
 }
@@ -259,10 +261,7 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
     Tensor *weights;
     Tensor *logits = lookup_forward(model, heldout, &weights, NULL);
     const int answer = heldout->answers[0];
-    int predicted = 0;
-    for (int j = 1; j < model->value_vocab; j++)
-        if (AT3(logits, 0, 0, j) > AT3(logits, 0, 0, predicted))
-            predicted = j;
+    const int predicted = largest_entry(&AT3(logits, 0, 0, 0), model->value_vocab);
     printf("  held-out example 0:\n");
     print_example(task, heldout, 0, false);
     printf("  answer %s, the model says %s\n\n", task->value_words[answer],
@@ -282,13 +281,8 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
      * weight is on it */
     const int asked = asked_entry(heldout, 0);
     int on_key = 0;
-    for (int h = 0; h < H; h++) {
-        int best = 0;
-        for (int j = 1; j < P; j++)
-            if (AT2(example, h, j) > AT2(example, h, best))
-                best = j;
-        on_key += best == asked;
-    }
+    for (int h = 0; h < H; h++)
+        on_key += largest_entry(&AT2(example, h, 0), P) == asked;
     printf("  %d of the %d heads put their largest weight on entry %d, the one holding %s%s",
            on_key, H, asked, task->key_words[heldout->queries[0]],
            on_key == H ? ":\n  the query found its key.\n" : ".\n");
@@ -305,13 +299,35 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
     return example;
 }
 
-/* ---- options ------------------------------------------------------------------ */
+/* ---- options and the run ------------------------------------------------------ */
 
-static TrainOptions parse_options(int argc, char **argv)
+/* The checks between options, after the table's own: one line, exit 2. */
+static void check_options(const Options *opt)
 {
-    TrainOptions opt = {.prog = PROG, .seed = 0, .steps = 400, .batch = 32, .pairs = 8,
-                        .countries = 24, .hiddens = 32, .heads = 4, .examples = 2000,
-                        .lr = 0.001f};
+    if (opt->countries < opt->pairs)
+        cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
+                 "different countries", opt->countries, opt->pairs, opt->pairs);
+    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
+    if (opt->from_dir == NULL)
+        return;
+    cli_check_input_dir(PROG, "--from", opt->from_dir);
+    if (opt->sizes_given)
+        cli_fail(PROG, "--from takes the model's sizes from DIR: drop --countries, --hiddens "
+                 "and --heads");
+    if (opt->steps_given && opt->training_given)
+        cli_fail(PROG, "--from with --steps goes on with the seed, batch, pairs and learning "
+                 "rate saved in DIR: drop --seed, --batch, --pairs and --lr");
+    if (opt->to_dir && !opt->steps_given)
+        cli_fail(PROG, "--from and --to together would only copy the model: add --steps N to "
+                 "train it on up to step N");
+}
+
+static Options parse_options(int argc, char **argv)
+{
+    const DictionaryTraining d = DICTIONARY_TRAINING;
+    Options opt = {.seed = 0, .steps = d.steps, .batch = d.batch_size, .pairs = d.pairs,
+                   .countries = d.countries, .hiddens = d.num_hiddens, .heads = d.num_heads,
+                   .examples = 2000, .lr = d.lr};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N",
          .help = "seed for the parameters, the batches and the held-out set",
@@ -344,28 +360,62 @@ static TrainOptions parse_options(int argc, char **argv)
         {"--threads", CLI_INT, &opt.threads, .min = 1, .max = TRAIN_MAX_THREADS, .metavar = "N",
          .help = "train through the fast layer on N threads",
          .default_text = "the clear layer, on one"},
-        {"--bench", CLI_FLAG, &opt.bench,
-         .help = "print training steps per second at these sizes and\nat (batch 256, 16 pairs, "
-                 "num_hiddens 256, 8 heads),\nclear and fast (1 and N threads), then stop"},
+        {"--bench", CLI_TOOL, .tool = "train_bench",
+         .help = "training steps per second, clear and fast"},
     };
     cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "
                                 "in a dictionary.", CLI_COUNT(options), options},
               argc, argv);
-    train_check_options(&opt);
+    check_options(&opt);
     return opt;
+}
+
+/* Memory for the run's sizes, before any work. */
+static void check_memory(const Session *s, int countries, int hiddens, int heads)
+{
+    const LookupTraining *t = &s->run.training;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d held-out examples or batches of %d, of %d pairs, "
+             "num_hiddens %d", s->examples, t->batch_size, t->num_pairs, hiddens);
+    memory_require(lookup_bytes_needed(countries, t->num_pairs, hiddens, heads, t->batch_size,
+                                       s->examples),
+                   detail, "use fewer --examples, a smaller --batch or --hiddens");
+}
+
+/* The run the options ask for: the model loaded from --from (with its
+ * training state to go on), or built from the seed. */
+static Session open_session(const Options *opt)
+{
+    Session s = {.run = {PROG, opt->to_dir, opt->plot_dir, {opt->batch, opt->pairs, opt->seed}},
+                 .steps = opt->steps, .examples = opt->examples, .threads = opt->threads,
+                 .from_dir = opt->from_dir};
+    if (opt->from_dir != NULL) {
+        s.model = train_load_model(opt->from_dir, opt->steps_given ? 2 : opt->pairs);
+        if (opt->steps_given)   /* and what drew its batches */
+            s.adam = train_load_state(PROG, s.model, opt->from_dir, opt->steps, &s.run.training);
+        check_memory(&s, s.model->key_vocab, s.model->num_hiddens, s.model->num_heads);
+    } else {
+        check_memory(&s, opt->countries, opt->hiddens, opt->heads);
+        Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
+        s.model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads, &rng);
+        s.adam = adam_new(s.model->params, s.model->num_params, opt->lr);
+    }
+    if (s.adam != NULL && opt->threads > 0)
+        s.model->attend = fast_attention_layer(opt->threads);
+    return s;
 }
 
 /* ---- main --------------------------------------------------------------------- */
 
 /* Parts 3 and 4 on the held-out examples, then --plot. Returns the exit status. */
-static int evaluate_and_show(const LookupModel *model, const Task *task,
-                             const TrainOptions *opt, const LossCurve *curve)
+static int evaluate_and_show(const Session *s, const Task *task, const LossCurve *curve)
 {
-    TaskBatch *heldout = heldout_examples(task, opt);
-    int status = part3_heldout(model, task, heldout);
-    Tensor *example = status == 0 ? part4_attention(model, task, heldout) : NULL;
-    if (example != NULL && opt->plot_dir)
-        status = train_write_plots(opt, task, heldout, asked_entry(heldout, 0), example, curve);
+    TaskBatch *heldout = heldout_examples(task, s);
+    int status = part3_heldout(s->model, task, heldout);
+    Tensor *example = status == 0 ? part4_attention(s->model, task, heldout) : NULL;
+    if (example != NULL && s->run.plot_dir)
+        status = train_write_plots(&s->run, task, heldout, asked_entry(heldout, 0), example,
+                                   curve);
     tensor_free(example);
     task_batch_free(heldout);
     return status;
@@ -373,39 +423,27 @@ static int evaluate_and_show(const LookupModel *model, const Task *task,
 
 int main(int argc, char **argv)
 {
-    TrainOptions opt = parse_options(argc, argv);
+    const Options opt = parse_options(argc, argv);
     /* Every training step allocates and frees the same tensors; an
      * allocator that gives freed memory back to the system faults fresh
      * zeroed pages in at each step (glibc's did: with --batch 256 a step
      * took five times as long). Keeping it costs nothing: the memory peaks
      * in the first step. */
     platform_keep_freed_memory();
-    LookupModel *model = opt.from_dir ? train_load_model(&opt) : NULL;   /* sets the sizes */
-    const bool training = model == NULL || opt.steps_given;
-    Adam *adam = model && training ? train_load_state(model, &opt) : NULL;   /* and the batches */
-    train_check_memory(&opt);
-    const Task task = task_dictionary(opt.pairs, opt.countries, opt.countries);
-    if (opt.bench)
-        return train_bench(&opt);
-
-    part1_the_task(&task, &opt);
-    if (model == NULL) {   /* build the model */
-        Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
-        model = lookup_new(opt.countries, opt.countries, opt.hiddens, opt.heads, &rng);
-        adam = adam_new(model->params, model->num_params, opt.lr);
-    }
-    if (training && opt.threads > 0)
-        model->attend = fast_attention_layer(opt.threads);
+    Session s = open_session(&opt);
+    const int V = s.model->key_vocab;
+    const Task task = task_dictionary(s.run.training.num_pairs, V, V);
+    part1_the_task(&task, s.run.training.seed);
     LossCurve curve = {0};
     int status = 0;
-    if (training)
-        status = part2_train(model, adam, &task, &opt, &curve);
+    if (s.adam != NULL)
+        status = part2_train(&s, &task, &curve);
     else
-        part2_loaded(model, &opt);
-    adam_free(adam);
+        part2_loaded(&s);
+    adam_free(s.adam);
     if (status == 0)
-        status = evaluate_and_show(model, &task, &opt, &curve);
-    lookup_free(model);
+        status = evaluate_and_show(&s, &task, &curve);
+    lookup_free(s.model);
     free(curve.losses);
     return status;
 }

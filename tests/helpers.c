@@ -312,3 +312,29 @@ void npy_fill_alternating(const char *path, float value)
     cr_assert_eq(npy_save(path, x, err, sizeof err), 0, "%s", err);
     tensor_free(x);
 }
+
+/* See helpers.h. */
+void expect_handed_off(const char *program, const char *tool, const char *args)
+{
+    RunResult via = run_program(program, args), direct = run_program(tool, args);
+    cr_expect_eq(via.status, direct.status, "%s %s: status %d, %s: %d", program, args,
+                 via.status, tool, direct.status);
+    cr_expect_str_eq(via.out ? via.out : "", direct.out ? direct.out : "", "%s %s", program,
+                     args);
+    /* stderr: "decode: ..." against "decode_files: ...", the rest the same */
+    const char *name = strrchr(program, '/') + 1, *tool_name = strrchr(tool, '/') + 1;
+    const char *via_err = via.err ? via.err : "", *direct_err = direct.err ? direct.err : "";
+    const size_t n = strlen(name), m = strlen(tool_name);
+    if (direct_err[0] != '\0') {
+        cr_expect(strncmp(via_err, name, n) == 0 && via_err[n] == ':', "%s %s: stderr is "
+                  "not named %s: %s", program, args, name, via_err);
+        cr_expect(strncmp(direct_err, tool_name, m) == 0 && direct_err[m] == ':',
+                  "%s %s: stderr is not named %s: %s", tool, args, tool_name, direct_err);
+        cr_expect_str_eq(via_err + (via_err[n] == ':' ? n : 0),
+                         direct_err + (direct_err[m] == ':' ? m : 0), "%s %s", program, args);
+    } else {
+        cr_expect_str_eq(via_err, "", "%s %s", program, args);
+    }
+    run_result_free(&via);
+    run_result_free(&direct);
+}

@@ -340,3 +340,22 @@ Test(decode_program, from_files_equals_pytorch_for_every_grouping)
     check_program_on_fixture("heads4_kv2", 4, 2);
     check_program_on_fixture("heads4_kv1", 4, 1);
 }
+
+Test(decode_program, file_mode_is_the_decode_files_tool)
+{
+    const char *const lines[] = {
+        "--from " FIXTURES "/heads4_kv2 --heads 4 --kv-heads 2",
+        "--capacity 9 --kv-heads 1 --from " FIXTURES "/heads4_kv1 --heads 4",
+        "--from " FIXTURES "/heads4_kv2 --heads 4 --kv-heads 2 --capacity 3",
+        "--heads 4",
+        "--from " FIXTURES "/heads4_kv2 --heads 4 --kv-heads 3",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        expect_handed_off("05_multihead/decode", "05_multihead/decode_files", lines[i]);
+    RunResult r = run_program("05_multihead/decode", "--from " FIXTURES "/heads4_kv2 --heads 4 "
+                              "--kv-heads 2");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(r.out && strstr(r.out, "decoded " FIXTURES "/heads4_kv2/tokens.npy (2, 7, 16)"),
+              "decode --from printed: %s", r.out ? r.out : "");
+    run_result_free(&r);
+}

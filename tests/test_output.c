@@ -68,6 +68,9 @@ static const char *quick_args(const char *program)
         {"05_multihead/head_importance", "--steps 3 --examples 10 --orders 1"},
         {"05_multihead/bench", "--config 1,8,8,2 --repeats 1"},
         {"05_multihead/layer_files", "--from tests/fixtures/multihead/bias_2d --heads 4"},
+        {"05_multihead/decode_files", "--from tests/fixtures/decode/heads4_kv2 --heads 4 "
+                                      "--kv-heads 2"},
+        {"05_multihead/train_bench", "--countries 8 --hiddens 8 --heads 2 --batch 4"},
         {"06_permutation_invariance/positions", "--steps 3 --examples 10 --seeds 1"},
     };
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++)

@@ -33,6 +33,7 @@
 #include "learn/lookup_model.h"
 #include "learn/loss.h"
 #include "learn/optim.h"
+#include "learn/reversal_model.h"
 #include "learn/tasks.h"
 #include "ops.h"
 
@@ -492,6 +493,67 @@ Test(model_io, a_mismatched_file_changes_nothing, .init = make_scratch, .fini = 
     Tensor *all[] = {x, y, x2, y2};
     for (size_t i = 0; i < 4; i++)
         tensor_free(all[i]);
+}
+
+/* One listing fills both of a model's lists (learn/parameter_table.h): the
+ * files are PyTorch's state_dict, named in order, and every tensor Adam
+ * trains is saved in exactly one file, where PyTorch stacks it. */
+static void expect_one_table(const char *model, const Parameter *params, int num_params,
+                             const ModelFile *files, int num_files,
+                             const char *const *names, int expected_files)
+{
+    cr_expect_eq(num_files, expected_files, "%s: %d files, expected %d", model, num_files,
+                 expected_files);
+    int saved = 0;
+    for (int f = 0; f < num_files && f < expected_files; f++) {
+        cr_expect_str_eq(files[f].name, names[f], "%s: file %d", model, f);
+        for (int k = 0; k < MODEL_MAX_PARTS && files[f].parts[k] != NULL; k++, saved++) {
+            int trained = 0;
+            for (int i = 0; i < num_params; i++)
+                trained += params[i].value == files[f].parts[k];
+            cr_expect_eq(trained, 1, "%s: part %d of %s is %d of Adam's parameters", model, k,
+                         files[f].name, trained);
+        }
+    }
+    cr_expect_eq(saved, num_params, "%s: %d tensors saved, %d trained", model, saved,
+                 num_params);
+}
+
+Test(model_io, one_listing_fills_the_optimiser_and_the_files)
+{
+    Rng rng = rng_new(3);
+    LookupModel *lookup = lookup_new(6, 6, 8, 2, &rng);
+    static const char *const lookup_names[] = {
+        "embed_keys.weight", "embed_values.weight", "attention.in_proj_weight",
+        "attention.in_proj_bias", "attention.out_proj.weight", "attention.out_proj.bias",
+        "readout.weight", "readout.bias", "num_heads"};
+    expect_one_table("lookup", lookup->params, lookup->num_params, lookup->files,
+                     LOOKUP_NUM_FILES, lookup_names, 9);
+    /* nn.MultiheadAttention stacks W_q, W_k, W_v in that order */
+    const MultiHeadAttention *a = lookup->attention;
+    cr_expect(lookup->files[2].parts[0] == a->W_q && lookup->files[2].parts[1] == a->W_k &&
+              lookup->files[2].parts[2] == a->W_v && lookup->files[3].parts[0] == a->b_q &&
+              lookup->files[3].parts[2] == a->b_v, "in_proj is not W_q, W_k, W_v stacked");
+    cr_expect_eq(*lookup->files[8].ints, 2, "num_heads file");
+    lookup_free(lookup);
+
+    TwoKeyModel *two_key = two_key_new_mlp(6, 6, 8, 2, 5, &rng);
+    static const char *const two_key_names[] = {
+        "embed_keys.weight", "embed_values.weight", "attention.W_q.weight",
+        "attention.W_k.weight", "attention.W_v.weight", "attention.W_o.weight",
+        "readout.weight", "readout.bias", "mlp.0.weight", "mlp.0.bias", "mlp.2.weight",
+        "mlp.2.bias", "num_heads"};
+    expect_one_table("two_key", two_key->params, two_key->num_params, two_key->files,
+                     two_key->num_files, two_key_names, 13);
+    two_key_free(two_key);
+
+    ReversalModel *reversal = reversal_new(6, 8, 2, true, &rng);
+    static const char *const reversal_names[] = {
+        "embed_tokens.weight", "attention.in_proj_weight", "attention.out_proj.weight",
+        "readout.weight", "readout.bias", "num_heads"};
+    expect_one_table("reversal", reversal->params, REVERSAL_NUM_PARAMS, reversal->files,
+                     REVERSAL_NUM_FILES, reversal_names, 6);
+    reversal_free(reversal);
 }
 
 Test(model_io, a_failed_save_leaves_the_old_model, .init = make_scratch, .fini = remove_scratch)
@@ -1289,4 +1351,14 @@ Test(train_program, a_small_dictionary_goes_on_training, .init = make_scratch,
     cr_expect_eq(saved_step(scratch), 5);
     run_result_free(&first);
     run_result_free(&resumed);
+}
+
+/* train --bench runs the tool train_bench with the same arguments. */
+Test(train_program, bench_is_the_train_bench_tool)
+{
+    expect_handed_off("05_multihead/train", "05_multihead/train_bench",
+                      "--bench --hiddens 30 --heads 4");
+    expect_handed_off("05_multihead/train", "05_multihead/train_bench",
+                      "--bench --pairs 10 --countries 8");
+    expect_handed_off("05_multihead/train", "05_multihead/train_bench", "--bench --steps 5");
 }

@@ -16,6 +16,7 @@
 #include "learn/embedding.h"
 #include "learn/linear_layer.h"
 #include "learn/loss.h"
+#include "learn/parameter_table.h"
 #include "ops.h"
 
 /* ---- creation ---------------------------------------------------------------- */
@@ -41,42 +42,19 @@ static void init_like_pytorch(MultiHeadAttention *layer, Rng *rng)
             biases[i]->data[j] = 0.0f;
 }
 
-/* The optimiser's list and the saved files' list, both pointing at the
+/* The model's parameters, listed once (learn/parameter_table.h): the
+ * optimiser's list and the saved files' list, both pointing at the
  * model's own tensors. */
 static void list_parameters(LookupModel *m)
 {
-    const MultiHeadAttention *a = m->attention;
-    const MultiHeadGrads *g = m->grad_attention;
-    const Parameter params[LOOKUP_NUM_PARAMS] = {
-        {"embed_keys.weight", m->embed_keys, m->grad_embed_keys},
-        {"embed_values.weight", m->embed_values, m->grad_embed_values},
-        {"attention.W_q", a->W_q, g->W_q},
-        {"attention.W_k", a->W_k, g->W_k},
-        {"attention.W_v", a->W_v, g->W_v},
-        {"attention.b_q", a->b_q, g->b_q},
-        {"attention.b_k", a->b_k, g->b_k},
-        {"attention.b_v", a->b_v, g->b_v},
-        {"attention.out_proj.weight", a->W_o, g->W_o},
-        {"attention.out_proj.bias", a->b_o, g->b_o},
-        {"readout.weight", m->readout_weight, m->grad_readout_weight},
-        {"readout.bias", m->readout_bias, m->grad_readout_bias},
-    };
-    const ModelFile files[LOOKUP_NUM_FILES] = {
-        {.name = "embed_keys.weight", .parts = {m->embed_keys}},
-        {.name = "embed_values.weight", .parts = {m->embed_values}},
-        {.name = "attention.in_proj_weight", .parts = {a->W_q, a->W_k, a->W_v}},
-        {.name = "attention.in_proj_bias", .parts = {a->b_q, a->b_k, a->b_v}},
-        {.name = "attention.out_proj.weight", .parts = {a->W_o}},
-        {.name = "attention.out_proj.bias", .parts = {a->b_o}},
-        {.name = "readout.weight", .parts = {m->readout_weight}},
-        {.name = "readout.bias", .parts = {m->readout_bias}},
-        {.name = "num_heads", .ints = &m->saved_num_heads, .num_ints = 1},
-    };
-    for (int i = 0; i < LOOKUP_NUM_PARAMS; i++)
-        m->params[i] = params[i];
-    for (int i = 0; i < LOOKUP_NUM_FILES; i++)
-        m->files[i] = files[i];
-    m->num_params = LOOKUP_NUM_PARAMS;
+    ParameterTable t = parameter_table(m->params, LOOKUP_NUM_PARAMS, m->files, LOOKUP_NUM_FILES);
+    parameter_table_add(&t, "embed_keys.weight", m->embed_keys, m->grad_embed_keys);
+    parameter_table_add(&t, "embed_values.weight", m->embed_values, m->grad_embed_values);
+    parameter_table_attention(&t, ATTENTION_STACKED, m->attention, m->grad_attention);
+    parameter_table_add(&t, "readout.weight", m->readout_weight, m->grad_readout_weight);
+    parameter_table_add(&t, "readout.bias", m->readout_bias, m->grad_readout_bias);
+    parameter_table_ints(&t, "num_heads", &m->saved_num_heads, 1);
+    m->num_params = t.num_params;
 }
 
 LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
@@ -212,6 +190,21 @@ double lookup_evaluate(const LookupModel *m, const TaskBatch *batch, int *correc
         *correct = count_correct(logits, batch->answers);
     tensor_free(logits);
     return loss;
+}
+
+static double train_step_of(void *model, Adam *adam, const TaskBatch *batch, int *correct)
+{
+    return lookup_train_step(model, adam, batch, correct);
+}
+
+static double evaluate_of(const void *model, const TaskBatch *batch, int *correct)
+{
+    return lookup_evaluate(model, batch, correct);
+}
+
+Trainee lookup_trainee(LookupModel *model, Adam *adam)
+{
+    return (Trainee){model, adam, train_step_of, evaluate_of};
 }
 
 double lookup_bytes_needed(int vocab, int num_pairs, int num_hiddens, int num_heads, int batch,

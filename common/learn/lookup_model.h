@@ -51,6 +51,7 @@
 #include "learn/optim.h"
 #include "state_dict.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"
@@ -74,12 +75,13 @@ typedef struct {
     MultiHeadGrads *grad_attention;
     Tensor *grad_readout_weight, *grad_readout_bias;
 
-    /* every trainable tensor with its gradient, for the optimiser
-     * (attention.W_q, ... as separate tensors: Adam works element by
-     * element, so this equals PyTorch's stacked in_proj_weight) */
+    /* both filled from one listing (learn/parameter_table.h): every
+     * trainable tensor with its gradient, for the optimiser and the
+     * gradient checks (W_q, W_k, W_v as separate tensors: Adam works
+     * element by element, so this equals PyTorch's stacked
+     * in_proj_weight); and the model's state_dict, PyTorch's names */
     Parameter params[LOOKUP_NUM_PARAMS];
     int num_params;
-    /* the model's state_dict, PyTorch's names (see above) */
     ModelFile files[LOOKUP_NUM_FILES];
     int saved_num_heads;              /* what the num_heads file holds */
 } LookupModel;
@@ -129,6 +131,10 @@ double lookup_train_step(LookupModel *model, Adam *adam, const TaskBatch *batch,
 
 /* Mean loss and number of right answers over a batch, without gradients. */
 double lookup_evaluate(const LookupModel *model, const TaskBatch *batch, int *correct);
+
+/* The model and its optimiser as the training loop runs them
+ * (learn/training.h): lookup_train_step, lookup_evaluate. */
+Trainee lookup_trainee(LookupModel *model, Adam *adam);
 
 /* Bytes a run's tensors need at their peak: training on batches of batch
  * examples, then one forward over examples held-out ones, with num_pairs

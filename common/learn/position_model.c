@@ -16,6 +16,7 @@
 #include "learn/embedding.h"
 #include "learn/linear_layer.h"
 #include "learn/loss.h"
+#include "learn/parameter_table.h"
 #include "ops.h"
 #include "positional.h"
 
@@ -45,24 +46,18 @@ PositionModel *position_model_new(int vocab, int num_hiddens, int num_heads,
 
     m->grad_embed_tokens = tensor_zeros(SHAPE(vocab, D));
     m->grad_attention = multihead_grads_new(m->attention);
-    const MultiHeadAttention *a = m->attention;
-    const MultiHeadGrads *g = m->grad_attention;
-    const Parameter params[] = {
-        {"embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens},
-        {"attention.W_q.weight", a->W_q, g->W_q},
-        {"attention.W_k.weight", a->W_k, g->W_k},
-        {"attention.W_v.weight", a->W_v, g->W_v},
-        {"attention.W_o.weight", a->W_o, g->W_o},
-        {"readout.weight", m->readout_weight, m->grad_readout_weight},
-        {"readout.bias", m->readout_bias, m->grad_readout_bias},
-    };
-    m->num_params = (int)(sizeof params / sizeof params[0]);
-    memcpy(m->params, params, sizeof params);
+    /* the parameters, listed once (learn/parameter_table.h); never saved */
+    ParameterTable t = parameter_table(m->params, POSITION_MODEL_MAX_PARAMS, NULL, 0);
+    parameter_table_add(&t, "embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens);
+    parameter_table_attention(&t, ATTENTION_LINEARS, m->attention, m->grad_attention);
+    parameter_table_add(&t, "readout.weight", m->readout_weight, m->grad_readout_weight);
+    parameter_table_add(&t, "readout.bias", m->readout_bias, m->grad_readout_bias);
     if (m->embed_positions != NULL) {
         m->grad_embed_positions = tensor_zeros(SHAPE(max_length, D));
-        m->params[m->num_params++] = (Parameter){"embed_positions.weight",
-                                                 m->embed_positions, m->grad_embed_positions};
+        parameter_table_add(&t, "embed_positions.weight", m->embed_positions,
+                            m->grad_embed_positions);
     }
+    m->num_params = t.num_params;
     return m;
 }
 

@@ -16,34 +16,20 @@
 #include "learn/embedding.h"
 #include "learn/linear_layer.h"
 #include "learn/loss.h"
+#include "learn/parameter_table.h"
 #include "ops.h"
 #include "positional.h"
 
+/* The model's parameters, listed once (learn/parameter_table.h). */
 static void list_parameters(ReversalModel *m)
 {
-    const MultiHeadAttention *a = m->attention;
-    const MultiHeadGrads *g = m->grad_attention;
-    /* Adam works element by element, so W_q, W_k and W_v as three tensors
-     * step exactly as PyTorch's one stacked in_proj_weight does */
-    const Parameter params[REVERSAL_NUM_PARAMS] = {
-        {"embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens},
-        {"attention.in_proj_weight[W_q]", a->W_q, g->W_q},
-        {"attention.in_proj_weight[W_k]", a->W_k, g->W_k},
-        {"attention.in_proj_weight[W_v]", a->W_v, g->W_v},
-        {"attention.out_proj.weight", a->W_o, g->W_o},
-        {"readout.weight", m->readout_weight, m->grad_readout_weight},
-        {"readout.bias", m->readout_bias, m->grad_readout_bias},
-    };
-    memcpy(m->params, params, sizeof params);
-    const ModelFile files[REVERSAL_NUM_FILES] = {
-        {.name = "embed_tokens.weight", .parts = {m->embed_tokens}},
-        {.name = "attention.in_proj_weight", .parts = {a->W_q, a->W_k, a->W_v}},
-        {.name = "attention.out_proj.weight", .parts = {a->W_o}},
-        {.name = "readout.weight", .parts = {m->readout_weight}},
-        {.name = "readout.bias", .parts = {m->readout_bias}},
-        {.name = "num_heads", .ints = &m->saved_num_heads, .num_ints = 1},
-    };
-    memcpy(m->files, files, sizeof files);
+    ParameterTable t = parameter_table(m->params, REVERSAL_NUM_PARAMS, m->files,
+                                       REVERSAL_NUM_FILES);
+    parameter_table_add(&t, "embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens);
+    parameter_table_attention(&t, ATTENTION_STACKED, m->attention, m->grad_attention);
+    parameter_table_add(&t, "readout.weight", m->readout_weight, m->grad_readout_weight);
+    parameter_table_add(&t, "readout.bias", m->readout_bias, m->grad_readout_bias);
+    parameter_table_ints(&t, "num_heads", &m->saved_num_heads, 1);
 }
 
 /* weight (D, D) <- uniform in [-bound, bound), the bound of

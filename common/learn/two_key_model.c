@@ -18,35 +18,31 @@
 #include "learn/head_gates.h"
 #include "learn/linear_layer.h"
 #include "learn/loss.h"
+#include "learn/parameter_table.h"
 #include "learn/seeds.h"
+#include "learn/training.h"
 #include "ops.h"
 
-/* The optimiser's list and the files' list, both in PyTorch's names. */
+/* The model's parameters, listed once (learn/parameter_table.h): the
+ * optimiser's list and the files' list, both in PyTorch's names. */
 static void list_parameters(TwoKeyModel *m)
 {
-    const MultiHeadAttention *a = m->attention;
-    const MultiHeadGrads *g = m->grad_attention;
-    const Parameter params[TWO_KEY_MAX_PARAMS] = {
-        {"embed_keys.weight", m->embed_keys, m->grad_embed_keys},
-        {"embed_values.weight", m->embed_values, m->grad_embed_values},
-        {"attention.W_q.weight", a->W_q, g->W_q},
-        {"attention.W_k.weight", a->W_k, g->W_k},
-        {"attention.W_v.weight", a->W_v, g->W_v},
-        {"attention.W_o.weight", a->W_o, g->W_o},
-        {"readout.weight", m->readout_weight, m->grad_readout_weight},
-        {"readout.bias", m->readout_bias, m->grad_readout_bias},
-        {"mlp.0.weight", m->mlp_weight1, m->grad_mlp_weight1},   /* with the MLP only */
-        {"mlp.0.bias", m->mlp_bias1, m->grad_mlp_bias1},
-        {"mlp.2.weight", m->mlp_weight2, m->grad_mlp_weight2},
-        {"mlp.2.bias", m->mlp_bias2, m->grad_mlp_bias2},
-    };
-    m->num_params = m->mlp_hiddens > 0 ? TWO_KEY_MAX_PARAMS : TWO_KEY_NUM_PARAMS;
-    memcpy(m->params, params, sizeof params);
-    for (int i = 0; i < m->num_params; i++)
-        m->files[i] = (ModelFile){.name = params[i].name, .parts = {params[i].value}};
-    m->files[m->num_params] = (ModelFile){.name = "num_heads", .ints = &m->saved_num_heads,
-                                          .num_ints = 1};
-    m->num_files = m->num_params + 1;
+    ParameterTable t = parameter_table(m->params, TWO_KEY_MAX_PARAMS, m->files,
+                                       TWO_KEY_MAX_FILES);
+    parameter_table_add(&t, "embed_keys.weight", m->embed_keys, m->grad_embed_keys);
+    parameter_table_add(&t, "embed_values.weight", m->embed_values, m->grad_embed_values);
+    parameter_table_attention(&t, ATTENTION_LINEARS, m->attention, m->grad_attention);
+    parameter_table_add(&t, "readout.weight", m->readout_weight, m->grad_readout_weight);
+    parameter_table_add(&t, "readout.bias", m->readout_bias, m->grad_readout_bias);
+    if (m->mlp_hiddens > 0) {
+        parameter_table_add(&t, "mlp.0.weight", m->mlp_weight1, m->grad_mlp_weight1);
+        parameter_table_add(&t, "mlp.0.bias", m->mlp_bias1, m->grad_mlp_bias1);
+        parameter_table_add(&t, "mlp.2.weight", m->mlp_weight2, m->grad_mlp_weight2);
+        parameter_table_add(&t, "mlp.2.bias", m->mlp_bias2, m->grad_mlp_bias2);
+    }
+    parameter_table_ints(&t, "num_heads", &m->saved_num_heads, 1);
+    m->num_params = t.num_params;
+    m->num_files = t.num_files;
 }
 
 TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
@@ -312,27 +308,39 @@ double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch
     return loss;
 }
 
+static double train_step_of(void *model, Adam *adam, const TaskBatch *batch, int *correct)
+{
+    (void)correct;   /* the loss alone: the two answers are counted when evaluating */
+    return two_key_train_step(model, adam, batch);
+}
+
+/* the training loop's watch: the first step whose loss is not a number stops it */
+static bool loss_is_a_number(void *bad_step, int step, double loss, int correct)
+{
+    (void)correct;
+    if (!isfinite(loss))
+        *(int *)bad_step = step;
+    return isfinite(loss);
+}
+
 /* task's batches -> the model of seed, or NULL with *bad_step */
 TwoKeyModel *two_key_train(const Task *task, const TwoKeyTraining *how, uint64_t seed,
                            int *bad_step)
 {
     *bad_step = 0;
-    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
+    Rng init = rng_use(seed, RNG_PARAMETERS);
     TwoKeyModel *model = two_key_new_mlp(how->key_vocab, how->value_vocab, how->num_hiddens,
                                          how->num_heads, how->mlp_hiddens, &init);
     Adam *adam = adam_new(model->params, model->num_params, how->lr);
-    TaskBatch *batch = task_batch_new(task, how->batch_size);
-    for (int step = 1; step <= how->steps; step++) {
-        task_draw(task, batch, SPLIT_TRAIN, &data);
-        if (!isfinite(two_key_train_step(model, adam, batch))) {
-            *bad_step = step;
-            two_key_free(model);
-            model = NULL;
-            break;
-        }
-    }
-    task_batch_free(batch);
+    const Trainee trainee = {model, adam, train_step_of, NULL};
+    const TrainingPlan plan = {task, seed, 1, how->steps, how->batch_size, BATCH_STREAM};
+    const TrainingWatch watch = {bad_step, NULL, loss_is_a_number, NULL};
+    training_loop(&trainee, &plan, &watch);
     adam_free(adam);
+    if (*bad_step != 0) {
+        two_key_free(model);
+        model = NULL;
+    }
     return model;
 }
 
