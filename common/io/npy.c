@@ -153,14 +153,20 @@ static void skip_space(Cursor *c)
         c->p++;
 }
 
-/* Skip spaces, then expect ch. */
-static int expect_char(Cursor *c, char ch, const char *what)
+/* Skip spaces, then take ch if it comes next: true when it did. */
+static bool take_char(Cursor *c, char ch)
 {
     skip_space(c);
     if (c->p >= c->end || *c->p != ch)
-        return malformed(c, what);
+        return false;
     c->p++;
-    return 0;
+    return true;
+}
+
+/* Skip spaces, then expect ch. */
+static int expect_char(Cursor *c, char ch, const char *what)
+{
+    return take_char(c, ch) ? 0 : malformed(c, what);
 }
 
 /* A Python string in single or double quotes, without escapes (no key or
@@ -252,11 +258,8 @@ static int parse_shape(Cursor *c, long long *dims, int *ndim)
     *ndim = 0;
     if (expect_char(c, '(', "expected '(' to start 'shape'") != 0)
         return -1;
-    skip_space(c);
-    if (c->p < c->end && *c->p == ')') {
-        c->p++;
-        return 0;
-    }
+    if (take_char(c, ')'))
+        return 0;   /* () */
     for (;;) {
         long long dim = 0;
         if (parse_dim(c, &dim) != 0)
@@ -265,19 +268,14 @@ static int parse_shape(Cursor *c, long long *dims, int *ndim)
             return npy_fail(c->sink, "bad shape: more than %d dimensions", MAX_PARSED_DIMS);
         dims[(*ndim)++] = dim;
         skip_space(c);
-        if (c->p < c->end && *c->p == ')') {
-            if (*ndim == 1)
-                return malformed(c, "expected ',' after the only dimension, as in (3,)");
-            c->p++;
+        if (*ndim == 1 && c->p < c->end && *c->p == ')')
+            return malformed(c, "expected ',' after the only dimension, as in (3,)");
+        if (take_char(c, ')'))
             return 0;
-        }
         if (expect_char(c, ',', "expected ',' or ')' in 'shape'") != 0)
             return -1;
-        skip_space(c);
-        if (c->p < c->end && *c->p == ')') {
-            c->p++;
-            return 0;
-        }
+        if (take_char(c, ')'))
+            return 0;   /* a comma before the end: (3,), (2, 3,) */
     }
 }
 
