@@ -37,7 +37,7 @@ static int check_capacity(const Options *opt, const Tensor *tokens, int D)
              opt->capacity, B, G, D / H);
     if (memory_check(kv_cache_bytes(B, G, opt->capacity, D / H) + 4.0 * tokens->size * 4,
                      detail, "use a smaller --capacity", err, sizeof err) != 0)
-        return report_error(NULL, "%s", err) != 0;
+        return report_failure(NULL, "%s", err);
     return 0;
 }
 
@@ -47,7 +47,7 @@ static int save_outputs(const char *dir, const Tensor *outputs)
     char err[LAYER_FILES_ERR_LEN];
     const NamedTensor set[] = {{"outputs", outputs, NULL}};
     if (layer_files_save(dir, set, 1, err, sizeof err) != 0)
-        return report_error(NULL, "%s", err) != 0;
+        return report_failure(NULL, "%s", err);
     printf("wrote %s/outputs.npy (%d, %d, %d)\n", dir, outputs->shape[0], outputs->shape[1],
            outputs->shape[2]);
     return 0;

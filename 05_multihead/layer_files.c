@@ -48,7 +48,7 @@ typedef struct {
 /* A line from the library's err after the program's name; returns 1. */
 static int fail(const char *err)
 {
-    return report_error(NULL, "%s", err) != 0;
+    return report_failure(NULL, "%s", err);
 }
 
 /* The run's files into dir as one set (layer_files_save_run): 0, or 1. */

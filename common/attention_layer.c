@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 
+#include "kv_cache.h"
 #include "ops.h"
 
 Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *queries,
@@ -19,6 +20,9 @@ Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *q
 {
     (void)num_threads;   /* the clear layer is one loop after another, on one thread */
     *cache = (LayerCache){0};
+    if (layer->num_kv_heads != layer->num_heads)   /* shared key-value heads (kv_cache.h) */
+        return grouped_forward_cache(layer, queries, keys, values, valid_lens, training, rng,
+                                     &cache->clear);
     return multihead_forward_cache(layer, queries, keys, values, valid_lens, training, rng,
                                    &cache->clear);
 }
@@ -29,8 +33,12 @@ void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache 
                               Tensor **grad_concat, int num_threads)
 {
     (void)num_threads;
-    multihead_backward(layer, &cache->clear, grad_output, grads, grad_queries, grad_keys,
-                       grad_values, grad_concat);
+    if (layer->num_kv_heads != layer->num_heads)
+        grouped_backward(layer, &cache->clear, grad_output, grads, grad_queries, grad_keys,
+                         grad_values, grad_concat);
+    else
+        multihead_backward(layer, &cache->clear, grad_output, grads, grad_queries, grad_keys,
+                           grad_values, grad_concat);
 }
 
 Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAttention *layer,

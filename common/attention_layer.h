@@ -63,7 +63,8 @@ typedef struct {
 } AttentionLayer;
 
 /* the clear layer of chapter 05: multihead_forward_cache and
- * multihead_backward */
+ * multihead_backward; for a layer with shared key-value heads (G < H),
+ * grouped_forward_cache and grouped_backward of kv_cache.h */
 Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *queries,
                                 const Tensor *keys, const Tensor *values,
                                 const ValidLens *valid_lens, bool training, Rng *rng,

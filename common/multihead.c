@@ -122,6 +122,23 @@ void multihead_free(MultiHeadAttention *layer)
     free(layer);
 }
 
+void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
+                            const Tensor *queries, const Tensor *keys, const Tensor *values,
+                            const ValidLens *valid_lens, bool training, Rng *rng,
+                            MultiHeadCache *cache)
+{
+    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
+    const int B = queries->shape[0];
+    tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
+    const int K = keys->shape[1];
+    tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
+    valid_lens_check(func, valid_lens, B, queries->shape[1], K);
+    if (training && layer->dropout > 0.0f && rng == NULL)
+        die(func, "dropout in training mode needs a random generator, got NULL");
+    *cache = (MultiHeadCache){.queries = queries, .keys = keys, .values = values,
+                              .valid_lens = valid_lens};
+}
+
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D); cache: Q (B*H, T, d), K and V
  * (B*H, K, d), attention weights (B*H, T, K), concat (B, T, D) */
@@ -131,33 +148,32 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
                                MultiHeadCache *cache)
 {
     const char *func = "multihead_forward";
-    const int H = layer->num_heads, G = layer->num_kv_heads;
-    if (G < 1 || H % G != 0)
-        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", G, H);
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
-    const int B = queries->shape[0];
-    tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
-    const int K = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check(func, valid_lens, B, queries->shape[1], K);
-    if (training && layer->dropout > 0.0f && rng == NULL)
-        die(func, "dropout in training mode needs a random generator, got NULL");
-    cache->queries = queries;
-    cache->keys = keys;
-    cache->values = values;
-    cache->valid_lens = valid_lens;
+    const int H = layer->num_heads;
+    if (layer->num_kv_heads != H)
+        die(func, "the layer shares %d key-value heads between %d query heads: run it with "
+            "grouped_forward_cache (kv_cache.h)", layer->num_kv_heads, H);
+    multihead_cache_inputs(func, layer, queries, keys, values, valid_lens, training, rng, cache);
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix
     Tensor *q_proj = linear(queries, layer->W_q, layer->b_q);   /* (B, T, D) */
-    Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, G*d) */
-    Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, G*d) */
+    Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, D) */
+    Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, D) */
     cache->Q = transpose_qkv(q_proj, H);                        /* (B*H, T, d) */
-    cache->K = split_kv_heads(k_proj, G, H);                    /* (B*H, K, d) */
-    cache->V = split_kv_heads(v_proj, G, H);                    /* (B*H, K, d) */
+    cache->K = transpose_qkv(k_proj, H);                        /* (B*H, K, d) */
+    cache->V = transpose_qkv(v_proj, H);                        /* (B*H, K, d) */
     TENSOR_FREE(q_proj, k_proj, v_proj);
 
+    return multihead_attend(layer, training, rng, cache);      /* passes 2 and 3 */
+}
+
+/* cache->Q (B*H, T, d), cache->K, cache->V (B*H, K, d) -> output (B, T, D) */
+Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rng,
+                         MultiHeadCache *cache)
+{
+    const int H = layer->num_heads;
+
     // pass 2: every head attends on its own; row b*H + h needs sequence b's mask
-    ValidLens *head_lens = valid_lens_repeat_interleave(valid_lens, H);
+    ValidLens *head_lens = valid_lens_repeat_interleave(cache->valid_lens, H);
     Dropout drop = {layer->dropout, training, rng};
     /* The keys now have d columns, so the attention divides the scores by
      * sqrt(d), the per-head size, and not by sqrt(D). */
@@ -240,16 +256,41 @@ void multihead_grads_free(MultiHeadGrads *grads)
     free(grads);
 }
 
-/* Pass 1 backwards for one projection: x (B, n, Din), weight (heads*d, Din),
- * grad_heads (B*H, n, d) -> grad_x (B, n, Din) into *grad_x when not NULL;
- * grad_weight (heads*d, Din) and grad_bias (heads*d,) added to when not
- * NULL. heads is H for the queries, G for the keys and values, whose H
- * copies' gradients are first added back into their G heads. */
-static void projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_heads,
-                                int heads, int num_heads, Tensor *grad_weight,
-                                Tensor *grad_bias, Tensor **grad_x)
+/* grad_output (B, T, D) -> grads += dW_o, db_o; grad_concat (B, T, D);
+ * d_Q (B*H, T, d), d_K, d_V (B*H, K, d) */
+void multihead_attend_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
+                               const Tensor *grad_output, MultiHeadGrads *grads,
+                               Tensor **grad_concat, Tensor **d_Q, Tensor **d_K, Tensor **d_V)
 {
-    Tensor *grad_proj = split_kv_heads_backward(grad_heads, heads, num_heads);   /* (B, n, .) */
+    tensor_check_shape("multihead_backward", "grad_output", grad_output,
+                       cache->concat->ndim, cache->concat->shape);
+
+    // pass 3 backwards: dW_o += dO^T concat, db_o += column sums of dO,
+    // d concat = dO W_o, then the heads' share of it, moved back per head
+    Tensor *d_concat = linear_backward(cache->concat, layer->W_o, grad_output,
+                                       grads ? grads->W_o : NULL,
+                                       grads ? grads->b_o : NULL);          /* (B, T, D) */
+    Tensor *d_heads = transpose_output_backward(d_concat, layer->num_heads);   /* (B*H, T, d) */
+    if (grad_concat != NULL)
+        *grad_concat = d_concat;
+    else
+        tensor_free(d_concat);
+
+    // pass 2 backwards: every head on its own, with the weights and the
+    // dropout mask its forward kept
+    dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, d_heads,
+                                   d_Q, d_K, d_V);
+    tensor_free(d_heads);
+}
+
+/* Pass 1 backwards for one projection: x (B, n, Din), weight (D, Din),
+ * grad_heads (B*H, n, d) -> grad_x (B, n, Din) into *grad_x when not NULL;
+ * grad_weight (D, Din) and grad_bias (D,) added to when not NULL. */
+static void projection_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_heads,
+                                int num_heads, Tensor *grad_weight, Tensor *grad_bias,
+                                Tensor **grad_x)
+{
+    Tensor *grad_proj = transpose_qkv_backward(grad_heads, num_heads);   /* (B, n, D) */
     Tensor *grad_input = linear_backward(x, weight, grad_proj, grad_weight, grad_bias);
     tensor_free(grad_proj);
     if (grad_x != NULL)
@@ -265,35 +306,20 @@ void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *c
                         Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                         Tensor **grad_concat)
 {
-    const int H = layer->num_heads, G = layer->num_kv_heads;
-    tensor_check_shape("multihead_backward", "grad_output", grad_output,
-                       cache->concat->ndim, cache->concat->shape);
+    const int H = layer->num_heads;
     MultiHeadGrads none = {0};   /* grads NULL: only input gradients wanted */
     const MultiHeadGrads *g = grads != NULL ? grads : &none;
 
-    // pass 3 backwards: dW_o += dO^T concat, db_o += column sums of dO,
-    // d concat = dO W_o, then the heads' share of it, moved back per head
-    Tensor *d_concat = linear_backward(cache->concat, layer->W_o, grad_output, g->W_o,
-                                       g->b_o);                             /* (B, T, D) */
-    Tensor *d_heads = transpose_output_backward(d_concat, H);              /* (B*H, T, d) */
-    if (grad_concat != NULL)
-        *grad_concat = d_concat;
-    else
-        tensor_free(d_concat);
-
-    // pass 2 backwards: every head on its own, with the weights and the
-    // dropout mask its forward kept
+    // passes 3 and 2 backwards: W_o, then the attention of every head
     Tensor *d_Q = NULL, *d_K = NULL, *d_V = NULL;
-    dot_product_attention_backward(cache->Q, cache->K, cache->V, &cache->attention, d_heads,
-                                   &d_Q, &d_K, &d_V);
-    tensor_free(d_heads);
+    multihead_attend_backward(layer, cache, grad_output, grads, grad_concat, &d_Q, &d_K, &d_V);
 
     // pass 1 backwards: merge the heads' gradients and go back through the
     // projections. b_k's gradient is the column sum of d_K, which is 0
     // up to rounding: chapter 05 says why.
-    projection_backward(cache->queries, layer->W_q, d_Q, H, H, g->W_q, g->b_q, grad_queries);
-    projection_backward(cache->keys, layer->W_k, d_K, G, H, g->W_k, g->b_k, grad_keys);
-    projection_backward(cache->values, layer->W_v, d_V, G, H, g->W_v, g->b_v, grad_values);
+    projection_backward(cache->queries, layer->W_q, d_Q, H, g->W_q, g->b_q, grad_queries);
+    projection_backward(cache->keys, layer->W_k, d_K, H, g->W_k, g->b_k, grad_keys);
+    projection_backward(cache->values, layer->W_v, d_V, H, g->W_v, g->b_v, grad_values);
     TENSOR_FREE(d_Q, d_K, d_V);
 }
 

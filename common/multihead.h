@@ -13,11 +13,10 @@
  * Weights have PyTorch's layout (out_features, in_features): W_q (D, Dq),
  * W_k (D, Dk), W_v (D, Dv), W_o (D, D); biases (D,) or NULL when bias is off.
  *
- * Grouped-query attention (05_multihead/decoding.md) is the same layer with
- * G = num_kv_heads key-value heads, G dividing H: W_k (G*d, Dk), W_v (G*d, Dv),
- * b_k and b_v (G*d,); K and V are split into G heads and each repeated H / G
- * times (repeat_kv_heads), so query head h reads key-value head h / (H/G).
- * G = H is the layer above, number for number; G = 1 is multi-query attention.
+ * A layer whose H query heads share G < H key-value heads (num_kv_heads,
+ * made by multihead_new_grouped) is grouped-query attention, a topic of
+ * 05_multihead/decoding.md: kv_cache.h runs it, with this layer's stages
+ * (the end of this header).
  *
  * Non-finite results, for every layer of the library (this one, attention,
  * the fast path in fast/): float32 arithmetic as IEEE 754 defines it, no
@@ -137,5 +136,30 @@ void multihead_backward(const MultiHeadAttention *layer, const MultiHeadCache *c
                         Tensor **grad_concat);
 /* Frees what the forward allocated (not the borrowed inputs). */
 void multihead_cache_free(MultiHeadCache *cache);
+
+/* ---- the layer in stages ---------------------------------------------------
+ * multihead_forward_cache is: the checks, pass 1 (project, split into
+ * heads), then passes 2 and 3 (attend, merge the heads, W_o); the backward
+ * goes back through passes 3 and 2, then pass 1. A layer that splits its
+ * keys and values its own way (grouped_forward_cache in kv_cache.h) writes
+ * its own pass 1 and runs the rest with these. */
+
+/* The inputs checked against the layer (the messages name func) and kept,
+ * borrowed, in cache; everything else in cache set to NULL. */
+void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
+                            const Tensor *queries, const Tensor *keys, const Tensor *values,
+                            const ValidLens *valid_lens, bool training, Rng *rng,
+                            MultiHeadCache *cache);
+/* Passes 2 and 3: cache->Q (B*H, T, d), cache->K and cache->V (B*H, n_k, d)
+ * -> output (B, T, D), the weights and concat kept in cache. */
+Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rng,
+                         MultiHeadCache *cache);
+/* Passes 3 and 2 backwards: grad_output (B, T, D) -> W_o's and b_o's
+ * gradients added into grads (NULL: none), grad_concat as multihead_backward
+ * gives it, and the heads' gradients d_Q (B*H, T, d), d_K, d_V
+ * (B*H, n_k, d) returned (new). */
+void multihead_attend_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
+                               const Tensor *grad_output, MultiHeadGrads *grads,
+                               Tensor **grad_concat, Tensor **d_Q, Tensor **d_K, Tensor **d_V);
 
 #endif

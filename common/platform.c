@@ -21,7 +21,6 @@
 #include <sys/file.h>      /* flock */
 #include <sys/prctl.h>     /* PR_SET_PDEATHSIG */
 #include <sys/syscall.h>   /* SYS_renameat2 */
-#include <grp.h>           /* setgroups */
 #endif
 #if defined(__GLIBC__)
 #include <malloc.h>        /* mallopt */
@@ -30,8 +29,6 @@
 #include <sys/file.h>      /* flock */
 #include <mach/mach.h>      /* task_info */
 #include <sys/sysctl.h>    /* sysctlbyname */
-#include <unistd.h>        /* setgroups */
-#include <sys/types.h>
 #endif
 
 double platform_memory_bytes(void)
@@ -165,16 +162,6 @@ int platform_lock(int fd, bool exclusive)
     while (status != 0 && errno == EINTR);
     return status;
 #endif
-}
-
-int platform_become_user(unsigned uid, unsigned gid)
-{
-#if defined(__linux__) || defined(__APPLE__)
-    /* setgroups is BSD's, not POSIX's: without it root's groups stay */
-    if (setgroups(0, NULL) != 0)
-        return -1;
-#endif
-    return setgid((gid_t)gid) == 0 && setuid((uid_t)uid) == 0 ? 0 : -1;
 }
 
 int platform_exchange(const char *path_a, const char *path_b)

@@ -84,10 +84,4 @@ int platform_exchange(const char *path_a, const char *path_b);
  * (elsewhere it ends at its next write to the parent). */
 void platform_child_of(long parent_pid);
 
-/* For a child process that root started and that must act as an ordinary
- * user (the tests of a directory that cannot be written: root writes into
- * any): drop the supplementary groups, then become gid and uid. 0, or -1
- * with errno. */
-int platform_become_user(unsigned uid, unsigned gid);
-
 #endif

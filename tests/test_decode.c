@@ -59,6 +59,23 @@ static Tensor *random_tokens(Rng *rng, int B, int T, int D)
     return tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
 }
 
+/* grouped_forward_cache in evaluation mode, its cache dropped; with
+ * weights, the attention weights as (B, H, T, K) (new) */
+static Tensor *grouped_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                               const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, Tensor **weights)
+{
+    MultiHeadCache cache;
+    Tensor *out = grouped_forward_cache(layer, queries, keys, values, valid_lens, false, NULL,
+                                        &cache);
+    if (weights != NULL)
+        *weights = tensor_reshape(tensor_copy(cache.attention.weights),
+                                  SHAPE(queries->shape[0], layer->num_heads, queries->shape[1],
+                                        keys->shape[1]));
+    multihead_cache_free(&cache);
+    return out;
+}
+
 /* Decoding T tokens one at a time equals the full causal layer at every
  * step: the clear step computes the same products in the same order, so
  * the two agree to the last bit; the tolerance is the promise, 1e-6 of the
@@ -77,7 +94,7 @@ static void check_decode_equals_causal(int H, int G, uint64_t seed)
                   "H %d G %d: decoded differs from the causal layer by %g", H, G,
                   (double)tensor_max_abs_diff(decoded, full));
     /* and the mask matters: without it token 0 would see the future */
-    Tensor *unmasked = multihead_forward(layer, tokens, tokens, tokens, NULL, false, NULL, NULL);
+    Tensor *unmasked = grouped_forward(layer, tokens, tokens, tokens, NULL, NULL);
     cr_expect_gt(fabsf(unmasked->data[0] - decoded->data[0]) +
                  fabsf(unmasked->data[1] - decoded->data[1]), 1e-3f);
     TENSOR_FREE(tokens, full, decoded, unmasked);
@@ -164,8 +181,7 @@ Test(grouped, equals_multi_head_with_key_value_heads_repeated)
     Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(B, K, 5));
     ValidLens *valid_lens = valid_lens_1d((const int[]){5, 3}, B);
     Tensor *w_grouped = NULL, *w_repeated = NULL;
-    Tensor *a = multihead_forward(grouped, queries, keys, values, valid_lens, false, NULL,
-                                  &w_grouped);
+    Tensor *a = grouped_forward(grouped, queries, keys, values, valid_lens, &w_grouped);
     Tensor *b = multihead_forward(&repeated, queries, keys, values, valid_lens, false, NULL,
                                   &w_repeated);
     cr_expect_eq(tensor_max_abs_diff(a, b), 0.0f);
@@ -177,6 +193,21 @@ Test(grouped, equals_multi_head_with_key_value_heads_repeated)
                 repeated.b_k, repeated.b_v);
     valid_lens_free(valid_lens);
     multihead_free(grouped);
+}
+
+static void plain_layer_on_shared_heads(void)
+{
+    Rng rng = rng_new(3);
+    MultiHeadAttention *layer = multihead_new_grouped(8, 8, 8, 8, 4, 2, 0.0f, true, &rng);
+    Tensor *x = tensor_ones(SHAPE(1, 2, 8));
+    multihead_forward(layer, x, x, x, NULL, false, NULL, NULL);
+}
+
+Test(grouped, chapter_05s_layer_sends_shared_heads_to_the_grouped_one)
+{
+    expect_stops_with(plain_layer_on_shared_heads,
+                      "multihead_forward: the layer shares 2 key-value heads between 4 query "
+                      "heads: run it with grouped_forward_cache (kv_cache.h)\n");
 }
 
 Test(grouped, all_kv_heads_is_the_multi_head_layer_drawn_alike)
@@ -225,12 +256,12 @@ static void check_fixture(const char *name, int H, int G)
 
     ValidLens *causal = valid_lens_causal(tokens->shape[0], tokens->shape[1]);
     MultiHeadCache saved;
-    Tensor *full = multihead_forward_cache(&layer, tokens, tokens, tokens, causal, false, NULL,
-                                          &saved);
+    Tensor *full = grouped_forward_cache(&layer, tokens, tokens, tokens, causal, false, NULL,
+                                         &saved);
     cr_expect(tensor_allclose(full, expected, 1e-5f, 1e-5f, stderr), "%s: causal layer", name);
     MultiHeadGrads *grads = multihead_grads_new(&layer);
     Tensor *dq = NULL, *dk = NULL, *dv = NULL;
-    multihead_backward(&layer, &saved, grad_output, grads, &dq, &dk, &dv, NULL);
+    grouped_backward(&layer, &saved, grad_output, grads, &dq, &dk, &dv, NULL);
     /* the tokens are queries, keys and values at once: three gradients add */
     for (size_t i = 0; i < dq->size; i++)
         dq->data[i] += dk->data[i] + dv->data[i];

@@ -316,7 +316,7 @@ Test(fast_matmul, rows_taken_in_blocks_give_the_same_bits_on_any_thread_count)
         c[t] = malloc((size_t)m * n * sizeof(float));
         c1[t] = malloc((size_t)m * n1 * sizeof(float));
         /* the first k1 columns of A and the (k1, n1) corner of B: one chunk */
-        fast_gemm(m, n1, k1, a, k, b, n, false, c1[t], n1, false, t + 1);
+        fast_gemm(m, n1, k1, a, k, false, b, n, false, c1[t], n1, false, t + 1);
         /* accumulating onto C = 1 */
         for (size_t i = 0; i < (size_t)m * n; i++)
             c[t][i] = 1.0f;
@@ -376,7 +376,7 @@ Test(fast_matmul, strided_views_and_accumulate)
     float *c = random_floats(&rng, (size_t)m * ldc);
     float *c_before = malloc((size_t)m * ldc * sizeof(float));
     memcpy(c_before, c, (size_t)m * ldc * sizeof(float));
-    fast_gemm(m, n, k, a, lda, b, ldb, true, c, ldc, true, 2);
+    fast_gemm(m, n, k, a, lda, false, b, ldb, true, c, ldc, true, 2);
     int bad = 0;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < ldc; j++) {
@@ -940,9 +940,10 @@ static void transposed_product_free(TransposedProduct *t)
     free(t->a_t); free(t->b); free(t->expected); free(t->magnitude);
 }
 
-/* A given transposed, A^T (k, m): fast_gemm_at and fast_block_at against
- * the clear product of the transposed copy, k past one 512 chunk, m not a
- * multiple of the tile's rows, with and without accumulating. */
+/* A given transposed, A^T (k, m): fast_gemm (a_transposed) and
+ * fast_block_at against the clear product of the transposed copy, k past
+ * one 512 chunk, m not a multiple of the tile's rows, with and without
+ * accumulating. */
 Test(fast_backward, transposed_a_equals_clear)
 {
     enum { m = 29, n = 33, k = 520 };
@@ -951,15 +952,16 @@ Test(fast_backward, transposed_a_equals_clear)
     float *expected = product.expected, *magnitude = product.magnitude;
     float *actual = malloc((size_t)m * n * sizeof(float));
     for (int threads = 1; threads <= 2; threads++) {
-        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, false, threads);
-        expect_product_close(actual, expected, magnitude, m, n, k, "fast_gemm_at");
+        fast_gemm(m, n, k, a_t, m, true, b, n, false, actual, n, false, threads);
+        expect_product_close(actual, expected, magnitude, m, n, k, "fast_gemm, A transposed");
         /* accumulating onto C = 1 gives 1 + A B */
         for (int i = 0; i < m * n; i++)
             actual[i] = 1.0f;
-        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual, n, true, threads);
+        fast_gemm(m, n, k, a_t, m, true, b, n, false, actual, n, true, threads);
         for (int i = 0; i < m * n; i++)
             actual[i] -= 1.0f;
-        expect_product_close(actual, expected, magnitude, m, n, k + 2, "fast_gemm_at, accumulated");
+        expect_product_close(actual, expected, magnitude, m, n, k + 2,
+                             "fast_gemm, A transposed, accumulated");
     }
     /* the block kernel on its own, B as panels, k in two chunks; a
      * panel is fast_panels_size(k, 1) floats (this file does not see the
@@ -986,17 +988,17 @@ Test(fast_backward, transposed_a_in_several_bands_same_bits_on_any_thread_count)
     float *actual[3];
     for (int t = 0; t < 3; t++) {
         actual[t] = malloc((size_t)m * n * sizeof(float));
-        fast_gemm_at(m, n, k, a_t, m, b, n, false, actual[t], n, false, t + 1);
+        fast_gemm(m, n, k, a_t, m, true, b, n, false, actual[t], n, false, t + 1);
     }
-    expect_product_close(actual[0], expected, magnitude, m, n, k, "fast_gemm_at, 1 thread");
+    expect_product_close(actual[0], expected, magnitude, m, n, k, "fast_gemm, A transposed, 1 thread");
     for (int t = 1; t < 3; t++)
         cr_expect(memcmp(actual[t], actual[0], (size_t)m * n * sizeof(float)) == 0,
-                  "fast_gemm_at: %d threads differ from 1", t + 1);
+                  "fast_gemm, A transposed: %d threads differ from 1", t + 1);
     /* the square form, threads sharing columns: B as large as A */
-    fast_gemm_at(n, n, k, b, n, b, n, false, actual[1], n, false, 1);
-    fast_gemm_at(n, n, k, b, n, b, n, false, actual[2], n, false, 2);
+    fast_gemm(n, n, k, b, n, true, b, n, false, actual[1], n, false, 1);
+    fast_gemm(n, n, k, b, n, true, b, n, false, actual[2], n, false, 2);
     cr_expect(memcmp(actual[1], actual[2], (size_t)n * n * sizeof(float)) == 0,
-              "fast_gemm_at (B^T B): 2 threads differ from 1");
+              "fast_gemm, A transposed (B^T B): 2 threads differ from 1");
     for (int t = 0; t < 3; t++)
         free(actual[t]);
     transposed_product_free(&product);

@@ -24,6 +24,7 @@
 #include "gradcheck.h"
 #include "heads.h"
 #include "helpers.h"
+#include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
 #include "random.h"
@@ -393,12 +394,21 @@ typedef struct {
     Rng rng_start;
 } LayerCtx;
 
+/* Chapter 05's layer, or decoding's (kv_cache.h) for a layer whose query
+ * heads share key-value heads: the same arguments and cache. */
+static bool is_grouped(const MultiHeadAttention *layer)
+{
+    return layer->num_kv_heads != layer->num_heads;
+}
+
 static double layer_loss(void *ctx)
 {
     LayerCtx *c = ctx;
     Rng rng = c->rng_start;
-    Tensor *out = multihead_forward(c->layer, c->queries, c->keys, c->values, c->valid_lens,
-                                    c->training, &rng, NULL);
+    MultiHeadCache cache;
+    Tensor *out = (is_grouped(c->layer) ? grouped_forward_cache : multihead_forward_cache)(
+        c->layer, c->queries, c->keys, c->values, c->valid_lens, c->training, &rng, &cache);
+    multihead_cache_free(&cache);
     double loss = gradcheck_dot_loss(out, c->g);
     tensor_free(out);
     return loss;
@@ -442,11 +452,12 @@ static void check_layer(LayerConfig cfg, const ValidLens *valid_lens, uint64_t s
     MultiHeadAttention *layer = c.layer;
     Rng rng = c.rng_start;
     MultiHeadCache cache;
-    Tensor *out = multihead_forward_cache(layer, c.queries, c.keys, c.values, valid_lens,
-                                         c.training, &rng, &cache);
+    Tensor *out = (is_grouped(layer) ? grouped_forward_cache : multihead_forward_cache)(
+        layer, c.queries, c.keys, c.values, valid_lens, c.training, &rng, &cache);
     MultiHeadGrads *grads = multihead_grads_new(layer);
     Tensor *dq = NULL, *dk = NULL, *dv = NULL;
-    multihead_backward(layer, &cache, c.g, grads, &dq, &dk, &dv, NULL);
+    (is_grouped(layer) ? grouped_backward : multihead_backward)(layer, &cache, c.g, grads, &dq,
+                                                                &dk, &dv, NULL);
 
     struct { const char *name; Tensor *param, *analytic; } checks[] = {
         {"grad_queries", c.queries, dq}, {"grad_keys", c.keys, dk},

@@ -13,30 +13,8 @@
 
 #include "fast/fast_exp.h"
 #include "fast/fast_matmul.h"
+#include "fast/fast_vector.h"
 #include "ops.h"
-
-/* vectors as wide as the register-tile kernel's (fast_matmul.h) */
-typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));
-
-static inline vf load(const float *p)   /* any alignment */
-{
-    vf x;
-    memcpy(&x, p, sizeof x);
-    return x;
-}
-
-static inline void store(float *p, vf x)
-{
-    memcpy(p, &x, sizeof x);
-}
-
-static inline float lanes_sum(vf x)
-{
-    float sum = 0.0f;
-    for (int i = 0; i < FAST_VEC; i++)
-        sum += x[i];
-    return sum;
-}
 
 /* q_row . k_row over d floats, vector lanes first */
 static inline float dot(const float *q_row, const float *k_row, int d)
@@ -44,11 +22,11 @@ static inline float dot(const float *q_row, const float *k_row, int d)
     vf acc0 = {0}, acc1 = {0};
     int i = 0;
     for (; i + 2 * FAST_VEC <= d; i += 2 * FAST_VEC) {
-        acc0 += load(q_row + i) * load(k_row + i);
-        acc1 += load(q_row + i + FAST_VEC) * load(k_row + i + FAST_VEC);
+        acc0 += load_vec(q_row + i) * load_vec(k_row + i);
+        acc1 += load_vec(q_row + i + FAST_VEC) * load_vec(k_row + i + FAST_VEC);
     }
     for (; i + FAST_VEC <= d; i += FAST_VEC)
-        acc0 += load(q_row + i) * load(k_row + i);
+        acc0 += load_vec(q_row + i) * load_vec(k_row + i);
     float sum = lanes_sum(acc0 + acc1);
     for (; i < d; i++)
         sum += q_row[i] * k_row[i];
@@ -61,7 +39,7 @@ static inline void add_scaled(float *out_row, float w, const float *v_row, int d
     const vf wv = (vf){0} + w;
     int i = 0;
     for (; i + FAST_VEC <= d; i += FAST_VEC)
-        store(out_row + i, load(out_row + i) + wv * load(v_row + i));
+        store_vec(out_row + i, load_vec(out_row + i) + wv * load_vec(v_row + i));
     for (; i < d; i++)
         out_row[i] += w * v_row[i];
 }
@@ -80,16 +58,16 @@ static void single_head_values(const float *values, const float *weights, float 
         for (int t = 0; t < T; t++) {
             const float *v = values + (size_t)t * d + c;
             const vf w = (vf){0} + weights[t];
-            a0 += w * load(v);
-            a1 += w * load(v + FAST_VEC);
-            a2 += w * load(v + 2 * FAST_VEC);
-            a3 += w * load(v + 3 * FAST_VEC);
+            a0 += w * load_vec(v);
+            a1 += w * load_vec(v + FAST_VEC);
+            a2 += w * load_vec(v + 2 * FAST_VEC);
+            a3 += w * load_vec(v + 3 * FAST_VEC);
         }
         const vf inv = (vf){0} + inv_sum;
-        store(out + c, a0 * inv);
-        store(out + c + FAST_VEC, a1 * inv);
-        store(out + c + 2 * FAST_VEC, a2 * inv);
-        store(out + c + 3 * FAST_VEC, a3 * inv);
+        store_vec(out + c, a0 * inv);
+        store_vec(out + c + FAST_VEC, a1 * inv);
+        store_vec(out + c + 2 * FAST_VEC, a2 * inv);
+        store_vec(out + c + 3 * FAST_VEC, a3 * inv);
     }
     for (int t = 0; c < d && t < T; t++)   /* the last columns, fewer than 4 vectors */
         add_scaled(out + c, weights[t] * inv_sum, values + (size_t)t * d + c, d - c);
@@ -204,10 +182,10 @@ float fast_stream_read(const float *x, size_t n)
     vf acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
     size_t i = 0;
     for (; i + 4 * FAST_VEC <= n; i += 4 * FAST_VEC) {
-        acc0 += load(x + i);
-        acc1 += load(x + i + FAST_VEC);
-        acc2 += load(x + i + 2 * FAST_VEC);
-        acc3 += load(x + i + 3 * FAST_VEC);
+        acc0 += load_vec(x + i);
+        acc1 += load_vec(x + i + FAST_VEC);
+        acc2 += load_vec(x + i + 2 * FAST_VEC);
+        acc3 += load_vec(x + i + 3 * FAST_VEC);
     }
     float sum = lanes_sum(acc0 + acc1 + acc2 + acc3);
     for (; i < n; i++)

@@ -1,44 +1,22 @@
 /*
  * fast_exp.c - a vectorisable exp. See fast_exp.h for what it promises.
  *
- * The arithmetic is written on a vector of VEC floats at once (16 with
- * AVX-512, else 8) with GCC/Clang vector extensions: a type on which
- * + - * and comparisons act lane by lane. With AVX2 or AVX-512 each
- * operation is one instruction; without them the compiler splits it into
- * SSE pieces or scalar code, still correct.
+ * The arithmetic is written on a vector of FAST_VEC floats at once (16
+ * with AVX-512, else 8): the type vf of fast_vector.h, on which + - * and
+ * comparisons act lane by lane.
  * There is no branch on the data: every special case is a comparison that
  * makes a lane mask, and a select that picks the right lane.
  */
 #include "fast/fast_exp.h"
 #include "fast/fast_internal.h"
 
+#include "fast/fast_vector.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
-enum { VEC = 16 };
-#else
-enum { VEC = 8 };
-#endif
-
-typedef float vf __attribute__((vector_size(VEC * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(VEC * sizeof(int32_t))));
-typedef uint32_t vu __attribute__((vector_size(VEC * sizeof(uint32_t))));
-
-/* Loads and stores through memcpy: any alignment, no aliasing questions;
- * the compiler turns each into one unaligned vector move. */
-static inline vf load_vec(const float *p)
-{
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store_vec(float *p, vf v)
-{
-    memcpy(p, &v, sizeof v);
-}
+typedef uint32_t vu __attribute__((vector_size(FAST_VEC * sizeof(uint32_t))));
 
 /* Lane by lane: mask ? a : b, where mask lanes are all ones or all zeros
  * (what a vector comparison returns). Casting between vector types of the
@@ -155,11 +133,11 @@ float fast_expf(float x)
 void fast_exp_array(const float *x, float *y, size_t n)
 {
     size_t i = 0;
-    for (; i + VEC <= n; i += VEC)
+    for (; i + FAST_VEC <= n; i += FAST_VEC)
         store_vec(y + i, exp_vec(load_vec(x + i)));
     if (i < n) {
         /* the last few values go through a zero-padded vector */
-        float tail[VEC] = {0};
+        float tail[FAST_VEC] = {0};
         memcpy(tail, x + i, (n - i) * sizeof(float));
         store_vec(tail, exp_vec(load_vec(tail)));
         memcpy(y + i, tail, (n - i) * sizeof(float));
@@ -177,7 +155,7 @@ static inline vf max_vec(vf a, vf b)
  * width, so 16 lanes take four steps in a row instead of fifteen. */
 static inline float reduce_lanes(vf x, bool take_max)
 {
-#if defined(__AVX512F__)   /* VEC is 16 */
+#if defined(__AVX512F__)   /* FAST_VEC is 16 */
     const vf half = __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15,
                                             0, 1, 2, 3, 4, 5, 6, 7);
     x = take_max ? max_vec(x, half) : x + half;
@@ -200,12 +178,12 @@ static inline float reduce_lanes(vf x, bool take_max)
     return x[0];
 }
 
-/* x[0..n) with the lanes from n on set to fill, 0 <= n < VEC: the last,
+/* x[0..n) with the lanes from n on set to fill, 0 <= n < FAST_VEC: the last,
  * partial vector of a row, read without going past its end. */
 static inline vf load_partial(const float *x, size_t n, float fill)
 {
-    float lanes[VEC];
-    for (int lane = 0; lane < VEC; lane++)
+    float lanes[FAST_VEC];
+    for (int lane = 0; lane < FAST_VEC; lane++)
         lanes[lane] = fill;
     memcpy(lanes, x, n * sizeof(float));
     return load_vec(lanes);
@@ -217,13 +195,13 @@ float fast_row_max(const float *row, size_t n)
      * comparison before it */
     vf m0 = (vf){0} - __builtin_inff(), m1 = m0, m2 = m0, m3 = m0;
     size_t i = 0;
-    for (; i + 4 * VEC <= n; i += 4 * VEC) {
+    for (; i + 4 * FAST_VEC <= n; i += 4 * FAST_VEC) {
         m0 = max_vec(load_vec(row + i), m0);
-        m1 = max_vec(load_vec(row + i + VEC), m1);
-        m2 = max_vec(load_vec(row + i + 2 * VEC), m2);
-        m3 = max_vec(load_vec(row + i + 3 * VEC), m3);
+        m1 = max_vec(load_vec(row + i + FAST_VEC), m1);
+        m2 = max_vec(load_vec(row + i + 2 * FAST_VEC), m2);
+        m3 = max_vec(load_vec(row + i + 3 * FAST_VEC), m3);
     }
-    for (; i + VEC <= n; i += VEC)
+    for (; i + FAST_VEC <= n; i += FAST_VEC)
         m1 = max_vec(load_vec(row + i), m1);
     if (i < n)
         m2 = max_vec(load_partial(row + i, n - i, -__builtin_inff()), m2);
@@ -237,7 +215,7 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
      * last bit may differ from it). */
     vf sum = {0};
     size_t i = 0;
-    for (; i + VEC <= n; i += VEC) {
+    for (; i + FAST_VEC <= n; i += FAST_VEC) {
         vf e = exp_weights(load_vec(row + i) - shift);
         store_vec(row + i, e);
         sum += e;
@@ -245,7 +223,7 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
     if (i < n) {
         /* the last few values through one vector padded with -inf, whose
          * exp is 0: they add nothing to the sum */
-        float lanes[VEC];
+        float lanes[FAST_VEC];
         store_vec(lanes, exp_weights(load_partial(row + i, n - i, -__builtin_inff()) - shift));
         sum += load_vec(lanes);
         memcpy(row + i, lanes, (n - i) * sizeof(float));
@@ -256,11 +234,11 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
 void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)
 {
     size_t i = 0;
-    for (; i + VEC <= n; i += VEC)
+    for (; i + FAST_VEC <= n; i += FAST_VEC)
         store_vec(y + i, exp_weights(load_vec(x + i) - load_vec(shift + i)));
     if (i < n) {
         /* the last few through one vector, padded with exp(0 - 0) */
-        float lanes[VEC];
+        float lanes[FAST_VEC];
         store_vec(lanes, exp_weights(load_partial(x + i, n - i, 0.0f) -
                                      load_partial(shift + i, n - i, 0.0f)));
         memcpy(y + i, lanes, (n - i) * sizeof(float));

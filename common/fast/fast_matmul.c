@@ -30,21 +30,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "fast/fast_vector.h"
 #include "ops.h"
-
-typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));
-
-static inline vf load_vec(const float *p)
-{
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store_vec(float *p, vf v)
-{
-    memcpy(p, &v, sizeof v);
-}
 
 int fast_vector_width(void)
 {
@@ -474,7 +461,7 @@ static void strips_times_panels(int rows, int cols, int kc, const float *strips,
 
 enum {
     FAST_NC = 512,             /* columns of C per chunk */
-    FAST_MC = 16 * FAST_MR,    /* rows of A^T's strips packed at a time (fast_gemm_at) */
+    FAST_MC = 16 * FAST_MR,    /* rows of A^T's strips packed at a time (a_transposed) */
     ROW_BLOCK = 8 * FAST_MR,   /* rows of C a thread takes at a time (row_blocks) */
 };
 
@@ -482,7 +469,7 @@ typedef struct {
     int m, n, k;
     const float *a;
     size_t lda;
-    bool a_transposed;      /* A given as (k, m) rows (fast_gemm_at) */
+    bool a_transposed;      /* A given as (k, m) rows */
     const float *panels;    /* all of B, packed: panel j at j * k * FAST_NR; or NULL: */
     const float *b;         /* B itself, (k, n) rows or, with b_transposed, (n, k) */
     size_t ldb;
@@ -667,7 +654,7 @@ void fast_gemm_packed(int m, int n, int k, const float *a, size_t lda, const flo
     gemm_threads(&g, num_threads);
 }
 
-void fast_gemm(int m, int n, int k, const float *a, size_t lda,
+void fast_gemm(int m, int n, int k, const float *a, size_t lda, bool a_transposed,
                const float *b, size_t ldb, bool b_transposed,
                float *c, size_t ldc, bool accumulate, int num_threads)
 {
@@ -675,21 +662,8 @@ void fast_gemm(int m, int n, int k, const float *a, size_t lda,
         empty_product(m, n, c, ldc, accumulate);
         return;
     }
-    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b, .ldb = ldb,
-              .b_transposed = b_transposed, .c = c, .ldc = ldc, .accumulate = accumulate};
-    gemm_threads(&g, num_threads);
-}
-
-void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
-                  const float *b, size_t ldb, bool b_transposed,
-                  float *c, size_t ldc, bool accumulate, int num_threads)
-{
-    if (m <= 0 || n <= 0 || k <= 0) {
-        empty_product(m, n, c, ldc, accumulate);
-        return;
-    }
-    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .a_transposed = true, .b = b,
-              .ldb = ldb, .b_transposed = b_transposed, .c = c, .ldc = ldc,
+    Gemm g = {.m = m, .n = n, .k = k, .a = a, .lda = lda, .a_transposed = a_transposed,
+              .b = b, .ldb = ldb, .b_transposed = b_transposed, .c = c, .ldc = ldc,
               .accumulate = accumulate};
     gemm_threads(&g, num_threads);
 }
@@ -697,13 +671,13 @@ void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
 void fast_matmul_raw(const float *a, const float *b, float *c, int m, int k, int n,
                      int num_threads)
 {
-    fast_gemm(m, n, k, a, (size_t)k, b, (size_t)n, false, c, (size_t)n, false, num_threads);
+    fast_gemm(m, n, k, a, (size_t)k, false, b, (size_t)n, false, c, (size_t)n, false, num_threads);
 }
 
 void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n,
                         int num_threads)
 {
-    fast_gemm(m, n, k, a, (size_t)k, b, (size_t)k, true, c, (size_t)n, false, num_threads);
+    fast_gemm(m, n, k, a, (size_t)k, false, b, (size_t)k, true, c, (size_t)n, false, num_threads);
 }
 
 /* ---- tensor forms ------------------------------------------------------------ */
@@ -714,7 +688,7 @@ static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool 
     ProductSizes n;   /* the same shape rule as the clear matmul */
     Tensor *c = product_output(func, a, b, transposed, &n);
     for (int i = 0; i < n.batch; i++)
-        fast_gemm(n.m, n.n, n.k, a->data + (size_t)i * n.m * n.k, (size_t)n.k,
+        fast_gemm(n.m, n.n, n.k, a->data + (size_t)i * n.m * n.k, (size_t)n.k, false,
                   b->data + (size_t)i * n.b_rows * n.b_cols, (size_t)n.b_cols, transposed,
                   c->data + (size_t)i * n.m * n.n, (size_t)n.n, false, num_threads);
     return c;
@@ -826,12 +800,12 @@ void fast_linear_backward_raw(int rows, int in, int out, const float *x, const f
     // y = x W^T + b backwards:
     // grad_x (rows, in) = grad_y (rows, out) @ W (out, in)
     if (grad_x != NULL)
-        fast_gemm(rows, in, out, grad_y, (size_t)out, weight, (size_t)in, false,
+        fast_gemm(rows, in, out, grad_y, (size_t)out, false, weight, (size_t)in, false,
                   grad_x, (size_t)in, false, num_threads);
     // grad_W (out, in) += grad_y^T (out, rows) @ x (rows, in)
     if (grad_weight != NULL)
-        fast_gemm_at(out, in, rows, grad_y, (size_t)out, x, (size_t)in, false,
-                     grad_weight, (size_t)in, true, num_threads);
+        fast_gemm(out, in, rows, grad_y, (size_t)out, true, x, (size_t)in, false,
+                  grad_weight, (size_t)in, true, num_threads);
     // grad_b (out,) += the sum of grad_y's rows
     if (grad_bias != NULL)
         add_column_sums(grad_y, rows, out, grad_bias, num_threads);

@@ -60,20 +60,15 @@ enum {
 /* ---- whole products --------------------------------------------------- */
 /* The general form: every matrix is a view with its own row stride (lda,
  * ldb, ldc, in floats), so a head's columns inside a wider matrix can be
- * used in place. b_transposed: B is given as (n, k) rows (a weight in
- * PyTorch's (out, in) layout). accumulate: C += A @ B instead of C = A @ B. */
-void fast_gemm(int m, int n, int k, const float *a, size_t lda,
+ * used in place. a_transposed: A is given as (k, m) rows, and the tile
+ * kernel reads them as its columns without a copy of A^T (fast_block_at):
+ * the weight gradient of a linear layer, dW (out, in) += dY^T X, whose
+ * rows of dY (rows, out) and X (rows, in) are the summed dimension.
+ * b_transposed: B is given as (n, k) rows (a weight in PyTorch's (out, in)
+ * layout). accumulate: C += A @ B instead of C = A @ B. */
+void fast_gemm(int m, int n, int k, const float *a, size_t lda, bool a_transposed,
                const float *b, size_t ldb, bool b_transposed,
                float *c, size_t ldc, bool accumulate, int num_threads);
-
-/* C (m, n) = or += A^T @ B with A given as (k, m) rows at stride lda: the
- * weight gradient of a linear layer, dW (out, in) += dY^T X, where the
- * rows of dY (rows, out) and X (rows, in) are the summed dimension. No
- * copy of A^T is made: the tile kernel reads A's rows as its columns
- * (fast_block_at). */
-void fast_gemm_at(int m, int n, int k, const float *a, size_t lda,
-                  const float *b, size_t ldb, bool b_transposed,
-                  float *c, size_t ldc, bool accumulate, int num_threads);
 
 /* Tensor forms with the same shapes and checks as matmul, matmul_bt and
  * linear in ops.h, computed with num_threads threads. */

@@ -106,7 +106,7 @@ static void project_head(const float *rows, int n, const Projection *proj, int h
     }
     for (int t = 0; bias != NULL && t < n; t++)
         memcpy(out + (size_t)t * ldo, bias, (size_t)d * sizeof(float));
-    fast_gemm(n, d, in, rows, (size_t)in, proj->weight->data + (size_t)first_row * in,
+    fast_gemm(n, d, in, rows, (size_t)in, false, proj->weight->data + (size_t)first_row * in,
               (size_t)in, true, out, ldo, bias != NULL, 1);
 }
 

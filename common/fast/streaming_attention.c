@@ -32,10 +32,7 @@
 #include "attention.h"
 #include "softmax.h"
 #include "fast/fast_matmul.h"
-
-/* vectors as wide as the register-tile kernel's (fast_matmul.h) */
-typedef float vf __attribute__((vector_size(FAST_VEC * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(FAST_VEC * sizeof(int32_t))));
+#include "fast/fast_vector.h"
 
 /* ---- packing ---------------------------------------------------------------- */
 
@@ -86,14 +83,6 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
     }
 }
 
-void packed_kv_init(PackedKeysValues *kv, const float *keys, size_t key_stride,
-                    const float *values, size_t value_stride,
-                    int num_keys, int key_size, int value_size)
-{
-    packed_kv_alloc(kv, num_keys, key_size, value_size);
-    packed_kv_fill(kv, 0, num_keys, keys, key_stride, values, value_stride);
-}
-
 void packed_kv_free(PackedKeysValues *kv)
 {
     free(kv->key_panels);
@@ -108,12 +97,8 @@ void packed_kv_free(PackedKeysValues *kv)
 static void scale_row(float *dst, const float *src, size_t n, float factor)
 {
     size_t j = 0;
-    for (; j + FAST_VEC <= n; j += FAST_VEC) {
-        vf x;
-        memcpy(&x, src + j, sizeof x);
-        x *= factor;
-        memcpy(dst + j, &x, sizeof x);
-    }
+    for (; j + FAST_VEC <= n; j += FAST_VEC)
+        store_vec(dst + j, load_vec(src + j) * factor);
     for (; j < n; j++)
         dst[j] = src[j] * factor;
 }
@@ -124,15 +109,9 @@ static float dot_row(const float *a, const float *b, int n)
 {
     vf sum = {0};
     int j = 0;
-    for (; j + FAST_VEC <= n; j += FAST_VEC) {
-        vf x, y;
-        memcpy(&x, a + j, sizeof x);
-        memcpy(&y, b + j, sizeof y);
-        sum += x * y;
-    }
-    float total = 0.0f;
-    for (int lane = 0; lane < FAST_VEC; lane++)
-        total += sum[lane];
+    for (; j + FAST_VEC <= n; j += FAST_VEC)
+        sum += load_vec(a + j) * load_vec(b + j);
+    float total = lanes_sum(sum);
     for (; j < n; j++)
         total += a[j] * b[j];
     return total;
@@ -549,19 +528,15 @@ static void weights_and_score_grads(float *p, float *dp, int keys, int queries, 
         const bool masked = key >= shortest && key < longest;
         int q = 0;
         for (; q + FAST_VEC <= queries; q += FAST_VEC) {
-            vf x, y, z;
-            memcpy(&x, p_row + q, sizeof x);
+            vf x = load_vec(p_row + q);
             if (masked) {
                 /* lanes whose query's length is at most key become 0 */
                 vi lens;
                 memcpy(&lens, len + q, sizeof lens);
                 x = (vf)((vi)x & (lens > key));
-                memcpy(p_row + q, &x, sizeof x);
+                store_vec(p_row + q, x);
             }
-            memcpy(&y, dp_row + q, sizeof y);
-            memcpy(&z, delta + q, sizeof z);
-            y = x * (y - z);
-            memcpy(dp_row + q, &y, sizeof y);
+            store_vec(dp_row + q, x * (load_vec(dp_row + q) - load_vec(delta + q)));
         }
         for (; q < queries; q++) {
             if (key >= len[q])

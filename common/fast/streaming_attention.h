@@ -110,15 +110,10 @@ typedef struct {
     float *value_panels;   /* values (n_k, v) as panels of FAST_NR columns */
 } PackedKeysValues;
 
-/* keys (n_k, d) with rows at stride key_stride, values (n_k, v) at
- * value_stride, both in floats -> kv (allocated here; free with
- * packed_kv_free). */
-void packed_kv_init(PackedKeysValues *kv, const float *keys, size_t key_stride,
-                    const float *values, size_t value_stride,
-                    int num_keys, int key_size, int value_size);
-/* The same in two steps, for keys and values that arrive in pieces:
- * allocate room for n_k keys, then copy in count keys and values (rows at
- * the given strides) as keys first_key .. first_key + count - 1;
+/* Keys (n_k, d) and values (n_k, v) into panels, in two steps, for keys
+ * and values that arrive in pieces: allocate room for n_k keys (free with
+ * packed_kv_free), then copy in count keys and values (rows at the given
+ * strides, in floats) as keys first_key .. first_key + count - 1;
  * first_key must be a multiple of fast_panels_size(1, 1), the panel
  * width (the start of a panel). */
 void packed_kv_alloc(PackedKeysValues *kv, int num_keys, int key_size, int value_size);

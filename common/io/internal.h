@@ -8,11 +8,15 @@
 
 #include <stddef.h>
 
+#include "io/npy.h"
 #include "tensor.h"
 
 /* npy_load on the bytes of a file already in memory; name is what the
  * messages call it (NULL: "<memory>"). */
 Tensor *npy_parse(const void *bytes, size_t len, const char *name, char *err, size_t err_len);
+/* npy_load_ints the same way (NpyInts is npy.h's). */
+int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
+                   char *err, size_t err_len);
 
 /* One file written in place at path, for tests that make their own
  * inputs. Returns 0, or -1 with err filled. */

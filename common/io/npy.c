@@ -10,7 +10,7 @@
  * Nothing is allocated for the numbers until pass 3 has checked that the
  * file holds exactly as many bytes as the shape says, so a header that
  * claims a huge shape cannot make the reader ask for huge memory, and a
- * huge file that is not a .npy file is refused after its first 12 bytes.
+ * huge file that is not a .npy file is refused after its first 10 bytes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "io/npy.h"
@@ -31,7 +31,8 @@
 #include <unistd.h>
 
 static const unsigned char MAGIC[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-enum { MAGIC_LEN = 6, MAX_PARSED_DIMS = 64, ARRAY_ALIGN = 64 };
+/* the magic string, the version (2 bytes) and the header's length (2) */
+enum { MAGIC_LEN = 6, PREAMBLE_LEN = 10, MAX_PARSED_DIMS = 64, ARRAY_ALIGN = 64 };
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -152,14 +153,20 @@ static void skip_space(Cursor *c)
         c->p++;
 }
 
-/* Skip spaces, then expect ch. */
-static int expect_char(Cursor *c, char ch, const char *what)
+/* Skip spaces, then take ch if it comes next: true when it did. */
+static bool take_char(Cursor *c, char ch)
 {
     skip_space(c);
     if (c->p >= c->end || *c->p != ch)
-        return malformed(c, what);
+        return false;
     c->p++;
-    return 0;
+    return true;
+}
+
+/* Skip spaces, then expect ch. */
+static int expect_char(Cursor *c, char ch, const char *what)
+{
+    return take_char(c, ch) ? 0 : malformed(c, what);
 }
 
 /* A Python string in single or double quotes, without escapes (no key or
@@ -251,11 +258,8 @@ static int parse_shape(Cursor *c, long long *dims, int *ndim)
     *ndim = 0;
     if (expect_char(c, '(', "expected '(' to start 'shape'") != 0)
         return -1;
-    skip_space(c);
-    if (c->p < c->end && *c->p == ')') {
-        c->p++;
-        return 0;
-    }
+    if (take_char(c, ')'))
+        return 0;   /* () */
     for (;;) {
         long long dim = 0;
         if (parse_dim(c, &dim) != 0)
@@ -264,19 +268,14 @@ static int parse_shape(Cursor *c, long long *dims, int *ndim)
             return npy_fail(c->sink, "bad shape: more than %d dimensions", MAX_PARSED_DIMS);
         dims[(*ndim)++] = dim;
         skip_space(c);
-        if (c->p < c->end && *c->p == ')') {
-            if (*ndim == 1)
-                return malformed(c, "expected ',' after the only dimension, as in (3,)");
-            c->p++;
+        if (*ndim == 1 && c->p < c->end && *c->p == ')')
+            return malformed(c, "expected ',' after the only dimension, as in (3,)");
+        if (take_char(c, ')'))
             return 0;
-        }
         if (expect_char(c, ',', "expected ',' or ')' in 'shape'") != 0)
             return -1;
-        skip_space(c);
-        if (c->p < c->end && *c->p == ')') {
-            c->p++;
-            return 0;
-        }
+        if (take_char(c, ')'))
+            return 0;   /* a comma before the end: (3,), (2, 3,) */
     }
 }
 
@@ -417,11 +416,12 @@ static int parse_header(const char *text, size_t len, const ErrSink *sink, NpyAr
 /* ---- the whole file ------------------------------------------------------ */
 
 /* Pass 1 on a file of len bytes, of which bytes holds at least the first
- * min(len, 12): the magic string, the version and the header's length.
- * Only the preamble is needed, so a file that is not a .npy file is
- * refused before the rest of it is read. */
+ * min(len, PREAMBLE_LEN): the magic string, the version and the header's
+ * length. Only the preamble is needed, so a file that is not a .npy file
+ * is refused before the rest of it is read. The header starts at
+ * PREAMBLE_LEN; *header_len is its length. */
 static int parse_preamble(const unsigned char *bytes, size_t len, const ErrSink *sink,
-                          size_t *header_start, size_t *header_len)
+                          size_t *header_len)
 {
     if (len == 0)
         return npy_fail(sink, "the file is empty, not a .npy file");
@@ -430,18 +430,15 @@ static int parse_preamble(const unsigned char *bytes, size_t len, const ErrSink 
     if (len < MAGIC_LEN + 2)
         return npy_fail(sink, "truncated: the file ends before the version bytes");
     const int major = bytes[6], minor = bytes[7];
-    if (major < 1 || major > 3 || minor != 0)
-        return npy_fail(sink, "unknown .npy version %d.%d (this reader knows 1.0, 2.0 and 3.0)",
-                        major, minor);
-    /* version 1.0 counts the header in 2 bytes, 2.0 and 3.0 in 4 */
-    const size_t len_bytes = major == 1 ? 2 : 4;
-    *header_start = MAGIC_LEN + 2 + len_bytes;
-    if (len < *header_start)
+    if (major != 1 || minor != 0)
+        return npy_fail(sink, "unsupported .npy version %d.%d (this reader knows 1.0, which "
+                        "np.save writes)", major, minor);
+    if (len < PREAMBLE_LEN)
         return npy_fail(sink, "truncated: the file ends inside the header length");
-    *header_len = major == 1 ? (size_t)(bytes[8] | bytes[9] << 8) : le_u32(bytes + 8);
-    if (*header_len > len - *header_start)
+    *header_len = (size_t)(bytes[8] | bytes[9] << 8);
+    if (*header_len > len - PREAMBLE_LEN)
         return npy_fail(sink, "truncated header: it should be %zu bytes, but only %zu follow",
-                        *header_len, len - *header_start);
+                        *header_len, len - PREAMBLE_LEN);
     return 0;
 }
 
@@ -464,12 +461,12 @@ static int check_data_len(const NpyArray *arr, size_t have, const ErrSink *sink)
 /* Passes 1 to 3 on the bytes of a whole file in memory: fills arr, or fails. */
 static int parse_npy(const unsigned char *bytes, size_t len, const ErrSink *sink, NpyArray *arr)
 {
-    size_t header_start, header_len;
-    if (parse_preamble(bytes, len, sink, &header_start, &header_len) != 0)
+    size_t header_len;
+    if (parse_preamble(bytes, len, sink, &header_len) != 0)
         return -1;
-    if (parse_header((const char *)bytes + header_start, header_len, sink, arr) != 0)
+    if (parse_header((const char *)bytes + PREAMBLE_LEN, header_len, sink, arr) != 0)
         return -1;
-    const size_t data_start = header_start + header_len;
+    const size_t data_start = PREAMBLE_LEN + header_len;
     if (check_data_len(arr, len - data_start, sink) != 0)
         return -1;
     arr->data = bytes + data_start;
@@ -597,7 +594,7 @@ static int read_failed(const ErrSink *sink)
 /* Passes 1 to 3 on a file, reading only what each pass needs: the
  * preamble, then the header, then (once the header's shape agrees with the
  * file's size) the data into *buffer, which arr->data then points at. A
- * file that is not a .npy file is refused after 12 bytes, however large it
+ * file that is not a .npy file is refused after 10 bytes, however large it
  * is; one that is not a regular file (a named pipe, a device) is refused
  * before anything is read: it is opened without waiting for a writer. */
 static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
@@ -608,8 +605,9 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
         return npy_fail(sink, "cannot open: %s", strerror(errno));
     struct stat st;
     int status = -1;
-    unsigned char preamble[12], *header = NULL;
-    size_t header_start = 0, header_len = 0;
+    unsigned char preamble[PREAMBLE_LEN];
+    char *header = NULL;
+    size_t header_len = 0;
     if (fstat(fd, &st) != 0) {
         read_failed(sink);
     } else if (!S_ISREG(st.st_mode)) {
@@ -617,35 +615,24 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
                                                              : "not a regular file");
     } else {
         const size_t size = (size_t)st.st_size;
-        const size_t first = size < sizeof preamble ? size : sizeof preamble;
-        if (fcntl(fd, F_SETFL, 0) != 0 || !read_exact(fd, preamble, first))
+        if (fcntl(fd, F_SETFL, 0) != 0 ||
+            !read_exact(fd, preamble, size < PREAMBLE_LEN ? size : PREAMBLE_LEN))
             read_failed(sink);
-        else if (parse_preamble(preamble, size, sink, &header_start, &header_len) == 0) {
-            // the header: the bytes after the preamble that were already read, then the rest
+        else if (parse_preamble(preamble, size, sink, &header_len) == 0) {
             header = checked_malloc("npy_load", header_len + 1, 1);
-            const size_t have = first - header_start < header_len ? first - header_start
-                                                                 : header_len;
-            memcpy(header, preamble + header_start, have);
-            if (!read_exact(fd, header + have, header_len - have))
+            if (!read_exact(fd, (unsigned char *)header, header_len))
                 read_failed(sink);
-            else if (parse_header((const char *)header, header_len, sink, arr) == 0 &&
-                     check_data_len(arr, size - header_start - header_len, sink) == 0) {
+            else if (parse_header(header, header_len, sink, arr) == 0 &&
+                     check_data_len(arr, size - PREAMBLE_LEN - header_len, sink) == 0) {
                 // the data, exactly as many bytes as the shape says
                 const size_t need = arr->count * DTYPES[arr->dtype_index].itemsize;
-                const size_t data_start = header_start + header_len;
-                /* with a header shorter than 2 bytes, the preamble read some data */
-                const size_t early = first > data_start ? first - data_start : 0;
                 *buffer = malloc(need > 0 ? need : 1);
-                if (*buffer == NULL) {
+                if (*buffer == NULL)
                     npy_fail(sink, "out of memory reading %zu bytes", need);
-                } else {
-                    if (early > 0)
-                        memcpy(*buffer, preamble + data_start, early);
-                    if (!read_exact(fd, *buffer + early, need - early))
-                        read_failed(sink);
-                    else
-                        status = 0;
-                }
+                else if (!read_exact(fd, *buffer, need))
+                    read_failed(sink);
+                else
+                    status = 0;
             }
         }
     }

@@ -7,14 +7,16 @@
  *   magic      version    header: a Python dict, padded with spaces, ending in '\n'
  *   then 2 * 3 little-endian float32 values, row-major.
  *
- * HLEN is 2 bytes in version 1.0 and 4 bytes in versions 2.0 and 3.0 (3.0
- * allows UTF-8 in the header); both are little-endian. This is the file a
- * learner gets from np.save(path, tensor.numpy()).
+ * HLEN is the header's length in 2 little-endian bytes. This is the file a
+ * learner gets from np.save(path, tensor.numpy()): np.save writes version
+ * 2.0 or 3.0 only for a header past 64 kB or with non-ASCII field names,
+ * which no array of at most 4 dimensions has.
  *
- * What is read: versions 1.0, 2.0 and 3.0; dtypes '<f4' and '<f8' (both
- * become float32, like torch's .float()) and '<i4' and '<i8' (integers, for
- * valid_lens); C order; 1 to 4 dimensions, each at least 1. Refused, each
- * with its own message: anything else, including big-endian data ('>f4'),
+ * What is read: version 1.0; dtypes '<f4' and '<f8' (both become float32,
+ * like torch's .float()) and '<i4' and '<i8' (integers, for valid_lens
+ * and token ids, as NumPy and PyTorch write them); C order; 1 to 4
+ * dimensions, each at least 1. Refused, each with its own message:
+ * anything else, including versions 2.0 and 3.0, big-endian data ('>f4'),
  * fortran_order True, a 0-d array (shape ()), more than 4 dimensions, and
  * empty arrays (a 0 in the shape: a Tensor holds at least one number).
  * Floating-point data must be finite: a NaN or an infinity, or an '<f8'
@@ -64,11 +66,6 @@ Tensor *npy_load(const char *path, char *err, size_t err_len);
  * The caller frees out with npy_ints_free. */
 int npy_load_ints(const char *path, NpyInts *out, char *err, size_t err_len);
 void npy_ints_free(NpyInts *ints);
-
-/* npy_load_ints on the bytes of a file already in memory; name is what the
- * messages call it (NULL: "<memory>"). */
-int npy_parse_ints(const void *bytes, size_t len, const char *name, NpyInts *out,
-                   char *err, size_t err_len);
 
 /* x as NAME.npy in the set being written into dir (dir names it in a
  * message). Returns 0, or -1 with err filled; a NaN or an infinity in x is
