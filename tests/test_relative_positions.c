@@ -365,6 +365,60 @@ Test(relative_positions, from_to_alibi_six_heads)
 }
 Test(relative_positions, from_to_none) { check_files("none_causal", "--positions none --causal"); }
 
+#define RELFILES "06_permutation_invariance/relative_files"
+
+/* The files of one run, loaded, in the order scores, weights, output. */
+static void load_results(const char *dir, Tensor *out[3])
+{
+    const char *names[3] = {"scores", "weights", "output"};
+    for (int i = 0; i < 3; i++)
+        out[i] = load_case(dir, names[i]);
+}
+
+/* relative_positions hands --from and --to to relative_files: the same
+ * command line run both ways prints the same lines, the errors under
+ * relative_positions' name, and writes the same files bit for bit. */
+Test(relative_positions, file_mode_is_the_tool)
+{
+    char to[2][64], command[512];
+    const char *const programs[2] = {RELPOS, RELFILES};
+    RunResult r[2];
+    Tensor *files[2][3];
+    for (int p = 0; p < 2; p++) {
+        scratch_dir_make(to[p], sizeof to[p], "relpos_tool");
+        snprintf(command, sizeof command, "--from %s/rope_causal --to %s --positions rope "
+                 "--causal --offset 3", FIXTURES, to[p]);
+        r[p] = run_program(programs[p], command);
+        cr_assert_eq(r[p].status, 0, "%s %s: exit %d: %s", programs[p], command, r[p].status,
+                     r[p].err);
+        load_results(to[p], files[p]);
+    }
+    /* the lines name the folder written: the same text but for it */
+    const char *tail[2] = {strstr(r[0].out, to[0]), strstr(r[1].out, to[1])};
+    cr_assert(tail[0] != NULL && tail[1] != NULL, "no folder in:\n%s\n%s", r[0].out, r[1].out);
+    cr_expect_eq(tail[0] - r[0].out, tail[1] - r[1].out);
+    cr_expect_eq(strncmp(r[0].out, r[1].out, (size_t)(tail[0] - r[0].out)), 0);
+    cr_expect_str_eq(tail[0] + strlen(to[0]), tail[1] + strlen(to[1]));
+    for (int i = 0; i < 3; i++)
+        expect_close(files[0][i], files[1][i], 0.0f, 0.0f);
+    /* an error: one line, the same words, each under its own name */
+    snprintf(command, sizeof command, "--from %s/rope_causal --to %s --positions sideways",
+             FIXTURES, to[0]);
+    RunResult e[2] = {run_program(RELPOS, command), run_program(RELFILES, command)};
+    cr_expect(e[0].status == 2 && e[1].status == 2, "exits %d and %d", e[0].status, e[1].status);
+    cr_expect_str_eq(e[0].err, "relative_positions: --positions 'sideways': expected none, "
+                     "rope or alibi\n");
+    cr_expect_str_eq(e[1].err, "relative_files: --positions 'sideways': expected none, "
+                     "rope or alibi\n");
+    run_result_free(&e[0]);
+    run_result_free(&e[1]);
+    for (int p = 0; p < 2; p++) {
+        TENSOR_FREE(files[p][0], files[p][1], files[p][2]);
+        run_result_free(&r[p]);
+        scratch_dir_remove(to[p]);
+    }
+}
+
 /* Every seed trains on its own streams: one thread or two, the same output. */
 Test(relative_positions, training_does_not_depend_on_threads)
 {
