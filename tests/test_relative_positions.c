@@ -18,6 +18,7 @@
 #include "helpers.h"
 #include "io/npy.h"
 #include "position_attention.h"
+#include "learn/length_experiment.h"
 #include "learn/position_model.h"
 #include "random.h"
 #include "rope.h"
@@ -289,6 +290,79 @@ Test(position_model, offset_changes_only_absolute_schemes)
         TENSOR_FREE(at0, at500);
         position_model_free(model);
     }
+}
+
+/* ---- the length experiment ------------------------------------------------------ */
+
+/* ALiBi with W_q = 0: each score is the bias alone, -m_h |i - j|, so the
+ * weights are worked out here from the slopes of 2 heads, 1/16 and 1/256:
+ * under the causal mask query t weighs key j by exp(-m (t - j)), j <= t;
+ * without it, exp(-m |t - j|) over every key. The right key is t - 1 for
+ * "1 back" (queries 1 ... T-1) and T-1-t for reversal. */
+static double alibi_right_key(int T, bool causal)
+{
+    const double slopes[2] = {1.0 / 16, 1.0 / 256};
+    double sum = 0.0;
+    for (int h = 0; h < 2; h++)
+        for (int t = causal ? 1 : 0; t < T; t++) {
+            double total = 0.0;
+            for (int j = 0; j < (causal ? t + 1 : T); j++)
+                total += exp(-slopes[h] * abs(t - j));
+            const int right = causal ? t - 1 : T - 1 - t;
+            sum += exp(-slopes[h] * abs(t - right)) / total;
+        }
+    return sum / (2.0 * (causal ? T - 1 : T));
+}
+
+Test(length_experiment, right_key_weight_by_hand)
+{
+    const int T = 6, V = 24;
+    Task task = task_reversal(T, V);
+    TaskBatch *set = task_batch_new(&task, 5);
+    Rng rng = rng_new(8);
+    task_draw(&task, set, SPLIT_HELDOUT, &rng);
+    for (int causal = 0; causal < 2; causal++) {
+        PositionModel *model = position_model_new(V, 8, 2, POSITIONS_ALIBI, T, causal, &rng);
+        for (size_t i = 0; i < model->attention->W_q->size; i++)
+            model->attention->W_q->data[i] = 0.0f;
+        const LengthTask which = causal ? LENGTH_TASK_BACK : LENGTH_TASK_REVERSE;
+        const double got = length_right_key_weight(model, set, which, 1);
+        const double expected = alibi_right_key(T, causal);
+        cr_expect(fabs(got - expected) < 1e-6, "%s: %.7f, expected %.7f",
+                  length_task_names[which], got, expected);
+        position_model_free(model);
+    }
+    task_batch_free(set);
+}
+
+/* Every model stops by the rule, before the cap: 5 checks (500 steps)
+ * after its best one; one that learned the task looks at the right key. With a cap below the first check, every model
+ * takes exactly the cap. */
+Test(length_experiment, training_stops_when_the_check_stops_rising, .timeout = 240)
+{
+    LengthSetup setup = LENGTH_DEFAULTS;
+    setup.seeds = 1;
+    setup.examples = 50;
+    LengthExperiment *e = length_experiment_run(&setup);
+    for (const LengthRun *run = e->runs; run < e->runs + e->count; run++) {
+        const char *name = position_scheme_names[run->scheme];
+        cr_expect(!run->diverged, "%s diverged", name);
+        cr_expect(run->steps < setup.steps &&
+                      run->steps == run->best_step + LENGTH_PATIENCE * LENGTH_CHECK_EVERY,
+                  "%s, %s: %d steps, the best check at %d", length_task_names[run->task],
+                  name, run->steps, run->best_step);
+        if (run->task == LENGTH_TASK_BACK && run->scheme == POSITIONS_LEARNED)
+            cr_expect(run->accuracy[0] > 0.9 && run->right_key[0] > 0.9,
+                      "learned positions at L: accuracy %g, weight on the right key %g",
+                      run->accuracy[0], run->right_key[0]);
+    }
+    length_experiment_free(e);
+    setup.steps = 60;
+    e = length_experiment_run(&setup);
+    for (const LengthRun *run = e->runs; run < e->runs + e->count; run++)
+        cr_expect_eq(run->steps, 60, "%s: %d steps", position_scheme_names[run->scheme],
+                     run->steps);
+    length_experiment_free(e);
 }
 
 /* ---- the program ----------------------------------------------------------------- */

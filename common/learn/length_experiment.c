@@ -47,9 +47,7 @@ static int right_key(LengthTask task, int back, int T, int t)
     return task == LENGTH_TASK_BACK ? t - back : T - 1 - t;
 }
 
-/* model, set (B sequences of T) -> the weight on the right key, averaged
- * over the heads, the scored queries and the sequences */
-static double right_key_weight(const PositionModel *model, const TaskBatch *set,
+double length_right_key_weight(const PositionModel *model, const TaskBatch *set,
                                LengthTask task, int back)
 {
     const int B = set->batch_size, T = set->num_pairs, H = model->num_heads;
@@ -67,7 +65,7 @@ static double right_key_weight(const PositionModel *model, const TaskBatch *set,
 
 /* Adam steps on fresh batches of length L until the check set's accuracy
  * has not risen for LENGTH_PATIENCE checks, or setup->steps; fills
- * run->steps and run->diverged. */
+ * run->steps, run->best_step and run->diverged. */
 static void train_until_stalled(const LengthSetup *setup, PositionModel *model, LengthRun *run)
 {
     const int L = setup->length, first = length_first_scored(run->task, setup->back);
@@ -92,8 +90,12 @@ static void train_until_stalled(const LengthSetup *setup, PositionModel *model, 
             continue;
         const double accuracy = position_model_accuracy(model, check->keys, check->answers,
                                                         check->batch_size, L, first);
-        checks_without_rise = accuracy > best ? 0 : checks_without_rise + 1;
-        best = fmax(best, accuracy);
+        checks_without_rise++;
+        if (accuracy > best) {
+            checks_without_rise = 0;
+            best = accuracy;
+            run->best_step = run->steps;
+        }
     }
     task_batch_free(check);
     task_batch_free(batch);
@@ -121,7 +123,7 @@ static void train_and_score(void *arg, int j)
         const TaskBatch *h = e->held_out[run->task][i];
         run->accuracy[i] = position_model_accuracy(model, h->keys, h->answers, h->batch_size,
                                                    h->num_pairs, first);
-        run->right_key[i] = right_key_weight(model, h, run->task, setup->back);
+        run->right_key[i] = length_right_key_weight(model, h, run->task, setup->back);
     }
     if (j % S == 0)
         run->model = model;

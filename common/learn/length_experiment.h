@@ -61,6 +61,7 @@ typedef struct {
     PositionScheme scheme;
     uint64_t seed;
     int steps;                          /* the Adam steps it took (the rule above) */
+    int best_step;                      /* the step of its best check (0: no check) */
     double accuracy[LENGTH_SIZES];      /* held-out token accuracy at L, 2L, 4L */
     /* the attention weight on the key that holds the answer (t - k, or
      * T-1-t), averaged over the heads, the scored queries and the held-out
@@ -102,6 +103,12 @@ int length_first_scored(LengthTask task, int back);
  * letters; for "k back" at position t the t earlier ones, a mean of 1/t
  * over the scored positions. */
 double length_chance(LengthTask task, int back, int T);
+
+/* model, set (B sequences of T) -> the attention weight on the key that
+ * holds the answer (t - k for "k back", T-1-t for reversal), averaged over
+ * the heads, the scored queries and the sequences. */
+double length_right_key_weight(const PositionModel *model, const TaskBatch *set,
+                               LengthTask task, int back);
 
 /* model, held_out (B sequences of T) -> the attention weights (T, T)
  * averaged over the sequences and the heads, new. */
