@@ -7,7 +7,7 @@
  *
  * reads DIR/queries.npy, keys.npy, values.npy, each (B, H, T, d), and
  * writes scores.npy (after the positions, before the mask), weights.npy
- * and output.npy. relative_positions hands its --from and --to command
+ * and output.npy. Without arguments it prints its --help. relative_positions hands its --from and --to command
  * lines to this tool, which then speaks under relative_positions' name, so
  * those command lines work as they always did.
  *
@@ -140,9 +140,13 @@ int main(int argc, char **argv)
         {"--offset", CLI_INT, &opt.offset, .min = 0, .max = ROPE_MAX_POSITION, .metavar = "S",
          .help = "the first position"},
     };
-    cli_parse(&(CliTable){opt.prog, "RoPE or ALiBi attention on heads from .npy files, as "
-                          "PyTorch would compute it.", CLI_COUNT(options), options},
-              argc, argv);
+    const CliTable table = {opt.prog, "RoPE or ALiBi attention on heads from .npy files, as "
+                            "PyTorch would compute it.", CLI_COUNT(options), options};
+    cli_parse(&table, argc, argv);
+    if (argc == 1) {   /* a tool has no built-in example: it says what it takes */
+        cli_print_help(&table, stdout);
+        return 0;
+    }
     check_options(&opt);
     return run_files(&opt);
 }
