@@ -9,7 +9,8 @@
  * Part 3: ALiBi's bias, one heatmap per head.
  * Part 4: (--train) two tasks trained at length L, measured at L, 2L, 4L.
  * Part 5: (--train) where one trained model per scheme looks.
- * --from DIR --to DIR: RoPE or ALiBi attention on heads from .npy files.
+ * --from DIR --to DIR: RoPE or ALiBi attention on heads from .npy files,
+ * done by the tool beside this program, relative_files.c.
  *
  * Legend: B = batch_size, H = num_heads, T = tokens, D = num_hiddens,
  * d = D / H, V = vocabulary, L = training length.
@@ -22,7 +23,6 @@
 
 #include "alibi.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
 #include "io/plot.h"
 #include "learn/length_experiment.h"
 #include "learn/seeds.h"
@@ -45,8 +45,8 @@ enum { STREAM_INIT = 1, STREAM_INPUTS = 4 };
 typedef struct {
     LengthSetup setup;   /* every part's seed, num_hiddens, num_heads; parts 4 and 5's rest */
     int tokens, offset, pairs;
-    bool offset_given, train, causal;
-    const char *plot_dir, *from_dir, *to_dir, *positions;
+    bool train;
+    const char *plot_dir;
 } Options;
 
 /* ---- Part 1: the symmetry table ---------------------------------------------- */
@@ -214,6 +214,28 @@ static void print_table(const Options *opt, const LengthExperiment *e, LengthTas
     printf("\n\n");
 }
 
+/* Per scheme: the weight on the right key at L, 2L, 4L (median over the
+ * seeds), and the steps the models took. */
+static void print_right_key(const Options *opt, const LengthExperiment *e, LengthTask task)
+{
+    const int L = opt->setup.length, N = opt->setup.seeds;
+    printf("  %-11s  weight on the right key (median)  Adam steps taken\n  %-11s", "",
+           "positions");
+    for (int i = 0; i < LENGTH_SIZES; i++)
+        printf("  T = %-5d", L << i);
+    printf("  median      range  at the cap\n");
+    for (int scheme = 0; scheme < POSITION_SCHEMES; scheme++) {
+        printf("  %-11s", position_scheme_names[scheme]);
+        for (int i = 0; i < LENGTH_SIZES; i++)
+            printf("  %-9.3f", length_right_key_summary(e, task, scheme, i).median);
+        const SeedSummary steps = length_steps_summary(e, task, scheme);
+        char range[32];
+        snprintf(range, sizeof range, "%.0f-%.0f", steps.lowest, steps.highest);
+        printf("  %6.0f  %9s  %d/%d\n", steps.median, range, steps.succeeded, N);
+    }
+    printf("\n");
+}
+
 /* Trains every model; the experiment, with the first seed's models kept
  * for part 5, or NULL when a loss stopped being a number. */
 static LengthExperiment *part4_lengths(const Options *opt)
@@ -221,11 +243,15 @@ static LengthExperiment *part4_lengths(const Options *opt)
     const LengthSetup *t = &opt->setup;
     const int L = t->length, N = t->seeds;
     printf("Part 4. Trained at length L = %d, measured at L, 2L and 4L. Each model: %d\n"
-           "letters, num_hiddens %d, %d heads, %d Adam steps of %d sequences (lr %g),\n"
-           "seeds %llu ... %llu; held out: %d sequences per length, never trained on.\n"
-           "A cell: how many seeds reach %.0f%% held-out token accuracy, the median\n"
-           "accuracy and its range over the seeds.\n\n",
-           L, t->letters, t->num_hiddens, t->num_heads, t->steps, t->batch_size, (double)t->lr,
+           "letters, num_hiddens %d, %d heads, Adam steps of %d sequences (lr %g) until\n"
+           "its accuracy on %d training sequences, checked every %d steps, has not\n"
+           "risen for %d checks, or %d steps at most; seeds %llu ... %llu; held out:\n"
+           "%d sequences per length, never trained on. A cell: how many seeds reach\n"
+           "%.0f%% held-out token accuracy, the median accuracy and its range over the\n"
+           "seeds. Below each table: the attention weight on the key that holds the\n"
+           "answer, averaged over heads, queries and sequences, and the steps taken.\n\n",
+           L, t->letters, t->num_hiddens, t->num_heads, t->batch_size, (double)t->lr,
+           t->examples, LENGTH_CHECK_EVERY, LENGTH_PATIENCE, t->steps,
            (unsigned long long)t->seed, (unsigned long long)(t->seed + N - 1), t->examples,
            100 * SOLVED);
     fflush(stdout);
@@ -241,8 +267,10 @@ static LengthExperiment *part4_lengths(const Options *opt)
         length_experiment_free(e);
         return NULL;
     }
-    for (int task = 0; task < LENGTH_TASKS; task++)
+    for (int task = 0; task < LENGTH_TASKS; task++) {
         print_table(opt, e, (LengthTask)task);
+        print_right_key(opt, e, (LengthTask)task);
+    }
     printf("Past L, the learned table's rows %d ... %d were never in a training\n"
            "sequence: their gradient was always 0, and they hold their first draw from\n"
            "N(0, 1), as nn.Embedding's initialisation left them. The sinusoidal\n"
@@ -297,65 +325,28 @@ static int part5_heatmaps(const Options *opt, const LengthExperiment *e)
     return status;
 }
 
-/* ---- --from DIR --to DIR ----------------------------------------------------------- */
-
-/* (B*H, T, d) x3 -> DIR/scores.npy, weights.npy, output.npy */
-static int run_files(const Options *opt, HeadPositions positions)
-{
-    Tensor *in[3];
-    char err[LAYER_FILES_ERR_LEN];
-    int status = layer_files_load_heads(opt->from_dir, in, err, sizeof err) != 0
-                     ? report_error(NULL, "%s", err) : 0;
-    const int *shape = in[0] != NULL ? in[0]->shape : NULL;
-    if (status == 0 && positions == HEAD_POSITIONS_ROPE && shape[3] % 2 != 0)
-        status = report_error(NULL, "RoPE turns pairs of columns: the head size (the last "
-                              "dimension of %s/queries.npy) must be even, got %d",
-                              opt->from_dir, shape[3]);
-    if (status == 0 && (long long)opt->offset + shape[2] > ROPE_MAX_POSITION) {
-        report_error(NULL, "--offset %d with %d tokens reaches position %lld; positions must "
-                     "stay below 2^24 = %d, where float32 stops holding every integer",
-                     opt->offset, shape[2], (long long)opt->offset + shape[2] - 1,
-                     ROPE_MAX_POSITION);
-        status = EXIT_USAGE;
-    }
-    if (status != 0) {
-        TENSOR_FREE(in[0], in[1], in[2]);
-        return status == EXIT_USAGE ? EXIT_USAGE : 1;
-    }
-    const int B = shape[0], H = shape[1], T = shape[2], d = shape[3];
-    for (int i = 0; i < 3; i++)
-        tensor_reshape(in[i], SHAPE(B * H, T, d));
-    const PositionAttention how = {positions, H, opt->offset, opt->causal};
-    Tensor *scores = NULL, *weights = NULL, *output = position_attention_forward(
-        &how, in[0], in[1], in[2], &scores, &weights, NULL);
-    tensor_reshape(scores, SHAPE(B, H, T, T));
-    tensor_reshape(weights, SHAPE(B, H, T, T));
-    tensor_reshape(output, SHAPE(B, H, T, d));
-    const NamedTensor set[3] = {{"scores", scores, NULL}, {"weights", weights, NULL},
-                                {"output", output, NULL}};
-    for (int i = 0; i < 3 && status == 0; i++)
-        if (tensor_first_non_finite(set[i].tensor) < set[i].tensor->size)
-            status = report_error(NULL, "the %s are not finite: the inputs in %s are too "
-                                  "large for float32", set[i].name, opt->from_dir);
-    if (status == 0 && layer_files_save(opt->to_dir, set, 3, err, sizeof err) != 0)
-        status = report_error(NULL, "%s", err);
-    if (status == 0)
-        printf("%s positions%s, S = %d, (B, H, T, d) = (%d, %d, %d, %d)\n"
-               "wrote %s/scores.npy (B, H, T, T), weights.npy (B, H, T, T), "
-               "output.npy (B, H, T, d)\n", opt->positions, opt->causal ? ", causal" : "",
-               opt->offset, B, H, T, d, opt->to_dir);
-    TENSOR_FREE(in[0], in[1], in[2], scores, weights, output);
-    return status == 0 ? 0 : 1;
-}
-
 /* ---- the command line ------------------------------------------------------------- */
+
+/* The checks that take two options, after the table's own. */
+static void check_options(const Options *opt)
+{
+    const LengthSetup *t = &opt->setup;
+    if (opt->offset > MAX_OFFSET)
+        cli_fail(PROG, "--offset %d: parts 1 and 2 build tables of every position, up to %d",
+                 opt->offset, MAX_OFFSET);
+    if (t->num_hiddens % t->num_heads != 0 || (t->num_hiddens / t->num_heads) % 2 != 0)
+        cli_fail(PROG, "--hiddens %d / --heads %d must be a whole, even head size: RoPE "
+                 "turns pairs", t->num_hiddens, t->num_heads);
+    if (t->letters < 4 * t->length)
+        cli_fail(PROG, "--letters %d is fewer than 4 x --length %d: a sequence of 4L "
+                 "holds different letters", t->letters, t->length);
+    if (t->back >= t->length)
+        cli_fail(PROG, "--back %d must be below --length %d", t->back, t->length);
+}
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.tokens = 8, .offset = 1000, .pairs = 64,
-                   .setup = {.seed = 0, .length = 6, .letters = 24, .back = 1, .num_hiddens = 32,
-                             .num_heads = 4, .steps = 200, .batch_size = 16, .seeds = 4,
-                             .examples = 200, .num_threads = 2, .lr = 0.01f}};
+    Options opt = {.tokens = 8, .offset = 1000, .pairs = 64, .setup = LENGTH_DEFAULTS};
     LengthSetup *t = &opt.setup;
     const CliOption options[] = {
         {"--tokens", CLI_INT, &opt.tokens, .min = 2, .max = MAX_TOKENS, .metavar = "T",
@@ -365,9 +356,7 @@ static Options parse_options(int argc, char **argv)
         {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
          .help = "num_heads; D / H must be even for RoPE"},
         {"--offset", CLI_INT, &opt.offset, .min = 0, .max = ROPE_MAX_POSITION, .metavar = "S",
-         .help = "first position of the moved sequence (parts 1, 2);\nwith --from, the first "
-                 "position", .given = &opt.offset_given,
-         .default_text = "1000; 0 with --from"},
+         .help = "first position of the moved sequence (parts 1, 2)"},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = 512, .metavar = "P",
          .help = "positions of part 2's check"},
         {"--train", CLI_FLAG, &opt.train, .help = "parts 4 and 5: train and measure"},
@@ -378,7 +367,7 @@ static Options parse_options(int argc, char **argv)
         {"--back", CLI_INT, &t->back, .min = 1, .max = MAX_TOKENS, .metavar = "k",
          .help = "task 1: the token k places back"},
         {"--steps", CLI_INT, &t->steps, .min = 1, .max = 100000, .metavar = "N",
-         .help = "Adam steps per model"},
+         .help = "at most N Adam steps per model"},
         {"--batch", CLI_INT, &t->batch_size, .min = 1, .max = 1024, .metavar = "B",
          .help = "sequences per step"},
         {"--lr", CLI_FLOAT, &t->lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
@@ -392,52 +381,22 @@ static Options parse_options(int argc, char **argv)
         {"--seed", CLI_U64, &t->seed, .metavar = "S", .help = "the first seed"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the heatmaps as DIR/relative_positions_*.{dat,gp}"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "read queries, keys, values.npy (B, H, T, d)"},
-        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
-         .help = "with --from: write scores, weights, output.npy"},
-        {"--positions", CLI_STRING, &opt.positions, .metavar = "P",
-         .help = "with --from: none, rope or alibi"},
-        {"--causal", CLI_FLAG, &opt.causal, .help = "with --from: query i sees keys j <= i"},
+        {"--from", CLI_TOOL, .tool = "relative_files",
+         .help = "RoPE or ALiBi attention on heads from .npy files"},
+        {"--to", CLI_TOOL, .tool = "relative_files"},
+        {"--positions", CLI_TOOL, .tool = "relative_files"},
+        {"--causal", CLI_TOOL, .tool = "relative_files"},
     };
     cli_parse(&(CliTable){PROG, "Which symmetry each way of adding positions keeps, and what "
                           "a model learns with it.", CLI_COUNT(options), options},
               argc, argv);
-    if (opt.from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt.from_dir);
-        if (opt.to_dir == NULL)
-            cli_fail(PROG, "--from needs --to DIR, where the results go");
-        if (opt.positions == NULL)
-            cli_fail(PROG, "--from needs --positions none, rope or alibi");
-        opt.offset = opt.offset_given ? opt.offset : 0;
-    } else {
-        if (opt.to_dir != NULL || opt.positions != NULL || opt.causal)
-            cli_fail(PROG, "--to, --positions and --causal go with --from DIR");
-        if (opt.offset > MAX_OFFSET)
-            cli_fail(PROG, "--offset %d: parts 1 and 2 build tables of every position, "
-                     "up to %d", opt.offset, MAX_OFFSET);
-        if (t->num_hiddens % t->num_heads != 0 || (t->num_hiddens / t->num_heads) % 2 != 0)
-            cli_fail(PROG, "--hiddens %d / --heads %d must be a whole, even head size: RoPE "
-                     "turns pairs", t->num_hiddens, t->num_heads);
-        if (t->letters < 4 * t->length)
-            cli_fail(PROG, "--letters %d is fewer than 4 x --length %d: a sequence of 4L "
-                     "holds different letters", t->letters, t->length);
-        if (t->back >= t->length)
-            cli_fail(PROG, "--back %d must be below --length %d", t->back, t->length);
-    }
+    check_options(&opt);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    if (opt.from_dir != NULL) {
-        const char *names[3] = {"none", "rope", "alibi"};
-        for (int p = 0; p < 3; p++)
-            if (strcmp(opt.positions, names[p]) == 0)
-                return run_files(&opt, (HeadPositions)p);
-        cli_fail(PROG, "--positions '%s': expected none, rope or alibi", opt.positions);
-    }
     part1_symmetry(&opt);
     part2_rope_relative(&opt);
     int status = part3_alibi(&opt);

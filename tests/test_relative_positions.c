@@ -18,6 +18,7 @@
 #include "helpers.h"
 #include "io/npy.h"
 #include "position_attention.h"
+#include "learn/length_experiment.h"
 #include "learn/position_model.h"
 #include "random.h"
 #include "rope.h"
@@ -291,6 +292,79 @@ Test(position_model, offset_changes_only_absolute_schemes)
     }
 }
 
+/* ---- the length experiment ------------------------------------------------------ */
+
+/* ALiBi with W_q = 0: each score is the bias alone, -m_h |i - j|, so the
+ * weights are worked out here from the slopes of 2 heads, 1/16 and 1/256:
+ * under the causal mask query t weighs key j by exp(-m (t - j)), j <= t;
+ * without it, exp(-m |t - j|) over every key. The right key is t - 1 for
+ * "1 back" (queries 1 ... T-1) and T-1-t for reversal. */
+static double alibi_right_key(int T, bool causal)
+{
+    const double slopes[2] = {1.0 / 16, 1.0 / 256};
+    double sum = 0.0;
+    for (int h = 0; h < 2; h++)
+        for (int t = causal ? 1 : 0; t < T; t++) {
+            double total = 0.0;
+            for (int j = 0; j < (causal ? t + 1 : T); j++)
+                total += exp(-slopes[h] * abs(t - j));
+            const int right = causal ? t - 1 : T - 1 - t;
+            sum += exp(-slopes[h] * abs(t - right)) / total;
+        }
+    return sum / (2.0 * (causal ? T - 1 : T));
+}
+
+Test(length_experiment, right_key_weight_by_hand)
+{
+    const int T = 6, V = 24;
+    Task task = task_reversal(T, V);
+    TaskBatch *set = task_batch_new(&task, 5);
+    Rng rng = rng_new(8);
+    task_draw(&task, set, SPLIT_HELDOUT, &rng);
+    for (int causal = 0; causal < 2; causal++) {
+        PositionModel *model = position_model_new(V, 8, 2, POSITIONS_ALIBI, T, causal, &rng);
+        for (size_t i = 0; i < model->attention->W_q->size; i++)
+            model->attention->W_q->data[i] = 0.0f;
+        const LengthTask which = causal ? LENGTH_TASK_BACK : LENGTH_TASK_REVERSE;
+        const double got = length_right_key_weight(model, set, which, 1);
+        const double expected = alibi_right_key(T, causal);
+        cr_expect(fabs(got - expected) < 1e-6, "%s: %.7f, expected %.7f",
+                  length_task_names[which], got, expected);
+        position_model_free(model);
+    }
+    task_batch_free(set);
+}
+
+/* Every model stops by the rule, before the cap: 5 checks (500 steps)
+ * after its best one; one that learned the task looks at the right key. With a cap below the first check, every model
+ * takes exactly the cap. */
+Test(length_experiment, training_stops_when_the_check_stops_rising, .timeout = 240)
+{
+    LengthSetup setup = LENGTH_DEFAULTS;
+    setup.seeds = 1;
+    setup.examples = 50;
+    LengthExperiment *e = length_experiment_run(&setup);
+    for (const LengthRun *run = e->runs; run < e->runs + e->count; run++) {
+        const char *name = position_scheme_names[run->scheme];
+        cr_expect(!run->diverged, "%s diverged", name);
+        cr_expect(run->steps < setup.steps &&
+                      run->steps == run->best_step + LENGTH_PATIENCE * LENGTH_CHECK_EVERY,
+                  "%s, %s: %d steps, the best check at %d", length_task_names[run->task],
+                  name, run->steps, run->best_step);
+        if (run->task == LENGTH_TASK_BACK && run->scheme == POSITIONS_LEARNED)
+            cr_expect(run->accuracy[0] > 0.9 && run->right_key[0] > 0.9,
+                      "learned positions at L: accuracy %g, weight on the right key %g",
+                      run->accuracy[0], run->right_key[0]);
+    }
+    length_experiment_free(e);
+    setup.steps = 60;
+    e = length_experiment_run(&setup);
+    for (const LengthRun *run = e->runs; run < e->runs + e->count; run++)
+        cr_expect_eq(run->steps, 60, "%s: %d steps", position_scheme_names[run->scheme],
+                     run->steps);
+    length_experiment_free(e);
+}
+
 /* ---- the program ----------------------------------------------------------------- */
 
 #define RELPOS "06_permutation_invariance/relative_positions"
@@ -364,6 +438,60 @@ Test(relative_positions, from_to_alibi_six_heads)
     check_files("alibi_six_heads", "--positions alibi --offset 7");
 }
 Test(relative_positions, from_to_none) { check_files("none_causal", "--positions none --causal"); }
+
+#define RELFILES "06_permutation_invariance/relative_files"
+
+/* The files of one run, loaded, in the order scores, weights, output. */
+static void load_results(const char *dir, Tensor *out[3])
+{
+    const char *names[3] = {"scores", "weights", "output"};
+    for (int i = 0; i < 3; i++)
+        out[i] = load_case(dir, names[i]);
+}
+
+/* relative_positions hands --from and --to to relative_files: the same
+ * command line run both ways prints the same lines, the errors under
+ * relative_positions' name, and writes the same files bit for bit. */
+Test(relative_positions, file_mode_is_the_tool)
+{
+    char to[2][64], command[512];
+    const char *const programs[2] = {RELPOS, RELFILES};
+    RunResult r[2];
+    Tensor *files[2][3];
+    for (int p = 0; p < 2; p++) {
+        scratch_dir_make(to[p], sizeof to[p], "relpos_tool");
+        snprintf(command, sizeof command, "--from %s/rope_causal --to %s --positions rope "
+                 "--causal --offset 3", FIXTURES, to[p]);
+        r[p] = run_program(programs[p], command);
+        cr_assert_eq(r[p].status, 0, "%s %s: exit %d: %s", programs[p], command, r[p].status,
+                     r[p].err);
+        load_results(to[p], files[p]);
+    }
+    /* the lines name the folder written: the same text but for it */
+    const char *tail[2] = {strstr(r[0].out, to[0]), strstr(r[1].out, to[1])};
+    cr_assert(tail[0] != NULL && tail[1] != NULL, "no folder in:\n%s\n%s", r[0].out, r[1].out);
+    cr_expect_eq(tail[0] - r[0].out, tail[1] - r[1].out);
+    cr_expect_eq(strncmp(r[0].out, r[1].out, (size_t)(tail[0] - r[0].out)), 0);
+    cr_expect_str_eq(tail[0] + strlen(to[0]), tail[1] + strlen(to[1]));
+    for (int i = 0; i < 3; i++)
+        expect_close(files[0][i], files[1][i], 0.0f, 0.0f);
+    /* an error: one line, the same words, each under its own name */
+    snprintf(command, sizeof command, "--from %s/rope_causal --to %s --positions sideways",
+             FIXTURES, to[0]);
+    RunResult e[2] = {run_program(RELPOS, command), run_program(RELFILES, command)};
+    cr_expect(e[0].status == 2 && e[1].status == 2, "exits %d and %d", e[0].status, e[1].status);
+    cr_expect_str_eq(e[0].err, "relative_positions: --positions 'sideways': expected none, "
+                     "rope or alibi\n");
+    cr_expect_str_eq(e[1].err, "relative_files: --positions 'sideways': expected none, "
+                     "rope or alibi\n");
+    run_result_free(&e[0]);
+    run_result_free(&e[1]);
+    for (int p = 0; p < 2; p++) {
+        TENSOR_FREE(files[p][0], files[p][1], files[p][2]);
+        run_result_free(&r[p]);
+        scratch_dir_remove(to[p]);
+    }
+}
 
 /* Every seed trains on its own streams: one thread or two, the same output. */
 Test(relative_positions, training_does_not_depend_on_threads)

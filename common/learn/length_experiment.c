@@ -12,7 +12,7 @@
 const char *const length_task_names[LENGTH_TASKS] = {"k back", "reversal"};
 
 /* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3 };
+enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3, STREAM_CHECK = 5 };
 
 /* The answers of a batch of task_reversal sequences for the task asked:
  * reversal keeps them; "k back" puts the token k places back at t >= k. */
@@ -41,42 +41,90 @@ double length_chance(LengthTask task, int back, int T)
     return chance;
 }
 
+/* The key that holds the answer of query t in a sequence of T tokens. */
+static int right_key(LengthTask task, int back, int T, int t)
+{
+    return task == LENGTH_TASK_BACK ? t - back : T - 1 - t;
+}
+
+double length_right_key_weight(const PositionModel *model, const TaskBatch *set,
+                               LengthTask task, int back)
+{
+    const int B = set->batch_size, T = set->num_pairs, H = model->num_heads;
+    const int first = length_first_scored(task, back);
+    Tensor *weights = NULL;   /* (B, H, T, T) */
+    Tensor *logits = position_model_forward(model, set->keys, B, T, 0, &weights, NULL);
+    double sum = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = first; t < T; t++)
+                sum += AT4(weights, b, h, t, right_key(task, back, T, t));
+    TENSOR_FREE(weights, logits);
+    return sum / ((double)B * H * (T - first));
+}
+
+/* Adam steps on fresh batches of length L until the check set's accuracy
+ * has not risen for LENGTH_PATIENCE checks, or setup->steps; fills
+ * run->steps, run->best_step and run->diverged. */
+static void train_until_stalled(const LengthSetup *setup, PositionModel *model, LengthRun *run)
+{
+    const int L = setup->length, first = length_first_scored(run->task, setup->back);
+    Rng data = rng_new_stream(run->seed, STREAM_TRAIN);
+    Rng check_rng = rng_new_stream(run->seed, STREAM_CHECK);
+    Adam *adam = adam_new(model->params, model->num_params, setup->lr);
+    Task task = task_reversal(L, setup->letters);
+    TaskBatch *batch = task_batch_new(&task, setup->batch_size);
+    TaskBatch *check = task_batch_new(&task, setup->examples);
+    task_draw(&task, check, SPLIT_TRAIN, &check_rng);
+    set_answers(run->task, setup->back, check);
+    double best = -1.0;
+    int checks_without_rise = 0;
+    run->steps = 0;
+    while (run->steps < setup->steps && !run->diverged && checks_without_rise < LENGTH_PATIENCE) {
+        task_draw(&task, batch, SPLIT_TRAIN, &data);
+        set_answers(run->task, setup->back, batch);
+        const double loss = position_model_train_step(model, adam, batch->keys, batch->answers,
+                                                      setup->batch_size, L, first);
+        run->diverged = !isfinite(loss);
+        if (++run->steps % LENGTH_CHECK_EVERY != 0)
+            continue;
+        const double accuracy = position_model_accuracy(model, check->keys, check->answers,
+                                                        check->batch_size, L, first);
+        checks_without_rise++;
+        if (accuracy > best) {
+            checks_without_rise = 0;
+            best = accuracy;
+            run->best_step = run->steps;
+        }
+    }
+    task_batch_free(check);
+    task_batch_free(batch);
+    adam_free(adam);
+}
+
 /* seeds_run's job j: run j of the experiment */
 static void train_and_score(void *arg, int j)
 {
     LengthExperiment *e = arg;
     const LengthSetup *setup = &e->setup;
     LengthRun *run = &e->runs[j];
-    const int L = setup->length, S = setup->seeds;
+    const int S = setup->seeds;
     *run = (LengthRun){.task = (LengthTask)(j / (POSITION_SCHEMES * S)),
                        .scheme = (PositionScheme)(j / S % POSITION_SCHEMES),
                        .seed = setup->seed + (uint64_t)(j % S)};
     Rng init = rng_new_stream(run->seed, STREAM_INIT);
-    Rng data = rng_new_stream(run->seed, STREAM_TRAIN);
     /* rows for 4L positions: the learned table has them, trained or not */
     PositionModel *model = position_model_new(setup->letters, setup->num_hiddens,
-                                              setup->num_heads, run->scheme, 4 * L,
+                                              setup->num_heads, run->scheme, 4 * setup->length,
                                               run->task == LENGTH_TASK_BACK, &init);
-    Adam *adam = adam_new(model->params, model->num_params, setup->lr);
-    Task task = task_reversal(L, setup->letters);
-    TaskBatch *batch = task_batch_new(&task, setup->batch_size);
+    train_until_stalled(setup, model, run);
     const int first = length_first_scored(run->task, setup->back);
-    for (int step = 1; step <= setup->steps && !run->diverged; step++) {
-        task_draw(&task, batch, SPLIT_TRAIN, &data);
-        set_answers(run->task, setup->back, batch);
-        const double loss = position_model_train_step(model, adam, batch->keys, batch->answers,
-                                                      setup->batch_size, L, first);
-        run->diverged = !isfinite(loss);
-    }
-    for (int i = 0; i < LENGTH_SIZES; i++) {
+    for (int i = 0; i < LENGTH_SIZES && !run->diverged; i++) {
         const TaskBatch *h = e->held_out[run->task][i];
-        run->accuracy[i] = run->diverged ? 0.0
-                                         : position_model_accuracy(model, h->keys, h->answers,
-                                                                   h->batch_size, h->num_pairs,
-                                                                   first);
+        run->accuracy[i] = position_model_accuracy(model, h->keys, h->answers, h->batch_size,
+                                                   h->num_pairs, first);
+        run->right_key[i] = length_right_key_weight(model, h, run->task, setup->back);
     }
-    task_batch_free(batch);
-    adam_free(adam);
     if (j % S == 0)
         run->model = model;
     else
@@ -117,16 +165,44 @@ void length_experiment_free(LengthExperiment *e)
     free(e);
 }
 
+/* One number of each of a task and scheme's S runs, summed up against a line. */
+static SeedSummary runs_summary(const LengthExperiment *e, LengthTask task,
+                                PositionScheme scheme, double (*number)(const LengthRun *, int),
+                                int size, double line)
+{
+    const int S = e->setup.seeds;
+    double *values = checked_calloc("runs_summary", (size_t)S, sizeof *values);
+    for (int s = 0; s < S; s++)
+        values[s] = number(&e->runs[((int)task * POSITION_SCHEMES + (int)scheme) * S + s], size);
+    const SeedSummary summary = seeds_summary(values, S, line);
+    free(values);
+    return summary;
+}
+
+static double run_accuracy(const LengthRun *run, int size) { return run->accuracy[size]; }
+static double run_right_key(const LengthRun *run, int size) { return run->right_key[size]; }
+static double run_steps(const LengthRun *run, int size)
+{
+    (void)size;
+    return run->steps;
+}
+
 SeedSummary length_summary(const LengthExperiment *e, LengthTask task, PositionScheme scheme,
                            int size, double success)
 {
-    const int S = e->setup.seeds;
-    double *accuracy = checked_calloc("length_summary", (size_t)S, sizeof *accuracy);
-    for (int s = 0; s < S; s++)
-        accuracy[s] = e->runs[((int)task * POSITION_SCHEMES + (int)scheme) * S + s].accuracy[size];
-    const SeedSummary summary = seeds_summary(accuracy, S, success);
-    free(accuracy);
-    return summary;
+    return runs_summary(e, task, scheme, run_accuracy, size, success);
+}
+
+SeedSummary length_right_key_summary(const LengthExperiment *e, LengthTask task,
+                                     PositionScheme scheme, int size)
+{
+    return runs_summary(e, task, scheme, run_right_key, size, 1.0);
+}
+
+SeedSummary length_steps_summary(const LengthExperiment *e, LengthTask task,
+                                 PositionScheme scheme)
+{
+    return runs_summary(e, task, scheme, run_steps, 0, e->setup.steps);
 }
 
 /* model, held_out (B, T) -> the weights (T, T) averaged over sequences and heads */

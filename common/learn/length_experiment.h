@@ -13,8 +13,14 @@
  * For each task, each PositionScheme and each seed, one PositionModel is
  * trained at length L and scored on held-out sets of L, 2L and 4L tokens
  * (the same sequences for both tasks, never trained on). Parameters,
- * batches and held-out sets draw from streams of their own, so a run
- * depends on its seed alone, whatever the number of threads.
+ * batches, the check set and held-out sets draw from streams of their own,
+ * so a run depends on its seed alone, whatever the number of threads.
+ *
+ * When training stops: every LENGTH_CHECK_EVERY steps the model's token
+ * accuracy is measured on a check set of its own (examples sequences of
+ * length L from the training half, drawn apart from the batches; the
+ * held-out sets play no part), and training stops once that accuracy has
+ * not risen for LENGTH_PATIENCE checks in a row, or after steps steps.
  */
 #ifndef LENGTH_EXPERIMENT_H
 #define LENGTH_EXPERIMENT_H
@@ -32,18 +38,35 @@ typedef enum { LENGTH_TASK_BACK, LENGTH_TASK_REVERSE } LengthTask;
 /* "k back", "reversal" */
 extern const char *const length_task_names[LENGTH_TASKS];
 
+/* Check every 100 steps; stop after 5 checks without a rise (500 steps). */
+enum { LENGTH_CHECK_EVERY = 100, LENGTH_PATIENCE = 5 };
+
 typedef struct {
     uint64_t seed;                      /* seeds seed ... seed + seeds - 1 */
     int length, letters, back;          /* L, V (at least 4L), k (below L) */
-    int num_hiddens, num_heads, steps, batch_size, seeds, examples, num_threads;
+    int num_hiddens, num_heads;
+    int steps;                          /* the most Adam steps a model takes */
+    int batch_size, seeds, examples, num_threads;
     float lr;                           /* Adam's */
 } LengthSetup;
+
+/* The page's run (relative_positions --train). */
+#define LENGTH_DEFAULTS                                                                     \
+    ((LengthSetup){.seed = 0, .length = 6, .letters = 24, .back = 1, .num_hiddens = 32,    \
+                   .num_heads = 4, .steps = 4000, .batch_size = 16, .seeds = 4,             \
+                   .examples = 200, .num_threads = 2, .lr = 0.01f})
 
 typedef struct {
     LengthTask task;
     PositionScheme scheme;
     uint64_t seed;
+    int steps;                          /* the Adam steps it took (the rule above) */
+    int best_step;                      /* the step of its best check (0: no check) */
     double accuracy[LENGTH_SIZES];      /* held-out token accuracy at L, 2L, 4L */
+    /* the attention weight on the key that holds the answer (t - k, or
+     * T-1-t), averaged over the heads, the scored queries and the held-out
+     * sequences, at L, 2L, 4L */
+    double right_key[LENGTH_SIZES];
     bool diverged;                      /* the loss stopped being a number */
     PositionModel *model;               /* the first seed's of a task and scheme, else NULL */
 } LengthRun;
@@ -64,6 +87,13 @@ void length_experiment_free(LengthExperiment *experiment);   /* NULL is fine */
  * as a success rate, median and range (seeds.h). */
 SeedSummary length_summary(const LengthExperiment *experiment, LengthTask task,
                            PositionScheme scheme, int size, double success);
+/* The same over the S seeds for the weight on the right key at length
+ * index size, and for the steps taken (succeeded: the runs that stopped at
+ * the most steps, setup.steps, rather than by the rule). */
+SeedSummary length_right_key_summary(const LengthExperiment *experiment, LengthTask task,
+                                     PositionScheme scheme, int size);
+SeedSummary length_steps_summary(const LengthExperiment *experiment, LengthTask task,
+                                 PositionScheme scheme);
 
 /* The first position a task scores: k for "k back", 0 for reversal. */
 int length_first_scored(LengthTask task, int back);
@@ -73,6 +103,12 @@ int length_first_scored(LengthTask task, int back);
  * letters; for "k back" at position t the t earlier ones, a mean of 1/t
  * over the scored positions. */
 double length_chance(LengthTask task, int back, int T);
+
+/* model, set (B sequences of T) -> the attention weight on the key that
+ * holds the answer (t - k for "k back", T-1-t for reversal), averaged over
+ * the heads, the scored queries and the sequences. */
+double length_right_key_weight(const PositionModel *model, const TaskBatch *set,
+                               LengthTask task, int back);
 
 /* model, held_out (B sequences of T) -> the attention weights (T, T)
  * averaged over the sequences and the heads, new. */

@@ -1,0 +1,152 @@
+/*
+ * relative_files - RoPE or ALiBi attention on heads read from .npy files,
+ * for comparing with PyTorch (chapter 06's page relative_positions.md,
+ * "Checked against PyTorch").
+ *
+ *   relative_files --from DIR --to DIR --positions rope [--causal] [--offset S]
+ *
+ * reads DIR/queries.npy, keys.npy, values.npy, each (B, H, T, d), and
+ * writes scores.npy (after the positions, before the mask), weights.npy
+ * and output.npy. Without arguments it prints its --help. relative_positions hands its --from and --to command
+ * lines to this tool, which then speaks under relative_positions' name, so
+ * those command lines work as they always did.
+ *
+ * Legend: B = batch_size, H = num_heads, T = tokens, d = head size.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "io/cli.h"
+#include "io/layer_files.h"
+#include "position_attention.h"
+#include "rope.h"
+#include "tensor.h"
+
+typedef struct {
+    const char *prog;   /* "relative_files", or the name of the program that ran it */
+    const char *from_dir, *to_dir, *positions;
+    int offset;
+    bool causal;
+    HeadPositions how;
+} Options;
+
+/* DIR/queries, keys, values.npy (B, H, T, d) -> in[3] as (B*H, T, d), and
+ * shape (B, H, T, d); 0, or the exit status with the one line printed and
+ * in[] freed. */
+static int load_heads(const Options *opt, Tensor *in[3], int shape[4])
+{
+    char err[LAYER_FILES_ERR_LEN];
+    int status = layer_files_load_heads(opt->from_dir, in, err, sizeof err) != 0
+                     ? report_error(NULL, "%s", err) : 0;
+    if (status == 0)
+        memcpy(shape, in[0]->shape, 4 * sizeof *shape);
+    if (status == 0 && opt->how == HEAD_POSITIONS_ROPE && shape[3] % 2 != 0)
+        status = report_error(NULL, "RoPE turns pairs of columns: the head size (the last "
+                              "dimension of %s/queries.npy) must be even, got %d",
+                              opt->from_dir, shape[3]);
+    if (status == 0 && (long long)opt->offset + shape[2] > ROPE_MAX_POSITION) {
+        report_error(NULL, "--offset %d with %d tokens reaches position %lld; positions must "
+                     "stay below 2^24 = %d, where float32 stops holding every integer",
+                     opt->offset, shape[2], (long long)opt->offset + shape[2] - 1,
+                     ROPE_MAX_POSITION);
+        status = EXIT_USAGE;
+    }
+    if (status != 0) {
+        TENSOR_FREE(in[0], in[1], in[2]);
+        return status == EXIT_USAGE ? EXIT_USAGE : 1;
+    }
+    for (int i = 0; i < 3; i++)
+        tensor_reshape(in[i], SHAPE(shape[0] * shape[1], shape[2], shape[3]));
+    return 0;
+}
+
+/* The three results, each checked finite, written to --to as one set;
+ * 0 or 1. */
+static int save_results(const Options *opt, const NamedTensor set[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (tensor_first_non_finite(set[i].tensor) < set[i].tensor->size)
+            return report_error(NULL, "the %s are not finite: the inputs in %s are too large "
+                                "for float32", set[i].name, opt->from_dir) != 0;
+    char err[LAYER_FILES_ERR_LEN];
+    if (layer_files_save(opt->to_dir, set, 3, err, sizeof err) != 0)
+        return report_error(NULL, "%s", err) != 0;
+    return 0;
+}
+
+/* (B*H, T, d) x3 -> DIR/scores.npy, weights.npy, output.npy */
+static int run_files(const Options *opt)
+{
+    Tensor *in[3];
+    int shape[4];
+    int status = load_heads(opt, in, shape);
+    if (status != 0)
+        return status;
+    const int B = shape[0], H = shape[1], T = shape[2], d = shape[3];
+    const PositionAttention how = {opt->how, H, opt->offset, opt->causal};
+    Tensor *scores = NULL, *weights = NULL, *output = position_attention_forward(
+        &how, in[0], in[1], in[2], &scores, &weights, NULL);
+    tensor_reshape(scores, SHAPE(B, H, T, T));
+    tensor_reshape(weights, SHAPE(B, H, T, T));
+    tensor_reshape(output, SHAPE(B, H, T, d));
+    const NamedTensor set[3] = {{"scores", scores, NULL}, {"weights", weights, NULL},
+                                {"output", output, NULL}};
+    status = save_results(opt, set);
+    if (status == 0)
+        printf("%s positions%s, S = %d, (B, H, T, d) = (%d, %d, %d, %d)\n"
+               "wrote %s/scores.npy (B, H, T, T), weights.npy (B, H, T, T), "
+               "output.npy (B, H, T, d)\n", opt->positions, opt->causal ? ", causal" : "",
+               opt->offset, B, H, T, d, opt->to_dir);
+    TENSOR_FREE(in[0], in[1], in[2], scores, weights, output);
+    return status;
+}
+
+/* --from, --to and --positions are needed; the checks that take two
+ * options, in relative_positions' old order, so its messages stay. */
+static void check_options(Options *opt)
+{
+    if (opt->from_dir == NULL)
+        cli_fail(opt->prog, opt->to_dir != NULL || opt->positions != NULL || opt->causal
+                                ? "--to, --positions and --causal go with --from DIR"
+                                : "--from DIR is needed: where queries, keys, values.npy are");
+    cli_check_input_dir(opt->prog, "--from", opt->from_dir);
+    if (opt->to_dir == NULL)
+        cli_fail(opt->prog, "--from needs --to DIR, where the results go");
+    if (opt->positions == NULL)
+        cli_fail(opt->prog, "--from needs --positions none, rope or alibi");
+    const char *names[3] = {"none", "rope", "alibi"};
+    for (int p = 0; p < 3; p++)
+        if (strcmp(opt->positions, names[p]) == 0) {
+            opt->how = (HeadPositions)p;
+            return;
+        }
+    cli_fail(opt->prog, "--positions '%s': expected none, rope or alibi", opt->positions);
+}
+
+int main(int argc, char **argv)
+{
+    Options opt = {.prog = cli_program_name(argv[0], "relative_files")};
+    const CliOption options[] = {
+        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+         .help = "read queries, keys, values.npy (B, H, T, d)"},
+        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
+         .help = "write scores, weights, output.npy"},
+        {"--positions", CLI_STRING, &opt.positions, .metavar = "P",
+         .help = "none, rope or alibi"},
+        {"--causal", CLI_FLAG, &opt.causal, .help = "query i sees keys j <= i"},
+        {"--offset", CLI_INT, &opt.offset, .min = 0, .max = ROPE_MAX_POSITION, .metavar = "S",
+         .help = "the first position"},
+    };
+    const CliTable table = {opt.prog, "RoPE or ALiBi attention on heads from .npy files, as "
+                            "PyTorch would compute it.", CLI_COUNT(options), options};
+    cli_parse(&table, argc, argv);
+    if (argc == 1) {   /* a tool has no built-in example: it says what it takes */
+        cli_print_help(&table, stdout);
+        return 0;
+    }
+    check_options(&opt);
+    return run_files(&opt);
+}
