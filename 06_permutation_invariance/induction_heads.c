@@ -9,8 +9,9 @@
  *         sequences over the steps, and the step of the phase change.
  * Part 3: every head's previous-token and induction scores, and where the
  *         best two look on one held-out sequence.
- * Part 4: each head silenced in turn, and a one-layer model of the same
- *         width trained the same way.
+ * Part 4: each head silenced in turn; a one-layer model of the same
+ *         width trained the same way, beside what knowing only the tokens
+ *         seen is worth.
  * Part 5: all of it over several seeds, with success rates.
  * --to DIR saves the first seed's model; --from DIR reads a model instead
  * of training and runs parts 3 and 4 on it.

@@ -10,7 +10,9 @@
  * control from its own streams, then measures both on the held-out
  * sequences: each part's loss, every head's previous-token and induction
  * scores, and the repeated part's loss with each head (and each layer)
- * silenced. The program passes the attention layer the models train with.
+ * silenced. Layer 1 and layer 2 each have their own number of heads; the
+ * control is layer 1 alone. The program passes the attention layer the
+ * models train with.
  */
 #ifndef INDUCTION_EXPERIMENT_H
 #define INDUCTION_EXPERIMENT_H
