@@ -9,14 +9,15 @@
  *         sequences over the steps, and the step of the phase change.
  * Part 3: every head's previous-token and induction scores, and where the
  *         best two look on one held-out sequence.
- * Part 4: each head silenced in turn, and a one-layer model of the same
- *         width trained the same way.
+ * Part 4: each head silenced in turn; a one-layer model of the same
+ *         width trained the same way, beside what knowing only the tokens
+ *         seen is worth.
  * Part 5: all of it over several seeds, with success rates.
  * --to DIR saves the first seed's model; --from DIR reads a model instead
  * of training and runs parts 3 and 4 on it.
  *
- * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
- * D = num_hiddens, V = vocabulary, P = a sequence's period.
+ * Legend: B = batch_size, T = tokens of a sequence, H = num_heads of a
+ * layer, D = num_hiddens, V = vocabulary, P = a sequence's period.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -43,7 +44,8 @@ enum { MAX_SEEDS = INDUCTION_MAX_SEEDS, MAX_LAYERS = 2, MAX_HEADS = INDUCTION_MA
 
 typedef struct {
     uint64_t seed;
-    int vocab, length, num_hiddens, num_heads, steps, batch, seeds, examples, num_threads;
+    int vocab, length, num_hiddens, steps, batch, seeds, examples, num_threads;
+    int num_heads[MAX_LAYERS];   /* of layer 1 (and of the one-layer model), of layer 2 */
     float lr;
     const char *plot_dir, *to_dir, *from_dir;
 } Options;
@@ -52,18 +54,44 @@ typedef struct {
  * layer with one thread each (the threads go to the seeds). */
 static InductionSetup setup_of(const Options *opt)
 {
-    return (InductionSetup){opt->seed, opt->vocab, opt->length, opt->num_hiddens, opt->num_heads,
-                            opt->steps, opt->batch, opt->examples, opt->lr,
-                            fast_attention_layer(1)};
+    return (InductionSetup){opt->seed, opt->vocab, opt->length, opt->num_hiddens, opt->steps,
+                            opt->batch, opt->examples, {opt->num_heads[0], opt->num_heads[1]},
+                            opt->lr, fast_attention_layer(1)};
 }
 
-/* The periods of a run: a quarter to a half of the sequence. */
+/* What the options must satisfy together; then the memory a run needs:
+ * the held-out set's weights, streams and logits for every layer, and a
+ * step's the same on its batch, with gradients, on each thread. */
+static void check_options(const Options *opt)
+{
+    for (int l = 0; l < MAX_LAYERS; l++)
+        if (opt->num_hiddens % opt->num_heads[l] != 0)
+            cli_fail(PROG, "--hiddens %d does not divide by --heads%d %d", opt->num_hiddens,
+                     l + 1, opt->num_heads[l]);
+    if (opt->vocab < opt->length / 2)
+        cli_fail(PROG, "--vocab %d is fewer than %d: a period holds up to T/2 different tokens",
+                 opt->vocab, opt->length / 2);
+    if (opt->from_dir != NULL) {
+        cli_check_input_dir(PROG, "--from", opt->from_dir);
+        if (opt->to_dir != NULL)
+            cli_fail(PROG, "--from reads a model; --to saves a trained one: use one of them");
+    }
+    const double T = opt->length, D = opt->num_hiddens, V = opt->vocab;
+    const double H = opt->num_heads[0] + opt->num_heads[1];
+    const double per_sequence = (MAX_LAYERS + 1) * 8.0 * T * D + 3.0 * H * T * T + 2.0 * T * V;
+    const double threads = opt->num_threads < opt->seeds ? opt->num_threads : opt->seeds;
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d held-out sequences of %d tokens", opt->examples,
+             opt->length);
+    memory_require(4.0 * per_sequence * (opt->examples + 3.0 * threads * opt->batch), detail,
+                   "use a smaller --examples, --batch or --threads");
+}
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .vocab = 64, .length = 32, .num_hiddens = 64, .num_heads = 2,
+    Options opt = {.seed = 0, .vocab = 64, .length = 32, .num_hiddens = 64, .num_heads = {2, 1},
                    .steps = 600, .batch = 32, .seeds = 8, .examples = 200, .num_threads = 2,
-                   .lr = 0.003f};
+                   .lr = 0.005f};
     const CliOption options[] = {
         {"--vocab", CLI_INT, &opt.vocab, .min = 2, .max = 512, .metavar = "V",
          .help = "tokens to draw from, at least T / 2"},
@@ -71,8 +99,10 @@ static Options parse_options(int argc, char **argv)
          .help = "tokens a sequence holds (periods from T/4 to T/2)"},
         {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 2, .max = 256, .metavar = "D",
          .help = "num_hiddens"},
-        {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
-         .help = "num_heads of each layer, dividing D"},
+        {"--heads1", CLI_INT, &opt.num_heads[0], .min = 1, .max = MAX_HEADS, .metavar = "H",
+         .help = "num_heads of layer 1 and of the one-layer model, dividing D"},
+        {"--heads2", CLI_INT, &opt.num_heads[1], .min = 1, .max = MAX_HEADS, .metavar = "H",
+         .help = "num_heads of layer 2, dividing D"},
         {"--steps", CLI_INT, &opt.steps, .min = INDUCTION_WINDOW, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
         {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 1024, .metavar = "B",
@@ -98,28 +128,7 @@ static Options parse_options(int argc, char **argv)
                           "previous-token head and an induction head.", CLI_COUNT(options),
                           options},
               argc, argv);
-    if (opt.num_hiddens % opt.num_heads != 0)
-        cli_fail(PROG, "--hiddens %d does not divide by --heads %d", opt.num_hiddens,
-                 opt.num_heads);
-    if (opt.vocab < opt.length / 2)
-        cli_fail(PROG, "--vocab %d is fewer than %d: a period holds up to T/2 different tokens",
-                 opt.vocab, opt.length / 2);
-    if (opt.from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt.from_dir);
-        if (opt.to_dir != NULL)
-            cli_fail(PROG, "--from reads a model; --to saves a trained one: use one of them");
-    }
-    /* the held-out set's weights, streams and logits for every layer; a step's
-     * the same on its batch, with gradients, on each thread */
-    const double T = opt.length, D = opt.num_hiddens, H = opt.num_heads, V = opt.vocab;
-    const double per_sequence = (MAX_LAYERS + 1) * 8.0 * T * D + 3.0 * MAX_LAYERS * H * T * T +
-                                2.0 * T * V;
-    const double threads = opt.num_threads < opt.seeds ? opt.num_threads : opt.seeds;
-    char detail[96];
-    snprintf(detail, sizeof detail, "%d held-out sequences of %d tokens", opt.examples,
-             opt.length);
-    memory_require(4.0 * per_sequence * (opt.examples + 3.0 * threads * opt.batch), detail,
-                   "use a smaller --examples, --batch or --threads");
+    check_options(&opt);
     return opt;
 }
 
@@ -142,16 +151,17 @@ static void part1_task(const Options *opt, const InductionHeldOut *held_out, boo
            "repeated part (t >= P) token t appeared P places back, and what followed\n"
            "it then follows it now.\n\n",
            opt->vocab, log((double)opt->vocab));
-    printf("The model: embed_tokens (%d, %d) + embed_positions (%d, %d), then %s\n"
-           "causal self-attention, %d heads each, no biases, no MLP, no layer norm, each\n"
-           "layer's output added to its input; unembed %d -> %d.%s\n\n",
-           opt->vocab, opt->num_hiddens, T, opt->num_hiddens,
-           trained ? "two layers of" : "the layers of", opt->num_heads, opt->num_hiddens,
-           opt->vocab,
-           trained ? "" : " Read from --from.");
+    printf("The model: embed_tokens (%d, %d) + embed_positions (%d, %d), then two\n"
+           "layers of causal self-attention, %d %s in layer 1 and %d in layer 2, no\n"
+           "biases, no MLP, no layer norm, each layer's output added to its input;\n"
+           "unembed %d -> %d.%s\n\n",
+           opt->vocab, opt->num_hiddens, T, opt->num_hiddens, opt->num_heads[0],
+           opt->num_heads[0] == 1 ? "head" : "heads", opt->num_heads[1], opt->num_hiddens,
+           opt->vocab, trained ? "" : " Read from --from.");
     if (trained)
         printf("Training: %d Adam steps of %d sequences, lr %g, for each of %d seeds from\n"
-               "%llu, a one-layer model beside each; held out: %d sequences, none trained on.\n\n",
+               "%llu, a one-layer model (layer 1 alone) beside each; held out: %d sequences,\n"
+               "none trained on.\n\n",
                opt->steps, opt->batch, (double)opt->lr, opt->seeds,
                (unsigned long long)opt->seed, opt->examples);
 }
@@ -194,8 +204,6 @@ static int part2_training(const Options *opt, const InductionSeedResult *r)
     return status == 0 ? 0 : 1;
 }
 
-/* The head of layer l with the largest score. */
-
 /* rows [r0, r0 + n) and columns [c0, c0 + n) of matrix (T, T), new (n, n) */
 static Tensor *crop(const float *matrix, int T, int r0, int c0, int n)
 {
@@ -207,49 +215,35 @@ static Tensor *crop(const float *matrix, int T, int r0, int c0, int n)
     return out;
 }
 
-static int part3_heads(const Options *opt, InductionModel *model, const InductionHeldOut *held_out,
-                       const InductionMeasures *m)
+/* Every head's two scores, and the layers the best of each is in. */
+static void print_scores(const InductionModel *model, const InductionMeasures *m)
 {
-    const int H = model->num_heads, L = model->num_layers, T = model->length;
     printf("Part 3. The heads, on the held-out set\n\n"
            "previous-token score: the mean weight query t puts on key t - 1;\n"
            "induction score: the weight a query of the repeated part puts on the\n"
            "tokens that followed its token's earlier occurrences.\n\n"
            "  layer  head   previous-token   induction\n");
-    for (int l = 0; l < L; l++)
-        for (int h = 0; h < H; h++)
-            printf("  %5d  %4d   %14.3f   %9.3f\n", l + 1, h, m->previous[l * H + h],
-                   m->induction[l * H + h]);
-    /* where are the best of each, over both layers? */
-    int prev_at = 0, ind_at = 0;
-    for (int i = 1; i < L * H; i++) {
-        if (m->previous[i] > m->previous[prev_at])
-            prev_at = i;
-        if (m->induction[i] > m->induction[ind_at])
-            ind_at = i;
-    }
+    int prev_layer = 0, prev_head = 0, ind_layer = 0, ind_head = 0;
+    for (int l = 0; l < model->num_layers; l++)
+        for (int h = 0; h < model->num_heads[l]; h++) {
+            printf("  %5d  %4d   %14.3f   %9.3f\n", l + 1, h, m->previous[l][h],
+                   m->induction[l][h]);
+            if (m->previous[l][h] > m->previous[prev_layer][prev_head])
+                prev_layer = l, prev_head = h;
+            if (m->induction[l][h] > m->induction[ind_layer][ind_head])
+                ind_layer = l, ind_head = h;
+        }
     printf("\nThe best previous-token head is in layer %d, the best induction head in\n"
-           "layer %d%s\n\n", prev_at / H + 1, ind_at / H + 1,
-           L == 2 && prev_at / H == 0 && ind_at / H == 1
+           "layer %d%s\n\n", prev_layer + 1, ind_layer + 1,
+           model->num_layers == 2 && prev_layer == 0 && ind_layer == 1
                ? ": the previous-token head writes, the induction head reads."
                : ".");
-    if (L < 2)
-        return 0;
+}
 
-    // one held-out sequence of period T/2, or the first one
-    int b = 0;
-    for (int i = 0; i < held_out->count; i++)
-        if (held_out->periods[i] == T / 2) {
-            b = i;
-            break;
-        }
-    const int P = held_out->periods[b];
-    Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};
-    Tensor *logits = induction_forward(model, held_out->tokens + (size_t)b * (T + 1), 1, weights,
-                                       NULL);
-    const int hp = induction_best_head(m->previous, 0, H), hi = induction_best_head(m->induction, 1, H);
-    const float *prev_map = &AT4(weights[0], 0, hp, 0, 0);
-    const float *ind_map = &AT4(weights[1], 0, hi, 0, 0);
+/* The two maps, cropped to where the repeat starts, in the terminal. */
+static void print_stripes(const float *prev_map, int hp, const float *ind_map, int hi, int T,
+                          int P, int b)
+{
     const int n = T - P < CROP ? T - P : CROP;
     printf("Held-out sequence %d (P = %d), queries t = %d .. %d, the start of the repeat:\n\n",
            b, P, P, P + n - 1);
@@ -265,60 +259,78 @@ static int part3_heads(const Options *opt, InductionModel *model, const Inductio
     printf("\n");
     heatmap_terminal(stdout, view, title);
     tensor_free(view);
-    int status = 0;
-    if (opt->plot_dir != NULL) {
-        Tensor *panels = tensor_zeros(SHAPE(2, T, T));
-        memcpy(panels->data, prev_map, (size_t)T * T * sizeof(float));
-        memcpy(panels->data + (size_t)T * T, ind_map, (size_t)T * T * sizeof(float));
-        char t0[64], t1[64];
-        snprintf(t0, sizeof t0, "layer 1, head %d (previous token)", hp);
-        snprintf(t1, sizeof t1, "layer 2, head %d (induction)", hi);
-        const char *titles[2] = {t0, t1};
-        status = plot_heatmaps(opt->plot_dir, "induction_heads", panels, "key position",
-                               "query position", titles);
-        if (status == 0)
-            printf("\nwrote %s/induction_heads.dat and .gp (render: gnuplot "
-                   "%s/induction_heads.gp)\n", opt->plot_dir, opt->plot_dir);
-        tensor_free(panels);
-    }
-    printf("\n");
-    for (int l = 0; l < L; l++)
-        tensor_free(weights[l]);
-    tensor_free(logits);
+}
+
+/* --plot: the two whole (T, T) maps. Returns 0 or 1. */
+static int plot_stripes(const char *dir, const float *prev_map, int hp, const float *ind_map,
+                        int hi, int T)
+{
+    Tensor *panels = tensor_zeros(SHAPE(2, T, T));
+    memcpy(panels->data, prev_map, (size_t)T * T * sizeof(float));
+    memcpy(panels->data + (size_t)T * T, ind_map, (size_t)T * T * sizeof(float));
+    char t0[64], t1[64];
+    snprintf(t0, sizeof t0, "layer 1, head %d (previous token)", hp);
+    snprintf(t1, sizeof t1, "layer 2, head %d (induction)", hi);
+    const char *titles[2] = {t0, t1};
+    const int status = plot_heatmaps(dir, "induction_heads", panels, "key position",
+                                     "query position", titles);
+    if (status == 0)
+        printf("\nwrote %s/induction_heads.dat and .gp (render: gnuplot "
+               "%s/induction_heads.gp)\n", dir, dir);
+    tensor_free(panels);
     return status == 0 ? 0 : 1;
 }
 
-static void part4_ablation(const Options *opt, const InductionModel *model, const InductionMeasures *m,
-                           const InductionSeedResult *r)
+static int part3_heads(const Options *opt, InductionModel *model, const InductionHeldOut *held_out,
+                       const InductionMeasures *m)
 {
-    const int H = model->num_heads, L = model->num_layers;
+    const int T = model->length;
+    print_scores(model, m);
+    if (model->num_layers < 2)
+        return 0;
+    // one held-out sequence of period T/2, or the first one
+    int b = 0;
+    for (int i = 0; i < held_out->count; i++)
+        if (held_out->periods[i] == T / 2) {
+            b = i;
+            break;
+        }
+    Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (1, H_l, T, T) each */
+    Tensor *logits = induction_forward(model, held_out->tokens + (size_t)b * (T + 1), 1, weights,
+                                       NULL);
+    const int hp = induction_best_head(m->previous[0], model->num_heads[0]);
+    const int hi = induction_best_head(m->induction[1], model->num_heads[1]);
+    const float *prev_map = &AT4(weights[0], 0, hp, 0, 0), *ind_map = &AT4(weights[1], 0, hi, 0, 0);
+    print_stripes(prev_map, hp, ind_map, hi, T, held_out->periods[b], b);
+    const int status = opt->plot_dir != NULL
+                           ? plot_stripes(opt->plot_dir, prev_map, hp, ind_map, hi, T) : 0;
+    printf("\n");
+    TENSOR_FREE(weights[0], weights[1], logits);
+    return status;
+}
+
+static void part4_ablation(const Options *opt, const InductionModel *model, const InductionMeasures *m,
+                           const InductionSeedResult *r, double seen_tokens)
+{
     const double log_v = log((double)opt->vocab);
     printf("Part 4. Each head silenced in turn (its output set to zero): the repeated\n"
            "part's held-out loss, %.3f with every head, log %d = %.3f for a guess\n\n"
            "  silenced          repeated part   share of log %d\n", m->repeated, opt->vocab,
            log_v, opt->vocab);
-    for (int l = 0; l < L; l++)
-        for (int h = 0; h < H; h++)
-            printf("  layer %d, head %d   %13.3f   %14.2f\n", l + 1, h, m->ablated[l * H + h],
-                   m->ablated[l * H + h] / log_v);
-    for (int l = 0; l < L; l++)
+    for (int l = 0; l < model->num_layers; l++)
+        for (int h = 0; h < model->num_heads[l]; h++)
+            printf("  layer %d, head %d   %13.3f   %14.2f\n", l + 1, h, m->ablated[l][h],
+                   m->ablated[l][h] / log_v);
+    for (int l = 0; l < model->num_layers; l++)
         printf("  all of layer %d   %13.3f   %14.2f\n", l + 1, m->ablated_layer[l],
                m->ablated_layer[l] / log_v);
     if (r != NULL)
-        printf("\nThe one-layer model of the same width, same seed and batches: first part\n"
-               "%.3f, repeated part %.3f (%.2f of log %d).\n\n", r->one_layer_first,
-               r->one_layer_repeated, r->one_layer_repeated / log_v, opt->vocab);
-    else
-        printf("\n");
-}
-
-/* The layer-1 head with the best previous-token score and the layer-2 head
- * with the best induction score; the largest ablation loss of the others. */
-
-
-static void part5_seeds(const Options *opt, const InductionSeedResult *results)
-{
-    induction_print_seeds(results, opt->seeds, opt->seed, opt->num_heads, opt->vocab);
+        printf("\nThe one-layer model (layer 1 alone), same seed and batches: first part\n"
+               "%.3f, repeated part %.3f (%.2f of log %d). A predictor that knows only\n"
+               "which tokens it has seen, and spreads its bet evenly over them: %.3f.\n",
+               r->one_layer_first, r->one_layer_repeated, r->one_layer_repeated / log_v,
+               opt->vocab, seen_tokens);
+    printf("\n");
 }
 
 /* ---- main --------------------------------------------------------------------------- */
@@ -343,33 +355,38 @@ static int save_model(const Options *opt, const InductionModel *model, const Ind
     return status;
 }
 
-/* --from DIR: the model as saved, then parts 3 and 4. */
+/* --from DIR: the two-layer model as saved, then parts 3 and 4. */
 static int run_from(const Options *opt, const InductionHeldOut *held_out)
 {
-    int sizes[2];
+    int layers = 0;
+    Options shown = *opt;
     char err[MODEL_ERR_LEN];
-    if (model_read_ints(opt->from_dir, "num_heads", &sizes[0], 1, err, sizeof err) != 0 ||
-        model_read_ints(opt->from_dir, "num_layers", &sizes[1], 1, err, sizeof err) != 0)
+    if (model_read_ints(opt->from_dir, "num_layers", &layers, 1, err, sizeof err) != 0)
         return report_error(PROG, "%s", err), 1;
-    if (sizes[0] < 1 || sizes[0] > MAX_HEADS || opt->num_hiddens % sizes[0] != 0 ||
-        sizes[1] < 1 || sizes[1] > MAX_LAYERS)
-        return report_error(PROG, "%s: num_heads %d and num_layers %d do not fit --hiddens %d "
-                            "(layers 1 to %d)", opt->from_dir, sizes[0], sizes[1],
-                            opt->num_hiddens, MAX_LAYERS), 1;
+    if (layers != MAX_LAYERS)
+        return report_error(PROG, "%s: num_layers is %d; --from reads the %d-layer models "
+                            "that --to saves", opt->from_dir, layers, MAX_LAYERS), 1;
+    if (model_read_ints(opt->from_dir, "num_heads", shown.num_heads, MAX_LAYERS, err,
+                        sizeof err) != 0)
+        return report_error(PROG, "%s", err), 1;
+    for (int l = 0; l < MAX_LAYERS; l++)
+        if (shown.num_heads[l] < 1 || shown.num_heads[l] > MAX_HEADS ||
+            opt->num_hiddens % shown.num_heads[l] != 0)
+            return report_error(PROG, "%s: layer %d's num_heads %d does not fit --hiddens %d "
+                                "(1 to %d heads)", opt->from_dir, l + 1, shown.num_heads[l],
+                                opt->num_hiddens, MAX_HEADS), 1;
     Rng rng = rng_new(0);
-    InductionModel *model = induction_new(opt->vocab, opt->length, opt->num_hiddens, sizes[0],
-                                          sizes[1], &rng);
+    InductionModel *model = induction_new(opt->vocab, opt->length, opt->num_hiddens,
+                                          shown.num_heads, layers, &rng);
     if (model_load(opt->from_dir, model->files, model->num_files, err, sizeof err) != 0) {
         induction_free(model);
         return report_error(PROG, "%s", err), 1;
     }
-    Options shown = *opt;
-    shown.num_heads = sizes[0];
     part1_task(&shown, held_out, false);
     const InductionMeasures m = induction_measure(model, held_out);
     printf("Held-out loss: first part %.3f, repeated part %.3f\n\n", m.first, m.repeated);
     const int status = part3_heads(&shown, model, held_out, &m);
-    part4_ablation(&shown, model, &m, NULL);
+    part4_ablation(&shown, model, &m, NULL, 0.0);
     induction_free(model);
     return status;
 }
@@ -394,8 +411,9 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
     if (status == 0) {
         status |= part2_training(opt, &results[0]);
         status |= part3_heads(opt, results[0].model, held_out, &results[0].two_layer);
-        part4_ablation(opt, results[0].model, &results[0].two_layer, &results[0]);
-        part5_seeds(opt, results);
+        const double seen = induction_seen_tokens_loss(held_out, opt->length);
+        part4_ablation(opt, results[0].model, &results[0].two_layer, &results[0], seen);
+        induction_print_seeds(results, opt->seeds, &setup, seen);
         if (opt->to_dir != NULL) {
             char err[MODEL_ERR_LEN];
             if (save_model(opt, results[0].model, held_out, err, sizeof err) == 0)

@@ -71,36 +71,65 @@ static void induction_head_scores(const Tensor *weights, const InductionHeldOut 
     }
 }
 
-/* The model on the held-out set: both parts' losses, the heads' scores and
- * the repeated part's loss with each head silenced. */
-InductionMeasures induction_measure(InductionModel *model, const InductionHeldOut *held_out)
+double induction_seen_tokens_loss(const InductionHeldOut *held_out, int length)
 {
-    const int B = held_out->count, T = model->length, H = model->num_heads;
-    const int D = model->num_hiddens;
-    InductionMeasures m = {0};
-    float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
-    m.repeated = induction_heldout_parts(model, held_out, losses, &m.first);
+    const int T = length;
+    double sum = 0.0;
+    long count = 0;
+    for (int b = 0; b < held_out->count; b++) {
+        const int *row = held_out->tokens + (size_t)b * (T + 1);
+        int distinct = 0;
+        for (int t = 0; t < T; t++) {
+            bool seen = false;
+            for (int s = 0; s < t && !seen; s++)
+                seen = row[s] == row[t];
+            distinct += !seen;
+            if (t >= held_out->periods[b]) {
+                sum += log((double)distinct);
+                count++;
+            }
+        }
+    }
+    return count > 0 ? sum / (double)count : 0.0;
+}
 
+/* Each head's two scores, from one forward of the held-out set. */
+static void measure_scores(const InductionModel *model, const InductionHeldOut *held_out,
+                           InductionMeasures *m)
+{
+    const int B = held_out->count, T = model->length;
     int *inputs = checked_calloc(FUNC, (size_t)B * T, sizeof *inputs);
     for (int b = 0; b < B; b++)
         memcpy(inputs + (size_t)b * T, held_out->tokens + (size_t)b * (T + 1),
                (size_t)T * sizeof *inputs);
-    Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (B, H, T, T) each */
+    Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (B, H_l, T, T) each */
     Tensor *logits = induction_forward(model, inputs, B, weights, NULL);
     for (int l = 0; l < model->num_layers; l++) {
-        induction_head_scores(weights[l], held_out, m.previous + l * H, m.induction + l * H);
+        induction_head_scores(weights[l], held_out, m->previous[l], m->induction[l]);
         tensor_free(weights[l]);
     }
     tensor_free(logits);
     free(inputs);
+}
+
+/* The model on the held-out set: both parts' losses, the heads' scores and
+ * the repeated part's loss with each head, then each layer, silenced. */
+InductionMeasures induction_measure(InductionModel *model, const InductionHeldOut *held_out)
+{
+    const int B = held_out->count, T = model->length, D = model->num_hiddens;
+    InductionMeasures m = {0};
+    float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
+    m.repeated = induction_heldout_parts(model, held_out, losses, &m.first);
+    measure_scores(model, held_out, &m);
 
     float *saved = checked_calloc(FUNC, (size_t)D * D, sizeof *saved);
-    const size_t head_floats = (size_t)D * D / (size_t)H;
     double first;
     for (int l = 0; l < model->num_layers; l++) {
+        const int H = model->num_heads[l];
+        const size_t head_floats = (size_t)D * D / (size_t)H;
         for (int h = 0; h < H; h++) {
             induction_ablate_head(model, l, h, saved);
-            m.ablated[l * H + h] = induction_heldout_parts(model, held_out, losses, &first);
+            m.ablated[l][h] = induction_heldout_parts(model, held_out, losses, &first);
             induction_restore_head(model, l, h, saved);
         }
         for (int h = 0; h < H; h++)
@@ -139,7 +168,8 @@ static InductionModel *induction_train(const InductionSetup *setup, int num_laye
 {
     Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
     InductionModel *model = induction_new(setup->vocab, setup->length, setup->num_hiddens,
-                                          setup->num_heads, num_layers, &init);
+                                          setup->num_heads, num_layers, &init);   /* the first
+                                                                                     num_layers */
     model->attend = setup->attend;
     Adam *adam = adam_new(model->params, model->num_params, setup->lr);
     const int B = setup->batch, T = setup->length;
@@ -147,7 +177,8 @@ static InductionModel *induction_train(const InductionSetup *setup, int num_laye
     int *periods = checked_calloc(FUNC, (size_t)B, sizeof *periods);
     float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
     for (int step = 1; step <= setup->steps; step++) {
-        repeats_draw(tokens, periods, B, T, setup->vocab, induction_min_period(setup), induction_max_period(setup), &data);
+        repeats_draw(tokens, periods, B, T, setup->vocab, induction_min_period(setup),
+                     induction_max_period(setup), &data);
         const double loss = induction_train_step(model, adam, tokens, B, losses);
         if (!isfinite(loss)) {
             induction_free(model);
@@ -217,36 +248,36 @@ void induction_held_out_free(InductionHeldOut *held_out)
     free(held_out->periods);
 }
 
-int induction_best_head(const double *scores, int l, int H)
+int induction_best_head(const double *scores, int H)
 {
     int best = 0;
     for (int h = 1; h < H; h++)
-        if (scores[l * H + h] > scores[l * H + best])
+        if (scores[h] > scores[best])
             best = h;
     return best;
 }
 
-InductionVerdict induction_verdict(const InductionSeedResult *r, int num_heads, int vocab)
+InductionVerdict induction_verdict(const InductionSeedResult *r, const int *num_heads, int vocab)
 {
     const InductionMeasures *m = &r->two_layer;
-    const int H = num_heads;
     const double log_v = log((double)vocab);
-    InductionVerdict v = {.prev_head = induction_best_head(m->previous, 0, H),
-                          .ind_head = induction_best_head(m->induction, 1, H)};
-    v.prev = m->previous[v.prev_head];
-    v.ind = m->induction[H + v.ind_head];
-    v.ablate_prev = m->ablated[v.prev_head];
-    v.ablate_ind = m->ablated[H + v.ind_head];
-    for (int i = 0; i < 2 * H; i++)
-        if (i != v.prev_head && i != H + v.ind_head && m->ablated[i] > v.ablate_other)
-            v.ablate_other = m->ablated[i];
+    InductionVerdict v = {.prev_head = induction_best_head(m->previous[0], num_heads[0]),
+                          .ind_head = induction_best_head(m->induction[1], num_heads[1])};
+    v.prev = m->previous[0][v.prev_head];
+    v.ind = m->induction[1][v.ind_head];
+    v.ablate_prev = m->ablated[0][v.prev_head];
+    v.ablate_ind = m->ablated[1][v.ind_head];
+    v.ablate_other = m->repeated;   /* no other head: it costs nothing */
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < num_heads[l]; h++)
+            if (h != (l == 0 ? v.prev_head : v.ind_head) && m->ablated[l][h] > v.ablate_other)
+                v.ablate_other = m->ablated[l][h];
     v.success = m->repeated < INDUCTION_SUCCESS_SHARE * log_v &&
                 fabs(m->first - log_v) <= INDUCTION_FIRST_PART_BAND * log_v;
     v.heads_found = v.prev >= 0.4 && v.ind >= 0.4;
     /* both ablations at 0.8 log V or more; any other costs under a quarter of that */
-    const double cost = fmin(v.ablate_prev, v.ablate_ind) - m->repeated;
     v.ablation_clear = v.ablate_prev >= 0.8 * log_v && v.ablate_ind >= 0.8 * log_v &&
-                       v.ablate_other - m->repeated < 0.25 * cost;
+                       v.ablate_other - m->repeated < 0.25 * 0.8 * log_v;
     return v;
 }
 
@@ -268,70 +299,89 @@ static void summary_line(const char *label, double *values, int n, const char *u
     printf("\n");
 }
 
-void induction_print_seeds(const InductionSeedResult *results, int S, uint64_t first_seed,
-                           int num_heads, int vocab)
+/* The columns of the table over seeds, one value per seed. */
+typedef struct {
+    double phase[INDUCTION_MAX_SEEDS], prev[INDUCTION_MAX_SEEDS], ind[INDUCTION_MAX_SEEDS];
+    double repeated[INDUCTION_MAX_SEEDS], ablate_prev[INDUCTION_MAX_SEEDS];
+    double ablate_ind[INDUCTION_MAX_SEEDS], ablate_other[INDUCTION_MAX_SEEDS];
+    double layer2[INDUCTION_MAX_SEEDS], control[INDUCTION_MAX_SEEDS];
+    int n_phase, succeeded, found, clear, control_failed;
+} SeedColumns;
+
+/* One seed's row of the table, and its values added to the columns. */
+static void print_seed_row(const InductionSeedResult *r, uint64_t seed, int s,
+                           const InductionSetup *setup, SeedColumns *c)
 {
-    const double log_v = log((double)vocab);
+    const double log_v = log((double)setup->vocab);
+    const InductionVerdict v = induction_verdict(r, setup->num_heads, setup->vocab);
+    char phase_text[16];
+    if (r->phase_step > 0)
+        snprintf(phase_text, sizeof phase_text, "%d", r->phase_step);
+    else
+        snprintf(phase_text, sizeof phase_text, "none");
+    printf("  %4llu  %5s   %5.3f   %7.3f  %5.2f (%d)     %5.2f (%d)    %5.2f  %5.2f  %5.2f   "
+           "%8.3f%s\n", (unsigned long long)seed, phase_text, r->two_layer.first,
+           r->two_layer.repeated, v.prev, v.prev_head, v.ind, v.ind_head, v.ablate_prev,
+           v.ablate_ind, v.ablate_other, r->one_layer_repeated, v.success ? "" : "  failed");
+    c->succeeded += v.success;
+    c->found += v.success && v.heads_found;
+    c->clear += v.success && v.ablation_clear;
+    c->control_failed += !(r->one_layer_repeated < INDUCTION_SUCCESS_SHARE * log_v);
+    if (r->phase_step > 0)
+        c->phase[c->n_phase++] = r->phase_step;
+    c->prev[s] = v.prev;
+    c->ind[s] = v.ind;
+    c->repeated[s] = r->two_layer.repeated;
+    c->ablate_prev[s] = v.ablate_prev;
+    c->ablate_ind[s] = v.ablate_ind;
+    c->ablate_other[s] = v.ablate_other;
+    c->layer2[s] = r->two_layer.ablated_layer[1];
+    c->control[s] = r->one_layer_repeated;
+}
+
+/* The verdicts counted, each with the line it is judged by. */
+static void print_verdicts(const SeedColumns *c, int S, int vocab, double seen_tokens)
+{
+    const double log_v = log((double)vocab), line = INDUCTION_SUCCESS_SHARE * log_v;
+    printf("  two layers succeed (repeated part below %.3f = %.1f log %d,\n"
+           "    first part within %.0f%% of log %d)        %d of %d\n",
+           line, INDUCTION_SUCCESS_SHARE, vocab, 100.0 * INDUCTION_FIRST_PART_BAND, vocab,
+           c->succeeded, S);
+    printf("  of those, both scores at least 0.4         %d of %d\n", c->found, c->succeeded);
+    printf("  of those, silencing either head gives at least %.3f (0.8 log %d)\n"
+           "    and any other head adds under %.3f (a quarter of that)   %d of %d\n",
+           0.8 * log_v, vocab, 0.2 * log_v, c->clear, c->succeeded);
+    printf("  one layer fails (repeated part not below %.3f)  %d of %d\n", line,
+           c->control_failed, S);
+    printf("  (knowing only which tokens were seen: %.3f)\n\n", seen_tokens);
+}
+
+void induction_print_seeds(const InductionSeedResult *results, int S,
+                           const InductionSetup *setup, double seen_tokens)
+{
     printf("Part 5. Over %d %s (%llu to %llu), on the held-out set; log %d = %.3f\n\n"
            "                     two layers                          silenced          one layer\n"
            "  seed  phase   first  repeated  prev. (head)  ind. (head)   prev.  ind.  other   repeated\n",
-           S, S == 1 ? "seed" : "seeds", (unsigned long long)first_seed,
-           (unsigned long long)(first_seed + (uint64_t)S - 1), vocab, log_v);
-    int succeeded = 0, found = 0, clear = 0, control_failed = 0;
-    enum { N = INDUCTION_MAX_SEEDS };
-    double phase[N], prev[N], ind[N], rep[N], abl_prev[N], abl_ind[N], abl_other[N];
-    double control[N], abl_layer2[N];
-    int n_phase = 0;
-    for (int s = 0; s < S; s++) {
-        const InductionSeedResult *r = &results[s];
-        const InductionVerdict v = induction_verdict(r, num_heads, vocab);
-        char phase_text[16];
-        if (r->phase_step > 0)
-            snprintf(phase_text, sizeof phase_text, "%d", r->phase_step);
-        else
-            snprintf(phase_text, sizeof phase_text, "none");
-        printf("  %4llu  %5s   %5.3f   %7.3f  %5.2f (%d)     %5.2f (%d)    %5.2f  %5.2f  %5.2f   %8.3f%s\n",
-               (unsigned long long)(first_seed + (uint64_t)s), phase_text, r->two_layer.first,
-               r->two_layer.repeated, v.prev, v.prev_head, v.ind, v.ind_head, v.ablate_prev,
-               v.ablate_ind, v.ablate_other, r->one_layer_repeated, v.success ? "" : "  failed");
-        succeeded += v.success;
-        found += v.success && v.heads_found;
-        clear += v.success && v.ablation_clear;
-        control_failed += !(r->one_layer_repeated < INDUCTION_SUCCESS_SHARE * log_v);
-        if (r->phase_step > 0)
-            phase[n_phase++] = r->phase_step;
-        prev[s] = v.prev;
-        ind[s] = v.ind;
-        rep[s] = r->two_layer.repeated;
-        abl_prev[s] = v.ablate_prev;
-        abl_ind[s] = v.ablate_ind;
-        abl_other[s] = v.ablate_other;
-        abl_layer2[s] = r->two_layer.ablated_layer[1];
-        control[s] = r->one_layer_repeated;
-    }
+           S, S == 1 ? "seed" : "seeds", (unsigned long long)setup->seed,
+           (unsigned long long)(setup->seed + (uint64_t)S - 1), setup->vocab,
+           log((double)setup->vocab));
+    SeedColumns c = {0};
+    for (int s = 0; s < S; s++)
+        print_seed_row(&results[s], setup->seed + (uint64_t)s, s, setup, &c);
     printf("\n  (phase: the step of the phase change; prev., ind.: the best previous-token\n"
            "  head of layer 1 and the best induction head of layer 2, their scores and,\n"
            "  under silenced, the repeated part's loss without them; other: the worst\n"
            "  loss with any other head silenced)\n\n");
-    printf("  two layers succeed (repeated part below %.3f = %.1f log %d,\n"
-           "    first part within %.0f%% of log %d)        %d of %d\n",
-           INDUCTION_SUCCESS_SHARE * log_v, INDUCTION_SUCCESS_SHARE, vocab, 100.0 * INDUCTION_FIRST_PART_BAND,
-           vocab, succeeded, S);
-    printf("  of those, both scores at least 0.4         %d of %d\n", found, succeeded);
-    printf("  of those, silencing either head gives at least %.3f (0.8 log %d)\n"
-           "    and any other head costs under a quarter of that   %d of %d\n",
-           0.8 * log_v, vocab, clear, succeeded);
-    printf("  one layer fails (repeated part not below %.3f)  %d of %d\n\n",
-           INDUCTION_SUCCESS_SHARE * log_v, control_failed, S);
+    print_verdicts(&c, S, setup->vocab, seen_tokens);
     printf("                                      median   lowest to highest\n");
-    if (n_phase > 0)
-        summary_line("phase change step", phase, n_phase, "%6.0f");
-    summary_line("previous-token score (layer 1)", prev, S, "%6.2f");
-    summary_line("induction score (layer 2)", ind, S, "%6.2f");
-    summary_line("repeated part, two layers", rep, S, "%6.3f");
-    summary_line("  previous-token head silenced", abl_prev, S, "%6.3f");
-    summary_line("  induction head silenced", abl_ind, S, "%6.3f");
-    summary_line("  another head silenced (worst)", abl_other, S, "%6.3f");
-    summary_line("  all of layer 2 silenced", abl_layer2, S, "%6.3f");
-    summary_line("repeated part, one layer", control, S, "%6.3f");
+    if (c.n_phase > 0)
+        summary_line("phase change step", c.phase, c.n_phase, "%6.0f");
+    summary_line("previous-token score (layer 1)", c.prev, S, "%6.2f");
+    summary_line("induction score (layer 2)", c.ind, S, "%6.2f");
+    summary_line("repeated part, two layers", c.repeated, S, "%6.3f");
+    summary_line("  previous-token head silenced", c.ablate_prev, S, "%6.3f");
+    summary_line("  induction head silenced", c.ablate_ind, S, "%6.3f");
+    summary_line("  another head silenced (worst)", c.ablate_other, S, "%6.3f");
+    summary_line("  all of layer 2 silenced", c.layer2, S, "%6.3f");
+    summary_line("repeated part, one layer", c.control, S, "%6.3f");
 }

@@ -4,13 +4,15 @@
  * sequences that repeat, one seed at a time, and what is measured of them.
  *
  * Legend: B = sequences, T = tokens, V = vocabulary, D = num_hiddens,
- * H = heads per layer, P = a sequence's period.
+ * H = heads of a layer, P = a sequence's period.
  *
  * A seed trains a two-layer model (induction_model.h) and a one-layer
  * control from its own streams, then measures both on the held-out
  * sequences: each part's loss, every head's previous-token and induction
  * scores, and the repeated part's loss with each head (and each layer)
- * silenced. The program passes the attention layer the models train with.
+ * silenced. Layer 1 and layer 2 each have their own number of heads; the
+ * control is layer 1 alone. The program passes the attention layer the
+ * models train with.
  */
 #ifndef INDUCTION_EXPERIMENT_H
 #define INDUCTION_EXPERIMENT_H
@@ -23,7 +25,6 @@
 
 enum {
     INDUCTION_MAX_HEADS = 8,
-    INDUCTION_MAX_HEADS_ALL = INDUCTION_MAX_LAYERS * INDUCTION_MAX_HEADS,
     INDUCTION_WINDOW = 10,   /* steps averaged to find the phase change */
     INDUCTION_MAX_SEEDS = 64,
 };
@@ -31,7 +32,8 @@ enum {
 /* What a run is: the sizes, the training and the layer it trains with. */
 typedef struct {
     uint64_t seed;           /* seed j of the experiment is seed + j */
-    int vocab, length, num_hiddens, num_heads, steps, batch, examples;
+    int vocab, length, num_hiddens, steps, batch, examples;
+    int num_heads[2];        /* of layer 1 (the one-layer control's too) and of layer 2 */
     float lr;
     AttentionLayer attend;
 } InductionSetup;
@@ -48,10 +50,11 @@ typedef struct {
 /* What is measured of a model on the held-out set. */
 typedef struct {
     double first, repeated;                    /* the mean loss of each part */
-    double previous[INDUCTION_MAX_HEADS_ALL];            /* per head, layer-major */
-    double induction[INDUCTION_MAX_HEADS_ALL];
-    double ablated[INDUCTION_MAX_HEADS_ALL];             /* repeated-part loss, that head silenced */
-    double ablated_layer[INDUCTION_MAX_LAYERS];          /* the same, every head of the layer silenced */
+    double previous[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];    /* [layer][head] */
+    double induction[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];
+    double ablated[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];     /* repeated-part loss, that
+                                                                      head silenced */
+    double ablated_layer[INDUCTION_MAX_LAYERS];   /* the same, every head of the layer silenced */
 } InductionMeasures;
 /* Everything a seed's job produces. */
 typedef struct {
@@ -72,6 +75,10 @@ typedef struct {
  * induction_held_out_free. */
 InductionHeldOut induction_held_out_new(const InductionSetup *setup);
 void induction_held_out_free(InductionHeldOut *held_out);
+/* The repeated part's loss of a predictor that knows only which tokens it
+ * has seen: at t, uniform over the distinct tokens among 0 .. t (P of them
+ * once the repeat has begun), averaged over the held-out repeated part. */
+double induction_seen_tokens_loss(const InductionHeldOut *held_out, int length);
 /* What is measured of a model on the held-out set. */
 InductionMeasures induction_measure(InductionModel *model, const InductionHeldOut *held_out);
 /* seeds_run's job j (arg an InductionExperiment): seed setup->seed + j, the
@@ -84,8 +91,8 @@ void induction_seed_job(void *arg, int j);
 #define INDUCTION_SUCCESS_SHARE 0.1
 #define INDUCTION_FIRST_PART_BAND 0.1
 
-/* The head of layer l (0 or 1) with the largest score; scores layer-major. */
-int induction_best_head(const double *scores, int l, int H);
+/* The index of the largest of H scores (a layer's heads). */
+int induction_best_head(const double *scores, int H);
 
 /* A two-layer seed judged: its best previous-token head (layer 1) and best
  * induction head (layer 2), their scores, the repeated part's loss with
@@ -96,12 +103,13 @@ typedef struct {
     double prev, ind, ablate_prev, ablate_ind, ablate_other;
     bool success, heads_found, ablation_clear;
 } InductionVerdict;
-InductionVerdict induction_verdict(const InductionSeedResult *r, int num_heads, int vocab);
+InductionVerdict induction_verdict(const InductionSeedResult *r, const int *num_heads, int vocab);
 
-/* The table over S seeds (first_seed, first_seed + 1, ...) on stdout: each
- * seed's phase change, losses, best heads and ablations, the verdicts
- * counted, and the median and range of every column. */
-void induction_print_seeds(const InductionSeedResult *results, int S, uint64_t first_seed,
-                           int num_heads, int vocab);
+/* The table over S seeds (setup->seed, setup->seed + 1, ...) on stdout:
+ * each seed's phase change, losses, best heads and ablations, the verdicts
+ * counted, and the median and range of every column; seen_tokens is
+ * induction_seen_tokens_loss of the held-out set. */
+void induction_print_seeds(const InductionSeedResult *results, int S,
+                           const InductionSetup *setup, double seen_tokens);
 
 #endif

@@ -3,8 +3,8 @@
  * token (introduced in chapter 06's page "Induction heads"). See
  * induction_model.h.
  *
- * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
- * D = num_hiddens, d = D / H, V = vocabulary, N = num_layers.
+ * Legend: B = batch_size, T = tokens of a sequence, H = num_heads of a
+ * layer, D = num_hiddens, d = D / H, V = vocabulary, N = num_layers.
  */
 #include "learn/induction_model.h"
 
@@ -48,8 +48,9 @@ static void list_parameters(InductionModel *m)
     }
     m->params[p++] = (Parameter){"unembed.weight", m->unembed, m->grad_unembed};
     m->files[f++] = (ModelFile){.name = "unembed.weight", .parts = {m->unembed}};
-    m->files[f++] = (ModelFile){.name = "num_heads", .ints = &m->saved_sizes[0], .num_ints = 1};
-    m->files[f++] = (ModelFile){.name = "num_layers", .ints = &m->saved_sizes[1], .num_ints = 1};
+    m->files[f++] = (ModelFile){.name = "num_heads", .ints = m->num_heads,
+                                .num_ints = m->num_layers};
+    m->files[f++] = (ModelFile){.name = "num_layers", .ints = &m->saved_layers, .num_ints = 1};
     m->num_params = p;
     m->num_files = f;
 }
@@ -63,7 +64,7 @@ static void xavier_in_proj(Tensor *weight, int D, Rng *rng)
         weight->data[i] = -bound + 2.0f * bound * rng_uniform(rng);
 }
 
-InductionModel *induction_new(int vocab, int length, int num_hiddens, int num_heads,
+InductionModel *induction_new(int vocab, int length, int num_hiddens, const int *num_heads,
                               int num_layers, Rng *rng)
 {
     const char *func = "induction_new";
@@ -75,15 +76,15 @@ InductionModel *induction_new(int vocab, int length, int num_hiddens, int num_he
     InductionModel *m = checked_calloc(func, 1, sizeof *m);
     const int D = num_hiddens;
     *m = (InductionModel){.vocab = vocab, .length = length, .num_hiddens = D,
-                          .num_heads = num_heads, .num_layers = num_layers,
-                          .saved_sizes = {num_heads, num_layers}};
+                          .num_layers = num_layers, .saved_layers = num_layers};
+    memcpy(m->num_heads, num_heads, (size_t)num_layers * sizeof *num_heads);
     // drawn in a fixed order, so a seed names one model
     m->embed_tokens = embedding_new(vocab, D, rng);
     m->embed_positions = embedding_new(length, D, rng);
     for (int l = 0; l < num_layers; l++) {
         /* multihead_new checks the sizes and draws W_o as nn.Linear does;
          * the in-projection is redrawn as nn.MultiheadAttention draws it */
-        m->layers[l] = multihead_new(D, D, D, D, num_heads, 0.0f, false, rng);
+        m->layers[l] = multihead_new(D, D, D, D, num_heads[l], 0.0f, false, rng);
         xavier_in_proj(m->layers[l]->W_q, D, rng);
         xavier_in_proj(m->layers[l]->W_k, D, rng);
         xavier_in_proj(m->layers[l]->W_v, D, rng);
@@ -265,7 +266,7 @@ double induction_losses(const InductionModel *model, const int *tokens, int batc
 
 void induction_ablate_head(InductionModel *model, int layer, int head, float *saved)
 {
-    const int D = model->num_hiddens, d = D / model->num_heads;
+    const int D = model->num_hiddens, d = D / model->num_heads[layer];
     float *rows = model->layers[layer]->W_v->data + (size_t)head * d * D;   /* (d, D) */
     memcpy(saved, rows, (size_t)d * D * sizeof *rows);
     memset(rows, 0, (size_t)d * D * sizeof *rows);
@@ -273,7 +274,7 @@ void induction_ablate_head(InductionModel *model, int layer, int head, float *sa
 
 void induction_restore_head(InductionModel *model, int layer, int head, const float *saved)
 {
-    const int D = model->num_hiddens, d = D / model->num_heads;
+    const int D = model->num_hiddens, d = D / model->num_heads[layer];
     memcpy(model->layers[layer]->W_v->data + (size_t)head * d * D, saved,
            (size_t)d * D * sizeof *saved);
 }

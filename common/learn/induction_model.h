@@ -3,14 +3,16 @@
  * that predicts the next token, and its task, sequences that repeat
  * (introduced in chapter 06's page "Induction heads").
  *
- * Legend: B = batch_size, T = tokens of a sequence, H = num_heads,
- * D = num_hiddens, d = D / H, V = vocabulary, N = num_layers.
+ * Legend: B = batch_size, T = tokens of a sequence, H = num_heads of a
+ * layer (each layer has its own), D = num_hiddens, d = D / H,
+ * V = vocabulary, N = num_layers.
  *
  *   tokens (B, T)
  *      | embed_tokens (V, D) + embed_positions (T, D)
  *   x_0 (B, T, D)                               the residual stream
- *      | x_1 = x_0 + attention_0(x_0)          causal self-attention, H heads,
- *      | x_2 = x_1 + attention_1(x_1)          no biases; no MLP, no layer norm
+ *      | x_1 = x_0 + attention_0(x_0)          causal self-attention, H_0 heads,
+ *      | x_2 = x_1 + attention_1(x_1)          H_1 heads, no biases; no MLP,
+ *      |                                        no layer norm
  *      | ...
  *   x_N (B, T, D)
  *      | unembed: x_N W_U^T                     W_U (V, D), no bias
@@ -25,12 +27,12 @@
  *     embed_tokens = nn.Embedding(V, D)
  *     embed_positions = nn.Embedding(T, D)
  *     layers = nn.ModuleList(nn.MultiheadAttention(D, H, bias=False, batch_first=True)
- *                            for _ in range(N))   # with a causal attn_mask
+ *                            for H in num_heads)  # N layers, a causal attn_mask
  *     unembed = nn.Linear(D, V, bias=False)
  * and described under those parameter names (state_dict.h):
  *     embed_tokens.weight (V, D)      embed_positions.weight (T, D)
  *     layers.0.in_proj_weight (3D, D) layers.0.out_proj.weight (D, D)   ... per layer
- *     unembed.weight (V, D)           num_heads (1,)   num_layers (1,)
+ *     unembed.weight (V, D)           num_heads (N,)   num_layers (1,)
  */
 #ifndef INDUCTION_MODEL_H
 #define INDUCTION_MODEL_H
@@ -52,10 +54,11 @@ enum {
 };
 
 typedef struct {
-    int vocab, length, num_hiddens, num_heads, num_layers;   /* V, T, D, H, N */
+    int vocab, length, num_hiddens, num_layers;    /* V, T, D, N */
+    int num_heads[INDUCTION_MAX_LAYERS];           /* H of each layer */
     Tensor *embed_tokens;                          /* (V, D) */
     Tensor *embed_positions;                       /* (T, D) */
-    MultiHeadAttention *layers[INDUCTION_MAX_LAYERS];   /* D -> D, H heads, no biases */
+    MultiHeadAttention *layers[INDUCTION_MAX_LAYERS];   /* D -> D, no biases */
     AttentionLayer attend;                         /* CLEAR_ATTENTION unless a program says */
     Tensor *unembed;                               /* (V, D) */
 
@@ -66,16 +69,16 @@ typedef struct {
     int num_params;
     ModelFile files[INDUCTION_MAX_FILES];
     int num_files;
-    int saved_sizes[2];                            /* num_heads, num_layers */
+    int saved_layers;                              /* num_layers, as saved */
     char names[INDUCTION_MAX_PARAMS + INDUCTION_MAX_FILES][INDUCTION_NAME_LEN];
 } InductionModel;
 
 /* Parameters drawn in a fixed order from rng, as PyTorch draws the modules
  * above: both embeddings N(0, 1), each layer's in_proj_weight
  * Xavier-uniform over (3D, D) and its out_proj nn.Linear's default, the
- * unembedding nn.Linear's default. D must divide by H; 1 <= N <=
- * INDUCTION_MAX_LAYERS. */
-InductionModel *induction_new(int vocab, int length, int num_hiddens, int num_heads,
+ * unembedding nn.Linear's default. num_heads holds each layer's H, and D
+ * must divide by each; 1 <= N <= INDUCTION_MAX_LAYERS. */
+InductionModel *induction_new(int vocab, int length, int num_hiddens, const int *num_heads,
                               int num_layers, Rng *rng);
 void induction_free(InductionModel *model);   /* NULL is fine */
 
@@ -90,7 +93,7 @@ typedef struct {
 
 /* tokens (B, T) -> logits (B, T, V) (new). weights, when not NULL, is an
  * array of N pointers that receive each layer's attention weights
- * (B, H, T, T) (the clear layer computes them); cache, when not NULL, is
+ * (B, H_l, T, T) (the clear layer computes them); cache, when not NULL, is
  * filled for the backward. */
 Tensor *induction_forward(const InductionModel *model, const int *tokens, int batch_size,
                           Tensor **weights, InductionCache *cache);
