@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "fast/fast_attention_layer.h"
+#include "heads.h"
 #include "io/cli.h"
 #include "io/model.h"
 #include "io/plot.h"
@@ -65,9 +66,8 @@ static InductionSetup setup_of(const Options *opt)
 static void check_options(const Options *opt)
 {
     for (int l = 0; l < MAX_LAYERS; l++)
-        if (opt->num_hiddens % opt->num_heads[l] != 0)
-            cli_fail(PROG, "--hiddens %d does not divide by --heads%d %d", opt->num_hiddens,
-                     l + 1, opt->num_heads[l]);
+        cli_require_heads_split(PROG, opt->num_hiddens, opt->num_heads[l], "--hiddens",
+                                l == 0 ? "--heads1" : "--heads2");
     if (opt->vocab < opt->length / 2)
         cli_fail(PROG, "--vocab %d is fewer than %d: a period holds up to T/2 different tokens",
                  opt->vocab, opt->length / 2);
@@ -362,25 +362,25 @@ static int run_from(const Options *opt, const InductionHeldOut *held_out)
     Options shown = *opt;
     char err[MODEL_ERR_LEN];
     if (model_read_ints(opt->from_dir, "num_layers", &layers, 1, err, sizeof err) != 0)
-        return report_error(PROG, "%s", err), 1;
+        return report_failure(PROG, "%s", err);
     if (layers != MAX_LAYERS)
-        return report_error(PROG, "%s: num_layers is %d; --from reads the %d-layer models "
-                            "that --to saves", opt->from_dir, layers, MAX_LAYERS), 1;
+        return report_failure(PROG, "%s: num_layers is %d; --from reads the %d-layer models "
+                              "that --to saves", opt->from_dir, layers, MAX_LAYERS);
     if (model_read_ints(opt->from_dir, "num_heads", shown.num_heads, MAX_LAYERS, err,
                         sizeof err) != 0)
-        return report_error(PROG, "%s", err), 1;
+        return report_failure(PROG, "%s", err);
     for (int l = 0; l < MAX_LAYERS; l++)
-        if (shown.num_heads[l] < 1 || shown.num_heads[l] > MAX_HEADS ||
-            opt->num_hiddens % shown.num_heads[l] != 0)
-            return report_error(PROG, "%s: layer %d's num_heads %d does not fit --hiddens %d "
-                                "(1 to %d heads)", opt->from_dir, l + 1, shown.num_heads[l],
-                                opt->num_hiddens, MAX_HEADS), 1;
+        if (shown.num_heads[l] > MAX_HEADS ||
+            !heads_split(opt->num_hiddens, shown.num_heads[l], NULL, NULL, NULL, 0))
+            return report_failure(PROG, "%s: layer %d's num_heads %d does not fit --hiddens %d "
+                                  "(1 to %d heads)", opt->from_dir, l + 1, shown.num_heads[l],
+                                  opt->num_hiddens, MAX_HEADS);
     Rng rng = rng_new(0);
     InductionModel *model = induction_new(opt->vocab, opt->length, opt->num_hiddens,
                                           shown.num_heads, layers, &rng);
     if (model_load(opt->from_dir, model->files, model->num_files, err, sizeof err) != 0) {
         induction_free(model);
-        return report_error(PROG, "%s", err), 1;
+        return report_failure(PROG, "%s", err);
     }
     part1_task(&shown, held_out, false);
     const InductionMeasures m = induction_measure(model, held_out);

@@ -69,11 +69,11 @@ static int save_results(const Options *opt, const NamedTensor set[3])
 {
     for (int i = 0; i < 3; i++)
         if (tensor_first_non_finite(set[i].tensor) < set[i].tensor->size)
-            return report_error(NULL, "the %s are not finite: the inputs in %s are too large "
-                                "for float32", set[i].name, opt->from_dir) != 0;
+            return report_failure(NULL, "the %s are not finite: the inputs in %s are too large "
+                                  "for float32", set[i].name, opt->from_dir);
     char err[LAYER_FILES_ERR_LEN];
     if (layer_files_save(opt->to_dir, set, 3, err, sizeof err) != 0)
-        return report_error(NULL, "%s", err) != 0;
+        return report_failure(NULL, "%s", err);
     return 0;
 }
 

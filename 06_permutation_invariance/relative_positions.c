@@ -334,7 +334,8 @@ static void check_options(const Options *opt)
     if (opt->offset > MAX_OFFSET)
         cli_fail(PROG, "--offset %d: parts 1 and 2 build tables of every position, up to %d",
                  opt->offset, MAX_OFFSET);
-    if (t->num_hiddens % t->num_heads != 0 || (t->num_hiddens / t->num_heads) % 2 != 0)
+    cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
+    if ((t->num_hiddens / t->num_heads) % 2 != 0)
         cli_fail(PROG, "--hiddens %d / --heads %d must be a whole, even head size: RoPE "
                  "turns pairs", t->num_hiddens, t->num_heads);
     if (t->letters < 4 * t->length)
