@@ -23,6 +23,7 @@
 #include "helpers.h"
 #include "io/layer_files.h"
 #include "io/npy.h"
+#include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
 #include "random.h"
@@ -424,9 +425,14 @@ Test(multihead, from_weights_is_the_layer_of_those_weights)
     Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 3, 3));
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 4, 5));
     Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 4, 7));
-    Tensor *expected = multihead_forward(drawn, queries, keys, values, NULL, false, NULL, NULL);
-    Tensor *actual = multihead_forward(&around, queries, keys, values, NULL, false, NULL, NULL);
+    MultiHeadCache drawn_cache = {0}, around_cache = {0};   /* grouped: kv_cache.h's layer */
+    Tensor *expected = grouped_forward_cache(drawn, queries, keys, values, NULL, false, NULL,
+                                             &drawn_cache);
+    Tensor *actual = grouped_forward_cache(&around, queries, keys, values, NULL, false, NULL,
+                                           &around_cache);
     cr_expect(tensor_allclose(actual, expected, 0.0f, 0.0f, NULL));
+    multihead_cache_free(&drawn_cache);
+    multihead_cache_free(&around_cache);
     TENSOR_FREE(queries, keys, values, expected, actual);
     multihead_free(drawn);
 
