@@ -276,8 +276,7 @@ static Options parse_options(int argc, char **argv, int *query)
     };
     cli_parse(&(CliTable){PROG, "A Python dictionary as attention: one-hot keys and queries, their dot\n"
                                 "products as 0/1 similarities, then real-valued word vectors.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     *query = word_index(opt.query_word);
     char words[256];
     if (*query < 0)

@@ -84,8 +84,7 @@ static Options parse_options(int argc, char **argv)
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed"},
     };
     cli_parse(&(CliTable){PROG, "How often a noisy query still finds its key by the largest dot product.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     const double work = (double)NUM_LEVELS * opt.trials * opt.num_keys * opt.dim;
     if (work > MAX_MULTIPLY_ADDS)
         cli_fail(PROG, "--keys %d, --dim %d and --trials %d take %.2g multiply-adds over the %d "

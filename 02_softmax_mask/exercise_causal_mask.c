@@ -121,8 +121,7 @@ static Options parse_options(int argc, char **argv)
     };
     cli_parse(&(CliTable){PROG, "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
                                 "with padding.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 

@@ -299,8 +299,7 @@ static Options parse_options(int argc, char **argv)
          .help = "write the heatmaps as DIR/masked_softmax.{dat,gp}"},
     };
     cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, n_k).",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 

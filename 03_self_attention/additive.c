@@ -55,8 +55,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Additive attention w_v . tanh(W_q q + W_k k) on d2l's check, "
                                 "and Nadaraya-Watson\nkernel regression as attention pooling "
                                 "on d2l's toy data.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 

@@ -406,8 +406,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Attention, backwards: dQ, dK and dV derived pass by pass, "
                                 "checked by finite\ndifferences, and the O(n) softmax backward "
                                 "against the full Jacobian.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     if (opt.hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three tokens have size 3)");

@@ -43,8 +43,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Part 5 of chapter 03: time one self-attention forward pass "
                                 "for n = 128, 256, ...\nand count the bytes of the n x n "
                                 "weight matrix.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 

@@ -49,8 +49,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Average dropout's training-mode attention weights over groups of "
                                 "draws and\nmeasure how far the mean stays from the evaluation "
                                 "weights.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     return opt;
 }

@@ -57,8 +57,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V: d2l's "
                                 "check,\nself-attention on a few tokens, why sqrt(d) and dropout.\n"
                                 "Part 5, the n^2 cost, is ./03_self_attention/cost.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     if (hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "

@@ -260,8 +260,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Attention computed over blocks of keys with a running maximum "
                                 "and sum\n(the online softmax), so the T x n_k matrix of weights "
                                 "is never stored.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     /* Part 2 must fit in memory and finish in seconds, so three sizes are
      * checked before anything is made. */
     const double B = opt.batch, T = opt.num_queries, K = opt.num_keys, d = opt.num_hiddens;

@@ -171,8 +171,7 @@ int main(int argc, char **argv)
                           "Checks the formulas of chapter 04's exercise 2 (where an element lands\n"
                           "after the head split, right and wrong) and the sequence-first split of\n"
                           "exercise 3 on random tensors of several shapes.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     Rng rng = rng_new(seed);
     int failures = exercise2_where_elements_land(&rng);
     failures += exercise3_sequence_first(&rng);

@@ -349,8 +349,7 @@ static Options parse_options(int argc, char **argv)
                           "Follows every element of X (batch, queries, hiddens) through the head split\n"
                           "(B, T, D) -> (B, T, H, d) -> (B, H, T, d) -> (B*H, T, d) and back.\n"
                           "X[b, t, j] = 1000*b + 100*t + j, so 1205 is sequence 1, token 2, hidden 5.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     cli_require_heads_split(PROG, opt.num_hiddens, opt.num_heads, "--hiddens", "--heads");
     return opt;
 }

@@ -244,8 +244,7 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "The multi-head layer backwards: every gradient against "
                                 "finite differences,\nthe key bias that learns nothing, and "
                                 "one head's dK by hand.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     cli_require_heads_split(PROG, D, opt.num_heads, "num_hiddens", "--heads");
     if (opt.head >= opt.num_heads)
         cli_fail(PROG, "--head %d: the layer has heads 0 to %d", opt.head, opt.num_heads - 1);

@@ -199,8 +199,7 @@ static Options parse_options(int argc, char **argv)
                           "backward alone on the heads of\n(1, 8192, 512, 8), causal streaming "
                           "attention against full on the\nheads of (1, 2048, 512, 8), and the "
                           "fast forward alone at n = 16384\nand 32768.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     if (opt.config_text != NULL)
         parse_config(&opt);
     if (opt.pytorch_text != NULL)

@@ -128,8 +128,7 @@ static Options parse_options(int argc, char **argv)
     };
     cli_parse(&(CliTable){PROG, "d2l's exercise 2 on a trained model: each head's importance, "
                           "and held-out\naccuracy as heads are pruned.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     check_options(&opt);
     return opt;
 }

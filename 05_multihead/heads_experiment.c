@@ -130,8 +130,7 @@ static Options parse_options(int argc, char **argv)
     };
     cli_parse(&(CliTable){PROG, "Why several heads: a query that names two keys, answered with "
                           "1, 2 and 4 heads\nat the same num_hiddens, each from many seeds.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     read_head_counts(&opt);
     check_memory(&opt);
     return opt;

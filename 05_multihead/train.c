@@ -30,6 +30,7 @@
 #include "learn/lookup_model.h"
 #include "learn/tasks.h"
 #include "learn/training.h"
+#include "ops.h"
 #include "platform.h"
 
 static const char PROG[] = "train";
@@ -221,16 +222,6 @@ static int asked_entry(const TaskBatch *batch, int b)
     return asked;
 }
 
-/* The first entry of the largest weight in row (n,), as argmax takes it. */
-static int largest_entry(const float *row, int n)
-{
-    int best = 0;
-    for (int j = 1; j < n; j++)
-        if (row[j] > row[best])
-            best = j;
-    return best;
-}
-
 /* Over the held-out examples, for each head: the mean weight it puts on
  * the entry whose key the query names, and the share of examples whose
  * largest weight falls there (the first largest, like argmax):
@@ -246,7 +237,7 @@ static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout,
         for (int h = 0; h < H; h++) {
             const float *row = &AT4(weights, b, h, 0, 0);
             mean_weight[h] += row[asked] / N;
-            largest_share[h] += (largest_entry(row, P) == asked) / (double)N;
+            largest_share[h] += (argmax(row, P) == asked) / (double)N;
         }
     }
 }
@@ -261,7 +252,7 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
     Tensor *weights;
     Tensor *logits = lookup_forward(model, heldout, &weights, NULL);
     const int answer = heldout->answers[0];
-    const int predicted = largest_entry(&AT3(logits, 0, 0, 0), model->value_vocab);
+    const int predicted = argmax(&AT3(logits, 0, 0, 0), model->value_vocab);
     printf("  held-out example 0:\n");
     print_example(task, heldout, 0, false);
     printf("  answer %s, the model says %s\n\n", task->value_words[answer],
@@ -282,7 +273,7 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
     const int asked = asked_entry(heldout, 0);
     int on_key = 0;
     for (int h = 0; h < H; h++)
-        on_key += largest_entry(&AT2(example, h, 0), P) == asked;
+        on_key += argmax(&AT2(example, h, 0), P) == asked;
     printf("  %d of the %d heads put their largest weight on entry %d, the one holding %s%s",
            on_key, H, asked, task->key_words[heldout->queries[0]],
            on_key == H ? ":\n  the query found its key.\n" : ".\n");

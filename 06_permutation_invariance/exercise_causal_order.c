@@ -144,8 +144,7 @@ static Options parse_options(int argc, char **argv)
                                 "permutation of the\ntokens: which positions keep their output, "
                                 "predicted and measured, then the\nprediction checked on every "
                                 "permutation of T tokens.",
-                          CLI_COUNT(options), options},
-              argc, argv);
+                          CLI_COUNT(options), options}, argc, argv);
     read_perm(&opt);
     return opt;
 }

@@ -123,15 +123,20 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads)
     return transpose_qkv(grad, num_heads);
 }
 
+void require_kv_heads(const char *func, int num_heads, int num_kv_heads)
+{
+    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
+        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
+            num_heads);
+}
+
 /* Stop unless G divides H and x (B*heads, T, d) has a first size that
  * divides by heads (G or H, whichever x is split into); returns B. */
 static int kv_batch_size(const char *func, const Tensor *x, int num_kv_heads, int num_heads,
                          int heads)
 {
     tensor_check_shape(func, "x", x, SHAPE(-1, -1, -1));
-    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
-        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
-            num_heads);
+    require_kv_heads(func, num_heads, num_kv_heads);
     if (x->shape[0] % heads != 0)
         die(func, "the first size %d of x does not divide by its %d heads", x->shape[0], heads);
     return x->shape[0] / heads;

@@ -53,6 +53,9 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T,
  *   x (B*G, T, d) -> out (B*H, T, d), out[b*H + h] = x[b*G + h / (H/G)]
  * The backward adds the H / G gradients of each copy back into its head. */
 Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
+/* The one check of the groups: G >= 1 divides H. A caller's sizes were
+ * checked before, so it dies naming func when they do not fit. */
+void require_kv_heads(const char *func, int num_heads, int num_kv_heads);
 Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
 /* A key or value projection into the H heads that read it:
  *   x (B, n_k, G*d) -> transpose_qkv into G heads -> repeat_kv_heads -> (B*H, n_k, d)

@@ -230,14 +230,6 @@ Tensor *grouped_forward_cache(const MultiHeadAttention *layer, const Tensor *que
 }
 
 /* x into *out when out is not NULL, else freed */
-static void keep_or_free(Tensor *x, Tensor **out)
-{
-    if (out != NULL)
-        *out = x;
-    else
-        tensor_free(x);
-}
-
 /* grad_output (B, T, D) -> grads += dW_*, db_*; grad_queries (B, T, Dq),
  * grad_keys (B, K, Dk), grad_values (B, K, Dv), grad_concat (B, T, D) */
 void grouped_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
@@ -258,11 +250,12 @@ void grouped_backward(const MultiHeadAttention *layer, const MultiHeadCache *cac
     Tensor *grad_q = transpose_qkv_backward(d_Q, H);       /* (B, T, D) */
     Tensor *grad_k = split_kv_heads_backward(d_K, G, H);   /* (B, K, G*d) */
     Tensor *grad_v = split_kv_heads_backward(d_V, G, H);   /* (B, K, G*d) */
-    keep_or_free(linear_backward(cache->queries, layer->W_q, grad_q, g->W_q, g->b_q),
-                 grad_queries);
-    keep_or_free(linear_backward(cache->keys, layer->W_k, grad_k, g->W_k, g->b_k), grad_keys);
-    keep_or_free(linear_backward(cache->values, layer->W_v, grad_v, g->W_v, g->b_v),
-                 grad_values);
+    tensor_keep_or_free(linear_backward(cache->queries, layer->W_q, grad_q, g->W_q, g->b_q),
+                        grad_queries);
+    tensor_keep_or_free(linear_backward(cache->keys, layer->W_k, grad_k, g->W_k, g->b_k),
+                        grad_keys);
+    tensor_keep_or_free(linear_backward(cache->values, layer->W_v, grad_v, g->W_v, g->b_v),
+                        grad_values);
     TENSOR_FREE(d_Q, d_K, d_V, grad_q, grad_k, grad_v);
 }
 

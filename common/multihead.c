@@ -48,35 +48,25 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
     if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
         die(func, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
             "num_hiddens %d", query_size, key_size, value_size, num_hiddens);
-    head_size(func, num_hiddens, num_heads);   /* dies unless H splits D */
-    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
-        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
-            num_heads);
+    const int d = head_size(func, num_hiddens, num_heads);   /* dies unless H splits D */
+    require_kv_heads(func, num_heads, num_kv_heads);
     if (!(dropout >= 0.0f && dropout < 1.0f))
         die(func, "dropout must be in [0, 1), got %g", (double)dropout);
 
-    MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
-    layer->query_size = query_size;
-    layer->key_size = key_size;
-    layer->value_size = value_size;
-    layer->num_hiddens = num_hiddens;
-    layer->num_heads = num_heads;
-    layer->num_kv_heads = num_kv_heads;
-    layer->dropout = dropout;
-    layer->bias = bias;
-
     /* Drawn in a fixed order, each weight followed by its bias, so a seed
      * names one layer. The bias bound uses the weight's fan_in, as
-     * nn.Linear.reset_parameters does. */
-    const int D = num_hiddens, kv_rows = num_kv_heads * (D / num_heads);   /* G*d */
-    layer->W_q = init_uniform(rng, D, query_size, false);
-    layer->b_q = bias ? init_uniform(rng, D, query_size, true) : NULL;
-    layer->W_k = init_uniform(rng, kv_rows, key_size, false);
-    layer->b_k = bias ? init_uniform(rng, kv_rows, key_size, true) : NULL;
-    layer->W_v = init_uniform(rng, kv_rows, value_size, false);
-    layer->b_v = bias ? init_uniform(rng, kv_rows, value_size, true) : NULL;
-    layer->W_o = init_uniform(rng, D, D, false);
-    layer->b_o = bias ? init_uniform(rng, D, D, true) : NULL;
+     * nn.Linear.reset_parameters does. params is in the order
+     * W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o. */
+    const int D = num_hiddens, kv_rows = num_kv_heads * d;   /* G*d */
+    const int rows[4] = {D, kv_rows, kv_rows, D}, cols[4] = {query_size, key_size, value_size, D};
+    Tensor *params[MULTIHEAD_PARAMETERS] = {0};
+    for (int i = 0; i < 4; i++) {
+        params[i] = init_uniform(rng, rows[i], cols[i], false);
+        params[4 + i] = bias ? init_uniform(rng, rows[i], cols[i], true) : NULL;
+    }
+    MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
+    *layer = multihead_from_weights(num_heads, num_kv_heads, params);
+    layer->dropout = dropout;
     return layer;
 }
 
@@ -88,9 +78,7 @@ MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
     Tensor *b_q = params[4], *b_k = params[5], *b_v = params[6], *b_o = params[7];
     tensor_check_shape(func, "W_q", W_q, SHAPE(-1, -1));
     const int D = W_q->shape[0], d = head_size(func, D, num_heads);
-    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
-        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
-            num_heads);
+    require_kv_heads(func, num_heads, num_kv_heads);
     const int kv_rows = num_kv_heads * d;   /* G*d */
     tensor_check_shape(func, "W_k", W_k, SHAPE(kv_rows, -1));
     tensor_check_shape(func, "W_v", W_v, SHAPE(kv_rows, -1));
@@ -271,10 +259,7 @@ void multihead_attend_backward(const MultiHeadAttention *layer, const MultiHeadC
                                        grads ? grads->W_o : NULL,
                                        grads ? grads->b_o : NULL);          /* (B, T, D) */
     Tensor *d_heads = transpose_output_backward(d_concat, layer->num_heads);   /* (B*H, T, d) */
-    if (grad_concat != NULL)
-        *grad_concat = d_concat;
-    else
-        tensor_free(d_concat);
+    tensor_keep_or_free(d_concat, grad_concat);
 
     // pass 2 backwards: every head on its own, with the weights and the
     // dropout mask its forward kept
@@ -293,10 +278,7 @@ static void projection_backward(const Tensor *x, const Tensor *weight, const Ten
     Tensor *grad_proj = transpose_qkv_backward(grad_heads, num_heads);   /* (B, n, D) */
     Tensor *grad_input = linear_backward(x, weight, grad_proj, grad_weight, grad_bias);
     tensor_free(grad_proj);
-    if (grad_x != NULL)
-        *grad_x = grad_input;
-    else
-        tensor_free(grad_input);
+    tensor_keep_or_free(grad_input, grad_x);
 }
 
 /* grad_output (B, T, D) -> grads += dW_*, db_*; grad_queries (B, T, Dq),

@@ -172,6 +172,15 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
     return grad_x;
 }
 
+int argmax(const float *row, int n)
+{
+    int best = 0;
+    for (int j = 1; j < n; j++)
+        if (row[j] > row[best])
+            best = j;
+    return best;
+}
+
 void relu_inplace(Tensor *x)
 {
     for (size_t i = 0; i < x->size; i++)

@@ -151,6 +151,14 @@ void tensor_free(Tensor *x)
     free(x);
 }
 
+void tensor_keep_or_free(Tensor *x, Tensor **out)
+{
+    if (out != NULL)
+        *out = x;
+    else
+        tensor_free(x);
+}
+
 void tensor_free_all(Tensor *const *tensors, int count)
 {
     for (int i = 0; i < count; i++)

@@ -71,6 +71,9 @@ Tensor *tensor_normal(Rng *rng, float mean, float std, int ndim, const int *shap
 Tensor *tensor_arange(int ndim, const int *shape);
 Tensor *tensor_copy(const Tensor *x);
 void tensor_free(Tensor *x);   /* NULL is fine, as with free() */
+/* x handed to the caller through *out, or freed when out is NULL (a
+ * backward's "may be NULL: not computed" results). */
+void tensor_keep_or_free(Tensor *x, Tensor **out);
 
 /* Free several tensors at once, at the end of a part:
  *     TENSOR_FREE(scores, weights, out);

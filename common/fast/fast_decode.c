@@ -14,6 +14,7 @@
 #include "fast/fast_exp.h"
 #include "fast/fast_matmul.h"
 #include "fast/fast_vector.h"
+#include "heads.h"
 #include "ops.h"
 
 /* q_row . k_row over d floats, vector lanes first */
@@ -116,8 +117,7 @@ void fast_decode_attend(const KVCache *cache, int num_heads, const float *q, flo
 {
     const int B = cache->batch_size, G = cache->num_kv_heads, d = cache->head_size;
     const int H = num_heads, D = H * d;
-    if (G < 1 || H % G != 0)
-        die("fast_decode_attend", "num_kv_heads %d must divide num_heads %d", G, H);
+    require_kv_heads("fast_decode_attend", H, G);
     if (cache->length < 1)
         die("fast_decode_attend", "the cache is empty: append the token first");
     const int group = H / G;

@@ -170,10 +170,8 @@ double lookup_train_step(LookupModel *m, Adam *adam, const TaskBatch *batch, int
     parameters_zero_grad(m->params, m->num_params);
     LookupCache cache;
     Tensor *logits = lookup_forward(m, batch, NULL, &cache);
-    const double loss = cross_entropy(logits, batch->answers);
-    if (correct)
-        *correct = count_correct(logits, batch->answers);
-    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    Tensor *grad_logits;
+    const double loss = cross_entropy_with_grad(logits, batch->answers, correct, &grad_logits);
     lookup_backward(m, &cache, grad_logits, NULL);
     adam_step(adam);
     tensor_free(grad_logits);

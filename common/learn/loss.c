@@ -8,6 +8,8 @@
 
 #include <math.h>
 
+#include "ops.h"
+
 /* logits (..., C) -> the number of rows N and C; stops on a bad target. */
 static int rows_of(const char *func, const Tensor *logits, const int *targets, int *num_classes)
 {
@@ -71,18 +73,22 @@ Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float g
     return grad;
 }
 
+double cross_entropy_with_grad(const Tensor *logits, const int *targets, int *correct,
+                               Tensor **grad_logits)
+{
+    if (correct != NULL)
+        *correct = count_correct(logits, targets);
+    *grad_logits = cross_entropy_backward(logits, targets, 1.0f);
+    return cross_entropy(logits, targets);
+}
+
 int count_correct(const Tensor *logits, const int *targets)
 {
     int C;
     const int N = rows_of("count_correct", logits, targets, &C);
     int correct = 0;
     for (int i = 0; i < N; i++) {
-        const float *row = logits->data + (size_t)i * C;
-        int best = 0;
-        for (int j = 1; j < C; j++)
-            if (row[j] > row[best])
-                best = j;
-        correct += best == targets[i];
+        correct += argmax(logits->data + (size_t)i * C, C) == targets[i];
     }
     return correct;
 }

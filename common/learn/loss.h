@@ -33,6 +33,12 @@ double cross_entropy(const Tensor *logits, const int *targets);
  * grad_loss is dL/d(loss), 1 when the loss is what is minimised. */
 Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float grad_loss);
 
+/* A training step's loss and its gradient at once: the mean cross-entropy
+ * (returned), *correct (when not NULL) as count_correct gives it, and
+ * *grad_logits (new) as cross_entropy_backward gives it for grad_loss 1. */
+double cross_entropy_with_grad(const Tensor *logits, const int *targets, int *correct,
+                               Tensor **grad_logits);
+
 /* How many of the N rows have their largest logit at the target (the
  * first largest on a tie, like argmax). */
 int count_correct(const Tensor *logits, const int *targets);

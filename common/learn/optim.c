@@ -28,22 +28,26 @@ size_t parameters_count(const Parameter *params, int count)
     return total;
 }
 
+/* Every number of the values (or of the gradients) finite. */
+static bool all_finite(const Parameter *params, int count, bool grads)
+{
+    for (int i = 0; i < count; i++) {
+        const Tensor *x = grads ? params[i].grad : params[i].value;
+        for (size_t j = 0; j < x->size; j++)
+            if (!isfinite(x->data[j]))
+                return false;
+    }
+    return true;
+}
+
 bool parameters_grads_finite(const Parameter *params, int count)
 {
-    for (int i = 0; i < count; i++)
-        for (size_t j = 0; j < params[i].grad->size; j++)
-            if (!isfinite(params[i].grad->data[j]))
-                return false;
-    return true;
+    return all_finite(params, count, true);
 }
 
 bool parameters_finite(const Parameter *params, int count)
 {
-    for (int i = 0; i < count; i++)
-        for (size_t j = 0; j < params[i].value->size; j++)
-            if (!isfinite(params[i].value->data[j]))
-                return false;
-    return true;
+    return all_finite(params, count, false);
 }
 
 /* Stop unless each gradient has its value's shape. */

@@ -298,8 +298,8 @@ double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch
     TwoKeyCache cache = {0};
     Tensor *logits = two_key_forward(model, batch, NULL, NULL, &cache);
     /* (B, 2, Vv) against answers (B, 2): 2B rows, the mean over all */
-    const double loss = cross_entropy(logits, batch->answers);
-    Tensor *grad_logits = cross_entropy_backward(logits, batch->answers, 1.0f);
+    Tensor *grad_logits;
+    const double loss = cross_entropy_with_grad(logits, batch->answers, NULL, &grad_logits);
     two_key_backward(model, &cache, grad_logits, NULL);
     adam_step(adam);
     tensor_free(grad_logits);
@@ -366,16 +366,6 @@ void two_key_train_seeds(const Task *task, const TwoKeyTraining *how, uint64_t f
 {
     SeedJobs jobs = {task, how, first_seed, models, bad_steps};
     seeds_run(num_seeds, num_threads, train_seed, &jobs);
-}
-
-/* The index of the largest of n scores (the first on a tie, like argmax). */
-static int argmax(const float *scores, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (scores[i] > scores[best])
-            best = i;
-    return best;
 }
 
 /* logits (B, 2, Vv), answers (B, 2) -> how many of each answer, and of
