@@ -338,7 +338,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = MAX_HIDDENS, .metavar = "H",
-         .help = "num_heads, must divide D"},
+         .help = "num_heads, must divide D", .splits = &opt.num_hiddens},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
          .help = "B comma-separated lengths from 0 to T for the mask demo",
          .default_text = "spread from 1 to T,\n\"1,3\" for the defaults"},
@@ -350,7 +350,6 @@ static Options parse_options(int argc, char **argv)
                           "(B, T, D) -> (B, T, H, d) -> (B, H, T, d) -> (B*H, T, d) and back.\n"
                           "X[b, t, j] = 1000*b + 100*t + j, so 1205 is sequence 1, token 2, hidden 5.",
                           CLI_COUNT(options), options}, argc, argv);
-    cli_require_heads_split(PROG, opt.num_hiddens, opt.num_heads, "--hiddens", "--heads");
     return opt;
 }
 

@@ -200,7 +200,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 8, .metavar = "H",
-         .help = "num_heads, must divide D"},
+         .help = "num_heads, must divide D", .splits = &opt.hiddens},
         {"--scale", CLI_DOUBLE, &opt.scale, .min = 0.1, .max = 100.0, .metavar = "S",
          .help = "standard deviation of the random inputs of Part 3\n"
                  "(an untrained layer is nearly uniform on N(0, 1))"},
@@ -215,7 +215,6 @@ static Options parse_options(int argc, char **argv)
         "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
         "heatmaps, one row per sequence and one column per head.";
     cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
-    cli_require_heads_split(PROG, opt.hiddens, opt.heads, "--hiddens", "--heads");
     return opt;
 }
 

@@ -269,7 +269,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
-         .help = "num_heads, must divide D"},
+         .help = "num_heads, must divide D", .splits = &opt.hiddens},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
          .help = "2 comma-separated lengths from 0 to 6, or 'none'", .default_text = "3,2"},
         {"--bias", CLI_FLAG, &opt.bias, .help = "give the four projections biases"},
@@ -300,7 +300,6 @@ static Options parse_options(int argc, char **argv)
  * 'none' (NULL). */
 static ValidLens *check_options(const Options *opt)
 {
-    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
     if (opt->valid_lens_text == NULL)
         return valid_lens_1d((const int[]){3, 2}, opt->batch);
     if (strcmp(opt->valid_lens_text, "none") == 0)

@@ -298,7 +298,6 @@ static void check_options(const Options *opt)
     if (opt->countries < opt->pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt->countries, opt->pairs, opt->pairs);
-    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
     if (opt->from_dir == NULL)
         return;
     cli_check_input_dir(PROG, "--from", opt->from_dir);
@@ -339,7 +338,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = TRAIN_MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens", .given = &opt.sizes_given},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_PAIRS, .metavar = "H",
-         .help = "num_heads; must divide D", .given = &opt.sizes_given},
+         .help = "num_heads; must divide D", .given = &opt.sizes_given, .splits = &opt.hiddens},
         {"--examples", CLI_INT, &opt.examples, .min = 1, .max = 100000, .metavar = "N",
          .help = "held-out examples"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",

@@ -159,7 +159,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &s->hiddens, .min = 1, .max = TRAIN_MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &s->heads, .min = 1, .max = TRAIN_MAX_PAIRS, .metavar = "H",
-         .help = "num_heads; must divide D"},
+         .help = "num_heads; must divide D", .splits = &s->hiddens},
         {"--threads", CLI_INT, &opt.threads, .min = 1, .max = TRAIN_MAX_THREADS, .metavar = "N",
          .help = "the fast layer's threads beside 1", .default_text = "2"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "what this tool does (train --bench runs it)"},
@@ -171,7 +171,6 @@ static Options parse_options(int argc, char **argv)
     if (opt.countries < s->pairs)
         cli_fail(opt.prog, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt.countries, s->pairs, s->pairs);
-    cli_require_heads_split(opt.prog, s->hiddens, s->heads, "--hiddens", "--heads");
     return opt;
 }
 

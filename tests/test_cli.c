@@ -150,6 +150,30 @@ Test(cli, the_parser_without_exits_returns_the_same_line)
     cr_expect_eq(v, -3, "a refused number leaves the value as it was");
 }
 
+/* A heads row's .splits: the two values checked once both are read, in
+ * either order, naming both flags; the default of an absent flag counts. */
+Test(cli, a_heads_row_checks_that_it_splits_the_hiddens)
+{
+    int hiddens = 8, heads = 2;
+    const CliOption options[] = {
+        {"--heads", CLI_INT, &heads, .min = 1, .max = 64, .metavar = "H", .splits = &hiddens},
+        {"--hiddens", CLI_INT, &hiddens, .min = 1, .max = 64, .metavar = "D"},
+    };
+    const CliTable table = {"prog", "A table under test.", CLI_COUNT(options), options};
+    char err[CLI_ERR_LEN];
+    char *bad[] = {"prog", "--heads", "3", NULL};
+    cr_expect_eq(cli_parse_args(&table, 3, bad, err, sizeof err), CLI_ERROR);
+    cr_expect_str_eq(err, "prog: --hiddens 8 does not divide by --heads 3: every head needs the "
+                          "same size");
+    char *later[] = {"prog", "--heads", "4", "--hiddens", "6", NULL};
+    cr_expect_eq(cli_parse_args(&table, 5, later, err, sizeof err), CLI_ERROR);
+    cr_expect_str_eq(err, "prog: --hiddens 6 does not divide by --heads 4: every head needs the "
+                          "same size");
+    char *good[] = {"prog", "--hiddens", "12", "--heads", "4", NULL};
+    cr_expect_eq(cli_parse_args(&table, 5, good, err, sizeof err), CLI_PARSED);
+    cr_expect(hiddens == 12 && heads == 4);
+}
+
 Test(cli, numbers_are_read_strictly)
 {
     /* strtol and strtoull skip leading white space, so ' -5' once became

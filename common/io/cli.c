@@ -275,6 +275,23 @@ static void close_stdout(void)
     }
 }
 
+/* The heads option's value splits the hiddens option's (heads.h), the two
+ * named by their flags. */
+static bool heads_option_splits(const CliTable *table, const CliOption *heads, char *err,
+                                size_t err_len)
+{
+    const char *hiddens_name = "num_hiddens";
+    for (int i = 0; i < table->count; i++)
+        if (table->options[i].target == heads->splits)
+            hiddens_name = table->options[i].name;
+    char why[CLI_ERR_LEN];
+    if (heads_split(*heads->splits, *(const int *)heads->target, hiddens_name, heads->name, why,
+                    sizeof why))
+        return true;
+    cli_error(err, err_len, table->prog, "%s", why);
+    return false;
+}
+
 CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
                          size_t err_len)
 {
@@ -315,6 +332,10 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
             !cli_read_dir(prog, o->name, *(const char **)o->target, err, err_len))
             return CLI_ERROR;
     }
+    for (int i = 0; i < table->count; i++)
+        if (table->options[i].splits != NULL &&
+            !heads_option_splits(table, &table->options[i], err, err_len))
+            return CLI_ERROR;
     return CLI_PARSED;
 }
 

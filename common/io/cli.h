@@ -20,9 +20,11 @@
  *
  * Bad user input never reaches the tensor code: each error prints one line
  * on stderr, "PROGRAM: what is wrong", and exits with status 2. Name the
- * fields after the target (.min, .metavar, ...): the table reads as a form. Checks that
- * involve two options (a valid length against --keys) follow the parse,
- * with cli_fail.
+ * fields after the target (.min, .metavar, ...): the table reads as a form. The
+ * one check between two options that many programs share, H heads splitting
+ * D hiddens, is a row's .splits = &opt.hiddens on the heads row; other checks
+ * that involve two options (a valid length against --keys) follow the
+ * parse, with cli_fail.
  */
 #ifndef CLI_H
 #define CLI_H
@@ -54,6 +56,8 @@ typedef struct {
     bool *given;           /* when not NULL: set true when the option appears */
     const char *default_text;   /* printed as the default instead of the target's value */
     const char *tool;      /* CLI_TOOL: the program beside this one that does the mode */
+    const int *splits;     /* a heads option: the hiddens option's int it must split
+                            * (heads.h's heads_split), checked once both are read */
 } CliOption;
 
 typedef struct {
