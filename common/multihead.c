@@ -40,6 +40,20 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                  num_heads, dropout, bias, rng);
 }
 
+/* The layer around its parameters (W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o),
+ * whose sizes its constructor has checked; the sizes read from them. */
+static MultiHeadAttention layer_of(int num_heads, int num_kv_heads, float dropout,
+                                   Tensor *const p[MULTIHEAD_PARAMETERS])
+{
+    return (MultiHeadAttention){
+        .query_size = p[0]->shape[1], .key_size = p[1]->shape[1], .value_size = p[2]->shape[1],
+        .num_hiddens = p[0]->shape[0], .num_heads = num_heads, .num_kv_heads = num_kv_heads,
+        .dropout = dropout, .bias = p[4] != NULL,
+        .W_q = p[0], .W_k = p[1], .W_v = p[2], .W_o = p[3],
+        .b_q = p[4], .b_k = p[5], .b_v = p[6], .b_o = p[7],
+    };
+}
+
 MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int value_size,
                                           int num_hiddens, int num_heads, int num_kv_heads,
                                           float dropout, bool bias, Rng *rng)
@@ -65,8 +79,7 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
         params[4 + i] = bias ? init_uniform(rng, rows[i], cols[i], true) : NULL;
     }
     MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
-    *layer = multihead_from_weights(num_heads, num_kv_heads, params);
-    layer->dropout = dropout;
+    *layer = layer_of(num_heads, num_kv_heads, dropout, params);
     return layer;
 }
 
@@ -92,13 +105,7 @@ MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
         tensor_check_shape(func, "b_v", b_v, SHAPE(kv_rows));
         tensor_check_shape(func, "b_o", b_o, SHAPE(D));
     }
-    return (MultiHeadAttention){
-        .query_size = W_q->shape[1], .key_size = W_k->shape[1], .value_size = W_v->shape[1],
-        .num_hiddens = D, .num_heads = num_heads, .num_kv_heads = num_kv_heads,
-        .dropout = 0.0f, .bias = bias,
-        .W_q = W_q, .W_k = W_k, .W_v = W_v, .W_o = W_o,
-        .b_q = b_q, .b_k = b_k, .b_v = b_v, .b_o = b_o,
-    };
+    return layer_of(num_heads, num_kv_heads, 0.0f, params);
 }
 
 void multihead_free(MultiHeadAttention *layer)
