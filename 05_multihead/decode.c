@@ -21,6 +21,7 @@
 #include "fast/decode_timing.h"
 #include "fast/fast_decode.h"
 #include "io/cli.h"
+#include "attention_layer.h"
 #include "kv_cache.h"
 #include "learn/lookup_model.h"
 #include "learn/optim.h"

@@ -62,9 +62,31 @@ typedef struct {
     LinearBackward linear_backward;
 } AttentionLayer;
 
+/* ---- shared key-value heads (05_multihead/decoding.md) ----------------------
+ * G key-value heads serve H query heads (grouped-query attention). The
+ * clear pair below runs a layer with G < H through these; decoding's cache
+ * (kv_cache.h) must agree with causal_forward. */
+/* multihead_forward_cache and multihead_backward for a layer of any G:
+ * the same arguments, shapes and cache, K and V (B*H, n_k, d) holding each
+ * key-value head repeated H / G times; the gradients of W_k, W_v (G*d, .),
+ * b_k and b_v (G*d,) sum those of the query heads that read them. */
+Tensor *grouped_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
+                              const Tensor *keys, const Tensor *values,
+                              const ValidLens *valid_lens, bool training, Rng *rng,
+                              MultiHeadCache *cache);
+void grouped_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
+                      const Tensor *grad_output, MultiHeadGrads *grads,
+                      Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
+                      Tensor **grad_concat);
+
+/* tokens (B, T, D) -> outputs (B, T, D): the same by the full layer with
+ * the causal mask, every token at once: grouped_forward_cache(tokens,
+ * tokens, tokens, valid_lens_causal(B, T)), its cache dropped. */
+Tensor *causal_forward(const MultiHeadAttention *layer, const Tensor *tokens);
+
 /* the clear layer of chapter 05: multihead_forward_cache and
  * multihead_backward; for a layer with shared key-value heads (G < H),
- * grouped_forward_cache and grouped_backward of kv_cache.h */
+ * grouped_forward_cache and grouped_backward above */
 Tensor *clear_attention_forward(const MultiHeadAttention *layer, const Tensor *queries,
                                 const Tensor *keys, const Tensor *values,
                                 const ValidLens *valid_lens, bool training, Rng *rng,

@@ -33,7 +33,10 @@
  * last bit; a faster step (fast/fast_decode.h) sums in another order and
  * agrees within rounding.
  *
- * The full layer with shared key-value heads, grouped-query attention:
+ * The full layer, the step's reference, is causal_forward, and the full
+ * layer with shared key-value heads is grouped_forward_cache: both in
+ * attention_layer.h, beside the pair that trains a grouped model.
+ * Grouped-query attention:
  * G = num_kv_heads key-value heads, G dividing H (multihead_new_grouped):
  * W_k (G*d, Dk), W_v (G*d, Dv), b_k and b_v (G*d,); K and V are split into
  * G heads and each repeated H / G times (split_kv_heads in heads.h), so
@@ -83,23 +86,5 @@ Tensor *decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tenso
 /* tokens (B, T, D) -> outputs (B, T, D): T decode steps from an empty
  * cache of capacity T (new, freed before returning). */
 Tensor *decode_sequence(const MultiHeadAttention *layer, const Tensor *tokens);
-
-/* multihead_forward_cache and multihead_backward for a layer of any G:
- * the same arguments, shapes and cache, K and V (B*H, n_k, d) holding each
- * key-value head repeated H / G times; the gradients of W_k, W_v (G*d, .),
- * b_k and b_v (G*d,) sum those of the query heads that read them. */
-Tensor *grouped_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
-                              const Tensor *keys, const Tensor *values,
-                              const ValidLens *valid_lens, bool training, Rng *rng,
-                              MultiHeadCache *cache);
-void grouped_backward(const MultiHeadAttention *layer, const MultiHeadCache *cache,
-                      const Tensor *grad_output, MultiHeadGrads *grads,
-                      Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
-                      Tensor **grad_concat);
-
-/* tokens (B, T, D) -> outputs (B, T, D): the same by the full layer with
- * the causal mask, every token at once: grouped_forward_cache(tokens,
- * tokens, tokens, valid_lens_causal(B, T)), its cache dropped. */
-Tensor *causal_forward(const MultiHeadAttention *layer, const Tensor *tokens);
 
 #endif

@@ -146,7 +146,7 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
     const int H = layer->num_heads;
     if (layer->num_kv_heads != H)
         die(func, "the layer shares %d key-value heads between %d query heads: run it with "
-            "grouped_forward_cache (kv_cache.h)", layer->num_kv_heads, H);
+            "grouped_forward_cache (attention_layer.h)", layer->num_kv_heads, H);
     multihead_cache_inputs(func, layer, queries, keys, values, valid_lens, training, rng, cache);
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix

@@ -15,7 +15,7 @@
  *
  * A layer whose H query heads share G < H key-value heads (num_kv_heads,
  * made by multihead_new_grouped) is grouped-query attention, a topic of
- * 05_multihead/decoding.md: kv_cache.h runs it, with this layer's stages
+ * 05_multihead/decoding.md: attention_layer.h runs it, with this layer's stages
  * (the end of this header).
  *
  * Non-finite results, for every layer of the library (this one, attention,
@@ -141,7 +141,7 @@ void multihead_cache_free(MultiHeadCache *cache);
  * multihead_forward_cache is: the checks, pass 1 (project, split into
  * heads), then passes 2 and 3 (attend, merge the heads, W_o); the backward
  * goes back through passes 3 and 2, then pass 1. A layer that splits its
- * keys and values its own way (grouped_forward_cache in kv_cache.h) writes
+ * keys and values its own way (grouped_forward_cache in attention_layer.h) writes
  * its own pass 1 and runs the rest with these. */
 
 /* The inputs checked against the layer (the messages name func) and kept,

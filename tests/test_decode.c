@@ -22,6 +22,7 @@
 #include "heads.h"
 #include "helpers.h"
 #include "io/npy.h"
+#include "attention_layer.h"
 #include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
@@ -207,7 +208,7 @@ Test(grouped, chapter_05s_layer_sends_shared_heads_to_the_grouped_one)
 {
     expect_stops_with(plain_layer_on_shared_heads,
                       "multihead_forward: the layer shares 2 key-value heads between 4 query "
-                      "heads: run it with grouped_forward_cache (kv_cache.h)\n");
+                      "heads: run it with grouped_forward_cache (attention_layer.h)\n");
 }
 
 Test(grouped, all_kv_heads_is_the_multi_head_layer_drawn_alike)

@@ -24,6 +24,7 @@
 #include "gradcheck.h"
 #include "heads.h"
 #include "helpers.h"
+#include "attention_layer.h"
 #include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
@@ -394,7 +395,7 @@ typedef struct {
     Rng rng_start;
 } LayerCtx;
 
-/* Chapter 05's layer, or decoding's (kv_cache.h) for a layer whose query
+/* Chapter 05's layer, or decoding's (attention_layer.h) for a layer whose query
  * heads share key-value heads: the same arguments and cache. */
 static bool is_grouped(const MultiHeadAttention *layer)
 {

@@ -23,6 +23,7 @@
 #include "helpers.h"
 #include "io/layer_files.h"
 #include "io/npy.h"
+#include "attention_layer.h"
 #include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
@@ -425,7 +426,7 @@ Test(multihead, from_weights_is_the_layer_of_those_weights)
     Tensor *queries = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 3, 3));
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 4, 5));
     Tensor *values = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(2, 4, 7));
-    MultiHeadCache drawn_cache = {0}, around_cache = {0};   /* grouped: kv_cache.h's layer */
+    MultiHeadCache drawn_cache = {0}, around_cache = {0};   /* grouped: attention_layer.h's layer */
     Tensor *expected = grouped_forward_cache(drawn, queries, keys, values, NULL, false, NULL,
                                              &drawn_cache);
     Tensor *actual = grouped_forward_cache(&around, queries, keys, values, NULL, false, NULL,
