@@ -299,8 +299,10 @@ static void trained_accuracy(int G, uint64_t seed, int steps, double accuracy[2]
     task_draw(&task, heldout, SPLIT_HELDOUT, &heldout_rng);
     const int checkpoints[3] = {0, steps / 2, steps};
     for (int c = 0; c < 2; c++) {
-        const TrainingPlan plan = {&task, seed, checkpoints[c] + 1, checkpoints[c + 1],
-                                   d.batch_size, BATCH_OF_STEP};
+        const TrainingPlan plan = {.task = &task, .seed = seed,
+                                   .first_step = checkpoints[c] + 1,
+                                   .last_step = checkpoints[c + 1], .batch_size = d.batch_size,
+                                   .batches = BATCH_OF_STEP};
         training_loop(&trainee, &plan, NULL);
         int correct = 0;
         const double loss = lookup_evaluate(model, heldout, &correct);

@@ -141,8 +141,9 @@ static void describe_model(const Session *s)
 static bool train_steps(const Session *s, const Task *task, LossCurve *curve)
 {
     const LookupTraining *t = &s->run.training;
-    const TrainingPlan plan = {task, t->seed, curve->first, s->steps, t->batch_size,
-                               BATCH_OF_STEP};
+    const TrainingPlan plan = {.task = task, .seed = t->seed, .first_step = curve->first,
+                               .last_step = s->steps, .batch_size = t->batch_size,
+                               .batches = BATCH_OF_STEP};
     const Trainee trainee = lookup_trainee(s->model, s->adam);
     TrainWatch *watch = train_watch_new(s->adam, &s->run, s->steps, curve);
     const TrainingWatch watching = train_watch(watch);

@@ -28,6 +28,7 @@
 #include "learn/reversal_model.h"
 #include "learn/seeds.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "tensor.h"
 
 static const char PROG[] = "positions";
@@ -94,44 +95,54 @@ static Options parse_options(int argc, char **argv)
 
 /* ---- training ------------------------------------------------------------------ */
 
-/* A line that rewrites itself on a terminal; nothing otherwise (the table's
- * rows are the progress then). On stderr, so stdout stays the same. */
-static void show_progress(bool terminal, const char *what, int step, int steps, double loss)
+/* What watches one model's steps: the progress line, a line that
+ * rewrites itself on a terminal and nothing otherwise (the table's rows
+ * are the progress then), on stderr so stdout stays the same; and a loss
+ * that stops being a number, which ends the run with a message. */
+typedef struct {
+    const char *what;
+    bool terminal;
+    int steps;
+} Progress;
+
+static bool after_step(void *state, int step, double loss, int correct)
 {
-    if (!terminal)
-        return;
-    fprintf(stderr, "\r  %s: step %5d of %d, loss %.4f  ", what, step, steps, loss);
-    if (step == steps)
-        fprintf(stderr, "\r%*s\r", 60, "");
+    (void)correct;
+    const Progress *p = state;
+    if (!isfinite(loss)) {
+        report_error(p->what, "the loss became %g at step %d; try a smaller --lr", loss, step);
+        return false;
+    }
+    if (p->terminal && (step % 10 == 0 || step == p->steps)) {
+        fprintf(stderr, "\r  %s: step %5d of %d, loss %.4f  ", p->what, step, p->steps, loss);
+        if (step == p->steps)
+            fprintf(stderr, "\r%*s\r", 60, "");
+    }
+    return true;
 }
 
-/* One model trained from seed's initial parameters on seed's batches. The
- * two models of a seed differ only in positions. NULL when the loss stops
- * being a number (a message says so). */
+/* One model trained from seed's initial parameters on seed's batches, by
+ * the loop of learn/training.h. The two models of a seed differ only in
+ * positions. NULL when the loss stops being a number (a message says so). */
 static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
 {
-    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
+    Rng init = rng_use(seed, RNG_PARAMETERS);
     ReversalModel *model = reversal_new(opt->letters, opt->num_hiddens, opt->num_heads, positions,
                                         &init);
     Adam *adam = adam_new(model->params, REVERSAL_NUM_PARAMS, opt->lr);
-    TaskBatch *batch = task_batch_new(task, opt->batch);
-    const bool terminal = isatty(STDERR_FILENO);
     char what[64];
     snprintf(what, sizeof what, "%s positions, seed %llu", positions ? "with" : "without",
              (unsigned long long)seed);
-    for (int step = 1; step <= opt->steps; step++) {
-        task_draw(task, batch, SPLIT_TRAIN, &data);
-        const double loss = reversal_train_step(model, adam, batch);
-        if (!isfinite(loss)) {
-            report_error(what, "the loss became %g at step %d; try a smaller --lr", loss, step);
-            reversal_free(model);
-            model = NULL;
-            break;
-        }
-        if (step % 10 == 0 || step == opt->steps)
-            show_progress(terminal, what, step, opt->steps, loss);
+    Progress progress = {what, isatty(STDERR_FILENO), opt->steps};
+    const Trainee trainee = reversal_trainee(model, adam);
+    const TrainingPlan plan = {.task = task, .seed = seed, .first_step = 1,
+                               .last_step = opt->steps, .batch_size = opt->batch,
+                               .batches = BATCH_STREAM};
+    const TrainingWatch watch = {&progress, NULL, after_step, NULL};
+    if (training_loop(&trainee, &plan, &watch) < opt->steps) {
+        reversal_free(model);
+        model = NULL;
     }
-    task_batch_free(batch);
     adam_free(adam);
     return model;
 }

@@ -29,6 +29,7 @@
 #include "io/npy.h"
 #include "run/saved_models.h"
 #include "learn/embedding.h"
+#include "learn/induction_model.h"
 #include "learn/internal.h"
 #include "learn/lookup_model.h"
 #include "learn/loss.h"
@@ -554,6 +555,19 @@ Test(model_io, one_listing_fills_the_optimiser_and_the_files)
     expect_one_table("reversal", reversal->params, REVERSAL_NUM_PARAMS, reversal->files,
                      REVERSAL_NUM_FILES, reversal_names, 6);
     reversal_free(reversal);
+
+    /* several layers, each under its own prefix, as nn.ModuleList names them */
+    const int heads[2] = {2, 1};
+    InductionModel *induction = induction_new(6, 5, 8, heads, 2, &rng);
+    static const char *const induction_names[] = {
+        "embed_tokens.weight", "embed_positions.weight", "layers.0.in_proj_weight",
+        "layers.0.out_proj.weight", "layers.1.in_proj_weight", "layers.1.out_proj.weight",
+        "unembed.weight", "num_heads", "num_layers"};
+    expect_one_table("induction", induction->params, induction->num_params, induction->files,
+                     induction->num_files, induction_names, 9);
+    cr_expect_str_eq(induction->params[7].name, "layers.1.in_proj_weight[W_k]");
+    cr_expect_eq(induction->files[7].num_ints, 2, "num_heads holds one number per layer");
+    induction_free(induction);
 }
 
 Test(model_io, a_failed_save_leaves_the_old_model, .init = make_scratch, .fini = remove_scratch)

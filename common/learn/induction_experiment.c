@@ -10,6 +10,7 @@
 #include "error.h"
 #include "learn/optim.h"
 #include "learn/seeds.h"
+#include "learn/training.h"
 
 static const char FUNC[] = "induction_experiment";
 
@@ -159,6 +160,50 @@ static int induction_phase_change_step(const float *first, const float *repeated
     return 0;
 }
 
+/* One model's training, as the loop of learn/training.h sees it: the
+ * model, the batch of repeating sequences (not a task: a draw of its own),
+ * each prediction's loss on it, and the curves its watch fills. */
+typedef struct {
+    const InductionSetup *setup;
+    InductionModel *model;
+    int *tokens, *periods;                /* the step's batch: (B, T + 1), (B,) */
+    float *losses;                        /* (B*T): the step's, before its update */
+    float *first_curve, *repeated_curve;  /* (steps,), or NULL */
+} InductionTraining;
+
+static void draw_repeats(void *state, Rng *rng)
+{
+    InductionTraining *t = state;
+    const InductionSetup *setup = t->setup;
+    repeats_draw(t->tokens, t->periods, setup->batch, setup->length, setup->vocab,
+                 induction_min_period(setup), induction_max_period(setup), rng);
+}
+
+static double train_step(void *state, Adam *adam, const void *tokens, int *correct)
+{
+    (void)correct;
+    InductionTraining *t = state;
+    return induction_train_step(t->model, adam, tokens, t->setup->batch, t->losses);
+}
+
+/* After step s: its two part losses into the curves; false (stop) when the
+ * loss is not a number. */
+static bool record_parts(void *state, int step, double loss, int correct)
+{
+    (void)correct;
+    const InductionTraining *t = state;
+    if (!isfinite(loss))
+        return false;
+    if (t->first_curve != NULL) {
+        double first, repeated;
+        induction_part_means(t->losses, t->periods, t->setup->batch, t->setup->length, &first,
+                             &repeated);
+        t->first_curve[step - 1] = (float)first;
+        t->repeated_curve[step - 1] = (float)repeated;
+    }
+    return true;
+}
+
 /* A model of num_layers layers trained from seed's streams, on the fast
  * layer with one thread (the threads go to the seeds). curves, when not
  * NULL, receive each step's two part losses. NULL when the loss stops
@@ -166,39 +211,32 @@ static int induction_phase_change_step(const float *first, const float *repeated
 static InductionModel *induction_train(const InductionSetup *setup, int num_layers, uint64_t seed,
                              float *first_curve, float *repeated_curve)
 {
-    Rng init = rng_use(seed, RNG_PARAMETERS), data = rng_use(seed, RNG_BATCHES);
-    InductionModel *model = induction_new(setup->vocab, setup->length, setup->num_hiddens,
-                                          setup->num_heads, num_layers, &init);   /* the first
-                                                                                     num_layers */
-    model->attend = setup->attend;
-    Adam *adam = adam_new(model->params, model->num_params, setup->lr);
+    Rng init = rng_use(seed, RNG_PARAMETERS);
     const int B = setup->batch, T = setup->length;
-    int *tokens = checked_calloc(FUNC, (size_t)B * (T + 1), sizeof *tokens);
-    int *periods = checked_calloc(FUNC, (size_t)B, sizeof *periods);
-    float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
-    for (int step = 1; step <= setup->steps; step++) {
-        repeats_draw(tokens, periods, B, T, setup->vocab, induction_min_period(setup),
-                     induction_max_period(setup), &data);
-        const double loss = induction_train_step(model, adam, tokens, B, losses);
-        if (!isfinite(loss)) {
-            induction_free(model);
-            model = NULL;
-            break;
-        }
-        if (first_curve != NULL) {
-            double first, repeated;
-            induction_part_means(losses, periods, B, T, &first, &repeated);
-            first_curve[step - 1] = (float)first;
-            repeated_curve[step - 1] = (float)repeated;
-        }
+    InductionTraining t = {.setup = setup, .first_curve = first_curve,
+                           .repeated_curve = repeated_curve};
+    t.model = induction_new(setup->vocab, T, setup->num_hiddens, setup->num_heads, num_layers,
+                            &init);   /* the first num_layers of num_heads */
+    t.model->attend = setup->attend;
+    t.tokens = checked_calloc(FUNC, (size_t)B * (T + 1), sizeof *t.tokens);
+    t.periods = checked_calloc(FUNC, (size_t)B, sizeof *t.periods);
+    t.losses = checked_calloc(FUNC, (size_t)B * T, sizeof *t.losses);
+    Adam *adam = adam_new(t.model->params, t.model->num_params, setup->lr);
+    const BatchDraw repeats = {&t, draw_repeats, t.tokens};
+    const TrainingPlan plan = {.seed = seed, .first_step = 1, .last_step = setup->steps,
+                               .batches = BATCH_STREAM, .draw = &repeats};
+    const Trainee trainee = {&t, adam, train_step, NULL};
+    const TrainingWatch watch = {&t, NULL, record_parts, NULL};
+    if (training_loop(&trainee, &plan, &watch) < setup->steps) {
+        induction_free(t.model);
+        t.model = NULL;
     }
-    free(losses);
-    free(periods);
-    free(tokens);
+    free(t.losses);
+    free(t.periods);
+    free(t.tokens);
     adam_free(adam);
-    return model;
+    return t.model;
 }
-
 
 /* Job j: seed setup->seed + j, the two-layer model and the one-layer control. */
 void induction_seed_job(void *arg, int j)

@@ -18,41 +18,26 @@
 #include "learn/loss.h"
 #include "ops.h"
 
-/* The parameters in PyTorch's names, and the files they are saved as. */
+/* The model's parameters, listed once (learn/parameter_table.h): PyTorch's
+ * names, each layer an nn.MultiheadAttention under "layers.l.". */
 static void list_parameters(InductionModel *m)
 {
-    int p = 0, f = 0, n = 0;
-    m->params[p++] = (Parameter){"embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens};
-    m->params[p++] = (Parameter){"embed_positions.weight", m->embed_positions,
-                                 m->grad_embed_positions};
-    m->files[f++] = (ModelFile){.name = "embed_tokens.weight", .parts = {m->embed_tokens}};
-    m->files[f++] = (ModelFile){.name = "embed_positions.weight",
-                                .parts = {m->embed_positions}};
+    ParameterTable t = parameter_table(m->params, INDUCTION_MAX_PARAMS, m->files,
+                                       INDUCTION_MAX_FILES);
+    parameter_table_add(&t, "embed_tokens.weight", m->embed_tokens, m->grad_embed_tokens);
+    parameter_table_add(&t, "embed_positions.weight", m->embed_positions,
+                        m->grad_embed_positions);
     for (int l = 0; l < m->num_layers; l++) {
-        const MultiHeadAttention *a = m->layers[l];
-        const MultiHeadGrads *g = m->grad_layers[l];
-        /* Adam works element by element: W_q, W_k and W_v as three
-         * tensors step as PyTorch's one stacked in_proj_weight does */
-        Tensor *const values[4] = {a->W_q, a->W_k, a->W_v, a->W_o};
-        Tensor *const grads[4] = {g->W_q, g->W_k, g->W_v, g->W_o};
-        static const char *const parts[4] = {"in_proj_weight[W_q]", "in_proj_weight[W_k]",
-                                             "in_proj_weight[W_v]", "out_proj.weight"};
-        for (int i = 0; i < 4; i++) {
-            snprintf(m->names[n], INDUCTION_NAME_LEN, "layers.%d.%s", l, parts[i]);
-            m->params[p++] = (Parameter){m->names[n++], values[i], grads[i]};
-        }
-        snprintf(m->names[n], INDUCTION_NAME_LEN, "layers.%d.in_proj_weight", l);
-        m->files[f++] = (ModelFile){.name = m->names[n++], .parts = {a->W_q, a->W_k, a->W_v}};
-        snprintf(m->names[n], INDUCTION_NAME_LEN, "layers.%d.out_proj.weight", l);
-        m->files[f++] = (ModelFile){.name = m->names[n++], .parts = {a->W_o}};
+        char prefix[24];   /* "layers.%d." for any int */
+        snprintf(prefix, sizeof prefix, "layers.%d.", l);
+        parameter_table_layer(&t, prefix, m->layer_names[l], ATTENTION_STACKED, m->layers[l],
+                              m->grad_layers[l]);
     }
-    m->params[p++] = (Parameter){"unembed.weight", m->unembed, m->grad_unembed};
-    m->files[f++] = (ModelFile){.name = "unembed.weight", .parts = {m->unembed}};
-    m->files[f++] = (ModelFile){.name = "num_heads", .ints = m->num_heads,
-                                .num_ints = m->num_layers};
-    m->files[f++] = (ModelFile){.name = "num_layers", .ints = &m->saved_layers, .num_ints = 1};
-    m->num_params = p;
-    m->num_files = f;
+    parameter_table_add(&t, "unembed.weight", m->unembed, m->grad_unembed);
+    parameter_table_ints(&t, "num_heads", m->num_heads, m->num_layers);
+    parameter_table_ints(&t, "num_layers", &m->saved_layers, 1);
+    m->num_params = t.num_params;
+    m->num_files = t.num_files;
 }
 
 /* weight (D, D) <- uniform in [-bound, bound), the bound of

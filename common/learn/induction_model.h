@@ -29,7 +29,8 @@
  *     layers = nn.ModuleList(nn.MultiheadAttention(D, H, bias=False, batch_first=True)
  *                            for H in num_heads)  # N layers, a causal attn_mask
  *     unembed = nn.Linear(D, V, bias=False)
- * and described under those parameter names (state_dict.h):
+ * and described under those parameter names (state_dict.h), listed once by
+ * learn/parameter_table.h, each layer under its prefix "layers.l.":
  *     embed_tokens.weight (V, D)      embed_positions.weight (T, D)
  *     layers.0.in_proj_weight (3D, D) layers.0.out_proj.weight (D, D)   ... per layer
  *     unembed.weight (V, D)           num_heads (N,)   num_layers (1,)
@@ -41,6 +42,7 @@
 
 #include "attention_layer.h"
 #include "learn/optim.h"
+#include "learn/parameter_table.h"
 #include "state_dict.h"
 #include "multihead.h"
 #include "random.h"
@@ -50,7 +52,6 @@ enum {
     INDUCTION_MAX_LAYERS = 4,
     INDUCTION_MAX_PARAMS = 3 + 4 * INDUCTION_MAX_LAYERS,
     INDUCTION_MAX_FILES = 5 + 2 * INDUCTION_MAX_LAYERS,
-    INDUCTION_NAME_LEN = 40,
 };
 
 typedef struct {
@@ -70,7 +71,7 @@ typedef struct {
     ModelFile files[INDUCTION_MAX_FILES];
     int num_files;
     int saved_layers;                              /* num_layers, as saved */
-    char names[INDUCTION_MAX_PARAMS + INDUCTION_MAX_FILES][INDUCTION_NAME_LEN];
+    LayerNames layer_names[INDUCTION_MAX_LAYERS];  /* "layers.0.in_proj_weight", ... */
 } InductionModel;
 
 /* Parameters drawn in a fixed order from rng, as PyTorch draws the modules

@@ -7,12 +7,14 @@
 #include "error.h"
 #include "learn/optim.h"
 #include "learn/seeds.h"
+#include "learn/training.h"
 #include "random.h"
 
 const char *const length_task_names[LENGTH_TASKS] = {"k back", "reversal"};
 
-/* Each use of randomness draws from its own stream of the seed. */
-enum { STREAM_INIT = 1, STREAM_TRAIN = 2, STREAM_HELDOUT = 3, STREAM_CHECK = 5 };
+/* Each use of randomness draws from its own stream of the seed; the
+ * batches from the training loop's, rng_use(seed, RNG_BATCHES), stream 2. */
+enum { STREAM_INIT = 1, STREAM_HELDOUT = 3, STREAM_CHECK = 5 };
 
 /* The answers of a batch of task_reversal sequences for the task asked:
  * reversal keeps them; "k back" puts the token k places back at t >= k. */
@@ -63,42 +65,84 @@ double length_right_key_weight(const PositionModel *model, const TaskBatch *set,
     return sum / ((double)B * H * (T - first));
 }
 
-/* Adam steps on fresh batches of length L until the check set's accuracy
- * has not risen for LENGTH_PATIENCE checks, or setup->steps; fills
- * run->steps, run->best_step and run->diverged. */
-static void train_until_stalled(const LengthSetup *setup, PositionModel *model, LengthRun *run)
+/* One run's training, as the loop of learn/training.h sees it: the model
+ * (its step scores from position first on), the batches (task_reversal's
+ * sequences with the run's answers: a draw of its own), and the stopping
+ * rule's check set and count. */
+typedef struct {
+    const LengthSetup *setup;
+    LengthRun *run;
+    PositionModel *model;
+    int first;
+    Task task;
+    TaskBatch *batch, *check;
+    double best;
+    int checks_without_rise;
+} LengthTraining;
+
+static void draw_batch(void *state, Rng *rng)
 {
-    const int L = setup->length, first = length_first_scored(run->task, setup->back);
-    Rng data = rng_new_stream(run->seed, STREAM_TRAIN);
-    Rng check_rng = rng_new_stream(run->seed, STREAM_CHECK);
-    Adam *adam = adam_new(model->params, model->num_params, setup->lr);
-    Task task = task_reversal(L, setup->letters);
-    TaskBatch *batch = task_batch_new(&task, setup->batch_size);
-    TaskBatch *check = task_batch_new(&task, setup->examples);
-    task_draw(&task, check, SPLIT_TRAIN, &check_rng);
-    set_answers(run->task, setup->back, check);
-    double best = -1.0;
-    int checks_without_rise = 0;
-    run->steps = 0;
-    while (run->steps < setup->steps && !run->diverged && checks_without_rise < LENGTH_PATIENCE) {
-        task_draw(&task, batch, SPLIT_TRAIN, &data);
-        set_answers(run->task, setup->back, batch);
-        const double loss = position_model_train_step(model, adam, batch->keys, batch->answers,
-                                                      setup->batch_size, L, first);
-        run->diverged = !isfinite(loss);
-        if (++run->steps % LENGTH_CHECK_EVERY != 0)
-            continue;
-        const double accuracy = position_model_accuracy(model, check->keys, check->answers,
-                                                        check->batch_size, L, first);
-        checks_without_rise++;
-        if (accuracy > best) {
-            checks_without_rise = 0;
-            best = accuracy;
-            run->best_step = run->steps;
+    LengthTraining *s = state;
+    task_draw(&s->task, s->batch, SPLIT_TRAIN, rng);
+    set_answers(s->run->task, s->setup->back, s->batch);
+}
+
+static double train_step(void *state, Adam *adam, const void *batch, int *correct)
+{
+    (void)correct;
+    const LengthTraining *s = state;
+    const TaskBatch *b = batch;
+    return position_model_train_step(s->model, adam, b->keys, b->answers, b->batch_size,
+                                     b->num_pairs, s->first);
+}
+
+/* After each step: every LENGTH_CHECK_EVERY steps the check set's
+ * accuracy; false (stop) once it has not risen for LENGTH_PATIENCE checks,
+ * or when the loss stops being a number. */
+static bool check_stalled(void *state, int step, double loss, int correct)
+{
+    (void)correct;
+    LengthTraining *s = state;
+    LengthRun *run = s->run;
+    run->steps = step;
+    run->diverged = !isfinite(loss);
+    if (step % LENGTH_CHECK_EVERY == 0) {
+        const double accuracy = position_model_accuracy(s->model, s->check->keys,
+                                                        s->check->answers,
+                                                        s->check->batch_size,
+                                                        s->check->num_pairs, s->first);
+        s->checks_without_rise++;
+        if (accuracy > s->best) {
+            s->checks_without_rise = 0;
+            s->best = accuracy;
+            run->best_step = step;
         }
     }
-    task_batch_free(check);
-    task_batch_free(batch);
+    return !run->diverged && s->checks_without_rise < LENGTH_PATIENCE;
+}
+
+/* Adam steps on fresh batches of length L (the seed's RNG_BATCHES stream)
+ * until the check set's accuracy has not risen for LENGTH_PATIENCE checks,
+ * or setup->steps; fills run->steps, run->best_step and run->diverged. */
+static void train_until_stalled(const LengthSetup *setup, PositionModel *model, LengthRun *run)
+{
+    LengthTraining s = {setup, run, model, length_first_scored(run->task, setup->back),
+                        task_reversal(setup->length, setup->letters), .best = -1.0};
+    s.batch = task_batch_new(&s.task, setup->batch_size);
+    s.check = task_batch_new(&s.task, setup->examples);
+    Rng check_rng = rng_new_stream(run->seed, STREAM_CHECK);
+    task_draw(&s.task, s.check, SPLIT_TRAIN, &check_rng);
+    set_answers(run->task, setup->back, s.check);
+    Adam *adam = adam_new(model->params, model->num_params, setup->lr);
+    const BatchDraw batches = {&s, draw_batch, s.batch};
+    const TrainingPlan plan = {.seed = run->seed, .first_step = 1, .last_step = setup->steps,
+                               .batches = BATCH_STREAM, .draw = &batches};
+    const Trainee trainee = {&s, adam, train_step, NULL};
+    const TrainingWatch watch = {&s, NULL, check_stalled, NULL};
+    run->steps = 0;
+    training_loop(&trainee, &plan, &watch);
+    task_batch_free(s.check);
+    task_batch_free(s.batch);
     adam_free(adam);
 }
 

@@ -190,12 +190,12 @@ double lookup_evaluate(const LookupModel *m, const TaskBatch *batch, int *correc
     return loss;
 }
 
-static double train_step_of(void *model, Adam *adam, const TaskBatch *batch, int *correct)
+static double train_step_of(void *model, Adam *adam, const void *batch, int *correct)
 {
     return lookup_train_step(model, adam, batch, correct);
 }
 
-static double evaluate_of(const void *model, const TaskBatch *batch, int *correct)
+static double evaluate_of(const void *model, const void *batch, int *correct)
 {
     return lookup_evaluate(model, batch, correct);
 }

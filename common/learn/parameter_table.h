@@ -21,6 +21,11 @@
  *     parameter_table_attention(&t, ATTENTION_STACKED, m->attention, m->grad_attention);
  *     ...
  *     parameter_table_ints(&t, "num_heads", &m->saved_num_heads, 1);
+ *
+ * A model of several attention layers names each under a prefix of its
+ * own in place of "attention." (nn.ModuleList's "layers.0.", "layers.1.",
+ * ...): parameter_table_layer writes those names into an array the model
+ * keeps (LayerNames), as long as its lists.
  */
 #ifndef PARAMETER_TABLE_H
 #define PARAMETER_TABLE_H
@@ -46,6 +51,16 @@ void parameter_table_add(ParameterTable *t, const char *name, Tensor *value, Ten
 /* The attention layer's parameters under "attention.", in layout's names. */
 void parameter_table_attention(ParameterTable *t, AttentionLayout layout,
                                const MultiHeadAttention *a, const MultiHeadGrads *g);
+/* The names of one attention layer under a prefix: at most 10 (stacked,
+ * with biases: three parts and their file, for the weights and the biases,
+ * and the two out_proj files). */
+enum { PARAMETER_LAYER_NAMES = 10, PARAMETER_NAME_LEN = 48 };
+typedef char LayerNames[PARAMETER_LAYER_NAMES][PARAMETER_NAME_LEN];
+/* The same under prefix in place of "attention." ("layers.0." ->
+ * layers.0.in_proj_weight), the names written into names. */
+void parameter_table_layer(ParameterTable *t, const char *prefix, LayerNames names,
+                           AttentionLayout layout, const MultiHeadAttention *a,
+                           const MultiHeadGrads *g);
 /* A file of num_ints whole numbers that no shape says (num_heads). */
 void parameter_table_ints(ParameterTable *t, const char *name, int *ints, int num_ints);
 

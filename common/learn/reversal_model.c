@@ -175,6 +175,22 @@ double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
     return loss;
 }
 
+static double train_step_of(void *model, Adam *adam, const void *batch, int *correct)
+{
+    (void)correct;   /* the loss alone: the tokens are counted when evaluating */
+    return reversal_train_step(model, adam, batch);
+}
+
+static double evaluate_of(const void *model, const void *batch, int *correct)
+{
+    return reversal_evaluate(model, batch, correct);
+}
+
+Trainee reversal_trainee(ReversalModel *model, Adam *adam)
+{
+    return (Trainee){model, adam, train_step_of, evaluate_of};
+}
+
 double reversal_bytes_needed(int vocab, int length, int num_hiddens, int num_heads, int batch,
                              int examples)
 {

@@ -40,6 +40,7 @@
 #include "learn/optim.h"
 #include "state_dict.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "multihead.h"
 #include "random.h"
 #include "tensor.h"
@@ -95,6 +96,10 @@ double reversal_train_step(ReversalModel *model, Adam *adam, const TaskBatch *ba
 /* The mean loss, and how many of the B*T tokens are predicted right. */
 double reversal_evaluate(const ReversalModel *model, const TaskBatch *batch,
                          int *tokens_correct);
+
+/* The model and its optimiser as the training loop runs them
+ * (learn/training.h): reversal_train_step, reversal_evaluate. */
+Trainee reversal_trainee(ReversalModel *model, Adam *adam);
 
 /* Bytes a run holds at its largest, about, for sequences of T tokens: a
  * training step on batch sequences or one forward over examples held-out

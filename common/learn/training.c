@@ -4,37 +4,52 @@
  */
 #include "learn/training.h"
 
-#include "random.h"
+/* The usual batches: batch_size examples of the task's training split. */
+typedef struct {
+    const Task *task;
+    TaskBatch *examples;
+} TaskExamples;
 
-/* The batch of step s: its own stream, or the next of the run's one. */
-static void draw_batch(const TrainingPlan *plan, Rng *stream, int step, TaskBatch *batch)
+static void draw_examples(void *state, Rng *rng)
+{
+    TaskExamples *t = state;
+    task_draw(t->task, t->examples, SPLIT_TRAIN, rng);
+}
+
+/* The batch of step s, from its own stream or the next of the run's one. */
+static void draw_batch(const TrainingPlan *plan, const BatchDraw *draw, Rng *stream, int step)
 {
     Rng own = rng_step(plan->seed, (uint64_t)step);
-    task_draw(plan->task, batch, SPLIT_TRAIN, plan->batches == BATCH_OF_STEP ? &own : stream);
+    draw->draw(draw->state, plan->batches == BATCH_OF_STEP ? &own : stream);
 }
 
 int training_loop(const Trainee *trainee, const TrainingPlan *plan, const TrainingWatch *watch)
 {
     const TrainingWatch none = {0};
     const TrainingWatch *w = watch != NULL ? watch : &none;
-    TaskBatch *batch = task_batch_new(plan->task, plan->batch_size);
+    /* the plan's own batches, or its task's */
+    TaskExamples examples = {plan->task, plan->draw == NULL
+                                             ? task_batch_new(plan->task, plan->batch_size)
+                                             : NULL};
+    const BatchDraw task_batches = {&examples, draw_examples, examples.examples};
+    const BatchDraw *draw = plan->draw != NULL ? plan->draw : &task_batches;
     Rng stream = rng_use(plan->seed, RNG_BATCHES);
     int taken = 0, step = plan->first_step;
     bool stopped = false;
     for (; step <= plan->last_step; step++) {
         if (w->before_step && !w->before_step(w->state, step))
             break;
-        draw_batch(plan, &stream, step, batch);
+        draw_batch(plan, draw, &stream, step);
         int correct = 0;
-        const double loss = trainee->step(trainee->model, trainee->adam, batch, &correct);
+        const double loss = trainee->step(trainee->model, trainee->adam, draw->batch, &correct);
         if ((stopped = w->after_step && !w->after_step(w->state, step, loss, correct)))
             break;
         taken++;
     }
     if (!stopped && taken > 0 && w->after_last) {
-        draw_batch(plan, &stream, step, batch);   /* the batch step `step` would take */
-        w->after_last(w->state, trainee->evaluate(trainee->model, batch, NULL));
+        draw_batch(plan, draw, &stream, step);   /* the batch step `step` would take */
+        w->after_last(w->state, trainee->evaluate(trainee->model, draw->batch, NULL));
     }
-    task_batch_free(batch);
+    task_batch_free(examples.examples);
     return taken;
 }

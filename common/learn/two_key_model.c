@@ -308,7 +308,7 @@ double two_key_train_step(TwoKeyModel *model, Adam *adam, const TaskBatch *batch
     return loss;
 }
 
-static double train_step_of(void *model, Adam *adam, const TaskBatch *batch, int *correct)
+static double train_step_of(void *model, Adam *adam, const void *batch, int *correct)
 {
     (void)correct;   /* the loss alone: the two answers are counted when evaluating */
     return two_key_train_step(model, adam, batch);
@@ -333,7 +333,9 @@ TwoKeyModel *two_key_train(const Task *task, const TwoKeyTraining *how, uint64_t
                                          how->num_heads, how->mlp_hiddens, &init);
     Adam *adam = adam_new(model->params, model->num_params, how->lr);
     const Trainee trainee = {model, adam, train_step_of, NULL};
-    const TrainingPlan plan = {task, seed, 1, how->steps, how->batch_size, BATCH_STREAM};
+    const TrainingPlan plan = {.task = task, .seed = seed, .first_step = 1,
+                               .last_step = how->steps, .batch_size = how->batch_size,
+                               .batches = BATCH_STREAM};
     const TrainingWatch watch = {bad_step, NULL, loss_is_a_number, NULL};
     training_loop(&trainee, &plan, &watch);
     adam_free(adam);
