@@ -32,57 +32,54 @@
 
 static const char PROG[] = "permutation_invariance";
 
-/* The largest sizes: at all of them at once, with --trials and --samples
- * at their largest too, the program still ends within a few seconds. A
- * permutation of the tokens or of the keys fits in int perm[MAX_TOKENS]. */
-enum { MAX_BATCH = 4, MAX_TOKENS = 64, MAX_KEYS = MAX_TOKENS, MAX_HIDDENS = 64,
-       MAX_TRIALS = 20, MAX_SAMPLES = 1000 };
+/* The largest sizes: at all of them at once, with --samples at its
+ * largest too, the program still ends within a few seconds. A permutation
+ * of the tokens or of the keys fits in int perm[MAX_TOKENS]. */
+enum { MAX_BATCH = 4, MAX_TOKENS = 64, MAX_HIDDENS = 64, MAX_SAMPLES = 1000 };
+
+/* Sizes that are not options: 2 sequences unless --valid-lens gives one
+ * length for each, and 4 random permutations in each table. */
+enum { DEFAULT_BATCH = 2, TRIALS = 4 };
 
 typedef struct {
     uint64_t seed;
-    int batch, tokens, hiddens, heads, keys, trials, samples;
+    int tokens, hiddens, heads, samples;
+    int batch;                     /* B: how many lengths --valid-lens gives, or 2 */
+    int keys;                      /* K = T - 1, at least 2: part 4's key-value pairs */
     const char *valid_lens_text;   /* NULL: T - 2 for every sequence */
     int valid_lens[MAX_BATCH];     /* part 5's mask, one length per sequence */
     const char *plot_dir;
 } Options;
 
 /* Part 5 permutes inside the valid prefix, so every sequence needs at
- * least one valid token: lengths from 1 to T, one for all or one each. */
+ * least one valid token: lengths from 1 to T. The lengths also set the
+ * batch: one per sequence, or a single one for each of 2 sequences. */
 static void read_valid_lens(Options *opt)
 {
     long lens[MAX_BATCH] = {opt->tokens > 2 ? opt->tokens - 2 : 1};   /* the default */
     int n = opt->valid_lens_text == NULL ? 1
             : cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
                             MAX_BATCH);
-    if (n != 1 && n != opt->batch)
-        cli_fail(PROG, "--valid-lens needs one length (for every sequence) or %d (one per "
-                 "sequence), got %d", opt->batch, n);
+    opt->batch = n == 1 ? DEFAULT_BATCH : n;
     for (int b = 0; b < opt->batch; b++)
         opt->valid_lens[b] = (int)lens[n == 1 ? 0 : b];
 }
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.seed = 0, .batch = 2, .tokens = 6, .hiddens = 8, .heads = 2, .keys = 5,
-                   .trials = 4, .samples = 1000};
+    Options opt = {.seed = 0, .tokens = 6, .hiddens = 8, .heads = 2, .samples = 1000};
     const CliOption options[] = {
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed of every random number"},
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
-         .help = "sequences"},
         {"--tokens", CLI_INT, &opt.tokens, .min = 2, .max = MAX_TOKENS, .metavar = "T",
          .help = "tokens per sequence"},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HIDDENS, .metavar = "H",
          .help = "num_heads, must divide D"},
-        {"--keys", CLI_INT, &opt.keys, .min = 2, .max = MAX_KEYS, .metavar = "N",
-         .help = "key-value pairs for the cross-attention case"},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
-         .help = "part 5's valid tokens: B comma-separated lengths,\n"
-                 "or one for every sequence, each 1 to T",
+         .help = "part 5's valid tokens, each 1 to T: one length per\n"
+                 "sequence (2 to 4 sequences), or one for each of 2",
          .default_text = "T - 2, at least 1"},
-        {"--trials", CLI_INT, &opt.trials, .min = 1, .max = MAX_TRIALS, .metavar = "N",
-         .help = "random permutations per table"},
         {"--samples", CLI_INT, &opt.samples, .min = 1, .max = MAX_SAMPLES, .metavar = "N",
          .help = "permutations behind part 7's statistics"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
@@ -91,11 +88,15 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){PROG, "Self-attention is permutation equivariant, f(P X) = P f(X), "
                                 "not invariant.\nChecks it on seeded random tokens for plain "
                                 "attention and the multi-head\nlayer, then the invariant cases, "
-                                "masks, positional encoding and rounding.",
+                                "masks, positional encoding and rounding.\nSizes that follow: "
+                                "B = 2 sequences unless --valid-lens gives one length\nper "
+                                "sequence, K = T - 1 key-value pairs in part 4 (at least 2), "
+                                "and\n4 random permutations in each table.",
                           CLI_COUNT(options), options},
               argc, argv);
     cli_require_heads_split(PROG, opt.hiddens, opt.heads, "--hiddens", "--heads");
     read_valid_lens(&opt);
+    opt.keys = opt.tokens > 2 ? opt.tokens - 1 : 2;   /* a count other than T where it can */
     return opt;
 }
 
@@ -180,7 +181,7 @@ static int part2_plain_attention(const Options *opts, const Tensor *X, Rng *rng)
     printf("X (%d, %d, %d) ~ normal(0, 1); f(X) = softmax(X X^T / sqrt(%d)) X\n",
            X->shape[0], X->shape[1], X->shape[2], X->shape[2]);
     int perm[MAX_TOKENS];
-    const EquivarianceTally tally = equivariance_table(NULL, X, opts->trials, rng, perm);
+    const EquivarianceTally tally = equivariance_table(NULL, X, TRIALS, rng, perm);
     cli_check(PROG, tally.holds, "part 2: self-attention is not equivariant");
     int status = show_weights(opts, X, perm);
     printf("\n");
@@ -188,13 +189,12 @@ static int part2_plain_attention(const Options *opts, const Tensor *X, Rng *rng)
 }
 
 /* X (B, T, D): the same table for the layer, f(X) = layer(X, X, X) (B, T, D) */
-static void part3_multihead_layer(const Options *opts, const MultiHeadAttention *layer,
-                                  const Tensor *X, Rng *rng)
+static void part3_multihead_layer(const MultiHeadAttention *layer, const Tensor *X, Rng *rng)
 {
     printf("Part 3. The multi-head layer of chapter 05, with its projections\n\n");
     printf("f(X) = MultiHeadAttention(X, X, X): num_hiddens %d, num_heads %d, bias on;\n"
            "weights (B, H, T, T), compared per head\n", layer->num_hiddens, layer->num_heads);
-    const EquivarianceTally tally = equivariance_table(layer, X, opts->trials, rng, NULL);
+    const EquivarianceTally tally = equivariance_table(layer, X, TRIALS, rng, NULL);
     cli_check(PROG, tally.holds, "part 3: the layer is not equivariant");
     printf("\n");
 }
@@ -343,7 +343,7 @@ static void part6_positional_encoding(const Options *opts, const MultiHeadAttent
     printf("%5s  %-26s  %-28s  %s\n", "trial", "perm", "max |f(PX) - P f(X)|",
            "max |g(PX) - P g(X)|");
     int perm[MAX_TOKENS];
-    for (int trial = 1; trial <= opts->trials; trial++) {
+    for (int trial = 1; trial <= TRIALS; trial++) {
         rng_permutation(rng, perm, T);
         positional_row(layer, X, fX, gX, perm, trial);
     }
@@ -408,8 +408,9 @@ int main(int argc, char **argv)
     const int B = opts.batch, T = opts.tokens, D = opts.hiddens;
     printf("Self-attention and permutations: equivariant, not invariant\n\n");
 
-    /* Every part draws from its own stream of the seed, so changing the
-     * number of trials of one part does not change the numbers of another. */
+    /* Every part draws from its own stream of the seed, so changing how
+     * much one part draws (part 7's --samples) does not change another's
+     * numbers. */
     Rng data_rng = rng_new_stream(opts.seed, 1);
     Tensor *X = tensor_normal(&data_rng, 0.0f, 1.0f, SHAPE(B, T, D));
     MultiHeadAttention *layer = multihead_new(D, D, D, D, opts.heads, 0.0f, true, &data_rng);
@@ -420,7 +421,7 @@ int main(int argc, char **argv)
     part1_essay_check();                                     /* the essay's 3 tokens */
     int plot_status = part2_plain_attention(&opts, X, &rng[2]);   /* f(PX) = P f(X) */
     if (plot_status == 0) {
-        part3_multihead_layer(&opts, layer, X, &rng[3]);     /* the same, with projections */
+        part3_multihead_layer(layer, X, &rng[3]);            /* the same, with projections */
         part4_invariance(&opts, layer, X, &rng[4]);          /* key-value pairs; pooling */
         part5_valid_lens(&opts, layer, X, &rng[5]);          /* masks belong to positions */
         part6_positional_encoding(&opts, layer, X, &rng[6]); /* positions break it */

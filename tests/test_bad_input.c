@@ -1361,22 +1361,21 @@ static BadInput rows[] = {
     {PERMUTATION, "--tokens 65", 2, "--tokens expects a whole number from 2 to 64, got '65'",
      NULL},
     {PERMUTATION, "--hiddens 128", 2, "--hiddens expects a whole number from 1 to 64", NULL},
-    {PERMUTATION, "--batch 5", 2, "--batch expects a whole number from 1 to 4, got '5'", NULL},
-    {PERMUTATION, "--keys 1", 2, "--keys expects a whole number from 2 to 64", NULL},
-    {PERMUTATION, "--keys 65", 2, "--keys expects a whole number from 2 to 64", NULL},
     {PERMUTATION, "--valid-lens 7", 2, "--valid-lens expects comma-separated whole numbers "
      "from 1 to 6, got '7'", NULL},
     {PERMUTATION, "--valid-lens 0", 2, "--valid-lens expects comma-separated whole numbers "
      "from 1 to 6, got '0'", NULL},
     {PERMUTATION, "--tokens 3 --valid-lens 3,4", 2, "--valid-lens expects comma-separated "
      "whole numbers from 1 to 3, got '3,4'", NULL},
-    {PERMUTATION, "--valid-lens 1,2,3", 2, "--valid-lens needs one length (for every "
-     "sequence) or 2 (one per sequence), got 3", NULL},
+    /* one length per sequence: the count of lengths is the batch, at most 4 */
+    {PERMUTATION, "--valid-lens 1,2,3,4,5", 2, "--valid-lens takes at most 4 numbers, got "
+     "'1,2,3,4,5'", NULL},
+    {PERMUTATION, "--tokens 2 --valid-lens 2,2,2,2,2,2,2,2", 2, "--valid-lens takes at most 4 "
+     "numbers, got '2,2,2,2,2,2,2,2'", NULL},
     {PERMUTATION, "--valid-len 4", 2, "unknown option '--valid-len'", NULL},
     {PERMUTATION, "--samples 0", 2, "--samples expects a whole number from 1 to 1000", NULL},
     {PERMUTATION, "--samples 100000", 2, "--samples expects a whole number from 1 to 1000",
      NULL},
-    {PERMUTATION, "--trials 21", 2, "--trials expects a whole number from 1 to 20", NULL},
     {PERMUTATION, "--seed x", 2, "--seed expects a whole number", NULL},
     {PERMUTATION, "--equivariant", 2, "unknown option '--equivariant'", NULL},
     {PERMUTATION, "--plot @/missing", 2, "--plot: directory '",

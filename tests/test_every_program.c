@@ -358,13 +358,8 @@ enum { MAX_STORY_OPTIONS = 8 };
 /* A chapter's own program (NN_chapter/main.c) tells its story with the
  * options its README and exercises use, at most 8 besides --help; a mode of
  * its own (the file modes) is a tool beside it, listed apart in --help.
- * One program is still over, and is held where it is so that it cannot
- * grow: permutation_invariance's --batch, --keys and --trials serve
- * tests' command lines, not its story, and are still to fold. */
-static int story_options_allowed(const char *program)
-{
-    return strcmp(program, "permutation_invariance") == 0 ? 10 : MAX_STORY_OPTIONS;
-}
+ * Sizes the story does not vary follow from the options (as
+ * permutation_invariance's batch follows from its --valid-lens). */
 Test(every_program, a_story_has_few_options)
 {
     static char names[MAX_PROGRAMS][320];
@@ -379,8 +374,8 @@ Test(every_program, a_story_has_few_options)
         stories++;
         Option options[MAX_OPTIONS];
         const int n = options_of(names[i], options, MAX_OPTIONS) - 1;   /* without --help */
-        const int allowed = story_options_allowed(strrchr(names[i], '/') + 1);
-        cr_expect_leq(n, allowed, "%s has %d options, more than %d", names[i], n, allowed);
+        cr_expect_leq(n, MAX_STORY_OPTIONS, "%s has %d options, more than %d", names[i], n,
+                      MAX_STORY_OPTIONS);
     }
     cr_expect_eq(stories, 6, "found %d chapter programs, expected 6", stories);
 }

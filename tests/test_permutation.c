@@ -708,13 +708,19 @@ Test(chapter06, other_sizes_and_plot)
     char dir[] = "/tmp/chapter06_plotXXXXXX";
     cr_assert(mkdtemp(dir) != NULL);
     char args[256];
-    snprintf(args, sizeof args, "--seed 3 --batch 1 --tokens 9 --hiddens 12 --heads 3 "
-             "--valid-lens 9 --trials 2 --samples 50 --plot %s", dir);
+    snprintf(args, sizeof args, "--seed 3 --tokens 9 --hiddens 12 --heads 3 "
+             "--valid-lens 9,9,9 --samples 50 --plot %s", dir);
     RunResult r = run_program(PROGRAM, args);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-    cr_expect(strstr(r.out, "valid_lens = tensor([9])") != NULL, "%s", r.out);
-    /* no padding: nothing is moved across it, so no padding row */
-    cr_expect_eq(real_changes(r.out), 2 + 2, "%s", r.out);
+    /* three lengths, three sequences; part 4 pairs the 9 queries with
+     * T - 1 = 8 key-value pairs */
+    cr_expect(strstr(r.out, "valid_lens = tensor([9, 9, 9])") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "X (3, 9, 12) ~ normal(0, 1)") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "queries (3, 9, 12), keys and values (3, 8, 12)") != NULL, "%s",
+              r.out);
+    /* no padding: nothing is moved across it, so no padding row; part 4's
+     * two real changes and part 6's 4 positional rows */
+    cr_expect_eq(real_changes(r.out), 2 + 4, "%s", r.out);
     char path[512];
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/permutation_weights.%s", dir, k ? "gp" : "dat");
@@ -727,15 +733,17 @@ Test(chapter06, other_sizes_and_plot)
 
 /* Part 2's table with 2 tokens: the identity leaves f(X) where it is (last
  * column exactly 0), the swap moves it. Rows: trial, perm, the equivariance
- * difference in eps, the weights difference, max |f(PX) - f(X)|. */
+ * difference in eps, the weights difference, max |f(PX) - f(X)|. Seed 2
+ * draws both among the table's 4 permutations. Part 4 still has 2
+ * key-value pairs, not T - 1 = 1. */
 Test(chapter06, identity_rows_move_nothing)
 {
-    RunResult r = run_program(PROGRAM, "--tokens 2 --trials 6 --seed 1");
+    RunResult r = run_program(PROGRAM, "--tokens 2 --seed 2");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     const char *part2 = strstr(r.out, "Part 2.");
     cr_assert(part2 != NULL);
     int identities = 0, swaps = 0;
-    for (int trial = 1; trial <= 6; trial++) {
+    for (int trial = 1; trial <= 4; trial++) {
         char start[32];
         snprintf(start, sizeof start, "\n    %d  [", trial);
         const char *row = strstr(part2, start);
@@ -755,19 +763,24 @@ Test(chapter06, identity_rows_move_nothing)
             cr_expect_gt(moved, 1e-3, "trial %d: the swap moved f(X) by %g", trial, moved);
         }
     }
-    cr_expect(identities > 0 && swaps > 0, "seed 1 should draw both: %d, %d", identities, swaps);
+    cr_expect(identities > 0 && swaps > 0, "seed 2 should draw both: %d, %d", identities, swaps);
+    cr_expect(strstr(r.out, "queries (2, 2, 8), keys and values (2, 2, 8)") != NULL, "%s",
+              r.out);
     run_result_free(&r);
 }
 
-/* --valid-lens takes one length for every sequence or one per sequence;
- * the permutation inside the valid prefix leaves the padding in place. */
+/* --valid-lens takes one length for each of 2 sequences or one per
+ * sequence, and the count of lengths is the batch; the permutation inside
+ * the valid prefix leaves the padding in place. */
 Test(chapter06, valid_lens_one_or_per_sequence)
 {
     static const struct { const char *args, *lens; int shortest; } cases[] = {
         {"--valid-lens 3", "valid_lens = tensor([3, 3])", 3},
         {"--valid-lens 6,2", "valid_lens = tensor([6, 2])", 2},
+        {"--valid-lens 4,1,3", "valid_lens = tensor([4, 1, 3])", 1},
+        {"--valid-lens 5,6,2,4", "valid_lens = tensor([5, 6, 2, 4])", 2},
     };
-    for (int k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         RunResult r = run_program(PROGRAM, cases[k].args);
         cr_assert_eq(r.status, 0, "%s: %s", cases[k].args, r.err);
         const char *lens = strstr(r.out, cases[k].lens);
@@ -795,18 +808,19 @@ Test(chapter06, bad_options_exit_2_with_one_line)
         {"--tokens 1", "--tokens expects a whole number"},
         {"--valid-lens 7", "--valid-lens expects comma-separated whole numbers from 1 to 6, "
                            "got '7'"},
-        {"--valid-lens 2,3,4", "--valid-lens needs one length (for every sequence) or 2 (one "
-                               "per sequence), got 3"},
+        {"--valid-lens 2,3,4,5,6", "--valid-lens takes at most 4 numbers, got '2,3,4,5,6'"},
         {"--valid-len 4", "unknown option '--valid-len'"},
         {"--samples 1001", "--samples expects a whole number from 1 to 1000"},
-        {"--trials 0", "--trials expects a whole number"},
+        {"--batch 3", "unknown option '--batch'"},
+        {"--keys 4", "unknown option '--keys'"},
+        {"--trials 6", "unknown option '--trials'"},
         {"--seed", "--seed needs a value"},
         {"--plot /nonexistent/dir", "/nonexistent/dir"},
         {"--shuffle", "unknown option '--shuffle'"},
     };
     expect_bad_options(PROGRAM, cases, sizeof cases / sizeof cases[0]);
-    const char *const flags[] = {"--seed", "--batch", "--tokens", "--hiddens", "--heads", "--keys",
-                           "--valid-lens", "--trials", "--samples", "--plot", "--help"};
+    const char *const flags[] = {"--seed", "--tokens", "--hiddens", "--heads", "--valid-lens",
+                                 "--samples", "--plot", "--help"};
     expect_help_lists(PROGRAM, flags, sizeof flags / sizeof flags[0]);
 }
 
