@@ -75,7 +75,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HIDDENS, .metavar = "H",
-         .help = "num_heads, must divide D"},
+         .help = "num_heads, must divide D", .splits = &opt.hiddens},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
          .help = "part 5's valid tokens, each 1 to T: one length per\n"
                  "sequence (2 to 4 sequences), or one for each of 2",
@@ -92,9 +92,7 @@ static Options parse_options(int argc, char **argv)
                                 "B = 2 sequences unless --valid-lens gives one length\nper "
                                 "sequence, K = T - 1 key-value pairs in part 4 (at least 2), "
                                 "and\n4 random permutations in each table.",
-                          CLI_COUNT(options), options},
-              argc, argv);
-    cli_require_heads_split(PROG, opt.hiddens, opt.heads, "--hiddens", "--heads");
+                          CLI_COUNT(options), options}, argc, argv);
     read_valid_lens(&opt);
     opt.keys = opt.tokens > 2 ? opt.tokens - 1 : 2;   /* a count other than T where it can */
     return opt;

@@ -61,7 +61,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &opt.num_heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
-         .help = "num_heads, dividing D"},
+         .help = "num_heads, dividing D", .splits = &opt.num_hiddens},
         {"--steps", CLI_INT, &opt.steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
         {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 4096, .metavar = "B",
@@ -83,7 +83,6 @@ static Options parse_options(int argc, char **argv)
     if (opt.letters < opt.length)
         cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
                  "letters", opt.letters, opt.length, opt.length);
-    cli_require_heads_split(PROG, opt.num_hiddens, opt.num_heads, "--hiddens", "--heads");
     char detail[96];
     snprintf(detail, sizeof detail, "%d sequences of %d tokens a step, %d held out",
              opt.batch, opt.length, opt.examples);

@@ -334,7 +334,6 @@ static void check_options(const Options *opt)
     if (opt->offset > MAX_OFFSET)
         cli_fail(PROG, "--offset %d: parts 1 and 2 build tables of every position, up to %d",
                  opt->offset, MAX_OFFSET);
-    cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
     if ((t->num_hiddens / t->num_heads) % 2 != 0)
         cli_fail(PROG, "--hiddens %d / --heads %d must be a whole, even head size: RoPE "
                  "turns pairs", t->num_hiddens, t->num_heads);
@@ -355,7 +354,7 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &t->num_hiddens, .min = 2, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
-         .help = "num_heads; D / H must be even for RoPE"},
+         .help = "num_heads; D / H must be even for RoPE", .splits = &t->num_hiddens},
         {"--offset", CLI_INT, &opt.offset, .min = 0, .max = ROPE_MAX_POSITION, .metavar = "S",
          .help = "first position of the moved sequence (parts 1, 2)"},
         {"--pairs", CLI_INT, &opt.pairs, .min = 2, .max = 512, .metavar = "P",
