@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_layer.h"
 #include "fast/decode_timing.h"
 #include "fast/fast_decode.h"
 #include "io/cli.h"
-#include "attention_layer.h"
 #include "kv_cache.h"
 #include "learn/lookup_model.h"
 #include "learn/optim.h"

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "heads.h"
 #include "io/cli.h"
 #include "io/layer_files.h"
 #include "kv_cache.h"
@@ -111,9 +112,9 @@ static Options parse_options(int argc, char **argv)
     if (!opt.num_heads_given || !opt.num_kv_heads_given)
         cli_fail(opt.prog, "--from needs --heads H and --kv-heads G: the sizes the weights "
                  "were made for");
-    if (opt.num_heads % opt.num_kv_heads != 0)
-        cli_fail(opt.prog, "--kv-heads %d does not divide --heads %d: each key-value head "
-                 "serves the same number of query heads", opt.num_kv_heads, opt.num_heads);
+    char why[CLI_ERR_LEN];
+    if (!kv_heads_split(opt.num_heads, opt.num_kv_heads, "--heads", "--kv-heads", why, sizeof why))
+        cli_fail(opt.prog, "%s", why);
     return opt;
 }
 

@@ -406,9 +406,8 @@ int main(int argc, char **argv)
     const int B = opts.batch, T = opts.tokens, D = opts.hiddens;
     printf("Self-attention and permutations: equivariant, not invariant\n\n");
 
-    /* Every part draws from its own stream of the seed, so changing how
-     * much one part draws (part 7's --samples) does not change another's
-     * numbers. */
+    /* Every part draws from its own stream of the seed, so one part can
+     * change without changing another's numbers. */
     Rng data_rng = rng_new_stream(opts.seed, 1);
     Tensor *X = tensor_normal(&data_rng, 0.0f, 1.0f, SHAPE(B, T, D));
     MultiHeadAttention *layer = multihead_new(D, D, D, D, opts.heads, 0.0f, true, &data_rng);

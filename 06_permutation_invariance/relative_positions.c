@@ -335,8 +335,8 @@ static void check_options(const Options *opt)
         cli_fail(PROG, "--offset %d: parts 1 and 2 build tables of every position, up to %d",
                  opt->offset, MAX_OFFSET);
     if ((t->num_hiddens / t->num_heads) % 2 != 0)
-        cli_fail(PROG, "--hiddens %d / --heads %d must be a whole, even head size: RoPE "
-                 "turns pairs", t->num_hiddens, t->num_heads);
+        cli_fail(PROG, "--hiddens %d / --heads %d is an odd head size: RoPE turns a head's "
+                 "numbers in pairs", t->num_hiddens, t->num_heads);
     if (t->letters < 4 * t->length)
         cli_fail(PROG, "--letters %d is fewer than 4 x --length %d: a sequence of 4L "
                  "holds different letters", t->letters, t->length);

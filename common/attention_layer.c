@@ -1,10 +1,12 @@
 /*
  * attention_layer.c - the attention layer a model runs, as a pair of
  * functions (introduced in chapter 05's optional section "Attention that
- * learns"). See attention_layer.h.
+ * learns"), and the full layer with shared key-value heads and the full
+ * causal layer that run beside it (05_multihead/decoding.md). See
+ * attention_layer.h.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
- * D = num_hiddens.
+ * G = num_kv_heads (G divides H), D = num_hiddens, d = D / H.
  */
 #include "attention_layer.h"
 

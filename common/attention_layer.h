@@ -1,9 +1,12 @@
 /*
  * attention_layer.h - the attention layer a model runs, as a pair of
  * functions (introduced in chapter 05's optional section "Attention that
- * learns").
+ * learns"), and the full layers it runs for shared key-value heads, with
+ * the full causal layer a decoding cache must equal
+ * (05_multihead/decoding.md).
  *
- * Legend: B = batch_size, T = num_queries, n_k = num_keys, D = num_hiddens,
+ * Legend: B = batch_size, T = num_queries, n_k = num_keys, H = num_heads,
+ * G = num_kv_heads (G divides H), D = num_hiddens, d = D / H,
  * Dq, Dk, Dv = the layer's input sizes.
  *
  * A model (lookup_model.h, two_key_model.h, reversal_model.h,

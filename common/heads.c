@@ -123,11 +123,23 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads)
     return transpose_qkv(grad, num_heads);
 }
 
+bool kv_heads_split(int num_heads, int num_kv_heads, const char *heads_name,
+                    const char *kv_heads_name, char *err, size_t err_len)
+{
+    if (num_kv_heads >= 1 && num_heads % num_kv_heads == 0)
+        return true;
+    if (err != NULL)
+        error_format(err, err_len, NULL, "%s %d does not divide %s %d: each key-value head "
+                     "serves the same number of query heads", kv_heads_name, num_kv_heads,
+                     heads_name, num_heads);
+    return false;
+}
+
 void require_kv_heads(const char *func, int num_heads, int num_kv_heads)
 {
-    if (num_kv_heads < 1 || num_heads % num_kv_heads != 0)
-        die(func, "num_kv_heads %d must be at least 1 and divide num_heads %d", num_kv_heads,
-            num_heads);
+    char why[160];
+    if (!kv_heads_split(num_heads, num_kv_heads, "num_heads", "num_kv_heads", why, sizeof why))
+        die(func, "%s", why);
 }
 
 /* Stop unless G divides H and x (B*heads, T, d) has a first size that

@@ -45,6 +45,18 @@ Tensor *transpose_output(const Tensor *x, int num_heads);
 Tensor *transpose_qkv_backward(const Tensor *grad, int num_heads);     /* (B*H, T, d) -> (B, T, D) */
 Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T, D) -> (B*H, T, d) */
 
+/* The one check of the groups, as heads_split is of the heads: G >= 1 key-
+ * value heads divide H, each serving the same number of query heads.
+ * kv_heads_split: true when they do; when not, false and err (when not
+ * NULL) the one message, the sizes named as the caller's reader knows them:
+ *   "--kv-heads 3 does not divide --heads 4: each key-value head serves the
+ *    same number of query heads"
+ * require_kv_heads: for a caller whose sizes were checked before; dies
+ * naming func when they do not fit (a bug). */
+bool kv_heads_split(int num_heads, int num_kv_heads, const char *heads_name,
+                    const char *kv_heads_name, char *err, size_t err_len);
+void require_kv_heads(const char *func, int num_heads, int num_kv_heads);
+
 /* Grouped-query attention (05_multihead/decoding.md): G key-value heads
  * serve H query heads, H / G each, so query head h reads key-value head
  * h / (H / G). Repeating each of the G heads H / G times in a row turns
@@ -53,9 +65,6 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T,
  *   x (B*G, T, d) -> out (B*H, T, d), out[b*H + h] = x[b*G + h / (H/G)]
  * The backward adds the H / G gradients of each copy back into its head. */
 Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
-/* The one check of the groups: G >= 1 divides H. A caller's sizes were
- * checked before, so it dies naming func when they do not fit. */
-void require_kv_heads(const char *func, int num_heads, int num_kv_heads);
 Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads);
 /* A key or value projection into the H heads that read it:
  *   x (B, n_k, G*d) -> transpose_qkv into G heads -> repeat_kv_heads -> (B*H, n_k, d)

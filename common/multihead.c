@@ -69,15 +69,17 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
 
     /* Drawn in a fixed order, each weight followed by its bias, so a seed
      * names one layer. The bias bound uses the weight's fan_in, as
-     * nn.Linear.reset_parameters does. params is in the order
-     * W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o. */
+     * nn.Linear.reset_parameters does. */
     const int D = num_hiddens, kv_rows = num_kv_heads * d;   /* G*d */
-    const int rows[4] = {D, kv_rows, kv_rows, D}, cols[4] = {query_size, key_size, value_size, D};
-    Tensor *params[MULTIHEAD_PARAMETERS] = {0};
-    for (int i = 0; i < 4; i++) {
-        params[i] = init_uniform(rng, rows[i], cols[i], false);
-        params[4 + i] = bias ? init_uniform(rng, rows[i], cols[i], true) : NULL;
-    }
+    Tensor *W_q = init_uniform(rng, D, query_size, false);
+    Tensor *b_q = bias ? init_uniform(rng, D, query_size, true) : NULL;
+    Tensor *W_k = init_uniform(rng, kv_rows, key_size, false);
+    Tensor *b_k = bias ? init_uniform(rng, kv_rows, key_size, true) : NULL;
+    Tensor *W_v = init_uniform(rng, kv_rows, value_size, false);
+    Tensor *b_v = bias ? init_uniform(rng, kv_rows, value_size, true) : NULL;
+    Tensor *W_o = init_uniform(rng, D, D, false);
+    Tensor *b_o = bias ? init_uniform(rng, D, D, true) : NULL;
+    Tensor *const params[MULTIHEAD_PARAMETERS] = {W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o};
     MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
     *layer = layer_of(num_heads, num_kv_heads, dropout, params);
     return layer;

@@ -69,7 +69,9 @@ Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
 
 /* Elementwise helpers that chapters reuse. */
 void relu_inplace(Tensor *x);
-/* The index of the largest of row (n,): the first on a tie, like torch.argmax. */
+
+/* A reduction over a row: the index of the largest of row (n,), the first
+ * on a tie, like torch.argmax. */
 int argmax(const float *row, int n);
 
 #endif

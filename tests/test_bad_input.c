@@ -1242,8 +1242,8 @@ static BadInput rows[] = {
     {RELPOS, "--from @/in --to @/out --positions none", 1, "queries.npy", "@/out/scores.npy",
      relpos_empty},
     {RELPOS, "--positions rope", 2, "--to, --positions and --causal go with --from DIR", NULL},
-    {RELPOS, "--hiddens 12 --heads 4", 2, "--hiddens 12 / --heads 4 must be a whole, even head "
-     "size", NULL},
+    {RELPOS, "--hiddens 12 --heads 4", 2, "--hiddens 12 / --heads 4 is an odd head size: RoPE "
+     "turns a head's numbers in pairs", NULL},
     {RELPOS, "--letters 20", 2, "--letters 20 is fewer than 4 x --length 6", NULL},
     {RELPOS, "--back 6", 2, "--back 6 must be below --length 6", NULL},
     {RELPOS, "--offset 100001", 2, "--offset 100001: parts 1 and 2 build tables", NULL},

@@ -1,6 +1,6 @@
 /*
  * test_decode.c - decoding with a key-value cache and grouped-query
- * attention (common/kv_cache.c, the grouped layer of common/multihead.c),
+ * attention (common/kv_cache.c, the grouped layer of common/attention_layer.c),
  * against the full causal layer, against multi-head attention with repeated
  * key-value heads, and against PyTorch 1.13.
  *
@@ -18,11 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attention_layer.h"
 #include "fast/fast_decode.h"
 #include "heads.h"
 #include "helpers.h"
 #include "io/npy.h"
-#include "attention_layer.h"
 #include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"

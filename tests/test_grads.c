@@ -21,11 +21,10 @@
 #include <stdlib.h>
 
 #include "attention.h"
+#include "attention_layer.h"
 #include "gradcheck.h"
 #include "heads.h"
 #include "helpers.h"
-#include "attention_layer.h"
-#include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
 #include "random.h"

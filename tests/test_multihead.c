@@ -19,12 +19,11 @@
 #include <unistd.h>
 
 #include "attention.h"
+#include "attention_layer.h"
 #include "heads.h"
 #include "helpers.h"
 #include "io/layer_files.h"
 #include "io/npy.h"
-#include "attention_layer.h"
-#include "kv_cache.h"
 #include "multihead.h"
 #include "ops.h"
 #include "random.h"

@@ -12,9 +12,10 @@
 
 const char *const length_task_names[LENGTH_TASKS] = {"k back", "reversal"};
 
-/* Each use of randomness draws from its own stream of the seed; the
- * batches from the training loop's, rng_use(seed, RNG_BATCHES), stream 2. */
-enum { STREAM_INIT = 1, STREAM_HELDOUT = 3, STREAM_CHECK = 5 };
+/* Each use of randomness draws from its own stream of the seed: the
+ * parameters, the batches (the training loop's) and the held-out set from
+ * random.h's, the check set from one of its own. */
+enum { STREAM_CHECK = 5 };
 
 /* The answers of a batch of task_reversal sequences for the task asked:
  * reversal keeps them; "k back" puts the token k places back at t >= k. */
@@ -156,7 +157,7 @@ static void train_and_score(void *arg, int j)
     *run = (LengthRun){.task = (LengthTask)(j / (POSITION_SCHEMES * S)),
                        .scheme = (PositionScheme)(j / S % POSITION_SCHEMES),
                        .seed = setup->seed + (uint64_t)(j % S)};
-    Rng init = rng_new_stream(run->seed, STREAM_INIT);
+    Rng init = rng_use(run->seed, RNG_PARAMETERS);
     /* rows for 4L positions: the learned table has them, trained or not */
     PositionModel *model = position_model_new(setup->letters, setup->num_hiddens,
                                               setup->num_heads, run->scheme, 4 * setup->length,
@@ -182,7 +183,7 @@ LengthExperiment *length_experiment_run(const LengthSetup *setup)
     for (int i = 0; i < LENGTH_SIZES; i++) {
         /* the same sequences for both tasks, only the answers differ */
         Task task = task_reversal(setup->length << i, setup->letters);
-        Rng rng = rng_new_stream(setup->seed, STREAM_HELDOUT);
+        Rng rng = rng_use(setup->seed, RNG_HELDOUT);
         for (int t = 0; t < LENGTH_TASKS; t++) {
             e->held_out[t][i] = task_batch_new(&task, setup->examples);
             Rng same = rng;
