@@ -72,6 +72,8 @@ static const char *quick_args(const char *program)
                                       "--kv-heads 2"},
         {"05_multihead/train_bench", "--countries 8 --hiddens 8 --heads 2 --batch 4"},
         {"06_permutation_invariance/positions", "--steps 3 --examples 10 --seeds 1"},
+        {"06_permutation_invariance/induction_heads", "--steps 10 --examples 10 --seeds 1 "
+                                                      "--batch 4"},
     };
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++)
         if (strcmp(program, quick[i][0]) == 0)
