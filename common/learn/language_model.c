@@ -22,6 +22,35 @@
 static const char FUNC[] = "language_model";
 static const double PI = 3.14159265358979323846;
 
+/* ---- the vocabulary ------------------------------------------------------------ */
+
+int text_vocabulary(const unsigned char *text, size_t n, int *bytes)
+{
+    bool seen[LM_MAX_VOCAB] = {false};
+    for (size_t i = 0; i < n; i++)
+        seen[text[i]] = true;
+    int V = 0;
+    for (int c = 0; c < LM_MAX_VOCAB; c++)
+        if (seen[c])
+            bytes[V++] = c;
+    return V;
+}
+
+size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vocab, int *ids)
+{
+    int token_of[LM_MAX_VOCAB];
+    for (int c = 0; c < LM_MAX_VOCAB; c++)
+        token_of[c] = -1;
+    for (int i = 0; i < vocab; i++)
+        token_of[bytes[i]] = i;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = token_of[text[i]];
+        if (ids[i] < 0)
+            return i;
+    }
+    return n;
+}
+
 /* ---- the parameters ------------------------------------------------------------ */
 
 /* name "blocks.l.<what>", kept in the model so the lists can point at it */

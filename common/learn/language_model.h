@@ -104,6 +104,15 @@ typedef struct {
     LayerNames layer_names[LM_MAX_LAYERS];
 } LanguageModel;
 
+/* ---- the vocabulary: a token is a byte ----------------------------------------- */
+/* text (n,) -> bytes (V,), the distinct bytes in increasing order;
+ * returns V. */
+int text_vocabulary(const unsigned char *text, size_t n, int *bytes);
+/* text (n,) -> ids (n,), each byte's token in bytes (V,); returns the
+ * offset of the first byte that is not in the vocabulary, n when every
+ * one is (ids is then whole). */
+size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vocab, int *ids);
+
 /* A model over the vocabulary bytes[0 .. V-1] (distinct, increasing),
  * drawn from rng as nanoGPT draws its own: every weight and embedding
  * N(0, 0.02), the two projections into the stream (attn.out_proj and
