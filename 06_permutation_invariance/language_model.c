@@ -61,6 +61,8 @@ typedef struct {
 static void check_options(const Options *opt)
 {
     cli_require_heads_split(PROG, opt->num_hiddens, opt->num_heads, "--hiddens", "--heads");
+    if (opt->prompt[0] == '\0')
+        cli_fail(PROG, "--prompt is empty: give at least one character");
     if (opt->min_lr > opt->lr)
         cli_fail(PROG, "--min-lr %g is above --lr %g: the schedule decays to it", opt->min_lr,
                  opt->lr);
@@ -220,24 +222,33 @@ static void print_text(const LanguageModel *model, const int *tokens, int n)
     printf("\n");
 }
 
-/* The prompt as tokens; 2 and a line when a character is not in the
- * vocabulary. */
-static int prompt_tokens(const LanguageModel *model, const char *prompt, int **tokens,
-                         int *length)
+/* The prompt as tokens: a wrong --prompt was refused before any work
+ * (check_prompt). */
+static void prompt_tokens(const LanguageModel *model, const char *prompt, int **tokens,
+                          int *length)
 {
     const size_t n = strlen(prompt);
-    if (n == 0)
-        cli_fail(PROG, "--prompt is empty: give at least one character");
     *tokens = checked_malloc(PROG, n, sizeof **tokens);
     const size_t bad = text_encode((const unsigned char *)prompt, n, model->bytes,
                                    model->vocab, *tokens);
-    if (bad < n) {
-        free(*tokens);
-        cli_fail(PROG, "--prompt: character %zu (0x%02x) is not in the vocabulary", bad,
-                 (unsigned)(unsigned char)prompt[bad]);
-    }
+    if (bad < n)
+        die("prompt_tokens", "character %zu of the prompt is not in the vocabulary", bad);
     *length = (int)n;
-    return 0;
+}
+
+/* A usage error, before any output, when a character of --prompt is not
+ * one the model knows. */
+static void check_prompt(const LanguageModel *model, const char *prompt)
+{
+    for (size_t i = 0; prompt[i] != '\0'; i++) {
+        const int c = (unsigned char)prompt[i];
+        bool known = false;
+        for (int t = 0; t < model->vocab; t++)
+            known = known || model->bytes[t] == c;
+        if (!known)
+            cli_fail(PROG, "--prompt: character %zu (0x%02x) is not in the vocabulary", i,
+                     (unsigned)c);
+    }
 }
 
 static void print_sample(const LanguageModel *model, const Options *opt, int n, Rng *rng)
@@ -497,16 +508,18 @@ static void silencing_row(LanguageModel *m, const Probes *p, const int *heads, i
     free(saved);
 }
 
-static void print_scores(const LanguageModel *m, const double *previous, const double *induction)
+static void print_scores(const LanguageModel *m, const double *previous,
+                         const double *induction, const double *text_induction)
 {
     const int H = m->num_heads;
-    printf("  block   head   previous-token   induction\n");
+    printf("  block   head   previous-token   induction   induction on text\n");
     for (int i = 0; i < m->num_layers * H; i++)
-        printf("  %5d   %4d   %14.2f   %9.2f%s\n", i / H + 1, i % H + 1, previous[i],
-               induction[i], induction[i] > INDUCTION_LINE ? "   induction head" : "");
+        printf("  %5d   %4d   %14.2f   %9.2f   %17.2f%s\n", i / H + 1, i % H + 1, previous[i],
+               induction[i], text_induction[i],
+               induction[i] > INDUCTION_LINE ? "   an induction head" : "");
 }
 
-/* the strongest induction head on the first probe, where its stripe is:
+/* head's weights on the first probe where an induction stripe would be:
  * queries P .. P+15 against keys 1 .. 16 */
 static void draw_stripe(const LanguageModel *m, Tensor *const *weights, int head)
 {
@@ -518,9 +531,11 @@ static void draw_stripe(const LanguageModel *m, Tensor *const *weights, int head
         for (int j = 0; j < w; j++)
             AT2(crop, i, j) = AT4(weights[head / H], 0, head % H, P + i, 1 + j);
     char title[160];
-    snprintf(title, sizeof title, "block %d head %d on a probe: queries %d-%d (rows) against "
-             "keys 1-%d (columns)", head / H + 1, head % H + 1, P, P + w - 1, w);
+    snprintf(title, sizeof title, "block %d head %d on a probe: row i is query %d + i, column j "
+             "is key 1 + j", head / H + 1, head % H + 1, P);
     heatmap_terminal(stdout, crop, title);
+    printf("\nAn induction head would draw the diagonal: query %d + i on key 1 + i, the\n"
+           "character after the first copy of its own.\n\n", P);
     tensor_free(crop);
 }
 
@@ -555,6 +570,37 @@ static int plot_heads(const LanguageModel *m, const Options *opt, const Corpus *
     return status == 0 ? 0 : 1;
 }
 
+/* The silencing table: no head, each induction head, all of them, and
+ * as many of the lowest-scoring heads; the best head alone when none
+ * passes the line. */
+static void silencing_table(LanguageModel *m, const Probes *p, const int *order, int count)
+{
+    const int H = m->num_heads, NH = m->num_layers * H;
+    printf("Silenced (zero ablation: a head's values set to 0), the loss of the repeat\n"
+           "on %d probes of random characters and %d of held-out text, and the loss on\n"
+           "the first %zu held-out characters:\n\n"
+           "  silenced                      random repeat   text repeat   held out\n",
+           PROBES, PROBES, p->held_n);
+    silencing_row(m, p, order, 0, "none");
+    char label[64];
+    const int rows = count > 0 ? count : 1;
+    for (int i = 0; i < rows; i++) {
+        snprintf(label, sizeof label, "block %d head %d%s", order[i] / H + 1, order[i] % H + 1,
+                 count > 0 ? "" : " (the best)");
+        silencing_row(m, p, order + i, 1, label);
+    }
+    if (count > 1) {
+        snprintf(label, sizeof label, "all %d induction heads", count);
+        silencing_row(m, p, order, count, label);
+    }
+    if (2 * rows <= NH) {
+        snprintf(label, sizeof label, "the %d lowest-scoring %s", rows,
+                 rows == 1 ? "head" : "heads");
+        silencing_row(m, p, order + NH - rows, rows, label);
+    }
+    printf("\n");
+}
+
 static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
 {
     const int C = m->context, P = C / 2, NH = m->num_layers * m->num_heads;
@@ -563,42 +609,27 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
                 .text = probes_new(m, c->ids + c->train_n, held_n, PROBES), .corpus = c,
                 .held_n = held_n < 16384 ? held_n : 16384};
     printf("Part 4. What the heads learned\n\n"
-           "A probe: %d random characters, then the same %d again. On %d probes the\n"
-           "first half costs %.3f nats a character and the repeat %.3f.\n\n",
+           "A probe: %d characters, then the same %d again. On %d probes of random\n"
+           "characters the first half costs %.3f nats a character and the repeat %.3f;\n"
+           "on %d of held-out text, %.3f and %.3f.\n\n",
            P, P, PROBES, probe_loss(m, p.random, PROBES, 0, P - 1),
-           probe_loss(m, p.random, PROBES, P, C));
+           probe_loss(m, p.random, PROBES, P, C), PROBES, probe_loss(m, p.text, PROBES, 0, P - 1),
+           probe_loss(m, p.text, PROBES, P, C));
     double previous[LM_MAX_LAYERS * 64], induction[LM_MAX_LAYERS * 64];
+    double text_previous[LM_MAX_LAYERS * 64], text_induction[LM_MAX_LAYERS * 64];
     Tensor *first[LM_MAX_LAYERS] = {NULL};
     head_scores(m, p.random, PROBES, previous, induction, first);
-    print_scores(m, previous, induction);
+    head_scores(m, p.text, PROBES, text_previous, text_induction, NULL);
+    printf("Scores on the random probes (on the text probes for the last column):\n\n");
+    print_scores(m, previous, induction, text_induction);
     int order[LM_MAX_LAYERS * 64] = {0}, count = 0;
     order_heads(induction, NH, order);
     while (count < NH && induction[order[count]] > INDUCTION_LINE)
         count++;
-    printf("\n");
+    printf("\n%d of %d heads score above %.1f as induction heads.\n\n", count, NH,
+           INDUCTION_LINE);
     draw_stripe(m, first, order[0]);
-    printf("\nSilenced (zero ablation: a head's values set to 0), the loss of the repeat\n"
-           "on %d probes of random characters and %d of held-out text, and the loss on\n"
-           "the first %zu held-out characters:\n\n"
-           "  silenced                     random repeat   text repeat   held out\n",
-           PROBES, PROBES, p.held_n);
-    silencing_row(m, &p, order, 0, "none");
-    for (int i = 0; i < count; i++) {
-        char label[48];
-        snprintf(label, sizeof label, "block %d head %d", order[i] / m->num_heads + 1,
-                 order[i] % m->num_heads + 1);
-        silencing_row(m, &p, order + i, 1, label);
-    }
-    char label[48];
-    if (count > 1) {
-        snprintf(label, sizeof label, "all %d induction heads", count);
-        silencing_row(m, &p, order, count, label);
-    }
-    if (count > 0 && 2 * count <= NH) {
-        snprintf(label, sizeof label, "the %d lowest-scoring heads", count);
-        silencing_row(m, &p, order + NH - count, count, label);
-    }
-    printf("\n");
+    silencing_table(m, &p, order, count);
     int status = opt->plot_dir != NULL ? plot_heads(m, opt, c, first) : 0;
     for (int l = 0; l < m->num_layers; l++)
         tensor_free(first[l]);
@@ -688,6 +719,7 @@ int main(int argc, char **argv)
     if (status == 0 && opt.bench)
         status = run_bench(&opt, &corpus);
     if (status == 0 && m != NULL) {
+        check_prompt(m, opt.prompt);
         m->kernels = (LanguageKernels){fast_attention_layer(opt.num_threads), fast_gelu_forward,
                                        fast_gelu_backward};
         part1_text(&opt, &corpus, m);
