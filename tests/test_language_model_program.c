@@ -18,7 +18,7 @@
 
 #define LM "06_permutation_invariance/language_model"
 #define SMALL "--layers 1 --heads 2 --hiddens 16 --context 16 --batch 4 --eval-every 10 " \
-              "--eval-batches 2 --sample 40"
+              "--sample 40"
 
 /* dir/name holding the first n bytes of the chapter's Shakespeare, or the
  * bytes given */
@@ -164,10 +164,9 @@ Test(language_model_program, refuses_options_out_of_range)
         {"--context 1", "--context"},
         {"--temperature -1", "--temperature"},
         {"--lr 0", "--lr"},
-        {"--lr 0.001 --min-lr 0.01", "--min-lr 0.01 is above --lr 0.001"},
         {"--steps -1", "--steps"},
         {"--prompt ''", "--prompt is empty"},
-        {"--clip 0", "--clip"},
+        {"--eval-every 0", "--eval-every"},
         {"--batch 0", "--batch"},
     };
     expect_bad_options(LM, cases, sizeof cases / sizeof cases[0]);

@@ -426,6 +426,26 @@ double lm_learning_rate(int step, double lr, double min_lr, int warmup, int deca
     return min_lr + 0.5 * (1.0 + cos(PI * progress)) * (lr - min_lr);
 }
 
+Adam *language_adamw_new(const LanguageModel *model, const LanguageTraining *t)
+{
+    Adam *adam = adam_new(model->params, model->num_params, (float)t->lr);
+    adam->beta2 = 0.99f;
+    adam->weight_decay = (float)t->weight_decay;
+    return adam;
+}
+
+void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng *rng,
+                     int *tokens)
+{
+    if (n <= (size_t)context)
+        die("text_batch_draw", "a text of %zu tokens has no window of %d + 1", n, context);
+    for (int b = 0; b < batch_size; b++) {
+        const size_t start = (size_t)rng_below(rng, (uint32_t)(n - (size_t)context));
+        memcpy(tokens + (size_t)b * (context + 1), ids + start,
+               (size_t)(context + 1) * sizeof *ids);
+    }
+}
+
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
                                  int batch_size, double max_norm)
 {
@@ -433,6 +453,20 @@ double language_model_train_step(LanguageModel *model, Adam *adam, const int *to
     parameters_clip_grad_norm(model->params, model->num_params, max_norm);
     adam_step(adam);
     return loss;
+}
+
+double language_model_sampled_loss(const LanguageModel *model, const int *ids, size_t n,
+                                   int batch_size, int batches, Rng *rng)
+{
+    const int C = model->context;
+    int *tokens = checked_malloc(FUNC, (size_t)batch_size * (C + 1), sizeof *tokens);
+    double sum = 0.0;
+    for (int i = 0; i < batches; i++) {
+        text_batch_draw(ids, n, batch_size, C, rng, tokens);
+        sum += language_model_loss(model, tokens, batch_size, C);
+    }
+    free(tokens);
+    return sum / batches;
 }
 
 double language_model_text_loss(const LanguageModel *model, const int *ids, size_t n,

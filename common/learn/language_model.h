@@ -164,6 +164,30 @@ double language_model_loss(const LanguageModel *model, const int *tokens, int ba
 double language_model_loss_grad(LanguageModel *model, const int *tokens, int batch_size,
                                 int length);
 
+/* ---- training ---------------------------------------------------------------------
+ * nanoGPT's documented CPU run on Shakespeare, the one place its numbers
+ * are written: language_model's defaults, its bench and the PyTorch
+ * model it is timed against (tests/fixtures/make_language_model_fixtures.py). */
+typedef struct {
+    int num_layers, num_heads, num_hiddens, context;   /* N, H, D, C */
+    int batch_size, steps, warmup;
+    double lr, min_lr, weight_decay, clip;             /* AdamW betas (0.9, 0.99) */
+} LanguageTraining;
+
+#define LANGUAGE_TRAINING                                                                 \
+    ((LanguageTraining){.num_layers = 4, .num_heads = 4, .num_hiddens = 128, .context = 64, \
+                        .batch_size = 12, .steps = 2000, .warmup = 100, .lr = 1e-3,       \
+                        .min_lr = 1e-4, .weight_decay = 0.1, .clip = 1.0})
+
+/* AdamW over the model's parameters as t trains them: lr t->lr (a step
+ * sets its own from the schedule), betas (0.9, 0.99), weight decay on
+ * matrices. */
+Adam *language_adamw_new(const LanguageModel *model, const LanguageTraining *t);
+
+/* tokens (B, C + 1): B windows of ids[0 .. n) at random offsets, n > C. */
+void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng *rng,
+                     int *tokens);
+
 /* AdamW's learning rate at step s (0, 1, ...), nanoGPT's schedule: a
  * linear warmup to lr over warmup steps, then a cosine from lr down to
  * min_lr at decay_steps, min_lr after. */
@@ -174,6 +198,12 @@ double lm_learning_rate(int step, double lr, double min_lr, int warmup, int deca
  * the loss before the update. */
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
                                  int batch_size, double max_norm);
+
+/* The mean loss over batches batches of batch_size windows of ids[0 .. n)
+ * at random offsets drawn from rng (text_batch_draw): an estimate, as
+ * nanoGPT's estimate_loss makes it. */
+double language_model_sampled_loss(const LanguageModel *model, const int *ids, size_t n,
+                                   int batch_size, int batches, Rng *rng);
 
 /* The mean loss over every character of ids[1 .. n-1], each predicted
  * from the ones before it in its window: windows of C + 1 ids that overlap

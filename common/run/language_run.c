@@ -1,0 +1,153 @@
+/*
+ * language_run.c - a text as tokens, the language model's bench and
+ * pictures
+ * (introduced in chapter 06's page "A language model"). See
+ * language_run.h.
+ */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
+#include "run/language_run.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "fast/fast_attention_layer.h"
+#include "fast/fast_exp.h"
+#include "io/plot.h"
+#include "io/text_file.h"
+
+int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
+                char *err, size_t err_len)
+{
+    unsigned char *text;
+    size_t n;
+    if (text_file_read(path, &text, &n, err, err_len) != 0)
+        return -1;
+    Corpus c = {.n = n, .train_n = n - n / 10};
+    c.vocab = bytes != NULL ? vocab : text_vocabulary(text, n, c.bytes);
+    if (bytes != NULL)
+        memcpy(c.bytes, bytes, (size_t)vocab * sizeof *bytes);
+    c.ids = checked_malloc("corpus_load", n, sizeof *c.ids);
+    const size_t bad = text_encode(text, n, c.bytes, c.vocab, c.ids);
+    const unsigned bad_byte = bad < n ? text[bad] : 0;
+    free(text);
+    /* the held-out tenth needs a whole window of C + 1, and the rest too */
+    const size_t need = 10 * ((size_t)context + 2);
+    int status = 0;
+    if (bad < n)
+        status = error_format(err, err_len, path, "byte %zu (0x%02x) is not in the model's "
+                              "vocabulary of %d characters", bad, bad_byte, c.vocab);
+    else if (c.vocab < 2)
+        status = error_format(err, err_len, path, "a text of one repeated character teaches "
+                              "nothing");
+    else if (n < need)
+        status = error_format(err, err_len, path, "%zu bytes is too short for a context of %d: "
+                              "the held-out tenth needs %d, so at least %zu bytes", n, context,
+                              context + 2, need);
+    if (status != 0)
+        free(c.ids);
+    else
+        *corpus = c;
+    return status;
+}
+
+void corpus_free(Corpus *corpus)
+{
+    free(corpus->ids);
+    corpus->ids = NULL;
+}
+
+double language_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
+                                 int num_threads, int steps)
+{
+    enum { UNTIMED = 3 };
+    Rng rng = rng_use(0, RNG_PARAMETERS), batches = rng_use(0, RNG_BATCHES);
+    LanguageModel *m = language_model_new(corpus->bytes, corpus->vocab, t->context,
+                                          t->num_hiddens, t->num_heads, t->num_layers, &rng);
+    m->kernels = (LanguageKernels){fast_attention_layer(num_threads), fast_gelu_forward,
+                                   fast_gelu_backward};
+    Adam *adam = language_adamw_new(m, t);
+    int *tokens = checked_malloc("language_steps_per_second",
+                                 (size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    double start = language_seconds();
+    for (int s = 0; s < UNTIMED + steps; s++) {
+        if (s == UNTIMED)
+            start = language_seconds();
+        text_batch_draw(corpus->ids, corpus->train_n, t->batch_size, t->context, &batches,
+                        tokens);
+        adam->lr = (float)lm_learning_rate(s, t->lr, t->min_lr, t->warmup, t->steps);
+        language_model_train_step(m, adam, tokens, t->batch_size, t->clip);
+    }
+    const double rate = steps / (language_seconds() - start);
+    free(tokens);
+    adam_free(adam);
+    language_model_free(m);
+    return rate;
+}
+
+int language_plot_curve(const char *dir, const Tensor *curve, int rows)
+{
+    Tensor *xs = tensor_zeros(SHAPE(rows)), *ys = tensor_zeros(SHAPE(2, rows));
+    for (int r = 0; r < rows; r++) {
+        xs->data[r] = AT2(curve, r, 0);
+        AT2(ys, 0, r) = AT2(curve, r, 1);
+        AT2(ys, 1, r) = AT2(curve, r, 2);
+    }
+    const char *titles[2] = {"training", "held out"};
+    const int status = plot_curves(dir, "language_model_loss", xs, ys, "step",
+                                   "cross-entropy loss (nats per character)", titles, false);
+    TENSOR_FREE(xs, ys);
+    return status;
+}
+
+/* --plot: every head on one line of held-out text, and on the first probe */
+int language_plot_heads(const char *dir, const LanguageModel *m, const Corpus *c,
+                        Tensor *const *probe_weights)
+{
+    const int C = m->context, N = m->num_layers, H = m->num_heads;
+    /* the first line of the held-out text that starts a window of C + 1 */
+    size_t start = c->train_n;
+    while (start + (size_t)C + 1 < c->n && c->bytes[c->ids[start]] != '\n')
+        start++;
+    Tensor *weights[LM_MAX_LAYERS] = {NULL};
+    Tensor *logits = language_model_forward(m, c->ids + start + 1, 1, C, weights, NULL);
+    Tensor *grid = tensor_zeros(SHAPE(N, H, C, C)), *probe = tensor_zeros(SHAPE(N, H, C, C));
+    for (int l = 0; l < N; l++) {
+        memcpy(grid->data + (size_t)l * H * C * C, weights[l]->data,
+               (size_t)H * C * C * sizeof(float));
+        memcpy(probe->data + (size_t)l * H * C * C, probe_weights[l]->data,
+               (size_t)H * C * C * sizeof(float));
+    }
+    int status = plot_heatmaps_titled(dir, "language_model_heads",
+                                      "every head on a line of held-out text (rows: blocks)",
+                                      grid, "key position", "query position", NULL);
+    if (status == 0)
+        status = plot_heatmaps_titled(dir, "language_model_probe",
+                                      "every head on repeated random characters", probe,
+                                      "key position", "query position", NULL);
+    for (int l = 0; l < N; l++)
+        tensor_free(weights[l]);
+    TENSOR_FREE(logits, grid, probe);
+    return status;
+}
+
+void language_progress(int step, int steps, double loss, double tokens_per_step, double start)
+{
+    if (!isatty(fileno(stderr)))
+        return;
+    const double rate = step / (language_seconds() - start);
+    fprintf(stderr, "\r  step %d/%d  loss %.3f  %.0f characters/s  %.0f s left   %s", step,
+            steps, loss, rate * tokens_per_step, (steps - step) / rate,
+            step == steps ? "\n" : "");
+}

@@ -1,0 +1,57 @@
+/*
+ * language_run.h - what a language model's run needs besides the model:
+ * the text it learns, as tokens, the bench of its training steps, and its
+ * pictures (introduced in chapter 06's page "A language
+ * model").
+ *
+ * A text file (io/text_file.h: UTF-8, read as bytes) becomes the tokens of
+ * a vocabulary of bytes (learn/language_model.h): the text's own, for a
+ * model about to be trained, or a loaded model's, which must hold every
+ * byte of the text. The first 90% of the tokens train, the last 10% are
+ * held out, as nanoGPT splits its Shakespeare.
+ */
+#ifndef LANGUAGE_RUN_H
+#define LANGUAGE_RUN_H
+
+#include <stddef.h>
+
+#include "learn/language_model.h"
+#include "tensor.h"
+
+typedef struct {
+    int *ids;                   /* (n,) every byte's token */
+    size_t n, train_n;          /* ids[0 .. train_n) train, the rest is held out */
+    int vocab, bytes[LM_MAX_VOCAB];
+} Corpus;
+
+/* path -> corpus, in the vocabulary bytes (V,) or, when bytes is NULL, the
+ * text's own. Refused with one line in err (returns -1, nothing left to
+ * free): what text_file_read refuses, a byte outside the vocabulary, a
+ * text of one repeated character, or one too short for two windows of
+ * context + 1 (one in each part). */
+int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
+                char *err, size_t err_len);
+void corpus_free(Corpus *corpus);
+
+/* Training steps per second of a new model of t's sizes on the fast path
+ * with num_threads threads, timed over steps steps after a few untimed
+ * ones, on batches of the corpus's training part. */
+double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
+                                 int num_threads, int steps);
+
+/* DIR/language_model_loss.{dat,gp}: curve (rows, 3) holds a step, the
+ * training and the held-out loss per row. DIR/language_model_heads and
+ * DIR/language_model_probe: every head's weights (N rows of H panels) on
+ * the first line of held-out text that fills a window, and probe_weights
+ * (N tensors (1, H, C, C)) on a probe. 0, or -1 after one line on stderr. */
+int language_plot_curve(const char *dir, const Tensor *curve, int rows);
+int language_plot_heads(const char *dir, const LanguageModel *model, const Corpus *corpus,
+                        Tensor *const *probe_weights);
+
+/* Seconds on a monotonic clock, and the training's progress line: in
+ * place on a terminal (step, loss, characters per second, time left),
+ * nothing otherwise, so that a log or a quoted output holds no timing. */
+double language_seconds(void);
+void language_progress(int step, int steps, double loss, double chars_per_step, double start);
+
+#endif
