@@ -38,7 +38,7 @@ static const char PROG[] = "language_model";
 static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.txt";
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
-       EVAL_BATCHES = 20, BENCH_STEPS = 30 };
+       EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
 
 typedef struct {
     LanguageTraining train;   /* sizes, steps and AdamW's settings */
@@ -190,10 +190,10 @@ static void part1_text(const Options *opt, const Corpus *c, const LanguageModel 
         printf("Read from --from; not trained here.\n\n");
 }
 
-/* One look: both parts' losses (a row of the table and of curve) and a
- * short sample. */
+/* Both parts' losses into a row of curve; printed with a short sample when
+ * shown (--plot's curve looks more often than the table). */
 static void look(const LanguageModel *m, const Options *opt, const Corpus *c, int step,
-                 Tensor *curve, int row)
+                 Tensor *curve, int row, bool shown)
 {
     const int B = opt->train.batch_size;
     Rng train_windows = rng_new_stream(0x5eed, 1), held_windows = rng_new_stream(0x5eed, 2);
@@ -202,10 +202,12 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
     const double held_out = language_model_sampled_loss(m, c->ids + c->train_n,
                                                         c->n - c->train_n, B, EVAL_BATCHES,
                                                         &held_windows);
-    printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     AT2(curve, row, 0) = (float)step;
     AT2(curve, row, 1) = (float)train;
     AT2(curve, row, 2) = (float)held_out;
+    if (!shown)
+        return;
+    printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     Rng rng = rng_new_stream(opt->seed, 100 + (uint64_t)step);
     print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
@@ -218,14 +220,16 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     printf("Part 2. Training: the loss on %d batches of each part, and a sample\n\n",
            EVAL_BATCHES);
     Adam *adam = language_adamw_new(m, t);
-    Tensor *curve = tensor_zeros(SHAPE(t->steps / opt->eval_every + 2, 3));
+    const int every = opt->plot_dir && opt->eval_every > CURVE_EVERY ? CURVE_EVERY : opt->eval_every;
+    Tensor *curve = tensor_zeros(SHAPE(t->steps / every + 2, 3));
     int *tokens = checked_malloc(PROG, (size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
     for (int step = 0; step <= t->steps; step++) {
-        if (step % opt->eval_every == 0 || step == t->steps)
-            look(m, opt, c, step, curve, rows++);
+        const bool shown = step % opt->eval_every == 0 || step == t->steps;
+        if (shown || step % every == 0)
+            look(m, opt, c, step, curve, rows++, shown);
         if (step == t->steps)
             break;
         text_batch_draw(c->ids, c->train_n, t->batch_size, t->context, &batches, tokens);

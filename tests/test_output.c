@@ -74,6 +74,9 @@ static const char *quick_args(const char *program)
         {"06_permutation_invariance/positions", "--steps 3 --examples 10 --seeds 1"},
         {"06_permutation_invariance/induction_heads", "--steps 10 --examples 10 --seeds 1 "
                                                       "--batch 4"},
+        {"06_permutation_invariance/language_model", "--steps 2 --layers 1 --hiddens 16 "
+                                                     "--heads 2 --context 16 --batch 2 "
+                                                     "--sample 10"},
     };
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++)
         if (strcmp(program, quick[i][0]) == 0)

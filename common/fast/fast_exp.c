@@ -247,29 +247,27 @@ void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)
 
 /* ---- GELU ------------------------------------------------------------------------ */
 
-/* Lane by lane: tanh(z) = 1 - 2 / (exp(2 z) + 1), which is -1 or 1 where
- * exp(2 z) is 0 or overflows, with no branch. */
-static inline vf tanh_vec(vf z)
+/* Lane by lane: half of 1 + tanh(c (u + 0.044715 u^3)), GELU's gate, as
+ * the sigmoid 1 / (1 + exp(-2 z)), which is 0 or 1 where the exp
+ * overflows or vanishes, with no branch. Written this way, not as
+ * 1 - 2 / (exp(2 z) + 1), nothing cancels where the gate is near 0. */
+static inline vf gelu_gate(vf u)
 {
-    return 1.0f - 2.0f / (exp_vec(z + z) + 1.0f);
-}
-
-/* The argument of GELU's tanh, c (u + 0.044715 u^3), and that tanh. */
-static inline vf gelu_tanh(vf u)
-{
-    return tanh_vec(0.7978845608028654f * (u + 0.044715f * u * u * u));
+    const vf z = 0.7978845608028654f * (u + 0.044715f * u * u * u);
+    return 1.0f / (1.0f + exp_vec(-2.0f * z));
 }
 
 static inline vf gelu_vec(vf u)
 {
-    return 0.5f * u * (1.0f + gelu_tanh(u));
+    return u * gelu_gate(u);
 }
 
+/* With s the gate, 1 - tanh^2 = 4 s (1 - s): the slope of mlp.h is
+ * s + 2 u s (1 - s) c (1 + 3 * 0.044715 u^2). */
 static inline vf gelu_slope_vec(vf u)
 {
-    const vf t = gelu_tanh(u);
-    return 0.5f * (1.0f + t) +
-           0.5f * u * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * u * u);
+    const vf s = gelu_gate(u);
+    return s + 2.0f * u * s * (1.0f - s) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * u * u);
 }
 
 void fast_gelu_forward(const float *f, float *g, size_t n)
