@@ -95,7 +95,8 @@ static bool is_key_bias(const Parameter *p)
     return strstr(p->name, "[b_k]") != NULL;
 }
 
-/* the largest |gradient| of all the parameters */
+/* the largest |number| of all the parameters' gradients, or of their
+ * values (a model loaded from grads/ holds PyTorch's gradients as values) */
 static float largest_grad(const Parameter *params, int count, bool values)
 {
     float largest = 0.0f;
