@@ -72,7 +72,7 @@ static void list_parameters(LanguageModel *m)
     for (int l = 0; l < m->num_layers; l++) {
         Block *b = &m->blocks[l];
         BlockGrads *g = &m->grads[l];
-        char prefix[24];   /* "blocks.%d.attn." for any int */
+        char prefix[32];   /* "blocks.%d.attn." for any int: 7 + 11 + 6 + 1 */
         parameter_table_add(&t, block_name(m, &used, l, "ln_1.weight"), b->ln1_weight,
                             g->ln1_weight);
         parameter_table_add(&t, block_name(m, &used, l, "ln_1.bias"), b->ln1_bias, g->ln1_bias);

@@ -1,0 +1,717 @@
+/*
+ * test_language_model.c - chapter 06's character-level GPT
+ * (common/learn/language_model.c) and its new parts: the loss and every
+ * gradient, and three AdamW steps with clipping, against PyTorch
+ * autograd; layer norm and GELU against float64 and its finite
+ * differences; the whole backward (the MLP, the tied unembedding, every
+ * other parameter) against finite differences; the fast kernels against
+ * the clear ones; the cached decoder against the full forward, bit for
+ * bit, and sampling's restart of a full window; the learning rate's
+ * schedule; the loss over a text; a model saved and loaded back.
+ *
+ * Legend: B = batch_size, T = tokens of a sequence, C = context,
+ * V = vocabulary, D = num_hiddens, H = num_heads, N = num_layers,
+ * R = rows of a layer norm.
+ *
+ * The PyTorch reference is in tests/fixtures/language_model/, made by
+ * tests/fixtures/make_language_model_fixtures.py.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast/fast_attention_layer.h"
+#include "fast/fast_exp.h"
+#include "gradcheck.h"
+#include "helpers.h"
+#include "io/model.h"
+#include "io/npy.h"
+#include "learn/language_model.h"
+#include "learn/layer_norm.h"
+#include "learn/mlp.h"
+#include "learn/optim.h"
+#include "tensor.h"
+
+#define FIXTURE "tests/fixtures/language_model"
+
+/* The fixture's sizes, as make_language_model_fixtures.py sets them. */
+enum { VOCAB = 11, CONTEXT = 8, HIDDENS = 12, HEADS = 3, LAYERS = 2, BATCH = 2, STEPS = 3 };
+static const int BYTES[VOCAB] = {10, 32, 33, 97, 98, 99, 100, 101, 102, 103, 104};
+/* its schedule and optimiser */
+static const double LR = 0.01, MIN_LR = 0.001, MAX_NORM = 1.0;
+enum { WARMUP = 1, DECAY_STEPS = 4 };
+
+static LanguageModel *load_model(const char *dir)
+{
+    Rng rng = rng_new(0);
+    LanguageModel *model = language_model_new(BYTES, VOCAB, CONTEXT, HIDDENS, HEADS, LAYERS,
+                                              &rng);
+    char err[MODEL_ERR_LEN];
+    cr_assert_eq(model_load(dir, model->files, model->num_files, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model->saved_heads, HEADS);
+    cr_assert_eq(model->saved_layers, LAYERS);
+    cr_assert_eq(memcmp(model->bytes, BYTES, sizeof BYTES), 0);
+    return model;
+}
+
+/* (STEPS, B, C + 1) as ints */
+static int *load_tokens(void)
+{
+    NpyInts tokens;
+    char err[NPY_ERR_LEN];
+    cr_assert_eq(npy_load_ints(FIXTURE "/tokens.npy", &tokens, err, sizeof err), 0, "%s", err);
+    cr_assert(tokens.ndim == 3 && tokens.shape[0] == STEPS && tokens.shape[1] == BATCH &&
+              tokens.shape[2] == CONTEXT + 1);
+    const size_t count = (size_t)STEPS * BATCH * (CONTEXT + 1);
+    int *copy = malloc(sizeof(int) * count);
+    cr_assert(copy);
+    memcpy(copy, tokens.data, sizeof(int) * count);
+    npy_ints_free(&tokens);
+    return copy;
+}
+
+/* a fixture file of (STEPS,) float64 numbers -> (STEPS,) floats (new) */
+static Tensor *load_per_step(const char *path)
+{
+    char err[NPY_ERR_LEN];
+    Tensor *x = npy_load(path, err, sizeof err);
+    cr_assert(x, "%s", err);
+    cr_assert(x->ndim == 1 && x->shape[0] == STEPS, "%s", path);
+    return x;
+}
+
+/* ---- against PyTorch autograd --------------------------------------------------- */
+
+/* The key bias b_k has no gradient: it adds q . b_k to every score of a
+ * query, the same number for every key, and softmax ignores a shift. Its
+ * computed gradient (PyTorch's too) is what rounding leaves of a sum that
+ * is 0, so it is compared with the model's largest gradient, and Adam,
+ * which divides a gradient by its own size, moves b_k by noise. */
+static bool is_key_bias(const Parameter *p)
+{
+    return strstr(p->name, "[b_k]") != NULL;
+}
+
+/* the largest |number| of all the parameters' gradients, or of their
+ * values (a model loaded from grads/ holds PyTorch's gradients as values) */
+static float largest_grad(const Parameter *params, int count, bool values)
+{
+    float largest = 0.0f;
+    for (int i = 0; i < count; i++)
+        largest = fmaxf(largest, tensor_max_abs(values ? params[i].value : params[i].grad));
+    return largest;
+}
+
+Test(language_model, loss_and_gradients_equal_pytorch_autograd)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    LanguageModel *expected = load_model(FIXTURE "/grads");   /* gradients as values */
+    int *tokens = load_tokens();
+    Tensor *losses = load_per_step(FIXTURE "/losses.npy");
+
+    const double loss = language_model_loss_grad(model, tokens, BATCH, CONTEXT);
+    cr_expect(fabs(loss - losses->data[0]) <= 1e-5 * fabs(losses->data[0]),
+              "loss %.7f, PyTorch %.7f", loss, (double)losses->data[0]);
+    cr_assert_eq(model->num_params, 4 + LM_BLOCK_PARAMS * LAYERS);
+    const float largest = largest_grad(expected->params, expected->num_params, true);
+    for (int i = 0; i < model->num_params; i++) {
+        const Parameter *p = &model->params[i];
+        const Tensor *want = expected->params[i].value;
+        if (is_key_bias(p)) {
+            cr_expect_lt(tensor_max_abs(p->grad), 1e-6f * largest, "%s", p->name);
+            cr_expect_lt(tensor_max_abs(want), 1e-6f * largest, "PyTorch's %s", p->name);
+            continue;
+        }
+        /* 1e-5 relative, and 1e-5 of the tensor's largest gradient for
+         * the elements near 0 (sums that cancel) */
+        const float atol = 1e-5f * tensor_max_abs(want);
+        cr_expect(tensor_allclose(p->grad, want, atol, 1e-5f, stderr), "%s", p->name);
+        /* and the gradient is not all zeros: the comparison compares something */
+        cr_expect_gt(tensor_max_abs(want), 1e-4f, "%s", p->name);
+    }
+    tensor_free(losses);
+    free(tokens);
+    language_model_free(expected);
+    language_model_free(model);
+}
+
+/* Adam set as the fixture's AdamW: betas (0.9, 0.99), eps 1e-8, weight
+ * decay 0.1 (matrices only, optim.c's rule) */
+static Adam *fixture_adamw(LanguageModel *model)
+{
+    Adam *adam = adam_new(model->params, model->num_params, (float)LR);
+    adam->beta1 = 0.9f;
+    adam->beta2 = 0.99f;
+    adam->eps = 1e-8f;
+    adam->weight_decay = 0.1f;
+    return adam;
+}
+
+Test(language_model, three_clipped_adamw_steps_equal_pytorch)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    LanguageModel *expected = load_model(FIXTURE "/after_3_steps");
+    int *tokens = load_tokens();
+    Tensor *losses = load_per_step(FIXTURE "/losses.npy");
+    Tensor *rates = load_per_step(FIXTURE "/learning_rates.npy");
+    Adam *adam = fixture_adamw(model);
+    for (int step = 0; step < STEPS; step++) {
+        adam->lr = (float)lm_learning_rate(step, LR, MIN_LR, WARMUP, DECAY_STEPS);
+        cr_expect_eq(adam->lr, rates->data[step], "step %d: learning rate %.9g, PyTorch %.9g",
+                     step, (double)adam->lr, (double)rates->data[step]);
+        const int *batch = tokens + (size_t)step * BATCH * (CONTEXT + 1);
+        const double loss = language_model_train_step(model, adam, batch, BATCH, MAX_NORM);
+        cr_expect(fabs(loss - losses->data[step]) <= 1e-5 * fabs(losses->data[step]),
+                  "step %d: loss %.7f, PyTorch %.7f", step, loss, (double)losses->data[step]);
+    }
+    for (int i = 0; i < model->num_params; i++) {
+        const Parameter *p = &model->params[i];
+        /* b_k moved by rounding noise: at most about lr a step, on either side */
+        const float atol = is_key_bias(p) ? 2.0f * STEPS * (float)LR : 1e-6f;
+        cr_expect(tensor_allclose(p->value, expected->params[i].value, atol, 1e-5f, stderr),
+                  "%s after %d steps", p->name, STEPS);
+    }
+    adam_free(adam);
+    TENSOR_FREE(losses, rates);
+    free(tokens);
+    language_model_free(expected);
+    language_model_free(model);
+}
+
+/* The norm that clipping measures is PyTorch's, every step of the fixture
+ * passes max_norm (so the steps above check clipping), and after clipping
+ * the norm is max_norm. */
+Test(language_model, clipping_scales_the_gradient_norm_to_max_norm)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    int *tokens = load_tokens();
+    Tensor *norms = load_per_step(FIXTURE "/grad_norms.npy");
+    for (int step = 0; step < STEPS; step++)
+        cr_expect_gt(norms->data[step], 2.0 * MAX_NORM, "step %d: norm %.4f", step,
+                     (double)norms->data[step]);
+    language_model_loss_grad(model, tokens, BATCH, CONTEXT);
+    const double norm = parameters_clip_grad_norm(model->params, model->num_params, MAX_NORM);
+    cr_expect(fabs(norm - norms->data[0]) <= 1e-5 * norms->data[0], "norm %.7f, PyTorch %.7f",
+              norm, (double)norms->data[0]);
+    const double clipped = parameters_clip_grad_norm(model->params, model->num_params, 1e9);
+    cr_expect(fabs(clipped - MAX_NORM) <= 1e-5, "norm after clipping %.7f", clipped);
+    tensor_free(norms);
+    free(tokens);
+    language_model_free(model);
+}
+
+/* ---- layer norm and GELU against float64 ------------------------------------------ */
+
+/* x (R, D) -> y (R, D), nn.LayerNorm's formula in double */
+static void layer_norm64(const double *x, const double *weight, const double *bias, double *y,
+                         int rows, int D)
+{
+    for (int r = 0; r < rows; r++) {
+        const double *x_row = x + r * D;
+        double mean = 0.0, var = 0.0;
+        for (int j = 0; j < D; j++)
+            mean += x_row[j] / D;
+        for (int j = 0; j < D; j++)
+            var += (x_row[j] - mean) * (x_row[j] - mean) / D;
+        for (int j = 0; j < D; j++)
+            y[r * D + j] = (x_row[j] - mean) / sqrt(var + (double)LAYER_NORM_EPS) * weight[j] +
+                           bias[j];
+    }
+}
+
+enum { LN_ROWS = 3, LN_D = 7 };
+
+/* the inputs of the layer norm checks, each as float64 */
+typedef struct {
+    double x[LN_ROWS * LN_D], weight[LN_D], bias[LN_D], grad_y[LN_ROWS * LN_D];
+} LayerNormCase;
+
+/* L = sum(layer_norm64(x) * grad_y): its gradients are the backward's */
+static double layer_norm64_loss(const LayerNormCase *c)
+{
+    double y[LN_ROWS * LN_D], loss = 0.0;
+    layer_norm64(c->x, c->weight, c->bias, y, LN_ROWS, LN_D);
+    for (int i = 0; i < LN_ROWS * LN_D; i++)
+        loss += y[i] * c->grad_y[i];
+    return loss;
+}
+
+/* central differences of L in double over values[0 .. n) -> grad (n,) */
+static void numeric64(LayerNormCase *c, double *values, int n, double *grad)
+{
+    const double eps = 1e-6;
+    for (int i = 0; i < n; i++) {
+        const double kept = values[i];
+        values[i] = kept + eps;
+        const double up = layer_norm64_loss(c);
+        values[i] = kept - eps;
+        const double down = layer_norm64_loss(c);
+        values[i] = kept;
+        grad[i] = (up - down) / (2.0 * eps);
+    }
+}
+
+static void to_double(const float *x, double *out, int n)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = x[i];
+}
+
+Test(language_model, layer_norm_equals_float64_and_its_finite_differences)
+{
+    // rows with a mean far from 0 and different spreads; scales and shifts not 1 and 0
+    Rng rng = rng_new(11);
+    float x[LN_ROWS * LN_D], weight[LN_D], bias[LN_D], grad_y[LN_ROWS * LN_D];
+    for (int r = 0; r < LN_ROWS; r++)
+        for (int j = 0; j < LN_D; j++)
+            x[r * LN_D + j] = 2.0f * (float)r - 1.0f + (0.5f + r) * rng_normal(&rng);
+    for (int j = 0; j < LN_D; j++) {
+        weight[j] = 1.0f + 0.5f * rng_normal(&rng);
+        bias[j] = 0.3f * rng_normal(&rng);
+    }
+    for (int i = 0; i < LN_ROWS * LN_D; i++)
+        grad_y[i] = rng_normal(&rng);
+    LayerNormCase c;
+    to_double(x, c.x, LN_ROWS * LN_D);
+    to_double(weight, c.weight, LN_D);
+    to_double(bias, c.bias, LN_D);
+    to_double(grad_y, c.grad_y, LN_ROWS * LN_D);
+
+    // the forward, and its statistics, against float64
+    float y[LN_ROWS * LN_D], mean[LN_ROWS], rstd[LN_ROWS];
+    layer_norm_forward(x, weight, bias, y, mean, rstd, LN_ROWS, LN_D);
+    double y64[LN_ROWS * LN_D], y_c[LN_ROWS * LN_D];
+    layer_norm64(c.x, c.weight, c.bias, y64, LN_ROWS, LN_D);
+    to_double(y, y_c, LN_ROWS * LN_D);
+    cr_expect_lt(gradcheck_rel_error64(y_c, y64, LN_ROWS * LN_D), 1e-6, "forward: %.2e",
+                 gradcheck_rel_error64(y_c, y64, LN_ROWS * LN_D));
+    for (int r = 0; r < LN_ROWS; r++) {
+        double m = 0.0, var = 0.0;
+        for (int j = 0; j < LN_D; j++)
+            m += c.x[r * LN_D + j] / LN_D;
+        for (int j = 0; j < LN_D; j++)
+            var += (c.x[r * LN_D + j] - m) * (c.x[r * LN_D + j] - m) / LN_D;
+        cr_expect(fabs(mean[r] - m) <= 1e-6 * (1.0 + fabs(m)), "row %d: mean %.7f, not %.7f",
+                  r, (double)mean[r], m);
+        const double s = 1.0 / sqrt(var + (double)LAYER_NORM_EPS);
+        cr_expect(fabs(rstd[r] - s) <= 1e-6 * s, "row %d: rstd %.7f, not %.7f", r,
+                  (double)rstd[r], s);
+    }
+
+    // the backward, added into what is there, against central differences in double
+    float grad_x[LN_ROWS * LN_D], grad_weight[LN_D], grad_bias[LN_D];
+    for (int i = 0; i < LN_ROWS * LN_D; i++)
+        grad_x[i] = 0.25f;
+    for (int j = 0; j < LN_D; j++)
+        grad_weight[j] = grad_bias[j] = -0.5f;
+    layer_norm_backward(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, LN_ROWS,
+                        LN_D);
+    double numeric[LN_ROWS * LN_D], analytic[LN_ROWS * LN_D];
+    struct { const char *name; double *values; const float *grad; float before; int n; } parts[] = {
+        {"x", c.x, grad_x, 0.25f, LN_ROWS * LN_D},
+        {"weight", c.weight, grad_weight, -0.5f, LN_D},
+        {"bias", c.bias, grad_bias, -0.5f, LN_D},
+    };
+    for (int p = 0; p < 3; p++) {
+        numeric64(&c, parts[p].values, parts[p].n, numeric);
+        for (int i = 0; i < parts[p].n; i++)
+            analytic[i] = (double)parts[p].grad[i] - parts[p].before;
+        const double error = gradcheck_rel_error64(analytic, numeric, parts[p].n);
+        cr_expect_lt(error, 1e-5, "grad_%s: relative error %.2e", parts[p].name, error);
+    }
+}
+
+static double gelu64(double u)
+{
+    return 0.5 * u * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (u + 0.044715 * u * u * u)));
+}
+
+enum { GELU_N = 61 };
+
+/* u in [-6, 6] by 0.2, and the tanh's saturated ends */
+static void gelu_inputs(float *u)
+{
+    for (int i = 0; i < GELU_N; i++)
+        u[i] = -6.0f + 0.2f * (float)i;
+}
+
+Test(language_model, gelu_equals_float64_pytorch_and_its_finite_differences)
+{
+    // a few values of F.gelu(u, approximate='tanh') and its slope, from PyTorch in float64
+    const float u[] = {-3.0f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 3.0f};
+    const double value[] = {-0.003637392, -0.158808009, -0.154285990, 0.0,
+                            0.345714010, 0.841191991, 2.996362608};
+    const double slope[] = {-0.011584167, -0.082964084, 0.132630096, 0.5,
+                            0.867369904, 1.082964084, 1.011584167};
+    float g[7], ones[7], grad[7];
+    for (int i = 0; i < 7; i++)
+        ones[i] = 1.0f;
+    gelu_forward(u, g, 7);
+    gelu_backward(u, ones, grad, 7);
+    for (int i = 0; i < 7; i++) {
+        cr_expect(fabs(g[i] - value[i]) <= 1e-6, "gelu(%g) = %.9f, PyTorch %.9f", (double)u[i],
+                  (double)g[i], value[i]);
+        cr_expect(fabs(grad[i] - slope[i]) <= 1e-6, "gelu'(%g) = %.9f, PyTorch %.9f",
+                  (double)u[i], (double)grad[i], slope[i]);
+    }
+
+    // on a grid: the forward against float64, the backward against its central differences
+    float grid[GELU_N], grad_g[GELU_N], out[GELU_N], grad_f[GELU_N];
+    gelu_inputs(grid);
+    Rng rng = rng_new(5);
+    for (int i = 0; i < GELU_N; i++)
+        grad_g[i] = rng_normal(&rng);
+    gelu_forward(grid, out, GELU_N);
+    gelu_backward(grid, grad_g, grad_f, GELU_N);
+    for (int i = 0; i < GELU_N; i++) {
+        const double v = grid[i], eps = 1e-6;
+        cr_expect(fabs(out[i] - gelu64(v)) <= 1e-6 * (1.0 + fabs(v)), "gelu(%g) = %.9f, not %.9f",
+                  v, (double)out[i], gelu64(v));
+        const double numeric = grad_g[i] * (gelu64(v + eps) - gelu64(v - eps)) / (2.0 * eps);
+        cr_expect(fabs(grad_f[i] - numeric) <= 1e-5 * (1.0 + fabs(numeric)),
+                  "gelu_backward at %g: %.9f, finite differences %.9f", v, (double)grad_f[i],
+                  numeric);
+    }
+}
+
+/* The vector GELU gives the clear one's numbers, the tail past the last
+ * whole vector included, in place too: within 1e-6 of the value and 4e-6
+ * of the slope (its tanh, 1 - 2 / (exp(2 z) + 1), is within a few ulps
+ * of 1, so where 1 + tanh nearly cancels, for u below -3, the two differ
+ * by that much in absolute terms; measured at most 3.2e-7 and 2.0e-6 on
+ * [-10, 10]). */
+Test(language_model, fast_gelu_equals_clear)
+{
+    float grid[GELU_N], grad_g[GELU_N];
+    float clear[GELU_N], fast[GELU_N], clear_grad[GELU_N], fast_grad[GELU_N];
+    gelu_inputs(grid);
+    Rng rng = rng_new(6);
+    for (int i = 0; i < GELU_N; i++)
+        grad_g[i] = 2.0f * rng_uniform(&rng) - 1.0f;   /* |grad_g| <= 1 */
+    gelu_forward(grid, clear, GELU_N);
+    gelu_backward(grid, grad_g, clear_grad, GELU_N);
+    memcpy(fast, grid, sizeof grid);
+    fast_gelu_forward(fast, fast, GELU_N);
+    memcpy(fast_grad, grad_g, sizeof grad_g);
+    fast_gelu_backward(grid, fast_grad, fast_grad, GELU_N);
+    for (int i = 0; i < GELU_N; i++) {
+        cr_expect(fabs(fast[i] - clear[i]) <= 1e-6 + 1e-6 * fabs(clear[i]),
+                  "gelu(%g): fast %.9f, clear %.9f", (double)grid[i], (double)fast[i],
+                  (double)clear[i]);
+        cr_expect(fabs(fast_grad[i] - clear_grad[i]) <= 4e-6 + 1e-6 * fabs(clear_grad[i]),
+                  "gelu'(%g): fast %.9f, clear %.9f", (double)grid[i], (double)fast_grad[i],
+                  (double)clear_grad[i]);
+    }
+}
+
+/* ---- the whole backward against finite differences ------------------------------- */
+
+typedef struct {
+    const LanguageModel *model;
+    const int *tokens;
+    int batch, length;
+} LossContext;
+
+static double model_loss(void *ctx)
+{
+    const LossContext *c = ctx;
+    return language_model_loss(c->model, c->tokens, c->batch, c->length);
+}
+
+enum { FD_SAMPLES = 40 };
+
+/* Central differences of the loss, step eps, at FD_SAMPLES elements of
+ * p's value spread through it (every element of a small tensor) -> the
+ * largest |grad - numeric|; *largest receives the largest |numeric|. The
+ * stride is prime to 2 and 3, so that the elements fall in every column
+ * of the matrices here (12 and 48 wide). */
+static double sampled_difference(LossContext *ctx, const Parameter *p, double eps,
+                                 double *largest)
+{
+    const size_t n = p->value->size;
+    size_t stride = (n + FD_SAMPLES - 1) / FD_SAMPLES;
+    while (stride > 1 && (stride % 2 == 0 || stride % 3 == 0))
+        stride++;
+    double worst = 0.0;
+    *largest = 0.0;
+    for (size_t i = 0; i < n; i += stride) {
+        float *x = &p->value->data[i];
+        const float kept = *x, up = (float)(kept + eps), down = (float)(kept - eps);
+        *x = up;
+        const double loss_up = model_loss(ctx);
+        *x = down;
+        const double loss_down = model_loss(ctx);
+        *x = kept;
+        const double numeric = (loss_up - loss_down) / ((double)up - down);
+        worst = fmax(worst, fabs(p->grad->data[i] - numeric));
+        *largest = fmax(*largest, fabs(numeric));
+    }
+    return worst;
+}
+
+/* Every parameter of the fixture's model (weights away from their
+ * initial values, so every layer norm and GELU bends): the MLP's two
+ * layers, the unembedding tied to wte (whose gradient adds the
+ * embedding's and the unembedding's parts), the layer norms, attention,
+ * positions. On a shorter sequence than the context, so wpe's last rows
+ * get no gradient and must get none. */
+Test(language_model, backward_equals_finite_differences)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    int *tokens = load_tokens();
+    enum { T = CONTEXT - 2 };
+    int window[BATCH * (T + 1)];
+    for (int b = 0; b < BATCH; b++)
+        memcpy(window + b * (T + 1), tokens + b * (CONTEXT + 1), sizeof(int) * (T + 1));
+    language_model_loss_grad(model, window, BATCH, T);
+    LossContext ctx = {model, window, BATCH, T};
+    const float largest_model = largest_grad(model->params, model->num_params, false);
+    for (int i = 0; i < model->num_params; i++) {
+        const Parameter *p = &model->params[i];
+        double largest;
+        const double difference = sampled_difference(&ctx, p, 1e-2, &largest);
+        if (is_key_bias(p)) {   /* 0, within the differences' rounding */
+            cr_expect_lt(largest, 1e-3 * largest_model, "%s", p->name);
+            cr_expect_lt(tensor_max_abs(p->grad), 1e-6f * largest_model, "%s", p->name);
+        } else {
+            cr_expect_gt(largest, 1e-3 * largest_model, "%s: no gradient to check", p->name);
+            cr_expect(difference < 2e-3 * largest, "%s: relative error %.2e", p->name,
+                      difference / largest);
+        }
+    }
+    for (int t = T; t < CONTEXT; t++)
+        for (int j = 0; j < HIDDENS; j++)
+            cr_expect_eq(AT2(model->grad_wpe, t, j), 0.0f, "wpe row %d", t);
+    free(tokens);
+    language_model_free(model);
+}
+
+/* ---- the fast kernels against the clear ones ------------------------------------- */
+
+static void expect_fast_equals_clear(LanguageModel *clear, LanguageModel *fast,
+                                     const int *tokens, int B, int T)
+{
+    fast->kernels = (LanguageKernels){fast_attention_layer(2), fast_gelu_forward,
+                                      fast_gelu_backward};
+    const double loss_clear = language_model_loss_grad(clear, tokens, B, T);
+    const double loss_fast = language_model_loss_grad(fast, tokens, B, T);
+    cr_expect(fabs(loss_clear - loss_fast) <= 1e-5 * loss_clear, "loss %.7f, fast %.7f",
+              loss_clear, loss_fast);
+    const float largest = largest_grad(clear->params, clear->num_params, false);
+    for (int i = 0; i < clear->num_params; i++) {
+        const Parameter *p = &clear->params[i];
+        if (is_key_bias(p)) {
+            cr_expect_lt(tensor_max_abs(fast->params[i].grad), 1e-6f * largest, "fast %s",
+                         p->name);
+            continue;
+        }
+        const double error = gradcheck_rel_error(fast->params[i].grad, p->grad);
+        cr_expect(error <= 1e-4, "%s: relative error %.2e", p->name, error);
+    }
+}
+
+Test(language_model, fast_kernels_give_the_clear_loss_and_gradients)
+{
+    // the fixture's model
+    LanguageModel *clear = load_model(FIXTURE "/initial"), *fast = load_model(FIXTURE "/initial");
+    int *tokens = load_tokens();
+    expect_fast_equals_clear(clear, fast, tokens, BATCH, CONTEXT);
+    language_model_free(clear);
+    language_model_free(fast);
+    free(tokens);
+
+    // and a wider one, drawn, at sizes that are not multiples of a vector
+    enum { V = 20, C = 33, D = 40, H = 5, N = 2, B = 3 };
+    int bytes[V], text[B * (C + 1)];
+    for (int i = 0; i < V; i++)
+        bytes[i] = 40 + i;
+    Rng rng = rng_new(21), again = rng_new(21);
+    clear = language_model_new(bytes, V, C, D, H, N, &rng);
+    fast = language_model_new(bytes, V, C, D, H, N, &again);
+    for (int i = 0; i < B * (C + 1); i++)
+        text[i] = (int)(rng_uniform(&rng) * V) % V;
+    expect_fast_equals_clear(clear, fast, text, B, C);
+    language_model_free(clear);
+    language_model_free(fast);
+}
+
+/* ---- decoding ------------------------------------------------------------------- */
+
+/* tokens (T,) -> the clear forward's logits (1, T, V) (new) */
+static Tensor *full_logits(const LanguageModel *model, const int *tokens, int T)
+{
+    return language_model_forward(model, tokens, 1, T, NULL, NULL);
+}
+
+/* Each step's logits are the full forward's at that position, bit for
+ * bit: one forward of the whole window, and one of the window so far. */
+Test(language_model, decoder_logits_equal_the_full_forward_bit_for_bit)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    const int tokens[CONTEXT] = {3, 7, 7, 0, 10, 1, 4, 9};
+    Tensor *full = full_logits(model, tokens, CONTEXT);
+    LanguageDecoder *dec = language_decoder_new(model);
+    for (int round = 0; round < 2; round++) {   /* and again after a reset */
+        for (int t = 0; t < CONTEXT; t++) {
+            const float *logits = language_decoder_step(dec, tokens[t]);
+            cr_expect_eq(memcmp(logits, full->data + (size_t)t * VOCAB, sizeof(float) * VOCAB),
+                         0, "position %d: the decoder's logits differ from the forward's", t);
+            Tensor *prefix = full_logits(model, tokens, t + 1);
+            cr_expect_eq(memcmp(logits, prefix->data + (size_t)t * VOCAB, sizeof(float) * VOCAB),
+                         0, "position %d: the decoder's logits differ from a forward of %d", t,
+                         t + 1);
+            tensor_free(prefix);
+        }
+        cr_expect_eq(dec->length, CONTEXT);
+        language_decoder_reset(dec);
+    }
+    language_decoder_free(dec);
+    tensor_free(full);
+    language_model_free(model);
+}
+
+/* What language_model_sample draws, replayed with full forwards: the
+ * window holds the prompt (its last C / 2 tokens when it is longer than
+ * C) and grows by each token drawn; when it is full, the next starts
+ * again from its last C / 2. Each token must be the one sample_token draws
+ * from a fresh full forward of that window, with the same generator. */
+static void expect_sample_replays(const LanguageModel *model, const int *prompt, int P, int n)
+{
+    const int C = model->context, keep = C / 2;
+    int out[64], text[96];
+    cr_assert(n <= 64 && P + n <= 96);
+    Rng rng = rng_new(8), replay = rng_new(8);
+    language_model_sample(model, prompt, P, out, n, 1.0f, &rng);
+    memcpy(text, prompt, sizeof(int) * P);
+    int length = P, window = P > C ? keep : P, restarts = 0;
+    for (int i = 0; i < n; i++) {
+        Tensor *logits = full_logits(model, text + length - window, window);
+        const int token = sample_token(logits->data + (size_t)(window - 1) * model->vocab,
+                                       model->vocab, 1.0f, &replay);
+        tensor_free(logits);
+        cr_assert_eq(out[i], token, "token %d (prompt %d, window %d): drawn %d, replayed %d",
+                     i, P, window, out[i], token);
+        text[length++] = out[i];
+        restarts += window == C;
+        window = window == C ? keep : window + 1;
+    }
+    cr_expect_geq(restarts, 3, "the window filled only %d times", restarts);
+}
+
+Test(language_model, sampling_restarts_a_full_window_from_its_last_half)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    const int prompt[CONTEXT + 3] = {1, 5, 6, 2, 8, 3, 0, 4, 9, 7, 10};
+    expect_sample_replays(model, prompt, 3, 40);
+    expect_sample_replays(model, prompt, CONTEXT + 3, 40);   /* a prompt longer than C */
+    language_model_free(model);
+}
+
+/* ---- the schedule and the loss over a text --------------------------------------- */
+
+Test(language_model, learning_rate_warms_up_then_follows_a_cosine)
+{
+    // nanoGPT's defaults: lr 1e-3, min_lr 1e-4, warmup 100, decay to 2000
+    const struct { int step; double lr; } cases[] = {
+        {0, 1e-3 * 1 / 101},                       /* warmup: lr (s + 1) / (warmup + 1) */
+        {49, 1e-3 * 50 / 101},
+        {99, 1e-3 * 100 / 101},
+        {100, 1e-3},                               /* the cosine starts at lr */
+        {575, 1e-4 + 0.5 * (1 + 0.70710678118654752) * 9e-4},   /* a quarter: cos(pi / 4) */
+        {1050, 5.5e-4},                            /* half way: the mean of lr and min_lr */
+        {1999, 1e-4 + 0.5 * (1 + cos(3.14159265358979323846 * 1899.0 / 1900.0)) * 9e-4},
+        {2000, 1e-4},
+        {5000, 1e-4},                              /* min_lr after */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const double lr = lm_learning_rate(cases[i].step, 1e-3, 1e-4, 100, 2000);
+        cr_expect(fabs(lr - cases[i].lr) <= 1e-12 * cases[i].lr, "step %d: %.12g, not %.12g",
+                  cases[i].step, lr, cases[i].lr);
+    }
+}
+
+/* ids (T + 1,) -> the sum of the T losses of one window, in double from
+ * the forward's logits */
+static double window_loss_sum(const LanguageModel *model, const int *ids, int T)
+{
+    Tensor *logits = full_logits(model, ids, T);
+    double sum = 0.0;
+    for (int t = 0; t < T; t++) {
+        const float *row = logits->data + (size_t)t * model->vocab;
+        double max = row[0], total = 0.0;
+        for (int i = 1; i < model->vocab; i++)
+            max = fmax(max, row[i]);
+        for (int i = 0; i < model->vocab; i++)
+            total += exp(row[i] - max);
+        sum += max + log(total) - row[ids[t + 1]];
+    }
+    tensor_free(logits);
+    return sum;
+}
+
+/* Windows of C + 1 ids, each starting on the last id of the one before:
+ * ids 0 .. 8, 8 .. 16, 16 .. 20 for 21 ids and C = 8, so every id but the
+ * first is predicted once; whatever the batch. */
+Test(language_model, text_loss_is_the_mean_over_overlapping_windows)
+{
+    LanguageModel *model = load_model(FIXTURE "/initial");
+    enum { N = 2 * CONTEXT + 5 };
+    int ids[N];
+    Rng rng = rng_new(4);
+    for (int i = 0; i < N; i++)
+        ids[i] = (int)(rng_uniform(&rng) * VOCAB) % VOCAB;
+    const struct { size_t n; double expected; } cases[] = {
+        {N, (window_loss_sum(model, ids, CONTEXT) + window_loss_sum(model, ids + CONTEXT, CONTEXT) +
+             window_loss_sum(model, ids + 2 * CONTEXT, 4)) / (N - 1)},
+        {2 * CONTEXT + 1, (window_loss_sum(model, ids, CONTEXT) +
+                           window_loss_sum(model, ids + CONTEXT, CONTEXT)) / (2 * CONTEXT)},
+        {CONTEXT, window_loss_sum(model, ids, CONTEXT - 1) / (CONTEXT - 1)},
+        {2, window_loss_sum(model, ids, 1)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int batch_size = 1; batch_size <= 3; batch_size++) {
+            const double loss = language_model_text_loss(model, ids, cases[i].n, batch_size);
+            cr_expect(fabs(loss - cases[i].expected) <= 1e-6 * cases[i].expected,
+                      "%zu ids, batch %d: %.9f, by hand %.9f", cases[i].n, batch_size, loss,
+                      cases[i].expected);
+        }
+    language_model_free(model);
+}
+
+/* ---- files ----------------------------------------------------------------------- */
+
+Test(language_model, save_then_load_gives_the_same_model)
+{
+    const int bytes[5] = {10, 65, 66, 97, 122};
+    Rng rng = rng_new(31), other = rng_new(32);
+    LanguageModel *saved = language_model_new(bytes, 5, 6, 8, 2, 3, &rng);
+    LanguageModel *loaded = language_model_new(bytes, 5, 6, 8, 2, 3, &other);
+    for (int i = 0; i < saved->num_params; i++) {   /* biases and scales not 0 and 1 either */
+        Tensor *x = saved->params[i].value;
+        for (size_t j = 0; j < x->size; j++)
+            x->data[j] = rng_normal(&rng);
+    }
+    char dir[64], err[MODEL_ERR_LEN];
+    scratch_dir_make(dir, sizeof dir, "language_model");
+    cr_assert_eq(model_save(dir, saved->files, saved->num_files, err, sizeof err), 0, "%s", err);
+    int ints[5];
+    cr_assert_eq(model_read_ints(dir, "vocab", ints, 5, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(memcmp(ints, bytes, sizeof bytes), 0);
+    cr_assert_eq(model_read_ints(dir, "num_heads", ints, 1, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(ints[0], 2);
+    cr_assert_eq(model_read_ints(dir, "num_layers", ints, 1, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(ints[0], 3);
+    cr_assert_eq(model_load(dir, loaded->files, loaded->num_files, err, sizeof err), 0, "%s",
+                 err);
+    for (int i = 0; i < saved->num_params; i++) {
+        const Tensor *a = saved->params[i].value, *b = loaded->params[i].value;
+        cr_expect_eq(memcmp(a->data, b->data, a->size * sizeof(float)), 0, "%s",
+                     saved->params[i].name);
+    }
+    scratch_dir_remove(dir);
+    language_model_free(saved);
+    language_model_free(loaded);
+}
