@@ -101,14 +101,10 @@ static Options parse_options(int argc, char **argv)
         {"--seed", CLI_U64, &opt.seed, .metavar = "S", .help = "parameters, batches, samples"},
         {"--threads", CLI_INT, &opt.num_threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
          .help = "threads of the fast path that trains"},
-        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
-         .help = "write the loss curve and every head's heatmaps"},
-        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
-         .help = "save the trained model as .npy files"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
-         .help = "read a model saved with --to instead of training"},
-        {"--bench", CLI_FLAG, &opt.bench,
-         .help = "time training steps on 1 and 2 threads, then stop"},
+        {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the loss and heads"},
+        {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR", .help = "save the model as .npy files"},
+        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR", .help = "read a model, not train"},
+        {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
     };
     cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
                           "trained on Shakespeare.", CLI_COUNT(options), options},
@@ -119,7 +115,6 @@ static Options parse_options(int argc, char **argv)
 }
 
 /* ---- text and samples ---------------------------------------------------------------- */
-
 /* text (n,) tokens -> printed as the bytes they stand for, each line indented */
 static void print_text(const LanguageModel *model, const int *tokens, int n)
 {
@@ -196,19 +191,19 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
                  Tensor *curve, int row, bool shown)
 {
     const int B = opt->train.batch_size;
-    Rng train_windows = rng_new_stream(0x5eed, 1), held_windows = rng_new_stream(0x5eed, 2);
-    const double train = language_model_sampled_loss(m, c->ids, c->train_n, B, EVAL_BATCHES,
-                                                     &train_windows);
+    Rng windows = rng_use(opt->seed, RNG_HELDOUT);   /* the same windows at every look */
     const double held_out = language_model_sampled_loss(m, c->ids + c->train_n,
                                                         c->n - c->train_n, B, EVAL_BATCHES,
-                                                        &held_windows);
+                                                        &windows);
+    const double train = language_model_sampled_loss(m, c->ids, c->train_n, B, EVAL_BATCHES,
+                                                     &windows);
     AT2(curve, row, 0) = (float)step;
     AT2(curve, row, 1) = (float)train;
     AT2(curve, row, 2) = (float)held_out;
     if (!shown)
         return;
     printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
-    Rng rng = rng_new_stream(opt->seed, 100 + (uint64_t)step);
+    Rng rng = rng_step(opt->seed, (uint64_t)step + 1);   /* a sample's own stream */
     print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
 }
@@ -220,7 +215,8 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     printf("Part 2. Training: the loss on %d batches of each part, and a sample\n\n",
            EVAL_BATCHES);
     Adam *adam = language_adamw_new(m, t);
-    const int every = opt->plot_dir && opt->eval_every > CURVE_EVERY ? CURVE_EVERY : opt->eval_every;
+    const bool often = opt->plot_dir != NULL && CURVE_EVERY < opt->eval_every;
+    const int every = often ? CURVE_EVERY : opt->eval_every;   /* --plot's curve */
     Tensor *curve = tensor_zeros(SHAPE(t->steps / every + 2, 3));
     int *tokens = checked_malloc(PROG, (size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);

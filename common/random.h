@@ -36,6 +36,7 @@ typedef enum {
     RNG_BATCHES = 2,      /* training batches, one after the other */
     RNG_HELDOUT = 3,      /* the held-out examples */
     RNG_ORDERS = 4,       /* anything else a program shuffles (pruning orders) */
+    RNG_PROBES = 5,       /* the probes a trained model is measured on */
 } RngUse;
 Rng rng_use(uint64_t seed, RngUse use);
 /* The batch of training step s (s >= 1) on a stream of its own, above

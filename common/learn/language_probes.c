@@ -21,7 +21,7 @@ int *language_probes_new(const LanguageModel *model, const int *text, size_t n, 
         die("language_probes_new", "a text of %zu tokens is shorter than a probe's half, %d", n,
             P);
     int *tokens = checked_malloc("language_probes_new", (size_t)count * (C + 1), sizeof *tokens);
-    Rng rng = rng_use(0, RNG_HELDOUT);
+    Rng rng = rng_use(0, RNG_PROBES);   /* the same probes for every model */
     for (int s = 0; s < count; s++) {
         int *row = tokens + (size_t)s * (C + 1);
         const size_t start = text != NULL ? (n - (size_t)P) * (size_t)s / (size_t)count : 0;
