@@ -82,24 +82,15 @@ float *fast_alloc_panels(const char *func, size_t count)
     return p;
 }
 
-/* aligned_floats, zeroed; NULL when it fails */
-static float *aligned_zeroed_floats(size_t count)
-{
-    float *p = aligned_floats(count);
-    if (p != NULL)
-        memset(p, 0, count * sizeof(float));
-    return p;
-}
-
 Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
 {
     /* freed by tensor_free's free() like any other */
-    return tensor_alloc_with(func, ndim, shape, aligned_zeroed_floats);
+    return tensor_alloc_with(func, ndim, shape, aligned_floats, true);
 }
 
 Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape)
 {
-    return tensor_alloc_with(func, ndim, shape, aligned_floats);
+    return tensor_alloc_with(func, ndim, shape, aligned_floats, false);
 }
 
 /* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
