@@ -57,17 +57,16 @@ struct TensorPool {
         float *(*origin)(size_t count);
     } parked[POOL_BLOCKS];
     int num_parked;
-    TensorPool *outer;   /* the pool open before this one, or NULL */
 };
 
 static _Thread_local TensorPool *open_pool;
 
 TensorPool *tensor_pool_open(void)
 {
-    TensorPool *pool = checked_calloc("tensor_pool_open", 1, sizeof *pool);
-    pool->outer = open_pool;
-    open_pool = pool;
-    return pool;
+    if (open_pool != NULL)
+        return NULL;   /* the pool open already serves */
+    open_pool = checked_calloc("tensor_pool_open", 1, sizeof *open_pool);
+    return open_pool;
 }
 
 void tensor_pool_close(TensorPool *pool)
@@ -75,17 +74,14 @@ void tensor_pool_close(TensorPool *pool)
     if (pool == NULL)
         return;
     if (pool != open_pool)
-        die("tensor_pool_close", "pools close in the order they were opened, "
-            "the last first, on the thread that opened them");
+        die("tensor_pool_close", "a pool is closed on the thread that opened it");
     for (int i = 0; i < pool->num_parked; i++)
         free(pool->parked[i].data);
-    open_pool = pool->outer;
+    open_pool = NULL;
     free(pool);
 }
 
-/* A parked block of size floats from origin, taken out of the pool; NULL
- * when there is none. */
-static float *pool_lend(size_t size, float *(*origin)(size_t count))
+float *tensor_pool_take(size_t size, float *(*origin)(size_t count))
 {
     TensorPool *pool = open_pool;
     if (pool == NULL || size < POOL_MIN_FLOATS)
@@ -99,16 +95,15 @@ static float *pool_lend(size_t size, float *(*origin)(size_t count))
     return NULL;
 }
 
-/* true when x's data is parked in this thread's pool, to be lent again */
-static bool pool_park(const Tensor *x)
+bool tensor_pool_give(float *data, size_t size, float *(*origin)(size_t count))
 {
     TensorPool *pool = open_pool;
-    if (pool == NULL || x->origin == NULL || x->size < POOL_MIN_FLOATS ||
+    if (pool == NULL || origin == NULL || size < POOL_MIN_FLOATS ||
         pool->num_parked == POOL_BLOCKS)
         return false;
-    pool->parked[pool->num_parked].data = x->data;
-    pool->parked[pool->num_parked].size = x->size;
-    pool->parked[pool->num_parked].origin = x->origin;
+    pool->parked[pool->num_parked].data = data;
+    pool->parked[pool->num_parked].size = size;
+    pool->parked[pool->num_parked].origin = origin;
     pool->num_parked++;
     return true;
 }
@@ -130,7 +125,7 @@ Tensor *tensor_alloc_with(const char *func, int ndim, const int *shape,
         x->shape[i] = i < ndim ? shape[i] : 1;
     x->size = size;
     x->origin = allocate;
-    x->data = pool_lend(size, allocate);
+    x->data = tensor_pool_take(size, allocate);
     if (x->data == NULL)
         x->data = allocate(size);
     if (x->data == NULL) {
@@ -217,7 +212,7 @@ void tensor_free(Tensor *x)
 {
     if (x == NULL)
         return;
-    if (!pool_park(x))
+    if (!tensor_pool_give(x->data, x->size, x->origin))
         free(x->data);
     free(x);
 }

@@ -97,10 +97,19 @@ void tensor_free_all(Tensor *const *tensors, int count);
  * steps after it reuse. Without it an allocator that gives every large
  * block back to the system (musl's) maps and unmaps each tensor, each
  * step. Numbers do not change: a parked block is handed out as a new one
- * would be. Pools nest; close frees what is parked. */
+ * would be. Close frees what is parked. While one is open on a thread,
+ * open returns NULL (the open one serves), and close(NULL) does nothing:
+ * a training loop opens one, and so does a program that trains a model
+ * per seed, around all of a seed's work. */
 typedef struct TensorPool TensorPool;
 TensorPool *tensor_pool_open(void);
 void tensor_pool_close(TensorPool *pool);
+/* The same for scratch that is not a tensor (the fast path's panels):
+ * take returns a parked block of count floats from origin, or NULL; give
+ * parks data, or returns false (no pool open on this thread, a small or a
+ * full one) and the caller frees it. */
+float *tensor_pool_take(size_t count, float *(*origin)(size_t count));
+bool tensor_pool_give(float *data, size_t count, float *(*origin)(size_t count));
 
 /* ---- shape ------------------------------------------------------------- */
 /* Product of a shape, or 0 with *overflow set when it does not fit size_t
