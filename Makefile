@@ -3,6 +3,7 @@
 #   make                 build every chapter program (no test library needed)
 #   make run             run every chapter program in order, with its defaults
 #   make test            build and run the Criterion tests (installs Criterion if missing)
+#   make test-long       the quotes of the many-seed experiments, minutes (CI runs it)
 #   make check           grade the exercises (EXERCISE=FILE: one file); make zoo: the bug zoo
 #   make plots           write every heatmap into plots/ and render it with gnuplot
 #   make bench           the speed and memory benchmark
@@ -325,9 +326,15 @@ $(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
 # The shim wraps Linux's loader (LD_PRELOAD) and its syscall(): built on
 # Linux only; elsewhere the kill test says it is skipped.
 KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
+# make test leaves out suite long_quotes: the quotes of the many-seed
+# experiments (tests/test_readmes.c lists them), minutes each, which
+# make test-long checks (CI runs both). TEST_ARGS adds Criterion options.
+TEST_FILTER ?= !(long_quotes/*)
 test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
 	tests/check_layers
-	$(OUT)/tests/run_tests $(TEST_ARGS)
+	$(OUT)/tests/run_tests --filter '$(TEST_FILTER)' $(TEST_ARGS)
+test-long: $(PROGRAMS) $(OUT)/tests/run_tests program-list
+	$(OUT)/tests/run_tests --filter 'long_quotes/*' $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing
 # and we are root; otherwise the exact command is printed and make stops.
@@ -371,11 +378,11 @@ fuzz-tools:
 SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Every test runs under the sanitizers but the quote checks of chapters 05
-# and 06: they re-run the many-seed experiments the pages quote (minutes
-# natively, several times that under ASan); make test checks those quotes.
-# The experiments run here instead through the same code with fewer seeds
-# and steps, after the chapters' own programs.
-SAN_TEST_FILTER ?= !(readmes/chapter_0[56]_quotes_match)
+# and 06: they run the experiments the pages quote (minutes natively,
+# several times that under ASan); make test and make test-long check those
+# quotes. The experiments run here instead through the same code with
+# fewer seeds and steps, after the chapters' own programs.
+SAN_TEST_FILTER ?= !(*quotes/chapter_0[56]*)
 SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1,2' \
   '05_multihead/head_importance --seeds 2 --steps 50 --examples 200' '05_multihead/decode --sharing --seeds 2 --steps 20' \
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
@@ -454,5 +461,5 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 clean:
 	rm -rf $(sort $(PROGRAMS) $(shell cat $(BUILT_LIST) 2>/dev/null)) build tests/run_tests tests/kill_shim.so plots export
 
-.PHONY: all programs run test program-list criterion fuzz-tools sanitize clean
+.PHONY: all programs run test test-long program-list criterion fuzz-tools sanitize clean
 -include $(shell find $(OUT)/build -name '*.d' 2>/dev/null)

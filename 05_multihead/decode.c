@@ -130,7 +130,7 @@ static int part2_memory(void)
     for (int i = 0; i < NUM_BENCH_G; i++)
         known = kv_cache_growth(BENCH_G[i], d, table_T, rows, measured[i]) && known;
     printf("2. What the cache costs in memory (B = 1, D = %d, H = %d, d = %d): bytes per\n"
-           "   token, measured as the growth of this process's resident memory while T\n"
+           "   token, measured as the resident pages of the cache's own memory once T\n"
            "   tokens are appended, and the formula 2 * G * d * 4 (keys and values, float32):\n\n",
            BENCH_D, BENCH_H, d);
     printf("      T    G = 8: measured  formula    G = 2: measured  formula"

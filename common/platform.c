@@ -2,7 +2,7 @@
  * See platform.h. The only file that calls more than POSIX (the feature
  * macros of the others are set in platform_names.h). */
 #if defined(__linux__)
-/* Linux: syscall, madvise and flock are declared beside POSIX only when
+/* Linux: syscall, madvise, mincore and flock are declared beside POSIX only when
  * asked for (glibc and musl alike). macOS and the BSDs declare everything
  * when no feature macro is set, so they get none. */
 #define _GNU_SOURCE
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>       /* mmap: POSIX; MAP_ANONYMOUS: Linux, macOS, the BSDs */
 #include <sys/resource.h>
@@ -27,7 +28,6 @@
 #endif
 #if defined(__APPLE__)
 #include <sys/file.h>      /* flock */
-#include <mach/mach.h>      /* task_info */
 #include <sys/sysctl.h>    /* sysctlbyname */
 #endif
 
@@ -59,34 +59,36 @@ double platform_peak_rss_bytes(void)
 #endif
 }
 
-double platform_rss_bytes(void)
+double platform_resident_bytes(const void *p, size_t bytes)
 {
-#if defined(__linux__)
-    /* /proc/self/statm: total program size, then resident pages. Read with
-     * open and read into the stack, not fopen: an allocation here would
-     * itself grow what is being measured. */
-    char text[128];
-    const int fd = open("/proc/self/statm", O_RDONLY);
-    const ssize_t got = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    long size = 0, resident = 0;
-    if (got <= 0)
-        return 0.0;
-    text[got] = '\0';
+#if defined(__linux__) || defined(__APPLE__)
+    /* mincore: one byte per page of [p, p + bytes), its low bit set when
+     * the page is in memory. It looks at this mapping alone, so neither
+     * the allocator, a sanitizer's own memory nor other threads move it.
+     * Asked a chunk of pages at a time, into the stack. */
     const long page_size = sysconf(_SC_PAGESIZE);
-    return sscanf(text, "%ld %ld", &size, &resident) == 2 && page_size > 0
-               ? (double)resident * (double)page_size : 0.0;
-#elif defined(__APPLE__)
-    /* macOS: no /proc; the kernel's count for this task, in bytes, with
-     * no allocation either */
-    mach_task_basic_info_data_t info;
-    mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
-    return task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count)
-                   == KERN_SUCCESS
-               ? (double)info.resident_size : 0.0;
+    if (p == NULL || page_size <= 0 || (uintptr_t)p % (uintptr_t)page_size != 0)
+        return -1.0;
+    enum { CHUNK_PAGES = 1024 };
+#if defined(__APPLE__)
+    char vec[CHUNK_PAGES];   /* macOS declares the vector as char */
 #else
-    return 0.0;   /* others: no cheap current figure; callers say "unknown" */
+    unsigned char vec[CHUNK_PAGES];
+#endif
+    const size_t page = (size_t)page_size, pages = (bytes + page - 1) / page;
+    double resident = 0.0;
+    for (size_t first = 0; first < pages; first += CHUNK_PAGES) {
+        const size_t n = pages - first < CHUNK_PAGES ? pages - first : CHUNK_PAGES;
+        if (mincore((char *)p + first * page, n * page, vec) != 0)
+            return -1.0;
+        for (size_t i = 0; i < n; i++)
+            resident += (vec[i] & 1) ? (double)page : 0.0;
+    }
+    return resident;
+#else
+    (void)p;
+    (void)bytes;
+    return -1.0;   /* others: no such call; callers say "unknown" */
 #endif
 }
 

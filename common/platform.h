@@ -40,11 +40,12 @@ double platform_memory_bytes(void);
  * ru_maxrss, whose unit differs between systems), 0 when unknown. */
 double platform_peak_rss_bytes(void);
 
-/* The resident memory of this process now, in bytes (Linux:
- * /proc/self/statm; macOS: task_info), 0 when the system does not say. Unlike the peak, it
- * falls when memory is given back, so the growth of one allocation as it
- * is written can be watched (05_multihead/decode). */
-double platform_rss_bytes(void);
+/* The bytes of [p, p + bytes) that are in memory now (Linux, macOS:
+ * mincore), p a page boundary such as platform_map_zeroed gives; -1 when
+ * the system does not say. It counts that memory alone, whatever else the
+ * process allocates, so the pages a buffer fills as it is written can be
+ * watched (05_multihead/decode). */
+double platform_resident_bytes(const void *p, size_t bytes);
 
 /* bytes of zeroed memory straight from the system (an anonymous mmap),
  * none of it resident until written: a large buffer whose pages are to

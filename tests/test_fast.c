@@ -277,7 +277,7 @@ Test(fast_matmul, transposed_panels_hold_every_value_and_zeros_past_n)
                 }
             cr_expect_eq(wrong, 0, "n %d, k %d: %d values out of place", n, k, wrong);
             free(b_t);
-            free(panels);
+            fast_free_panels(panels);
         }
 }
 
@@ -361,7 +361,7 @@ Test(fast_matmul, rows_taken_in_blocks_give_the_same_bits_on_any_thread_count)
         free(c[t]);
         free(c1[t]);
     }
-    free(a); free(b); free(expected); free(magnitude); free(abs_a); free(abs_b); free(panels);
+    free(a); free(b); free(expected); free(magnitude); free(abs_a); free(abs_b); fast_free_panels(panels);
     free(a1); free(b1); free(abs_a1); free(abs_b1);
 }
 
@@ -970,7 +970,7 @@ Test(fast_backward, transposed_a_equals_clear)
     fast_pack_panels(b, n, false, k, n, panels);
     fast_block_at(m, n, k, a_t, m, panels, fast_panels_size(k, 1), actual, n, false);
     expect_product_close(actual, expected, magnitude, m, n, k, "fast_block_at");
-    free(panels);
+    fast_free_panels(panels);
     free(actual);
     transposed_product_free(&product);
 }

@@ -18,7 +18,11 @@
  *
  * Every .md file of a chapter folder is checked this way: the README (the
  * chapter's core story and its exercises) and each optional page beside
- * it. The shape of the pages is checked too: a chapter README's story, to
+ * it, a test per page (suite quotes), so that the pages run in parallel;
+ * a command quoted several times on a page runs once. The many-seed
+ * experiments (LONG_COMMANDS below, minutes each) are left out of those
+ * tests: suite long_quotes checks every quote of each, from one run, a
+ * test per command; make test-long runs it, and CI does. The shape of the pages is checked too: a chapter README's story, to
  * "## Exercises", is at most 3000 words and the whole file at most 4200; an
  * optional page at most 3000 words, opening with what you will learn, what
  * you need and how long it takes, and listed under "Going further" in its
@@ -135,8 +139,39 @@ static void forget_runs(void)
     n_runs = 0;
 }
 
-/* Check every marked block of one page; returns how many were checked. */
-static int check_quotes(const char *path)
+/* The many-seed experiments the pages quote, each with the name of its
+ * test in suite long_quotes: minutes each, more than make test may take,
+ * so their quotes are checked by make test-long (CI) from one run of each.
+ * The same programs run in make test with fewer seeds and steps
+ * (test_head_experiments.c, test_induction.c, test_relative_positions.c,
+ * test_train.c), and each page's other quotes in suite quotes. */
+#define LONG_COMMANDS(X)                                                                     \
+    X(heads_16_seeds, "05_multihead/heads_experiment --seeds 16 --heads 1,2,4,8")            \
+    X(heads_wider_mlp, "05_multihead/heads_experiment --seeds 16 --mlp 64 --lr 0.003 --steps 1500") \
+    X(head_importance_16_seeds, "05_multihead/head_importance --seeds 16")                   \
+    X(decode_sharing, "05_multihead/decode --sharing")                                       \
+    X(positions_16_seeds, "06_permutation_invariance/positions --seeds 16")                  \
+    X(relative_positions_train, "06_permutation_invariance/relative_positions --train")      \
+    X(relative_positions_200_steps, "06_permutation_invariance/relative_positions --train --steps 200") \
+    X(induction_heads, "06_permutation_invariance/induction_heads")                          \
+    X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")
+#define LONG_COMMAND_TEXT(name, command) command,
+static const char *const long_commands[] = {LONG_COMMANDS(LONG_COMMAND_TEXT)};
+enum { NUM_LONG_COMMANDS = sizeof long_commands / sizeof long_commands[0] };
+
+static bool is_long_command(const char *cmd)
+{
+    for (int i = 0; i < NUM_LONG_COMMANDS; i++)
+        if (strcmp(cmd, long_commands[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Which quotes of a page a test checks: only those of command `only`, or,
+ * when it is NULL, every quote but those of a long command. */
+/* Check the marked blocks of one page that `only` selects (above);
+ * returns how many were checked. */
+static int check_quotes(const char *path, const char *only)
 {
     char *text = read_text_file(path, NULL);
     cr_assert(text, "cannot read %s", path);
@@ -166,8 +201,13 @@ static int check_quotes(const char *path)
             body_end--;
 
         char *cmd = strndup(cmd_start, (size_t)(cmd_end - cmd_start));
+        cr_assert(cmd);
+        if (only != NULL ? strcmp(cmd, only) != 0 : is_long_command(cmd)) {
+            free(cmd);
+            continue;
+        }
         char *quoted = malloc((size_t)(body_end - body) + 1);
-        cr_assert(cmd && quoted);
+        cr_assert(quoted);
         size_t q = 0;
         for (const char *line = body; line < body_end;) {
             const char *eol = memchr(line, '\n', (size_t)(body_end - line));
@@ -195,27 +235,91 @@ static int check_quotes(const char *path)
     return checked;
 }
 
-/* The README of a chapter and every page beside it; the README quotes at least
- * one output. */
-static void check_chapter_quotes(const char *chapter)
+/* The pages, a test each; a chapter's README quotes at least one output.
+ * Every page of a chapter folder must be listed (pages_all_have_a_quote_test). */
+#define PAGES(X)                                                             \
+    X(chapter_01, "01_dot_product/README.md")                                \
+    X(chapter_02, "02_softmax_mask/README.md")                               \
+    X(chapter_02_bug_zoo, "02_softmax_mask/bug_zoo.md")                      \
+    X(chapter_03, "03_self_attention/README.md")                             \
+    X(chapter_03_additive, "03_self_attention/additive.md")                  \
+    X(chapter_03_backward, "03_self_attention/backward.md")                  \
+    X(chapter_03_streaming, "03_self_attention/streaming.md")                \
+    X(chapter_04, "04_transpose_qkv/README.md")                              \
+    X(chapter_05, "05_multihead/README.md")                                  \
+    X(chapter_05_backward, "05_multihead/backward.md")                       \
+    X(chapter_05_decoding, "05_multihead/decoding.md")                       \
+    X(chapter_05_fast, "05_multihead/fast.md")                               \
+    X(chapter_05_heads, "05_multihead/heads.md")                             \
+    X(chapter_05_training, "05_multihead/training.md")                       \
+    X(chapter_06, "06_permutation_invariance/README.md")                     \
+    X(chapter_06_induction_heads, "06_permutation_invariance/induction_heads.md") \
+    X(chapter_06_positions, "06_permutation_invariance/positions.md")        \
+    X(chapter_06_relative_positions, "06_permutation_invariance/relative_positions.md")
+
+static void check_page_quotes(const char *path)
 {
-    char path[256], pages[MAX_PAGES][64];
-    snprintf(path, sizeof path, "%s/README.md", chapter);
-    cr_expect_gt(check_quotes(path), 0, "%s quotes no output", path);
-    int n = chapter_pages(chapter, pages);
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%.63s", chapter, pages[i]);
-        check_quotes(path);
-    }
+    const int checked = check_quotes(path, NULL);
+    if (strstr(path, "/README.md") != NULL)
+        cr_expect_gt(checked, 0, "%s quotes no output", path);
     forget_runs();
 }
 
-Test(readmes, chapter_01_quotes_match) { check_chapter_quotes(chapters[0]); }
-Test(readmes, chapter_02_quotes_match) { check_chapter_quotes(chapters[1]); }
-Test(readmes, chapter_03_quotes_match) { check_chapter_quotes(chapters[2]); }
-Test(readmes, chapter_04_quotes_match) { check_chapter_quotes(chapters[3]); }
-Test(readmes, chapter_05_quotes_match) { check_chapter_quotes(chapters[4]); }
-Test(readmes, chapter_06_quotes_match) { check_chapter_quotes(chapters[5]); }
+#define PAGE_TEST(name, path) \
+    Test(quotes, name) { check_page_quotes(path); }
+PAGES(PAGE_TEST)
+
+#define PAGE_PATH(name, path) path,
+static const char *const quoted_pages[] = {PAGES(PAGE_PATH)};
+enum { NUM_QUOTED_PAGES = sizeof quoted_pages / sizeof quoted_pages[0] };
+
+Test(quotes, pages_all_have_a_quote_test)
+{
+    int pages_seen = 0;
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256], pages[MAX_PAGES + 1][64];
+        int n = chapter_pages(chapters[c], pages);
+        strcpy(pages[n++], "README.md");
+        for (int i = 0; i < n; i++, pages_seen++) {
+            snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
+            bool listed = false;
+            for (int p = 0; p < NUM_QUOTED_PAGES; p++)
+                listed = listed || strcmp(quoted_pages[p], path) == 0;
+            cr_expect(listed, "%s has no test of its quotes: add it to PAGES in %s", path,
+                      __FILE__);
+        }
+    }
+    cr_expect_eq(pages_seen, NUM_QUOTED_PAGES, "PAGES lists %d pages, the chapters hold %d",
+                 NUM_QUOTED_PAGES, pages_seen);
+
+    /* and every long command is still quoted somewhere, as written */
+    for (int i = 0; i < NUM_LONG_COMMANDS; i++) {
+        char marker[256];
+        snprintf(marker, sizeof marker, "output: %s -->", long_commands[i]);
+        bool quoted = false;
+        for (int p = 0; p < NUM_QUOTED_PAGES && !quoted; p++) {
+            char *text = read_text_file(quoted_pages[p], NULL);
+            cr_assert(text, "cannot read %s", quoted_pages[p]);
+            quoted = strstr(text, marker) != NULL;
+            free(text);
+        }
+        cr_expect(quoted, "no page quotes '%s': drop it from LONG_COMMANDS", long_commands[i]);
+    }
+}
+
+/* Every quote of one long command, on whichever page, from one run of it. */
+static void check_long_quotes(const char *command)
+{
+    int checked = 0;
+    for (int p = 0; p < NUM_QUOTED_PAGES; p++)
+        checked += check_quotes(quoted_pages[p], command);
+    cr_expect_gt(checked, 0, "no page quotes '%s': drop it from LONG_COMMANDS", command);
+    forget_runs();
+}
+
+#define LONG_TEST(name, command) \
+    Test(long_quotes, name) { check_long_quotes(command); }
+LONG_COMMANDS(LONG_TEST)
 
 Test(readmes, word_counts_are_within_budget)
 {

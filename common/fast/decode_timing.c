@@ -80,14 +80,18 @@ bool kv_cache_growth(int G, int d, const int *table_T, int rows, double *bytes_p
 {
     KVCache *cache = kv_cache_new(1, G, table_T[rows - 1], d);
     Tensor *k = tensor_full(0.5f, SHAPE(1, G * d)), *v = tensor_full(-0.5f, SHAPE(1, G * d));
-    platform_rss_bytes();   /* once before: its own first call allocates */
-    const double start = platform_rss_bytes();
+    /* the cache's own two mappings, and nothing else the process holds */
+    const size_t bytes = (size_t)G * (size_t)table_T[rows - 1] * (size_t)d * sizeof(float);
+    bool known = true;
     for (int i = 0; i < rows; i++) {
         while (cache->length < table_T[i])
             kv_cache_append(cache, k, v);
-        bytes_per_token[i] = (platform_rss_bytes() - start) / table_T[i];
+        const double keys = platform_resident_bytes(cache->keys, bytes);
+        const double values = platform_resident_bytes(cache->values, bytes);
+        known = known && keys >= 0.0 && values >= 0.0;
+        bytes_per_token[i] = (keys + values) / table_T[i];
     }
     TENSOR_FREE(k, v);
     kv_cache_free(cache);
-    return start > 0.0;
+    return known;
 }

@@ -32,9 +32,10 @@ Tensor *fast_decode_recompute(const MultiHeadAttention *layer, const Tensor *pre
 double stream_read_rate(double bytes);
 
 /* A cache of 1 sequence, G heads of size d, grown from empty to each
- * table_T[i] of rows, the resident memory read at each: bytes_per_token[i]
- * = growth / table_T[i]. false when the system does not report its
- * resident memory. */
+ * table_T[i] of rows, the resident bytes of its own memory (keys and
+ * values, platform_resident_bytes) read at each: bytes_per_token[i] =
+ * resident / table_T[i]. What the allocator or a sanitizer holds besides
+ * does not count. false when the system does not say what is resident. */
 bool kv_cache_growth(int G, int d, const int *table_T, int rows, double *bytes_per_token);
 
 #endif

@@ -70,36 +70,48 @@ static float *aligned_floats(size_t count)
     return p;
 }
 
+/* A block of panels starts with PANEL_HEADER floats that hold its whole
+ * size (fast_free_panels reads it): 64 bytes, so the data after them stays
+ * aligned as the block is. */
+enum { PANEL_HEADER = 64 / sizeof(float) };
+
 float *fast_alloc_panels(const char *func, size_t count)
 {
     /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
      * cache line, and no vector load straddles two lines (a straddling load
-     * costs two). */
-    float *p = aligned_floats(count);
-    if (p == NULL)
+     * costs two). In a training run the block comes from its pool when
+     * one of this size is parked there (tensor.h). */
+    const size_t total = count + PANEL_HEADER;
+    float *block = total < count ? NULL : tensor_pool_take(total, aligned_floats);
+    if (block == NULL && total > count)
+        block = aligned_floats(total);
+    if (block == NULL)
         die(func, "out of memory allocating %zu floats (%.1f MB)", count,
             (double)count * sizeof(float) / 1e6);
-    return p;
+    memcpy(block, &total, sizeof total);
+    return block + PANEL_HEADER;
 }
 
-/* aligned_floats, zeroed; NULL when it fails */
-static float *aligned_zeroed_floats(size_t count)
+void fast_free_panels(float *panels)
 {
-    float *p = aligned_floats(count);
-    if (p != NULL)
-        memset(p, 0, count * sizeof(float));
-    return p;
+    if (panels == NULL)
+        return;
+    float *block = panels - PANEL_HEADER;
+    size_t total;
+    memcpy(&total, block, sizeof total);
+    if (!tensor_pool_give(block, total, aligned_floats))
+        free(block);
 }
 
 Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
 {
     /* freed by tensor_free's free() like any other */
-    return tensor_alloc_with(func, ndim, shape, aligned_zeroed_floats);
+    return tensor_alloc_with(func, ndim, shape, aligned_floats, true);
 }
 
 Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape)
 {
-    return tensor_alloc_with(func, ndim, shape, aligned_floats);
+    return tensor_alloc_with(func, ndim, shape, aligned_floats, false);
 }
 
 /* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
@@ -328,7 +340,7 @@ static void block_rows(int rows, int cols, int kc, const float *a, size_t lda,
         }
     }
     if (padded != pad)
-        free(padded);
+        fast_free_panels(padded);
 }
 
 void fast_block(int rows, int cols, int kc, const float *a, size_t lda,
@@ -624,10 +636,10 @@ static void gemm_threads(Gemm *g, int num_threads)
         g->a_copies[t] = fast_alloc_panels(func, (size_t)FAST_MC * FAST_KC);
     fast_parallel(T, gemm_band, g);
     for (int t = 0; g->b_copies != NULL && t < T; t++)
-        free(g->b_copies[t]);
+        fast_free_panels(g->b_copies[t]);
     free(g->b_copies);
     for (int t = 0; g->a_copies != NULL && t < T; t++)
-        free(g->a_copies[t]);
+        fast_free_panels(g->a_copies[t]);
     free(g->a_copies);
 }
 

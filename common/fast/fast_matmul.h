@@ -98,11 +98,13 @@ int fast_vector_width(void);
 /* Floats needed for B (k, n) as panels: ceil(n / FAST_NR) * k * FAST_NR. */
 size_t fast_panels_size(int k, int n);
 /* count floats aligned to 64 bytes (one cache line), for panels and other
- * scratch that vector code reads; free with free(). Stops with a message
+ * scratch that vector code reads; free with fast_free_panels (NULL is
+ * fine), which parks it in an open training run's pool. Stops with a message
  * naming func when memory runs out. From 4 MB up, the memory is aligned to
  * 2 MB and asks the system for 2 MB pages (platform_advise_huge_pages), which turns 512 page
  * faults into one (fast_matmul.c says why that matters). */
 float *fast_alloc_panels(const char *func, size_t count);
+void fast_free_panels(float *panels);
 /* tensor_zeros with the memory of fast_alloc_panels, for the large
  * tensors the fast path makes; tensor_free frees it as any other. */
 Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape);

@@ -368,10 +368,10 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
                      cache, workspaces, 0};
     atomic_init(&jobs.next_job, 0);
     fast_parallel(head_threads, head_worker, &jobs);
-    free(jobs.proj_q.panels);
-    free(jobs.proj_k.panels);
-    free(jobs.proj_v.panels);
-    free(stacked.panels);
+    fast_free_panels(jobs.proj_q.panels);
+    fast_free_panels(jobs.proj_k.panels);
+    fast_free_panels(jobs.proj_v.panels);
+    fast_free_panels(stacked.panels);
     free(stacked.bias);
     for (int t = 0; t < head_threads; t++) {
         free(workspaces[t].q_head);
@@ -507,7 +507,7 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
     fast_parallel(threads, head_backward_worker, &jobs);
     for (int t = 0; t < threads; t++) {
         streaming_backward_scratch_free(&jobs.scratch[t]);
-        free(jobs.rows[t]);
+        fast_free_panels(jobs.rows[t]);
     }
     free(jobs.scratch);
     free(jobs.rows);

@@ -85,8 +85,8 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
 
 void packed_kv_free(PackedKeysValues *kv)
 {
-    free(kv->key_panels);
-    free(kv->value_panels);
+    fast_free_panels(kv->key_panels);
+    fast_free_panels(kv->value_panels);
     kv->key_panels = kv->value_panels = NULL;
 }
 
@@ -253,9 +253,9 @@ static void scratch_alloc(Scratch *w, int d, int v)
 
 static void scratch_free(Scratch *w)
 {
-    free(w->q);
-    free(w->s);
-    free(w->o);
+    fast_free_panels(w->q);
+    fast_free_panels(w->s);
+    fast_free_panels(w->o);
     free(w->m);
     free(w->l);
     free(w->len);
@@ -435,15 +435,15 @@ void streaming_backward_scratch_alloc(StreamingBackwardScratch *w, int num_queri
 
 void streaming_backward_scratch_free(StreamingBackwardScratch *w)
 {
-    free(w->query_panels_t);
-    free(w->query_panels);
-    free(w->grad_output_panels_t);
-    free(w->grad_output_panels);
-    free(w->key_panels);
+    fast_free_panels(w->query_panels_t);
+    fast_free_panels(w->query_panels);
+    fast_free_panels(w->grad_output_panels_t);
+    fast_free_panels(w->grad_output_panels);
+    fast_free_panels(w->key_panels);
     free(w->delta);
     free(w->len);
-    free(w->p);
-    free(w->dp);
+    fast_free_panels(w->p);
+    fast_free_panels(w->dp);
     memset(w, 0, sizeof *w);
 }
 
@@ -765,7 +765,7 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
                 for (size_t i = 0; i < (size_t)T * d; i++)
                     dst[i] += src[i];
             }
-        free(jobs.partial_grad_queries);
+        fast_free_panels(jobs.partial_grad_queries);
     }
     /* a NULL pointer: that gradient is not wanted */
     Tensor *results[3] = {jobs.grad_queries, jobs.grad_keys, jobs.grad_values};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "tensor.h"
 
 static int compare_doubles(const void *a, const void *b)
 {
@@ -52,7 +53,11 @@ static void *work(void *p)
     const Worker *w = p;
     Pool *pool = w->pool;
     for (int j = w->thread; j < pool->jobs; j += pool->num_threads) {
+        /* a seed's model makes the same tensors again and again (each
+         * training step, each held-out batch): its memory is taken once */
+        TensorPool *memory = tensor_pool_open();
         pool->job(pool->arg, j);
+        tensor_pool_close(memory);
         pthread_mutex_lock(&pool->lock);
         pool->done++;
         if (pool->terminal && pool->done < pool->jobs)

@@ -4,6 +4,8 @@
  */
 #include "learn/training.h"
 
+#include "tensor.h"
+
 /* The usual batches: batch_size examples of the task's training split. */
 typedef struct {
     const Task *task;
@@ -27,6 +29,9 @@ int training_loop(const Trainee *trainee, const TrainingPlan *plan, const Traini
 {
     const TrainingWatch none = {0};
     const TrainingWatch *w = watch != NULL ? watch : &none;
+    /* every step makes the same tensors: the first allocates them, the
+     * others take them again from the run's pool (tensor.h) */
+    TensorPool *pool = tensor_pool_open();
     /* the plan's own batches, or its task's */
     TaskExamples examples = {plan->task, plan->draw == NULL
                                              ? task_batch_new(plan->task, plan->batch_size)
@@ -51,5 +56,6 @@ int training_loop(const Trainee *trainee, const TrainingPlan *plan, const Traini
         w->after_last(w->state, trainee->evaluate(trainee->model, draw->batch, NULL));
     }
     task_batch_free(examples.examples);
+    tensor_pool_close(pool);
     return taken;
 }

@@ -6,7 +6,7 @@
  * step, see common/io/fileset.h) it counts the program's file-system steps:
  * every call below that creates, writes, syncs, links, renames or removes. With
  * KILL_AT=k in the environment, the program is killed with SIGKILL right
- * after its k-th step, as a power cut or `kill -9` would end it. With
+ * after its k-th step, as `kill -9` would end it. With
  * KILL_COUNT=FILE, the number of steps taken is written into FILE at exit,
  * so that the test knows how many kill points a run has.
  */
@@ -93,11 +93,15 @@ ssize_t write(int fd, const void *buf, size_t count)
     return r;
 }
 
+/* A kill, unlike a power cut, leaves what the kernel holds for the disk:
+ * what a later run reads is the same whether the sync waited for the disk
+ * or not. So the sync is a step, counted, but the wait for the disk
+ * (most of a run's time, hundreds of runs a test) is left out. */
 int fsync(int fd)
 {
-    const int r = NEXT(fsync)(fd);
+    (void)fd;
     step_done();
-    return r;
+    return 0;
 }
 
 int fchmod(int fd, mode_t mode)
