@@ -4,13 +4,10 @@
  * 06's page "A language model").
  *
  * Part 1: the text and the model.
- * Part 2: training, with the training and held-out loss every few hundred
- *         steps and a sample at each of those points.
+ * Part 2: training; both losses every few hundred steps, each with a sample.
  * Part 3: the loss on all of the held-out text, and a longer sample.
- * Part 4: what the heads learned: previous-token and induction scores on
- *         probes that repeat, and the best heads silenced.
- * --to DIR saves the trained model; --from DIR reads one instead of
- * training and runs parts 3 and 4 on it. --bench times training steps.
+ * Part 4: the heads' scores on probes that repeat, and the best silenced.
+ * --to DIR saves the model; --from DIR reads one and runs parts 3 and 4.
  *
  * Legend: B = batch_size, C = context, V = vocabulary, D = num_hiddens,
  * H = num_heads, N = num_layers, P = C / 2, a probe's half.
@@ -60,8 +57,7 @@ static void check_options(const Options *opt)
         if (opt->to_dir != NULL || opt->bench)
             cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
     }
-    /* a step keeps about 20 D floats per token and block, and H C more
-     * for the attention weights the heads' part draws */
+    /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
     memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
                    "the training step's activations",
@@ -312,8 +308,12 @@ static void silencing_table(LanguageModel *m, const LanguageProbes *p, const int
         silence_row(m, p, order, count, label);
     }
     if (2 * rows <= NH) {
-        snprintf(label, sizeof label, "the %d lowest-scoring %s", rows,
-                 rows == 1 ? "head" : "heads");
+        const int last = order[NH - 1];
+        if (rows == 1)
+            snprintf(label, sizeof label, "block %d head %d (the lowest)", last / H + 1,
+                     last % H + 1);
+        else
+            snprintf(label, sizeof label, "the %d lowest-scoring heads", rows);
         silence_row(m, p, order + NH - rows, rows, label);
     }
     printf("\n");
@@ -367,8 +367,7 @@ static int run_bench(const Corpus *c, const Options *opt)
     return 0;
 }
 
-/* The text, in the model's vocabulary when there is one; 1 and a line when
- * it cannot be used. */
+/* The text, in the model's vocabulary when there is one; 1 and a line if not. */
 static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 {
     char err[512];
@@ -417,6 +416,7 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
     m->kernels = (LanguageKernels){fast_attention_layer(opt->num_threads), fast_gelu_forward,
                                    fast_gelu_backward};
     part1_text(opt, c, m);
+    TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
     int status = opt->from_dir == NULL ? part2_training(m, opt, c) : 0;
     if (status == 0 && opt->to_dir != NULL)
         status = save_model(m, opt);
@@ -424,6 +424,7 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
         status = part3_sample(m, opt, c);
     if (status == 0)
         status = part4_heads(m, opt, c);
+    tensor_pool_close(pool);
     return status;
 }
 

@@ -154,7 +154,11 @@ static void forget_runs(void)
     X(relative_positions_train, "06_permutation_invariance/relative_positions --train")      \
     X(relative_positions_200_steps, "06_permutation_invariance/relative_positions --train --steps 200") \
     X(induction_heads, "06_permutation_invariance/induction_heads")                          \
-    X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")
+    X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")         \
+    X(language_model, "06_permutation_invariance/language_model --sample 300")              \
+    X(language_model_context_8, "06_permutation_invariance/language_model --context 8 --sample 0") \
+    X(language_model_context_8_batch_96,                                                     \
+      "06_permutation_invariance/language_model --context 8 --batch 96 --sample 0")
 #define LONG_COMMAND_TEXT(name, command) command,
 static const char *const long_commands[] = {LONG_COMMANDS(LONG_COMMAND_TEXT)};
 enum { NUM_LONG_COMMANDS = sizeof long_commands / sizeof long_commands[0] };
@@ -254,6 +258,7 @@ static int check_quotes(const char *path, const char *only)
     X(chapter_05_training, "05_multihead/training.md")                       \
     X(chapter_06, "06_permutation_invariance/README.md")                     \
     X(chapter_06_induction_heads, "06_permutation_invariance/induction_heads.md") \
+    X(chapter_06_language_model, "06_permutation_invariance/language_model.md") \
     X(chapter_06_positions, "06_permutation_invariance/positions.md")        \
     X(chapter_06_relative_positions, "06_permutation_invariance/relative_positions.md")
 
