@@ -348,7 +348,7 @@ Test(length_experiment, training_stops_when_the_check_stops_rising, .timeout = 2
         const char *name = position_scheme_names[run->scheme];
         cr_expect(!run->diverged, "%s diverged", name);
         cr_expect(run->steps < setup.steps &&
-                      run->steps == run->best_step + LENGTH_PATIENCE * LENGTH_CHECK_EVERY,
+                      run->steps == run->best_step + setup.patience * LENGTH_CHECK_EVERY,
                   "%s, %s: %d steps, the best check at %d", length_task_names[run->task],
                   name, run->steps, run->best_step);
         if (run->task == LENGTH_TASK_BACK && run->scheme == POSITIONS_LEARNED)
