@@ -354,15 +354,14 @@ static void part4_ablation(const Options *opt, InductionModel *model,
            "%.3f with every head, log %d = %.3f for a guess. Zero: the head's output\n"
            "set to zero; mean: replaced by its mean at each position over the held-out\n"
            "sequences.\n\n"
-           "  silenced            zero   share of log %d     mean\n", m->repeated, opt->vocab,
-           log_v, opt->vocab);
+           "  silenced            zero     mean\n", m->repeated, opt->vocab, log_v);
     for (int l = 0; l < model->num_layers; l++)
         for (int h = 0; h < model->num_heads[l]; h++)
-            printf("  layer %d, head %d   %6.3f   %15.2f   %6.3f\n", l + 1, h, m->ablated[l][h],
-                   m->ablated[l][h] / log_v, induction_mean_ablated(model, held_out, l, h));
+            printf("  layer %d, head %d    %6.3f   %6.3f\n", l + 1, h, m->ablated[l][h],
+                   induction_mean_ablated(model, held_out, l, h));
     for (int l = 0; l < model->num_layers; l++)
-        printf("  all of layer %d    %6.3f   %15.2f   %6.3f\n", l + 1, m->ablated_layer[l],
-               m->ablated_layer[l] / log_v, induction_mean_ablated(model, held_out, l, -1));
+        printf("  all of layer %d     %6.3f   %6.3f\n", l + 1, m->ablated_layer[l],
+               induction_mean_ablated(model, held_out, l, -1));
     if (r != NULL)
         printf("\nThe one-layer model (layer 1 alone), same seed and batches: first part\n"
                "%.3f, repeated part %.3f (%.2f of log %d). Bags of the tokens seen: betting\n"

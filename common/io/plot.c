@@ -554,11 +554,11 @@ static void put_value(FILE *out, float v)
 }
 
 /* Column labels, two characters wide like the cells below them: one line
- * when every label has one or two digits and none runs into the next (the
- * offsets 0 .. 15), else the tens over the units. */
-static void column_labels(FILE *out, int first_col, int K)
+ * for the offsets 0 .. 15 of heatmap_terminal (every chapter's drawings),
+ * the tens over the units for positions past 9 (heatmap_terminal_at). */
+static void column_labels(FILE *out, int first_col, int K, bool positions)
 {
-    if (first_col == 0 || first_col + K - 1 < 10) {
+    if (!positions || first_col + K - 1 < 10) {
         fputs("    ", out);
         for (int k = 0; k < K; k++)
             fprintf(out, "%2d", first_col + k);
@@ -579,8 +579,8 @@ static void column_labels(FILE *out, int first_col, int K)
     fputc('\n', out);
 }
 
-static void draw(FILE *out, const Tensor *matrix, const char *title, bool values, int first_row,
-                 int first_col)
+static void draw(FILE *out, const Tensor *matrix, const char *title, bool values, bool positions,
+                 int first_row, int first_col)
 {
     tensor_check_shape("heatmap_terminal", "matrix", matrix, SHAPE(-1, -1));
     const int T = matrix->shape[0], K = matrix->shape[1];
@@ -592,7 +592,7 @@ static void draw(FILE *out, const Tensor *matrix, const char *title, bool values
     }
     if (title)
         fprintf(out, "%s\n", title);
-    column_labels(out, first_col, K);
+    column_labels(out, first_col, K, positions);
     border(out, K, "┌", "┐");
     for (int t = 0; t < T; t++) {
         fprintf(out, "%2d │", first_row + t);
@@ -609,7 +609,7 @@ static void draw(FILE *out, const Tensor *matrix, const char *title, bool values
 
 void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title)
 {
-    draw(out, matrix, title, true, 0, 0);
+    draw(out, matrix, title, true, false, 0, 0);
 }
 
 void heatmap_terminal_at(FILE *out, const Tensor *matrix, const char *title, int first_row,
@@ -619,10 +619,10 @@ void heatmap_terminal_at(FILE *out, const Tensor *matrix, const char *title, int
         first_col + matrix->shape[1] > 100)
         die("heatmap_terminal_at", "rows from %d and columns from %d: labels must stay in "
             "0 .. 99", first_row, first_col);
-    draw(out, matrix, title, true, first_row, first_col);
+    draw(out, matrix, title, true, true, first_row, first_col);
 }
 
 void heatmap_terminal_shades(FILE *out, const Tensor *matrix, const char *title)
 {
-    draw(out, matrix, title, false, 0, 0);
+    draw(out, matrix, title, false, false, 0, 0);
 }
