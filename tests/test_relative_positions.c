@@ -365,6 +365,21 @@ Test(length_experiment, training_stops_when_the_check_stops_rising, .timeout = 2
     length_experiment_free(e);
 }
 
+/* --patience 2: every model stops 2 checks (200 steps) after its best */
+Test(length_experiment, patience_sets_the_checks_without_a_rise, .timeout = 240)
+{
+    LengthSetup setup = LENGTH_DEFAULTS;
+    setup.seeds = 1;
+    setup.examples = 50;
+    setup.patience = 2;
+    LengthExperiment *e = length_experiment_run(&setup);
+    for (const LengthRun *run = e->runs; run < e->runs + e->count; run++)
+        cr_expect(run->steps == run->best_step + 2 * LENGTH_CHECK_EVERY,
+                  "%s, %s: %d steps, the best check at %d", length_task_names[run->task],
+                  position_scheme_names[run->scheme], run->steps, run->best_step);
+    length_experiment_free(e);
+}
+
 /* ---- the program ----------------------------------------------------------------- */
 
 #define RELPOS "06_permutation_invariance/relative_positions"
