@@ -6,12 +6,14 @@
  *
  * Part 1: the task and the model.
  * Part 2: the first seed's training, the loss of each part of the
- *         sequences over the steps, and the step of the phase change.
- * Part 3: every head's previous-token and induction scores, and where the
- *         best two look on one held-out sequence.
- * Part 4: each head silenced in turn; a one-layer model of the same
- *         width trained the same way, beside what knowing only the tokens
- *         seen is worth.
+ *         sequences over the steps, the step of the phase change and how
+ *         many steps the climb took.
+ * Part 3: every head's previous-token and induction scores, the best
+ *         previous-token head's weight query by query, and where the best
+ *         two look on one held-out sequence.
+ * Part 4: each head silenced in turn, its output zeroed and replaced by
+ *         its mean; a one-layer model of the same width trained the same
+ *         way, beside two bags that know only the tokens seen.
  * Part 5: all of it over several seeds, with success rates.
  * --to DIR saves the first seed's model; --from DIR reads a model instead
  * of training and runs parts 3 and 4 on it.
