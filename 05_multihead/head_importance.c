@@ -196,17 +196,25 @@ static int save(const Options *opt, TwoKeyModel *model)
     return 0;
 }
 
-/* 0, or 1 after one line when the held-out loss with every head is not a
- * number: a loaded model whose finite parameters overflow float32 in the
- * forward (training stops on such a loss itself); the parts would be NaN. */
-static int check_finite(const HeldOut *held)
+/* 0, or 1 after one line when the held-out loss with every head, or a
+ * head's importance on the ranking examples, is not a number: a loaded
+ * model whose finite parameters overflow float32 in the forward or the
+ * backward (training stops on such a loss itself); the parts would be NaN. */
+static int check_finite(const HeldOut *held, TwoKeyModel *model, const TaskBatch *ranking)
 {
     const double loss = two_key_evaluate_heads(held->model, held->examples, held->heads, NULL,
                                                NULL);
-    if (isfinite(loss))
-        return 0;
-    return report_failure(NULL, "the held-out loss is %s: the model's forward overflows "
-                          "float32 on these examples", non_finite_name(loss));
+    if (!isfinite(loss))
+        return report_failure(NULL, "the held-out loss is %s: the model's forward overflows "
+                              "float32 on these examples", non_finite_name(loss));
+    double importance[MAX_HEADS];
+    two_key_head_importance(model, ranking, importance);
+    for (int h = 0; h < model->num_heads; h++)
+        if (!isfinite(importance[h]))
+            return report_failure(NULL, "head %d's importance is %s: the model's backward "
+                                  "overflows float32 on the ranking examples", h,
+                                  non_finite_name(importance[h]));
+    return 0;
 }
 
 /* ---- Part 1 -------------------------------------------------------------------- */
@@ -425,7 +433,7 @@ int main(int argc, char **argv)
     TaskBatch *ranking = task_examples(&task, opt.examples, SPLIT_TRAIN, opt.seed);
     HeldOut held = held_out_new(model, held_out);
 
-    int status = check_finite(&held);
+    int status = check_finite(&held, model, ranking);
     if (status == 0)
         part1_model(&opt, &held);
     if (status == 0 && opt.to_dir != NULL)

@@ -6,12 +6,14 @@
  *
  * Part 1: the task and the model.
  * Part 2: the first seed's training, the loss of each part of the
- *         sequences over the steps, and the step of the phase change.
- * Part 3: every head's previous-token and induction scores, and where the
- *         best two look on one held-out sequence.
- * Part 4: each head silenced in turn; a one-layer model of the same
- *         width trained the same way, beside what knowing only the tokens
- *         seen is worth.
+ *         sequences over the steps, the step of the phase change and how
+ *         many steps the climb took.
+ * Part 3: every head's previous-token and induction scores, the best
+ *         previous-token head's weight query by query, and where the best
+ *         two look on one held-out sequence.
+ * Part 4: each head silenced in turn, its output zeroed and replaced by
+ *         its mean; a one-layer model of the same width trained the same
+ *         way, beside two bags that know only the tokens seen.
  * Part 5: all of it over several seeds, with success rates.
  * --to DIR saves the first seed's model; --from DIR reads a model instead
  * of training and runs parts 3 and 4 on it.
@@ -179,8 +181,14 @@ static int part2_training(const Options *opt, const InductionSeedResult *r)
                (double)(r->first_curve[s - 1] - r->repeated_curve[s - 1]));
     if (r->phase_step > 0)
         printf("\nThe phase change: at step %d the gain, averaged over %d steps, first\n"
-               "reaches half of log %d (%.3f).\n\n", r->phase_step, INDUCTION_WINDOW, opt->vocab,
+               "reaches half of log %d (%.3f).\n", r->phase_step, INDUCTION_WINDOW, opt->vocab,
                0.5 * log_v);
+    if (r->phase_step > 0 && r->rise_start > 0 && r->rise_end > 0)
+        printf("It took %d steps to reach a quarter of log %d, then %d more to go from a\n"
+               "quarter to three quarters (steps %d to %d).\n\n", r->rise_start, opt->vocab,
+               r->rise_end - r->rise_start, r->rise_start, r->rise_end);
+    else if (r->phase_step > 0)
+        printf("\n");
     else
         printf("\nNo phase change: the gain, averaged over %d steps, never reaches half of\n"
                "log %d (%.3f).\n\n", INDUCTION_WINDOW, opt->vocab, 0.5 * log_v);
@@ -219,16 +227,20 @@ static Tensor *crop(const float *matrix, int T, int r0, int c0, int n)
 static void print_scores(const InductionModel *model, const InductionMeasures *m)
 {
     printf("Part 3. The heads, on the held-out set\n\n"
-           "previous-token score: the mean weight query t puts on key t - 1;\n"
-           "induction score: the weight a query of the repeated part puts on the\n"
-           "tokens that followed its token's earlier occurrences.\n\n"
-           "  layer  head   previous-token   induction\n");
+           "previous-token score: the mean weight query t puts on key t - 1, over every\n"
+           "query, and over the queries t = 1 .. P alone (key t - 1 holds a token's\n"
+           "first occurrence: the keys an induction head reads). Induction score: the\n"
+           "weight a query of the repeated part puts on the tokens that followed its\n"
+           "token's earlier occurrences, summed over them, and on the most recent alone.\n\n"
+           "                  previous-token              induction\n"
+           "  layer  head   every t   t = 1 .. P   every copy   last copy\n");
     int prev_layer = 0, prev_head = 0, ind_layer = 0, ind_head = 0;
     for (int l = 0; l < model->num_layers; l++)
         for (int h = 0; h < model->num_heads[l]; h++) {
-            printf("  %5d  %4d   %14.3f   %9.3f\n", l + 1, h, m->previous[l][h],
-                   m->induction[l][h]);
-            if (m->previous[l][h] > m->previous[prev_layer][prev_head])
+            printf("  %5d  %4d   %7.3f   %10.3f   %10.3f   %9.3f\n", l + 1, h,
+                   m->previous[l][h], m->previous_needed[l][h], m->induction[l][h],
+                   m->induction_last[l][h]);
+            if (m->previous_needed[l][h] > m->previous_needed[prev_layer][prev_head])
                 prev_layer = l, prev_head = h;
             if (m->induction[l][h] > m->induction[ind_layer][ind_head])
                 ind_layer = l, ind_head = h;
@@ -240,24 +252,46 @@ static void print_scores(const InductionModel *model, const InductionMeasures *m
                : ".");
 }
 
-/* The two maps, cropped to where the repeat starts, in the terminal. */
+/* The weight layer 1's head hp puts on key t - 1 at each query t, averaged
+ * over the held-out set, eight queries a line. */
+static void print_previous_by_query(const InductionModel *model, const InductionHeldOut *held_out,
+                                    int hp)
+{
+    const int T = model->length;
+    double by_query[MAX_LENGTH];
+    induction_previous_by_query(model, held_out, 0, hp, by_query);
+    printf("Layer 1, head %d: the weight on key t - 1 at each query t, on the held-out set\n\n",
+           hp);
+    for (int first = 1; first < T; first += 8) {
+        const int last = first + 7 < T - 1 ? first + 7 : T - 1;
+        printf("  t = %3d .. %3d ", first, last);
+        for (int t = first; t <= last; t++)
+            printf(" %4.2f", by_query[t]);
+        printf("\n");
+    }
+    printf("\n");
+}
+
+/* The two maps in the terminal, each cropped to its stripe and labelled
+ * with the positions: layer 1 on the queries 1 .. 16 (key t - 1), layer 2
+ * on the 16 queries where the repeat starts (key t - P + 1). */
 static void print_stripes(const float *prev_map, int hp, const float *ind_map, int hi, int T,
                           int P, int b)
 {
-    const int n = T - P < CROP ? T - P : CROP;
-    printf("Held-out sequence %d (P = %d), queries t = %d .. %d, the start of the repeat:\n\n",
-           b, P, P, P + n - 1);
+    const int n = T - P < CROP ? T - P : CROP, n1 = T - 1 < CROP ? T - 1 : CROP;
+    printf("Held-out sequence %d (P = %d); rows are queries, columns keys, both by\n"
+           "position:\n\n", b, P);
     char title[128];
-    Tensor *view = crop(prev_map, T, P, P - 1, n);
-    snprintf(title, sizeof title, "layer 1, head %d: keys %d .. %d (key t - 1 on the diagonal)",
-             hp, P - 1, P + n - 2);
-    heatmap_terminal(stdout, view, title);
+    Tensor *view = crop(prev_map, T, 1, 0, n1);
+    snprintf(title, sizeof title, "layer 1, head %d: queries 1 .. %d, keys 0 .. %d (key t - 1 on "
+             "the diagonal)", hp, n1, n1 - 1);
+    heatmap_terminal_at(stdout, view, title, 1, 0);
     tensor_free(view);
     view = crop(ind_map, T, P, 1, n);
-    snprintf(title, sizeof title, "layer 2, head %d: keys 1 .. %d (key t - P + 1 on the diagonal)",
-             hi, n);
+    snprintf(title, sizeof title, "layer 2, head %d: queries %d .. %d, keys 1 .. %d (key t - P + 1 "
+             "on the diagonal)", hi, P, P + n - 1, n);
     printf("\n");
-    heatmap_terminal(stdout, view, title);
+    heatmap_terminal_at(stdout, view, title, P, 1);
     tensor_free(view);
 }
 
@@ -298,8 +332,9 @@ static int part3_heads(const Options *opt, InductionModel *model, const Inductio
     Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (1, H_l, T, T) each */
     Tensor *logits = induction_forward(model, held_out->tokens + (size_t)b * (T + 1), 1, weights,
                                        NULL);
-    const int hp = induction_best_head(m->previous[0], model->num_heads[0]);
+    const int hp = induction_best_head(m->previous_needed[0], model->num_heads[0]);
     const int hi = induction_best_head(m->induction[1], model->num_heads[1]);
+    print_previous_by_query(model, held_out, hp);
     const float *prev_map = &AT4(weights[0], 0, hp, 0, 0), *ind_map = &AT4(weights[1], 0, hi, 0, 0);
     print_stripes(prev_map, hp, ind_map, hi, T, held_out->periods[b], b);
     const int status = opt->plot_dir != NULL
@@ -309,27 +344,33 @@ static int part3_heads(const Options *opt, InductionModel *model, const Inductio
     return status;
 }
 
-static void part4_ablation(const Options *opt, const InductionModel *model, const InductionMeasures *m,
-                           const InductionSeedResult *r, double seen_tokens)
+/* Each head, then each layer, silenced: its output set to zero (the
+ * table over seeds uses this) and, beside it, replaced by its mean over
+ * the held-out sequences at each position. */
+static void part4_ablation(const Options *opt, InductionModel *model,
+                           const InductionHeldOut *held_out, const InductionMeasures *m,
+                           const InductionSeedResult *r, double seen_tokens, double least_seen)
 {
     const double log_v = log((double)opt->vocab);
-    printf("Part 4. Each head silenced in turn (its output set to zero): the repeated\n"
-           "part's held-out loss, %.3f with every head, log %d = %.3f for a guess\n\n"
-           "  silenced          repeated part   share of log %d\n", m->repeated, opt->vocab,
-           log_v, opt->vocab);
+    printf("Part 4. Each head silenced in turn: the repeated part's held-out loss,\n"
+           "%.3f with every head, log %d = %.3f for a guess. Zero: the head's output\n"
+           "set to zero; mean: replaced by its mean at each position over the held-out\n"
+           "sequences.\n\n"
+           "  silenced            zero     mean\n", m->repeated, opt->vocab, log_v);
     for (int l = 0; l < model->num_layers; l++)
         for (int h = 0; h < model->num_heads[l]; h++)
-            printf("  layer %d, head %d   %13.3f   %14.2f\n", l + 1, h, m->ablated[l][h],
-                   m->ablated[l][h] / log_v);
+            printf("  layer %d, head %d    %6.3f   %6.3f\n", l + 1, h, m->ablated[l][h],
+                   induction_mean_ablated(model, held_out, l, h));
     for (int l = 0; l < model->num_layers; l++)
-        printf("  all of layer %d   %13.3f   %14.2f\n", l + 1, m->ablated_layer[l],
-               m->ablated_layer[l] / log_v);
+        printf("  all of layer %d     %6.3f   %6.3f\n", l + 1, m->ablated_layer[l],
+               induction_mean_ablated(model, held_out, l, -1));
     if (r != NULL)
         printf("\nThe one-layer model (layer 1 alone), same seed and batches: first part\n"
-               "%.3f, repeated part %.3f (%.2f of log %d). A predictor that knows only\n"
-               "which tokens it has seen, and spreads its bet evenly over them: %.3f.\n",
+               "%.3f, repeated part %.3f (%.2f of log %d). Bags of the tokens seen: betting\n"
+               "evenly on every token seen, %.3f; on the tokens seen the fewest times,\n"
+               "the current one left out, %.3f.\n",
                r->one_layer_first, r->one_layer_repeated, r->one_layer_repeated / log_v,
-               opt->vocab, seen_tokens);
+               opt->vocab, seen_tokens, least_seen);
     printf("\n");
 }
 
@@ -382,11 +423,17 @@ static int run_from(const Options *opt, const InductionHeldOut *held_out)
         induction_free(model);
         return report_failure(PROG, "%s", err);
     }
-    part1_task(&shown, held_out, false);
     const InductionMeasures m = induction_measure(model, held_out);
+    if (!isfinite(m.first) || !isfinite(m.repeated)) {
+        induction_free(model);
+        return report_failure(PROG, "%s: the held-out loss is %s: the model's forward overflows "
+                              "float32 on these sequences", opt->from_dir,
+                              non_finite_name(isfinite(m.first) ? m.repeated : m.first));
+    }
+    part1_task(&shown, held_out, false);
     printf("Held-out loss: first part %.3f, repeated part %.3f\n\n", m.first, m.repeated);
     const int status = part3_heads(&shown, model, held_out, &m);
-    part4_ablation(&shown, model, &m, NULL, 0.0);
+    part4_ablation(&shown, model, held_out, &m, NULL, 0.0, 0.0);
     induction_free(model);
     return status;
 }
@@ -412,8 +459,10 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
         status |= part2_training(opt, &results[0]);
         status |= part3_heads(opt, results[0].model, held_out, &results[0].two_layer);
         const double seen = induction_seen_tokens_loss(held_out, opt->length);
-        part4_ablation(opt, results[0].model, &results[0].two_layer, &results[0], seen);
-        induction_print_seeds(results, opt->seeds, &setup, seen);
+        const double least_seen = induction_least_seen_loss(held_out, opt->length);
+        part4_ablation(opt, results[0].model, held_out, &results[0].two_layer, &results[0], seen,
+                       least_seen);
+        induction_print_seeds(results, opt->seeds, &setup, least_seen);
         if (opt->to_dir != NULL) {
             char err[MODEL_ERR_LEN];
             if (save_model(opt, results[0].model, held_out, err, sizeof err) == 0)

@@ -251,7 +251,7 @@ static LengthExperiment *part4_lengths(const Options *opt)
            "seeds. Below each table: the attention weight on the key that holds the\n"
            "answer, averaged over heads, queries and sequences, and the steps taken.\n\n",
            L, t->letters, t->num_hiddens, t->num_heads, t->batch_size, (double)t->lr,
-           t->examples, LENGTH_CHECK_EVERY, LENGTH_PATIENCE, t->steps,
+           t->examples, LENGTH_CHECK_EVERY, t->patience, t->steps,
            (unsigned long long)t->seed, (unsigned long long)(t->seed + N - 1), t->examples,
            100 * SOLVED);
     fflush(stdout);
@@ -267,10 +267,15 @@ static LengthExperiment *part4_lengths(const Options *opt)
         length_experiment_free(e);
         return NULL;
     }
+    int at_cap = 0;
     for (int task = 0; task < LENGTH_TASKS; task++) {
         print_table(opt, e, (LengthTask)task);
         print_right_key(opt, e, (LengthTask)task);
+        for (int scheme = 0; scheme < POSITION_SCHEMES; scheme++)
+            at_cap += length_steps_summary(e, (LengthTask)task, scheme).succeeded;
     }
+    printf("Stopped by the cap of %d steps rather than by the rule: %d of %d models.\n\n",
+           opt->setup.steps, at_cap, e->count);
     printf("Past L, the learned table's rows %d ... %d were never in a training\n"
            "sequence: their gradient was always 0, and they hold their first draw from\n"
            "N(0, 1), as nn.Embedding's initialisation left them. The sinusoidal\n"
@@ -368,6 +373,8 @@ static Options parse_options(int argc, char **argv)
          .help = "task 1: the token k places back"},
         {"--steps", CLI_INT, &t->steps, .min = 1, .max = 100000, .metavar = "N",
          .help = "at most N Adam steps per model"},
+        {"--patience", CLI_INT, &t->patience, .min = 1, .max = 1000, .metavar = "N",
+         .help = "stop a model after N checks (100 steps apart) without a rise"},
         {"--batch", CLI_INT, &t->batch_size, .min = 1, .max = 1024, .metavar = "B",
          .help = "sequences per step"},
         {"--lr", CLI_FLOAT, &t->lr, .min = 1e-6, .max = 1.0, .metavar = "LR",

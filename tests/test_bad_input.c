@@ -716,6 +716,36 @@ static void heads_plot_taken(const char *dir)
     make_dir(dir, "out/two_keys_2_heads.gp");
 }
 
+/* Finite parameters whose forward is not: readout.weight all 1e38, so
+ * that a logit is 1e38 times a sum of hidden values */
+static void train_model_overflowing(const char *dir)
+{
+    train_model_good(dir);
+    write_filled(dir, "readout.weight", SHAPE(8, 8), 1e38f);
+}
+
+static void two_key_overflowing(const char *dir)
+{
+    two_key_good(dir);
+    write_filled(dir, "readout.weight", SHAPE(16, 8), 1e38f);
+}
+
+/* @/in: a two-layer model for induction_heads --from --vocab 4 --length 8
+ * --hiddens 4, one head per layer, its unembedding all 1e38 */
+static void induction_overflowing(const char *dir)
+{
+    make_dir(dir, "in");
+    write_floats(dir, "embed_tokens.weight", SHAPE(4, 4));
+    write_floats(dir, "embed_positions.weight", SHAPE(8, 4));
+    write_floats(dir, "layers.0.in_proj_weight", SHAPE(12, 4));
+    write_floats(dir, "layers.0.out_proj.weight", SHAPE(4, 4));
+    write_floats(dir, "layers.1.in_proj_weight", SHAPE(12, 4));
+    write_floats(dir, "layers.1.out_proj.weight", SHAPE(4, 4));
+    write_filled(dir, "unembed.weight", SHAPE(4, 4), 1e38f);
+    write_ints(dir, "num_heads", "<i4", SHAPE(2), (const long long[]){1, 1});
+    write_ints(dir, "num_layers", "<i4", SHAPE(1), (const long long[]){2});
+}
+
 /* @/in for relative_positions --from: queries, keys, values (B, H, T, d) */
 static void relpos_inputs(const char *dir, int d, int num_keys)
 {
@@ -817,6 +847,7 @@ static void symlink_loop(const char *dir)
 #define HEADS "05_multihead/heads_experiment"
 #define POSITIONS "06_permutation_invariance/positions"
 #define RELPOS "06_permutation_invariance/relative_positions"
+#define INDUCTION "06_permutation_invariance/induction_heads"
 #define BENCH "05_multihead/bench"
 #define TRAIN "05_multihead/train"
 #define LAYER_BACKWARD "05_multihead/backward"
@@ -1219,6 +1250,14 @@ static BadInput rows[] = {
      "@/missing/positions_attention.dat"},
     {POSITIONS, "--steps 2 --seeds 1 --examples 10 --plot @/out", 2, "holds a directory, 'positions_attention.gp'", "@/out/positions_attention.dat",
      positions_plot_taken},
+    /* --from a model whose finite parameters overflow: one line, exit 1 */
+    {TRAIN, "--from @/in", 1, "the held-out loss is NaN: the model's forward overflows float32",
+     NULL, train_model_overflowing},
+    {IMPORTANCE, "--from @/in", 1, "the held-out loss is NaN: the model's forward overflows "
+     "float32 on these examples", NULL, two_key_overflowing},
+    {INDUCTION, "--from @/in --vocab 4 --length 8 --hiddens 4 --examples 2", 1,
+     "in: the held-out loss is NaN: the model's forward overflows float32 on these sequences",
+     NULL, induction_overflowing},
     /* chapter 06: relative_positions */
     {RELPOS, "--from @/in --to @/out --positions rope", 1,
      "RoPE turns pairs of columns: the head size (the last dimension of", "@/out/scores.npy",

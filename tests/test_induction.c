@@ -271,6 +271,75 @@ Test(induction, seen_tokens_loss_is_log_of_the_tokens_seen)
               induction_seen_tokens_loss(&held_out, T), expected);
 }
 
+/* The bag that counts: in round k of the repeat, at offset r of the
+ * period, the tokens at offsets r + 1 .. P - 1 are seen once less than the
+ * others, the next one among them: P - 1 - r of them, or P - 1 (every
+ * token but the current) at r = P - 1. P = 3, t = 3 .. 7 (r = 0, 1, 2, 0,
+ * 1): 2, 1, 2, 2, 1 tokens; P = 4, t = 4 .. 7 (r = 0 .. 3): 3, 2, 1, 3. */
+Test(induction, least_seen_loss_counts_the_tokens_not_yet_repeated)
+{
+    enum { T = 8 };
+    int tokens[2 * (T + 1)] = {5, 1, 7, 5, 1, 7, 5, 1, 7,
+                               2, 9, 4, 6, 2, 9, 4, 6, 2};
+    int periods[2] = {3, 4};
+    const InductionHeldOut held_out = {2, tokens, periods};
+    const double expected = (3 * log(2.0) + 2 * log(3.0) + log(2.0)) / 9;
+    const double got = induction_least_seen_loss(&held_out, T);
+    cr_expect(fabs(got - expected) < 1e-12, "%.6f, not %.6f", got, expected);
+    cr_expect_lt(got, induction_seen_tokens_loss(&held_out, T));
+}
+
+/* Mean ablation of a head already silent (its W_v rows zero, so its mean
+ * output is 0) is zero ablation; of a live head it differs from zero
+ * ablation; either way the model is left as it was. */
+Test(induction, mean_ablation_puts_in_the_mean_and_restores_the_model)
+{
+    Rng rng = rng_new(5);
+    InductionModel *model = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, 2, &rng);
+    const InductionSetup setup = {.seed = 2, .vocab = VOCAB, .length = LENGTH, .examples = 6};
+    InductionHeldOut held_out = induction_held_out_new(&setup);
+    float losses[6 * LENGTH];
+    const double before = induction_losses(model, held_out.tokens, 6, losses);
+    const InductionMeasures m = induction_measure(model, &held_out);
+    const double live = induction_mean_ablated(model, &held_out, 1, 0);
+    cr_expect_gt(fabs(live - m.ablated[1][0]), 1e-4, "mean %.6f, zero %.6f", live,
+                 m.ablated[1][0]);
+    cr_expect_eq(induction_losses(model, held_out.tokens, 6, losses), before);
+    cr_expect(model->layer_offsets[1] == NULL);
+
+    float saved[HIDDENS * HIDDENS];
+    induction_ablate_head(model, 0, 1, saved);
+    const double zero = induction_measure(model, &held_out).repeated;
+    const double mean = induction_mean_ablated(model, &held_out, 0, 1);
+    induction_restore_head(model, 0, 1, saved);
+    cr_expect(fabs(mean - zero) < 1e-6, "mean-ablating a silent head: %.6f, not %.6f", mean,
+              zero);
+    cr_expect_eq(induction_losses(model, held_out.tokens, 6, losses), before);
+    induction_held_out_free(&held_out);
+    induction_free(model);
+}
+
+/* The weight on key t - 1 query by query averages to the previous-token
+ * score over every query. */
+Test(induction, previous_by_query_averages_to_the_score)
+{
+    Rng rng = rng_new(6);
+    InductionModel *model = induction_new(VOCAB, LENGTH, HIDDENS, HEADS, 2, &rng);
+    const InductionSetup setup = {.seed = 3, .vocab = VOCAB, .length = LENGTH, .examples = 5};
+    InductionHeldOut held_out = induction_held_out_new(&setup);
+    const InductionMeasures m = induction_measure(model, &held_out);
+    for (int h = 0; h < HEADS[0]; h++) {
+        double by_query[LENGTH], mean = 0.0;
+        induction_previous_by_query(model, &held_out, 0, h, by_query);
+        for (int t = 1; t < LENGTH; t++)
+            mean += by_query[t] / (LENGTH - 1);
+        cr_expect(fabs(mean - m.previous[0][h]) < 1e-6, "head %d: %.6f, score %.6f", h, mean,
+                  m.previous[0][h]);
+    }
+    induction_held_out_free(&held_out);
+    induction_free(model);
+}
+
 /* ---- the program ------------------------------------------------------------------ */
 
 #define PROGRAM "06_permutation_invariance/induction_heads"

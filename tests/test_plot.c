@@ -515,6 +515,32 @@ static char *terminal_drawing(const Tensor *m, const char *title)
     return drawing_of(m, title, false);
 }
 
+/* A crop of a larger matrix, labelled by the positions it stands for:
+ * rows from 9, columns from 8, the columns' tens over their units. */
+Test(plot, terminal_drawing_at_positions)
+{
+    const float weights[] = {1.0f, 0.0f, 0.0f,
+                             0.2f, 0.7f, 0.0f};
+    Tensor *m = tensor_from(weights, SHAPE(2, 3));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    heatmap_terminal_at(f, m, "crop", 9, 8);
+    fclose(f);
+    cr_expect_str_eq(buf,
+                     "crop\n"
+                     "         1\n"
+                     "     8 9 0\n"
+                     "   ┌──────┐\n"
+                     " 9 │██ · ·│ 1.00    0    0\n"
+                     "10 │░░▓▓ ·│ 0.20 0.70    0\n"
+                     "   └──────┘\n"
+                     "   · exactly 0 (masked), ░ above 0 up to 0.25, ▒ up to 0.5, ▓ up to 0.75,"
+                     " █ up to 1\n");
+    free(buf);
+    tensor_free(m);
+}
+
 Test(plot, terminal_drawing_of_a_tiny_matrix)
 {
     /* one value on each side of every shade boundary; an exact 0 is a dot

@@ -348,7 +348,7 @@ Test(length_experiment, training_stops_when_the_check_stops_rising, .timeout = 2
         const char *name = position_scheme_names[run->scheme];
         cr_expect(!run->diverged, "%s diverged", name);
         cr_expect(run->steps < setup.steps &&
-                      run->steps == run->best_step + LENGTH_PATIENCE * LENGTH_CHECK_EVERY,
+                      run->steps == run->best_step + setup.patience * LENGTH_CHECK_EVERY,
                   "%s, %s: %d steps, the best check at %d", length_task_names[run->task],
                   name, run->steps, run->best_step);
         if (run->task == LENGTH_TASK_BACK && run->scheme == POSITIONS_LEARNED)
@@ -362,6 +362,21 @@ Test(length_experiment, training_stops_when_the_check_stops_rising, .timeout = 2
     for (const LengthRun *run = e->runs; run < e->runs + e->count; run++)
         cr_expect_eq(run->steps, 60, "%s: %d steps", position_scheme_names[run->scheme],
                      run->steps);
+    length_experiment_free(e);
+}
+
+/* --patience 2: every model stops 2 checks (200 steps) after its best */
+Test(length_experiment, patience_sets_the_checks_without_a_rise, .timeout = 240)
+{
+    LengthSetup setup = LENGTH_DEFAULTS;
+    setup.seeds = 1;
+    setup.examples = 50;
+    setup.patience = 2;
+    LengthExperiment *e = length_experiment_run(&setup);
+    for (const LengthRun *run = e->runs; run < e->runs + e->count; run++)
+        cr_expect(run->steps == run->best_step + 2 * LENGTH_CHECK_EVERY,
+                  "%s, %s: %d steps, the best check at %d", length_task_names[run->task],
+                  position_scheme_names[run->scheme], run->steps, run->best_step);
     length_experiment_free(e);
 }
 

@@ -24,6 +24,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/plot.h"
 
+#include "error.h"
 #include "io/fileset.h"
 
 #include <math.h>
@@ -552,7 +553,34 @@ static void put_value(FILE *out, float v)
         fprintf(out, " %4.2f", (double)v);
 }
 
-static void draw(FILE *out, const Tensor *matrix, const char *title, bool values)
+/* Column labels, two characters wide like the cells below them: one line
+ * for the offsets 0 .. 15 of heatmap_terminal (every chapter's drawings),
+ * the tens over the units for positions past 9 (heatmap_terminal_at). */
+static void column_labels(FILE *out, int first_col, int K, bool positions)
+{
+    if (!positions || first_col + K - 1 < 10) {
+        fputs("    ", out);
+        for (int k = 0; k < K; k++)
+            fprintf(out, "%2d", first_col + k);
+        fputc('\n', out);
+        return;
+    }
+    fputs("    ", out);
+    for (int k = 0; k < K; k++) {
+        const int label = first_col + k;
+        if (label >= 10)
+            fprintf(out, "%2d", label / 10 % 10);
+        else
+            fputs("  ", out);
+    }
+    fputs("\n    ", out);
+    for (int k = 0; k < K; k++)
+        fprintf(out, "%2d", (first_col + k) % 10);
+    fputc('\n', out);
+}
+
+static void draw(FILE *out, const Tensor *matrix, const char *title, bool values, bool positions,
+                 int first_row, int first_col)
 {
     tensor_check_shape("heatmap_terminal", "matrix", matrix, SHAPE(-1, -1));
     const int T = matrix->shape[0], K = matrix->shape[1];
@@ -564,14 +592,10 @@ static void draw(FILE *out, const Tensor *matrix, const char *title, bool values
     }
     if (title)
         fprintf(out, "%s\n", title);
-    // column numbers, two characters wide like the cells below them
-    fputs("    ", out);
-    for (int k = 0; k < K; k++)
-        fprintf(out, "%2d", k);
-    fputc('\n', out);
+    column_labels(out, first_col, K, positions);
     border(out, K, "┌", "┐");
     for (int t = 0; t < T; t++) {
-        fprintf(out, "%2d │", t);
+        fprintf(out, "%2d │", first_row + t);
         for (int k = 0; k < K; k++)
             fputs(shade_of(AT2(matrix, t, k)), out);
         fputs("│", out);
@@ -585,10 +609,20 @@ static void draw(FILE *out, const Tensor *matrix, const char *title, bool values
 
 void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title)
 {
-    draw(out, matrix, title, true);
+    draw(out, matrix, title, true, false, 0, 0);
+}
+
+void heatmap_terminal_at(FILE *out, const Tensor *matrix, const char *title, int first_row,
+                         int first_col)
+{
+    if (first_row < 0 || first_row + matrix->shape[0] > 100 || first_col < 0 ||
+        first_col + matrix->shape[1] > 100)
+        die("heatmap_terminal_at", "rows from %d and columns from %d: labels must stay in "
+            "0 .. 99", first_row, first_col);
+    draw(out, matrix, title, true, true, first_row, first_col);
 }
 
 void heatmap_terminal_shades(FILE *out, const Tensor *matrix, const char *title)
 {
-    draw(out, matrix, title, false);
+    draw(out, matrix, title, false, false, 0, 0);
 }

@@ -67,6 +67,11 @@ extern const char HEATMAP_MASKED_NOTE[];
  * shows as "--", NaN as "??"; no attention weight is either. */
 enum { HEATMAP_TERMINAL_MAX = 16, HEATMAP_VALUES_MAX = 8 };
 void heatmap_terminal(FILE *out, const Tensor *matrix, const char *title);
+/* The same for a crop of a larger matrix: rows labelled from first_row,
+ * columns from first_col (the positions they stand for, 0 to 99), a column
+ * label of two digits written as its tens over its units. */
+void heatmap_terminal_at(FILE *out, const Tensor *matrix, const char *title, int first_row,
+                         int first_col);
 /* The shades alone, for panels set side by side (05_multihead/head_grid),
  * where the numbers would not fit. */
 void heatmap_terminal_shades(FILE *out, const Tensor *matrix, const char *title);

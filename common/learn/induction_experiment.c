@@ -43,32 +43,42 @@ static double induction_heldout_parts(const InductionModel *model, const Inducti
     return repeated;
 }
 
-/* weights (B, H, T, T) of one layer -> each head's two scores:
- *   previous-token: the mean weight query t puts on key t - 1, t >= 1;
+/* weights (B, H, T, T) of layer l -> each head's scores into m:
+ *   previous-token: the mean weight query t puts on key t - 1, over every
+ *   t >= 1, and over t = 1 .. P alone (previous_needed);
  *   induction: the weight query t puts on the keys just after the earlier
  *   occurrences of its token (t - P + 1, t - 2P + 1, ... >= 1), summed,
- *   and averaged over the queries of the repeated part (t >= P). */
-static void induction_head_scores(const Tensor *weights, const InductionHeldOut *held_out, double *previous,
-                        double *induction)
+ *   and averaged over the queries of the repeated part (t >= P); on key
+ *   t - P + 1 alone, the most recent copy (induction_last). */
+static void induction_head_scores(const Tensor *weights, const InductionHeldOut *held_out, int l,
+                                  InductionMeasures *m)
 {
     const int B = weights->shape[0], H = weights->shape[1], T = weights->shape[2];
     for (int h = 0; h < H; h++) {
-        double prev = 0.0, ind = 0.0;
-        long n_prev = 0, n_ind = 0;
+        double prev = 0.0, needed = 0.0, ind = 0.0, last = 0.0;
+        long n_prev = 0, n_needed = 0, n_ind = 0;
         for (int b = 0; b < B; b++) {
             const int P = held_out->periods[b];
             for (int t = 1; t < T; t++) {
-                prev += AT4(weights, b, h, t, t - 1);
+                const double w = AT4(weights, b, h, t, t - 1);
+                prev += w;
                 n_prev++;
+                if (t <= P) {
+                    needed += w;
+                    n_needed++;
+                }
                 if (t < P)
                     continue;
                 for (int s = t - P + 1; s >= 1; s -= P)
                     ind += AT4(weights, b, h, t, s);
+                last += AT4(weights, b, h, t, t - P + 1);
                 n_ind++;
             }
         }
-        previous[h] = prev / (double)n_prev;
-        induction[h] = ind / (double)n_ind;
+        m->previous[l][h] = prev / (double)n_prev;
+        m->previous_needed[l][h] = needed / (double)n_needed;
+        m->induction[l][h] = ind / (double)n_ind;
+        m->induction_last[l][h] = last / (double)n_ind;
     }
 }
 
@@ -94,23 +104,158 @@ double induction_seen_tokens_loss(const InductionHeldOut *held_out, int length)
     return count > 0 ? sum / (double)count : 0.0;
 }
 
-/* Each head's two scores, from one forward of the held-out set. */
-static void measure_scores(const InductionModel *model, const InductionHeldOut *held_out,
-                           InductionMeasures *m)
+/* row (T + 1) of a sequence, the query t: the tokens among 0 .. t seen
+ * the fewest times, token t left out; returns how many, and whether the
+ * next token (t + 1) is one of them. */
+static int least_seen(const int *row, int t, bool *has_next)
 {
-    const int B = held_out->count, T = model->length;
+    int fewest = 0, count = 0;
+    *has_next = false;
+    for (int s = 0; s <= t; s++) {
+        bool earlier = false;   /* count each token once, at its first place */
+        for (int r = 0; r < s && !earlier; r++)
+            earlier = row[r] == row[s];
+        if (earlier || row[s] == row[t])
+            continue;
+        int seen = 0;
+        for (int r = 0; r <= t; r++)
+            seen += row[r] == row[s];
+        if (count == 0 || seen < fewest) {
+            fewest = seen;
+            count = 0;
+            *has_next = false;
+        }
+        if (seen == fewest) {
+            count++;
+            *has_next = *has_next || row[s] == row[t + 1];
+        }
+    }
+    return count;
+}
+
+double induction_least_seen_loss(const InductionHeldOut *held_out, int length)
+{
+    const int T = length;
+    double sum = 0.0;
+    long count = 0;
+    for (int b = 0; b < held_out->count; b++) {
+        const int *row = held_out->tokens + (size_t)b * (T + 1);
+        for (int t = held_out->periods[b]; t < T; t++) {
+            bool has_next;
+            const int n = least_seen(row, t, &has_next);
+            if (!has_next)
+                die(FUNC, "sequence %d, t = %d: the next token is not among the least seen", b,
+                    t);
+            sum += log((double)n);
+            count++;
+        }
+    }
+    return count > 0 ? sum / (double)count : 0.0;
+}
+
+/* The held-out inputs, tokens 0 .. T-1 of each row: (B, T), new. */
+static int *held_out_inputs(const InductionHeldOut *held_out, int T)
+{
+    const int B = held_out->count;
     int *inputs = checked_calloc(FUNC, (size_t)B * T, sizeof *inputs);
     for (int b = 0; b < B; b++)
         memcpy(inputs + (size_t)b * T, held_out->tokens + (size_t)b * (T + 1),
                (size_t)T * sizeof *inputs);
+    return inputs;
+}
+
+/* Each head's scores, from one forward of the held-out set. */
+static void measure_scores(const InductionModel *model, const InductionHeldOut *held_out,
+                           InductionMeasures *m)
+{
+    const int B = held_out->count, T = model->length;
+    int *inputs = held_out_inputs(held_out, T);
     Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (B, H_l, T, T) each */
     Tensor *logits = induction_forward(model, inputs, B, weights, NULL);
     for (int l = 0; l < model->num_layers; l++) {
-        induction_head_scores(weights[l], held_out, m->previous[l], m->induction[l]);
+        induction_head_scores(weights[l], held_out, l, m);
         tensor_free(weights[l]);
     }
     tensor_free(logits);
     free(inputs);
+}
+
+void induction_previous_by_query(const InductionModel *model, const InductionHeldOut *held_out,
+                                 int layer, int head, double *by_query)
+{
+    const int B = held_out->count, T = model->length;
+    int *inputs = held_out_inputs(held_out, T);
+    Tensor *weights[INDUCTION_MAX_LAYERS] = {NULL};   /* (B, H_l, T, T) each */
+    Tensor *logits = induction_forward(model, inputs, B, weights, NULL);
+    by_query[0] = 0.0;
+    for (int t = 1; t < T; t++) {
+        double sum = 0.0;
+        for (int b = 0; b < B; b++)
+            sum += AT4(weights[layer], b, head, t, t - 1);
+        by_query[t] = sum / B;
+    }
+    for (int l = 0; l < model->num_layers; l++)
+        tensor_free(weights[l]);
+    tensor_free(logits);
+    free(inputs);
+}
+
+/* Layer l's output (x_{l+1} - x_l) at each position, averaged over the
+ * held-out sequences: mean (T, D). */
+static void mean_layer_output(const InductionModel *model, const int *inputs, int B, int l,
+                              double *mean)
+{
+    const int T = model->length, D = model->num_hiddens;
+    InductionCache cache;
+    Tensor *logits = induction_forward(model, inputs, B, NULL, &cache);
+    for (int i = 0; i < T * D; i++)
+        mean[i] = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < D; j++)
+                mean[t * D + j] += (AT3(cache.stream[l + 1], b, t, j) -
+                                    AT3(cache.stream[l], b, t, j)) / B;
+    induction_cache_free(&cache);
+    tensor_free(logits);
+}
+
+/* No bias, so a layer's output is the sum of its heads' (each through its
+ * columns of W_o), and the silenced heads' mean output is the layer's mean
+ * output with them minus without them; it is added back at every position
+ * through layer_offsets. */
+double induction_mean_ablated(InductionModel *model, const InductionHeldOut *held_out, int layer,
+                              int head)
+{
+    const int B = held_out->count, T = model->length, D = model->num_hiddens;
+    const int H = model->num_heads[layer];
+    const size_t head_floats = (size_t)D * D / (size_t)H;
+    int *inputs = held_out_inputs(held_out, T);
+    double *with = checked_calloc(FUNC, (size_t)T * D, sizeof *with);
+    double *without = checked_calloc(FUNC, (size_t)T * D, sizeof *without);
+    float *offset = checked_calloc(FUNC, (size_t)T * D, sizeof *offset);
+    float *saved = checked_calloc(FUNC, (size_t)D * D, sizeof *saved);
+    float *losses = checked_calloc(FUNC, (size_t)B * T, sizeof *losses);
+    mean_layer_output(model, inputs, B, layer, with);
+    for (int h = 0; h < H; h++)
+        if (head < 0 || h == head)
+            induction_ablate_head(model, layer, h, saved + h * head_floats);
+    mean_layer_output(model, inputs, B, layer, without);
+    for (int i = 0; i < T * D; i++)
+        offset[i] = (float)(with[i] - without[i]);
+    model->layer_offsets[layer] = offset;
+    double first;
+    const double repeated = induction_heldout_parts(model, held_out, losses, &first);
+    model->layer_offsets[layer] = NULL;
+    for (int h = 0; h < H; h++)
+        if (head < 0 || h == head)
+            induction_restore_head(model, layer, h, saved + h * head_floats);
+    free(losses);
+    free(saved);
+    free(offset);
+    free(without);
+    free(with);
+    free(inputs);
+    return repeated;
 }
 
 /* The model on the held-out set: both parts' losses, the heads' scores and
@@ -145,16 +290,18 @@ InductionMeasures induction_measure(InductionModel *model, const InductionHeldOu
 }
 
 /* The first step at which the in-context gain (first part's loss minus the
- * repeated part's), averaged over the last INDUCTION_WINDOW steps, reaches half of
- * log V; 0 when it never does. */
-static int induction_phase_change_step(const float *first, const float *repeated, int steps, int vocab)
+ * repeated part's), averaged over the last INDUCTION_WINDOW steps, reaches
+ * share of log V; 0 when it never does. The phase change is share 1/2; the
+ * steps from 1/4 to 3/4 say how abrupt it was. */
+static int induction_gain_step(const float *first, const float *repeated, int steps, int vocab,
+                               double share)
 {
     double window = 0.0;
     for (int s = 0; s < steps; s++) {
         window += first[s] - repeated[s];
         if (s >= INDUCTION_WINDOW)
             window -= first[s - INDUCTION_WINDOW] - repeated[s - INDUCTION_WINDOW];
-        if (s >= INDUCTION_WINDOW - 1 && window / INDUCTION_WINDOW >= 0.5 * log((double)vocab))
+        if (s >= INDUCTION_WINDOW - 1 && window / INDUCTION_WINDOW >= share * log((double)vocab))
             return s + 1;
     }
     return 0;
@@ -255,8 +402,12 @@ void induction_seed_job(void *arg, int j)
         induction_free(control);
         return;
     }
-    r->phase_step = induction_phase_change_step(r->first_curve, r->repeated_curve, setup->steps,
-                                      setup->vocab);
+    r->phase_step = induction_gain_step(r->first_curve, r->repeated_curve, setup->steps,
+                                        setup->vocab, 0.5);
+    r->rise_start = induction_gain_step(r->first_curve, r->repeated_curve, setup->steps,
+                                        setup->vocab, 0.25);
+    r->rise_end = induction_gain_step(r->first_curve, r->repeated_curve, setup->steps,
+                                      setup->vocab, 0.75);
     r->two_layer = induction_measure(model, e->held_out);
     const InductionMeasures c = induction_measure(control, e->held_out);
     r->one_layer_first = c.first;
@@ -299,9 +450,9 @@ InductionVerdict induction_verdict(const InductionSeedResult *r, const int *num_
 {
     const InductionMeasures *m = &r->two_layer;
     const double log_v = log((double)vocab);
-    InductionVerdict v = {.prev_head = induction_best_head(m->previous[0], num_heads[0]),
+    InductionVerdict v = {.prev_head = induction_best_head(m->previous_needed[0], num_heads[0]),
                           .ind_head = induction_best_head(m->induction[1], num_heads[1])};
-    v.prev = m->previous[0][v.prev_head];
+    v.prev = m->previous_needed[0][v.prev_head];
     v.ind = m->induction[1][v.ind_head];
     v.ablate_prev = m->ablated[0][v.prev_head];
     v.ablate_ind = m->ablated[1][v.ind_head];
@@ -312,10 +463,10 @@ InductionVerdict induction_verdict(const InductionSeedResult *r, const int *num_
                 v.ablate_other = m->ablated[l][h];
     v.success = m->repeated < INDUCTION_SUCCESS_SHARE * log_v &&
                 fabs(m->first - log_v) <= INDUCTION_FIRST_PART_BAND * log_v;
-    v.heads_found = v.prev >= 0.4 && v.ind >= 0.4;
-    /* both ablations at 0.8 log V or more; any other costs under a quarter of that */
-    v.ablation_clear = v.ablate_prev >= 0.8 * log_v && v.ablate_ind >= 0.8 * log_v &&
-                       v.ablate_other - m->repeated < 0.25 * 0.8 * log_v;
+    v.heads_found = v.prev >= INDUCTION_SCORE_LINE && v.ind >= INDUCTION_SCORE_LINE;
+    v.ablation_clear = v.ablate_prev >= INDUCTION_SILENCED_SHARE * log_v &&
+                       v.ablate_ind >= INDUCTION_SILENCED_SHARE * log_v &&
+                       v.ablate_other < INDUCTION_OTHER_FACTOR * m->repeated;
     return v;
 }
 
@@ -343,7 +494,8 @@ typedef struct {
     double repeated[INDUCTION_MAX_SEEDS], ablate_prev[INDUCTION_MAX_SEEDS];
     double ablate_ind[INDUCTION_MAX_SEEDS], ablate_other[INDUCTION_MAX_SEEDS];
     double layer2[INDUCTION_MAX_SEEDS], control[INDUCTION_MAX_SEEDS];
-    int n_phase, succeeded, found, clear, control_failed;
+    double rise[INDUCTION_MAX_SEEDS];   /* steps from a quarter to three quarters of log V */
+    int n_phase, n_rise, succeeded, found, clear, control_failed;
 } SeedColumns;
 
 /* One seed's row of the table, and its values added to the columns. */
@@ -357,7 +509,7 @@ static void print_seed_row(const InductionSeedResult *r, uint64_t seed, int s,
         snprintf(phase_text, sizeof phase_text, "%d", r->phase_step);
     else
         snprintf(phase_text, sizeof phase_text, "none");
-    printf("  %4llu  %5s   %5.3f   %7.3f  %5.2f (%d)     %5.2f (%d)    %5.2f  %5.2f  %5.2f   "
+    printf("  %4llu  %5s   %5.3f   %7.3f  %5.2f (%d)     %5.2f (%d)    %5.2f  %5.2f  %5.3f  "
            "%8.3f%s\n", (unsigned long long)seed, phase_text, r->two_layer.first,
            r->two_layer.repeated, v.prev, v.prev_head, v.ind, v.ind_head, v.ablate_prev,
            v.ablate_ind, v.ablate_other, r->one_layer_repeated, v.success ? "" : "  failed");
@@ -367,6 +519,8 @@ static void print_seed_row(const InductionSeedResult *r, uint64_t seed, int s,
     c->control_failed += !(r->one_layer_repeated < INDUCTION_SUCCESS_SHARE * log_v);
     if (r->phase_step > 0)
         c->phase[c->n_phase++] = r->phase_step;
+    if (r->rise_start > 0 && r->rise_end > 0)
+        c->rise[c->n_rise++] = r->rise_end - r->rise_start;
     c->prev[s] = v.prev;
     c->ind[s] = v.ind;
     c->repeated[s] = r->two_layer.repeated;
@@ -378,24 +532,26 @@ static void print_seed_row(const InductionSeedResult *r, uint64_t seed, int s,
 }
 
 /* The verdicts counted, each with the line it is judged by. */
-static void print_verdicts(const SeedColumns *c, int S, int vocab, double seen_tokens)
+static void print_verdicts(const SeedColumns *c, int S, int vocab, double bag)
 {
     const double log_v = log((double)vocab), line = INDUCTION_SUCCESS_SHARE * log_v;
     printf("  two layers succeed (repeated part below %.3f = %.1f log %d,\n"
            "    first part within %.0f%% of log %d)        %d of %d\n",
            line, INDUCTION_SUCCESS_SHARE, vocab, 100.0 * INDUCTION_FIRST_PART_BAND, vocab,
            c->succeeded, S);
-    printf("  of those, both scores at least 0.4         %d of %d\n", c->found, c->succeeded);
-    printf("  of those, silencing either head gives at least %.3f (0.8 log %d)\n"
-           "    and any other head adds under %.3f (a quarter of that)   %d of %d\n",
-           0.8 * log_v, vocab, 0.2 * log_v, c->clear, c->succeeded);
+    printf("  of those, both scores at least %.1f         %d of %d\n", INDUCTION_SCORE_LINE,
+           c->found, c->succeeded);
+    printf("  of those, silencing either head gives at least %.3f (%.1f log %d)\n"
+           "    and any other head less than %.0f times the loss with every head   %d of %d\n",
+           INDUCTION_SILENCED_SHARE * log_v, INDUCTION_SILENCED_SHARE, vocab,
+           INDUCTION_OTHER_FACTOR, c->clear, c->succeeded);
     printf("  one layer fails (repeated part not below %.3f)  %d of %d\n", line,
            c->control_failed, S);
-    printf("  (knowing only which tokens were seen: %.3f)\n\n", seen_tokens);
+    printf("  (the strongest bag of tokens computed here: %.3f)\n\n", bag);
 }
 
 void induction_print_seeds(const InductionSeedResult *results, int S,
-                           const InductionSetup *setup, double seen_tokens)
+                           const InductionSetup *setup, double bag)
 {
     printf("Part 5. Over %d %s (%llu to %llu), on the held-out set; log %d = %.3f\n\n"
            "                     two layers                          silenced          one layer\n"
@@ -406,15 +562,18 @@ void induction_print_seeds(const InductionSeedResult *results, int S,
     SeedColumns c = {0};
     for (int s = 0; s < S; s++)
         print_seed_row(&results[s], setup->seed + (uint64_t)s, s, setup, &c);
-    printf("\n  (phase: the step of the phase change; prev., ind.: the best previous-token\n"
-           "  head of layer 1 and the best induction head of layer 2, their scores and,\n"
-           "  under silenced, the repeated part's loss without them; other: the worst\n"
-           "  loss with any other head silenced)\n\n");
-    print_verdicts(&c, S, setup->vocab, seen_tokens);
+    printf("\n  (phase: the step of the phase change; first, repeated: each part's loss;\n"
+           "  prev., ind.: the best previous-token head of layer 1 (its score on queries\n"
+           "  1 .. P) and the best induction head of layer 2, their scores and, under\n"
+           "  silenced, the repeated part's loss without them; other: the worst loss\n"
+           "  with any other head silenced; silenced means its output set to zero)\n\n");
+    print_verdicts(&c, S, setup->vocab, bag);
     printf("                                      median   lowest to highest\n");
     if (c.n_phase > 0)
         summary_line("phase change step", c.phase, c.n_phase, "%6.0f");
-    summary_line("previous-token score (layer 1)", c.prev, S, "%6.2f");
+    if (c.n_rise > 0)
+        summary_line("steps from 1/4 to 3/4 of log V", c.rise, c.n_rise, "%6.0f");
+    summary_line("previous-token score (t <= P)", c.prev, S, "%6.2f");
     summary_line("induction score (layer 2)", c.ind, S, "%6.2f");
     summary_line("repeated part, two layers", c.repeated, S, "%6.3f");
     summary_line("  previous-token head silenced", c.ablate_prev, S, "%6.3f");

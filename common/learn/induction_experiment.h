@@ -50,8 +50,14 @@ typedef struct {
 /* What is measured of a model on the held-out set. */
 typedef struct {
     double first, repeated;                    /* the mean loss of each part */
-    double previous[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];    /* [layer][head] */
+    /* [layer][head]: the previous-token score over every query t >= 1, and
+     * over the queries 1 .. P alone, whose key t - 1 holds a token's first
+     * occurrence (the keys an induction head needs); the induction score
+     * summed over every earlier copy, and on the most recent copy alone */
+    double previous[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];
+    double previous_needed[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];
     double induction[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];
+    double induction_last[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];
     double ablated[INDUCTION_MAX_LAYERS][INDUCTION_MAX_HEADS];     /* repeated-part loss, that
                                                                       head silenced */
     double ablated_layer[INDUCTION_MAX_LAYERS];   /* the same, every head of the layer silenced */
@@ -61,6 +67,8 @@ typedef struct {
     InductionModel *model;       /* kept for the first seed only */
     float *first_curve, *repeated_curve;   /* (steps,): each step's batch, before the step */
     int phase_step;              /* 0: no phase change */
+    int rise_start, rise_end;    /* the steps where the mean gain first reaches a quarter and
+                                    three quarters of log V (0: never) */
     InductionMeasures two_layer;
     double one_layer_first, one_layer_repeated;
     bool broke;                  /* a loss that was not a number */
@@ -79,6 +87,22 @@ void induction_held_out_free(InductionHeldOut *held_out);
  * has seen: at t, uniform over the distinct tokens among 0 .. t (P of them
  * once the repeat has begun), averaged over the held-out repeated part. */
 double induction_seen_tokens_loss(const InductionHeldOut *held_out, int length);
+/* The same for a bag that counts: at t, uniform over the tokens seen the
+ * fewest times among 0 .. t, token t left out (it never comes next). In
+ * the repeated part those are the tokens of the period not yet repeated in
+ * the current round, the next one among them: the strongest bag computed
+ * here, not a bound on every bag. */
+double induction_least_seen_loss(const InductionHeldOut *held_out, int length);
+/* The weight head h of layer l puts on key t - 1 at each query t, averaged
+ * over the held-out sequences: by_query (T,), by_query[0] = 0. */
+void induction_previous_by_query(const InductionModel *model, const InductionHeldOut *held_out,
+                                 int layer, int head, double *by_query);
+/* Mean ablation: the repeated part's held-out loss with head h of layer l
+ * (every head of it when h < 0) replaced by its mean output at each
+ * position over the held-out sequences, instead of 0. The model is left
+ * as it was. */
+double induction_mean_ablated(InductionModel *model, const InductionHeldOut *held_out, int layer,
+                              int head);
 /* What is measured of a model on the held-out set. */
 InductionMeasures induction_measure(InductionModel *model, const InductionHeldOut *held_out);
 /* seeds_run's job j (arg an InductionExperiment): seed setup->seed + j, the
@@ -90,6 +114,14 @@ void induction_seed_job(void *arg, int j);
  * INDUCTION_FIRST_PART_BAND of it. */
 #define INDUCTION_SUCCESS_SHARE 0.1
 #define INDUCTION_FIRST_PART_BAND 0.1
+/* The verdicts on the heads: both previous-token (queries 1 .. P) and
+ * induction scores at least INDUCTION_SCORE_LINE; silencing either head
+ * brings the repeated part to INDUCTION_SILENCED_SHARE of log V or more,
+ * and silencing any other leaves it below INDUCTION_OTHER_FACTOR times the
+ * loss with every head. */
+#define INDUCTION_SCORE_LINE 0.4
+#define INDUCTION_SILENCED_SHARE 0.8
+#define INDUCTION_OTHER_FACTOR 2.0
 
 /* The index of the largest of H scores (a layer's heads). */
 int induction_best_head(const double *scores, int H);
@@ -107,9 +139,9 @@ InductionVerdict induction_verdict(const InductionSeedResult *r, const int *num_
 
 /* The table over S seeds (setup->seed, setup->seed + 1, ...) on stdout:
  * each seed's phase change, losses, best heads and ablations, the verdicts
- * counted, and the median and range of every column; seen_tokens is
- * induction_seen_tokens_loss of the held-out set. */
+ * counted, and the median and range of every column; bag is
+ * induction_least_seen_loss of the held-out set. */
 void induction_print_seeds(const InductionSeedResult *results, int S,
-                           const InductionSetup *setup, double seen_tokens);
+                           const InductionSetup *setup, double bag);
 
 #endif

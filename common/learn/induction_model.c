@@ -126,6 +126,8 @@ Tensor *induction_forward(const InductionModel *model, const int *tokens, int ba
         Tensor *next = tensor_copy(x);
         for (size_t i = 0; i < next->size; i++)
             next->data[i] += attended->data[i];   /* the residual: x_{l+1} = x_l + out */
+        for (size_t i = 0; model->layer_offsets[l] != NULL && i < next->size; i++)
+            next->data[i] += model->layer_offsets[l][i % ((size_t)T * D)];   /* [t, j] */
         tensor_free(attended);
         if (cache != NULL)
             cache->stream[l + 1] = next;

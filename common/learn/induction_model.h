@@ -61,6 +61,10 @@ typedef struct {
     Tensor *embed_positions;                       /* (T, D) */
     MultiHeadAttention *layers[INDUCTION_MAX_LAYERS];   /* D -> D, no biases */
     AttentionLayer attend;                         /* CLEAR_ATTENTION unless a program says */
+    const float *layer_offsets[INDUCTION_MAX_LAYERS];   /* NULL, or (T, D) added to layer
+                                                           l's output in every sequence:
+                                                           mean ablation (a constant, so the
+                                                           backward ignores it) */
     Tensor *unembed;                               /* (V, D) */
 
     Tensor *grad_embed_tokens, *grad_embed_positions, *grad_unembed;

@@ -98,7 +98,7 @@ static double train_step(void *state, Adam *adam, const void *batch, int *correc
 }
 
 /* After each step: every LENGTH_CHECK_EVERY steps the check set's
- * accuracy; false (stop) once it has not risen for LENGTH_PATIENCE checks,
+ * accuracy; false (stop) once it has not risen for setup->patience checks,
  * or when the loss stops being a number. */
 static bool check_stalled(void *state, int step, double loss, int correct)
 {
@@ -119,11 +119,11 @@ static bool check_stalled(void *state, int step, double loss, int correct)
             run->best_step = step;
         }
     }
-    return !run->diverged && s->checks_without_rise < LENGTH_PATIENCE;
+    return !run->diverged && s->checks_without_rise < s->setup->patience;
 }
 
 /* Adam steps on fresh batches of length L (the seed's RNG_BATCHES stream)
- * until the check set's accuracy has not risen for LENGTH_PATIENCE checks,
+ * until the check set's accuracy has not risen for setup->patience checks,
  * or setup->steps; fills run->steps, run->best_step and run->diverged. */
 static void train_until_stalled(const LengthSetup *setup, PositionModel *model, LengthRun *run)
 {
