@@ -152,7 +152,8 @@ static void forget_runs(void)
     X(decode_sharing, "05_multihead/decode --sharing")                                       \
     X(positions_16_seeds, "06_permutation_invariance/positions --seeds 16")                  \
     X(relative_positions_train, "06_permutation_invariance/relative_positions --train")      \
-    X(relative_positions_200_steps, "06_permutation_invariance/relative_positions --train --steps 200") \
+    X(relative_positions_patience_20,                                                        \
+      "06_permutation_invariance/relative_positions --train --patience 20")                  \
     X(induction_heads, "06_permutation_invariance/induction_heads")                          \
     X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")         \
     X(language_model, "06_permutation_invariance/language_model --sample 300")              \
