@@ -76,7 +76,12 @@ REPO_PROGRAMS := $(foreach src,$(if $(TRACKED_SRC),$(filter $(TRACKED_SRC),$(PRO
 # explains a program when it is not its chapter's README.
 RUN_AFTER_03_self_attention := $(OUT)/03_self_attention/cost
 RUN_AFTER_05_multihead := $(OUT)/05_multihead/head_grid $(OUT)/05_multihead/train
-RUN_PAGES := train:training.md
+RUN_AFTER_06_permutation_invariance := $(OUT)/06_permutation_invariance/language_model
+RUN_PAGES := train:training.md language_model:language_model.md
+# RUN_ARGS names, as program:arg:arg..., the options make run gives a
+# program whose defaults take minutes: the language model trains 100 steps
+# here (its page says so), 2,000 when run by hand.
+RUN_ARGS := language_model:--steps:100:--eval-every:50:--sample:200
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 # A learner's own program (a source git does not track) is built with its
@@ -165,7 +170,9 @@ run: $(PROGRAMS)
 	  echo "== program: $$p"; \
 	  echo "== text:    $$chapter/$$page"; \
 	  echo "=================================================================="; echo; \
-	  $$p || exit 1; \
+	  args=; for m in $(RUN_ARGS); do [ "$${m%%:*}" != "$$(basename $$p)" ] || args=$$(echo $${m#*:} | tr : ' '); done; \
+	  [ -z "$$args" ] || echo "(run as $$p $$args)"; echo; \
+	  $$p $$args || exit 1; \
 	done; \
 	echo; echo "=================================================================="; \
 	echo "== Where to go next"; \
@@ -213,7 +220,23 @@ $(OUT)/build/tests/grader/%.o: tests/grader/%.c
 bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train $(OUT)/05_multihead/train_bench
 	$< $(BENCH_ARGS)
 	$(OUT)/05_multihead/train --bench
+	$(MAKE) --no-print-directory bench-language-model
 .PHONY: bench
+
+# The language model's training steps per second at its default sizes, this
+# program against a PyTorch model of the same shape, data, batch and AdamW
+# (tests/fixtures/make_language_model_fixtures.py --bench, Debian's
+# python3-torch), on 1 and 2 threads, and the ratio. Run it on a quiet machine.
+PYTHON ?= /usr/bin/python3
+bench-language-model: $(OUT)/06_permutation_invariance/language_model
+	@$< --bench > $(OUT)/build/bench_lm_c.txt
+	@$(PYTHON) tests/fixtures/make_language_model_fixtures.py --bench > $(OUT)/build/bench_lm_torch.txt
+	@echo "language model, default sizes: training steps per second"
+	@echo "  threads         C   PyTorch   C / PyTorch"
+	@awk '/^c threads/ {c[$$3 + 0] = $$4} /^pytorch threads/ {t[$$3 + 0] = $$4} \
+	  END {for (n = 1; n <= 2; n++) printf "  %7d  %8.2f  %8.2f  %12.2f\n", n, c[n], t[n], c[n] / t[n]}' \
+	  $(OUT)/build/bench_lm_c.txt $(OUT)/build/bench_lm_torch.txt
+.PHONY: bench-language-model
 
 # ---- heatmaps ---------------------------------------------------------------
 # Every program whose option table has {"--plot", ...} takes --plot DIR and

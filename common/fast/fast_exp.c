@@ -244,3 +244,55 @@ void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)
         memcpy(y + i, lanes, (n - i) * sizeof(float));
     }
 }
+
+/* ---- GELU ------------------------------------------------------------------------ */
+
+/* Lane by lane: tanh(z) = 1 - 2 / (exp(2 z) + 1), which is -1 or 1 where
+ * exp(2 z) is 0 or overflows, with no branch. */
+static inline vf tanh_vec(vf z)
+{
+    return 1.0f - 2.0f / (exp_vec(z + z) + 1.0f);
+}
+
+/* The argument of GELU's tanh, c (u + 0.044715 u^3), and that tanh. */
+static inline vf gelu_tanh(vf u)
+{
+    return tanh_vec(0.7978845608028654f * (u + 0.044715f * u * u * u));
+}
+
+static inline vf gelu_vec(vf u)
+{
+    return 0.5f * u * (1.0f + gelu_tanh(u));
+}
+
+static inline vf gelu_slope_vec(vf u)
+{
+    const vf t = gelu_tanh(u);
+    return 0.5f * (1.0f + t) +
+           0.5f * u * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * u * u);
+}
+
+void fast_gelu_forward(const float *f, float *g, size_t n)
+{
+    size_t i = 0;
+    for (; i + FAST_VEC <= n; i += FAST_VEC)
+        store_vec(g + i, gelu_vec(load_vec(f + i)));
+    if (i < n) {
+        float lanes[FAST_VEC];
+        store_vec(lanes, gelu_vec(load_partial(f + i, n - i, 0.0f)));
+        memcpy(g + i, lanes, (n - i) * sizeof(float));
+    }
+}
+
+void fast_gelu_backward(const float *f, const float *grad_g, float *grad_f, size_t n)
+{
+    size_t i = 0;
+    for (; i + FAST_VEC <= n; i += FAST_VEC)
+        store_vec(grad_f + i, load_vec(grad_g + i) * gelu_slope_vec(load_vec(f + i)));
+    if (i < n) {
+        float lanes[FAST_VEC];
+        store_vec(lanes, load_partial(grad_g + i, n - i, 0.0f) *
+                             gelu_slope_vec(load_partial(f + i, n - i, 0.0f)));
+        memcpy(grad_f + i, lanes, (n - i) * sizeof(float));
+    }
+}

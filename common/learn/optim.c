@@ -59,6 +59,25 @@ static void check_params(const char *func, const Parameter *params, int count)
     }
 }
 
+double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm)
+{
+    double square_sum = 0.0;
+    for (int i = 0; i < count; i++) {
+        const Tensor *g = params[i].grad;
+        for (size_t j = 0; j < g->size; j++)
+            square_sum += (double)g->data[j] * g->data[j];
+    }
+    const double norm = sqrt(square_sum);
+    const double coef = max_norm / (norm + 1e-6);
+    if (coef < 1.0)
+        for (int i = 0; i < count; i++) {
+            Tensor *g = params[i].grad;
+            for (size_t j = 0; j < g->size; j++)
+                g->data[j] *= (float)coef;
+        }
+    return norm;
+}
+
 Adam *adam_new(const Parameter *params, int count, float lr)
 {
     const char *func = "adam_new";
@@ -93,11 +112,16 @@ void adam_step(Adam *adam)
     const float one_minus_beta1 = (float)(1.0 - (double)beta1);
     const float one_minus_beta2 = (float)(1.0 - (double)beta2);
 
+    const float decay = (float)(1.0 - (double)adam->lr * (double)adam->weight_decay);
+
     for (int i = 0; i < adam->count; i++) {
         float *p = adam->params[i].value->data;
         const float *g = adam->params[i].grad->data;
         float *m = adam->m[i]->data, *v = adam->v[i]->data;
         const size_t n = adam->params[i].value->size;
+        if (adam->weight_decay != 0.0f && adam->params[i].value->ndim >= 2)
+            for (size_t j = 0; j < n; j++)
+                p[j] *= decay;   /* AdamW: decoupled from the moments */
         for (size_t j = 0; j < n; j++) {
             // the moving averages of the gradient and of its square
             m[j] = m[j] * beta1 + one_minus_beta1 * g[j];

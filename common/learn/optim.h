@@ -19,6 +19,15 @@
  * at 0, so without them the first steps would be too small.
  * Defaults: beta1 = 0.9, beta2 = 0.999, eps = 1e-8, no weight decay.
  *
+ * AdamW (Loshchilov and Hutter, 2019), torch.optim.AdamW: with
+ * weight_decay > 0, each step first shrinks the parameter,
+ *     p *= 1 - lr * weight_decay
+ * and then takes Adam's step; the decay is kept out of m and v, so it
+ * pulls every weight toward 0 at the same rate, however large its
+ * gradients. As nanoGPT does, only matrices decay (a value of 2 or more
+ * dimensions: the weights and embeddings), never biases or a layer
+ * norm's scale.
+ *
  * SGD: p -= lr * g.
  */
 #ifndef OPTIM_H
@@ -38,9 +47,15 @@ void parameters_zero_grad(const Parameter *params, int count);
 size_t parameters_count(const Parameter *params, int count);
 /* true when every value is finite. */
 bool parameters_finite(const Parameter *params, int count);
+/* Gradient clipping by global norm, torch.nn.utils.clip_grad_norm_: the
+ * norm of all gradients as one vector; when it exceeds max_norm, every
+ * gradient is multiplied by max_norm / (norm + 1e-6). Returns the norm
+ * before clipping. */
+double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm);
 
 typedef struct {
     float lr, beta1, beta2, eps;
+    float weight_decay;      /* AdamW's, on matrices only; 0: Adam */
     long step;               /* steps taken so far, t */
     int count;
     const Parameter *params; /* borrowed: the model owns them */

@@ -291,3 +291,51 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
     }
     return model;
 }
+
+/* The sizes a language model's files give, checked before it is built. */
+static int language_sizes(const char *dir, int max_context, int *V, int *C, int *D, int *H,
+                          int *N, int *bytes, char *err, size_t err_len)
+{
+    int D_positions = 0;
+    if (read_table_shape(dir, "wte.weight", V, D, err, err_len) != 0 ||
+        read_table_shape(dir, "wpe.weight", C, &D_positions, err, err_len) != 0 ||
+        model_read_ints(dir, "num_heads", H, 1, err, err_len) != 0 ||
+        model_read_ints(dir, "num_layers", N, 1, err, err_len) != 0)
+        return -1;
+    if (*V < 2 || *V > LM_MAX_VOCAB)
+        return error_format(err, err_len, NULL, "%s/wte.weight.npy: %d tokens, expected 2 to %d",
+                            dir, *V, LM_MAX_VOCAB);
+    if (D_positions != *D || *C < 1 || *C > max_context)
+        return error_format(err, err_len, NULL, "%s/wpe.weight.npy: shape (%d, %d), expected "
+                            "(C, %d) with C from 1 to %d", dir, *C, D_positions, *D,
+                            max_context);
+    if (*N < 1 || *N > LM_MAX_LAYERS)
+        return error_format(err, err_len, NULL, "%s/num_layers.npy: %d, expected 1 to %d", dir,
+                            *N, LM_MAX_LAYERS);
+    char why[160];
+    if (!heads_split(*D, *H, "num_hiddens", "num_heads", why, sizeof why))
+        return error_format(err, err_len, NULL, "%s/num_heads.npy: %s", dir, why);
+    if (model_read_ints(dir, "vocab", bytes, *V, err, err_len) != 0)
+        return -1;
+    for (int i = 0; i < *V; i++)
+        if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
+            return error_format(err, err_len, NULL, "%s/vocab.npy: entry %d is %d, expected "
+                                "bytes from 0 to 255 in increasing order", dir, i, bytes[i]);
+    return 0;
+}
+
+LanguageModel *language_model_load_new(const char *dir, int max_context, char *err,
+                                       size_t err_len)
+{
+    int V = 0, C = 0, D = 0, H = 0, N = 0, bytes[LM_MAX_VOCAB];
+    if (language_sizes(dir, max_context, &V, &C, &D, &H, &N, bytes, err, err_len) != 0)
+        return NULL;
+    /* every parameter is overwritten by the load: the draws do not matter */
+    Rng rng = rng_new(0);
+    LanguageModel *model = language_model_new(bytes, V, C, D, H, N, &rng);
+    if (model_load(dir, model->files, model->num_files, err, err_len) != 0) {
+        language_model_free(model);
+        return NULL;
+    }
+    return model;
+}

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "io/model.h"
+#include "learn/language_model.h"
 #include "learn/lookup_model.h"
 #include "learn/optim.h"
 #include "learn/two_key_model.h"
@@ -82,5 +83,15 @@ int two_key_load(TwoKeyModel *model, const char *dir, char *err, size_t err_len)
  * num_heads file and its embeddings' shapes), loaded from it; NULL, with
  * one line in err, when the directory does not hold a two-key model. */
 TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len);
+
+/* ---- the language model (06_permutation_invariance/language_model.md) ----
+ * A model saved with model_save(dir, model->files, model->num_files):
+ * its sizes read from the files (wte.weight (V, D), wpe.weight (C, D),
+ * num_heads, num_layers, vocab (V,)) and checked (H splits D, 1 to
+ * LM_MAX_LAYERS layers, at most max_context positions, the vocabulary's
+ * bytes increasing within [0, 255]), then loaded. NULL with one line in
+ * err naming the file when anything does not fit. */
+LanguageModel *language_model_load_new(const char *dir, int max_context, char *err,
+                                       size_t err_len);
 
 #endif

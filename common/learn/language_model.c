@@ -1,0 +1,628 @@
+/*
+ * language_model.c - a character-level GPT built from the chapters'
+ * layer (introduced in chapter 06's page "A language model"). See
+ * language_model.h.
+ *
+ * Legend: B = batch_size, T = tokens of a sequence, C = context,
+ * V = vocabulary, D = num_hiddens, H = num_heads, d = D / H, F = 4 D,
+ * N = num_layers, R = B * T rows.
+ */
+#include "learn/language_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "learn/embedding.h"
+#include "learn/layer_norm.h"
+#include "learn/loss.h"
+#include "ops.h"
+
+static const char FUNC[] = "language_model";
+static const double PI = 3.14159265358979323846;
+
+/* ---- the vocabulary ------------------------------------------------------------ */
+
+int text_vocabulary(const unsigned char *text, size_t n, int *bytes)
+{
+    bool seen[LM_MAX_VOCAB] = {false};
+    for (size_t i = 0; i < n; i++)
+        seen[text[i]] = true;
+    int V = 0;
+    for (int c = 0; c < LM_MAX_VOCAB; c++)
+        if (seen[c])
+            bytes[V++] = c;
+    return V;
+}
+
+size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vocab, int *ids)
+{
+    int token_of[LM_MAX_VOCAB];
+    for (int c = 0; c < LM_MAX_VOCAB; c++)
+        token_of[c] = -1;
+    for (int i = 0; i < vocab; i++)
+        token_of[bytes[i]] = i;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = token_of[text[i]];
+        if (ids[i] < 0)
+            return i;
+    }
+    return n;
+}
+
+/* ---- the parameters ------------------------------------------------------------ */
+
+/* name "blocks.l.<what>", kept in the model so the lists can point at it */
+static const char *block_name(LanguageModel *m, int *used, int l, const char *what)
+{
+    char *name = m->names[(*used)++];
+    snprintf(name, LM_NAME_LEN, "blocks.%d.%s", l, what);
+    return name;
+}
+
+/* The model's parameters, listed once (learn/parameter_table.h), in the
+ * order of the PyTorch module's state_dict. */
+static void list_parameters(LanguageModel *m)
+{
+    ParameterTable t = parameter_table(m->params, LM_MAX_PARAMS, m->files, LM_MAX_FILES);
+    int used = 0;
+    parameter_table_add(&t, "wte.weight", m->wte, m->grad_wte);
+    parameter_table_add(&t, "wpe.weight", m->wpe, m->grad_wpe);
+    for (int l = 0; l < m->num_layers; l++) {
+        Block *b = &m->blocks[l];
+        BlockGrads *g = &m->grads[l];
+        char prefix[24];   /* "blocks.%d.attn." for any int */
+        parameter_table_add(&t, block_name(m, &used, l, "ln_1.weight"), b->ln1_weight,
+                            g->ln1_weight);
+        parameter_table_add(&t, block_name(m, &used, l, "ln_1.bias"), b->ln1_bias, g->ln1_bias);
+        snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
+        parameter_table_layer(&t, prefix, m->layer_names[l], ATTENTION_STACKED, b->attn,
+                              g->attn);
+        parameter_table_add(&t, block_name(m, &used, l, "ln_2.weight"), b->ln2_weight,
+                            g->ln2_weight);
+        parameter_table_add(&t, block_name(m, &used, l, "ln_2.bias"), b->ln2_bias, g->ln2_bias);
+        parameter_table_add(&t, block_name(m, &used, l, "mlp.fc.weight"), b->fc_weight,
+                            g->fc_weight);
+        parameter_table_add(&t, block_name(m, &used, l, "mlp.fc.bias"), b->fc_bias, g->fc_bias);
+        parameter_table_add(&t, block_name(m, &used, l, "mlp.proj.weight"), b->proj_weight,
+                            g->proj_weight);
+        parameter_table_add(&t, block_name(m, &used, l, "mlp.proj.bias"), b->proj_bias,
+                            g->proj_bias);
+    }
+    parameter_table_add(&t, "ln_f.weight", m->lnf_weight, m->grad_lnf_weight);
+    parameter_table_add(&t, "ln_f.bias", m->lnf_bias, m->grad_lnf_bias);
+    parameter_table_ints(&t, "vocab", m->bytes, m->vocab);
+    parameter_table_ints(&t, "num_heads", &m->saved_heads, 1);
+    parameter_table_ints(&t, "num_layers", &m->saved_layers, 1);
+    m->num_params = t.num_params;
+    m->num_files = t.num_files;
+}
+
+static void fill_normal(Tensor *x, float std, Rng *rng)
+{
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = std * rng_normal(rng);
+}
+
+/* One block's parameters and zero gradients: attention drawn by
+ * multihead_new, then every weight drawn again as nanoGPT draws it. */
+static void block_new(Block *b, BlockGrads *g, int D, int H, int N, Rng *rng)
+{
+    const int F = 4 * D;
+    const float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)N);
+    b->ln1_weight = tensor_ones(SHAPE(D));
+    b->ln1_bias = tensor_zeros(SHAPE(D));
+    b->attn = multihead_new(D, D, D, D, H, 0.0f, true, rng);
+    Tensor *attn_weights[] = {b->attn->W_q, b->attn->W_k, b->attn->W_v};
+    for (int i = 0; i < 3; i++)
+        fill_normal(attn_weights[i], std, rng);
+    fill_normal(b->attn->W_o, residual_std, rng);
+    Tensor *attn_biases[] = {b->attn->b_q, b->attn->b_k, b->attn->b_v, b->attn->b_o};
+    for (int i = 0; i < 4; i++)
+        memset(attn_biases[i]->data, 0, attn_biases[i]->size * sizeof(float));
+    b->ln2_weight = tensor_ones(SHAPE(D));
+    b->ln2_bias = tensor_zeros(SHAPE(D));
+    b->fc_weight = tensor_normal(rng, 0.0f, std, SHAPE(F, D));
+    b->fc_bias = tensor_zeros(SHAPE(F));
+    b->proj_weight = tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F));
+    b->proj_bias = tensor_zeros(SHAPE(D));
+    *g = (BlockGrads){.ln1_weight = tensor_zeros(SHAPE(D)), .ln1_bias = tensor_zeros(SHAPE(D)),
+                      .attn = multihead_grads_new(b->attn),
+                      .ln2_weight = tensor_zeros(SHAPE(D)), .ln2_bias = tensor_zeros(SHAPE(D)),
+                      .fc_weight = tensor_zeros(SHAPE(F, D)), .fc_bias = tensor_zeros(SHAPE(F)),
+                      .proj_weight = tensor_zeros(SHAPE(D, F)),
+                      .proj_bias = tensor_zeros(SHAPE(D))};
+}
+
+LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
+                                  int num_heads, int num_layers, Rng *rng)
+{
+    if (vocab < 2 || vocab > LM_MAX_VOCAB || context < 1)
+        die(FUNC, "the vocabulary must be in [2, %d] and the context positive, got %d and %d",
+            LM_MAX_VOCAB, vocab, context);
+    if (num_layers < 1 || num_layers > LM_MAX_LAYERS)
+        die(FUNC, "num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
+    for (int i = 0; i < vocab; i++)
+        if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
+            die(FUNC, "the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,
+                bytes[i]);
+    LanguageModel *m = checked_calloc(FUNC, 1, sizeof *m);
+    const int V = vocab, C = context, D = num_hiddens;
+    *m = (LanguageModel){.vocab = V, .context = C, .num_hiddens = D, .num_heads = num_heads,
+                         .num_layers = num_layers, .saved_heads = num_heads,
+                         .saved_layers = num_layers, .kernels = CLEAR_LANGUAGE_KERNELS};
+    memcpy(m->bytes, bytes, (size_t)V * sizeof *bytes);
+    // drawn in a fixed order, so a seed names one model
+    m->wte = tensor_normal(rng, 0.0f, 0.02f, SHAPE(V, D));
+    m->wpe = tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
+    for (int l = 0; l < num_layers; l++)
+        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, rng);
+    m->lnf_weight = tensor_ones(SHAPE(D));
+    m->lnf_bias = tensor_zeros(SHAPE(D));
+    m->grad_wte = tensor_zeros(SHAPE(V, D));
+    m->grad_wpe = tensor_zeros(SHAPE(C, D));
+    m->grad_lnf_weight = tensor_zeros(SHAPE(D));
+    m->grad_lnf_bias = tensor_zeros(SHAPE(D));
+    list_parameters(m);
+    return m;
+}
+
+void language_model_free(LanguageModel *model)
+{
+    if (model == NULL)
+        return;
+    for (int l = 0; l < model->num_layers; l++) {
+        Block *b = &model->blocks[l];
+        BlockGrads *g = &model->grads[l];
+        multihead_free(b->attn);
+        multihead_grads_free(g->attn);
+        TENSOR_FREE(b->ln1_weight, b->ln1_bias, b->ln2_weight, b->ln2_bias, b->fc_weight,
+                    b->fc_bias, b->proj_weight, b->proj_bias);
+        TENSOR_FREE(g->ln1_weight, g->ln1_bias, g->ln2_weight, g->ln2_bias, g->fc_weight,
+                    g->fc_bias, g->proj_weight, g->proj_bias);
+    }
+    TENSOR_FREE(model->wte, model->wpe, model->lnf_weight, model->lnf_bias, model->grad_wte,
+                model->grad_wpe, model->grad_lnf_weight, model->grad_lnf_bias);
+    free(model);
+}
+
+size_t language_model_size(const LanguageModel *model)
+{
+    return parameters_count(model->params, model->num_params);
+}
+
+/* ---- forward --------------------------------------------------------------------- */
+
+/* x (B, T, D) -> ln(x) (new), mean and rstd (B*T,) (new) */
+static Tensor *norm_forward(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                            Tensor **mean, Tensor **rstd)
+{
+    const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
+    Tensor *y = tensor_empty(x->ndim, x->shape);
+    *mean = tensor_empty(SHAPE(R));
+    *rstd = tensor_empty(SHAPE(R));
+    layer_norm_forward(x->data, weight->data, bias->data, y->data, (*mean)->data,
+                       (*rstd)->data, R, D);
+    return y;
+}
+
+/* x += y, elementwise: a residual */
+static void add_into(Tensor *x, const Tensor *y)
+{
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] += y->data[i];
+}
+
+/* x (B, T, D) -> the stream after block l (new); the block's cache filled
+ * (every tensor kept), or everything freed when c is NULL */
+static Tensor *block_forward(const LanguageModel *m, int l, Tensor *x, const ValidLens *causal,
+                             Tensor **weights, BlockCache *c)
+{
+    const Block *b = &m->blocks[l];
+    const AttentionLayer *attend = &m->kernels.attend;
+    BlockCache local;
+    BlockCache *k = c != NULL ? c : &local;
+    *k = (BlockCache){.x = x};
+    // step 1: x_mid = x + attention(ln_1(x)), queries, keys and values all ln_1(x)
+    k->h1 = norm_forward(x, b->ln1_weight, b->ln1_bias, &k->mean1, &k->rstd1);
+    Tensor *attended = attention_layer_forward_masked(attend, b->attn, k->h1, k->h1, k->h1,
+                                                      causal, &k->attn, weights);
+    k->x_mid = tensor_copy(x);
+    add_into(k->x_mid, attended);
+    tensor_free(attended);
+    // step 2: x_out = x_mid + proj(gelu(fc(ln_2(x_mid))))
+    k->h2 = norm_forward(k->x_mid, b->ln2_weight, b->ln2_bias, &k->mean2, &k->rstd2);
+    k->f = attention_layer_linear(attend, k->h2, b->fc_weight, b->fc_bias);   /* (B, T, F) */
+    k->g = tensor_empty(k->f->ndim, k->f->shape);
+    m->kernels.gelu(k->f->data, k->g->data, k->f->size);
+    Tensor *out = attention_layer_linear(attend, k->g, b->proj_weight, b->proj_bias);
+    add_into(out, k->x_mid);
+    if (c == NULL) {
+        layer_cache_free(&k->attn);
+        TENSOR_FREE(k->h1, k->mean1, k->rstd1, k->x_mid, k->h2, k->mean2, k->rstd2, k->f, k->g);
+    }
+    return out;
+}
+
+/* tokens (B, T) -> x_0 (B, T, D) = wte[tokens] + wpe[0 .. T-1] */
+static Tensor *embed(const LanguageModel *m, const int *tokens, int B, int T)
+{
+    const int D = m->num_hiddens;
+    Tensor *x = embedding_forward(m->wte, tokens, SHAPE(B, T));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < D; j++)
+                AT3(x, b, t, j) += AT2(m->wpe, t, j);
+    return x;
+}
+
+Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
+                               int length, Tensor **weights, LanguageCache *cache)
+{
+    const int B = batch_size, T = length;
+    if (T < 1 || T > model->context)
+        die(FUNC, "a sequence of %d tokens: the context holds 1 to %d", T, model->context);
+    // step 1: the stream starts as each token's vector plus its position's
+    Tensor *x = embed(model, tokens, B, T);
+    ValidLens *causal = valid_lens_causal(B, T);   /* query t sees keys 0 .. t */
+    if (cache != NULL)
+        *cache = (LanguageCache){.tokens = tokens, .batch_size = B, .length = T,
+                                 .causal = causal};
+    // step 2: the blocks, each reading the stream and adding to it
+    for (int l = 0; l < model->num_layers; l++) {
+        Tensor *next = block_forward(model, l, x, causal, weights != NULL ? &weights[l] : NULL,
+                                     cache != NULL ? &cache->blocks[l] : NULL);
+        if (cache == NULL)
+            tensor_free(x);
+        x = next;
+    }
+    // step 3: the last layer norm, then every character's score, through wte
+    Tensor *mean, *rstd;
+    Tensor *hf = norm_forward(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
+    Tensor *logits = attention_layer_linear(&model->kernels.attend, hf, model->wte, NULL);
+    if (cache != NULL) {
+        cache->x_out = x;
+        cache->hf = hf;
+        cache->meanf = mean;
+        cache->rstdf = rstd;
+    } else {
+        TENSOR_FREE(x, hf, mean, rstd);
+        valid_lens_free(causal);
+    }
+    return logits;
+}
+
+/* ---- backward -------------------------------------------------------------------- */
+
+/* grad_h (B, T, D), the gradient of ln(x) -> grad_x (B, T, D) += its part */
+static void norm_backward(const Tensor *grad_h, const Tensor *x, const Tensor *weight,
+                          const Tensor *mean, const Tensor *rstd, Tensor *grad_x,
+                          Tensor *grad_weight, Tensor *grad_bias)
+{
+    const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
+    layer_norm_backward(grad_h->data, x->data, weight->data, mean->data, rstd->data,
+                        grad_x->data, grad_weight->data, grad_bias->data, R, D);
+}
+
+/* grad (B, T, D), the gradient of block l's output -> the gradient of its
+ * input, in place: both residuals pass it on as it is, and each half adds
+ * what flows back through it */
+static void block_backward(LanguageModel *m, int l, const BlockCache *c, Tensor *grad)
+{
+    const Block *b = &m->blocks[l];
+    BlockGrads *g = &m->grads[l];
+    const AttentionLayer *attend = &m->kernels.attend;
+    // step 2 backwards: the MLP, then ln_2; grad becomes x_mid's gradient
+    Tensor *grad_g = attention_layer_linear_backward(attend, c->g, b->proj_weight, grad,
+                                                     g->proj_weight, g->proj_bias);
+    m->kernels.gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
+    Tensor *grad_h2 = attention_layer_linear_backward(attend, c->h2, b->fc_weight, grad_g,
+                                                      g->fc_weight, g->fc_bias);
+    norm_backward(grad_h2, c->x_mid, b->ln2_weight, c->mean2, c->rstd2, grad, g->ln2_weight,
+                  g->ln2_bias);
+    TENSOR_FREE(grad_g, grad_h2);
+    // step 1 backwards: attention read ln_1(x) three times, then ln_1
+    Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
+    attention_layer_backward(attend, b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k,
+                             &grad_v, NULL);
+    add_into(grad_q, grad_k);
+    add_into(grad_q, grad_v);   /* the gradient of h1 */
+    norm_backward(grad_q, c->x, b->ln1_weight, c->mean1, c->rstd1, grad, g->ln1_weight,
+                  g->ln1_bias);
+    TENSOR_FREE(grad_q, grad_k, grad_v);
+}
+
+void language_model_backward(LanguageModel *model, const LanguageCache *cache,
+                             const Tensor *grad_logits)
+{
+    const int B = cache->batch_size, T = cache->length, D = model->num_hiddens;
+    tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
+                       SHAPE(B, T, model->vocab));
+    // step 3 backwards: the unembedding (wte's first gradient), then ln_f
+    Tensor *grad_hf = attention_layer_linear_backward(&model->kernels.attend, cache->hf,
+                                                      model->wte, grad_logits, model->grad_wte,
+                                                      NULL);
+    Tensor *grad = tensor_zeros(SHAPE(B, T, D));
+    norm_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf, cache->rstdf, grad,
+                  model->grad_lnf_weight, model->grad_lnf_bias);
+    tensor_free(grad_hf);
+    // step 2 backwards, from the last block
+    for (int l = model->num_layers - 1; l >= 0; l--)
+        block_backward(model, l, &cache->blocks[l], grad);
+    // step 1 backwards: x_0 = wte[token] + wpe[t], each row gets x_0's gradient
+    embedding_backward(model->grad_wte, cache->tokens, grad);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < D; j++)
+                AT2(model->grad_wpe, t, j) += AT3(grad, b, t, j);
+    tensor_free(grad);
+}
+
+void language_cache_free(LanguageCache *cache)
+{
+    for (int l = 0; l < LM_MAX_LAYERS; l++) {
+        BlockCache *c = &cache->blocks[l];
+        layer_cache_free(&c->attn);
+        TENSOR_FREE(c->x, c->h1, c->mean1, c->rstd1, c->x_mid, c->h2, c->mean2, c->rstd2, c->f,
+                    c->g);
+    }
+    TENSOR_FREE(cache->x_out, cache->hf, cache->meanf, cache->rstdf);
+    valid_lens_free(cache->causal);
+    *cache = (LanguageCache){0};
+}
+
+/* ---- loss and training ----------------------------------------------------------- */
+
+/* tokens (B, T + 1) -> inputs (B, T) and targets (B, T), one new array */
+static int *split_tokens(const int *tokens, int B, int T, int **targets)
+{
+    int *inputs = checked_calloc(FUNC, 2 * (size_t)B * T, sizeof *inputs);
+    *targets = inputs + (size_t)B * T;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            inputs[b * T + t] = tokens[b * (T + 1) + t];
+            (*targets)[b * T + t] = tokens[b * (T + 1) + t + 1];
+        }
+    return inputs;
+}
+
+double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
+                           int length)
+{
+    int *targets;
+    int *inputs = split_tokens(tokens, batch_size, length, &targets);
+    Tensor *logits = language_model_forward(model, inputs, batch_size, length, NULL, NULL);
+    const double loss = cross_entropy(logits, targets);
+    tensor_free(logits);
+    free(inputs);
+    return loss;
+}
+
+double language_model_loss_grad(LanguageModel *model, const int *tokens, int batch_size,
+                                int length)
+{
+    int *targets;
+    int *inputs = split_tokens(tokens, batch_size, length, &targets);
+    parameters_zero_grad(model->params, model->num_params);
+    LanguageCache cache;
+    Tensor *logits = language_model_forward(model, inputs, batch_size, length, NULL, &cache);
+    Tensor *grad_logits;
+    const double loss = cross_entropy_with_grad(logits, targets, NULL, &grad_logits);
+    language_model_backward(model, &cache, grad_logits);
+    TENSOR_FREE(grad_logits, logits);
+    language_cache_free(&cache);
+    free(inputs);
+    return loss;
+}
+
+double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps)
+{
+    if (step < warmup)
+        return lr * (double)(step + 1) / (double)(warmup + 1);
+    if (step >= decay_steps)
+        return min_lr;
+    const double progress = (double)(step - warmup) / (double)(decay_steps - warmup);
+    return min_lr + 0.5 * (1.0 + cos(PI * progress)) * (lr - min_lr);
+}
+
+double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
+                                 int batch_size, double max_norm)
+{
+    const double loss = language_model_loss_grad(model, tokens, batch_size, model->context);
+    parameters_clip_grad_norm(model->params, model->num_params, max_norm);
+    adam_step(adam);
+    return loss;
+}
+
+double language_model_text_loss(const LanguageModel *model, const int *ids, size_t n,
+                                int batch_size)
+{
+    const int C = model->context;
+    int *tokens = checked_calloc(FUNC, (size_t)batch_size * (C + 1), sizeof *tokens);
+    double sum = 0.0;
+    size_t start = 0, counted = 0;
+    while (start + 1 < n) {
+        // a batch of whole windows of C + 1 ids (or the one shorter last window),
+        // each starting where the one before it ended
+        const size_t left = n - 1 - start;   /* predictions still to make */
+        const int T = left < (size_t)C ? (int)left : C;
+        int B = 0;
+        do {
+            memcpy(tokens + (size_t)B * (T + 1), ids + start, (size_t)(T + 1) * sizeof *ids);
+            start += (size_t)T;
+            B++;
+        } while (B < batch_size && T == C && n - 1 - start >= (size_t)C);
+        sum += language_model_loss(model, tokens, B, T) * (double)B * T;
+        counted += (size_t)B * T;
+    }
+    free(tokens);
+    return sum / (double)counted;
+}
+
+/* ---- silencing a head ------------------------------------------------------------ */
+
+void language_model_ablate_head(LanguageModel *model, int layer, int head, float *saved)
+{
+    const MultiHeadAttention *a = model->blocks[layer].attn;
+    const int D = model->num_hiddens, d = D / model->num_heads;
+    float *rows = a->W_v->data + (size_t)head * d * D, *bias = a->b_v->data + (size_t)head * d;
+    memcpy(saved, rows, (size_t)d * D * sizeof *rows);
+    memcpy(saved + (size_t)d * D, bias, (size_t)d * sizeof *bias);
+    memset(rows, 0, (size_t)d * D * sizeof *rows);
+    memset(bias, 0, (size_t)d * sizeof *bias);
+}
+
+void language_model_restore_head(LanguageModel *model, int layer, int head, const float *saved)
+{
+    const MultiHeadAttention *a = model->blocks[layer].attn;
+    const int D = model->num_hiddens, d = D / model->num_heads;
+    memcpy(a->W_v->data + (size_t)head * d * D, saved, (size_t)d * D * sizeof *saved);
+    memcpy(a->b_v->data + (size_t)head * d, saved + (size_t)d * D, (size_t)d * sizeof *saved);
+}
+
+/* ---- decoding -------------------------------------------------------------------- */
+
+LanguageDecoder *language_decoder_new(const LanguageModel *model)
+{
+    LanguageDecoder *dec = checked_calloc(FUNC, 1, sizeof *dec);
+    dec->model = model;
+    dec->logits = checked_calloc(FUNC, (size_t)model->vocab, sizeof *dec->logits);
+    language_decoder_reset(dec);
+    return dec;
+}
+
+void language_decoder_free(LanguageDecoder *decoder)
+{
+    if (decoder == NULL)
+        return;
+    for (int l = 0; l < LM_MAX_LAYERS; l++)
+        kv_cache_free(decoder->caches[l]);
+    free(decoder->logits);
+    free(decoder);
+}
+
+void language_decoder_reset(LanguageDecoder *decoder)
+{
+    const LanguageModel *m = decoder->model;
+    const int d = m->num_hiddens / m->num_heads;
+    for (int l = 0; l < m->num_layers; l++) {
+        kv_cache_free(decoder->caches[l]);
+        decoder->caches[l] = kv_cache_new(1, m->num_heads, m->context, d);
+    }
+    decoder->length = 0;
+}
+
+/* x (1, D) -> ln(x) (1, D) (new), as norm_forward computes it for a row */
+static Tensor *norm_row(const Tensor *x, const Tensor *weight, const Tensor *bias)
+{
+    Tensor *mean, *rstd;
+    Tensor *y = norm_forward(x, weight, bias, &mean, &rstd);
+    TENSOR_FREE(mean, rstd);
+    return y;
+}
+
+/* block l on the newest token: x (1, D) updated in place; the same steps
+ * as block_forward, the attention through the cache */
+static void block_step(const LanguageModel *m, int l, KVCache *cache, Tensor *x)
+{
+    const Block *b = &m->blocks[l];
+    // step 1: attention of the new token over the cached ones and itself
+    Tensor *h1 = norm_row(x, b->ln1_weight, b->ln1_bias);
+    Tensor *attended = decode_step(b->attn, cache, h1);
+    add_into(x, attended);
+    // step 2: the MLP
+    Tensor *h2 = norm_row(x, b->ln2_weight, b->ln2_bias);
+    Tensor *f = linear(h2, b->fc_weight, b->fc_bias);
+    gelu_forward(f->data, f->data, f->size);
+    Tensor *out = linear(f, b->proj_weight, b->proj_bias);
+    for (size_t i = 0; i < x->size; i++)
+        out->data[i] += x->data[i];   /* the same sum, in the same order, as block_forward's */
+    memcpy(x->data, out->data, x->size * sizeof(float));
+    TENSOR_FREE(h1, attended, h2, f, out);
+}
+
+const float *language_decoder_step(LanguageDecoder *decoder, int token)
+{
+    const LanguageModel *m = decoder->model;
+    const int D = m->num_hiddens, t = decoder->length;
+    if (token < 0 || token >= m->vocab)
+        die("language_decoder_step", "token %d outside the vocabulary [0, %d)", token, m->vocab);
+    if (t >= m->context)
+        die("language_decoder_step", "the window is full (%d tokens): reset it first", t);
+    Tensor *x = tensor_empty(SHAPE(1, D));
+    for (int j = 0; j < D; j++)
+        x->data[j] = AT2(m->wte, token, j) + AT2(m->wpe, t, j);
+    for (int l = 0; l < m->num_layers; l++)
+        block_step(m, l, decoder->caches[l], x);
+    Tensor *hf = norm_row(x, m->lnf_weight, m->lnf_bias);
+    Tensor *logits = linear(hf, m->wte, NULL);
+    memcpy(decoder->logits, logits->data, (size_t)m->vocab * sizeof(float));
+    TENSOR_FREE(x, hf, logits);
+    decoder->length = t + 1;
+    return decoder->logits;
+}
+
+int sample_token(const float *logits, int vocab, float temperature, Rng *rng)
+{
+    if (temperature == 0.0f)
+        return argmax(logits, vocab);
+    // softmax(logits / temperature), the largest subtracted first
+    double max = logits[0];
+    for (int i = 1; i < vocab; i++)
+        if (logits[i] > max)
+            max = logits[i];
+    double weights[LM_MAX_VOCAB], sum = 0.0;
+    for (int i = 0; i < vocab; i++) {
+        weights[i] = exp(((double)logits[i] - max) / temperature);
+        sum += weights[i];
+    }
+    // the first token whose running sum passes a uniform draw
+    const double u = (double)rng_uniform(rng) * sum;
+    double running = 0.0;
+    for (int i = 0; i < vocab; i++) {
+        running += weights[i];
+        if (u < running)
+            return i;
+    }
+    return vocab - 1;   /* u within rounding of sum */
+}
+
+/* tokens[0 .. n) fed to a reset decoder; the logits after the last */
+static const float *prefill(LanguageDecoder *dec, const int *tokens, int n)
+{
+    language_decoder_reset(dec);
+    const float *logits = NULL;
+    for (int i = 0; i < n; i++)
+        logits = language_decoder_step(dec, tokens[i]);
+    return logits;
+}
+
+void language_model_sample(const LanguageModel *model, const int *prompt, int prompt_length,
+                           int *out, int n, float temperature, Rng *rng)
+{
+    const int C = model->context, keep = C / 2 > 0 ? C / 2 : 1;
+    if (prompt_length < 1)
+        die("language_model_sample", "the prompt needs at least one token, got %d",
+            prompt_length);
+    // the whole text so far: the prompt, then what is drawn
+    int *text = checked_calloc(FUNC, (size_t)prompt_length + n, sizeof *text);
+    memcpy(text, prompt, (size_t)prompt_length * sizeof *prompt);
+    int length = prompt_length;
+    LanguageDecoder *dec = language_decoder_new(model);
+    const int first = prompt_length > C ? prompt_length - keep : 0;
+    const float *logits = prefill(dec, text + first, length - first);
+    for (int i = 0; i < n; i++) {
+        const int token = sample_token(logits, model->vocab, temperature, rng);
+        out[i] = token;
+        text[length++] = token;
+        if (i + 1 == n)
+            break;
+        if (dec->length == C)   /* full: start again from the last C / 2 */
+            logits = prefill(dec, text + length - keep, keep);
+        else
+            logits = language_decoder_step(dec, token);
+    }
+    language_decoder_free(dec);
+    free(text);
+}

@@ -1,0 +1,224 @@
+/*
+ * language_model.h - a character-level GPT: the chapters' multi-head
+ * layer, causal, in transformer blocks with layer norms and MLPs, trained
+ * to predict the next character of a text (introduced in chapter 06's
+ * page "A language model").
+ *
+ * Legend: B = batch_size, T = tokens of a sequence (at most the context),
+ * C = context, V = vocabulary, D = num_hiddens, H = num_heads, d = D / H,
+ * F = 4 D, N = num_layers.
+ *
+ *   tokens (B, T)
+ *      | wte (V, D) + wpe (C, D), rows 0 .. T-1     token and position embeddings
+ *   x (B, T, D)                                     the residual stream
+ *      | N blocks, each:
+ *      |   x = x + attention(ln_1(x))               causal: query t sees keys 0 .. t
+ *      |   x = x + mlp(ln_2(x))                     D -> F, GELU, F -> D (mlp.h)
+ *      | ln_f(x) wte^T                              the unembedding, tied to wte
+ *   logits (B, T, V)  -> cross-entropy against the next token
+ *
+ * Every block writes into the stream through a layer norm that reads it
+ * and a residual that adds to it: nanoGPT's shape (GPT-2's, with the
+ * layer norm before each half). Tying the unembedding to the embedding
+ * makes a character's input vector and its output score one row.
+ *
+ * As PyTorch (tests/fixtures/make_language_model_fixtures.py), and saved
+ * under those names (state_dict.h):
+ *     wte.weight (V, D)                       wpe.weight (C, D)
+ *     blocks.l.ln_1.weight, .bias (D,)        nn.LayerNorm(D)
+ *     blocks.l.attn.in_proj_weight (3D, D)    nn.MultiheadAttention(D, H, batch_first=True)
+ *     blocks.l.attn.in_proj_bias (3D,)        blocks.l.attn.out_proj.weight, .bias
+ *     blocks.l.ln_2.weight, .bias (D,)
+ *     blocks.l.mlp.fc.weight (F, D), .bias    blocks.l.mlp.proj.weight (D, F), .bias
+ *     ln_f.weight, .bias (D,)
+ *     vocab (V,): the byte each token stands for   num_heads (1,)   num_layers (1,)
+ */
+#ifndef LANGUAGE_MODEL_H
+#define LANGUAGE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "attention_layer.h"
+#include "kv_cache.h"
+#include "learn/mlp.h"
+#include "learn/optim.h"
+#include "learn/parameter_table.h"
+#include "multihead.h"
+#include "random.h"
+#include "state_dict.h"
+#include "tensor.h"
+
+enum {
+    LM_MAX_LAYERS = 8,
+    LM_MAX_VOCAB = 256,                           /* a token is a byte */
+    LM_BLOCK_PARAMS = 16,                         /* 8 of attention, 8 around it */
+    LM_MAX_PARAMS = 4 + LM_BLOCK_PARAMS * LM_MAX_LAYERS,
+    LM_MAX_FILES = 7 + 12 * LM_MAX_LAYERS,
+    LM_NAME_LEN = 40,
+};
+
+typedef struct {
+    Tensor *ln1_weight, *ln1_bias;       /* (D,) */
+    MultiHeadAttention *attn;            /* D -> D, H heads, biases */
+    Tensor *ln2_weight, *ln2_bias;       /* (D,) */
+    Tensor *fc_weight, *fc_bias;         /* (F, D), (F,) */
+    Tensor *proj_weight, *proj_bias;     /* (D, F), (D,) */
+} Block;
+
+typedef struct {
+    Tensor *ln1_weight, *ln1_bias;
+    MultiHeadGrads *attn;
+    Tensor *ln2_weight, *ln2_bias, *fc_weight, *fc_bias, *proj_weight, *proj_bias;
+} BlockGrads;
+
+/* The kernels a model runs: the attention layer's pair with its linear
+ * layers (attention_layer.h), and GELU's pair. The clear ones unless a
+ * program hands the model the fast ones. */
+typedef struct {
+    AttentionLayer attend;
+    GeluForward gelu;
+    GeluBackward gelu_backward;
+} LanguageKernels;
+
+#define CLEAR_LANGUAGE_KERNELS \
+    ((LanguageKernels){CLEAR_ATTENTION, gelu_forward, gelu_backward})
+
+typedef struct {
+    int vocab, context, num_hiddens, num_heads, num_layers;   /* V, C, D, H, N */
+    int bytes[LM_MAX_VOCAB];                /* the byte token i stands for, increasing */
+    Tensor *wte, *wpe;                      /* (V, D), (C, D) */
+    Block blocks[LM_MAX_LAYERS];
+    Tensor *lnf_weight, *lnf_bias;          /* (D,) */
+    LanguageKernels kernels;
+
+    Tensor *grad_wte, *grad_wpe, *grad_lnf_weight, *grad_lnf_bias;
+    BlockGrads grads[LM_MAX_LAYERS];
+
+    Parameter params[LM_MAX_PARAMS];
+    int num_params;
+    ModelFile files[LM_MAX_FILES];
+    int num_files;
+    int saved_heads, saved_layers;          /* num_heads, num_layers, as saved */
+    char names[LM_MAX_PARAMS][LM_NAME_LEN];
+    LayerNames layer_names[LM_MAX_LAYERS];
+} LanguageModel;
+
+/* ---- the vocabulary: a token is a byte ----------------------------------------- */
+/* text (n,) -> bytes (V,), the distinct bytes in increasing order;
+ * returns V. */
+int text_vocabulary(const unsigned char *text, size_t n, int *bytes);
+/* text (n,) -> ids (n,), each byte's token in bytes (V,); returns the
+ * offset of the first byte that is not in the vocabulary, n when every
+ * one is (ids is then whole). */
+size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vocab, int *ids);
+
+/* A model over the vocabulary bytes[0 .. V-1] (distinct, increasing),
+ * drawn from rng as nanoGPT draws its own: every weight and embedding
+ * N(0, 0.02), the two projections into the stream (attn.out_proj and
+ * mlp.proj) N(0, 0.02 / sqrt(2 N)) so that the stream's variance does not
+ * grow with depth, biases 0, layer norms' weights 1. H must split D (a
+ * program checks its user's sizes with heads_split first); 1 <= N <=
+ * LM_MAX_LAYERS. */
+LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
+                                  int num_heads, int num_layers, Rng *rng);
+void language_model_free(LanguageModel *model);   /* NULL is fine */
+/* The trainable numbers, the tied unembedding counted once. */
+size_t language_model_size(const LanguageModel *model);
+
+/* What a block's forward keeps for its backward. */
+typedef struct {
+    Tensor *x;                        /* (B, T, D) the stream coming in */
+    Tensor *h1, *mean1, *rstd1;       /* ln_1(x) (B, T, D), its (B*T,) statistics */
+    LayerCache attn;
+    Tensor *x_mid;                    /* (B, T, D) the stream after attention */
+    Tensor *h2, *mean2, *rstd2;       /* ln_2(x_mid) */
+    Tensor *f, *g;                    /* (B, T, F): the MLP's hidden layer before and after GELU */
+} BlockCache;
+
+typedef struct {
+    const int *tokens;                /* (B, T), borrowed */
+    int batch_size, length;           /* B, T */
+    ValidLens *causal;
+    BlockCache blocks[LM_MAX_LAYERS];
+    Tensor *x_out;                    /* (B, T, D) the stream after the last block */
+    Tensor *hf, *meanf, *rstdf;       /* ln_f(x_out) */
+} LanguageCache;
+
+/* tokens (B, T), T <= C -> logits (B, T, V) (new). weights, when not NULL,
+ * is an array of N pointers that receive each block's attention weights
+ * (B, H, T, T) (the clear layer computes them); cache, when not NULL, is
+ * filled for the backward. */
+Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
+                               int length, Tensor **weights, LanguageCache *cache);
+/* grad_logits (B, T, V) -> every parameter's gradient added in. */
+void language_model_backward(LanguageModel *model, const LanguageCache *cache,
+                             const Tensor *grad_logits);
+void language_cache_free(LanguageCache *cache);
+
+/* tokens (B, T + 1): inputs 0 .. T-1 of each row, targets 1 .. T -> the
+ * mean cross-entropy over the B*T predictions, no gradient. */
+double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
+                           int length);
+/* The same with every gradient (zeroed first, then filled). */
+double language_model_loss_grad(LanguageModel *model, const int *tokens, int batch_size,
+                                int length);
+
+/* AdamW's learning rate at step s (0, 1, ...), nanoGPT's schedule: a
+ * linear warmup to lr over warmup steps, then a cosine from lr down to
+ * min_lr at decay_steps, min_lr after. */
+double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps);
+
+/* One training step on tokens (B, C + 1): the gradients, clipped to a
+ * global norm of max_norm, then AdamW at adam's learning rate. Returns
+ * the loss before the update. */
+double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
+                                 int batch_size, double max_norm);
+
+/* The mean loss over every character of ids[1 .. n-1], each predicted
+ * from the ones before it in its window: windows of C + 1 ids that overlap
+ * by one, batch_size windows per forward (a last shorter window too). */
+double language_model_text_loss(const LanguageModel *model, const int *ids, size_t n,
+                                int batch_size);
+
+/* Head h of block l silenced (zero ablation): its rows of W_v and b_v
+ * set to 0, so its values, and its output, are 0; the rows it had copied
+ * into saved ((D + 1) * d floats) for language_model_restore_head. */
+void language_model_ablate_head(LanguageModel *model, int layer, int head, float *saved);
+void language_model_restore_head(LanguageModel *model, int layer, int head,
+                                 const float *saved);
+
+/* ---- decoding with a key-value cache (05_multihead/decoding.md) -------------
+ * One character at a time: each block's keys and values of the tokens so
+ * far stay in a KVCache, so a new token costs one row of every product
+ * instead of the whole sequence again. Runs the clear path (ops.h's
+ * linear, kv_cache.h's decode_step), whose every logit equals the clear
+ * full forward's for the same window, bit for bit. */
+typedef struct {
+    const LanguageModel *model;      /* borrowed */
+    KVCache *caches[LM_MAX_LAYERS];  /* (1, H, C, d) each */
+    int length;                      /* tokens in the window */
+    float *logits;                   /* (V,) the last token's */
+} LanguageDecoder;
+
+LanguageDecoder *language_decoder_new(const LanguageModel *model);
+void language_decoder_free(LanguageDecoder *decoder);   /* NULL is fine */
+/* Appends token at the next position; returns the logits (V,) of the
+ * character after it (the decoder's own memory, valid until the next
+ * call). The window must have room (length < C): language_model_sample
+ * starts a full window again from its last C / 2 tokens. */
+const float *language_decoder_step(LanguageDecoder *decoder, int token);
+void language_decoder_reset(LanguageDecoder *decoder);
+
+/* logits (V,) -> a token drawn from softmax(logits / temperature) with
+ * rng; temperature 0 takes the largest logit. */
+int sample_token(const float *logits, int vocab, float temperature, Rng *rng);
+
+/* prompt (P,) tokens, P >= 1 -> out (n,) tokens that continue it. When the
+ * window fills (C tokens), it starts again from its last C / 2 tokens
+ * (with positions 0 .. C/2 - 1), so every character sees between C / 2
+ * and C before it. */
+void language_model_sample(const LanguageModel *model, const int *prompt, int prompt_length,
+                           int *out, int n, float temperature, Rng *rng);
+
+#endif
