@@ -77,4 +77,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"attention_grad_values", "03_self_attention", "3.5", 100, grade_case,
-                           "dot_product_attention_backward"};
+                           "dot_product_attention_backward", NULL};

@@ -34,4 +34,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"causal_self_attention", "03_self_attention", "3.3", 100, grade_case,
-                           "dot_product_attention dot_product_attention_cache"};
+                           "dot_product_attention dot_product_attention_cache", NULL};

@@ -46,4 +46,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"causal_valid_lens", "02_softmax_mask", "2.4", 100, grade_case,
-                           "valid_lens_causal"};
+                           "valid_lens_causal", NULL};

@@ -114,4 +114,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"dot_product_attention", "03_self_attention", "3.2", 150, grade_case,
-                           "dot_product_attention dot_product_attention_cache unscaled_attention"};
+                           "dot_product_attention dot_product_attention_cache unscaled_attention", NULL};

@@ -37,4 +37,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"dot_scores", "01_dot_product", "1.1", 100, grade_case,
-                           "matmul_bt matmul_bt_raw matmul matmul_raw"};
+                           "matmul_bt matmul_bt_raw matmul matmul_raw", NULL};

@@ -85,4 +85,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"equivariance_gap", "06_permutation_invariance", "6.3", 120, grade_case,
-                           "equivariance_gap equivariance_table"};
+                           "equivariance_gap equivariance_table", NULL};

@@ -161,6 +161,9 @@ static void report_head(void)
     }
 }
 
+/* The file that holds the exercise's hints, in its chapter's folder. */
+static const char *exercise_page(void) { return exercise.page ? exercise.page : "README.md"; }
+
 /* The case fails: say why (verbose: after the details the check printed),
  * then leave the case. */
 static _Noreturn void fail_case(int hint, const char *reason)
@@ -168,8 +171,8 @@ static _Noreturn void fail_case(int hint, const char *reason)
     snprintf(g.reason, sizeof g.reason, "%s", reason);
     if (g.verbose && !g.one_line) {
         printf("  what broke: %s\n", reason);
-        printf("  read hint %d of exercise %s in %s/README.md\n", hint, exercise.number,
-               exercise.chapter);
+        printf("  read hint %d of exercise %s in %s/%s\n", hint, exercise.number,
+               exercise.chapter, exercise_page());
     }
     longjmp(g.fail_jump, 1);
 }
@@ -842,8 +845,8 @@ static int run_cases(void)
             else
                 printf("%s: not started yet. Write my_%s there, delete its not_started() line, "
                        "and run this again; the hints are under exercise %s in "
-                       "%s/README.md.\n",
-                       g.file, exercise.name, exercise.number, exercise.chapter);
+                       "%s/%s.\n",
+                       g.file, exercise.name, exercise.number, exercise.chapter, exercise_page());
             return 1;
         }
         if (!passed) {
@@ -877,9 +880,9 @@ static int run_cases(void)
 /* --describe: the exercise's settings, read by tests/grader/check. */
 static void describe(void)
 {
-    printf("name %s\nchapter %s\nnumber %s\ncases %d\nrefuses %s\n", exercise.name,
+    printf("name %s\nchapter %s\nnumber %s\ncases %d\nrefuses %s\npage %s\n", exercise.name,
            exercise.chapter, exercise.number, exercise.num_cases,
-           exercise.refuses ? exercise.refuses : "");
+           exercise.refuses ? exercise.refuses : "", exercise_page());
 }
 
 int main(int argc, char **argv)

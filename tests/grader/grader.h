@@ -44,6 +44,9 @@ typedef struct {
      * space-separated: a file that calls one of them, or any function of
      * common/ that calls one (tests/grader/check finds those), fails. */
     const char *refuses;
+    /* The page of the chapter whose exercise section holds it and its
+     * hints: "streaming.md"; NULL for the chapter's README.md. */
+    const char *page;
 } Exercise;
 
 extern const Exercise exercise;   /* each tests/grader/NAME.c defines one */

@@ -110,4 +110,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"hard_lookup", "01_dot_product", "1.3", 100, grade_case,
-                           "matmul_bt matmul_bt_raw"};
+                           "matmul_bt matmul_bt_raw", NULL};

@@ -81,4 +81,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"kv_cache_append", "05_multihead", "5.3", 100, grade_case,
-                           "kv_cache_append decode_step"};
+                           "kv_cache_append decode_step", NULL};

@@ -29,4 +29,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"linear", "05_multihead", "5.1", 100, grade_case,
-                           "linear linear_output matmul_bt matmul_bt_raw"};
+                           "linear linear_output matmul_bt matmul_bt_raw", NULL};

@@ -49,4 +49,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"masked_softmax", "02_softmax_mask", "2.3", 150, grade_case,
-                           "masked_softmax softmax"};
+                           "masked_softmax softmax", NULL};

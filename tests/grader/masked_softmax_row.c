@@ -46,4 +46,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"masked_softmax_row", "02_softmax_mask", "2.2", 120, grade_case,
-                           "masked_softmax_row masked_softmax"};
+                           "masked_softmax_row masked_softmax", NULL};

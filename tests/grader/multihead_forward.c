@@ -78,4 +78,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"multihead_forward", "05_multihead", "5.2", 120, grade_case,
-                           "multihead_forward multihead_forward_cache fast_multihead_forward"};
+                           "multihead_forward multihead_forward_cache fast_multihead_forward", NULL};

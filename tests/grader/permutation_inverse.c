@@ -33,4 +33,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"permutation_inverse", "06_permutation_invariance", "6.2", 100, grade_case,
-                           "permutation_inverse"};
+                           "permutation_inverse", NULL};

@@ -64,4 +64,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"permute_tokens", "06_permutation_invariance", "6.1", 100, grade_case,
-                           "permute_tokens permute_along permute_queries_and_keys"};
+                           "permute_tokens permute_along permute_queries_and_keys", NULL};

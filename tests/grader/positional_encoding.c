@@ -46,4 +46,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"positional_encoding", "06_permutation_invariance", "6.5", 100, grade_case,
-                           "positional_encoding add_positional_encoding"};
+                           "positional_encoding add_positional_encoding", NULL};

@@ -43,4 +43,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"repeat_kv_heads", "05_multihead", "5.4", 100, grade_case,
-                           "repeat_kv_heads split_kv_heads"};
+                           "repeat_kv_heads split_kv_heads", NULL};

@@ -43,4 +43,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"repeat_valid_lens", "04_transpose_qkv", "4.4", 100, grade_case,
-                           "valid_lens_repeat_interleave"};
+                           "valid_lens_repeat_interleave", NULL};

@@ -112,4 +112,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"rope_rotate", "06_permutation_invariance", "6.4", 120, grade_case,
-                           "rope_rotate rope_forward rope_backward rope_theta"};
+                           "rope_rotate rope_forward rope_backward rope_theta", NULL};

@@ -49,4 +49,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"scaled_scores", "03_self_attention", "3.1", 100, grade_case,
-                           "matmul_bt matmul_bt_raw dot_product_attention dot_product_attention_cache"};
+                           "matmul_bt matmul_bt_raw dot_product_attention dot_product_attention_cache", NULL};

@@ -87,4 +87,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"soft_lookup", "01_dot_product", "1.4", 100, grade_case,
-                           "unscaled_attention dot_product_attention dot_product_attention_cache"};
+                           "unscaled_attention dot_product_attention dot_product_attention_cache", NULL};

@@ -31,4 +31,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"softmax_row", "02_softmax_mask", "2.1", 120, grade_case,
-                           "softmax_row masked_softmax_row softmax masked_softmax"};
+                           "softmax_row masked_softmax_row softmax masked_softmax", NULL};

@@ -58,4 +58,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"softmax_row_backward", "03_self_attention", "3.4", 100, grade_case,
-                           "softmax_row_backward masked_softmax_backward"};
+                           "softmax_row_backward masked_softmax_backward", NULL};

@@ -31,4 +31,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"split_offset", "04_transpose_qkv", "4.1", 100, grade_case,
-                           "transpose_qkv transpose_output_backward"};
+                           "transpose_qkv transpose_output_backward", NULL};

@@ -50,4 +50,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"transpose_output", "04_transpose_qkv", "4.3", 100, grade_case,
-                           "transpose_output transpose_qkv_backward"};
+                           "transpose_output transpose_qkv_backward", NULL};

@@ -46,4 +46,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"transpose_qkv", "04_transpose_qkv", "4.2", 100, grade_case,
-                           "transpose_qkv transpose_output_backward"};
+                           "transpose_qkv transpose_output_backward", NULL};

@@ -27,4 +27,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"weighted_sum", "01_dot_product", "1.2", 100, grade_case,
-                           "matmul matmul_raw matmul_bt matmul_bt_raw"};
+                           "matmul matmul_raw matmul_bt matmul_bt_raw", NULL};
