@@ -147,9 +147,16 @@ $(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 
 # ---- one target per chapter: build it and run it --------------------------
 .PHONY: $(CHAPTERS)
+# make NN_chapter EXERCISE=FILE: the chapter's programs with a learner's
+# passed exercise linked in place of the repository's function (refused,
+# with its verdict, until it passes; tests/grader/inside_run).
 $(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
+$(CHAPTERS): export EXERCISE := $(EXERCISE)
 $(CHAPTERS):
-	@$<
+	@if [ -n "$$EXERCISE" ]; then \
+	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
+	    tests/grader/inside_run '$@' "$$EXERCISE"; \
+	else $<; fi
 
 # Each chapter's program under a header with the chapter's title (the first
 # line of its README), then where to go next.
@@ -183,9 +190,15 @@ run: $(PROGRAMS)
 # what it does (make check-grader: what CI asks of the grader itself).
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
+ifneq ($(EXERCISE),)
+$(CHAPTERS): $(COMMON_OBJ) $(GRADER_OBJ)
+endif
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
+# EXERCISE reaches the script through the environment, never pasted into a
+# shell line: a path with a quote in it is a path.
+check: export EXERCISE := $(EXERCISE)
 check: $(COMMON_OBJ) $(GRADER_OBJ)
-	@$(GRADE) $(if $(EXERCISE),'$(EXERCISE)',--all)
+	@if [ -n "$$EXERCISE" ]; then $(GRADE) "$$EXERCISE"; else $(GRADE) --all; fi
 zoo: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) --zoo
 check-grader: $(COMMON_OBJ) $(GRADER_OBJ)

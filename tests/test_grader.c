@@ -187,3 +187,134 @@ Test(grader, a_failure_prints_the_case_the_property_and_the_hint)
               "%s", r.out);
     run_result_free(&r);
 }
+
+/* Every way out of the learner's function gets a verdict of its own: the
+ * grader's own code must reach its verdict, so printing "passed" and
+ * leaving is a failure too. */
+Test(grader, printing_passed_and_leaving_is_a_failure)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <stdio.h>\n#include <unistd.h>\n"
+                        "void my_softmax_row(float *row, int n)\n"
+                        "{\n    (void)row; (void)n; printf(\"passed\\n\"); _exit(0);\n}\n",
+                        NULL);
+    expect_verdict(&r, 1, "your function ended the program (exit status 0, no message)");
+    run_result_free(&r);
+}
+
+Test(grader, a_signal_raised_is_a_failure)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <signal.h>\n"
+                        "void my_softmax_row(float *row, int n) { (void)row; (void)n; "
+                        "raise(SIGTERM); }\n", NULL);
+    expect_verdict(&r, 1, "your function ended the program with signal 15");
+    run_result_free(&r);
+}
+
+Test(grader, a_stack_overflow_is_named)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "static int deep(volatile int k)\n{\n    volatile char pad[256];\n"
+                        "    pad[0] = (char)k;\n    return deep(k + 1) + pad[0];\n}\n"
+                        "void my_softmax_row(float *row, int n) { row[0] = (float)deep(n); }\n",
+                        NULL);
+    expect_verdict(&r, 1, "your function overflowed the stack");
+    run_result_free(&r);
+}
+
+Test(grader, a_refusal_comes_before_the_verdict_that_quotes_it)
+{
+    RunResult r = grade("masked_softmax",
+                        "#include \"exercises.h\"\n"
+                        "Tensor *my_masked_softmax(const Tensor *scores, const ValidLens *v)\n{\n"
+                        "    (void)scores; (void)v;\n"
+                        "    return tensor_zeros(1, (int[]){-1});\n}\n", NULL);
+    expect_verdict(&r, 1, "ended the program (exit status 1) with this message: masked_softmax: "
+                          "tensor_zeros: cannot make a tensor");
+    run_result_free(&r);
+}
+
+Test(grader, a_finite_mask_fails)
+{
+    RunResult r = grade("masked_softmax_row",
+                        "#include \"exercises.h\"\n#include <math.h>\n"
+                        "void my_masked_softmax_row(float *row, int n, int valid_len)\n{\n"
+                        "    if (valid_len == 0) { for (int j = 0; j < n; j++) row[j] = 0; return; }\n"
+                        "    for (int j = valid_len; j < n; j++) row[j] = -1e9f;\n"
+                        "    float max = row[0], sum = 0.0f;\n"
+                        "    for (int j = 1; j < n; j++) max = fmaxf(max, row[j]);\n"
+                        "    for (int j = 0; j < n; j++) { row[j] = expf(row[j] - max); sum += row[j]; }\n"
+                        "    for (int j = 0; j < n; j++) row[j] /= sum;\n}\n", NULL);
+    expect_verdict(&r, 1, "must be exactly 0");
+    run_result_free(&r);
+}
+
+Test(grader, a_wrapper_of_the_answer_is_refused_too)
+{
+    RunResult r = grade("multihead_forward",
+                        "#include \"exercises.h\"\n#include \"attention_layer.h\"\n"
+                        "Tensor *my_multihead_forward(const MultiHeadAttention *layer,\n"
+                        "    const Tensor *q, const Tensor *k, const Tensor *v, const ValidLens *m)\n{\n"
+                        "    LayerCache cache;\n"
+                        "    Tensor *out = clear_attention_forward(layer, q, k, v, m, false, NULL, 1, &cache);\n"
+                        "    layer_cache_free(&cache);\n    return out;\n}\n", NULL);
+    expect_verdict(&r, 1, "calls clear_attention_forward, the repository's version");
+    run_result_free(&r);
+}
+
+Test(grader, a_call_without_its_declaration_names_the_header)
+{
+    RunResult r = grade("dot_product_attention",
+                        "#include \"exercises.h\"\n"
+                        "Tensor *my_dot_product_attention(const Tensor *q, const Tensor *k,\n"
+                        "    const Tensor *v, const ValidLens *m, Tensor **weights)\n{\n"
+                        "    (void)k;\n    *weights = masked_softmax(q, m);\n"
+                        "    return tensor_copy(v);\n}\n", NULL);
+    expect_verdict(&r, 2, "calls masked_softmax without its declaration: add #include \"softmax.h\"");
+    run_result_free(&r);
+}
+
+Test(grader, a_helper_named_as_common_s_is_explained)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "int head_size(int a, int b) { return a / b; }\n"
+                        "void my_softmax_row(float *row, int n)\n"
+                        "{\n    for (int j = 0; j < n; j++) row[j] = 1.0f / (float)head_size(n, 1);\n}\n",
+                        NULL);
+    expect_verdict(&r, 2, "defines head_size, a name common/ defines too: make your helper static");
+    run_result_free(&r);
+}
+
+/* A remembered verdict belongs to the file's content: the same path with
+ * new content is graded again. */
+Test(grader, a_changed_file_is_graded_again)
+{
+    RunResult r = grade("softmax_row", RIGHT, NULL);
+    expect_verdict(&r, 0, "passed");
+    run_result_free(&r);
+    r = grade("softmax_row", RIGHT, NULL);
+    expect_verdict(&r, 0, "passed, all 120 cases of exercise 2.1");
+    run_result_free(&r);
+    r = grade("softmax_row",
+              "#include \"exercises.h\"\n"
+              "void my_softmax_row(float *row, int n)\n"
+              "{\n    for (int j = 0; j < n; j++) row[j] = 0.5f;\n}\n", NULL);
+    expect_verdict(&r, 1, "failed");
+    run_result_free(&r);
+}
+
+/* The settings come from the grader program, not from its source's text. */
+Test(grader, describe_gives_the_exercise_s_settings)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "BUILD='%s/build' tests/grader/check --describe softmax_row",
+             BIN_DIR);
+    RunResult r = run_command_line(cmd);
+    expect_verdict(&r, 0, "number 2.1\n");
+    cr_expect(r.out && strstr(r.out, "chapter 02_softmax_mask\n"), "%s", r.out);
+    cr_expect(r.out && strstr(r.out, "refuses softmax_row "), "%s", r.out);
+    run_result_free(&r);
+}

@@ -468,61 +468,99 @@ Test(readmes, exercises_are_one_list_and_next_comes_last)
     }
 }
 
-/* A chapter's graded exercises: headings "### N.k Title (`NAME`)" in order,
- * at least three, each with the three folded hints the grader points to and
- * a link to its answer (never the answer printed); NAME has a starter, an
- * answer and a grader, and every starter of the chapter has its heading. */
-Test(readmes, graded_exercises_have_three_hints_and_a_linked_answer)
+/* One file's graded exercises, in its "## Exercises" section (cut at the
+ * next "## "): headings "### N.k Title (`NAME`)", each with the three
+ * folded hints the grader points to and a link to its answer (never the
+ * answer printed); NAME has a starter, an answer and a grader. A chapter's
+ * README numbers them 1, 2, 3, ...; its pages go on from there, each
+ * number once (seen[k]). Returns how many there are. */
+static int check_graded(const char *path, char *section, int c, bool *seen, int max_k)
 {
-    for (int c = 0; c < NUM_CHAPTERS; c++) {
-        char path[256];
-        snprintf(path, sizeof path, "%s/README.md", chapters[c]);
-        char *text = read_text_file(path, NULL);
-        cr_assert(text, "cannot read %s", path);
-        char *section = strstr(text, "\n## Exercises\n");
-        cr_assert(section, "%s has no '## Exercises'", path);
+    int graded = 0;
+    for (char *h = strstr(section, "\n### "); h; h = strstr(h + 1, "\n### ")) {
+        int chapter, k, used = 0;
+        if (sscanf(h + 5, "%d.%d %n", &chapter, &k, &used) != 2 || used == 0)
+            continue;   /* "### More to try" */
+        graded++;
+        cr_expect(chapter == c + 1 && k >= 1 && k < max_k && !seen[k],
+                  "%s: graded exercise %d.%d is not numbered %d.k, the next k of its chapter",
+                  path, chapter, k, c + 1);
+        if (k >= 1 && k < max_k)
+            seen[k] = true;
+        char *eol = strchr(h + 1, '\n'), *name = strstr(h + 1, "(`");
+        cr_assert(eol && name && name < eol, "%s: exercise %d.%d names no file (`NAME`)",
+                  path, chapter, k);
+        name += 2;
+        char file[64] = "";
+        sscanf(name, "%63[a-z0-9_]", file);
+        char *next = strstr(h + 1, "\n### ");
+        size_t body_len = next ? (size_t)(next - h) : strlen(h);
+        char *body = strndup(h, body_len);
+        cr_assert(body);
+        static const char *const hints[] = {"<summary>Hint 1", "<summary>Hint 2",
+                                            "<summary>Hint 3"};
+        for (int i = 0; i < 3; i++)
+            cr_expect(strstr(body, hints[i]), "%s: exercise %d.%d has no folded %s", path,
+                      chapter, k, hints[i] + 9);
+        char link[128];
+        snprintf(link, sizeof link, "](exercises/answers/%s.c)", file);
+        cr_expect(strstr(body, link), "%s: exercise %d.%d does not link its answer %s", path,
+                  chapter, k, link + 2);
+        cr_expect(!strstr(body, "```c"), "%s: exercise %d.%d prints code; link the answer",
+                  path, chapter, k);
+        free(body);
+        char homes[3][256];
+        snprintf(homes[0], sizeof homes[0], "%s/exercises/%s.c", chapters[c], file);
+        snprintf(homes[1], sizeof homes[1], "%s/exercises/answers/%s.c", chapters[c], file);
+        snprintf(homes[2], sizeof homes[2], "tests/grader/%s.c", file);
+        for (int i = 0; i < 3; i++)
+            cr_expect(access(homes[i], F_OK) == 0, "%s: exercise %d.%d has no %s", path,
+                      chapter, k, homes[i]);
+    }
+    return graded;
+}
+
+/* A file's "## Exercises" section, cut at the next "## " (NULL when none). */
+static char *exercise_section(char *text)
+{
+    char *section = strstr(text, "\n## Exercises\n");
+    if (section) {
         char *section_end = strstr(section + 1, "\n## ");
         if (section_end)
             *section_end = '\0';
-        int graded = 0;
-        for (char *h = strstr(section, "\n### "); h; h = strstr(h + 1, "\n### ")) {
-            int chapter, k, used = 0;
-            if (sscanf(h + 5, "%d.%d %n", &chapter, &k, &used) != 2 || used == 0)
-                continue;   /* "### More to try" */
-            graded++;
-            cr_expect(chapter == c + 1 && k == graded, "%s: graded exercise %d.%d should be %d.%d",
-                      path, chapter, k, c + 1, graded);
-            char *eol = strchr(h + 1, '\n'), *name = strstr(h + 1, "(`");
-            cr_assert(eol && name && name < eol, "%s: exercise %d.%d names no file (`NAME`)",
-                      path, chapter, k);
-            name += 2;
-            char file[64] = "";
-            sscanf(name, "%63[a-z0-9_]", file);
-            char *next = strstr(h + 1, "\n### ");
-            size_t body_len = next ? (size_t)(next - h) : strlen(h);
-            char *body = strndup(h, body_len);
-            cr_assert(body);
-            static const char *const hints[] = {"<summary>Hint 1", "<summary>Hint 2",
-                                                "<summary>Hint 3"};
-            for (int i = 0; i < 3; i++)
-                cr_expect(strstr(body, hints[i]), "%s: exercise %d.%d has no folded %s", path,
-                          chapter, k, hints[i] + 9);
-            char link[128];
-            snprintf(link, sizeof link, "](exercises/answers/%s.c)", file);
-            cr_expect(strstr(body, link), "%s: exercise %d.%d does not link its answer %s", path,
-                      chapter, k, link + 2);
-            cr_expect(!strstr(body, "```c"), "%s: exercise %d.%d prints code; link the answer",
-                      path, chapter, k);
-            free(body);
-            char homes[3][256];
-            snprintf(homes[0], sizeof homes[0], "%s/exercises/%s.c", chapters[c], file);
-            snprintf(homes[1], sizeof homes[1], "%s/exercises/answers/%s.c", chapters[c], file);
-            snprintf(homes[2], sizeof homes[2], "tests/grader/%s.c", file);
-            for (int i = 0; i < 3; i++)
-                cr_expect(access(homes[i], F_OK) == 0, "%s: exercise %d.%d has no %s", path,
-                          chapter, k, homes[i]);
-        }
+    }
+    return section;
+}
+
+/* Every chapter: at least three graded exercises in its README, numbered
+ * in order, more on its pages; every starter of the chapter has its
+ * heading in the README or on a page. */
+Test(readmes, graded_exercises_have_three_hints_and_a_linked_answer)
+{
+    enum { MAX_K = 64 };
+    for (int c = 0; c < NUM_CHAPTERS; c++) {
+        char path[256], pages[MAX_PAGES][64];
+        char *texts[MAX_PAGES + 1], *sections[MAX_PAGES + 1];
+        bool seen[MAX_K] = {false};
+        snprintf(path, sizeof path, "%s/README.md", chapters[c]);
+        texts[0] = read_text_file(path, NULL);
+        cr_assert(texts[0], "cannot read %s", path);
+        sections[0] = exercise_section(texts[0]);
+        cr_assert(sections[0], "%s has no '## Exercises'", path);
+        int graded = check_graded(path, sections[0], c, seen, MAX_K);
         cr_expect_geq(graded, 3, "%s: %d graded exercises, at least 3 wanted", path, graded);
+        for (int k = 1; k <= graded && k < MAX_K; k++)
+            cr_expect(seen[k], "%s: graded exercise %d.%d is missing or out of order", path,
+                      c + 1, k);
+        int n = chapter_pages(chapters[c], pages);
+        for (int i = 0; i < n; i++) {
+            snprintf(path, sizeof path, "%s/%.63s", chapters[c], pages[i]);
+            texts[i + 1] = read_text_file(path, NULL);
+            cr_assert(texts[i + 1], "cannot read %s", path);
+            sections[i + 1] = exercise_section(texts[i + 1]);
+            if (sections[i + 1])
+                check_graded(path, sections[i + 1], c, seen, MAX_K);
+        }
 
         char dir_path[256];
         snprintf(dir_path, sizeof dir_path, "%s/exercises", chapters[c]);
@@ -534,11 +572,15 @@ Test(readmes, graded_exercises_have_three_hints_and_a_linked_answer)
                 continue;
             char heading[128];
             snprintf(heading, sizeof heading, "(`%.*s`)\n", (int)(len - 2), e->d_name);
-            cr_expect(strstr(section, heading), "%s: %s/%s has no exercise heading", path,
-                      dir_path, e->d_name);
+            bool found = false;
+            for (int i = 0; i <= n && !found; i++)
+                found = sections[i] && strstr(sections[i], heading);
+            cr_expect(found, "%s/%s has no exercise heading in %s/README.md or its pages",
+                      dir_path, e->d_name, chapters[c]);
         }
         closedir(dir);
-        free(text);
+        for (int i = 0; i <= n; i++)
+            free(texts[i]);
     }
 }
 

@@ -2,8 +2,7 @@
  * dV = P^T dO, against dot_product_attention_backward (common/attention.c)
  * asked for grad_values only. The weights are those of
  * dot_product_attention_cache, masked by valid_lens, so some keys are seen
- * by no query.
- * refuses: dot_product_attention_backward */
+ * by no query. */
 #include "exercises.h"
 #include "attention.h"
 #include "grader.h"
@@ -77,4 +76,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("grad_values", expected, got, 1e-5, 1e-4, 3);
 }
 
-const Exercise exercise = {"attention_grad_values", "03_self_attention", "3.5", 100, grade_case};
+const Exercise exercise = {"attention_grad_values", "03_self_attention", "3.5", 100, grade_case,
+                           "dot_product_attention_backward", NULL};

@@ -1,8 +1,7 @@
 /* causal_self_attention.c - grades exercise 3.3, causal self-attention
  * (queries = keys = values = X, token i sees tokens 0 .. i), against
  * dot_product_attention with valid_lens_causal (common/attention.c).
- * masked_softmax and valid_lens_causal may be called.
- * refuses: dot_product_attention dot_product_attention_cache */
+ * masked_softmax and valid_lens_causal may be called. */
 #include "exercises.h"
 #include "attention.h"
 #include "grader.h"
@@ -34,4 +33,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("output", expected, got, 1e-5, 1e-4, 3);
 }
 
-const Exercise exercise = {"causal_self_attention", "03_self_attention", "3.3", 100, grade_case};
+const Exercise exercise = {"causal_self_attention", "03_self_attention", "3.3", 100, grade_case,
+                           "dot_product_attention dot_product_attention_cache", NULL};

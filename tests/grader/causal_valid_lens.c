@@ -2,8 +2,7 @@
  * valid_lens, against valid_lens_causal (common/valid_lens.c) where
  * n_k = T, and against the rule it teaches where the queries are the last
  * T of n_k positions: query i sits at position n_k - T + i and sees keys
- * 0 .. n_k - T + i.
- * refuses: valid_lens_causal */
+ * 0 .. n_k - T + i. */
 #include "exercises.h"
 #include "grader.h"
 #include "softmax.h"
@@ -46,4 +45,5 @@ static void grade_case(Rng *rng, int index)
     expect_equal_ints("valid_lens", expected->data, got->data, batch * num_queries, 3);
 }
 
-const Exercise exercise = {"causal_valid_lens", "02_softmax_mask", "2.4", 100, grade_case};
+const Exercise exercise = {"causal_valid_lens", "02_softmax_mask", "2.4", 100, grade_case,
+                           "valid_lens_causal", NULL};

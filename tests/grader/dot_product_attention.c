@@ -1,8 +1,7 @@
 /* dot_product_attention.c - grades exercise 3.2, scaled dot-product
  * attention with valid_lens (d2l's DotProductAttention), against
  * dot_product_attention (common/attention.c). masked_softmax (common/softmax.h)
- * may be called.
- * refuses: dot_product_attention dot_product_attention_cache unscaled_attention */
+ * may be called. */
 #include "exercises.h"
 #include "attention.h"
 #include "grader.h"
@@ -38,26 +37,46 @@ static void grade_case(Rng *rng, int index)
 {
     int batch = index < 3 ? 1 : draw_size(rng, index, 150, 1, 3);
     int num_queries = index == 0 ? 1 : draw_size(rng, index, 150, 1, 4);
-    int num_keys = index == 1 ? 1 : draw_size(rng, index, 150, 1, 5);
-    int d = index == 2 ? 1 : draw_size(rng, index, 150, 2, 5);
-    int v = draw_size(rng, index, 150, 1, 6);
-    int kind = index % 3;   /* 0: no mask, 1: 1-D, 2: 2-D */
+    bool large = large_case(index, 150), probe = mask_probe_case(index);
+    int num_keys = index == 1 ? 1
+                 : large      ? draw_int(rng, 150, 300)
+                              : draw_size(rng, index, 150, 1, 5);
+    int d = index == 2 || probe ? 1 : large ? draw_int(rng, 37, 61) : draw_size(rng, index, 150, 2, 5);
+    int v = large ? draw_int(rng, 33, 47) : draw_size(rng, index, 150, 1, 6);
+    int kind = probe ? 1 : index % 3;   /* 0: no mask, 1: 1-D, 2: 2-D */
     /* queries and keys up to about 30: scores of a few thousand, where a
      * softmax without its maximum overflows; larger inputs would make the
      * float dot products themselves differ in their last bits between two
      * right answers, more than the tolerance below allows */
     float scale = draw_scale(rng, index) > 1.0f ? 30.0f : 1.0f;
-    case_describe("B = %d, T = %d, n_k = %d, d = %d, v = %d, valid_lens %s, queries and keys "
-                  "up to about %g", batch, num_queries, num_keys, d, v,
-                  kind == 0 ? "None" : kind == 1 ? "1-D" : "2-D", (double)scale);
-    const Tensor *queries =
-        case_input("queries", draw_normal(rng, scale, SHAPE(batch, num_queries, d)));
-    const Tensor *keys = case_input("keys", draw_normal(rng, scale, SHAPE(batch, num_keys, d)));
+    const char *lens_kind = kind == 0 ? "None" : kind == 1 ? "1-D" : "2-D";
+    Tensor *queries = draw_normal(rng, scale, SHAPE(batch, num_queries, d));
+    Tensor *keys = draw_normal(rng, scale, SHAPE(batch, num_keys, d));
     const Tensor *values =
         case_input("values", draw_normal(rng, 1.0f, SHAPE(batch, num_keys, v)));
     const ValidLens *valid_lens = case_valid_lens(
         "valid_lens",
         kind == 0 ? NULL : draw_valid_lens(rng, batch, num_queries, num_keys, kind == 2));
+    if (probe) {
+        /* d = 1 and queries between 0.5 and 1.5: the kept keys near -M give
+         * scores near -M, the masked near +M; one product per score, so
+         * every right answer rounds alike, and only an exact 0 passes */
+        float magnitude = mask_probe_magnitude(index);
+        for (size_t i = 0; i < queries->size; i++)
+            queries->data[i] = 0.5f + rng_uniform(rng);
+        for (int b = 0; b < batch; b++)
+            mask_probe_row(rng, keys->data + (size_t)b * num_keys, num_keys,
+                           valid_len_at(valid_lens, b, 0), magnitude);
+        case_describe("B = %d, T = %d, n_k = %d, d = 1, v = %d, valid_lens 1-D, scores of the "
+                      "kept keys near -%g, of the masked near +%g", batch, num_queries,
+                      num_keys, v, (double)magnitude, (double)magnitude);
+    } else {
+        case_describe("B = %d, T = %d, n_k = %d, d = %d, v = %d, valid_lens %s, queries and "
+                      "keys up to about %g", batch, num_queries, num_keys, d, v, lens_kind,
+                      (double)scale);
+    }
+    case_input("queries", queries);
+    case_input("keys", keys);
 
     Tensor *expected_weights = NULL;
     Tensor *expected =
@@ -94,4 +113,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("output", expected, got, 1e-5, 1e-4, 3);
 }
 
-const Exercise exercise = {"dot_product_attention", "03_self_attention", "3.2", 150, grade_case};
+const Exercise exercise = {"dot_product_attention", "03_self_attention", "3.2", 150, grade_case,
+                           "dot_product_attention dot_product_attention_cache unscaled_attention", NULL};

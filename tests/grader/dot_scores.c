@@ -1,6 +1,5 @@
 /* dot_scores.c - grades exercise 1.1, the scores of queries against keys,
- * against matmul_bt (common/ops.c).
- * refuses: matmul_bt matmul_bt_raw matmul matmul_raw */
+ * against matmul_bt (common/ops.c). */
 #include "exercises.h"
 #include "grader.h"
 #include "ops.h"
@@ -37,4 +36,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("scores", expected, got, 1e-5, 1e-5, 2);
 }
 
-const Exercise exercise = {"dot_scores", "01_dot_product", "1.1", 100, grade_case};
+const Exercise exercise = {"dot_scores", "01_dot_product", "1.1", 100, grade_case,
+                           "matmul_bt matmul_bt_raw matmul matmul_raw", NULL};

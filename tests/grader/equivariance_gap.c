@@ -5,8 +5,7 @@
  * size), self-attention after positional encodings and causal
  * self-attention (not equivariant: a large gap), so a constant answer
  * fails. Under the identity permutation every gap is exactly 0. A gap
- * measured against the unmoved f(X), the distance from invariance, is named.
- * refuses: equivariance_gap equivariance_table */
+ * measured against the unmoved f(X), the distance from invariance, is named. */
 #include "exercises.h"
 #include "attention.h"
 #include "grader.h"
@@ -85,4 +84,5 @@ static void grade_case(Rng *rng, int index)
                 (double)expected, names[which]);
 }
 
-const Exercise exercise = {"equivariance_gap", "06_permutation_invariance", "6.3", 120, grade_case};
+const Exercise exercise = {"equivariance_gap", "06_permutation_invariance", "6.3", 120, grade_case,
+                           "equivariance_gap equivariance_table", NULL};

@@ -1,4 +1,5 @@
-/* exercises_06.h - chapter 06's exercises (06_permutation_invariance/README.md).
+/* exercises_06.h - chapter 06's exercises (06_permutation_invariance/README.md
+ * and its pages).
  * Legend: B = batch_size, T = tokens, D = num_hiddens, d = a head's size. */
 
 /* 6.1 x (B, T, D), perm (T,) -> P x (B, T, D), new: out[b][i] = x[b][perm[i]]. */
@@ -14,3 +15,15 @@ void my_rope_rotate(float *x, int d, int position);
 /* 6.5 -> PE (max_len, D), new: PE[p][2j] = sin(p / 10000^(2j/D)),
  * PE[p][2j+1] = cos(p / 10000^(2j/D)). */
 Tensor *my_positional_encoding(int max_len, int num_hiddens);
+/* 6.6 ALiBi's bias of head h (1 .. H): bias (T, n_k) = -m_h |i - j|, the
+ * paper's slopes m_h (alibi.h states them). */
+void my_alibi_bias(int num_heads, int head, int num_queries, int num_keys, float *bias);
+/* 6.7 A learned relative bias: table (2 R + 1,) one number per distance j - i
+ * from -R to R, further ones clipped to -R or R -> bias (T, n_k),
+ * bias[i][j] = table[clip(j - i, -R, R) + R]. */
+void my_relative_bias(const float *table, int max_distance, int num_queries, int num_keys,
+                      float *bias);
+/* 6.8 weights (B, T, T) of one head -> its previous-token score: the mean,
+ * over every sequence b and query t >= 1, of the weight on key t - 1 (0
+ * when T = 1). */
+double my_previous_token_score(const Tensor *weights);

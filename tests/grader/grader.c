@@ -1,12 +1,16 @@
-#define _POSIX_C_SOURCE 200809L   /* sigaction, alarm */
+#define _POSIX_C_SOURCE 200809L   /* sigaction, alarm, sigaltstack, strsignal */
+#define _DEFAULT_SOURCE           /* MAP_ANONYMOUS */
 /*
  * grader.c - the exercise grader's main: every case quietly, then the
  * smallest failing case again, printed for a learner to read (grader.h).
  *
  *   grader [--one-line] [--file PATH]
+ *   grader --describe        the exercise's settings: name, chapter, number,
+ *                            cases, and the repository functions it refuses
  *
  * PATH names the learner's file in the messages. Exit status: 0 when every
- * case passes, 1 when one fails, crashes or the function is not started.
+ * case passes, 1 when one fails, crashes, ends the program or the function
+ * is not started, 3 when a sanitizer stopped it (check reads the report).
  * (tests/grader/check builds this program around the learner's file and
  * adds status 2 for a file that does not compile or link.)
  */
@@ -21,12 +25,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
     SEED = 20261128,        /* every grader draws its cases from this seed */
     MAX_ITEMS = 32,         /* tensors and lists one case may hold */
-    GUARD = 16,             /* floats of guard zone on each side of an output */
+    GUARD_MIN = 64,         /* elements of guard zone on each side of an output, at least */
+    UNWRITTEN_INT = -12345, /* an int output's slots before the call */
     PRINT_MAX = 120,        /* a tensor larger than this is shown by its shape */
     TIME_LIMIT = 60,        /* seconds for every case together */
 };
@@ -35,9 +43,11 @@ enum {
  * output (a loop that runs one step too far) takes into its maximum or its
  * sum, so the result shows it; a write there is found by its bits. */
 static const uint32_t GUARD_BITS = 0x7e967699u;
+_Static_assert(sizeof(float) == 4 && sizeof(int) == 4, "a guard zone is checked 4 bytes at a time");
 
 typedef enum {
-    ITEM_INPUT, ITEM_VALID_LENS, ITEM_INTS, ITEM_KEEP, ITEM_KEEP_VALID_LENS, ITEM_OUTPUT
+    ITEM_INPUT, ITEM_VALID_LENS, ITEM_INTS, ITEM_KEEP, ITEM_KEEP_VALID_LENS, ITEM_OUTPUT,
+    ITEM_OUTPUT_INTS
 } ItemKind;
 
 typedef struct {
@@ -47,7 +57,9 @@ typedef struct {
     ValidLens *valid_lens;   /* ITEM_VALID_LENS */
     int *ints;               /* ITEM_INTS: the caller's, not freed */
     float *block;            /* ITEM_OUTPUT: guards, n floats, guards */
-    size_t count;            /* elements (ITEM_INTS, ITEM_OUTPUT, ITEM_VALID_LENS) */
+    int *int_block;          /* ITEM_OUTPUT_INTS: guards, n ints, guards */
+    size_t guard;            /* elements of guard zone on each side */
+    size_t count;            /* elements (ITEM_INTS, ITEM_OUTPUT(_INTS), ITEM_VALID_LENS) */
     void *copy;              /* what an input held before the call */
 } Item;
 
@@ -66,6 +78,10 @@ static struct {
 } g;
 
 static bool started_flag = true;
+
+/* Notes, where the waiting parent sees it, whether the learner's function
+ * is running (the child's side of run_in_child below). */
+static void note_call(bool in_call);
 
 void not_started(void) { started_flag = false; }
 
@@ -145,6 +161,9 @@ static void report_head(void)
     }
 }
 
+/* The file that holds the exercise's hints, in its chapter's folder. */
+static const char *exercise_page(void) { return exercise.page ? exercise.page : "README.md"; }
+
 /* The case fails: say why (verbose: after the details the check printed),
  * then leave the case. */
 static _Noreturn void fail_case(int hint, const char *reason)
@@ -152,8 +171,8 @@ static _Noreturn void fail_case(int hint, const char *reason)
     snprintf(g.reason, sizeof g.reason, "%s", reason);
     if (g.verbose && !g.one_line) {
         printf("  what broke: %s\n", reason);
-        printf("  read hint %d of exercise %s in %s/README.md\n", hint, exercise.number,
-               exercise.chapter);
+        printf("  read hint %d of exercise %s in %s/%s\n", hint, exercise.number,
+               exercise.chapter, exercise_page());
     }
     longjmp(g.fail_jump, 1);
 }
@@ -229,16 +248,33 @@ ValidLens *case_keep_valid_lens(ValidLens *valid_lens)
     return valid_lens;
 }
 
+/* A guard zone as long as the output (a row past its end is still seen). */
+static size_t guard_for(size_t n) { return n > GUARD_MIN ? n : GUARD_MIN; }
+
 float *case_output(const char *name, size_t n)
 {
     Item *it = add_item(ITEM_OUTPUT, name);
     it->count = n;
-    it->block = checked_malloc("case_output", n + 2 * GUARD, sizeof(float));
-    for (size_t i = 0; i < n + 2 * GUARD; i++)
+    it->guard = guard_for(n);
+    it->block = checked_malloc("case_output", n + 2 * it->guard, sizeof(float));
+    for (size_t i = 0; i < n + 2 * it->guard; i++)
         memcpy(&it->block[i], &GUARD_BITS, sizeof GUARD_BITS);
     for (size_t i = 0; i < n; i++)
-        it->block[GUARD + i] = NAN;
-    return it->block + GUARD;
+        it->block[it->guard + i] = NAN;
+    return it->block + it->guard;
+}
+
+int *case_output_ints(const char *name, size_t n)
+{
+    Item *it = add_item(ITEM_OUTPUT_INTS, name);
+    it->count = n;
+    it->guard = guard_for(n);
+    it->int_block = checked_malloc("case_output_ints", n + 2 * it->guard, sizeof(int));
+    for (size_t i = 0; i < n + 2 * it->guard; i++)
+        memcpy(&it->int_block[i], &GUARD_BITS, sizeof GUARD_BITS);
+    for (size_t i = 0; i < n; i++)
+        it->int_block[it->guard + i] = UNWRITTEN_INT;
+    return it->int_block + it->guard;
 }
 
 static void end_case(void)
@@ -254,6 +290,7 @@ static void end_case(void)
         if (it->kind == ITEM_VALID_LENS || it->kind == ITEM_KEEP_VALID_LENS)
             valid_lens_free(it->valid_lens);
         free(it->block);
+        free(it->int_block);
     }
     g.num_items = 0;
     g.case_size = 0;
@@ -271,12 +308,12 @@ void case_calling(void)
     if (trace)
         fprintf(stderr, "grader: case %d of %d: %s\n", g.index + 1, exercise.num_cases,
                 g.description);
-    g.in_call = 1;
+    note_call(true);
 }
 
 void case_called(void)
 {
-    g.in_call = 0;
+    note_call(false);
     if (!started_flag)
         return;   /* main says "not started yet" after this case */
     char reason[256], index[64];
@@ -303,18 +340,20 @@ void case_called(void)
                     report_head();
                 fail_case(1, reason);
             }
-        } else if (it->kind == ITEM_OUTPUT) {
-            for (size_t j = 0; j < 2 * GUARD; j++) {
-                size_t at = j < GUARD ? j : GUARD + it->count + (j - GUARD);
-                if (memcmp(&it->block[at], &GUARD_BITS, sizeof GUARD_BITS) != 0) {
-                    if (j < GUARD)
+        } else if (it->kind == ITEM_OUTPUT || it->kind == ITEM_OUTPUT_INTS) {
+            const void *block = it->kind == ITEM_OUTPUT ? (const void *)it->block
+                                                        : (const void *)it->int_block;
+            for (size_t j = 0; j < 2 * it->guard; j++) {
+                size_t at = j < it->guard ? j : it->guard + it->count + (j - it->guard);
+                if (memcmp((const char *)block + at * 4, &GUARD_BITS, sizeof GUARD_BITS) != 0) {
+                    if (j < it->guard)
                         snprintf(reason, sizeof reason,
-                                 "your function wrote before the start of %s, %zu floats early",
-                                 it->name, GUARD - j);
+                                 "your function wrote before the start of %s, %zu elements "
+                                 "early", it->name, it->guard - j);
                     else
                         snprintf(reason, sizeof reason,
-                                 "your function wrote past the end of %s (%zu floats), at "
-                                 "index %zu", it->name, it->count, it->count + (j - GUARD));
+                                 "your function wrote past the end of %s (%zu elements), at "
+                                 "index %zu", it->name, it->count, it->count + (j - it->guard));
                     if (reporting())
                         report_head();
                     fail_case(1, reason);
@@ -528,6 +567,20 @@ float draw_scale(Rng *rng, int index)
     }
 }
 
+bool large_case(int index, int count) { return index >= count - LARGE_CASES; }
+
+bool mask_probe_case(int index) { return index >= 5 && index % 10 == 5; }
+
+float mask_probe_magnitude(int index) { return index % 20 == 5 ? 1e5f : 1e30f; }
+
+void mask_probe_row(Rng *rng, float *row, int n, int valid_len, float magnitude)
+{
+    for (int j = 0; j < n; j++) {
+        float near = magnitude * (1.0f + 1e-5f * rng_normal(rng));
+        row[j] = j < valid_len ? -near : near;
+    }
+}
+
 Tensor *draw_normal(Rng *rng, float scale, int ndim, const int *shape)
 {
     Tensor *t = tensor_normal(rng, 0.0f, 1.0f, ndim, shape);
@@ -553,77 +606,210 @@ ValidLens *draw_valid_lens(Rng *rng, int batch, int num_queries, int num_keys, b
 }
 
 /* ---- crashes, exits and loops inside the learner's function ------------------------ */
+/*
+ * The cases run in a child process; the parent only waits. A verdict counts
+ * when the child's grader code reached it (`done` below), never because the
+ * process ended with status 0: a function that calls exit(0), _exit(0) or
+ * raise(SIGTERM), that overflows the stack or loops, ends the child, and
+ * the parent says how, naming the case that was running. What the child
+ * wrote on stderr (a library's refusal, a sanitizer's report) is read by
+ * the parent, quoted in the verdict when it is the reason, and passed on.
+ */
 
-static void say(const char *text) { (void)!write(STDOUT_FILENO, text, strlen(text)); }
+/* What the child tells the parent, in memory they share. */
+typedef struct {
+    int index;                 /* the case running now */
+    int in_call;               /* inside the learner's function */
+    int stack_overflow;        /* a fault on an address next to the stack */
+    int done;                  /* the grader's code reached its verdict */
+    int status;                /* that verdict: 0 passed, 1 failed */
+    char description[256];
+} Shared;
 
-static void say_case_number(void)
+static Shared *shared;
+static uintptr_t stack_top;    /* an address near the top of the child's stack */
+
+static void note_call(bool in_call)
 {
-    char digits[16];
-    int n = 0, value = g.index + 1;
-    do {
-        digits[n++] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value);
-    while (n)
-        (void)!write(STDOUT_FILENO, &digits[--n], 1);
-}
-
-static void on_signal(int sig)
-{
-    const char *what = sig == SIGSEGV ? "crashed (segmentation fault: a read or write outside "
-                                        "a tensor, or through NULL)"
-                     : sig == SIGBUS  ? "crashed (bus error)"
-                     : sig == SIGFPE  ? "crashed (arithmetic error: an integer division by zero?)"
-                     : sig == SIGABRT ? "stopped (abort)"
-                     : sig == SIGALRM ? "did not finish in time (a loop that never ends?)"
-                                      : "stopped by a signal";
-    if (!g.one_line) {
-        say(g.file);
-        say(": failed, case ");
-    } else {
-        say("failed: case ");
+    g.in_call = in_call;
+    if (shared) {
+        shared->index = g.index;
+        shared->in_call = in_call;
+        memcpy(shared->description, g.description, sizeof shared->description);
     }
-    say_case_number();
-    say(g.in_call || sig == SIGALRM ? ": your function " : ": the grader ");
-    say(what);
-    say("\n");
-    if (!g.one_line) {
-        say("  the case: ");
-        say(g.description);
-        say("\n");
-    }
-    _exit(1);
 }
 
-static void on_exit_call(void)
+/* The child's fault handler, on a stack of its own: notes whether the
+ * address is next to the stack (an overflow), then lets the fault kill the
+ * child as it would have (SA_RESETHAND: the retried access meets the
+ * default action). */
+static void on_fault(int sig, siginfo_t *info, void *context)
 {
-    if (!g.in_call)
-        return;
-    fflush(stderr);
-    if (g.one_line)
-        printf("failed: case %d: your function ended the program (its message is above)\n",
-               g.index + 1);
-    else
-        printf("%s: failed, case %d of %d: your function ended the program; a call it made "
-               "refused its arguments (the message above)\n  the case: %s\n",
-               g.file, g.index + 1, exercise.num_cases, g.description);
-    fflush(stdout);
-    _exit(1);
+    (void)context;
+    uintptr_t at = (uintptr_t)info->si_addr;
+    struct rlimit limit;
+    uintptr_t reach = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                          ? (uintptr_t)limit.rlim_cur : (uintptr_t)1 << 30;
+    if (sig == SIGSEGV && at < stack_top && stack_top - at <= reach + (1u << 20))
+        shared->stack_overflow = 1;
 }
 
-static void catch_crashes(void)
+static void catch_faults(void)
 {
+    static char alternate[1 << 16];
+    stack_t ss = {.ss_sp = alternate, .ss_size = sizeof alternate, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
-    int signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGALRM};
-    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-        sigaction(signals[i], &sa, NULL);
-    atexit(on_exit_call);
-    /* GRADER_TIME_LIMIT (seconds) shortens the limit, for the grader's own tests */
-    const char *limit = getenv("GRADER_TIME_LIMIT");
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+static volatile sig_atomic_t timed_out;
+static void on_alarm(int sig) { (void)sig; timed_out = 1; }
+
+/* The first line of text that is not the grader's own trace, or "". */
+static void first_message(const char *text, char *line, size_t len)
+{
+    line[0] = '\0';
+    for (const char *at = text; *at;) {
+        const char *end = strchr(at, '\n');
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        if (n > 0 && strncmp(at, "grader: case ", 13) != 0) {
+            snprintf(line, len, "%.*s", (int)n, at);
+            return;
+        }
+        at += n + (end != NULL);
+    }
+}
+
+static bool sanitizer_report(const char *text)
+{
+    return strstr(text, "ERROR: AddressSanitizer") || strstr(text, "ERROR: LeakSanitizer") ||
+           strstr(text, ": runtime error: ");
+}
+
+/* What ended the child, in words: "crashed (...)", "ended the program ...". */
+static void say_how_it_ended(int wait_status, const char *message, char *what, size_t len)
+{
+    if (timed_out) {
+        snprintf(what, len, "did not finish in time (a loop that never ends?)");
+    } else if (WIFSIGNALED(wait_status)) {
+        int sig = WTERMSIG(wait_status);
+        if (sig == SIGSEGV && shared->stack_overflow)
+            snprintf(what, len, "overflowed the stack (a recursion that never stops, or a "
+                                "local array too large for the stack?)");
+        else if (sig == SIGSEGV)
+            snprintf(what, len, "crashed (segmentation fault: a read or write outside a "
+                                "tensor, or through NULL)");
+        else if (sig == SIGBUS)
+            snprintf(what, len, "crashed (bus error: a read or write outside a tensor)");
+        else if (sig == SIGFPE)
+            snprintf(what, len, "crashed (arithmetic error: an integer division by zero?)");
+        else if (sig == SIGABRT)
+            snprintf(what, len, "stopped the program (abort: an assert that failed?)%s%s",
+                     message[0] ? ": " : "", message);
+        else
+            snprintf(what, len, "ended the program with signal %d (%s): a function returns "
+                                "to its caller, it never raises or kills", sig, strsignal(sig));
+    } else if (message[0]) {
+        snprintf(what, len, "ended the program (exit status %d) with this message: %s",
+                 WEXITSTATUS(wait_status), message);
+    } else {
+        snprintf(what, len, "ended the program (exit status %d, no message): a function "
+                            "returns to its caller; exit and _exit end the whole grader",
+                 WEXITSTATUS(wait_status));
+    }
+}
+
+/* Run the grader (run_cases) in a child and wait for it; the status to exit
+ * with. */
+static int run_in_child(int (*run_cases)(void))
+{
+    shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                  -1, 0);
+    FILE *errors = tmpfile();
+    if (shared == MAP_FAILED || !errors) {
+        fprintf(stderr, "grader: cannot prepare the child that runs the cases\n");
+        return 2;
+    }
+    memset(shared, 0, sizeof *shared);
+    shared->index = -1;
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "grader: cannot start the child that runs the cases\n");
+        return 2;
+    }
+    if (child == 0) {
+        dup2(fileno(errors), STDERR_FILENO);
+        int here = 0;
+        stack_top = (uintptr_t)&here;
+        catch_faults();
+        int status = run_cases();
+        fflush(stdout);
+        shared->status = status;
+        shared->done = 1;
+        _exit(status);
+    }
+
+    /* the parent: wait, within the time limit */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;   /* no SA_RESTART: waitpid returns at the alarm */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    const char *limit = getenv("GRADER_TIME_LIMIT");   /* shorter, for the grader's tests */
     alarm(limit && atoi(limit) > 0 ? (unsigned)atoi(limit) : TIME_LIMIT);
+    int wait_status = 0;
+    while (waitpid(child, &wait_status, 0) < 0) {
+        if (timed_out)
+            kill(child, SIGKILL);
+    }
+    alarm(0);
+
+    /* what the child wrote on stderr, passed on */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *mem = open_memstream(&text, &text_len);
+    rewind(errors);
+    char chunk[4096];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, errors)) > 0;) {
+        fwrite(chunk, 1, n, stderr);
+        if (mem)
+            fwrite(chunk, 1, n, mem);
+    }
+    fclose(errors);
+    if (mem)
+        fclose(mem);
+    const char *written = text ? text : "";
+
+    int status;
+    if (shared->done && !timed_out) {
+        status = shared->status;
+    } else if (!timed_out && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 3 &&
+               sanitizer_report(written)) {
+        status = 3;   /* a sanitizer stopped it: check reads the report */
+    } else {
+        char message[256], what[512];
+        first_message(written, message, sizeof message);
+        say_how_it_ended(wait_status, message, what, sizeof what);
+        const char *who = shared->in_call || timed_out || shared->index < 0
+                              ? "your function"
+                              : "the grader, reading what your function returned,";
+        if (g.one_line)
+            printf("failed: case %d: %s %s\n", shared->index + 1, who, what);
+        else
+            printf("%s: failed, case %d of %d: %s %s\n  the case: %s\n", g.file,
+                   shared->index + 1, exercise.num_cases, who, what, shared->description);
+        status = 1;
+    }
+    free(text);
+    munmap(shared, sizeof *shared);
+    return status;
 }
 
 /* ---- main ----------------------------------------------------------------------------- */
@@ -638,27 +824,14 @@ static bool run_case(int index)
         exercise.grade_case(&rng, index);
         passed = true;
     }
-    g.in_call = 0;
+    note_call(false);
     return passed;
 }
 
-int main(int argc, char **argv)
+/* Every case quietly, then the smallest failing one again, printed; the
+ * exit status (in the child). */
+static int run_cases(void)
 {
-    g.file = exercise.name;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--one-line") == 0)
-            g.one_line = true;
-        else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc)
-            g.file = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--one-line] [--file PATH]\n", argv[0]);
-            return 2;
-        }
-    }
-    error_set_program(exercise.name);
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    catch_crashes();
-
     /* pass 1: every case, quietly; keep the smallest that fails */
     int failing = -1, failures = 0;
     size_t failing_size = SIZE_MAX;
@@ -672,8 +845,8 @@ int main(int argc, char **argv)
             else
                 printf("%s: not started yet. Write my_%s there, delete its not_started() line, "
                        "and run this again; the hints are under exercise %s in "
-                       "%s/README.md.\n",
-                       g.file, exercise.name, exercise.number, exercise.chapter);
+                       "%s/%s.\n",
+                       g.file, exercise.name, exercise.number, exercise.chapter, exercise_page());
             return 1;
         }
         if (!passed) {
@@ -702,4 +875,33 @@ int main(int argc, char **argv)
     else
         printf("  (%d of the %d cases fail)\n", failures, exercise.num_cases);
     return 1;
+}
+
+/* --describe: the exercise's settings, read by tests/grader/check. */
+static void describe(void)
+{
+    printf("name %s\nchapter %s\nnumber %s\ncases %d\nrefuses %s\npage %s\n", exercise.name,
+           exercise.chapter, exercise.number, exercise.num_cases,
+           exercise.refuses ? exercise.refuses : "", exercise_page());
+}
+
+int main(int argc, char **argv)
+{
+    g.file = exercise.name;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--one-line") == 0)
+            g.one_line = true;
+        else if (strcmp(argv[i], "--describe") == 0) {
+            describe();
+            return 0;
+        } else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc)
+            g.file = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--one-line] [--file PATH] | --describe\n", argv[0]);
+            return 2;
+        }
+    }
+    error_set_program(exercise.name);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return run_in_child(run_cases);
 }

@@ -40,6 +40,13 @@ typedef struct {
     int num_cases;         /* at least 100 */
     /* Draw case `index` from rng, call the learner's function, check it. */
     void (*grade_case)(Rng *rng, int index);
+    /* The repository's functions that compute what the exercise asks for,
+     * space-separated: a file that calls one of them, or any function of
+     * common/ that calls one (tests/grader/check finds those), fails. */
+    const char *refuses;
+    /* The page of the chapter whose exercise section holds it and its
+     * hints: "streaming.md"; NULL for the chapter's README.md. */
+    const char *page;
 } Exercise;
 
 extern const Exercise exercise;   /* each tests/grader/NAME.c defines one */
@@ -57,9 +64,12 @@ int *case_ints(const char *name, int *values, int count);
 Tensor *case_keep(Tensor *t);
 ValidLens *case_keep_valid_lens(ValidLens *valid_lens);
 /* Scratch memory of n floats for a learner's function to write into: NaN
- * in every slot (an untouched one fails), and guard zones on both sides
- * that case_called checks. Freed when the case ends. */
+ * in every slot (an untouched one fails), and guard zones of n floats (64
+ * at least) on both sides that case_called checks; past them the sanitizer
+ * sees the block's end. Freed when the case ends. */
 float *case_output(const char *name, size_t n);
+/* The same for n ints, each -12345 before the call. */
+int *case_output_ints(const char *name, size_t n);
 
 /* Call right before and right after the learner's function: checks that it
  * left its inputs and the guard zones alone, and whether it is still the
@@ -102,6 +112,19 @@ int draw_size(Rng *rng, int index, int count, int low, int high);
 /* A scale for case `index`: 1 most of the time, up to 1e4 for every fourth
  * case after the first few (where a softmax without its maximum overflows). */
 float draw_scale(Rng *rng, int index);
+/* The last LARGE_CASES cases of `count` are large: sizes in the hundreds
+ * for a row, odd ones for a layer, past any buffer a learner might fix. */
+enum { LARGE_CASES = 3 };
+bool large_case(int index, int count);
+/* Every tenth case, from the sixth on, probes the mask (mask_probe below). */
+bool mask_probe_case(int index);
+/* The magnitude a mask probe uses: 1e5, or 1e30 every other probe. */
+float mask_probe_magnitude(int index);
+/* Fills a row of n scores with kept ones (j < valid_len) near -magnitude
+ * and masked ones near +magnitude: a mask of any finite value above
+ * -magnitude then leaves weight on a masked key, and only a masked weight
+ * of exactly 0 passes. Near: within magnitude * 1e-5, drawn. */
+void mask_probe_row(Rng *rng, float *row, int n, int valid_len, float magnitude);
 /* A tensor of normal values times scale. */
 Tensor *draw_normal(Rng *rng, float scale, int ndim, const int *shape);
 /* valid_lens for (B, T) queries of n_k keys: 1-D when two_d is false.

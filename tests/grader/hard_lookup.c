@@ -1,8 +1,7 @@
 /* hard_lookup.c - grades exercise 1.3, the dictionary as attention: the key
  * that matches the query best. The reference is the argmax of matmul_bt's
  * scores (common/ops.c), the first on a tie. Half the cases are the
- * dictionary itself, one-hot keys and a one-hot query that may match none.
- * refuses: matmul_bt matmul_bt_raw */
+ * dictionary itself, one-hot keys and a one-hot query that may match none. */
 #include "exercises.h"
 #include "grader.h"
 #include "ops.h"
@@ -110,4 +109,5 @@ static void grade_case(Rng *rng, int index)
                 expected, got);
 }
 
-const Exercise exercise = {"hard_lookup", "01_dot_product", "1.3", 100, grade_case};
+const Exercise exercise = {"hard_lookup", "01_dot_product", "1.3", 100, grade_case,
+                           "matmul_bt matmul_bt_raw", NULL};

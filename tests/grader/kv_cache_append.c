@@ -1,8 +1,7 @@
 /* kv_cache_append.c - grades exercise 5.3, one token written into the
  * key-value cache, against kv_cache_append (common/kv_cache.c): two caches
  * holding the same earlier tokens get the same new one, and must then hold
- * the same bits everywhere and the same length.
- * refuses: kv_cache_append decode_step */
+ * the same bits everywhere and the same length. */
 #include "exercises.h"
 #include "grader.h"
 
@@ -81,4 +80,5 @@ static void grade_case(Rng *rng, int index)
     expect_same_cache("values", &shape, values_want->data, values_have->data);
 }
 
-const Exercise exercise = {"kv_cache_append", "05_multihead", "5.3", 100, grade_case};
+const Exercise exercise = {"kv_cache_append", "05_multihead", "5.3", 100, grade_case,
+                           "kv_cache_append decode_step", NULL};

@@ -1,6 +1,5 @@
 /* linear.c - grades exercise 5.1, nn.Linear's y = x W^T + b in PyTorch's
- * (out, in) layout, against linear (common/ops.c).
- * refuses: linear linear_output matmul_bt matmul_bt_raw */
+ * (out, in) layout, against linear (common/ops.c). */
 #include "exercises.h"
 #include "grader.h"
 #include "ops.h"
@@ -29,4 +28,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("y", expected, got, 1e-5, 1e-5, 2);
 }
 
-const Exercise exercise = {"linear", "05_multihead", "5.1", 100, grade_case};
+const Exercise exercise = {"linear", "05_multihead", "5.1", 100, grade_case,
+                           "linear linear_output matmul_bt matmul_bt_raw", NULL};

@@ -1,8 +1,7 @@
 /* multihead_forward.c - grades exercise 5.2, the multi-head layer's forward
  * from the repository's pieces, against multihead_forward
  * (common/multihead.c) in evaluation mode. A result that matches the layer
- * with scores divided by sqrt(D) instead of sqrt(d) is named.
- * refuses: multihead_forward multihead_forward_cache multihead_forward_checked fast_multihead_forward */
+ * with scores divided by sqrt(D) instead of sqrt(d) is named. */
 #include "exercises.h"
 #include "grader.h"
 
@@ -78,4 +77,5 @@ static void grade_case(Rng *rng, int index)
     multihead_free(layer);
 }
 
-const Exercise exercise = {"multihead_forward", "05_multihead", "5.2", 120, grade_case};
+const Exercise exercise = {"multihead_forward", "05_multihead", "5.2", 120, grade_case,
+                           "multihead_forward multihead_forward_cache fast_multihead_forward", NULL};

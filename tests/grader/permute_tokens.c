@@ -1,7 +1,6 @@
 /* permute_tokens.c - grades exercise 6.1, applying a permutation to the
  * tokens, against permute_tokens (common/permute_tokens.c), exactly. The
- * input holds distinct whole numbers, so a misplaced token says which it is.
- * refuses: permute_tokens permute_along permute_queries_and_keys */
+ * input holds distinct whole numbers, so a misplaced token says which it is. */
 #include "exercises.h"
 #include "grader.h"
 #include "permute_tokens.h"
@@ -64,4 +63,5 @@ static void grade_case(Rng *rng, int index)
                 b_at, i_at, have, i_at, want);
 }
 
-const Exercise exercise = {"permute_tokens", "06_permutation_invariance", "6.1", 100, grade_case};
+const Exercise exercise = {"permute_tokens", "06_permutation_invariance", "6.1", 100, grade_case,
+                           "permute_tokens permute_along permute_queries_and_keys", NULL};

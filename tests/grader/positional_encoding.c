@@ -1,8 +1,7 @@
 /* positional_encoding.c - grades exercise 6.5, d2l's sinusoidal positional
  * encoding, against positional_encoding (common/positional.c). Position 0
  * is checked first: its sines are 0 and its cosines 1, exactly. An
- * exponent j / D where 2j / D belongs is named.
- * refuses: positional_encoding add_positional_encoding */
+ * exponent j / D where 2j / D belongs is named. */
 #include "exercises.h"
 #include "grader.h"
 #include "positional.h"
@@ -46,4 +45,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("PE", expected, got, 2e-5, 1e-5, 3);
 }
 
-const Exercise exercise = {"positional_encoding", "06_permutation_invariance", "6.5", 100, grade_case};
+const Exercise exercise = {"positional_encoding", "06_permutation_invariance", "6.5", 100, grade_case,
+                           "positional_encoding add_positional_encoding", NULL};

@@ -1,8 +1,7 @@
 /* repeat_kv_heads.c - grades exercise 5.4, grouped-query attention's
  * key-value heads repeated for the query heads that read them, against
  * repeat_kv_heads (common/heads.c). The input holds distinct whole numbers,
- * so a misplaced row says which head it came from.
- * refuses: repeat_kv_heads split_kv_heads */
+ * so a misplaced row says which head it came from. */
 #include "exercises.h"
 #include "grader.h"
 #include "heads.h"
@@ -43,4 +42,5 @@ static void grade_case(Rng *rng, int index)
     }
 }
 
-const Exercise exercise = {"repeat_kv_heads", "05_multihead", "5.4", 100, grade_case};
+const Exercise exercise = {"repeat_kv_heads", "05_multihead", "5.4", 100, grade_case,
+                           "repeat_kv_heads split_kv_heads", NULL};

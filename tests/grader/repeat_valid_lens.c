@@ -1,7 +1,6 @@
 /* repeat_valid_lens.c - grades exercise 4.4, valid_lens over the heads,
  * against valid_lens_repeat_interleave (common/heads.c). Every sequence
- * gets lengths of its own, so a row that reads another sequence's shows.
- * refuses: valid_lens_repeat_interleave */
+ * gets lengths of its own, so a row that reads another sequence's shows. */
 #include "exercises.h"
 #include "grader.h"
 #include "heads.h"
@@ -43,4 +42,5 @@ static void grade_case(Rng *rng, int index)
         }
 }
 
-const Exercise exercise = {"repeat_valid_lens", "04_transpose_qkv", "4.4", 100, grade_case};
+const Exercise exercise = {"repeat_valid_lens", "04_transpose_qkv", "4.4", 100, grade_case,
+                           "valid_lens_repeat_interleave", NULL};

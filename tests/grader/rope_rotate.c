@@ -2,8 +2,7 @@
  * vector, against rope_forward (common/rope.c), and the two properties the
  * page builds on: a rotation keeps the vector's length, and the score of a
  * rotated query and key depends on the offset of their positions only. A
- * rotation of the half split (x[i] with x[i + d/2]) is named.
- * refuses: rope_rotate rope_forward rope_backward rope_theta */
+ * rotation of the half split (x[i] with x[i + d/2]) is named. */
 #include "exercises.h"
 #include "grader.h"
 #include "rope.h"
@@ -30,6 +29,25 @@ static float dot(const float *a, const float *b, int d)
     return (float)sum;
 }
 
+static const char IN_PLACE_SLIP[] =
+    "x[2i + 1] was computed from the new x[2i]: the first line of the pair overwrote a "
+    "before the second read it; keep the old a and b";
+
+/* Is got what a rotation gives that writes x[2i] first and then reads it
+ * back for x[2i + 1] (the in-place slip)? */
+static bool reads_its_new_value(const float *x, const float *got, int d, int position)
+{
+    for (int i = 0; i < d / 2; i++) {
+        double angle = position * pow(10000.0, -2.0 * i / d);
+        float c = (float)cos(angle), s = (float)sin(angle);
+        float a = x[2 * i] * c - x[2 * i + 1] * s, b = a * s + x[2 * i + 1] * c;
+        if (fabsf(a - got[2 * i]) > 1e-5f + 1e-4f * fabsf(a) ||
+            fabsf(b - got[2 * i + 1]) > 1e-5f + 1e-4f * fabsf(b))
+            return false;
+    }
+    return true;
+}
+
 static void grade_case(Rng *rng, int index)
 {
     int d = index == 0 ? 2 : 2 * draw_size(rng, index, 120, 2, 8);
@@ -50,6 +68,8 @@ static void grade_case(Rng *rng, int index)
 
     Tensor *rotated = case_keep(tensor_from(got, SHAPE(d)));
     expect_finite("x", rotated, 1);
+    expect_that(position == 0 || !reads_its_new_value(x->data, got, d, position), 3,
+                "%s", IN_PLACE_SLIP);
     float before = sqrtf(dot(x->data, x->data, d)), after = sqrtf(dot(got, got, d));
     expect_that(fabsf(after - before) <= 1e-5f + 1e-5f * before, 1,
                 "the rotated vector's length is %.7g, was %.7g: a rotation keeps lengths",
@@ -79,6 +99,8 @@ static void grade_case(Rng *rng, int index)
         my_rope_rotate(q2, d, position + 3 + offset);
         my_rope_rotate(k2, d, position + offset);
         case_called();
+        expect_that(!reads_its_new_value(x->data, q, d, position + 3), 3,
+                    "%s", IN_PLACE_SLIP);
         float s1 = dot(q, k, d), s2 = dot(q2, k2, d);
         expect_that(fabsf(s1 - s2) <= 1e-4f + 1e-4f * fabsf(s1), 2,
                     "a query at %d and a key at %d score %.6g, at %d and %d they score %.6g: "
@@ -89,4 +111,5 @@ static void grade_case(Rng *rng, int index)
     expect_close_floats("x", expected->data, got, SHAPE(d), 1e-5, 1e-4, 3);
 }
 
-const Exercise exercise = {"rope_rotate", "06_permutation_invariance", "6.4", 120, grade_case};
+const Exercise exercise = {"rope_rotate", "06_permutation_invariance", "6.4", 120, grade_case,
+                           "rope_rotate rope_forward rope_backward rope_theta", NULL};

@@ -1,6 +1,5 @@
 /* scaled_scores.c - grades exercise 3.1, the scaled scores Q K^T / sqrt(d),
- * against matmul_bt (common/ops.c) scaled as dot_product_attention scales.
- * refuses: matmul_bt matmul_bt_raw dot_product_attention dot_product_attention_cache */
+ * against matmul_bt (common/ops.c) scaled as dot_product_attention scales. */
 #include "exercises.h"
 #include "grader.h"
 #include "ops.h"
@@ -49,4 +48,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("scores", expected, got, 1e-5, 1e-5, 2);
 }
 
-const Exercise exercise = {"scaled_scores", "03_self_attention", "3.1", 100, grade_case};
+const Exercise exercise = {"scaled_scores", "03_self_attention", "3.1", 100, grade_case,
+                           "matmul_bt matmul_bt_raw dot_product_attention dot_product_attention_cache", NULL};

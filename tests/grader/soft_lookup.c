@@ -2,8 +2,7 @@
  * softmax(queries keys^T) values, against unscaled_attention
  * (common/worked_example.c). softmax_row and softmax (common/softmax.h) may
  * be called; the scores reach the thousands, where a softmax that does not
- * subtract its maximum overflows.
- * refuses: unscaled_attention dot_product_attention dot_product_attention_cache */
+ * subtract its maximum overflows. */
 #include "exercises.h"
 #include "grader.h"
 #include "ops.h"
@@ -87,4 +86,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("output", expected, got, 1e-5, 1e-4, 3);
 }
 
-const Exercise exercise = {"soft_lookup", "01_dot_product", "1.4", 100, grade_case};
+const Exercise exercise = {"soft_lookup", "01_dot_product", "1.4", 100, grade_case,
+                           "unscaled_attention dot_product_attention dot_product_attention_cache", NULL};

@@ -1,8 +1,7 @@
 /* split_offset.c - grades exercise 4.1, where an element of x lands when
  * the heads are split, against transpose_qkv (common/heads.c) applied to
  * x = arange: the value found at each place of the result is the flat
- * index of the element that landed there.
- * refuses: transpose_qkv transpose_output_backward */
+ * index of the element that landed there. */
 #include "exercises.h"
 #include "grader.h"
 #include "heads.h"
@@ -31,4 +30,5 @@ static void grade_case(Rng *rng, int index)
     }
 }
 
-const Exercise exercise = {"split_offset", "04_transpose_qkv", "4.1", 100, grade_case};
+const Exercise exercise = {"split_offset", "04_transpose_qkv", "4.1", 100, grade_case,
+                           "transpose_qkv transpose_output_backward", NULL};

@@ -3,8 +3,7 @@
  * on whole numbers that name their own place and on fractions i + k/100.
  * Checked in this order: the shape, every element of x exactly once in
  * the result, each element where the reference puts it, and the round trip
- * transpose_qkv(result) = x, bit for bit.
- * refuses: transpose_output transpose_qkv_backward */
+ * transpose_qkv(result) = x, bit for bit. */
 #include "exercises.h"
 #include "grader.h"
 #include "heads.h"
@@ -50,4 +49,5 @@ static void grade_case(Rng *rng, int index)
                 "transpose_qkv of your result is not x again: the round trip must be exact");
 }
 
-const Exercise exercise = {"transpose_output", "04_transpose_qkv", "4.3", 100, grade_case};
+const Exercise exercise = {"transpose_output", "04_transpose_qkv", "4.3", 100, grade_case,
+                           "transpose_output transpose_qkv_backward", NULL};

@@ -3,8 +3,7 @@
  * value must arrive exactly, bit for bit (tolerance 0), on whole numbers
  * that name their own place and on fractions i + k/100. Checked in this
  * order: the shape, every element of x exactly once in the result, then
- * each element where the reference puts it.
- * refuses: transpose_qkv transpose_output_backward */
+ * each element where the reference puts it. */
 #include "exercises.h"
 #include "grader.h"
 #include "heads.h"
@@ -46,4 +45,5 @@ static void grade_case(Rng *rng, int index)
     }
 }
 
-const Exercise exercise = {"transpose_qkv", "04_transpose_qkv", "4.2", 100, grade_case};
+const Exercise exercise = {"transpose_qkv", "04_transpose_qkv", "4.2", 100, grade_case,
+                           "transpose_qkv transpose_output_backward", NULL};

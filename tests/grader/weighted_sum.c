@@ -1,6 +1,5 @@
 /* weighted_sum.c - grades exercise 1.2, the weighted sum of values, against
- * matmul (common/ops.c).
- * refuses: matmul matmul_raw matmul_bt matmul_bt_raw */
+ * matmul (common/ops.c). */
 #include "exercises.h"
 #include "grader.h"
 #include "ops.h"
@@ -27,4 +26,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("output", expected, got, 1e-5, 1e-5, 2);
 }
 
-const Exercise exercise = {"weighted_sum", "01_dot_product", "1.2", 100, grade_case};
+const Exercise exercise = {"weighted_sum", "01_dot_product", "1.2", 100, grade_case,
+                           "matmul matmul_raw matmul_bt matmul_bt_raw", NULL};
