@@ -4,9 +4,10 @@
  * nn.MultiheadAttention, compared with PyTorch's results), or write the
  * layer of multihead's Part 3 as such files.
  *
- * multihead hands its file options over to this tool (CLI_TOOL in
- * common/io/cli.h), so `multihead --from DIR --heads H` and
- * `multihead --to DIR` run here, and their lines start with "multihead:".
+ * multihead runs this tool's code as its file mode (CLI_MODE in
+ * common/io/cli.h): the program links this file and calls layer_files_main,
+ * so `multihead --from DIR --heads H` and `multihead --to DIR` run here, in
+ * multihead's process, and their lines start with "multihead:".
  *
  *   --from DIR --heads H [--to OUT] [--plot DIR]
  *       the layer of DIR's files, checked against DIR/expected_*.npy;
@@ -31,8 +32,8 @@
 
 enum { MAX_BATCH = 64 };
 
-/* The program's name in every line: "multihead" when multihead handed
- * the command line over, else "layer_files". */
+/* The program's name in every line: "multihead" when multihead runs this
+ * mode, else "layer_files" (program_name, error.h). */
 static const char *PROG = "layer_files";
 
 typedef struct {
@@ -240,10 +241,20 @@ static void check_options(const Options *opt)
         cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
 }
 
-int main(int argc, char **argv)
+/* The tool's entry: its own program's, and multihead's --from and --to. */
+int layer_files_main(int argc, char **argv)
 {
-    PROG = cli_program_name(argv[0], "layer_files");
+    PROG = program_name("layer_files");
     const Options opt = parse_options(argc, argv);
     check_options(&opt);
     return opt.from_dir ? layer_from_files(&opt) : layer_to_files(&opt);
 }
+
+/* The tool as a program of its own; a program that runs it as a mode links
+ * this file built with -DTOOL_AS_MODE, without this main (see the Makefile). */
+#ifndef TOOL_AS_MODE
+int main(int argc, char **argv)
+{
+    return layer_files_main(argc, argv);
+}
+#endif

@@ -9,7 +9,8 @@
  * Part 3: the same layer on random inputs, where rows and heads differ.
  *
  * The layer on weights and inputs from .npy files (section 4 of the README),
- * --from and --to, is the tool beside this program, layer_files.c.
+ * --from and --to, is a mode of this program that is also a tool of its
+ * own: layer_files.c, linked in.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
  * H = num_heads, D = num_hiddens, d = D / H.
@@ -29,6 +30,9 @@
 #include "valid_lens.h"
 
 static const char PROG[] = "multihead";
+
+/* The file modes, --from and --to: layer_files.c, linked into this program */
+int layer_files_main(int argc, char **argv);
 
 /* --valid-lens reads up to this many lengths, to say how many it got */
 enum { MAX_BATCH = 64 };
@@ -281,12 +285,12 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
         /* the layer on .npy files, and Part 3's layer written as them */
-        {"--from", CLI_TOOL, .tool = "layer_files",
+        {"--from", CLI_MODE, .tool = "layer_files", .mode = layer_files_main,
          .help = "a layer from .npy files, or Part 3's layer written as them"},
-        {"--to", CLI_TOOL, .tool = "layer_files"},
-        {"--batch", CLI_TOOL, .tool = "layer_files"},
-        {"--queries", CLI_TOOL, .tool = "layer_files"},
-        {"--keys", CLI_TOOL, .tool = "layer_files"},
+        {"--to", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+        {"--batch", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+        {"--queries", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+        {"--keys", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
     };
     static const char summary[] =
         "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
