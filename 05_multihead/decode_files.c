@@ -14,7 +14,7 @@
 
 #include "heads.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "kv_cache.h"
 #include "tensor.h"
 

@@ -11,7 +11,7 @@
  *
  *   --from DIR --heads H [--to OUT] [--plot DIR]
  *       the layer of DIR's files, checked against DIR/expected_*.npy;
- *       its results written into OUT (common/io/layer_files.h)
+ *       its results written into OUT (common/run/layer_files.h)
  *   --to DIR [sizes, --valid-lens, --bias, --dropout, --train, --seed]
  *       the layer of multihead's Part 3 on its random inputs, built by the
  *       same function (multihead_example.h), so the same numbers for the
@@ -25,7 +25,7 @@
 
 #include "error.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "multihead.h"
 #include "multihead_example.h"
 #include "random.h"
@@ -59,6 +59,17 @@ static int save_run(const char *dir, const LayerFiles *inputs, const LayerResult
     return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
 }
 
+/* --to and --plot, each written whatever becomes of the other (a failed
+ * one says so in its own line): 0, or 1. */
+static int save_and_plot(const Options *opt, const LayerFiles *inputs,
+                         const LayerResults *results)
+{
+    const int saved = opt->to_dir ? save_run(opt->to_dir, inputs, results) : 0;
+    const int plotted = opt->plot_dir &&
+                        layer_files_plot_multihead(opt->plot_dir, results->attention_weights) != 0;
+    return saved != 0 || plotted != 0;
+}
+
 /* ---- --from: a layer from .npy files ------------------------------------------------ */
 
 /* The layer of files, its results checked (within memory and finite by
@@ -88,13 +99,10 @@ static int run_from_files(const Options *opt, const LayerFiles *files)
                               opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
                                                                           : "") != 0;
     }
-    if (status == 0 && opt->plot_dir &&
-        layer_files_plot_multihead(opt->plot_dir, results.attention_weights) != 0)
-        status = 1;
     /* into another directory the inputs go too, so that it holds one whole run */
     const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
-    if (status == 0 && opt->to_dir)
-        status = save_run(opt->to_dir, same ? NULL : files, &results);
+    if (status == 0)
+        status = save_and_plot(opt, same ? NULL : files, &results);
     layer_results_free(&results);
     return status;
 }
@@ -119,10 +127,8 @@ static int write_part3(const Options *opt, MultiheadExample *ex, ValidLens *vali
     Tensor *weights = NULL;
     Tensor *output = multihead_forward(ex->layer, ex->X, ex->Y, ex->Y, valid_lens, opt->train,
                                        &ex->rng, &weights);
-    int status = opt->plot_dir && layer_files_plot_multihead(opt->plot_dir, weights) != 0;
     const LayerFiles inputs = layer_files_borrow(ex->layer, ex->X, ex->Y, ex->Y, valid_lens);
-    if (status == 0)
-        status = save_run(opt->to_dir, &inputs, &(LayerResults){output, weights, {0}});
+    const int status = save_and_plot(opt, &inputs, &(LayerResults){output, weights, {0}});
     if (status == 0)
         printf("%s also holds the inputs and parameters: run it again with\n"
                "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir,
@@ -187,7 +193,7 @@ static Options parse_options(int argc, char **argv)
          .default_text = "3,2 as d2l;\n--keys for every sequence at other sizes"},
         {"--bias", CLI_FLAG, &s->bias, .help = "give the four projections biases",
          .given = part3},
-        {"--dropout", CLI_FLOAT, &s->dropout, .min = 0.0, .max = 0.99, .metavar = "P",
+        {"--dropout", CLI_FLOAT, &s->dropout, CLI_DROPOUT_RANGE,
          .help = "dropout on the attention weights", .given = part3},
         {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = part3},
         {"--seed", CLI_U64, &s->seed, .metavar = "N",

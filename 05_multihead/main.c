@@ -22,7 +22,7 @@
 
 #include "error.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "multihead.h"
 #include "multihead_example.h"
 #include "random.h"
@@ -277,7 +277,7 @@ static Options parse_options(int argc, char **argv)
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
          .help = "2 comma-separated lengths from 0 to 6, or 'none'", .default_text = "3,2"},
         {"--bias", CLI_FLAG, &s->bias, .help = "give the four projections biases"},
-        {"--dropout", CLI_FLOAT, &s->dropout, .min = 0.0, .max = 0.99, .metavar = "P",
+        {"--dropout", CLI_FLOAT, &s->dropout, CLI_DROPOUT_RANGE,
          .help = "dropout on the attention weights"},
         {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts"},
         {"--seed", CLI_U64, &s->seed, .metavar = "N",

@@ -21,7 +21,7 @@
 
 #include "error.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "position_attention.h"
 #include "rope.h"
 #include "tensor.h"

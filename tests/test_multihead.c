@@ -22,7 +22,7 @@
 #include "attention_layer.h"
 #include "heads.h"
 #include "helpers.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "io/npy.h"
 #include "multihead.h"
 #include "ops.h"
@@ -53,7 +53,7 @@ static Tensor *load_required(const char *dir, const char *name)
 }
 
 /* A fixture: the layer and inputs as multihead --from reads them
- * (common/io/layer_files.h), and PyTorch's results. */
+ * (common/run/layer_files.h), and PyTorch's results. */
 typedef struct {
     LayerFiles files;
     Tensor *queries, *keys, *values, *expected_output, *expected_weights;

@@ -178,18 +178,6 @@ int cli_long_list(const char *prog, const char *flag, const char *text,
     return cli_read_long_list(prog, flag, text, min, max, out, max_count, NULL, 0);
 }
 
-void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv)
-{
-    if (p < 1.0f)
-        return;
-    const char *text = "1";
-    for (int i = 1; i + 1 < argc; i++)
-        if (cli_is(argv[i], "--dropout"))
-            text = argv[i + 1];
-    cli_fail(prog, "--dropout must be below 1 (1 would drop every weight), got %s%s", text,
-             strtod(text, NULL) < 1.0 ? ", which is 1 as a float" : "");
-}
-
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir)
 {
     struct stat st;

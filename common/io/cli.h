@@ -70,6 +70,12 @@ typedef struct {
 
 #define CLI_COUNT(options) (int)(sizeof(options) / sizeof((options)[0]))
 
+/* --dropout P as every program declares it, a CLI_FLOAT row:
+ *     {"--dropout", CLI_FLOAT, &opt.dropout, CLI_DROPOUT_RANGE, .help = "..."},
+ * 1 would drop every weight, and the range is checked on the float the
+ * library keeps, so 0.99999999 (1 as a float) is refused as 1 is. */
+#define CLI_DROPOUT_RANGE .min = 0, .max = 0.99, .metavar = "P"
+
 /* Parse argv by the table. --help prints the help on stdout and exits 0;
  * every error prints one line and exits 2. Numbers are read strictly: no
  * white space, no leading '+'. cli_parse also arranges for standard output
@@ -145,10 +151,6 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
  * naming the two flags (or a fixed size, "num_hiddens"), then exit 2. */
 void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
                              const char *hiddens_flag, const char *heads_flag);
-/* --dropout P, read by the table as the float the library keeps, where
- * 0.99999999 is already 1: a p of 1 (every weight dropped) is refused,
- * naming what was typed. */
-void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv);
 /* An existing directory a program reads from (--from): "does not exist",
  * "is not a directory" or "cannot be read", a usage error naming it. */
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir);
