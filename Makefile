@@ -105,6 +105,21 @@ programs: $(PROGRAMS)
 # Each program depends on its source and on all of common/.
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
 
+# A mode that is also a tool of its own (cli.h's CLI_MODE): the program
+# links the tool's file, compiled without the tool's main (-DTOOL_AS_MODE),
+# and calls its entry, layer_files_main, in its own process; nothing is
+# started by name, so a program copied, renamed or found through PATH runs
+# its modes all the same.
+$(OUT)/05_multihead/multihead: $(OUT)/build/05_multihead/layer_files.mode.o
+$(OUT)/05_multihead/decode: $(OUT)/build/05_multihead/decode_files.mode.o
+$(OUT)/05_multihead/train: $(OUT)/build/05_multihead/train_bench.mode.o
+$(OUT)/06_permutation_invariance/relative_positions: \
+  $(OUT)/build/06_permutation_invariance/relative_files.mode.o
+$(OUT)/build/%.mode.o: %.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -DTOOL_AS_MODE -c -o $@ $<
+
 # DEPFILE keeps a program's header dependencies under build/, out of the
 # chapter folders. Every program linked is noted in $(OUT)/build/built.txt,
 # so that make clean removes it even after its source is gone (a learner's
@@ -217,7 +232,7 @@ $(OUT)/build/tests/grader/%.o: tests/grader/%.c
 # Clear against fast multi-head attention: time, GFLOP/s, share of the fp32
 # peak and peak memory per configuration; a few minutes (05_multihead/bench.c).
 # Then training steps per second of 05_multihead/train's model (train --bench
-# runs the tool train_bench beside it).
+# runs the tool train_bench's code, linked into it).
 bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train $(OUT)/05_multihead/train_bench
 	$< $(BENCH_ARGS)
 	$(OUT)/05_multihead/train --bench
@@ -242,13 +257,14 @@ bench-language-model: $(OUT)/06_permutation_invariance/language_model
 # ---- heatmaps ---------------------------------------------------------------
 # Every program whose option table has {"--plot", ...} takes --plot DIR and
 # writes NAME.dat + NAME.gp into it (common/io/plot.h); found by pattern, so
-# a new program joins by having the option. A tool beside a program (one
-# that names itself with cli_program_name, such as 05_multihead/layer_files)
-# plots only the files it is given, so it is left out. gnuplot then renders
+# a new program joins by having the option. A tool that is also a mode of
+# another program (one built without its main as well, TOOL_AS_MODE, such
+# as 05_multihead/layer_files) plots only the files it is given, so it is
+# left out. gnuplot then renders
 # each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
-PLOT_SRC := $(shell grep -L 'cli_program_name' $$(grep -l '{"--plot"' $(PROGRAM_SRC)))
+PLOT_SRC := $(shell grep -L 'TOOL_AS_MODE' $$(grep -l '{"--plot"' $(PROGRAM_SRC)))
 PLOT_PROGRAMS := $(patsubst $(OUT)/%,%,$(foreach src,$(PLOT_SRC),$(call program_of,$(src))))
 
 plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))

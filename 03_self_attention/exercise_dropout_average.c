@@ -40,8 +40,8 @@ static Options parse_options(int argc, char **argv)
 {
     Options opt = {.dropout = 0.5f, .draws = 100000, .seed = 0};
     const CliOption options[] = {
-        {"--dropout", CLI_FLOAT, &opt.dropout, .min = 0, .max = 1, .metavar = "P",
-         .help = "dropout probability, below 1"},
+        {"--dropout", CLI_FLOAT, &opt.dropout, CLI_DROPOUT_RANGE,
+         .help = "dropout probability"},
         {"--draws", CLI_INT, &opt.draws, .min = 10, .max = 1000000, .metavar = "N",
          .help = "draws in all, cut into groups of 1, 10, 100, ..."},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the tokens and the coin flips"},
@@ -50,7 +50,6 @@ static Options parse_options(int argc, char **argv)
                                 "draws and\nmeasure how far the mean stays from the evaluation "
                                 "weights.",
                           CLI_COUNT(options), options}, argc, argv);
-    cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     return opt;
 }
 

@@ -47,8 +47,8 @@ static Options parse_options(int argc, char **argv)
          .default_text = "the three"},
         {"--dim", CLI_INT, &opt.num_hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "d",
          .help = "size of each random token", .given = &hiddens_given},
-        {"--dropout", CLI_FLOAT, &opt.dropout, .min = 0, .max = 1, .metavar = "P",
-         .help = "dropout probability on the weights, below 1;\nit acts only with --train"},
+        {"--dropout", CLI_FLOAT, &opt.dropout, CLI_DROPOUT_RANGE,
+         .help = "dropout probability on the weights;\nit acts only with --train"},
         {"--train", CLI_FLAG, &opt.train,
          .help = "training mode: apply dropout and show what it does"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
@@ -58,7 +58,6 @@ static Options parse_options(int argc, char **argv)
                                 "check,\nself-attention on a few tokens, why sqrt(d) and dropout.\n"
                                 "Part 5, the n^2 cost, is ./03_self_attention/cost.",
                           CLI_COUNT(options), options}, argc, argv);
-    cli_refuse_dropout_of_1(PROG, opt.dropout, argc, argv);
     if (hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three fixed tokens have size 3)");

@@ -10,7 +10,8 @@
  *   3. what a token costs in time, with the cache and without
  *   4. the step against the machine's memory bandwidth
  *   --sharing: what sharing key-value heads costs a trained model
- * (--from DIR --to DIR, a layer given as .npy files: decode_files.c)
+ * (--from DIR --to DIR, a layer given as .npy files: a mode that is also a
+ * tool of its own, decode_files.c, linked in)
  */
 #include <math.h>
 #include <stdint.h>
@@ -33,6 +34,9 @@
 #include "tensor.h"
 
 static const char PROG[] = "decode";
+
+/* The file mode, --from: decode_files.c, linked into this program */
+int decode_files_main(int argc, char **argv);
 
 /* The sizes of parts 2 to 4: llama-like heads of 64 over D = 512. */
 enum { BENCH_D = 512, BENCH_H = 8, BENCH_T_MIN = 64, BENCH_T_MAX = 4096, NUM_BENCH_G = 3 };
@@ -369,11 +373,11 @@ static Options parse_options(int argc, char **argv)
          .help = "with --sharing: training steps of each model (scored at N / 2 and N)"},
         {"--no-timings", CLI_FLAG, &opt.no_timings,
          .help = "parts 1 and 2 only: leave out the times and the bandwidth"},
-        {"--from", CLI_TOOL, .tool = "decode_files", .help = files_help},
-        {"--to", CLI_TOOL, .tool = "decode_files"},
-        {"--heads", CLI_TOOL, .tool = "decode_files"},
-        {"--kv-heads", CLI_TOOL, .tool = "decode_files"},
-        {"--capacity", CLI_TOOL, .tool = "decode_files"},
+        {"--from", CLI_MODE, .tool = "decode_files", .mode = decode_files_main, .help = files_help},
+        {"--to", CLI_MODE, .tool = "decode_files", .mode = decode_files_main},
+        {"--heads", CLI_MODE, .tool = "decode_files", .mode = decode_files_main},
+        {"--kv-heads", CLI_MODE, .tool = "decode_files", .mode = decode_files_main},
+        {"--capacity", CLI_MODE, .tool = "decode_files", .mode = decode_files_main},
     };
     static const char summary[] =
         "Attention one token at a time with a key-value cache: the cache against the\n"

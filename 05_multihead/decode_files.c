@@ -2,9 +2,9 @@
  * decode_files - decode a layer given as .npy files, one token at a time
  * with a key-value cache (05_multihead/decoding.md, "Your own layer").
  *
- * decode's file mode as a tool of its own: `decode --from DIR ...` runs
- * this program with the same arguments, and its lines then start with
- * "decode:", as they always did.
+ * decode's file mode as a tool of its own: decode links this file and
+ * `decode --from DIR ...` calls decode_files_main in decode's process
+ * (CLI_MODE in common/io/cli.h); its lines then start with "decode:".
  *
  * Legend: B = batch_size, T = tokens, H = num_heads, G = num_kv_heads,
  * D = num_hiddens, d = D / H.
@@ -14,7 +14,7 @@
 
 #include "heads.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "kv_cache.h"
 #include "tensor.h"
 
@@ -87,7 +87,7 @@ static int decode_files(const Options *opt)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.prog = cli_program_name(argv[0], "decode_files"), .num_heads = 8,
+    Options opt = {.prog = program_name("decode_files"), .num_heads = 8,
                    .num_kv_heads = 8, .capacity = 4096};
     const CliOption options[] = {
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
@@ -118,8 +118,18 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-int main(int argc, char **argv)
+/* The tool's entry: its own program's, and decode's --from. */
+int decode_files_main(int argc, char **argv)
 {
     const Options opt = parse_options(argc, argv);
     return decode_files(&opt);
 }
+
+/* The tool as a program of its own; decode links this file built with
+ * -DTOOL_AS_MODE, without this main (see the Makefile). */
+#ifndef TOOL_AS_MODE
+int main(int argc, char **argv)
+{
+    return decode_files_main(argc, argv);
+}
+#endif

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "multihead.h"
 #include "io/plot.h"
 #include "random.h"

@@ -4,16 +4,18 @@
  * nn.MultiheadAttention, compared with PyTorch's results), or write the
  * layer of multihead's Part 3 as such files.
  *
- * multihead hands its file options over to this tool (CLI_TOOL in
- * common/io/cli.h), so `multihead --from DIR --heads H` and
- * `multihead --to DIR` run here, and their lines start with "multihead:".
+ * multihead runs this tool's code as its file mode (CLI_MODE in
+ * common/io/cli.h): the program links this file and calls layer_files_main,
+ * so `multihead --from DIR --heads H` and `multihead --to DIR` run here, in
+ * multihead's process, and their lines start with "multihead:".
  *
  *   --from DIR --heads H [--to OUT] [--plot DIR]
  *       the layer of DIR's files, checked against DIR/expected_*.npy;
- *       its results written into OUT (common/io/layer_files.h)
+ *       its results written into OUT (common/run/layer_files.h)
  *   --to DIR [sizes, --valid-lens, --bias, --dropout, --train, --seed]
- *       the layer of multihead's Part 3 on its random inputs, the same
- *       numbers for the same options, written for --from to read
+ *       the layer of multihead's Part 3 on its random inputs, built by the
+ *       same function (multihead_example.h), so the same numbers for the
+ *       same options, written for --from to read
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
  * H = num_heads, D = num_hiddens, d = D / H.
@@ -23,23 +25,22 @@
 
 #include "error.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "multihead.h"
+#include "multihead_example.h"
 #include "random.h"
 #include "tensor.h"
 #include "valid_lens.h"
 
 enum { MAX_BATCH = 64 };
 
-/* The program's name in every line: "multihead" when multihead handed
- * the command line over, else "layer_files". */
+/* The program's name in every line: "multihead" when multihead runs this
+ * mode, else "layer_files" (program_name, error.h). */
 static const char *PROG = "layer_files";
 
 typedef struct {
-    int batch, queries, keys, hiddens, heads;
-    double dropout;
-    bool bias, train;
-    uint64_t seed;
+    MultiheadExampleSizes example;           /* --to's layer and inputs */
+    bool train;
     const char *valid_lens_text;             /* NULL: d2l's [3, 2] */
     const char *from_dir, *to_dir, *plot_dir;
     bool heads_given, example_flags;         /* example_flags: one of Part 3's options given */
@@ -56,6 +57,17 @@ static int save_run(const char *dir, const LayerFiles *inputs, const LayerResult
 {
     char err[LAYER_FILES_ERR_LEN];
     return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
+}
+
+/* --to and --plot, each written whatever becomes of the other (a failed
+ * one says so in its own line): 0, or 1. */
+static int save_and_plot(const Options *opt, const LayerFiles *inputs,
+                         const LayerResults *results)
+{
+    const int saved = opt->to_dir ? save_run(opt->to_dir, inputs, results) : 0;
+    const int plotted = opt->plot_dir &&
+                        layer_files_plot_multihead(opt->plot_dir, results->attention_weights) != 0;
+    return saved != 0 || plotted != 0;
 }
 
 /* ---- --from: a layer from .npy files ------------------------------------------------ */
@@ -87,13 +99,10 @@ static int run_from_files(const Options *opt, const LayerFiles *files)
                               opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
                                                                           : "") != 0;
     }
-    if (status == 0 && opt->plot_dir &&
-        layer_files_plot_multihead(opt->plot_dir, results.attention_weights) != 0)
-        status = 1;
     /* into another directory the inputs go too, so that it holds one whole run */
     const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
-    if (status == 0 && opt->to_dir)
-        status = save_run(opt->to_dir, same ? NULL : files, &results);
+    if (status == 0)
+        status = save_and_plot(opt, same ? NULL : files, &results);
     layer_results_free(&results);
     return status;
 }
@@ -102,7 +111,7 @@ static int layer_from_files(const Options *opt)
 {
     LayerFiles files;
     char err[LAYER_FILES_ERR_LEN];
-    const int status = layer_files_load(opt->from_dir, opt->heads, &files, err, sizeof err) != 0
+    const int status = layer_files_load(opt->from_dir, opt->example.heads, &files, err, sizeof err) != 0
                            ? fail(err)
                            : run_from_files(opt, &files);
     layer_files_free(&files);
@@ -111,31 +120,20 @@ static int layer_from_files(const Options *opt)
 
 /* ---- --to alone: multihead's Part 3 as files ---------------------------------------- */
 
-/* The layer and inputs of multihead's Part 3, drawn in its order from one
- * generator: the parameters, Part 2's dropout (training mode only), then
- * X (B, T, D) and Y (B, K, D); run, plotted and written with its inputs. */
-static int write_part3(const Options *opt, MultiHeadAttention *layer, ValidLens *valid_lens,
-                       Rng *rng)
+/* multihead's Part 3: its example (multihead_example.h), run, plotted
+ * and written with its inputs. */
+static int write_part3(const Options *opt, MultiheadExample *ex, ValidLens *valid_lens)
 {
-    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens;
-    if (opt->train) {
-        Tensor *ones_x = tensor_ones(SHAPE(B, T, D)), *ones_y = tensor_ones(SHAPE(B, K, D));
-        Tensor *part2 = multihead_forward(layer, ones_x, ones_y, ones_y, valid_lens, true, rng,
-                                          NULL);
-        TENSOR_FREE(ones_x, ones_y, part2);
-    }
-    Tensor *X = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, T, D));
-    Tensor *Y = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, D));
     Tensor *weights = NULL;
-    Tensor *output = multihead_forward(layer, X, Y, Y, valid_lens, opt->train, rng, &weights);
-    int status = opt->plot_dir && layer_files_plot_multihead(opt->plot_dir, weights) != 0;
-    const LayerFiles inputs = layer_files_borrow(layer, X, Y, Y, valid_lens);
-    if (status == 0)
-        status = save_run(opt->to_dir, &inputs, &(LayerResults){output, weights, {0}});
+    Tensor *output = multihead_forward(ex->layer, ex->X, ex->Y, ex->Y, valid_lens, opt->train,
+                                       &ex->rng, &weights);
+    const LayerFiles inputs = layer_files_borrow(ex->layer, ex->X, ex->Y, ex->Y, valid_lens);
+    const int status = save_and_plot(opt, &inputs, &(LayerResults){output, weights, {0}});
     if (status == 0)
         printf("%s also holds the inputs and parameters: run it again with\n"
-               "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir, opt->heads);
-    TENSOR_FREE(X, Y, output, weights);
+               "  %s --from %s --heads %d\n", opt->to_dir, PROG, opt->to_dir,
+               opt->example.heads);
+    TENSOR_FREE(output, weights);
     return status;
 }
 
@@ -144,33 +142,31 @@ static int write_part3(const Options *opt, MultiHeadAttention *layer, ValidLens 
 static ValidLens *read_valid_lens(const Options *opt)
 {
     const char *text = opt->valid_lens_text;
+    const int B = opt->example.batch, K = opt->example.keys;
     if (text && strcmp(text, "none") == 0)
         return NULL;
     long given[MAX_BATCH] = {3, 2};
-    int n = text ? cli_long_list(PROG, "--valid-lens", text, 0, opt->keys, given, MAX_BATCH)
-                 : opt->batch;
-    if (n != opt->batch)
-        cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", opt->batch, n);
+    int n = text ? cli_long_list(PROG, "--valid-lens", text, 0, K, given, MAX_BATCH) : B;
+    if (n != B)
+        cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", B, n);
     int lens[MAX_BATCH];
     for (int b = 0; b < n; b++)
-        lens[b] = text || (n == 2 && opt->keys >= 3) ? (int)given[b] : opt->keys;
+        lens[b] = text || (n == 2 && K >= 3) ? (int)given[b] : K;
     return valid_lens_1d(lens, n);
 }
 
 static int layer_to_files(const Options *opt)
 {
+    const MultiheadExampleSizes *s = &opt->example;
     ValidLens *valid_lens = read_valid_lens(opt);
-    Rng rng = rng_new(opt->seed);
-    MultiHeadAttention *layer = multihead_new(opt->hiddens, opt->hiddens, opt->hiddens,
-                                              opt->hiddens, opt->heads, (float)opt->dropout,
-                                              opt->bias, &rng);
+    MultiheadExample ex = multihead_example_new(s);
     char err[LAYER_FILES_ERR_LEN];
-    const int status = multihead_check_memory(layer, opt->batch, opt->queries, opt->keys, false,
+    const int status = multihead_check_memory(ex.layer, s->batch, s->queries, s->keys, false,
                                               err, sizeof err) != 0
                            ? fail(err)
-                           : write_part3(opt, layer, valid_lens, &rng);
+                           : write_part3(opt, &ex, valid_lens);
     valid_lens_free(valid_lens);
-    multihead_free(layer);
+    multihead_example_free(&ex);
     return status;
 }
 
@@ -178,29 +174,29 @@ static int layer_to_files(const Options *opt)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.batch = 2, .queries = 4, .keys = 6, .hiddens = 100, .heads = 5,
-                   .dropout = 0.5, .seed = 0};
+    Options opt = {.example = MULTIHEAD_EXAMPLE_D2L};
+    MultiheadExampleSizes *s = &opt.example;
     bool *part3 = &opt.example_flags;   /* Part 3's options: --from refuses them */
     const CliOption options[] = {
-        {"--batch", CLI_INT, &opt.batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
+        {"--batch", CLI_INT, &s->batch, .min = 1, .max = MAX_BATCH, .metavar = "B",
          .help = "sequences", .given = part3},
-        {"--queries", CLI_INT, &opt.queries, .min = 1, .max = 256, .metavar = "T",
+        {"--queries", CLI_INT, &s->queries, .min = 1, .max = 256, .metavar = "T",
          .help = "queries per sequence", .given = part3},
-        {"--keys", CLI_INT, &opt.keys, .min = 1, .max = 256, .metavar = "N",
+        {"--keys", CLI_INT, &s->keys, .min = 1, .max = 256, .metavar = "N",
          .help = "key-value pairs per sequence", .given = part3},
-        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
+        {"--hiddens", CLI_INT, &s->hiddens, .min = 1, .max = 1024, .metavar = "D",
          .help = "num_hiddens", .given = part3},
-        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
+        {"--heads", CLI_INT, &s->heads, .min = 1, .max = 1024, .metavar = "H",
          .help = "num_heads, must divide D; needed with --from", .given = &opt.heads_given},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L", .given = part3,
          .help = "B comma-separated lengths from 0 to --keys, or 'none'",
          .default_text = "3,2 as d2l;\n--keys for every sequence at other sizes"},
-        {"--bias", CLI_FLAG, &opt.bias, .help = "give the four projections biases",
+        {"--bias", CLI_FLAG, &s->bias, .help = "give the four projections biases",
          .given = part3},
-        {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",
+        {"--dropout", CLI_FLOAT, &s->dropout, CLI_DROPOUT_RANGE,
          .help = "dropout on the attention weights", .given = part3},
         {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = part3},
-        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+        {"--seed", CLI_U64, &s->seed, .metavar = "N",
          .help = "seed for Part 3's parameters and inputs"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
          .help = "queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
@@ -237,13 +233,24 @@ static void check_options(const Options *opt)
         cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
                  "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
     if (!opt->from_dir)
-        cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
+        cli_require_heads_split(PROG, opt->example.hiddens, opt->example.heads, "--hiddens",
+                                "--heads");
 }
 
-int main(int argc, char **argv)
+/* The tool's entry: its own program's, and multihead's --from and --to. */
+int layer_files_main(int argc, char **argv)
 {
-    PROG = cli_program_name(argv[0], "layer_files");
+    PROG = program_name("layer_files");
     const Options opt = parse_options(argc, argv);
     check_options(&opt);
     return opt.from_dir ? layer_from_files(&opt) : layer_to_files(&opt);
 }
+
+/* The tool as a program of its own; a program that runs it as a mode links
+ * this file built with -DTOOL_AS_MODE, without this main (see the Makefile). */
+#ifndef TOOL_AS_MODE
+int main(int argc, char **argv)
+{
+    return layer_files_main(argc, argv);
+}
+#endif

@@ -9,7 +9,8 @@
  * Part 3: the same layer on random inputs, where rows and heads differ.
  *
  * The layer on weights and inputs from .npy files (section 4 of the README),
- * --from and --to, is the tool beside this program, layer_files.c.
+ * --from and --to, is a mode of this program that is also a tool of its
+ * own: layer_files.c, linked in.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys (key-value pairs),
  * H = num_heads, D = num_hiddens, d = D / H.
@@ -18,36 +19,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "error.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "multihead.h"
+#include "multihead_example.h"
 #include "random.h"
 #include "tensor.h"
 #include "valid_lens.h"
 
 static const char PROG[] = "multihead";
 
-/* --valid-lens reads up to this many lengths, to say how many it got */
-enum { MAX_BATCH = 64 };
+/* The file modes, --from and --to: layer_files.c, linked into this program */
+int layer_files_main(int argc, char **argv);
 
 typedef struct {
-    int batch, queries, keys, hiddens, heads;   /* batch, queries, keys: d2l's 2, 4, 6 */
-    double dropout;
-    bool bias, train;
-    uint64_t seed;
+    /* the layer and inputs; the sizes of the inputs stay d2l's (layer_files
+     * --to writes the example at other sizes) */
+    MultiheadExampleSizes example;
+    bool train;
     const char *valid_lens_text;             /* NULL: d2l's [3, 2] */
     const char *plot_dir;
 } Options;
 
-/* The built-in example of Parts 1 to 3: one layer, its mask, its generator. */
+/* The built-in example of Parts 1 to 3: the layer and Part 3's inputs
+ * (multihead_example.h), its mask, and the generator of Part 2's dropout. */
 typedef struct {
     const Options *opt;
-    Rng rng;
-    MultiHeadAttention *layer;
-    ValidLens *valid_lens;   /* NULL: --valid-lens none */
+    MultiheadExample example;
+    MultiHeadAttention *layer;   /* example.layer */
+    ValidLens *valid_lens;       /* NULL: --valid-lens none */
+    Rng part2_dropout;
 } Example;
 
 /* ---- measuring rows and weights ----------------------------------------------- */
@@ -117,22 +120,22 @@ static double weight_on_masked_keys(const Tensor *weights, const ValidLens *vali
 
 static void part1_the_layer(const Example *ex)
 {
-    const Options *opt = ex->opt;
-    const int D = opt->hiddens, H = opt->heads, d = D / H;
+    const MultiheadExampleSizes *s = &ex->opt->example;
+    const int D = s->hiddens, H = s->heads, d = D / H;
     printf("Part 1. The layer\n\n");
     printf("Multi-head attention: num_hiddens = %d, num_heads = %d, so each head has\n"
            "d = num_hiddens / num_heads = %d %s and scores are divided by sqrt(%d) = %.4f.\n",
            D, H, d, plural(d, "hidden", "hiddens"), d, sqrt((double)d));
-    printf("batch_size = %d, num_queries = %d, num_kvpairs = %d, dropout = %g (%s).\n",
-           opt->batch, opt->queries, opt->keys, opt->dropout,
-           opt->train ? "training mode: it acts on the weights" : "evaluation mode: off");
+    printf("batch_size = %d, num_queries = %d, num_keys = %d, dropout = %g (%s).\n",
+           s->batch, s->queries, s->keys, (double)s->dropout,
+           ex->opt->train ? "training mode: it acts on the weights" : "evaluation mode: off");
     if (ex->valid_lens)
         valid_lens_print_named("valid_lens", ex->valid_lens);
     else
         printf("valid_lens = None (no mask)\n");
     printf("W_q, W_k, W_v, W_o: (%d, %d) each, drawn as nn.Linear does (seed %llu); %s.\n", D, D,
-           (unsigned long long)opt->seed,
-           opt->bias ? "with biases" : "no biases (d2l's bias=False)");
+           (unsigned long long)s->seed,
+           s->bias ? "with biases" : "no biases (d2l's bias=False)");
 }
 
 /* Part 2's verdict, from the rows themselves (README section 2 says why).
@@ -183,14 +186,15 @@ static void print_rows(const Tensor *output)
 static void part2_d2l_check_all_ones(Example *ex)
 {
     const Options *opt = ex->opt;
-    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens;
+    const MultiheadExampleSizes *s = &opt->example;
+    const int B = s->batch, T = s->queries, K = s->keys, D = s->hiddens;
     printf("\nPart 2. d2l's check: X = ones(%d, %d, %d), Y = ones(%d, %d, %d)\n\n",
            B, T, D, B, K, D);
     Tensor *X = tensor_ones(SHAPE(B, T, D));
     Tensor *Y = tensor_ones(SHAPE(B, K, D));
     Tensor *weights = NULL;
-    Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train, &ex->rng,
-                                       &weights);
+    Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train,
+                                       &ex->part2_dropout, &weights);
     char shape[64];
     printf("output = attention(X, Y, Y, valid_lens) has shape %s, as d2l's check_shape expects\n",
            shape_str(shape, sizeof shape, output->ndim, output->shape));
@@ -234,14 +238,14 @@ static int fail(const char *err)
 static int part3_random_inputs(Example *ex)
 {
     const Options *opt = ex->opt;
-    const int B = opt->batch, T = opt->queries, K = opt->keys, D = opt->hiddens;
+    const MultiheadExampleSizes *s = &opt->example;
+    const int B = s->batch, T = s->queries, K = s->keys, D = s->hiddens;
     printf("\nPart 3. Random inputs: X (%d, %d, %d), Y (%d, %d, %d) ~ normal(0, 1)\n\n",
            B, T, D, B, K, D);
-    Tensor *X = tensor_normal(&ex->rng, 0.0f, 1.0f, SHAPE(B, T, D));
-    Tensor *Y = tensor_normal(&ex->rng, 0.0f, 1.0f, SHAPE(B, K, D));
+    MultiheadExample *e = &ex->example;
     Tensor *weights = NULL;
-    Tensor *output = multihead_forward(ex->layer, X, Y, Y, ex->valid_lens, opt->train, &ex->rng,
-                                       &weights);
+    Tensor *output = multihead_forward(e->layer, e->X, e->Y, e->Y, ex->valid_lens, opt->train,
+                                       &e->rng, &weights);
     print_rows(output);
     Tensor *seq0 = tensor_select(weights, 0, 0);   /* (H, T, K) of sequence 0 */
     char shape[64];
@@ -255,7 +259,7 @@ static int part3_random_inputs(Example *ex)
     printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
            "with --plot.)\n");
     const int status = opt->plot_dir && layer_files_plot_multihead(opt->plot_dir, weights) != 0;
-    TENSOR_FREE(X, Y, output, weights);
+    TENSOR_FREE(output, weights);
     return status;
 }
 
@@ -263,30 +267,30 @@ static int part3_random_inputs(Example *ex)
 
 static Options parse_options(int argc, char **argv)
 {
-    Options opt = {.batch = 2, .queries = 4, .keys = 6, .hiddens = 100, .heads = 5,
-                   .dropout = 0.5, .seed = 0};
+    Options opt = {.example = MULTIHEAD_EXAMPLE_D2L};
+    MultiheadExampleSizes *s = &opt.example;
     const CliOption options[] = {
-        {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = 1024, .metavar = "D",
+        {"--hiddens", CLI_INT, &s->hiddens, .min = 1, .max = 1024, .metavar = "D",
          .help = "num_hiddens"},
-        {"--heads", CLI_INT, &opt.heads, .min = 1, .max = 1024, .metavar = "H",
-         .help = "num_heads, must divide D", .splits = &opt.hiddens},
+        {"--heads", CLI_INT, &s->heads, .min = 1, .max = 1024, .metavar = "H",
+         .help = "num_heads, must divide D", .splits = &s->hiddens},
         {"--valid-lens", CLI_STRING, &opt.valid_lens_text, .metavar = "L",
          .help = "2 comma-separated lengths from 0 to 6, or 'none'", .default_text = "3,2"},
-        {"--bias", CLI_FLAG, &opt.bias, .help = "give the four projections biases"},
-        {"--dropout", CLI_DOUBLE, &opt.dropout, .min = 0.0, .max = 0.99, .metavar = "P",
+        {"--bias", CLI_FLAG, &s->bias, .help = "give the four projections biases"},
+        {"--dropout", CLI_FLOAT, &s->dropout, CLI_DROPOUT_RANGE,
          .help = "dropout on the attention weights"},
         {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts"},
-        {"--seed", CLI_U64, &opt.seed, .metavar = "N",
+        {"--seed", CLI_U64, &s->seed, .metavar = "N",
          .help = "seed for the parameters and inputs"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the per-head weights as DIR/multihead_weights.{dat,gp}"},
         /* the layer on .npy files, and Part 3's layer written as them */
-        {"--from", CLI_TOOL, .tool = "layer_files",
+        {"--from", CLI_MODE, .tool = "layer_files", .mode = layer_files_main,
          .help = "a layer from .npy files, or Part 3's layer written as them"},
-        {"--to", CLI_TOOL, .tool = "layer_files"},
-        {"--batch", CLI_TOOL, .tool = "layer_files"},
-        {"--queries", CLI_TOOL, .tool = "layer_files"},
-        {"--keys", CLI_TOOL, .tool = "layer_files"},
+        {"--to", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+        {"--batch", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+        {"--queries", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+        {"--keys", CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
     };
     static const char summary[] =
         "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
@@ -295,40 +299,41 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-/* The check that involves two options; then the mask of the example:
- * d2l's [3, 2], --valid-lens (one length for each of the 2 sequences), or
- * 'none' (NULL). */
-static ValidLens *check_options(const Options *opt)
+/* The mask of the example: d2l's [3, 2], --valid-lens (one length for
+ * each of d2l's 2 sequences), or 'none' (NULL). */
+static ValidLens *read_valid_lens(const Options *opt)
 {
+    const int B = opt->example.batch, K = opt->example.keys;   /* d2l's 2 and 6 */
     if (opt->valid_lens_text == NULL)
-        return valid_lens_1d((const int[]){3, 2}, opt->batch);
+        return valid_lens_1d((const int[2]){3, 2}, 2);
     if (strcmp(opt->valid_lens_text, "none") == 0)
         return NULL;
-    long given[MAX_BATCH];
-    const int n = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 0, opt->keys, given,
-                                MAX_BATCH);
-    if (n != opt->batch)
-        cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", opt->batch, n);
-    return valid_lens_1d((const int[]){(int)given[0], (int)given[1]}, opt->batch);
+    long given[2];
+    const int n = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 0, K, given, 2);
+    if (n != B)
+        cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", B, n);
+    return valid_lens_1d((const int[2]){(int)given[0], (int)given[1]}, n);
 }
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    Example ex = {.opt = &opt, .rng = rng_new(opt.seed), .valid_lens = check_options(&opt)};
-    ex.layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens, opt.heads,
-                             (float)opt.dropout, opt.bias, &ex.rng);
+    const MultiheadExampleSizes *s = &opt.example;
+    /* Part 2's dropout draws from a stream of its own, so Part 3's example
+     * is the one layer_files --to writes, in training mode too */
+    Example ex = {.opt = &opt, .valid_lens = read_valid_lens(&opt),
+                  .example = multihead_example_new(s),
+                  .part2_dropout = rng_use(s->seed, RNG_ORDERS)};
+    ex.layer = ex.example.layer;
     char err[LAYER_FILES_ERR_LEN];
-    if (multihead_check_memory(ex.layer, opt.batch, opt.queries, opt.keys, false, err,
-                                 sizeof err) != 0) {
-        valid_lens_free(ex.valid_lens);
-        multihead_free(ex.layer);
-        return fail(err);
+    int status = multihead_check_memory(ex.layer, s->batch, s->queries, s->keys, false, err,
+                                        sizeof err) != 0 ? fail(err) : 0;
+    if (status == 0) {
+        part1_the_layer(&ex);
+        part2_d2l_check_all_ones(&ex);
+        status = part3_random_inputs(&ex);
     }
-    part1_the_layer(&ex);
-    part2_d2l_check_all_ones(&ex);
-    int status = part3_random_inputs(&ex);
     valid_lens_free(ex.valid_lens);
-    multihead_free(ex.layer);
+    multihead_example_free(&ex.example);
     return status;
 }

@@ -35,6 +35,9 @@
 
 static const char PROG[] = "train";
 
+/* --bench: train_bench.c, linked into this program */
+int train_bench_main(int argc, char **argv);
+
 enum { MAX_PAIRS = TRAIN_MAX_PAIRS };
 
 typedef struct {
@@ -351,7 +354,7 @@ static Options parse_options(int argc, char **argv)
         {"--threads", CLI_INT, &opt.threads, .min = 1, .max = TRAIN_MAX_THREADS, .metavar = "N",
          .help = "train through the fast layer on N threads",
          .default_text = "the clear layer, on one"},
-        {"--bench", CLI_TOOL, .tool = "train_bench",
+        {"--bench", CLI_MODE, .tool = "train_bench", .mode = train_bench_main,
          .help = "training steps per second, clear and fast"},
     };
     cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "

@@ -3,9 +3,9 @@
  * clear layer and the fast one (chapter 05, optional section "Attention
  * that learns"; `make bench` runs it last).
  *
- * train's --bench as a tool of its own: `train --bench ...` runs this
- * program with the same arguments, and its lines then start with "train",
- * as they always did.
+ * train's --bench as a tool of its own: train links this file and
+ * `train --bench ...` calls train_bench_main in train's process (CLI_MODE
+ * in common/io/cli.h); its lines then start with "train".
  *
  * Legend: B = batch_size, P = entries of an example, H = num_heads,
  * D = num_hiddens.
@@ -142,7 +142,7 @@ static void bench(const Options *opt)
 static Options parse_options(int argc, char **argv)
 {
     const DictionaryTraining d = DICTIONARY_TRAINING;
-    Options opt = {.prog = cli_program_name(argv[0], "train_bench"),
+    Options opt = {.prog = program_name("train_bench"),
                    .asked = {d.batch_size, d.pairs, d.num_hiddens, d.num_heads},
                    .countries = d.countries, .lr = d.lr};
     BenchSize *s = &opt.asked;
@@ -174,9 +174,19 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-int main(int argc, char **argv)
+/* The tool's entry: its own program's, and train's --bench. */
+int train_bench_main(int argc, char **argv)
 {
     const Options opt = parse_options(argc, argv);
     bench(&opt);
     return 0;
 }
+
+/* The tool as a program of its own; train links this file built with
+ * -DTOOL_AS_MODE, without this main (see the Makefile). */
+#ifndef TOOL_AS_MODE
+int main(int argc, char **argv)
+{
+    return train_bench_main(argc, argv);
+}
+#endif

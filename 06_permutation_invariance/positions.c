@@ -104,20 +104,20 @@ typedef struct {
     int steps;
 } Progress;
 
-static bool after_step(void *state, int step, double loss, int correct)
+static TrainingStatus after_step(void *state, int step, double loss, int correct)
 {
     (void)correct;
     const Progress *p = state;
     if (!isfinite(loss)) {
         report_error(p->what, "the loss became %g at step %d; try a smaller --lr", loss, step);
-        return false;
+        return TRAINING_DIVERGED;
     }
     if (p->terminal && (step % 10 == 0 || step == p->steps)) {
         fprintf(stderr, "\r  %s: step %5d of %d, loss %.4f  ", p->what, step, p->steps, loss);
         if (step == p->steps)
             fprintf(stderr, "\r%*s\r", 60, "");
     }
-    return true;
+    return TRAINING_GOES_ON;
 }
 
 /* One model trained from seed's initial parameters on seed's batches, by
@@ -138,7 +138,7 @@ static ReversalModel *train(const Options *opt, const Task *task, bool positions
                                .last_step = opt->steps, .batch_size = opt->batch,
                                .batches = BATCH_STREAM};
     const TrainingWatch watch = {&progress, NULL, after_step, NULL};
-    if (training_loop(&trainee, &plan, &watch) < opt->steps) {
+    if (training_loop(&trainee, &plan, &watch) != TRAINING_DONE) {
         reversal_free(model);
         model = NULL;
     }

@@ -7,9 +7,10 @@
  *
  * reads DIR/queries.npy, keys.npy, values.npy, each (B, H, T, d), and
  * writes scores.npy (after the positions, before the mask), weights.npy
- * and output.npy. Without arguments it prints its --help. relative_positions hands its --from and --to command
- * lines to this tool, which then speaks under relative_positions' name, so
- * those command lines work as they always did.
+ * and output.npy. Without arguments it prints its --help.
+ * relative_positions links this file and runs its --from and --to command
+ * lines through relative_files_main in its own process (CLI_MODE in
+ * common/io/cli.h), under relative_positions' name.
  *
  * Legend: B = batch_size, H = num_heads, T = tokens, d = head size.
  */
@@ -20,7 +21,7 @@
 
 #include "error.h"
 #include "io/cli.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "position_attention.h"
 #include "rope.h"
 #include "tensor.h"
@@ -126,9 +127,10 @@ static void check_options(Options *opt)
     cli_fail(opt->prog, "--positions '%s': expected none, rope or alibi", opt->positions);
 }
 
-int main(int argc, char **argv)
+/* The tool's entry: its own program's, and relative_positions' --from. */
+int relative_files_main(int argc, char **argv)
 {
-    Options opt = {.prog = cli_program_name(argv[0], "relative_files")};
+    Options opt = {.prog = program_name("relative_files")};
     const CliOption options[] = {
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
          .help = "read queries, keys, values.npy (B, H, T, d)"},
@@ -150,3 +152,12 @@ int main(int argc, char **argv)
     check_options(&opt);
     return run_files(&opt);
 }
+
+/* The tool as a program of its own; relative_positions links this file
+ * built with -DTOOL_AS_MODE, without this main (see the Makefile). */
+#ifndef TOOL_AS_MODE
+int main(int argc, char **argv)
+{
+    return relative_files_main(argc, argv);
+}
+#endif

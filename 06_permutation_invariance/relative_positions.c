@@ -10,7 +10,7 @@
  * Part 4: (--train) two tasks trained at length L, measured at L, 2L, 4L.
  * Part 5: (--train) where one trained model per scheme looks.
  * --from DIR --to DIR: RoPE or ALiBi attention on heads from .npy files,
- * done by the tool beside this program, relative_files.c.
+ * a mode that is also a tool of its own: relative_files.c, linked in.
  *
  * Legend: B = batch_size, H = num_heads, T = tokens, D = num_hiddens,
  * d = D / H, V = vocabulary, L = training length.
@@ -31,6 +31,9 @@
 #include "tensor.h"
 
 static const char PROG[] = "relative_positions";
+
+/* The file mode, --from: relative_files.c, linked into this program */
+int relative_files_main(int argc, char **argv);
 
 enum { MAX_HEADS = 16, MAX_HIDDENS = 128, MAX_TOKENS = HEATMAP_TERMINAL_MAX, MAX_SEEDS = 32,
        MAX_THREADS = 16, MAX_OFFSET = 100000 };
@@ -388,11 +391,11 @@ static Options parse_options(int argc, char **argv)
         {"--seed", CLI_U64, &t->seed, .metavar = "S", .help = "the first seed"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the heatmaps as DIR/relative_positions_*.{dat,gp}"},
-        {"--from", CLI_TOOL, .tool = "relative_files",
+        {"--from", CLI_MODE, .tool = "relative_files", .mode = relative_files_main,
          .help = "RoPE or ALiBi attention on heads from .npy files"},
-        {"--to", CLI_TOOL, .tool = "relative_files"},
-        {"--positions", CLI_TOOL, .tool = "relative_files"},
-        {"--causal", CLI_TOOL, .tool = "relative_files"},
+        {"--to", CLI_MODE, .tool = "relative_files", .mode = relative_files_main},
+        {"--positions", CLI_MODE, .tool = "relative_files", .mode = relative_files_main},
+        {"--causal", CLI_MODE, .tool = "relative_files", .mode = relative_files_main},
     };
     cli_parse(&(CliTable){PROG, "Which symmetry each way of adding positions keeps, and what "
                           "a model learns with it.", CLI_COUNT(options), options},

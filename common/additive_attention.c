@@ -52,28 +52,17 @@ static void check_shapes(const AdditiveAttention *layer, const Tensor *queries,
     valid_lens_check(func, valid_lens, batch_size, queries->shape[1], num_keys);
 }
 
-/* queries (B, T, q), keys (B, K, k), values (B, K, v) -> output (B, T, v),
- * attention_weights (B, T, K) */
-Tensor *additive_attention(const AdditiveAttention *layer, const Tensor *queries,
-                           const Tensor *keys, const Tensor *values,
-                           const ValidLens *valid_lens, const Dropout *dropout,
-                           Tensor **attention_weights)
+/* projected_queries (B, T, h), projected_keys (B, K, h), w_v (1, h)
+ * -> scores (B, T, K), score = w_v . tanh(q_row + k_row). d2l broadcasts
+ * the sum into a (B, T, K, h) tensor of features first; one pair at a
+ * time needs no more than its h numbers. */
+static Tensor *additive_scores(const Tensor *projected_queries, const Tensor *projected_keys,
+                               const Tensor *w_v)
 {
-    check_shapes(layer, queries, keys, values, valid_lens);
-    const int batch_size = queries->shape[0], num_queries = queries->shape[1];
-    const int num_keys = keys->shape[1], num_hiddens = layer->W_q->shape[0];
-
-    /* pass 1: project once, queries (B, T, q) -> (B, T, h) and keys
-     * (B, K, k) -> (B, K, h). W_q q + W_k k is then a sum of two rows, so
-     * each query and each key is projected once, not once per pair. */
-    Tensor *projected_queries = linear(queries, layer->W_q, NULL);
-    Tensor *projected_keys = linear(keys, layer->W_k, NULL);
-
-    /* pass 2: scores (B, T, K), score = w_v . tanh(q_row + k_row). d2l
-     * broadcasts the sum into a (B, T, K, h) tensor of features first; one
-     * pair at a time needs no more than its h numbers. */
+    const int batch_size = projected_queries->shape[0];
+    const int num_queries = projected_queries->shape[1], num_hiddens = projected_queries->shape[2];
+    const int num_keys = projected_keys->shape[1];
     Tensor *scores = tensor_zeros(SHAPE(batch_size, num_queries, num_keys));
-    const float *w_v = layer->w_v->data;
     for (int b = 0; b < batch_size; b++)
         for (int i = 0; i < num_queries; i++) {
             const float *q_row = projected_queries->data +
@@ -83,10 +72,30 @@ Tensor *additive_attention(const AdditiveAttention *layer, const Tensor *queries
                                      ((size_t)b * num_keys + (size_t)j) * num_hiddens;
                 float score = 0.0f;
                 for (int c = 0; c < num_hiddens; c++)
-                    score += w_v[c] * tanhf(q_row[c] + k_row[c]);
+                    score += w_v->data[c] * tanhf(q_row[c] + k_row[c]);
                 AT3(scores, b, i, j) = score;
             }
         }
+    return scores;
+}
+
+/* queries (B, T, q), keys (B, K, k), values (B, K, v) -> output (B, T, v),
+ * attention_weights (B, T, K) */
+Tensor *additive_attention(const AdditiveAttention *layer, const Tensor *queries,
+                           const Tensor *keys, const Tensor *values,
+                           const ValidLens *valid_lens, const Dropout *dropout,
+                           Tensor **attention_weights)
+{
+    check_shapes(layer, queries, keys, values, valid_lens);
+
+    /* pass 1: project once, queries (B, T, q) -> (B, T, h) and keys
+     * (B, K, k) -> (B, K, h). W_q q + W_k k is then a sum of two rows, so
+     * each query and each key is projected once, not once per pair. */
+    Tensor *projected_queries = linear(queries, layer->W_q, NULL);
+    Tensor *projected_keys = linear(keys, layer->W_k, NULL);
+
+    /* pass 2: scores (B, T, K), score = w_v . tanh(q_row + k_row) */
+    Tensor *scores = additive_scores(projected_queries, projected_keys, layer->w_v);
 
     /* pass 3: masked softmax over each row (chapter 02): a key at or past
      * the row's valid_len gets weight exactly 0. The scores of a tanh

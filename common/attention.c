@@ -190,13 +190,11 @@ static Tensor *transpose_last_two(const Tensor *x)
     return tensor_permute(x, (const int[]){0, 2, 1});
 }
 
-/* queries (B, T, d), keys (B, K, d), values (B, K, v), cached weights and
- * dropout scale (B, T, K), grad_output (B, T, v) -> grad_queries (B, T, d),
- * grad_keys (B, K, d), grad_values (B, K, v) */
-void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
-                                    const Tensor *values, const AttentionCache *cache,
-                                    const Tensor *grad_output, Tensor **grad_queries,
-                                    Tensor **grad_keys, Tensor **grad_values)
+/* Stop with a message naming the backward unless the inputs, the cache
+ * (B, T, K) and grad_output (B, T, v) fit together; returns the sizes. */
+static AttentionSizes check_backward_shapes(const Tensor *queries, const Tensor *keys,
+                                            const Tensor *values, const AttentionCache *cache,
+                                            const Tensor *grad_output)
 {
     const char *func = "dot_product_attention_backward";
     const AttentionSizes n = attention_check_shapes(func, queries, keys, values, NULL);
@@ -207,6 +205,18 @@ void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
                            SHAPE(n.batch_size, n.num_queries, n.num_keys));
     tensor_check_shape(func, "grad_output", grad_output,
                        SHAPE(n.batch_size, n.num_queries, n.v));
+    return n;
+}
+
+/* queries (B, T, d), keys (B, K, d), values (B, K, v), cached weights and
+ * dropout scale (B, T, K), grad_output (B, T, v) -> grad_queries (B, T, d),
+ * grad_keys (B, K, d), grad_values (B, K, v) */
+void dot_product_attention_backward(const Tensor *queries, const Tensor *keys,
+                                    const Tensor *values, const AttentionCache *cache,
+                                    const Tensor *grad_output, Tensor **grad_queries,
+                                    Tensor **grad_keys, Tensor **grad_values)
+{
+    const AttentionSizes n = check_backward_shapes(queries, keys, values, cache, grad_output);
 
     // pass 4 backwards: O = A V, so dV = A^T dO and dA = dO V^T
     if (grad_values != NULL) {

@@ -12,17 +12,19 @@
 
 #include "platform.h"
 
-static const char *program_name;   /* NULL until a program names itself */
+static const char *the_program;   /* NULL until a program names itself */
 
-void error_set_program(const char *prog)
+const char *program_name(const char *name)
 {
-    program_name = prog;
+    if (the_program == NULL)
+        the_program = name;
+    return the_program;
 }
 
 /* text as it goes into the line: a character that would end or break it
  * (a newline, a carriage return, a vertical tab, a form feed), which a
  * user's argument or file name can hold, written as an escape ("\n",
- * "\x0b"), so that one error is one line. New. */
+ * "\x0b"), so that one error is one line. */
 static char *one_line(const char *text)
 {
     char *line = malloc(4 * strlen(text) + 1);
@@ -85,8 +87,8 @@ int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, 
     } else {
         fflush(stdout);
         /* the program's name first, once: a program's own line names it already */
-        if (program_name != NULL && (name == NULL || strcmp(name, program_name) != 0))
-            fprintf(stderr, "%s: ", program_name);
+        if (the_program != NULL && (name == NULL || strcmp(name, the_program) != 0))
+            fprintf(stderr, "%s: ", the_program);
         fprintf(stderr, *whom ? "%s: %s\n" : "%s%s\n", whom, why);
     }
     free(reason);

@@ -33,10 +33,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-/* A program names itself once (cli_parse does it from its option table);
- * from then on every library error line starts with that name, as the
- * program's own lines do: "multihead: tensor_zeros: out of memory ...". */
-void error_set_program(const char *prog);
+/* The program's name, the first word of every error line: "multihead:
+ * tensor_zeros: out of memory ...". The first call names the program
+ * (cli_parse makes it with its table's name) and returns that name; every
+ * later call returns the same name, whatever it is given. So a mode that
+ * another program runs in its own process (cli.h's CLI_MODE) asks with its
+ * own name and gets the program's, and its lines read as the program's. */
+const char *program_name(const char *name);
 /* The one formatter of error lines, which every error of the library and
  * the programs goes through: "name: reason", reason printf-style. A
  * character that would break the line (a newline in a file name) is

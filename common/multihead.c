@@ -32,12 +32,28 @@ static Tensor *init_uniform(Rng *rng, int out_features, int fan_in, bool is_bias
                    : tensor_uniform(rng, -bound, bound, SHAPE(out_features, fan_in));
 }
 
-MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
-                                  int num_hiddens, int num_heads, float dropout,
-                                  bool bias, Rng *rng)
+/* One projection drawn as nn.Linear.reset_parameters draws it: the weight
+ * (out_features, fan_in), then the bias (out_features,) with the weight's
+ * fan_in in its bound, or NULL without biases. */
+static void draw_linear(Rng *rng, int out_features, int fan_in, bool with_bias,
+                        Tensor **weight, Tensor **bias)
 {
-    return multihead_new_grouped(query_size, key_size, value_size, num_hiddens, num_heads,
-                                 num_heads, dropout, bias, rng);
+    *weight = init_uniform(rng, out_features, fan_in, false);
+    *bias = with_bias ? init_uniform(rng, out_features, fan_in, true) : NULL;
+}
+
+/* Stops, naming func, unless the sizes are positive, num_heads splits
+ * num_hiddens and dropout is in [0, 1); returns the head size d. */
+static int check_layer_sizes(const char *func, int query_size, int key_size, int value_size,
+                             int num_hiddens, int num_heads, float dropout)
+{
+    if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
+        die(func, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
+            "num_hiddens %d", query_size, key_size, value_size, num_hiddens);
+    const int d = head_size(func, num_hiddens, num_heads);   /* dies unless H splits D */
+    if (!(dropout >= 0.0f && dropout < 1.0f))
+        die(func, "dropout must be in [0, 1), got %g", (double)dropout);
+    return d;
 }
 
 /* The layer around its parameters (W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o),
@@ -54,35 +70,53 @@ static MultiHeadAttention layer_of(int num_heads, int num_kv_heads, float dropou
     };
 }
 
+/* layer_of, on the heap (multihead_free frees it) */
+static MultiHeadAttention *layer_new(const char *func, int num_heads, int num_kv_heads,
+                                     float dropout, Tensor *const p[MULTIHEAD_PARAMETERS])
+{
+    MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
+    *layer = layer_of(num_heads, num_kv_heads, dropout, p);
+    return layer;
+}
+
+MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
+                                  int num_hiddens, int num_heads, float dropout,
+                                  bool bias, Rng *rng)
+{
+    const char *func = "multihead_new";
+    check_layer_sizes(func, query_size, key_size, value_size, num_hiddens, num_heads, dropout);
+
+    /* Drawn in a fixed order, each weight followed by its bias, so a seed
+     * names one layer. */
+    const int D = num_hiddens;
+    Tensor *W_q, *W_k, *W_v, *W_o, *b_q, *b_k, *b_v, *b_o;
+    draw_linear(rng, D, query_size, bias, &W_q, &b_q);   /* W_q (D, Dq), b_q (D,) */
+    draw_linear(rng, D, key_size, bias, &W_k, &b_k);     /* W_k (D, Dk), b_k (D,) */
+    draw_linear(rng, D, value_size, bias, &W_v, &b_v);   /* W_v (D, Dv), b_v (D,) */
+    draw_linear(rng, D, D, bias, &W_o, &b_o);            /* W_o (D, D),  b_o (D,) */
+    return layer_new(func, num_heads, num_heads, dropout,
+                     (Tensor *const[]){W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o});
+}
+
+/* multihead_new with W_k and W_v drawn (G*d, .): with G = H, the same
+ * numbers as multihead_new */
 MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int value_size,
                                           int num_hiddens, int num_heads, int num_kv_heads,
                                           float dropout, bool bias, Rng *rng)
 {
-    const char *func = "multihead_new";
-    if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
-        die(func, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
-            "num_hiddens %d", query_size, key_size, value_size, num_hiddens);
-    const int d = head_size(func, num_hiddens, num_heads);   /* dies unless H splits D */
+    const char *func = "multihead_new_grouped";
+    const int d = check_layer_sizes(func, query_size, key_size, value_size, num_hiddens,
+                                    num_heads, dropout);
     require_kv_heads(func, num_heads, num_kv_heads);
-    if (!(dropout >= 0.0f && dropout < 1.0f))
-        die(func, "dropout must be in [0, 1), got %g", (double)dropout);
 
-    /* Drawn in a fixed order, each weight followed by its bias, so a seed
-     * names one layer. The bias bound uses the weight's fan_in, as
-     * nn.Linear.reset_parameters does. */
     const int D = num_hiddens, kv_rows = num_kv_heads * d;   /* G*d */
-    Tensor *W_q = init_uniform(rng, D, query_size, false);
-    Tensor *b_q = bias ? init_uniform(rng, D, query_size, true) : NULL;
-    Tensor *W_k = init_uniform(rng, kv_rows, key_size, false);
-    Tensor *b_k = bias ? init_uniform(rng, kv_rows, key_size, true) : NULL;
-    Tensor *W_v = init_uniform(rng, kv_rows, value_size, false);
-    Tensor *b_v = bias ? init_uniform(rng, kv_rows, value_size, true) : NULL;
-    Tensor *W_o = init_uniform(rng, D, D, false);
-    Tensor *b_o = bias ? init_uniform(rng, D, D, true) : NULL;
-    Tensor *const params[MULTIHEAD_PARAMETERS] = {W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o};
-    MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
-    *layer = layer_of(num_heads, num_kv_heads, dropout, params);
-    return layer;
+    Tensor *W_q, *W_k, *W_v, *W_o, *b_q, *b_k, *b_v, *b_o;
+    draw_linear(rng, D, query_size, bias, &W_q, &b_q);
+    draw_linear(rng, kv_rows, key_size, bias, &W_k, &b_k);     /* W_k (G*d, Dk) */
+    draw_linear(rng, kv_rows, value_size, bias, &W_v, &b_v);   /* W_v (G*d, Dv) */
+    draw_linear(rng, D, D, bias, &W_o, &b_o);
+    return layer_new(func, num_heads, num_kv_heads, dropout,
+                     (Tensor *const[]){W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o});
 }
 
 MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
@@ -119,10 +153,12 @@ void multihead_free(MultiHeadAttention *layer)
     free(layer);
 }
 
-void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
-                            const Tensor *queries, const Tensor *keys, const Tensor *values,
-                            const ValidLens *valid_lens, bool training, Rng *rng,
-                            MultiHeadCache *cache)
+/* Stops, naming func, unless queries (B, T, Dq), keys (B, K, Dk), values
+ * (B, K, Dv) and valid_lens fit the layer, and dropout in training mode has
+ * a generator to draw from. */
+static void check_inputs(const char *func, const MultiHeadAttention *layer,
+                         const Tensor *queries, const Tensor *keys, const Tensor *values,
+                         const ValidLens *valid_lens, bool training, const Rng *rng)
 {
     tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0];
@@ -132,11 +168,81 @@ void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
     valid_lens_check(func, valid_lens, B, queries->shape[1], K);
     if (training && layer->dropout > 0.0f && rng == NULL)
         die(func, "dropout in training mode needs a random generator, got NULL");
+}
+
+/* Stops, naming func, when the layer shares its key-value heads (G < H):
+ * that layer has a forward of its own (attention_layer.h). */
+static void check_all_kv_heads(const char *func, const MultiHeadAttention *layer)
+{
+    if (layer->num_kv_heads != layer->num_heads)
+        die(func, "the layer shares %d key-value heads between %d query heads: run it with "
+            "grouped_forward_cache (attention_layer.h)", layer->num_kv_heads, layer->num_heads);
+}
+
+/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
+ * (B,) or (B, T) -> output (B, T, D), attention_weights (B, H, T, K).
+ * Three passes, which the backward runs in reverse: pass 1 projects and
+ * splits into heads, pass 2 attends, pass 3 merges the heads and mixes
+ * them with W_o. */
+Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
+                          const Tensor *keys, const Tensor *values,
+                          const ValidLens *valid_lens, bool training, Rng *rng,
+                          Tensor **attention_weights)
+{
+    const char *func = "multihead_forward";
+    check_all_kv_heads(func, layer);
+    check_inputs(func, layer, queries, keys, values, valid_lens, training, rng);
+    const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
+    const int H = layer->num_heads;
+
+    // pass 1, project: one linear layer each for queries, keys and values
+    Tensor *q_proj = linear(queries, layer->W_q, layer->b_q);   /* (B, T, D) */
+    Tensor *k_proj = linear(keys, layer->W_k, layer->b_k);      /* (B, K, D) */
+    Tensor *v_proj = linear(values, layer->W_v, layer->b_v);    /* (B, K, D) */
+
+    // pass 1, split into heads: head h of sequence b becomes row b*H + h,
+    // a (T, d) or (K, d) matrix of its own
+    Tensor *q_heads = transpose_qkv(q_proj, H);   /* (B*H, T, d) */
+    Tensor *k_heads = transpose_qkv(k_proj, H);   /* (B*H, K, d) */
+    Tensor *v_heads = transpose_qkv(v_proj, H);   /* (B*H, K, d) */
+    TENSOR_FREE(q_proj, k_proj, v_proj);
+
+    // pass 2, attend with the mask: every head on its own, so row b*H + h
+    // takes sequence b's valid_lens. The keys now have d columns, so the
+    // scores are divided by sqrt(d), the per-head size, and not by sqrt(D).
+    ValidLens *head_lens = valid_lens_repeat_interleave(valid_lens, H);
+    const Dropout drop = {layer->dropout, training, rng};
+    Tensor *weights = NULL;   /* (B*H, T, K), after dropout, when asked for */
+    Tensor *heads_out = dot_product_attention(q_heads, k_heads, v_heads, head_lens, &drop,
+                                              attention_weights ? &weights : NULL);
+
+    // pass 3, merge the heads: side by side again, as one (T, D) matrix per sequence
+    Tensor *concat = transpose_output(heads_out, H);   /* (B, T, D) */
+
+    // pass 3, W_o: mix the heads
+    Tensor *output = linear(concat, layer->W_o, layer->b_o);   /* (B, T, D) */
+
+    /* (B*H, T, K) and (B, H, T, K) are the same numbers in the same order,
+     * because row b*H + h is head h of sequence b: a view. */
+    if (attention_weights != NULL)
+        *attention_weights = tensor_reshape(weights, SHAPE(B, H, T, K));
+    valid_lens_free(head_lens);
+    TENSOR_FREE(q_heads, k_heads, v_heads, heads_out, concat);
+    return output;
+}
+
+void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
+                            const Tensor *queries, const Tensor *keys, const Tensor *values,
+                            const ValidLens *valid_lens, bool training, Rng *rng,
+                            MultiHeadCache *cache)
+{
+    check_inputs(func, layer, queries, keys, values, valid_lens, training, rng);
     *cache = (MultiHeadCache){.queries = queries, .keys = keys, .values = values,
                               .valid_lens = valid_lens};
 }
 
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
+/* multihead_forward's passes, with what the backward needs kept in cache:
+ * queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D); cache: Q (B*H, T, d), K and V
  * (B*H, K, d), attention weights (B*H, T, K), concat (B, T, D) */
 Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
@@ -144,12 +250,10 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
                                const ValidLens *valid_lens, bool training, Rng *rng,
                                MultiHeadCache *cache)
 {
-    const char *func = "multihead_forward";
-    const int H = layer->num_heads;
-    if (layer->num_kv_heads != H)
-        die(func, "the layer shares %d key-value heads between %d query heads: run it with "
-            "grouped_forward_cache (attention_layer.h)", layer->num_kv_heads, H);
+    const char *func = "multihead_forward_cache";
+    check_all_kv_heads(func, layer);
     multihead_cache_inputs(func, layer, queries, keys, values, valid_lens, training, rng, cache);
+    const int H = layer->num_heads;
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix
     Tensor *q_proj = linear(queries, layer->W_q, layer->b_q);   /* (B, T, D) */
@@ -163,7 +267,8 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
     return multihead_attend(layer, training, rng, cache);      /* passes 2 and 3 */
 }
 
-/* cache->Q (B*H, T, d), cache->K, cache->V (B*H, K, d) -> output (B, T, D) */
+/* Passes 2 and 3, kept: cache->Q (B*H, T, d), cache->K, cache->V (B*H, K, d)
+ * -> output (B, T, D) */
 Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rng,
                          MultiHeadCache *cache)
 {
@@ -172,8 +277,6 @@ Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rn
     // pass 2: every head attends on its own; row b*H + h needs sequence b's mask
     ValidLens *head_lens = valid_lens_repeat_interleave(cache->valid_lens, H);
     Dropout drop = {layer->dropout, training, rng};
-    /* The keys now have d columns, so the attention divides the scores by
-     * sqrt(d), the per-head size, and not by sqrt(D). */
     Tensor *heads_out = dot_product_attention_cache(cache->Q, cache->K, cache->V, head_lens,
                                                    &drop, &cache->attention);
     valid_lens_free(head_lens);
@@ -182,30 +285,6 @@ Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rn
     cache->concat = transpose_output(heads_out, H);                    /* (B, T, D) */
     Tensor *output = linear(cache->concat, layer->W_o, layer->b_o);    /* (B, T, D) */
     tensor_free(heads_out);
-    return output;
-}
-
-/* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
- * (B,) or (B, T) -> output (B, T, D), attention_weights (B, H, T, K) */
-Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries,
-                          const Tensor *keys, const Tensor *values,
-                          const ValidLens *valid_lens, bool training, Rng *rng,
-                          Tensor **attention_weights)
-{
-    /* The forward that keeps nothing: the caching one, its cache dropped. */
-    MultiHeadCache cache;
-    Tensor *output = multihead_forward_cache(layer, queries, keys, values, valid_lens,
-                                            training, rng, &cache);
-    if (attention_weights != NULL) {
-        const int B = queries->shape[0], H = layer->num_heads;
-        const int T = queries->shape[1], K = keys->shape[1];
-        /* The weights after dropout, as they multiplied the values.
-         * (B*H, T, K) and (B, H, T, K) are the same numbers in the same
-         * order, because row b*H + h is head h of sequence b: a view. */
-        Tensor *weights = attention_cache_dropped(&cache.attention);
-        *attention_weights = tensor_reshape(weights, SHAPE(B, H, T, K));
-    }
-    multihead_cache_free(&cache);
     return output;
 }
 

@@ -56,8 +56,8 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
                                   bool bias, Rng *rng);
 /* The grouped layer: W_k and W_v have G*d rows (G = num_kv_heads, which
- * must divide num_heads). multihead_new is this call with G = H, and draws
- * the same numbers. */
+ * must divide num_heads). With G = H it draws the same numbers as
+ * multihead_new. */
 MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int value_size,
                                           int num_hiddens, int num_heads, int num_kv_heads,
                                           float dropout, bool bias, Rng *rng);
@@ -116,8 +116,8 @@ typedef struct {
 } MultiHeadCache;
 
 /* multihead_forward that also fills cache (free it with
- * multihead_cache_free): the same output, the same dropout draws.
- * multihead_forward is this call with the cache tensors freed at once. */
+ * multihead_cache_free): the same passes, the same output, the same
+ * dropout draws. */
 Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *queries,
                                const Tensor *keys, const Tensor *values,
                                const ValidLens *valid_lens, bool training, Rng *rng,

@@ -435,6 +435,40 @@ static bool skipped(const Printer *p, int dim, int i)
     return p->summarize && n > 2 * EDGE_ITEMS && i >= EDGE_ITEMS && i < n - EDGE_ITEMS;
 }
 
+/* The last dimension, from offset: values on a line, wrapped to fit
+ * LINE_WIDTH, between the brackets print_dim writes. */
+static void print_row(const Printer *p, size_t offset, int indent)
+{
+    const int dim = p->x->ndim - 1, n = p->x->shape[dim];
+    int per_line = (LINE_WIDTH - indent - 1) / (p->width + 2);
+    if (per_line < 1)
+        per_line = 1;
+    int on_line = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[48];
+        if (skipped(p, dim, i)) {
+            fprintf(p->out, "...,");
+            i = n - EDGE_ITEMS - 1;
+            on_line++;
+            if (on_line < per_line)
+                fputc(' ', p->out);
+            continue;
+        }
+        if (on_line == per_line) {
+            fprintf(p->out, "\n%*s", indent + 1, "");
+            on_line = 0;
+        }
+        format_value(buf, sizeof buf, p->x->data[offset + (size_t)i], p->scientific);
+        fprintf(p->out, "%*s", p->width, buf);
+        on_line++;
+        if (i < n - 1)
+            fprintf(p->out, on_line < per_line ? ", " : ",");
+    }
+}
+
+/* Dimension dim from offset, between brackets: the last one as a row of
+ * values, any other as its slices, one print_dim each, with as many blank
+ * lines between them as PyTorch leaves. */
 static void print_dim(const Printer *p, int dim, size_t offset, int indent)
 {
     const Tensor *x = p->x;
@@ -445,31 +479,7 @@ static void print_dim(const Printer *p, int dim, size_t offset, int indent)
 
     fputc('[', p->out);
     if (dim == x->ndim - 1) {
-        /* Last dimension: values on a line, wrapped to fit LINE_WIDTH. */
-        int per_line = (LINE_WIDTH - indent - 1) / (p->width + 2);
-        if (per_line < 1)
-            per_line = 1;
-        int on_line = 0;
-        for (int i = 0; i < n; i++) {
-            char buf[48];
-            if (skipped(p, dim, i)) {
-                fprintf(p->out, "...,");
-                i = n - EDGE_ITEMS - 1;
-                on_line++;
-                if (on_line < per_line)
-                    fputc(' ', p->out);
-                continue;
-            }
-            if (on_line == per_line) {
-                fprintf(p->out, "\n%*s", indent + 1, "");
-                on_line = 0;
-            }
-            format_value(buf, sizeof buf, x->data[offset + (size_t)i], p->scientific);
-            fprintf(p->out, "%*s", p->width, buf);
-            on_line++;
-            if (i < n - 1)
-                fprintf(p->out, on_line < per_line ? ", " : ",");
-        }
+        print_row(p, offset, indent);
     } else {
         int blank_lines = x->ndim - dim - 2;
         for (int i = 0; i < n; i++) {

@@ -314,7 +314,7 @@ void npy_fill_alternating(const char *path, float value)
 }
 
 /* See helpers.h. */
-void expect_handed_off(const char *program, const char *tool, const char *args)
+void expect_same_as_tool(const char *program, const char *tool, const char *args)
 {
     RunResult via = run_program(program, args), direct = run_program(tool, args);
     cr_expect_eq(via.status, direct.status, "%s %s: status %d, %s: %d", program, args,

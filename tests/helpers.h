@@ -106,9 +106,9 @@ char *read_text_file(const char *path, size_t *len);
     cr_expect(tensor_allclose((actual), (expected), (atol), (rtol), stderr), \
               "%s differs from %s", #actual, #expected)
 
-/* A mode that is a tool of its own (cli.h's CLI_TOOL): PROGRAM ARGS runs
- * TOOL, so it exits and prints as TOOL ARGS does, its error lines named
- * after the program it was called as. */
-void expect_handed_off(const char *program, const char *tool, const char *args);
+/* A mode that is also a tool of its own (cli.h's CLI_MODE): PROGRAM ARGS
+ * runs the tool's code in PROGRAM's process, so it exits and prints as
+ * TOOL ARGS does, its error lines named after PROGRAM. */
+void expect_same_as_tool(const char *program, const char *tool, const char *args);
 
 #endif

@@ -564,8 +564,8 @@ Test(chapter03, cost_table_grows_by_four)
 Test(chapter03, bad_options_give_one_line_and_status_2)
 {
     static const char *const cases[][2] = {
-        {"--dropout 1", "--dropout must be below 1"},
-        {"--dropout -0.1", "--dropout expects a number from 0 to 1"},
+        {"--dropout 1", "--dropout expects a number from 0 to 0.99, got '1'"},
+        {"--dropout -0.1", "--dropout expects a number from 0 to 0.99"},
         {"--dropout nan", "--dropout expects a number"},
         {"--dim 5", "--dim sizes random tokens: give --tokens N too"},
         {"--tokens 0", "--tokens expects a whole number from 1 to 64"},

@@ -41,7 +41,7 @@
 
 #include "error.h"
 #include "helpers.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "run/saved_models.h"
 #include "learn/lookup_model.h"
 #include "multihead.h"
@@ -976,13 +976,13 @@ static BadInput rows[] = {
     {SELF, "--dim 4", 2, "--dim sizes random tokens: give --tokens N too", NULL},
     {SELF, "--tokens 4 --dim 1025", 2, "--dim expects a whole number from 1 to 1024",
      NULL},
-    {SELF, "--dropout 1", 2, "--dropout must be below 1", NULL},
+    {SELF, "--dropout 1", 2, "--dropout expects a number from 0 to 0.99, got '1'", NULL},
     /* below 1 as a double, but 1 as the float the library keeps */
-    {SELF, "--dropout 0.99999999 --train", 2, "--dropout must be below 1 (1 would drop every "
-     "weight), got 0.99999999, which is 1 as a float", NULL},
-    {SELF, "--dropout -0.1", 2, "--dropout expects a number from 0 to 1, got '-0.1'", NULL},
-    {SELF, "--dropout nan", 2, "--dropout expects a number from 0 to 1, got 'nan'", NULL},
-    {SELF, "--dropout inf", 2, "--dropout expects a number from 0 to 1, got 'inf'", NULL},
+    {SELF, "--dropout 0.99999999 --train", 2, "--dropout expects a number from 0 to 0.99, got "
+     "'0.99999999'", NULL},
+    {SELF, "--dropout -0.1", 2, "--dropout expects a number from 0 to 0.99, got '-0.1'", NULL},
+    {SELF, "--dropout nan", 2, "--dropout expects a number from 0 to 0.99, got 'nan'", NULL},
+    {SELF, "--dropout inf", 2, "--dropout expects a number from 0 to 0.99, got 'inf'", NULL},
     {SELF, "--cost", 2, "unknown option '--cost'", NULL},
     {COST, "--cost-max 127", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
     {COST, "--cost-max 100000", 2, "--cost-max expects a whole number from 128 to 65536", NULL},
@@ -996,9 +996,9 @@ static BadInput rows[] = {
     {SELF, "--plot @/out", 2, "holds a directory, 'self_attention.dat'",
      "@/out/self_attention.gp", plot_self_attention_dat_taken},
     {DROPOUT, "--draws 9", 2, "--draws expects a whole number from 10 to 1000000", NULL},
-    {DROPOUT, "--dropout 1", 2, "--dropout must be below 1", NULL},
-    {DROPOUT, "--dropout 0.99999999", 2, "got 0.99999999, which is 1 as a float", NULL},
-    {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 1, got 'half'", NULL},
+    {DROPOUT, "--dropout 1", 2, "--dropout expects a number from 0 to 0.99, got '1'", NULL},
+    {DROPOUT, "--dropout 0.99999999", 2, "--dropout expects a number from 0 to 0.99", NULL},
+    {DROPOUT, "--dropout half", 2, "--dropout expects a number from 0 to 0.99, got 'half'", NULL},
     {BACKWARD, "--tokens 0", 2, "--tokens expects a whole number from 1 to 8, got '0'", NULL},
     {BACKWARD, "--tokens 9", 2, "--tokens expects a whole number from 1 to 8", NULL},
     {BACKWARD, "--dim 2", 2, "--dim sizes random tokens: give --tokens N too", NULL},

@@ -1,6 +1,6 @@
 /*
  * test_layer_files.c - a multi-head layer as a directory of .npy files
- * (common/io/layer_files.c): loading with every shape check, saving a set
+ * (common/run/layer_files.c): loading with every shape check, saving a set
  * whole or not at all, comparing with expected files.
  *
  * Legend: B = batch_size, T = num_queries, K = num_keys, H = num_heads,
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 #include "io/npy.h"
 #include "multihead.h"
 #include "random.h"

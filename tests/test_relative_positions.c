@@ -464,7 +464,7 @@ static void load_results(const char *dir, Tensor *out[3])
         out[i] = load_case(dir, names[i]);
 }
 
-/* relative_positions hands --from and --to to relative_files: the same
+/* relative_positions runs --from and --to with relative_files' code: the same
  * command line run both ways prints the same lines, the errors under
  * relative_positions' name, and writes the same files bit for bit. */
 Test(relative_positions, file_mode_is_the_tool)

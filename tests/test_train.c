@@ -36,6 +36,7 @@
 #include "learn/optim.h"
 #include "learn/reversal_model.h"
 #include "learn/tasks.h"
+#include "learn/training.h"
 #include "ops.h"
 
 /* ---- embedding ------------------------------------------------------------ */
@@ -1367,12 +1368,71 @@ Test(train_program, a_small_dictionary_goes_on_training, .init = make_scratch,
     run_result_free(&resumed);
 }
 
-/* train --bench runs the tool train_bench with the same arguments. */
+/* train --bench runs the tool train_bench's code with the same arguments. */
 Test(train_program, bench_is_the_train_bench_tool)
 {
-    expect_handed_off("05_multihead/train", "05_multihead/train_bench",
+    expect_same_as_tool("05_multihead/train", "05_multihead/train_bench",
                       "--bench --hiddens 30 --heads 4");
-    expect_handed_off("05_multihead/train", "05_multihead/train_bench",
+    expect_same_as_tool("05_multihead/train", "05_multihead/train_bench",
                       "--bench --pairs 10 --countries 8");
-    expect_handed_off("05_multihead/train", "05_multihead/train_bench", "--bench --steps 5");
+    expect_same_as_tool("05_multihead/train", "05_multihead/train_bench", "--bench --steps 5");
+}
+
+/* ---- the loop's end ------------------------------------------------------------------ */
+
+/* A toy trainee for the loop itself: step s's loss is losses[s - 1]; the
+ * watch counts its calls and stops where it is told. */
+typedef struct {
+    const double *losses;
+    int steps_taken, evaluations, stop_before, last_looks;
+} LoopToy;
+
+static void toy_draw(void *state, Rng *rng) { (void)state; (void)rng; }
+static double toy_step(void *model, Adam *adam, const void *batch, int *correct)
+{
+    (void)adam; (void)batch; (void)correct;
+    LoopToy *t = model;
+    return t->losses[t->steps_taken++];
+}
+static double toy_evaluate(const void *model, const void *batch, int *correct)
+{
+    (void)batch; (void)correct;
+    ((LoopToy *)model)->evaluations++;
+    return 1.0;
+}
+static bool toy_before(void *state, int step) { return step != ((LoopToy *)state)->stop_before; }
+static TrainingStatus toy_after(void *state, int step, double loss, int correct)
+{
+    (void)state; (void)step; (void)correct;
+    return isfinite(loss) ? TRAINING_GOES_ON : TRAINING_DIVERGED;
+}
+static bool toy_last(void *state, double loss) { ((LoopToy *)state)->last_looks++; return loss < 2.0; }
+
+static TrainingStatus toy_run(LoopToy *t, bool can_evaluate)
+{
+    const BatchDraw draw = {t, toy_draw, t};
+    const TrainingPlan plan = {.first_step = 1, .last_step = 4, .draw = &draw};
+    const Trainee trainee = {t, NULL, toy_step, can_evaluate ? toy_evaluate : NULL};
+    const TrainingWatch watch = {t, toy_before, toy_after, toy_last};
+    return training_loop(&trainee, &plan, &watch);
+}
+
+Test(training_loop, says_how_the_run_ended)
+{
+    const double fine[4] = {4, 3, 2, 1}, broken[4] = {4, NAN, 2, 1};
+    LoopToy done = {fine, .stop_before = -1};
+    cr_expect_eq(toy_run(&done, true), TRAINING_DONE);
+    cr_expect(done.steps_taken == 4 && done.evaluations == 1 && done.last_looks == 1);
+    /* a trainee that cannot evaluate: no last look, and no call through NULL */
+    LoopToy blind = {fine, .stop_before = -1};
+    cr_expect_eq(toy_run(&blind, false), TRAINING_DONE);
+    cr_expect(blind.steps_taken == 4 && blind.last_looks == 0);
+    /* a signal before step 3: two steps, no evaluation after it */
+    LoopToy signalled = {fine, .stop_before = 3};
+    cr_expect_eq(toy_run(&signalled, true), TRAINING_STOPPED);
+    cr_expect(signalled.steps_taken == 2 && signalled.evaluations == 0);
+    /* a loss that is not a number at step 2 */
+    LoopToy diverged = {broken, .stop_before = -1};
+    cr_expect_eq(toy_run(&diverged, true), TRAINING_DIVERGED);
+    cr_expect(diverged.steps_taken == 2 && diverged.evaluations == 0);
 }

@@ -48,6 +48,7 @@ static inline vf select_vec(vi mask, vf a, vf b)
  * (x < WEIGHT_FLUSH_X), so that 2^n is one normal float and step 4 needs
  * one multiplication, not two. The rest is the same arithmetic, within
  * 1 ulp of expf in between. */
+/* Kept whole (64 lines): its five steps are one chain of vector registers, x to y. */
 static inline vf exp_vec_for(vf x, bool weights)
 {
     /* No lane is clamped first: for NaN, infinities and |x| beyond the

@@ -145,30 +145,37 @@ static inline void transpose_8x8(v8f r[8])
     }
 }
 
+/* B (k, n) -> panels [j][p][16]: rows of B are contiguous, so each is
+ * read whole (one stream for the hardware prefetcher) and cut into NR
+ * floats per panel */
+static void pack_rows(const float *b, size_t ldb, int k, int n, float *panels)
+{
+    const int num_panels = (n + FAST_NR - 1) / FAST_NR;
+    for (int p = 0; p < k; p++)
+        for (int j = 0; j < num_panels; j++) {
+            float *dst = panels + ((size_t)j * k + p) * FAST_NR;
+            const float *src = b + (size_t)p * ldb + j * FAST_NR;
+            const int width = n - j * FAST_NR < FAST_NR ? n - j * FAST_NR : FAST_NR;
+            if (width == FAST_NR) {
+                /* a copy of known size: vector moves, not a call */
+                memcpy(dst, src, FAST_NR * sizeof(float));
+                continue;
+            }
+            memcpy(dst, src, (size_t)width * sizeof(float));
+            for (int c = width; c < FAST_NR; c++)
+                dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
+        }
+}
+
 /* B (k, n), or B given as (n, k) rows when transposed -> panels [j][p][16] */
 void fast_pack_panels(const float *b, size_t ldb, bool transposed, int k, int n,
                       float *panels)
 {
-    int num_panels = (n + FAST_NR - 1) / FAST_NR;
     if (!transposed) {
-        /* rows of B are contiguous: each is read whole (one stream for the
-         * hardware prefetcher) and cut into NR floats per panel */
-        for (int p = 0; p < k; p++)
-            for (int j = 0; j < num_panels; j++) {
-                float *dst = panels + ((size_t)j * k + p) * FAST_NR;
-                const float *src = b + (size_t)p * ldb + j * FAST_NR;
-                const int width = n - j * FAST_NR < FAST_NR ? n - j * FAST_NR : FAST_NR;
-                if (width == FAST_NR) {
-                    /* a copy of known size: vector moves, not a call */
-                    memcpy(dst, src, FAST_NR * sizeof(float));
-                    continue;
-                }
-                memcpy(dst, src, (size_t)width * sizeof(float));
-                for (int c = width; c < FAST_NR; c++)
-                    dst[c] = 0.0f;   /* the padding columns give 0, never garbage */
-            }
+        pack_rows(b, ldb, k, n, panels);
         return;
     }
+    const int num_panels = (n + FAST_NR - 1) / FAST_NR;
     for (int j = 0; j < num_panels; j++) {
         float *panel = panels + (size_t)j * k * FAST_NR;
         int col0 = j * FAST_NR;
@@ -544,6 +551,25 @@ static void gemm_row_blocks(Gemm *g, int thread)
     }
 }
 
+/* The panels of B's chunk of rows p0 .. p0 + kc - 1 and columns
+ * j0 .. j0 + cols - 1, and their stride: packed once for all threads, or
+ * packed now into the thread's own copy. */
+static const float *chunk_panels(const Gemm *g, int thread, int p0, int kc, int j0, int cols,
+                                 size_t *panel_stride)
+{
+    if (g->panels != NULL) {
+        *panel_stride = (size_t)g->k * FAST_NR;
+        return g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
+    }
+    /* every thread packs the chunk it needs itself: a little work twice,
+     * but no thread waits for another */
+    const float *b = g->b_transposed ? g->b + (size_t)j0 * g->ldb + p0
+                                     : g->b + (size_t)p0 * g->ldb + j0;
+    fast_pack_panels(b, g->ldb, g->b_transposed, kc, cols, g->b_copies[thread]);
+    *panel_stride = (size_t)kc * FAST_NR;
+    return g->b_copies[thread];
+}
+
 static void gemm_band(void *arg, int thread)
 {
     Gemm *g = arg;
@@ -569,20 +595,8 @@ static void gemm_band(void *arg, int thread)
         const float *bias = g->bias != NULL && p0 == 0 ? g->bias : NULL;
         for (int j0 = col_first; j0 < col_last; j0 += FAST_NC) {
             int cols = col_last - j0 < FAST_NC ? col_last - j0 : FAST_NC;
-            const float *panel;
             size_t panel_stride;
-            if (g->panels != NULL) {
-                panel = g->panels + ((size_t)(j0 / FAST_NR) * g->k + p0) * FAST_NR;
-                panel_stride = (size_t)g->k * FAST_NR;
-            } else {
-                /* every thread packs the chunk it needs itself: a little
-                 * work twice, but no thread waits for another */
-                const float *b = g->b_transposed ? g->b + (size_t)j0 * g->ldb + p0
-                                                 : g->b + (size_t)p0 * g->ldb + j0;
-                fast_pack_panels(b, g->ldb, g->b_transposed, kc, cols, g->b_copies[thread]);
-                panel = g->b_copies[thread];
-                panel_stride = (size_t)kc * FAST_NR;
-            }
+            const float *panel = chunk_panels(g, thread, p0, kc, j0, cols, &panel_stride);
             if (!g->a_transposed) {
                 block_rows(last - first, cols, kc, g->a + (size_t)first * g->lda + p0, g->lda,
                            panel, panel_stride, g->c + (size_t)first * g->ldc + j0, g->ldc, acc,

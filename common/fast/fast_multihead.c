@@ -228,6 +228,45 @@ void fast_multihead_release_memory(void)
     pthread_mutex_unlock(&kept_lock);
 }
 
+/* Pass 1 of job (b, h): head h's keys and values of sequence b, KEY_CHUNK
+ * keys at a time, projected and packed into w->kv; with the queries
+ * stacked too (parts 3, T = K), head h's queries into q_dst at row stride
+ * ld on the way. */
+static void project_head_keys_values(const HeadJobs *jobs, Workspace *w, int b, int h,
+                                     float *q_dst, size_t ld)
+{
+    const MultiHeadAttention *layer = jobs->layer;
+    const int d = layer->num_hiddens / layer->num_heads, K = jobs->keys->shape[1];
+    const int Dk = layer->key_size, Dv = layer->value_size;
+    const float *keys_b = jobs->keys->data + (size_t)b * K * Dk;
+    const float *values_b = jobs->values->data + (size_t)b * K * Dv;
+    const Stacked *stacked = &jobs->stacked;
+    const int parts = stacked->parts, width = parts * d;
+    for (int k0 = 0; k0 < K; k0 += KEY_CHUNK) {
+        const int count = K - k0 < KEY_CHUNK ? K - k0 : KEY_CHUNK;
+        if (parts == 0) {
+            float *k_chunk = w->chunk, *v_chunk = w->chunk + (size_t)KEY_CHUNK * d;
+            project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, k_chunk, ld);
+            project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, v_chunk, ld);
+            packed_kv_fill(&w->kv, k0, count, k_chunk, ld, v_chunk, ld);
+            continue;
+        }
+        /* one product for the stacked parts, rows [ (Q_h) | K_h | V_h ] */
+        project_packed(keys_b + (size_t)k0 * Dk, count, Dk,
+                       stacked->panels + (size_t)h * width * Dk,
+                       stacked->bias != NULL ? stacked->bias + (size_t)h * width : NULL,
+                       width, w->chunk, (size_t)width);
+        const float *k_part = w->chunk + (size_t)(parts - 2) * d;
+        packed_kv_fill(&w->kv, k0, count, k_part, (size_t)width, k_part + d, (size_t)width);
+        for (int t = 0; parts == 3 && t < count; t++)   /* here T = K */
+            memcpy(q_dst + (size_t)(k0 + t) * ld, w->chunk + (size_t)t * width,
+                   (size_t)d * sizeof(float));
+    }
+}
+
+/* The jobs (b, h) of one thread, until none is left: pass 1 and 2 project
+ * the head's keys, values and queries (unless a cache holds them
+ * projected), pass 3 streams the head's attention into concat. */
 static void head_worker(void *arg, int thread)
 {
     HeadJobs *jobs = arg;
@@ -235,8 +274,7 @@ static void head_worker(void *arg, int thread)
     const MultiHeadAttention *layer = jobs->layer;
     const int H = layer->num_heads, D = layer->num_hiddens, d = D / H;
     const int B = jobs->queries->shape[0], T = jobs->queries->shape[1];
-    const int K = jobs->keys->shape[1];
-    const int Dq = layer->query_size, Dk = layer->key_size, Dv = layer->value_size;
+    const int K = jobs->keys->shape[1], Dq = layer->query_size;
 
     /* Jobs are handed out one at a time from a shared counter, so a thread
      * that finishes early (short valid_lens, a busy core) takes the next. */
@@ -257,33 +295,10 @@ static void head_worker(void *arg, int thread)
             ld = (size_t)D;
         }
         // pass 1: this head's keys and values, a chunk at a time, into kv
-        const float *keys_b = jobs->keys->data + (size_t)b * K * Dk;
-        const float *values_b = jobs->values->data + (size_t)b * K * Dv;
-        const Stacked *stacked = &jobs->stacked;
-        const int parts = stacked->parts, width = parts * d;
-        for (int k0 = 0; cache == NULL && k0 < K; k0 += KEY_CHUNK) {
-            const int count = K - k0 < KEY_CHUNK ? K - k0 : KEY_CHUNK;
-            if (parts == 0) {
-                float *k_chunk = w->chunk, *v_chunk = w->chunk + (size_t)KEY_CHUNK * d;
-                project_head(keys_b + (size_t)k0 * Dk, count, &jobs->proj_k, h, d, k_chunk, ld);
-                project_head(values_b + (size_t)k0 * Dv, count, &jobs->proj_v, h, d, v_chunk,
-                             ld);
-                packed_kv_fill(&w->kv, k0, count, k_chunk, ld, v_chunk, ld);
-                continue;
-            }
-            /* one product for the stacked parts, rows [ (Q_h) | K_h | V_h ] */
-            project_packed(keys_b + (size_t)k0 * Dk, count, Dk,
-                           stacked->panels + (size_t)h * width * Dk,
-                           stacked->bias != NULL ? stacked->bias + (size_t)h * width : NULL,
-                           width, w->chunk, (size_t)width);
-            const float *k_part = w->chunk + (size_t)(parts - 2) * d;
-            packed_kv_fill(&w->kv, k0, count, k_part, (size_t)width, k_part + d, (size_t)width);
-            for (int t = 0; parts == 3 && t < count; t++)   /* here T = K */
-                memcpy(q_dst + (size_t)(k0 + t) * ld, w->chunk + (size_t)t * width,
-                       (size_t)d * sizeof(float));
-        }
+        if (cache == NULL)
+            project_head_keys_values(jobs, w, b, h, q_dst, ld);
         // pass 2: this head's queries, unless stacked with the keys
-        if (cache == NULL && parts != 3)
+        if (cache == NULL && jobs->stacked.parts != 3)
             project_head(jobs->queries->data + (size_t)b * T * Dq, T, &jobs->proj_q, h, d,
                          q_dst, ld);
 
@@ -304,6 +319,85 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
     return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
 }
 
+/* Stops, naming func, unless queries (B, T, Dq), keys (B, K, Dk), values
+ * (B, K, Dv) and valid_lens fit the layer, whose heads split D and are not
+ * shared (G = H). */
+static void check_forward_inputs(const char *func, const MultiHeadAttention *layer,
+                                 const Tensor *queries, const Tensor *keys,
+                                 const Tensor *values, const ValidLens *valid_lens)
+{
+    const int H = layer->num_heads;
+    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
+    const int B = queries->shape[0], T = queries->shape[1];
+    tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
+    const int K = keys->shape[1];
+    tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
+    valid_lens_check(func, valid_lens, B, T, K);
+    head_size(func, layer->num_hiddens, H);   /* dies unless H splits D */
+    if (layer->num_kv_heads != H)
+        die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
+            "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
+}
+
+/* One Workspace for each of count threads, for heads of size d over T
+ * queries and K keys, with parts projections stacked (Stacked) */
+static Workspace *workspaces_new(int count, int T, int K, int d, int parts)
+{
+    const char *func = "fast_multihead_forward";
+    Workspace *workspaces = checked_calloc(func, (size_t)count, sizeof *workspaces);
+    /* K then V, or the stacked parts side by side: 2d or 3d floats a row */
+    const int chunk_width = (parts == 3 ? 3 : 2) * d;
+    for (int t = 0; t < count; t++) {
+        workspaces[t].q_head = checked_malloc(func, (size_t)T * d, sizeof(float));
+        workspaces[t].chunk = checked_malloc(func, (size_t)KEY_CHUNK * chunk_width,
+                                             sizeof(float));
+        packed_kv_alloc(&workspaces[t].kv, K, d, d);
+    }
+    return workspaces;
+}
+
+/* What the jobs held: the packed projections and the threads' workspaces
+ * (count of them) */
+static void head_jobs_free(HeadJobs *jobs, int count)
+{
+    fast_free_panels(jobs->proj_q.panels);
+    fast_free_panels(jobs->proj_k.panels);
+    fast_free_panels(jobs->proj_v.panels);
+    fast_free_panels(jobs->stacked.panels);
+    free(jobs->stacked.bias);
+    for (int t = 0; t < count; t++) {
+        free(jobs->workspaces[t].q_head);
+        free(jobs->workspaces[t].chunk);
+        packed_kv_free(&jobs->workspaces[t].kv);
+    }
+    free(jobs->workspaces);
+}
+
+/* Passes 1 and 2 for every head at once when Q, K, V are cached: they
+ * are kept whole anyway, so each is one large product with its rows split
+ * across threads, faster than B * H small ones when T or K is short (a
+ * training batch of few keys); each output is the same sum over the
+ * input's columns as project_head's, and tests/test_fast.c checks that the
+ * outputs are the same bits. cache gets the inputs (borrowed), Q (B, T, D),
+ * K and V (B, K, D) and a zeroed logsumexp (B*H, T); concat comes later. */
+static void project_into_cache(const MultiHeadAttention *layer, const Tensor *queries,
+                               const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, int num_threads,
+                               FastMultiHeadCache *cache)
+{
+    const char *func = "fast_multihead_forward";
+    const int H = layer->num_heads, D = layer->num_hiddens;
+    const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
+    *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,
+                                  reused_or_empty(func, SHAPE(B, T, D)),
+                                  reused_or_empty(func, SHAPE(B, K, D)),
+                                  reused_or_empty(func, SHAPE(B, K, D)),
+                                  NULL, fast_tensor_zeros(func, SHAPE(B * H, T))};
+    fast_linear_into(queries, layer->W_q, layer->b_q, cache->Q, num_threads);
+    fast_linear_into(keys, layer->W_k, layer->b_k, cache->K, num_threads);
+    fast_linear_into(values, layer->W_v, layer->b_v, cache->V, num_threads);
+}
+
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv) -> output (B, T, D),
  * and what the backward needs in cache when not NULL */
 static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
@@ -311,52 +405,22 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
                        int num_threads, FastMultiHeadCache *cache)
 {
     const char *func = "fast_multihead_forward";
+    check_forward_inputs(func, layer, queries, keys, values, valid_lens);
     const int H = layer->num_heads, D = layer->num_hiddens;
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
-    const int B = queries->shape[0], T = queries->shape[1];
-    tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
-    const int K = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check(func, valid_lens, B, T, K);
-    head_size(func, D, H);   /* dies unless H splits D */
-    if (layer->num_kv_heads != H)
-        die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
-            "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
+    const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
     /* a thread per FAST_FLOPS_PER_THREAD (fast_threads.h): d2l's toy and
      * the training page's default batch run on one */
     num_threads = fast_threads_worth(num_threads, layer_flops(layer, B, T, K));
-    /* passes 1 and 2 for every head at once when Q, K, V are cached: they
-     * are kept whole anyway, so each is one large product with its rows
-     * split across threads, faster than B * H small ones when T or K is
-     * short (a training batch of few keys); each output is the same sum
-     * over the input's columns as project_head's, and tests/test_fast.c
-     * checks that the outputs are the same bits */
-    if (cache != NULL) {
-        *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,
-                                      reused_or_empty(func, SHAPE(B, T, D)),
-                                      reused_or_empty(func, SHAPE(B, K, D)),
-                                      reused_or_empty(func, SHAPE(B, K, D)),
-                                      NULL, fast_tensor_zeros(func, SHAPE(B * H, T))};
-        fast_linear_into(queries, layer->W_q, layer->b_q, cache->Q, num_threads);
-        fast_linear_into(keys, layer->W_k, layer->b_k, cache->K, num_threads);
-        fast_linear_into(values, layer->W_v, layer->b_v, cache->V, num_threads);
-    }
+    if (cache != NULL)   /* passes 1 and 2 for every head at once */
+        project_into_cache(layer, queries, keys, values, valid_lens, num_threads, cache);
 
     // passes 1 to 3, per (sequence, head) job: projections and attention
     const int d = D / H;
     /* a thread without a job would only cost memory; pass 4 splits rows, not
      * heads, so it still gets every thread asked for */
     const int head_threads = num_threads < B * H ? num_threads : B * H;
-    Workspace *workspaces = checked_calloc(func, (size_t)head_threads, sizeof *workspaces);
     const Stacked stacked = stacked_new(layer, queries, keys, values, cache == NULL);
-    /* K then V, or the stacked parts side by side: 2d or 3d floats a row */
-    const int chunk_width = (stacked.parts == 3 ? 3 : 2) * d;
-    for (int t = 0; t < head_threads; t++) {
-        workspaces[t].q_head = checked_malloc(func, (size_t)T * d, sizeof(float));
-        workspaces[t].chunk = checked_malloc(func, (size_t)KEY_CHUNK * chunk_width,
-                                             sizeof(float));
-        packed_kv_alloc(&workspaces[t].kv, K, d, d);
-    }
+    Workspace *workspaces = workspaces_new(head_threads, T, K, d, stacked.parts);
     /* every (sequence, head) job writes all its rows: nothing to zero */
     Tensor *concat = reused_or_empty(func, SHAPE(B, T, D));
     const bool project_q = cache == NULL && stacked.parts != 3;
@@ -368,17 +432,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
                      cache, workspaces, 0};
     atomic_init(&jobs.next_job, 0);
     fast_parallel(head_threads, head_worker, &jobs);
-    fast_free_panels(jobs.proj_q.panels);
-    fast_free_panels(jobs.proj_k.panels);
-    fast_free_panels(jobs.proj_v.panels);
-    fast_free_panels(stacked.panels);
-    free(stacked.bias);
-    for (int t = 0; t < head_threads; t++) {
-        free(workspaces[t].q_head);
-        free(workspaces[t].chunk);
-        packed_kv_free(&workspaces[t].kv);
-    }
-    free(workspaces);
+    head_jobs_free(&jobs, head_threads);
 
     // pass 4: mix the heads, output = concat W_o^T + b_o, rows split across threads
     Tensor *output = reused_or_empty(func, SHAPE(B, T, D));

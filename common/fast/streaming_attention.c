@@ -154,18 +154,18 @@ static void finish_rows(const Scratch *w, int rows, int v, float *out, size_t ou
     }
 }
 
-/* queries (rows, d) at query_stride, len (rows,) -> out (rows, v) at
- * out_stride, and lse (rows,) when not NULL */
-static void query_block(const PackedKeysValues *kv, const float *queries, size_t query_stride,
-                        int rows, const int *len, float *out, size_t out_stride, float *lse,
-                        const Scratch *w)
+/* Before the first block: the queries (rows, d) at query_stride, divided
+ * by sqrt(d), into w->q; m = -inf, l = 0 and o = 0 for every row. Returns
+ * the longest of the rows' lengths len (rows,): keys past it are never
+ * read. */
+static int start_rows(const Scratch *w, const float *queries, size_t query_stride, int rows,
+                      const int *len, int d, int v)
 {
-    const int d = kv->key_size, v = kv->value_size, K = kv->num_keys;
     /* Dividing the queries by sqrt(d) once is the same as dividing every
      * score: (q / sqrt(d)) . k = (q . k) / sqrt(d), up to rounding, for d
      * divisions per query instead of K. */
     const float inv_sqrt_d = (float)(1.0 / sqrt((double)d));
-    int longest = 0;   /* keys past every query's valid_len are never read */
+    int longest = 0;
     for (int r = 0; r < rows; r++) {
         scale_row(w->q + (size_t)r * d, queries + (size_t)r * query_stride, d, inv_sqrt_d);
         w->m[r] = -INFINITY;
@@ -174,6 +174,52 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
             longest = len[r];
     }
     memset(w->o, 0, (size_t)rows * v * sizeof(float));
+    return longest;
+}
+
+/* Passes 2 and 3 for the tile of queries r0 .. r0 + tile_rows - 1 against
+ * keys k0 .. k0 + tile_keys - 1: their scores in w->s become weights
+ * exp(s - m') under each query's new maximum m', and what the earlier
+ * blocks summed under the old maximum m (l and o) is scaled to m'. */
+static void online_softmax_tile(const Scratch *w, int r0, int tile_rows, const int *len, int k0,
+                                int tile_keys, int v)
+{
+    for (int r = r0; r < r0 + tile_rows; r++) {
+        float *s_row = w->s + (size_t)(r - r0) * BC;
+        /* The mask as a loop bound: keys k0 + j with j >= valid are
+         * masked for this query. Their weights are set to exactly 0
+         * (replaced, as in the clear masked_softmax). */
+        int valid = len[r] - k0;
+        valid = valid < 0 ? 0 : (valid > tile_keys ? tile_keys : valid);
+        memset(s_row + valid, 0, (size_t)(tile_keys - valid) * sizeof(float));
+        if (valid == 0)
+            continue;   /* nothing new for this query: m, l, o unchanged */
+        /* pass 2: the new maximum and the weights under it */
+        float m_new = fast_row_max(s_row, (size_t)valid);
+        if (w->m[r] > m_new)
+            m_new = w->m[r];
+        /* exp(m - m') <= 1 shrinks what was summed under the old maximum;
+         * for the first block m = -inf and it is 0 (o and l are still 0
+         * then, so nothing is lost). */
+        float rescale = m_new == w->m[r]     ? 1.0f
+                      : w->m[r] == -INFINITY ? 0.0f
+                                             : fast_expf(w->m[r] - m_new);
+        w->l[r] = w->l[r] * rescale + fast_exp_shift_sum(s_row, (size_t)valid, m_new);
+        w->m[r] = m_new;
+        /* pass 3: o *= exp(m - m'), skipped when the maximum did not move */
+        if (rescale != 1.0f)
+            scale_row(w->o + (size_t)r * v, w->o + (size_t)r * v, v, rescale);
+    }
+}
+
+/* queries (rows, d) at query_stride, len (rows,) -> out (rows, v) at
+ * out_stride, and lse (rows,) when not NULL */
+static void query_block(const PackedKeysValues *kv, const float *queries, size_t query_stride,
+                        int rows, const int *len, float *out, size_t out_stride, float *lse,
+                        const Scratch *w)
+{
+    const int d = kv->key_size, v = kv->value_size, K = kv->num_keys;
+    const int longest = start_rows(w, queries, query_stride, rows, len, d, v);
 
     const size_t key_panel_stride = (size_t)d * FAST_NR;
     const size_t value_panel_stride = (size_t)K * FAST_NR;
@@ -205,32 +251,8 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
             fast_block(tile_rows, tile_keys, d, w->q + (size_t)r0 * d, (size_t)d, key_panels,
                        key_panel_stride, w->s, BC, false);
 
-            for (int r = r0; r < r0 + tile_rows; r++) {
-                float *s_row = w->s + (size_t)(r - r0) * BC;
-                /* The mask as a loop bound: keys k0 + j with j >= valid
-                 * are masked for this query. Their weights are set to
-                 * exactly 0 (replaced, as in the clear masked_softmax). */
-                int valid = len[r] - k0;
-                valid = valid < 0 ? 0 : (valid > tile_keys ? tile_keys : valid);
-                memset(s_row + valid, 0, (size_t)(tile_keys - valid) * sizeof(float));
-                if (valid == 0)
-                    continue;   /* nothing new for this query: m, l, o unchanged */
-                /* pass 2: the new maximum and the weights under it */
-                float m_new = fast_row_max(s_row, (size_t)valid);
-                if (w->m[r] > m_new)
-                    m_new = w->m[r];
-                /* exp(m - m') <= 1 shrinks what was summed under the old
-                 * maximum; for the first block m = -inf and it is 0 (o
-                 * and l are still 0 then, so nothing is lost). */
-                float rescale = m_new == w->m[r]     ? 1.0f
-                              : w->m[r] == -INFINITY ? 0.0f
-                                                     : fast_expf(w->m[r] - m_new);
-                w->l[r] = w->l[r] * rescale + fast_exp_shift_sum(s_row, (size_t)valid, m_new);
-                w->m[r] = m_new;
-                /* pass 3: o *= exp(m - m'), skipped when the maximum did not move */
-                if (rescale != 1.0f)
-                    scale_row(w->o + (size_t)r * v, w->o + (size_t)r * v, v, rescale);
-            }
+            // passes 2 and 3: the tile's scores become weights, and m, l, o follow
+            online_softmax_tile(w, r0, tile_rows, len, k0, tile_keys, v);
 
             /* pass 4: o += weights (tile_rows, tile_keys) @ values (tile_keys, v) */
             fast_block(tile_rows, v, tile_keys, w->s, BC, value_panels, value_panel_stride,
@@ -477,6 +499,34 @@ static int prepare_sequence(const AttentionRowsBackward *a, StreamingBackwardScr
     return longest;
 }
 
+/* p (keys, queries) at row stride BQ: its first `seen` rows S^T become
+ * P^T = exp(S^T - lse), lse one value per query (column). */
+static void weights_of_scores(float *p, int seen, int queries, const float *lse)
+{
+    if (queries >= FAST_VEC) {
+        for (int k = 0; k < seen; k++)
+            fast_exp_sub(p + (size_t)k * BQ, lse, p + (size_t)k * BQ, (size_t)queries);
+        return;
+    }
+    /* fewer queries than a vector has lanes (one query per sequence, say):
+     * a vector exp per key would be mostly padding, so the block's scores
+     * are gathered into one row, their exps taken in one pass and put back
+     * (each lane's exp is its own: the same bits) */
+    float x[BK * FAST_VEC], shift[BK * FAST_VEC];
+    size_t n = 0;
+    for (int k = 0; k < seen; k++)
+        for (int q = 0; q < queries; q++, n++) {
+            x[n] = p[(size_t)k * BQ + q];
+            shift[n] = lse[q];
+        }
+    if (n > 0)
+        fast_exp_sub(x, shift, x, n);
+    n = 0;
+    for (int k = 0; k < seen; k++)
+        for (int q = 0; q < queries; q++, n++)
+            p[(size_t)k * BQ + q] = x[n];
+}
+
 /* pass 2 again and pass 2 backwards, one block pair, in one sweep: p
  * (keys, queries) holds S^T and becomes P^T = exp(S^T - lse); dp holds
  * dP^T and becomes dS^T = P^T * (dP^T - delta), delta one value per query
@@ -496,29 +546,7 @@ static void weights_and_score_grads(float *p, float *dp, int keys, int queries, 
     /* keys from longest on are seen by no query of the block */
     int seen = longest - first_key;
     seen = seen < 0 ? 0 : seen > keys ? keys : seen;
-    if (queries < FAST_VEC) {
-        /* fewer queries than a vector has lanes (one query per sequence,
-         * say): a vector exp per key would be mostly padding, so the
-         * block's scores are gathered into one row, their exps taken in
-         * one pass and put back (each lane's exp is its own: the same
-         * bits) */
-        float x[BK * FAST_VEC], shift[BK * FAST_VEC];
-        size_t n = 0;
-        for (int k = 0; k < seen; k++)
-            for (int q = 0; q < queries; q++, n++) {
-                x[n] = p[(size_t)k * BQ + q];
-                shift[n] = lse[q];
-            }
-        if (n > 0)
-            fast_exp_sub(x, shift, x, n);
-        n = 0;
-        for (int k = 0; k < seen; k++)
-            for (int q = 0; q < queries; q++, n++)
-                p[(size_t)k * BQ + q] = x[n];
-    } else {
-        for (int k = 0; k < seen; k++)
-            fast_exp_sub(p + (size_t)k * BQ, lse, p + (size_t)k * BQ, (size_t)queries);
-    }
+    weights_of_scores(p, seen, queries, lse);
     for (int k = 0; k < keys; k++) {
         float *p_row = p + (size_t)k * BQ;
         float *dp_row = dp + (size_t)k * BQ;
@@ -712,6 +740,36 @@ static void backward_worker(void *arg, int thread)
     }
 }
 
+/* The dQ of parts 1 .. parts - 1 of every sequence, added to part 0's in
+ * part order: jobs->grad_queries (B, T, d) += the partial ones. */
+static void add_partial_grad_queries(const BackwardJobs *jobs, int B, int T, int d)
+{
+    const int parts = jobs->parts;
+    for (int b = 0; b < B; b++)
+        for (int part = 1; part < parts; part++) {
+            const float *src =
+                jobs->partial_grad_queries + ((size_t)b * (parts - 1) + part - 1) * T * d;
+            float *dst = jobs->grad_queries->data + (size_t)b * T * d;
+            for (size_t i = 0; i < (size_t)T * d; i++)
+                dst[i] += src[i];
+        }
+}
+
+/* Into how many parts each of B sequences of K keys is split, one job
+ * each, for num_threads threads. Whole sequences are the cheapest jobs:
+ * each part packs the sequence's queries and output gradient again and
+ * adds a dQ of its own, work that whole sequences never do. So a
+ * sequence's keys are split into parts only until there are
+ * JOBS_PER_THREAD jobs per thread, as far as its key blocks go: with
+ * fewer, one thread would wait for the other's last sequence. */
+static int backward_parts(int B, int K, int num_threads)
+{
+    enum { JOBS_PER_THREAD = 2 };
+    const int blocks = (K + BK - 1) / BK;
+    int parts = num_threads == 1 ? 1 : (JOBS_PER_THREAD * num_threads + B - 1) / B;
+    return parts > blocks ? blocks : parts;
+}
+
 void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
                                   const Tensor *values, const ValidLens *valid_lens,
                                   const Tensor *output, const Tensor *logsumexp,
@@ -728,16 +786,7 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     if (num_threads < 1)
         num_threads = 1;
 
-    /* Whole sequences are the cheapest jobs: each part packs the
-     * sequence's queries and output gradient again and adds a dQ of its
-     * own, work that whole sequences never do. So a
-     * sequence's keys are split into parts only until there are
-     * JOBS_PER_THREAD jobs per thread, as far as its key blocks go: with
-     * fewer, one thread would wait for the other's last sequence. */
-    enum { JOBS_PER_THREAD = 2 };
-    const int blocks = (K + BK - 1) / BK;
-    int parts = num_threads == 1 ? 1 : (JOBS_PER_THREAD * num_threads + B - 1) / B;
-    parts = parts > blocks ? blocks : parts;
+    const int parts = backward_parts(B, K, num_threads);
     const int threads = num_threads < B * parts ? num_threads : B * parts;
 
     BackwardJobs jobs = {queries, keys, values, output, logsumexp, grad_output, valid_lens,
@@ -756,24 +805,11 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     free(jobs.scratch);
 
     if (parts > 1) {
-        /* the parts' dQ, added to part 0's in part order */
-        for (int b = 0; b < B; b++)
-            for (int part = 1; part < parts; part++) {
-                const float *src =
-                    jobs.partial_grad_queries + ((size_t)b * (parts - 1) + part - 1) * T * d;
-                float *dst = jobs.grad_queries->data + (size_t)b * T * d;
-                for (size_t i = 0; i < (size_t)T * d; i++)
-                    dst[i] += src[i];
-            }
+        add_partial_grad_queries(&jobs, B, T, d);
         fast_free_panels(jobs.partial_grad_queries);
     }
     /* a NULL pointer: that gradient is not wanted */
-    Tensor *results[3] = {jobs.grad_queries, jobs.grad_keys, jobs.grad_values};
-    Tensor **wanted[3] = {grad_queries, grad_keys, grad_values};
-    for (int i = 0; i < 3; i++) {
-        if (wanted[i] != NULL)
-            *wanted[i] = results[i];
-        else
-            tensor_free(results[i]);
-    }
+    tensor_keep_or_free(jobs.grad_queries, grad_queries);
+    tensor_keep_or_free(jobs.grad_keys, grad_keys);
+    tensor_keep_or_free(jobs.grad_values, grad_values);
 }

@@ -178,18 +178,6 @@ int cli_long_list(const char *prog, const char *flag, const char *text,
     return cli_read_long_list(prog, flag, text, min, max, out, max_count, NULL, 0);
 }
 
-void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv)
-{
-    if (p < 1.0f)
-        return;
-    const char *text = "1";
-    for (int i = 1; i + 1 < argc; i++)
-        if (cli_is(argv[i], "--dropout"))
-            text = argv[i + 1];
-    cli_fail(prog, "--dropout must be below 1 (1 would drop every weight), got %s%s", text,
-             strtod(text, NULL) < 1.0 ? ", which is 1 as a float" : "");
-}
-
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir)
 {
     struct stat st;
@@ -239,7 +227,7 @@ static bool set_option(const char *prog, const CliOption *o, const char *text, c
     case CLI_FLAG:
         *(bool *)o->target = true;
         return true;
-    case CLI_TOOL:   /* parse_args refuses it before it comes here */
+    case CLI_MODE:   /* parse_args refuses it before it comes here */
         return false;
     }
     return true;
@@ -249,8 +237,6 @@ static bool set_option(const char *prog, const CliOption *o, const char *text, c
  * output that cannot be written (a full disk, a closed descriptor) ends the
  * program with one line and status 1 instead of a silent loss. A reader that
  * closed the pipe early stops the program through SIGPIPE, quietly. */
-static const char *stdout_prog = "program";
-
 static void close_stdout(void)
 {
     /* A write that failed earlier left the error flag set, but its errno
@@ -269,7 +255,7 @@ static void close_stdout(void)
         error = errno;
     }
     if (failed) {
-        error_format(NULL, 0, stdout_prog, "cannot write the output: %s",
+        error_format(NULL, 0, program_name("program"), "cannot write the output: %s",
                      error != 0 ? strerror(error) : "write error");
         _exit(1);
     }
@@ -306,7 +292,7 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
             cli_error(err, err_len, prog, "unknown option '%s' (try --help)", argv[i]);
             return CLI_ERROR;
         }
-        if (o->kind == CLI_TOOL) {
+        if (o->kind == CLI_MODE) {
             cli_error(err, err_len, prog, "%s is done by the tool %s (try --help)", argv[i],
                       o->tool);
             return CLI_ERROR;
@@ -339,46 +325,33 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
     return CLI_PARSED;
 }
 
-const char *cli_program_name(const char *argv0, const char *own_name)
-{
-    if (argv0 == NULL || argv0[0] == '\0')
-        return own_name;
-    const char *slash = strrchr(argv0, '/');
-    return slash != NULL && slash[1] != '\0' ? slash + 1 : argv0;
-}
-
-/* When argv holds a flag of one of the table's tools (before any --help),
- * run that tool from the program's folder with the same arguments; returns
- * only when none is asked for. An exec that fails is a fault: exit 1. */
-static void hand_off(const CliTable *table, int argc, char **argv)
+/* The mode argv asks for: the first of the table's CLI_MODE flags that
+ * stands in argv as an option, before any --help; NULL when there is none.
+ * argv is read as the parser reads it, so a value is never taken for an
+ * option: in "--valid-lens --keys", --keys is the value of --valid-lens.
+ * A word the table does not know (an option of the mode's own, "--batch",
+ * or its value) is passed over; the mode's parser, or the program's, reads
+ * it in turn. */
+static const CliOption *mode_asked(const CliTable *table, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--help"))
-            return;
+            return NULL;
         const CliOption *o = find_option(table, argv[i]);
-        if (o == NULL || o->kind != CLI_TOOL)
-            continue;
-        char path[4096];
-        const char *slash = strrchr(argv[0], '/');
-        const int dir_len = slash != NULL ? (int)(slash - argv[0]) + 1 : 0;
-        if (snprintf(path, sizeof path, "%.*s%s", dir_len, argv[0], o->tool) >= (int)sizeof path)
-            die(NULL, "%s: the path of %s is too long", argv[i], o->tool);
-        fflush(NULL);
-        if (slash != NULL)
-            execv(path, argv);
-        else
-            execvp(path, argv);
-        die(NULL, "%s is done by the tool %s, which cannot be started: %s", argv[i], path,
-            strerror(errno));
+        if (o != NULL && o->kind == CLI_MODE)
+            return o;
+        if (o != NULL && o->kind != CLI_FLAG)
+            i++;   /* its value */
     }
+    return NULL;
 }
 
 void cli_parse(const CliTable *table, int argc, char **argv)
 {
-    error_set_program(table->prog);
-    hand_off(table, argc, argv);
-    stdout_prog = table->prog;
-    error_set_program(table->prog);
+    program_name(table->prog);
+    const CliOption *mode = mode_asked(table, argc, argv);
+    if (mode != NULL)
+        exit(mode->mode(argc, argv));
     signals_install(table->prog);
     atexit(close_stdout);
     if (cli_parse_args(table, argc, argv, NULL, 0) == CLI_HELP) {
@@ -416,7 +389,7 @@ static void format_default(char *buf, size_t len, const CliOption *o)
         break;
     }
     case CLI_FLAG:
-    case CLI_TOOL: break;
+    case CLI_MODE: break;
     }
 }
 
@@ -430,13 +403,13 @@ static void put_indented(FILE *out, const char *text)
     }
 }
 
-/* The tools beside the program, one line each: "  NAME (FLAGS): HELP". */
+/* The modes that are tools of their own, one line each: "  NAME (FLAGS): HELP". */
 static void print_tools(const CliTable *table, FILE *out)
 {
     bool header = false;
     for (int i = 0; i < table->count; i++) {
         const CliOption *o = &table->options[i];
-        if (o->kind != CLI_TOOL || o->help == NULL)
+        if (o->kind != CLI_MODE || o->help == NULL)
             continue;
         if (!header)
             fputs("\ntools beside this program, run when one of their options is given:\n", out);
@@ -444,7 +417,7 @@ static void print_tools(const CliTable *table, FILE *out)
         fprintf(out, "  %s (", o->tool);
         const char *sep = "";
         for (int j = 0; j < table->count; j++)
-            if (table->options[j].kind == CLI_TOOL && strcmp(table->options[j].tool, o->tool) == 0) {
+            if (table->options[j].kind == CLI_MODE && strcmp(table->options[j].tool, o->tool) == 0) {
                 fprintf(out, "%s%s", sep, table->options[j].name);
                 sep = ", ";
             }
@@ -458,7 +431,7 @@ void cli_print_help(const CliTable *table, FILE *out)
     for (int i = 0; i <= table->count; i++) {
         const CliOption help = {"--help", CLI_FLAG, NULL, .help = "this text"};
         const CliOption *o = i < table->count ? &table->options[i] : &help;
-        if (o->kind == CLI_TOOL)
+        if (o->kind == CLI_MODE)
             continue;
         char left[64], range[64] = "", dflt[256];
         snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",

@@ -43,7 +43,7 @@ typedef enum {
     CLI_STRING,   /* const char *, parsed by the program (lists, words) */
     CLI_DIR,      /* const char *, a directory a set can be written into (fileset_check_dir) */
     CLI_FLAG,     /* bool, set to true; takes no value */
-    CLI_TOOL,     /* a mode that is a small tool of its own beside the program: see below */
+    CLI_MODE,     /* a mode that is also a small tool of its own: see below */
 } CliKind;
 
 typedef struct {
@@ -55,7 +55,8 @@ typedef struct {
     const char *help;      /* what it is; a '\n' continues on the next line */
     bool *given;           /* when not NULL: set true when the option appears */
     const char *default_text;   /* printed as the default instead of the target's value */
-    const char *tool;      /* CLI_TOOL: the program beside this one that does the mode */
+    const char *tool;      /* CLI_MODE: the tool that does the mode, by name (for --help) */
+    int (*mode)(int argc, char **argv);   /* CLI_MODE: the tool's entry, layer_files_main */
     const int *splits;     /* a heads option: the hiddens option's int it must split
                             * (heads.h's heads_split), checked once both are read */
 } CliOption;
@@ -69,6 +70,12 @@ typedef struct {
 
 #define CLI_COUNT(options) (int)(sizeof(options) / sizeof((options)[0]))
 
+/* --dropout P as every program declares it, a CLI_FLOAT row:
+ *     {"--dropout", CLI_FLOAT, &opt.dropout, CLI_DROPOUT_RANGE, .help = "..."},
+ * 1 would drop every weight, and the range is checked on the float the
+ * library keeps, so 0.99999999 (1 as a float) is refused as 1 is. */
+#define CLI_DROPOUT_RANGE .min = 0, .max = 0.99, .metavar = "P"
+
 /* Parse argv by the table. --help prints the help on stdout and exits 0;
  * every error prints one line and exits 2. Numbers are read strictly: no
  * white space, no leading '+'. cli_parse also arranges for standard output
@@ -78,16 +85,18 @@ typedef struct {
  * fileset.h): "PROG: stopped by SIGTERM", status 128 + the signal. */
 void cli_parse(const CliTable *table, int argc, char **argv);
 
-/* A mode that is a tool of its own (the file modes, the benchmark modes)
- * keeps its place in the program's table, one row per flag:
- *     {"--from", CLI_TOOL, .tool = "layer_files", .help = "a layer from .npy files"},
- *     {"--to",   CLI_TOOL, .tool = "layer_files"},
- * When argv holds such a flag, cli_parse runs the tool from the program's
- * own folder with the same arguments; --help lists the tool under the
- * options. The tool names itself with cli_program_name, so run this way
- * its lines start with the program's name, and the program's old command
- * lines work as before. */
-const char *cli_program_name(const char *argv0, const char *own_name);
+/* A mode that is a tool of its own (the file modes, the benchmark mode)
+ * keeps its place in the program's table, one row per flag of the tool's:
+ *     {"--from", CLI_MODE, .tool = "layer_files", .mode = layer_files_main,
+ *      .help = "a layer from .npy files"},
+ *     {"--to",   CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
+ * When argv holds such a flag as an option (not as the value of one of the
+ * program's options), cli_parse calls the mode's function in this process
+ * with the same arguments, and the program exits with what it returns.
+ * The tool's file is linked into the program (see the Makefile), and is a
+ * program of its own too; its lines start with program_name's name
+ * (error.h), so the program's old command lines print what they printed
+ * as a tool started beside it. --help lists the tool under the options. */
 /* The --help text: usage line, summary, one line per option with its range
  * and default (taken from the targets as they are now). */
 void cli_print_help(const CliTable *table, FILE *out);
@@ -142,10 +151,6 @@ _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
  * naming the two flags (or a fixed size, "num_hiddens"), then exit 2. */
 void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
                              const char *hiddens_flag, const char *heads_flag);
-/* --dropout P, read by the table as the float the library keeps, where
- * 0.99999999 is already 1: a p of 1 (every weight dropped) is refused,
- * naming what was typed. */
-void cli_refuse_dropout_of_1(const char *prog, float p, int argc, char **argv);
 /* An existing directory a program reads from (--from): "does not exist",
  * "is not a directory" or "cannot be read", a usage error naming it. */
 void cli_check_input_dir(const char *prog, const char *flag, const char *dir);

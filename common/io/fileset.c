@@ -186,6 +186,35 @@ static void set_free(FileSet *set)
     signals_hold(false);
 }
 
+/* set->dir's parent opened and locked into set->parent_fd, set->parent and
+ * set->base named, what a killed writer left there cleaned up, and dir
+ * still a directory: 0, or -1 with the error in err (set_free frees what
+ * was taken). */
+static int lock_parent(FileSet *set, char *err, size_t err_len)
+{
+    const char *dir = set->dir;
+    if (split_dir(dir, &set->parent, &set->base) != 0) {
+        struct stat st;
+        error_format(err, err_len, NULL, "cannot write into '%s': %s", dir,
+                     stat(dir, &st) != 0 ? strerror(errno) : "it is the root directory");
+        return -1;
+    }
+    set->parent_fd = open(set->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (set->parent_fd < 0 || platform_lock(set->parent_fd, true) != 0) {
+        error_format(err, err_len, set->parent, "cannot lock the directory: %s",
+                     strerror(errno));
+        return -1;
+    }
+    clean_up_after_kills(set->parent_fd, set->base);
+    struct stat st;
+    if (fstatat(set->parent_fd, set->base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISDIR(st.st_mode)) {   /* gone since split_dir looked */
+        error_format(err, err_len, NULL, "cannot write into '%s': not a directory", dir);
+        return -1;
+    }
+    return 0;
+}
+
 FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
 {
     if (open_set != NULL && strcmp(open_set->dir, dir) == 0) {
@@ -197,33 +226,14 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
     FileSet *set = checked_calloc("fileset", 1, sizeof *set);
     set->parent_fd = set->temp_fd = -1;
     set->dir = copied(dir);
-    char *parent = NULL;
-    if (split_dir(dir, &parent, &set->base) != 0) {
-        struct stat st;
-        error_format(err, err_len, NULL, "cannot write into '%s': %s", dir,
-                     stat(dir, &st) != 0 ? strerror(errno) : "it is the root directory");
-        set_free(set);
-        return NULL;
-    }
-    set->parent = parent;
-    set->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (set->parent_fd < 0 || platform_lock(set->parent_fd, true) != 0) {
-        error_format(err, err_len, parent, "cannot lock the directory: %s", strerror(errno));
-        set_free(set);
-        return NULL;
-    }
-    clean_up_after_kills(set->parent_fd, set->base);
-    struct stat st;
-    if (fstatat(set->parent_fd, set->base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISDIR(st.st_mode)) {   /* gone since split_dir looked */
-        error_format(err, err_len, NULL, "cannot write into '%s': not a directory", dir);
+    if (lock_parent(set, err, err_len) != 0) {
         set_free(set);
         return NULL;
     }
     // build: a fresh directory beside dir, with dir's permissions
     char *stem = checked_malloc("fileset", strlen(set->base) + 16, 1);
     sprintf(stem, ".%s.new-XXXXXX", set->base);
-    char *temp_path = joined(parent, stem);
+    char *temp_path = joined(set->parent, stem);
     free(stem);
     if (mkdtemp(temp_path) == NULL) {
         error_format(err, err_len, set->dir, "cannot write beside it: %s", strerror(errno));

@@ -289,6 +289,18 @@ static void dims_str(char *buf, size_t len, const long long *dims, int ndim)
         snprintf(buf + used, len - used, ndim == 1 ? ",)" : ")");
 }
 
+/* The value of 'descr': a quoted dtype such as '<f4' into arr->descr.
+ * Returns 0, or -1 after reporting. */
+static int parse_descr(Cursor *c, NpyArray *arr)
+{
+    skip_space(c);
+    if (c->p < c->end && (*c->p == '[' || *c->p == '('))
+        return npy_fail(c->sink, "structured dtypes (a list of fields in 'descr') are not "
+                        "supported; save a plain array of numbers");
+    return parse_string(c, arr->descr, sizeof arr->descr,
+                        "expected a quoted dtype such as '<f4' for 'descr'");
+}
+
 /* Pass 2: the dictionary, {'descr': '<f4', 'fortran_order': False,
  * 'shape': (2, 3), }, each key once, into arr->descr, *fortran_order and
  * dims (ndim of them). Returns 0, or -1 after reporting. */
@@ -318,19 +330,9 @@ static int parse_header_dict(Cursor *c, NpyArray *arr, bool *fortran_order, long
         if (*seen)
             return npy_fail(c->sink, "header repeats the key '%s'", key);
         *seen = true;
-        int status;
-        if (seen == &have_descr) {
-            skip_space(c);
-            if (c->p < c->end && (*c->p == '[' || *c->p == '('))
-                return npy_fail(c->sink, "structured dtypes (a list of fields in 'descr') are not "
-                                "supported; save a plain array of numbers");
-            status = parse_string(c, arr->descr, sizeof arr->descr,
-                                  "expected a quoted dtype such as '<f4' for 'descr'");
-        } else if (seen == &have_order) {
-            status = parse_bool(c, fortran_order);
-        } else {
-            status = parse_shape(c, dims, ndim);
-        }
+        const int status = seen == &have_descr ? parse_descr(c, arr)
+                           : seen == &have_order ? parse_bool(c, fortran_order)
+                                                 : parse_shape(c, dims, ndim);
         if (status != 0)
             return -1;
         skip_space(c);

@@ -335,12 +335,12 @@ static double train_step(void *state, Adam *adam, const void *tokens, int *corre
 
 /* After step s: its two part losses into the curves; false (stop) when the
  * loss is not a number. */
-static bool record_parts(void *state, int step, double loss, int correct)
+static TrainingStatus record_parts(void *state, int step, double loss, int correct)
 {
     (void)correct;
     const InductionTraining *t = state;
     if (!isfinite(loss))
-        return false;
+        return TRAINING_DIVERGED;
     if (t->first_curve != NULL) {
         double first, repeated;
         induction_part_means(t->losses, t->periods, t->setup->batch, t->setup->length, &first,
@@ -348,7 +348,7 @@ static bool record_parts(void *state, int step, double loss, int correct)
         t->first_curve[step - 1] = (float)first;
         t->repeated_curve[step - 1] = (float)repeated;
     }
-    return true;
+    return TRAINING_GOES_ON;
 }
 
 /* A model of num_layers layers trained from seed's streams, on the fast
@@ -374,7 +374,7 @@ static InductionModel *induction_train(const InductionSetup *setup, int num_laye
                                .batches = BATCH_STREAM, .draw = &repeats};
     const Trainee trainee = {&t, adam, train_step, NULL};
     const TrainingWatch watch = {&t, NULL, record_parts, NULL};
-    if (training_loop(&trainee, &plan, &watch) < setup->steps) {
+    if (training_loop(&trainee, &plan, &watch) != TRAINING_DONE) {
         induction_free(t.model);
         t.model = NULL;
     }

@@ -98,9 +98,9 @@ static double train_step(void *state, Adam *adam, const void *batch, int *correc
 }
 
 /* After each step: every LENGTH_CHECK_EVERY steps the check set's
- * accuracy; false (stop) once it has not risen for setup->patience checks,
- * or when the loss stops being a number. */
-static bool check_stalled(void *state, int step, double loss, int correct)
+ * accuracy; the run is done once it has not risen for setup->patience
+ * checks, and diverged when the loss stops being a number. */
+static TrainingStatus check_stalled(void *state, int step, double loss, int correct)
 {
     (void)correct;
     LengthTraining *s = state;
@@ -119,7 +119,9 @@ static bool check_stalled(void *state, int step, double loss, int correct)
             run->best_step = step;
         }
     }
-    return !run->diverged && s->checks_without_rise < s->setup->patience;
+    if (run->diverged)
+        return TRAINING_DIVERGED;
+    return s->checks_without_rise < s->setup->patience ? TRAINING_GOES_ON : TRAINING_DONE;
 }
 
 /* Adam steps on fresh batches of length L (the seed's RNG_BATCHES stream)

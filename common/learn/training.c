@@ -25,7 +25,8 @@ static void draw_batch(const TrainingPlan *plan, const BatchDraw *draw, Rng *str
     draw->draw(draw->state, plan->batches == BATCH_OF_STEP ? &own : stream);
 }
 
-int training_loop(const Trainee *trainee, const TrainingPlan *plan, const TrainingWatch *watch)
+TrainingStatus training_loop(const Trainee *trainee, const TrainingPlan *plan,
+                             const TrainingWatch *watch)
 {
     const TrainingWatch none = {0};
     const TrainingWatch *w = watch != NULL ? watch : &none;
@@ -39,23 +40,29 @@ int training_loop(const Trainee *trainee, const TrainingPlan *plan, const Traini
     const BatchDraw task_batches = {&examples, draw_examples, examples.examples};
     const BatchDraw *draw = plan->draw != NULL ? plan->draw : &task_batches;
     Rng stream = rng_use(plan->seed, RNG_BATCHES);
-    int taken = 0, step = plan->first_step;
-    bool stopped = false;
-    for (; step <= plan->last_step; step++) {
-        if (w->before_step && !w->before_step(w->state, step))
+    TrainingStatus status = TRAINING_GOES_ON;
+    int step = plan->first_step;
+    for (; step <= plan->last_step && status == TRAINING_GOES_ON; step++) {
+        if (w->before_step && !w->before_step(w->state, step)) {
+            status = TRAINING_STOPPED;
             break;
+        }
         draw_batch(plan, draw, &stream, step);
         int correct = 0;
         const double loss = trainee->step(trainee->model, trainee->adam, draw->batch, &correct);
-        if ((stopped = w->after_step && !w->after_step(w->state, step, loss, correct)))
-            break;
-        taken++;
+        if (w->after_step)
+            status = w->after_step(w->state, step, loss, correct);
     }
-    if (!stopped && taken > 0 && w->after_last) {
-        draw_batch(plan, draw, &stream, step);   /* the batch step `step` would take */
-        w->after_last(w->state, trainee->evaluate(trainee->model, draw->batch, NULL));
+    if (status == TRAINING_GOES_ON) {
+        status = TRAINING_DONE;
+        /* every step taken: the last update's loss on the batch the next step would take */
+        if (step > plan->first_step && w->after_last && trainee->evaluate) {
+            draw_batch(plan, draw, &stream, step);
+            if (!w->after_last(w->state, trainee->evaluate(trainee->model, draw->batch, NULL)))
+                status = TRAINING_DIVERGED;
+        }
     }
     task_batch_free(examples.examples);
     tensor_pool_close(pool);
-    return taken;
+    return status;
 }

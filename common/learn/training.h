@@ -96,21 +96,32 @@ typedef struct {
     double (*evaluate)(const void *model, const void *batch, int *correct);
 } Trainee;
 
+/* How a run goes on, or how it ended. */
+typedef enum {
+    TRAINING_GOES_ON,    /* (after_step) take the next step */
+    TRAINING_DONE,       /* every step of the plan, or as many as a stopping rule wanted */
+    TRAINING_STOPPED,    /* stopped from outside before a step (a signal) */
+    TRAINING_DIVERGED,   /* a loss or an update stopped being a number */
+} TrainingStatus;
+
 /* What watches the steps; each member may be NULL. */
 typedef struct {
     void *state;
-    /* before step s: false stops the run (a signal came) */
+    /* before step s: false stops the run (a signal came): TRAINING_STOPPED */
     bool (*before_step)(void *state, int step);
-    /* after step s, its loss and right answers: false stops the run */
-    bool (*after_step)(void *state, int step, double loss, int correct);
-    /* after a run that took a step and was not stopped by after_step: the
-     * loss the last update's parameters give on the batch the next step
-     * would take (a longer run's next loss); false: the run failed */
+    /* after step s, its loss and right answers: TRAINING_GOES_ON, or how
+     * the run ends (DONE: a stopping rule; DIVERGED) */
+    TrainingStatus (*after_step)(void *state, int step, double loss, int correct);
+    /* after a run that took every step of its plan, when the trainee can
+     * evaluate: the loss the last update's parameters give on the batch
+     * the next step would take (a longer run's next loss); false: that
+     * update failed, TRAINING_DIVERGED */
     bool (*after_last)(void *state, double loss);
 } TrainingWatch;
 
-/* Runs plan on trainee, watched by watch (NULL: nothing watches). Returns
- * the steps taken. */
-int training_loop(const Trainee *trainee, const TrainingPlan *plan, const TrainingWatch *watch);
+/* Runs plan on trainee, watched by watch (NULL: nothing watches), and
+ * says how the run ended. */
+TrainingStatus training_loop(const Trainee *trainee, const TrainingPlan *plan,
+                             const TrainingWatch *watch);
 
 #endif

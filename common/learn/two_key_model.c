@@ -315,12 +315,13 @@ static double train_step_of(void *model, Adam *adam, const void *batch, int *cor
 }
 
 /* the training loop's watch: the first step whose loss is not a number stops it */
-static bool loss_is_a_number(void *bad_step, int step, double loss, int correct)
+static TrainingStatus loss_is_a_number(void *bad_step, int step, double loss, int correct)
 {
     (void)correct;
-    if (!isfinite(loss))
-        *(int *)bad_step = step;
-    return isfinite(loss);
+    if (isfinite(loss))
+        return TRAINING_GOES_ON;
+    *(int *)bad_step = step;
+    return TRAINING_DIVERGED;
 }
 
 /* task's batches -> the model of seed, or NULL with *bad_step */

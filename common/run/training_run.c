@@ -216,14 +216,14 @@ static bool before_step(void *state, int step)
     return true;
 }
 
-static bool after_step(void *state, int step, double loss, int correct)
+static TrainingStatus after_step(void *state, int step, double loss, int correct)
 {
     TrainWatch *w = state;
     if ((w->diverged = train_guard_diverged(&w->guard, loss, false)))
-        return false;
+        return TRAINING_DIVERGED;
     w->curve->losses[w->curve->count++] = (float)loss;
     train_log_step(&w->log, step, loss, correct);
-    return true;
+    return TRAINING_GOES_ON;
 }
 
 static bool after_last(void *state, double loss)

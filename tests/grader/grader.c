@@ -901,7 +901,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    error_set_program(exercise.name);
+    program_name(exercise.name);
     setvbuf(stdout, NULL, _IOLBF, 0);
     return run_in_child(run_cases);
 }

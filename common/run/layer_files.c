@@ -1,6 +1,6 @@
 /* layer_files.c - a multi-head layer's .npy files: load, save, compare. See layer_files.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "io/layer_files.h"
+#include "run/layer_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
