@@ -3,23 +3,19 @@
  * each head, and which heads can be pruned? (05_multihead/heads.md; the
  * pruning itself is common/learn/head_pruning.c)
  *
- * Part 1: a multi-head model trained on the two-key task of
- *         heads_experiment (or loaded with --from), and its held-out
- *         accuracy with every head.
- * Part 2: each head's importance, Michel, Levy and Neubig's
- *         I_h = E|dL/dxi_h| for a gate xi_h = 1 on its output (one backward
- *         pass for all heads, head_gates.h), measured on training examples,
- *         beside the held-out accuracy lost when that head alone is masked;
- *         a finite difference checks one slope.
+ * Part 1: a model trained on heads_experiment's two-key task (or --from),
+ *         and its held-out accuracy with every head.
+ * Part 2: each head's importance, Michel, Levy and Neubig's I_h =
+ *         E|dL/dxi_h| for a gate xi_h = 1 on its output (head_gates.h), on
+ *         training examples, beside the held-out accuracy lost when that
+ *         head alone is masked; a finite difference checks one slope.
  * Part 3: held-out accuracy as heads are pruned one at a time, least or most
  *         important first and in random orders, beside the best subset of
- *         each size (every subset tried): the bound no ranking can pass.
- * Part 4 (--seeds N): the same for N models, one per seed: how often the
- *         ranking beats the random orders, the median curves, and the worst
- *         seed with its ranking and curve.
+ *         each size: the bound no ranking can pass.
+ * Part 4 (--seeds N): the same over N seeds: how often the ranking beats the
+ *         random orders, the median curves, the worst seed.
  *
- * Legend: N = held-out examples, P = entries of a dictionary, H = num_heads,
- * D = num_hiddens, d = D / H.
+ * Legend: N = held-out examples, P = dictionary entries, H = num_heads, D = num_hiddens.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -196,10 +192,8 @@ static int save(const Options *opt, TwoKeyModel *model)
     return 0;
 }
 
-/* 0, or 1 after one line when the held-out loss with every head, or a
- * head's importance on the ranking examples, is not a number: a loaded
- * model whose finite parameters overflow float32 in the forward or the
- * backward (training stops on such a loss itself); the parts would be NaN. */
+/* 0, or 1 after one line when a loaded model's finite parameters overflow
+ * float32: the held-out loss or a head's importance is not a number. */
 static int check_finite(const HeldOut *held, TwoKeyModel *model, const TaskBatch *ranking)
 {
     const double loss = two_key_evaluate_heads(held->model, held->examples, held->heads, NULL,
