@@ -338,3 +338,18 @@ void expect_same_as_tool(const char *program, const char *tool, const char *args
     run_result_free(&via);
     run_result_free(&direct);
 }
+
+int *fixture_ints3(const char *path, int a, int b, int c)
+{
+    NpyInts ints;
+    char err[NPY_ERR_LEN];
+    cr_assert_eq(npy_load_ints(path, &ints, err, sizeof err), 0, "%s", err);
+    cr_assert(ints.ndim == 3 && ints.shape[0] == a && ints.shape[1] == b && ints.shape[2] == c,
+              "%s: expected a (%d, %d, %d) array", path, a, b, c);
+    const size_t count = (size_t)a * b * c;
+    int *copy = malloc(sizeof(int) * count);
+    cr_assert(copy);
+    memcpy(copy, ints.data, sizeof(int) * count);
+    npy_ints_free(&ints);
+    return copy;
+}

@@ -97,6 +97,11 @@ int find_programs(char names[][320], int max);
  * finite but overflow float32 in the forward. Asserts on failure. */
 void npy_fill_alternating(const char *path, float value);
 
+/* The whole numbers of a fixture .npy file of shape (a, b, c), as a new
+ * array (the tokens of a training fixture's steps); asserts that the file
+ * reads and has that shape. */
+int *fixture_ints3(const char *path, int a, int b, int c);
+
 /* Read a whole file; NULL when it cannot be read. The caller frees. */
 char *read_text_file(const char *path, size_t *len);
 

@@ -50,21 +50,6 @@ static InductionModel *load_model(const char *dir)
     return model;
 }
 
-/* (STEPS, B, T + 1) as ints */
-static int *load_tokens(void)
-{
-    NpyInts tokens;
-    char err[NPY_ERR_LEN];
-    cr_assert_eq(npy_load_ints(FIXTURE "/tokens.npy", &tokens, err, sizeof err), 0, "%s", err);
-    cr_assert(tokens.ndim == 3 && tokens.shape[0] == STEPS && tokens.shape[1] == BATCH &&
-              tokens.shape[2] == LENGTH + 1);
-    int *copy = malloc(sizeof(int) * STEPS * BATCH * (LENGTH + 1));
-    cr_assert(copy);
-    memcpy(copy, tokens.data, sizeof(int) * STEPS * BATCH * (LENGTH + 1));
-    npy_ints_free(&tokens);
-    return copy;
-}
-
 /* Zero, forward, cross-entropy, backward, without a step; returns the loss. */
 static double gradients(InductionModel *model, const int *tokens, int B)
 {
@@ -93,7 +78,7 @@ Test(induction, gradients_equal_pytorch_autograd)
 {
     InductionModel *model = load_model(FIXTURE "/initial");
     InductionModel *expected = load_model(FIXTURE "/grads");   /* gradients as values */
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, LENGTH + 1);
     char err[NPY_ERR_LEN];
     Tensor *losses = npy_load(FIXTURE "/losses.npy", err, sizeof err);
     cr_assert(losses, "%s", err);
@@ -120,7 +105,7 @@ Test(induction, three_adam_steps_equal_pytorch)
 {
     InductionModel *model = load_model(FIXTURE "/initial");
     InductionModel *expected = load_model(FIXTURE "/after_3_steps");
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, LENGTH + 1);
     char err[NPY_ERR_LEN];
     Tensor *losses = npy_load(FIXTURE "/losses.npy", err, sizeof err);
     cr_assert(losses, "%s", err);

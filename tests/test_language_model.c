@@ -57,22 +57,6 @@ static LanguageModel *load_model(const char *dir)
     return model;
 }
 
-/* (STEPS, B, C + 1) as ints */
-static int *load_tokens(void)
-{
-    NpyInts tokens;
-    char err[NPY_ERR_LEN];
-    cr_assert_eq(npy_load_ints(FIXTURE "/tokens.npy", &tokens, err, sizeof err), 0, "%s", err);
-    cr_assert(tokens.ndim == 3 && tokens.shape[0] == STEPS && tokens.shape[1] == BATCH &&
-              tokens.shape[2] == CONTEXT + 1);
-    const size_t count = (size_t)STEPS * BATCH * (CONTEXT + 1);
-    int *copy = malloc(sizeof(int) * count);
-    cr_assert(copy);
-    memcpy(copy, tokens.data, sizeof(int) * count);
-    npy_ints_free(&tokens);
-    return copy;
-}
-
 /* a fixture file of (STEPS,) float64 numbers -> (STEPS,) floats (new) */
 static Tensor *load_per_step(const char *path)
 {
@@ -109,7 +93,7 @@ Test(language_model, loss_and_gradients_equal_pytorch_autograd)
 {
     LanguageModel *model = load_model(FIXTURE "/initial");
     LanguageModel *expected = load_model(FIXTURE "/grads");   /* gradients as values */
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, CONTEXT + 1);
     Tensor *losses = load_per_step(FIXTURE "/losses.npy");
 
     const double loss = language_model_loss_grad(model, tokens, BATCH, CONTEXT);
@@ -154,7 +138,7 @@ Test(language_model, three_clipped_adamw_steps_equal_pytorch)
 {
     LanguageModel *model = load_model(FIXTURE "/initial");
     LanguageModel *expected = load_model(FIXTURE "/after_3_steps");
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, CONTEXT + 1);
     Tensor *losses = load_per_step(FIXTURE "/losses.npy");
     Tensor *rates = load_per_step(FIXTURE "/learning_rates.npy");
     Adam *adam = fixture_adamw(model);
@@ -187,7 +171,7 @@ Test(language_model, three_clipped_adamw_steps_equal_pytorch)
 Test(language_model, clipping_scales_the_gradient_norm_to_max_norm)
 {
     LanguageModel *model = load_model(FIXTURE "/initial");
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, CONTEXT + 1);
     Tensor *norms = load_per_step(FIXTURE "/grad_norms.npy");
     for (int step = 0; step < STEPS; step++)
         cr_expect_gt(norms->data[step], 2.0 * MAX_NORM, "step %d: norm %.4f", step,
@@ -461,7 +445,7 @@ static double sampled_difference(LossContext *ctx, const Parameter *p, double ep
 Test(language_model, backward_equals_finite_differences)
 {
     LanguageModel *model = load_model(FIXTURE "/initial");
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, CONTEXT + 1);
     enum { T = CONTEXT - 2 };
     int window[BATCH * (T + 1)];
     for (int b = 0; b < BATCH; b++)
@@ -517,7 +501,7 @@ Test(language_model, fast_kernels_give_the_clear_loss_and_gradients)
 {
     // the fixture's model
     LanguageModel *clear = load_model(FIXTURE "/initial"), *fast = load_model(FIXTURE "/initial");
-    int *tokens = load_tokens();
+    int *tokens = fixture_ints3(FIXTURE "/tokens.npy", STEPS, BATCH, CONTEXT + 1);
     expect_fast_equals_clear(clear, fast, tokens, BATCH, CONTEXT);
     language_model_free(clear);
     language_model_free(fast);
