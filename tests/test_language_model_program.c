@@ -152,6 +152,10 @@ Test(language_model_program, refuses_models_that_do_not_fit, .timeout = 120)
     npy_fill_alternating(path, 1e38f);
     expect_failure(dir, "--text @/text.txt --from @/model", 1,
                    "the model's loss on the text is not a number");
+    /* and weights that are not numbers at all: refused as the files are read */
+    snprintf(path, sizeof path, "%s/wte.weight.npy", model);
+    npy_fill_alternating(path, NAN);
+    expect_failure(dir, "--text @/text.txt --from @/model", 1, "the data must be finite");
     scratch_dir_remove(model);
     scratch_dir_remove(dir);
 }
