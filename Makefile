@@ -239,19 +239,26 @@ bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train $(OUT)/05_multihead/t
 	$(MAKE) --no-print-directory bench-language-model
 .PHONY: bench
 
-# The language model's training steps per second at its default sizes, this
-# program against a PyTorch model of the same shape, data, batch and AdamW
+# The language model's training steps per second, this program against a
+# PyTorch model of the same shape, data, batch and AdamW
 # (tests/fixtures/make_language_model_fixtures.py --bench, Debian's
-# python3-torch), on 1 and 2 threads, and the ratio. Run it on a quiet machine.
+# python3-torch), on 1 and 2 threads, and the ratio: at the default sizes,
+# and at sizes where the products dominate (D 256, 8 heads, context 128,
+# batch 16). Run it on a quiet machine.
 PYTHON ?= /usr/bin/python3
+LM_BENCH_LARGE := --hiddens 256 --heads 8 --context 128 --batch 16
 bench-language-model: $(OUT)/06_permutation_invariance/language_model
-	@$< --bench > $(OUT)/build/bench_lm_c.txt
-	@$(PYTHON) tests/fixtures/make_language_model_fixtures.py --bench > $(OUT)/build/bench_lm_torch.txt
-	@echo "language model, default sizes: training steps per second"
-	@echo "  threads         C   PyTorch   C / PyTorch"
-	@awk '/^c threads/ {c[$$3 + 0] = $$4} /^pytorch threads/ {t[$$3 + 0] = $$4} \
-	  END {for (n = 1; n <= 2; n++) printf "  %7d  %8.2f  %8.2f  %12.2f\n", n, c[n], t[n], c[n] / t[n]}' \
-	  $(OUT)/build/bench_lm_c.txt $(OUT)/build/bench_lm_torch.txt
+	@for size in default large; do \
+	  args=; [ $$size = default ] || args="$(LM_BENCH_LARGE)"; \
+	  $< --bench $$args > $(OUT)/build/bench_lm_c.txt || exit 1; \
+	  $(PYTHON) tests/fixtures/make_language_model_fixtures.py --bench --steps 30 $$args \
+	    > $(OUT)/build/bench_lm_torch.txt || exit 1; \
+	  echo "language model, $$size sizes$${args:+ ($$args)}: training steps per second"; \
+	  echo "  threads         C   PyTorch   C / PyTorch"; \
+	  awk '/^c threads/ {c[$$3 + 0] = $$4} /^pytorch threads/ {t[$$3 + 0] = $$4} \
+	    END {for (n = 1; n <= 2; n++) printf "  %7d  %8.2f  %8.2f  %12.2f\n", n, c[n], t[n], c[n] / t[n]}' \
+	    $(OUT)/build/bench_lm_c.txt $(OUT)/build/bench_lm_torch.txt; \
+	done
 .PHONY: bench-language-model
 
 # ---- heatmaps ---------------------------------------------------------------
