@@ -28,10 +28,11 @@ Tensor *my_repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
  * param, m, v (n,) updated in place from grad (n,). */
 void my_adam_step(float *param, const float *grad, float *m, float *v, int n, int step,
                   float lr, float beta1, float beta2, float eps);
-/* 5.10 Clipping by global norm: grad (n,) multiplied in place by
- * max_norm / (norm + 1e-6) when its norm exceeds max_norm; returns the norm
- * before clipping (torch.nn.utils.clip_grad_norm_). */
-double my_clip_grad_norm(float *grad, int n, double max_norm);
+/* 5.10 Clipping by global norm: count gradients, grads[i] of sizes[i]
+ * floats, multiplied in place by max_norm / (norm + 1e-6) when the norm of
+ * them all together exceeds max_norm; returns that norm before clipping
+ * (torch.nn.utils.clip_grad_norm_). */
+double my_clip_grad_norm(float *const *grads, const int *sizes, int count, double max_norm);
 /* 5.11 y = x W^T + b backwards: x (R, in), weight (out, in), grad_y (R, out)
  * -> grad_x (R, in), grad_weight (out, in), grad_bias (out,), written. */
 void my_linear_backward(const float *x, const float *weight, const float *grad_y,
