@@ -51,11 +51,9 @@ void my_layer_norm_backward(const float *grad_y, const float *x, const float *we
 /* 5.7 GELU (tanh form) backwards: f, grad_g (n,) -> grad_f (n,) =
  * grad_g * gelu'(f). */
 void my_gelu_backward(const float *f, const float *grad_g, float *grad_f, int n);
-/* 5.12 One decoding step's attention, one head: query (d,) of the token at
- * position length - 1; cached keys and values (capacity, d), positions
- * 0 .. length - 1 written -> out (d,), the attention over those positions. */
-void my_decode_attend(const float *query, const float *cached_keys, const float *cached_values,
-                      int length, int capacity, int d, float *out);
+/* 5.11 One decoding step with a key-value cache: token (B, D) -> output
+ * (B, D), new, the token joining the cache->length tokens cached. */
+Tensor *my_decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token);
 /* 5.9 A token drawn from softmax(logits / temperature), logits (V,), with
  * one uniform draw rng_uniform(rng): the first token whose running sum of
  * probabilities passes it; temperature 0: the largest logit (the first),
