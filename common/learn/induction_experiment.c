@@ -582,3 +582,55 @@ void induction_print_seeds(const InductionSeedResult *results, int S,
     summary_line("  all of layer 2 silenced", c.layer2, S, "%6.3f");
     summary_line("repeated part, one layer", c.control, S, "%6.3f");
 }
+
+/* ---- what part 3 of induction_heads prints ------------------------------------ */
+
+/* Every head's two scores, and the layers the best of each is in. */
+void induction_print_scores(const InductionModel *model, const InductionMeasures *m)
+{
+    printf("Part 3. The heads, on the held-out set\n\n"
+           "previous-token score: the mean weight query t puts on key t - 1, over every\n"
+           "query, and over the queries t = 1 .. P alone (key t - 1 holds a token's\n"
+           "first occurrence: the keys an induction head reads). Induction score: the\n"
+           "weight a query of the repeated part puts on the tokens that followed its\n"
+           "token's earlier occurrences, summed over them, and on the most recent alone.\n\n"
+           "                  previous-token              induction\n"
+           "  layer  head   every t   t = 1 .. P   every copy   last copy\n");
+    int prev_layer = 0, prev_head = 0, ind_layer = 0, ind_head = 0;
+    for (int l = 0; l < model->num_layers; l++)
+        for (int h = 0; h < model->num_heads[l]; h++) {
+            printf("  %5d  %4d   %7.3f   %10.3f   %10.3f   %9.3f\n", l + 1, h,
+                   m->previous[l][h], m->previous_needed[l][h], m->induction[l][h],
+                   m->induction_last[l][h]);
+            if (m->previous_needed[l][h] > m->previous_needed[prev_layer][prev_head])
+                prev_layer = l, prev_head = h;
+            if (m->induction[l][h] > m->induction[ind_layer][ind_head])
+                ind_layer = l, ind_head = h;
+        }
+    printf("\nThe best previous-token head is in layer %d, the best induction head in\n"
+           "layer %d%s\n\n", prev_layer + 1, ind_layer + 1,
+           model->num_layers == 2 && prev_layer == 0 && ind_layer == 1
+               ? ": the previous-token head writes, the induction head reads."
+               : ".");
+}
+
+/* The weight layer 1's head hp puts on key t - 1 at each query t, averaged
+ * over the held-out set, eight queries a line. */
+void induction_print_previous_by_query(const InductionModel *model,
+                                       const InductionHeldOut *held_out, int hp)
+{
+    const int T = model->length;
+    double *by_query = checked_calloc(FUNC, (size_t)T, sizeof *by_query);
+    induction_previous_by_query(model, held_out, 0, hp, by_query);
+    printf("Layer 1, head %d: the weight on key t - 1 at each query t, on the held-out set\n\n",
+           hp);
+    for (int first = 1; first < T; first += 8) {
+        const int last = first + 7 < T - 1 ? first + 7 : T - 1;
+        printf("  t = %3d .. %3d ", first, last);
+        for (int t = first; t <= last; t++)
+            printf(" %4.2f", by_query[t]);
+        printf("\n");
+    }
+    printf("\n");
+    free(by_query);
+}

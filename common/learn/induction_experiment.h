@@ -144,4 +144,12 @@ InductionVerdict induction_verdict(const InductionSeedResult *r, const int *num_
 void induction_print_seeds(const InductionSeedResult *results, int S,
                            const InductionSetup *setup, double bag);
 
+/* Part 3 of induction_heads: every head's previous-token and induction
+ * scores (measures of induction_measure), the layers the best of each is
+ * in; and head hp of layer 1's weight on key t - 1 at each query t, eight
+ * queries a line. */
+void induction_print_scores(const InductionModel *model, const InductionMeasures *m);
+void induction_print_previous_by_query(const InductionModel *model,
+                                       const InductionHeldOut *held_out, int hp);
+
 #endif
