@@ -1,5 +1,5 @@
 /*
- * Exercise 5.11: one decoding step with a key-value cache
+ * Exercise 5.8: one decoding step with a key-value cache
  * (05_multihead/backward.md, "Exercises").
  *
  * token (B, D) -> output (B, D), new: the layer's output for the token

@@ -1,6 +1,6 @@
-/* clip_grad_norm.c - grades exercise 5.10, clipping by global norm
- * (05_multihead/training.md), against parameters_clip_grad_norm
- * (common/learn/optim.c): one to four gradients, norms below and above
+/* clip_grad_norm.c - grades exercise 6.10, clipping by global norm
+ * (06_permutation_invariance/language_model.md), against
+ * parameters_clip_grad_norm (common/learn/optim.c): one to four gradients, norms below and above
  * max_norm, all zeros, norms near the factor's 1e-6, and elements of 1e20,
  * whose squares overflow float. */
 #include "exercises.h"
@@ -72,5 +72,5 @@ static void grade_case(Rng *rng, int index)
     }
 }
 
-const Exercise exercise = {"clip_grad_norm", "05_multihead", "5.10", 100, grade_case,
-                           "parameters_clip_grad_norm", "training.md"};
+const Exercise exercise = {"clip_grad_norm", "06_permutation_invariance", "6.10", 100,
+                           grade_case, "parameters_clip_grad_norm", "language_model.md"};

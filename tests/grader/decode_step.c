@@ -1,4 +1,4 @@
-/* decode_step.c - grades exercise 5.11, one decoding step with a key-value
+/* decode_step.c - grades exercise 5.8, one decoding step with a key-value
  * cache (05_multihead/backward.md), against decode_step (common/kv_cache.c):
  * two caches holding the same earlier tokens get the same new one, through
  * layers with H = G, grouped key-value heads (G < H) and G = 1, and must
@@ -109,5 +109,5 @@ static void grade_case(Rng *rng, int index)
     expect_close("output", expected, got, 1e-4, 1e-4, G < H ? 2 : 3);
 }
 
-const Exercise exercise = {"decode_step", "05_multihead", "5.11", 100, grade_case,
+const Exercise exercise = {"decode_step", "05_multihead", "5.8", 100, grade_case,
                            "decode_step decode_sequence", "backward.md"};

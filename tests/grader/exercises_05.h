@@ -3,7 +3,6 @@
  * H = num_heads, D = num_hiddens, d = D / H, G = num_kv_heads. */
 
 #include "kv_cache.h"
-#include "random.h"
 #include "multihead.h"
 
 /* 5.1 x (..., in), weight (out, in), bias (out,) or NULL -> x W^T + b
@@ -28,34 +27,18 @@ Tensor *my_repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
  * param, m, v (n,) updated in place from grad (n,). */
 void my_adam_step(float *param, const float *grad, float *m, float *v, int n, int step,
                   float lr, float beta1, float beta2, float eps);
-/* 5.10 Clipping by global norm: count gradients, grads[i] of sizes[i]
- * floats, multiplied in place by max_norm / (norm + 1e-6) when the norm of
- * them all together exceeds max_norm; returns that norm before clipping
- * (torch.nn.utils.clip_grad_norm_). */
-double my_clip_grad_norm(float *const *grads, const int *sizes, int count, double max_norm);
-/* 5.11 y = x W^T + b backwards: x (R, in), weight (out, in), grad_y (R, out)
- * -> grad_x (R, in), grad_weight (out, in), grad_bias (out,), written. */
-void my_linear_backward(const float *x, const float *weight, const float *grad_y,
-                        float *grad_x, float *grad_weight, float *grad_bias, int rows, int in,
-                        int out);
 /* 5.6 Layer normalisation: x (R, D), weight, bias (D,) -> y (R, D), and each
  * row's mean (R,) and rstd (R,) = 1 / sqrt(var + 1e-5), var divided by D. */
 void my_layer_norm(const float *x, const float *weight, const float *bias, float *y,
                    float *mean, float *rstd, int rows, int D);
-/* 5.8 Layer normalisation backwards: grad_y, x (R, D), weight (D,), the
- * forward's mean, rstd (R,) -> grad_x (R, D), grad_weight, grad_bias (D,),
- * written. */
-void my_layer_norm_backward(const float *grad_y, const float *x, const float *weight,
-                            const float *mean, const float *rstd, float *grad_x,
-                            float *grad_weight, float *grad_bias, int rows, int D);
 /* 5.7 GELU (tanh form) backwards: f, grad_g (n,) -> grad_f (n,) =
  * grad_g * gelu'(f). */
 void my_gelu_backward(const float *f, const float *grad_g, float *grad_f, int n);
-/* 5.11 One decoding step with a key-value cache: token (B, D) -> output
+/* 5.8 One decoding step with a key-value cache: token (B, D) -> output
  * (B, D), new, the token joining the cache->length tokens cached. */
 Tensor *my_decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token);
-/* 5.9 A token drawn from softmax(logits / temperature), logits (V,), with
- * one uniform draw rng_uniform(rng): the first token whose running sum of
- * probabilities passes it; temperature 0: the largest logit (the first),
- * drawing nothing. */
-int my_sample_token(const float *logits, int vocab, float temperature, Rng *rng);
+/* 5.9 y = x W^T + b backwards: x (R, in), weight (out, in), grad_y (R, out)
+ * -> grad_x (R, in), grad_weight (out, in), grad_bias (out,), written. */
+void my_linear_backward(const float *x, const float *weight, const float *grad_y,
+                        float *grad_x, float *grad_weight, float *grad_bias, int rows, int in,
+                        int out);

@@ -1,5 +1,5 @@
-/* layer_norm_backward.c - grades exercise 5.8, layer normalisation's
- * backward (05_multihead/backward.md), against
+/* layer_norm_backward.c - grades exercise 6.8, layer normalisation's
+ * backward (06_permutation_invariance/language_model.md), against
  * layer_norm_backward (common/learn/layer_norm.c), which adds into its
  * outputs: the grader hands it zeros. Rows of one number, rows far from 0,
  * rows hundreds long. */
@@ -71,5 +71,5 @@ static void grade_case(Rng *rng, int index)
     expect_close_floats("grad_x", want_x->data, grad_x, SHAPE(rows, D), 1e-4, 1e-3, 3);
 }
 
-const Exercise exercise = {"layer_norm_backward", "05_multihead", "5.8", 100,
-                           grade_case, "layer_norm_backward", "backward.md"};
+const Exercise exercise = {"layer_norm_backward", "06_permutation_invariance", "6.8", 100,
+                           grade_case, "layer_norm_backward", "language_model.md"};

@@ -1,5 +1,5 @@
-/* sample_token.c - grades exercise 5.9, sampling with a temperature
- * (05_multihead/training.md), against sample_token
+/* sample_token.c - grades exercise 6.9, sampling with a temperature
+ * (06_permutation_invariance/language_model.md), against sample_token
  * (common/learn/language_model.c): both draw from a copy of one seeded
  * Rng, 20 tokens a case, so they must draw the same tokens and use exactly
  * one uniform number per token (none at temperature 0). A token within
@@ -80,5 +80,6 @@ static void grade_case(Rng *rng, int index)
     }
 }
 
-const Exercise exercise = {"sample_token", "05_multihead", "5.9", 120, grade_case,
-                           "sample_token language_model_sample", "training.md"};
+const Exercise exercise = {"sample_token", "06_permutation_invariance", "6.9", 120,
+                           grade_case, "sample_token language_model_sample",
+                           "language_model.md"};

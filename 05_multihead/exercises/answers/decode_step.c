@@ -1,5 +1,5 @@
 /*
- * Exercise 5.11, worked answer: one decoding step with a key-value cache.
+ * Exercise 5.8, worked answer: one decoding step with a key-value cache.
  *
  * The causal mask, for the newest token, is "every key there is": the
  * future is not computed yet. So the only care is the diagonal: the token

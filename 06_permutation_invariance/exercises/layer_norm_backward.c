@@ -1,13 +1,13 @@
 /*
- * Exercise 5.8: layer normalisation, backwards
- * (05_multihead/backward.md, "Exercises").
+ * Exercise 6.8: layer normalisation, backwards
+ * (06_permutation_invariance/language_model.md, "Graded exercises").
  *
  * grad_y, x (R, D), weight (D,), and the forward's mean, rstd (R,) ->
  * grad_x (R, D), grad_weight (D,), grad_bias (D,), all three written (not
  * added into). xhat = (x - mean) * rstd, y = xhat * weight + bias. Do not
  * change the inputs.
  *
- * Grade it:  make check EXERCISE=05_multihead/exercises/layer_norm_backward.c
+ * Grade it:  make check EXERCISE=06_permutation_invariance/exercises/layer_norm_backward.c
  */
 #include "exercises.h"
 

@@ -1,5 +1,5 @@
 /*
- * Exercise 5.10, worked answer: clipping gradients by their global norm.
+ * Exercise 6.10, worked answer: clipping gradients by their global norm.
  *
  * One norm for all the gradients, as if they were one vector, and one
  * factor for all: the step keeps its direction and only gets shorter.

@@ -1,5 +1,5 @@
 /*
- * Exercise 5.9, worked answer: sampling with a temperature.
+ * Exercise 6.9, worked answer: sampling with a temperature.
  *
  * The temperature divides the logits, before the softmax: below 1 it
  * widens their gaps (sharper, towards the largest), above 1 it narrows

@@ -1,5 +1,5 @@
 /*
- * Exercise 5.8, worked answer: layer normalisation, backwards.
+ * Exercise 6.8, worked answer: layer normalisation, backwards.
  *
  * With g = grad_y * weight, the gradient of xhat, each x_j reaches the loss
  * three ways: through xhat_j itself, through the row's mean and through its
