@@ -42,3 +42,7 @@ Tensor *my_decode_step(const MultiHeadAttention *layer, KVCache *cache, const Te
 void my_linear_backward(const float *x, const float *weight, const float *grad_y,
                         float *grad_x, float *grad_weight, float *grad_bias, int rows, int in,
                         int out);
+/* 5.10 The mean cross-entropy: logits (N, C), targets (N,) -> the loss,
+ * returned, and grad_logits (N, C) = (softmax - onehot(targets)) / N. */
+double my_cross_entropy(const float *logits, const int *targets, int N, int C,
+                        float *grad_logits);
