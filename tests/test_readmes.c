@@ -468,7 +468,7 @@ Test(readmes, exercises_are_one_list_and_next_comes_last)
     }
 }
 
-/* One file's graded exercises, in its "## Exercises" section (cut at the
+/* One file's graded exercises, in its exercise_section (cut at the
  * next "## "): headings "### N.k Title (`NAME`)", each with the three
  * folded hints the grader points to and a link to its answer (never the
  * answer printed); NAME has a starter, an answer and a grader. A chapter's
@@ -520,10 +520,14 @@ static int check_graded(const char *path, char *section, int c, bool *seen, int 
     return graded;
 }
 
-/* A file's "## Exercises" section, cut at the next "## " (NULL when none). */
+/* A file's graded exercises: its "## Graded exercises" section when it has
+ * one (a page whose "## Exercises" are questions only), else its
+ * "## Exercises", cut at the next "## " (NULL when neither). */
 static char *exercise_section(char *text)
 {
-    char *section = strstr(text, "\n## Exercises\n");
+    char *section = strstr(text, "\n## Graded exercises\n");
+    if (section == NULL)
+        section = strstr(text, "\n## Exercises\n");
     if (section) {
         char *section_end = strstr(section + 1, "\n## ");
         if (section_end)

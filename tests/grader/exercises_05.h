@@ -27,34 +27,22 @@ Tensor *my_repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads);
  * param, m, v (n,) updated in place from grad (n,). */
 void my_adam_step(float *param, const float *grad, float *m, float *v, int n, int step,
                   float lr, float beta1, float beta2, float eps);
-/* 5.6 Clipping by global norm: grad (n,) multiplied in place by
- * max_norm / (norm + 1e-6) when its norm exceeds max_norm; returns the norm
- * before clipping (torch.nn.utils.clip_grad_norm_). */
-double my_clip_grad_norm(float *grad, int n, double max_norm);
-/* 5.7 y = x W^T + b backwards: x (R, in), weight (out, in), grad_y (R, out)
+/* 5.6 Layer normalisation: x (R, D), weight, bias (D,) -> y (R, D), and each
+ * row's mean (R,) and rstd (R,) = 1 / sqrt(var + 1e-5), var divided by D. */
+void my_layer_norm(const float *x, const float *weight, const float *bias, float *y,
+                   float *mean, float *rstd, int rows, int D);
+/* 5.7 GELU (tanh form) backwards: f, grad_g (n,) -> grad_f (n,) =
+ * grad_g * gelu'(f). */
+void my_gelu_backward(const float *f, const float *grad_g, float *grad_f, int n);
+/* 5.8 One decoding step with a key-value cache: token (B, D) -> output
+ * (B, D), new, the token joining the cache->length tokens cached. */
+Tensor *my_decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token);
+/* 5.9 y = x W^T + b backwards: x (R, in), weight (out, in), grad_y (R, out)
  * -> grad_x (R, in), grad_weight (out, in), grad_bias (out,), written. */
 void my_linear_backward(const float *x, const float *weight, const float *grad_y,
                         float *grad_x, float *grad_weight, float *grad_bias, int rows, int in,
                         int out);
-/* 5.8 Layer normalisation: x (R, D), weight, bias (D,) -> y (R, D), and each
- * row's mean (R,) and rstd (R,) = 1 / sqrt(var + 1e-5), var divided by D. */
-void my_layer_norm(const float *x, const float *weight, const float *bias, float *y,
-                   float *mean, float *rstd, int rows, int D);
-/* 5.9 Layer normalisation backwards: grad_y, x (R, D), weight (D,), the
- * forward's mean, rstd (R,) -> grad_x (R, D), grad_weight, grad_bias (D,),
- * written. */
-void my_layer_norm_backward(const float *grad_y, const float *x, const float *weight,
-                            const float *mean, const float *rstd, float *grad_x,
-                            float *grad_weight, float *grad_bias, int rows, int D);
-/* 5.10 GELU (tanh form) backwards: f, grad_g (n,) -> grad_f (n,) =
- * grad_g * gelu'(f). */
-void my_gelu_backward(const float *f, const float *grad_g, float *grad_f, int n);
-/* 5.11 One decoding step's attention, one head: query (d,) of the token at
- * position length - 1; cached keys and values (capacity, d), positions
- * 0 .. length - 1 written -> out (d,), the attention over those positions. */
-void my_decode_attend(const float *query, const float *cached_keys, const float *cached_values,
-                      int length, int capacity, int d, float *out);
-/* 5.12 A token drawn from softmax(logits / temperature), logits (V,), with
- * the uniform draw u in [0, 1): the first token whose running sum of
- * probabilities passes u; temperature 0: the largest logit (the first). */
-int my_sample_token(const float *logits, int vocab, float temperature, float u);
+/* 5.10 The mean cross-entropy: logits (N, C), targets (N,) -> the loss,
+ * returned, and grad_logits (N, C) = (softmax - onehot(targets)) / N. */
+double my_cross_entropy(const float *logits, const int *targets, int N, int C,
+                        float *grad_logits);

@@ -1,0 +1,27 @@
+/* Bug: grad_bias is written, not added, row by row: it holds the last
+ * row of grad_y, not the sum over the rows that used the bias. */
+#include "exercises.h"
+
+#include <string.h>
+
+void my_linear_backward(const float *x, const float *weight, const float *grad_y,
+                        float *grad_x, float *grad_weight, float *grad_bias, int rows, int in,
+                        int out)
+{
+    memset(grad_x, 0, (size_t)rows * in * sizeof *grad_x);
+    memset(grad_weight, 0, (size_t)out * in * sizeof *grad_weight);
+    memset(grad_bias, 0, (size_t)out * sizeof *grad_bias);
+    for (int r = 0; r < rows; r++) {
+        const float *x_row = x + (size_t)r * in, *dy_row = grad_y + (size_t)r * out;
+        float *dx_row = grad_x + (size_t)r * in;
+        for (int o = 0; o < out; o++) {
+            const float *w_row = weight + (size_t)o * in;
+            float *dw_row = grad_weight + (size_t)o * in;
+            for (int i = 0; i < in; i++) {
+                dx_row[i] += dy_row[o] * w_row[i];
+                dw_row[i] += dy_row[o] * x_row[i];
+            }
+            grad_bias[o] = dy_row[o];
+        }
+    }
+}
