@@ -1,5 +1,6 @@
 /*
- * training.h - the one training loop every model here is trained by, and
+ * training.h - the one training loop the small models are trained by (the
+ * language model's program writes its own, as llm.c's main does), and
  * the dictionary model's training defaults (introduced in chapter 05's
  * optional section "Attention that learns").
  *
