@@ -20,7 +20,7 @@ double my_cross_entropy(const float *logits, const int *targets, int N, int C,
         // the row's logsumexp, its maximum taken out
         double max = z[0], sum = 0.0;
         for (int c = 1; c < C; c++)
-            max = z[c] > max ? z[c] : max;
+            max = fmax(max, z[c]);
         for (int c = 0; c < C; c++)
             sum += exp(z[c] - max);
         const double logsumexp = max + log(sum);

@@ -12,7 +12,7 @@
 
 void my_gelu_backward(const float *f, const float *grad_g, float *grad_f, int n)
 {
-    const float c = 0.7978845608f;   // sqrt(2 / pi)
+    const float c = 0.7978845608f;   // the square root of 2 over pi
     for (int i = 0; i < n; i++) {
         const float u = f[i];
         const float t = tanhf(c * (u + 0.044715f * u * u * u));

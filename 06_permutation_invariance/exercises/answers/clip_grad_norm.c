@@ -18,11 +18,10 @@ double my_clip_grad_norm(float *const *grads, const int *sizes, int count, doubl
         for (int j = 0; j < sizes[i]; j++)
             square_sum += (double)grads[i][j] * grads[i][j];
     const double norm = sqrt(square_sum);
-    // pass 2: one factor for every element, only when it shrinks them
-    const double coef = max_norm / (norm + 1e-6);
-    if (coef < 1.0)
-        for (int i = 0; i < count; i++)
-            for (int j = 0; j < sizes[i]; j++)
-                grads[i][j] *= (float)coef;
+    // pass 2: one factor for every element, at most 1: it only ever shrinks them
+    const double coef = fmin(max_norm / (norm + 1e-6), 1.0);
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < sizes[i]; j++)
+            grads[i][j] *= (float)coef;
     return norm;
 }
