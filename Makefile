@@ -414,11 +414,14 @@ fuzz-tools:
 SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Every test runs under the sanitizers but the quote checks of chapters 05
-# and 06: they run the experiments the pages quote (minutes natively,
-# several times that under ASan); make test and make test-long check those
-# quotes. The experiments run here instead through the same code with
+# and 06 and suite long_quotes: they run the experiments the pages quote
+# (minutes natively, several times that under ASan); make test and make
+# test-long check those quotes. The experiments run here instead through the same code with
 # fewer seeds and steps, after the chapters' own programs.
-SAN_TEST_FILTER ?= !(*quotes/chapter_0[56]*)
+SAN_TEST_FILTER ?= !(*quotes/chapter_0[56]*|long_quotes/*)
+# The language model trains a small model for a few steps here (make run's
+# 100 steps of the default model take minutes under ASan).
+SAN_RUN_ARGS := language_model:--steps:20:--eval-every:10:--sample:40:--layers:2:--hiddens:32:--context:16
 SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1,2' \
   '05_multihead/head_importance --seeds 2 --steps 50 --examples 200' '05_multihead/decode --sharing --seeds 2 --steps 20' \
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
@@ -435,7 +438,8 @@ sanitize:
 	if grep -q -E 'LeakSanitizer|AddressSanitizer|runtime error' build/sanitize/tests.log; then \
 	  echo "sanitize: a sanitizer report is in build/sanitize/tests.log" >&2; exit 1; fi; \
 	for p in $(patsubst $(OUT)/%,build/sanitize/%,$(RUN_ORDER)); do \
-	  echo "== $$p"; $$p >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
+	  args=; for m in $(SAN_RUN_ARGS); do [ "$${m%%:*}" != "$$(basename $$p)" ] || args=$$(echo $${m#*:} | tr : ' '); done; \
+	  echo "== $$p $$args"; $$p $$args >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
 	done; \
 	for run in $(SAN_EXPERIMENTS); do \
 	  echo "== build/sanitize/$$run"; build/sanitize/$$run >/dev/null \
