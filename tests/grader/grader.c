@@ -1,5 +1,4 @@
-#define _POSIX_C_SOURCE 200809L   /* sigaction, alarm, sigaltstack, strsignal */
-#define _DEFAULT_SOURCE           /* MAP_ANONYMOUS */
+#include "platform_names.h"   /* first: sigaltstack (XSI), and on macOS the rest */
 /*
  * grader.c - the exercise grader's main: every case quietly, then the
  * smallest failing case again, printed for a learner to read (grader.h).
@@ -729,8 +728,15 @@ static void say_how_it_ended(int wait_status, const char *message, char *what, s
  * with. */
 static int run_in_child(int (*run_cases)(void))
 {
-    shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                  -1, 0);
+    /* memory the child writes and the parent reads: a shared mapping of a
+     * file no name points to (POSIX has no anonymous shared mapping) */
+    FILE *backing = tmpfile();
+    shared = backing != NULL && ftruncate(fileno(backing), sizeof *shared) == 0
+                 ? mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED,
+                        fileno(backing), 0)
+                 : MAP_FAILED;
+    if (backing != NULL)
+        fclose(backing);   /* the mapping keeps the file alive */
     FILE *errors = tmpfile();
     if (shared == MAP_FAILED || !errors) {
         fprintf(stderr, "grader: cannot prepare the child that runs the cases\n");
