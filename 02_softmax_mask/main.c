@@ -209,8 +209,8 @@ static void part2_masked_softmax(const Tensor *x, ValidLens *valid_lens, Panels 
  * ignores that. */
 static void additive_mask_on_every_key(const float *scores, int num_keys)
 {
-    float *row = checked_malloc(PROG, (size_t)num_keys, sizeof(float));
-    float *unmasked = checked_malloc(PROG, (size_t)num_keys, sizeof(float));
+    float *row = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
+    float *unmasked = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
     for (int j = 0; j < num_keys; j++) {
         row[j] = scores[j] + -1e6f;   /* scores + (-1e6) where masked */
         unmasked[j] = scores[j];
@@ -238,7 +238,7 @@ static void part3_query_without_keys(const Tensor *x)
 {
     const int num_keys = x->shape[2];
     const float *scores = &AT3(x, 0, 0, 0);
-    float *row = checked_malloc(PROG, (size_t)num_keys, sizeof(float));
+    float *row = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
 
     printf("Part 3. A query with no valid key (valid_len = 0)\n\n");
     printf("Take the scores of query 0 of sequence 0 and mask every key:\n");
@@ -331,12 +331,15 @@ static ValidLens *random_valid_lens(const Options *opt, Rng *rng)
     return valid_lens_2d(lens, opt->batch, opt->num_queries);
 }
 
-/* --plot DIR: the heatmaps of part 2; 1 when they cannot be written. */
+/* --plot DIR: the heatmaps of part 2; 0, or the exit status when they
+ * cannot be written. */
 static int write_plot(const char *dir, const Panels *panels)
 {
-    if (plot_heatmaps_titled(dir, "masked_softmax", "masked_softmax: d2l's two kinds of valid_lens",
-                             panels->weights, "keys", "queries", panels->titles) != 0)
-        return 1;
+    const int status = plot_heatmaps_titled(dir, "masked_softmax", "masked_softmax: d2l's two "
+                                            "kinds of valid_lens", panels->weights, "keys",
+                                            "queries", panels->titles);
+    if (status != 0)
+        return status;
     printf("\nwrote %s/masked_softmax.dat and %s/masked_softmax.gp "
            "(render: gnuplot %s/masked_softmax.gp)\n", dir, dir, dir);
     return 0;

@@ -80,8 +80,8 @@ static void check_weights(const Tensor *weights, const int *lens)
     char text[32];
     printf("rows sum to 1: largest difference %s; masked keys have weight exactly 0: %s\n",
            residue_text(text, sizeof text, worst, 1e-6), masked_zero ? "yes" : "NO");
-    cli_check(PROG, worst < 1e-6, "part 1: a row of weights does not sum to 1");
-    cli_check(PROG, masked_zero, "part 1: a masked key has a weight");
+    cli_check(worst < 1e-6, "part 1: a row of weights does not sum to 1");
+    cli_check(masked_zero, "part 1: a masked key has a weight");
 }
 
 /* d2l's keys, torch.ones((2, 10, 2)): every key scores the same, so each
@@ -102,7 +102,7 @@ static void with_d2l_ones(const AdditiveAttention *layer, const Tensor *queries,
     char text[32];
     printf("d2l printed [[2, 3, 4, 5]], [[10, 11, 12, 13]]: largest difference %s\n\n",
            residue_text(text, sizeof text, diff, 1e-5));
-    cli_check(PROG, diff < 1e-5f, "part 1: the output with keys of ones is not d2l's");
+    cli_check(diff < 1e-5f, "part 1: the output with keys of ones is not d2l's");
     TENSOR_FREE(ones, weights, output, printed);
 }
 
@@ -292,7 +292,7 @@ static void fit_table(const ToyData *data, KernelPlots *plots)
     char text[32];
     printf("softmax = the kernel divided by its sum, exp(-d^2 / 2 sigma^2) / sum: largest\n"
            "difference %s\n\n", residue_text(text, sizeof text, worst_gap, 1e-6));
-    cli_check(PROG, worst_gap < 1e-6, "part 2: the softmax is not the normalised kernel");
+    cli_check(worst_gap < 1e-6, "part 2: the softmax is not the normalised kernel");
     plots->weights = TENSOR_STACK(drawn[0], drawn[1]);   /* (2, m, n) */
     TENSOR_FREE(drawn[0], drawn[1]);
 }
@@ -345,14 +345,17 @@ static int write_plots(const char *dir, Tensor *check_weights, const KernelPlots
     const char *const curves[1 + NUM_SIGMAS] = {"f(x)", "sigma = 0.1", "sigma = 0.2",
                                                 "sigma = 0.5", "sigma = 1", "sigma = 2"};
     Tensor *check_panel = tensor_reshape(check_weights, SHAPE(2, 10));
-    if (plot_heatmaps_titled(dir, "additive_check", "additive attention on d2l's check",
-                             check_panel, "keys", "sequence", check_title) != 0 ||
-        plot_heatmaps_titled(dir, "kernel_weights", "Nadaraya-Watson weights",
-                             kernel->weights, "training points x_i, sorted", "queries x",
-                             kernel_titles) != 0 ||
-        plot_curves(dir, "kernel_fit", kernel->x_val, kernel->fits, "x", "y", curves,
-                    false) != 0)
-        return 1;
+    int status = plot_heatmaps_titled(dir, "additive_check", "additive attention on d2l's "
+                                      "check", check_panel, "keys", "sequence", check_title);
+    if (status == 0)
+        status = plot_heatmaps_titled(dir, "kernel_weights", "Nadaraya-Watson weights",
+                                      kernel->weights, "training points x_i, sorted",
+                                      "queries x", kernel_titles);
+    if (status == 0)
+        status = plot_curves(dir, "kernel_fit", kernel->x_val, kernel->fits, "x", "y", curves,
+                             false);
+    if (status != 0)
+        return status;
     printf("wrote additive_check, kernel_weights and kernel_fit (.dat and .gp) into %s\n", dir);
     return 0;
 }
@@ -366,6 +369,6 @@ int main(int argc, char **argv)
 
     int status = opt.plot_dir ? write_plots(opt.plot_dir, check_weights, &kernel) : 0;
     TENSOR_FREE(check_weights, kernel.weights, kernel.x_val, kernel.fits);
-    const int check_status = cli_checks_status(PROG);
-    return status == 0 && check_status == 0 ? 0 : 1;
+    const int check_status = cli_checks_status();
+    return status != 0 ? status : check_status;
 }

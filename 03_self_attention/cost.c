@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "attention.h"
-#include "error.h"
 #include "io/cli.h"
+#include "memory.h"
 #include "platform.h"
 #include "random.h"
 #include "tensor.h"

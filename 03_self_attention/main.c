@@ -87,8 +87,8 @@ static void check_sequence_1(const Tensor *weights, const Tensor *values, const 
     char worst_text[32];
     printf("output[1] = sum of weight_j * values[1, j] over j < 6: largest difference %s\n",
            residue_text(worst_text, sizeof worst_text, worst, 1e-6));
-    cli_check(PROG, masked_zero, "part 1: a masked key has a weight");
-    cli_check(PROG, worst < 1e-6, "part 1: the output is not the weighted sum of the values");
+    cli_check(masked_zero, "part 1: a masked key has a weight");
+    cli_check(worst < 1e-6, "part 1: the output is not the weighted sum of the values");
 }
 
 /* d2l's check, with values whose rows all differ. Returns the weights
@@ -151,7 +151,7 @@ static Tensor *show_unscaled(const Tensor *x, bool fixed)
         const float diff = tensor_max_abs_diff(plain, printed);
         tensor_print_named("the PyTorch example printed", printed);
         printf("Largest difference %.4f (its tokens were printed to 4 decimals)\n", (double)diff);
-        cli_check(PROG, diff < 2e-4f,
+        cli_check(diff < 2e-4f,
                   "part 2: the output is not what the PyTorch example printed");
         tensor_free(printed);
     }
@@ -326,7 +326,7 @@ static void part4_dropout(const Tensor *x, const Options *opt)
     }
     printf("%d %s dropped, %d kept; kept weight / evaluation weight = %g (largest deviation "
            "%.1e)\n\n", dropped, plural(dropped, "weight", "weights"), kept, scale, worst);
-    cli_check(PROG, worst < 1e-5 * scale, "part 4: a kept weight is not scaled by 1 / (1 - p)");
+    cli_check(worst < 1e-5 * scale, "part 4: a kept weight is not scaled by 1 / (1 - p)");
     TENSOR_FREE(eval_weights, eval_output, weights, output);
 }
 
@@ -338,11 +338,15 @@ static int write_plots(const char *dir, Tensor *check_weights, const Tensor *sel
     const char *const titles[2] = {"softmax(X X^T)", "softmax(X X^T / sqrt(d))"};
     const char *const check_title[1] = {"valid_lens = [2, 6]"};
     Tensor *check_panel = tensor_reshape(check_weights, SHAPE(2, 10));
-    if (plot_heatmaps_titled(dir, "self_attention", "self-attention weights, without and with "
-                             "the scale", self_weights, "keys", "queries", titles) != 0 ||
-        plot_heatmaps_titled(dir, "d2l_check", "d2l's check: one query per sequence over 10 "
-                             "keys", check_panel, "keys", "sequence", check_title) != 0)
-        return 1;
+    int status = plot_heatmaps_titled(dir, "self_attention", "self-attention weights, "
+                                      "without and with the scale", self_weights, "keys",
+                                      "queries", titles);
+    if (status == 0)
+        status = plot_heatmaps_titled(dir, "d2l_check", "d2l's check: one query per sequence "
+                                      "over 10 keys", check_panel, "keys", "sequence",
+                                      check_title);
+    if (status != 0)
+        return status;
     printf("wrote self_attention and d2l_check (.dat and .gp) into %s; "
            "render with: gnuplot %s/self_attention.gp\n", dir, dir);
     return 0;
@@ -360,6 +364,6 @@ int main(int argc, char **argv)
 
     int status = opt.plot_dir ? write_plots(opt.plot_dir, check_weights, self_weights) : 0;
     TENSOR_FREE(check_weights, x, self_weights);
-    const int check_status = cli_checks_status(PROG);
-    return status == 0 && check_status == 0 ? 0 : 1;
+    const int check_status = cli_checks_status();
+    return status != 0 ? status : check_status;
 }

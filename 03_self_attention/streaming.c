@@ -155,7 +155,7 @@ static bool part1_online_softmax(int block)
     printf("Only m, l and o (here 4 numbers) were kept between blocks; the weights\n"
            "of one block existed only while that block was being added.\n\n");
     if (diff >= 1e-6f)
-        report_error(NULL, "the online softmax differs from softmax by %.1e", (double)diff);
+        fail("the online softmax differs from softmax by %.1e", (double)diff);
     return diff < 1e-6f;
 }
 
@@ -169,7 +169,7 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
     Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     Tensor *values = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     /* every other sequence sees only its first two thirds of the keys */
-    int *lens = checked_malloc(PROG, (size_t)B, sizeof(int));
+    int *lens = CHECKED_MALLOC((size_t)B, sizeof(int));
     for (int b = 0; b < B; b++)
         lens[b] = b % 2 == 0 ? K : (2 * K + 2) / 3;
     ValidLens *valid_lens = valid_lens_1d(lens, B);
@@ -188,8 +188,8 @@ static bool part2_compare_with_clear(const Options *opt, Rng *rng)
     printf("streaming equals clear within 1e-5 of the output's size: %s\n\n",
            same ? "yes" : "NO");
     if (!same)
-        report_error(NULL, "streaming_attention differs from dot_product_attention by %.1e, "
-                     "more than 1e-5 of the output's size %.4f", (double)diff, (double)magnitude);
+        fail("streaming_attention differs from dot_product_attention by %.1e, "
+             "more than 1e-5 of the output's size %.4f", (double)diff, (double)magnitude);
 
     const int v = d;   /* the values here are as wide as the keys */
     const double clear_bytes = 4.0 * B * T * K;
@@ -292,6 +292,6 @@ int main(int argc, char **argv)
     bool same_by_hand = part1_online_softmax(opt.block);         /* six keys, by hand */
     bool same = part2_compare_with_clear(&opt, &rng);           /* the real function */
     part3_memory_table();                                       /* what it saves */
-    cli_check(PROG, same_by_hand && same, "streaming attention is not the clear attention");
-    return cli_checks_status(PROG);
+    cli_check(same_by_hand && same, "streaming attention is not the clear attention");
+    return cli_checks_status();
 }

@@ -176,7 +176,7 @@ int main(int argc, char **argv)
     int failures = exercise2_where_elements_land(&rng);
     failures += exercise3_sequence_first(&rng);
     if (failures != 0) {
-        return report_failure(NULL, "%d checks failed", failures);
+        return fail("%d checks failed", failures);
     }
     printf("\nAll checks hold: both formulas are exact, the mistake moves nothing only when\n"
            "H = 1 or T = 1, and both sequence-first splits equal transpose_qkv of the\n"

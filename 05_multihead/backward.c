@@ -268,6 +268,6 @@ int main(int argc, char **argv)
     multihead_grads_free(p.grads);
     multihead_free(p.layer);
     /* the library must be what the chapter derives: a disagreement fails */
-    cli_check(PROG, same, "the library's backward is not the one derived by hand");
-    return cli_checks_status(PROG);
+    cli_check(same, "the library's backward is not the one derived by hand");
+    return cli_checks_status();
 }

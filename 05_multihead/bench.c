@@ -22,6 +22,7 @@
 #include "fast/bench_passes.h"
 #include "heads.h"
 #include "io/cli.h"
+#include "memory.h"
 
 static const char PROG[] = "bench";
 
@@ -362,7 +363,7 @@ int main(int argc, char **argv)
     print_causal_ratios(&table, list, count, &opt);
     /* a child that died said why on stderr itself; an overflow is said here */
     if (overflowed > 0)
-        report_error(NULL, "%d %s overflowed float32 (see the table): use a smaller --scale",
-                     overflowed, plural(overflowed, "line", "lines"));
+        fail("%d %s overflowed float32 (see the table): use a smaller --scale",
+             overflowed, plural(overflowed, "line", "lines"));
     return failed == 0 ? 0 : 1;
 }

@@ -97,7 +97,7 @@ static int part1_equality(const Options *opt)
         TENSOR_FREE(tokens, full, decoded);
         multihead_free(layer);
     }
-    cli_check(PROG, failures == 0, "cached and full differ by more than 1e-6 relative");
+    cli_check(failures == 0, "cached and full differ by more than 1e-6 relative");
     printf(failures == 0 ? "\n   check passed: the cache changes nothing (within 1e-6 relative; "
                            "the clear\n   step computes each product of the layer, in the same "
                            "order)\n\n" : "\n");
@@ -109,7 +109,7 @@ static int part1_equality(const Options *opt)
     printf("   The fast step (vector lanes, fused multiply-add) against the full layer:\n"
            "   largest relative difference %s, from the order of the sums: %s\n\n",
            fast_text, fast_close ? "check passed (1e-5)" : "over 1e-5");
-    cli_check(PROG, fast_close, "the fast step and the full layer differ by more than 1e-5 "
+    cli_check(fast_close, "the fast step and the full layer differ by more than 1e-5 "
               "relative");
     failures += !fast_close;
     return failures == 0 ? 0 : 1;
@@ -160,7 +160,7 @@ static int part2_memory(void)
         char what[96];
         snprintf(what, sizeof what, "%d measured cache sizes more than 10%% from the formula",
                  off);
-        cli_check(PROG, false, what);
+        cli_check(false, what);
     }
     return known && off > 0 ? 1 : 0;
 }

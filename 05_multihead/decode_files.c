@@ -31,14 +31,14 @@ static int check_capacity(const Options *opt, const Tensor *tokens, int D)
     const int B = tokens->shape[0], T = tokens->shape[1], H = opt->num_heads;
     const int G = opt->num_kv_heads;
     if (T > opt->capacity)
-        return report_error(NULL, "%s/tokens.npy holds %d tokens, more than the cache's "
-                            "capacity --capacity %d", opt->from_dir, T, opt->capacity) != 0;
+        return fail("%s/tokens.npy holds %d tokens, more than the cache's capacity "
+                    "--capacity %d", opt->from_dir, T, opt->capacity);
     char err[LAYER_FILES_ERR_LEN], detail[120];
     snprintf(detail, sizeof detail, "a cache of %d tokens, B = %d, G = %d, d = %d",
              opt->capacity, B, G, D / H);
     if (memory_check(kv_cache_bytes(B, G, opt->capacity, D / H) + 4.0 * tokens->size * 4,
                      detail, "use a smaller --capacity", err, sizeof err) != 0)
-        return report_failure(NULL, "%s", err);
+        return fail("%s", err);
     return 0;
 }
 
@@ -48,7 +48,7 @@ static int save_outputs(const char *dir, const Tensor *outputs)
     char err[LAYER_FILES_ERR_LEN];
     const NamedTensor set[] = {{"outputs", outputs, NULL}};
     if (layer_files_save(dir, set, 1, err, sizeof err) != 0)
-        return report_failure(NULL, "%s", err);
+        return fail("%s", err);
     printf("wrote %s/outputs.npy (%d, %d, %d)\n", dir, outputs->shape[0], outputs->shape[1],
            outputs->shape[2]);
     return 0;
@@ -62,7 +62,7 @@ static int decode_files(const Options *opt)
     char err[LAYER_FILES_ERR_LEN];
     DecoderFiles files;
     int status = layer_files_load_decoder(dir, opt->num_heads, opt->num_kv_heads, &files, err,
-                                          sizeof err) != 0 ? report_error(NULL, "%s", err) : 0;
+                                          sizeof err) != 0 ? fail("%s", err) : 0;
     const Tensor *tokens = files.tokens;
     const int D = files.layer.num_hiddens;
     if (status == 0)
@@ -70,10 +70,10 @@ static int decode_files(const Options *opt)
     Tensor *outputs = status == 0 ? decode_sequence(&files.layer, tokens) : NULL;
     const size_t bad = outputs ? tensor_first_non_finite(outputs) : SIZE_MAX;
     if (bad != SIZE_MAX)
-        status = report_error(NULL, "the outputs overflow float32 (%s at element %zu of (%d, %d, "
-                              "%d)): scale the tokens or the weights down; nothing written",
-                              non_finite_name(outputs->data[bad]), bad, tokens->shape[0],
-                              tokens->shape[1], D);
+        status = fail("the outputs overflow float32 (%s at element %zu of (%d, %d, "
+                      "%d)): scale the tokens or the weights down; nothing written",
+                      non_finite_name(outputs->data[bad]), bad, tokens->shape[0],
+                      tokens->shape[1], D);
     if (status == 0)
         printf("decoded %s/tokens.npy (%d, %d, %d) one token at a time: --heads %d, --kv-heads "
                "%d, %s biases\n", dir, tokens->shape[0], tokens->shape[1], D, opt->num_heads,
@@ -82,7 +82,7 @@ static int decode_files(const Options *opt)
         status = save_outputs(opt->to_dir, outputs);
     tensor_free(outputs);
     decoder_files_free(&files);
-    return status == 0 ? 0 : 1;
+    return status;
 }
 
 static Options parse_options(int argc, char **argv)

@@ -142,9 +142,9 @@ static bool train_all(const Options *opt, TwoKeyModel **models)
     two_key_train_seeds(&task, &how, opt->seed, opt->seeds, opt->threads, models, bad_steps);
     for (int s = 0; s < opt->seeds; s++)
         if (bad_steps[s] != 0) {
-            report_error(NULL, "seed %llu: the loss stopped being a number at step %d; try a "
-                         "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s),
-                         bad_steps[s]);
+            fail("seed %llu: the loss stopped being a number at step %d; try a "
+                 "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s),
+                 bad_steps[s]);
             for (int i = 0; i < opt->seeds; i++)
                 two_key_free(models[i]);
             return false;
@@ -159,7 +159,7 @@ static bool load(const Options *opt, TwoKeyModel **models)
     char err[MODEL_ERR_LEN];
     TwoKeyModel *model = two_key_from_dir(opt->from_dir, err, sizeof err);
     if (model == NULL) {
-        report_error(NULL, "%s", err);
+        fail("%s", err);
         return false;
     }
     const int Vk = model->key_vocab, Vv = model->value_vocab, H = model->num_heads;
@@ -175,9 +175,9 @@ static bool load(const Options *opt, TwoKeyModel **models)
         check_memory(opt, Vk, Vv, model->num_hiddens, H);
         return true;
     }
-    report_error(NULL, "%s: a model of %d heads and vocabularies of %d and %d words: %s (%d "
-                 "heads, %d words, --pairs %d)", opt->from_dir, H, Vk, Vv, problem, MAX_HEADS,
-                 TASK_MAX_COUNTRIES, opt->pairs);
+    fail("%s: a model of %d heads and vocabularies of %d and %d words: %s (%d "
+         "heads, %d words, --pairs %d)", opt->from_dir, H, Vk, Vv, problem, MAX_HEADS,
+         TASK_MAX_COUNTRIES, opt->pairs);
     two_key_free(model);
     return false;
 }
@@ -187,7 +187,7 @@ static int save(const Options *opt, TwoKeyModel *model)
 {
     char err[MODEL_ERR_LEN];
     if (two_key_save(model, opt->to_dir, err, sizeof err) != 0)
-        return report_failure(NULL, "%s", err);
+        return fail("%s", err);
     printf("saved the model in %s (run again with --from %s)\n\n", opt->to_dir, opt->to_dir);
     return 0;
 }
@@ -199,15 +199,15 @@ static int check_finite(const HeldOut *held, TwoKeyModel *model, const TaskBatch
     const double loss = two_key_evaluate_heads(held->model, held->examples, held->heads, NULL,
                                                NULL);
     if (!isfinite(loss))
-        return report_failure(NULL, "the held-out loss is %s: the model's forward overflows "
-                              "float32 on these examples", non_finite_name(loss));
+        return fail("the held-out loss is %s: the model's forward overflows "
+                    "float32 on these examples", non_finite_name(loss));
     double importance[MAX_HEADS];
     two_key_head_importance(model, ranking, importance);
     for (int h = 0; h < model->num_heads; h++)
         if (!isfinite(importance[h]))
-            return report_failure(NULL, "head %d's importance is %s: the model's backward "
-                                  "overflows float32 on the ranking examples", h,
-                                  non_finite_name(importance[h]));
+            return fail("head %d's importance is %s: the model's backward "
+                        "overflows float32 on the ranking examples", h,
+                        non_finite_name(importance[h]));
     return 0;
 }
 
@@ -331,7 +331,7 @@ static int plot_pruning(const char *dir, const Pruning *p, int H)
         printf("\nwrote %s/head_pruning.dat and %s/head_pruning.gp (render: gnuplot "
                "%s/head_pruning.gp)\n", dir, dir, dir);
     TENSOR_FREE(xs, ys);
-    return status == 0 ? 0 : 1;
+    return status;
 }
 
 static int part3_pruning(const Options *opt, const Pruning *p, int H)
@@ -383,7 +383,7 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
     printf("\nPart 4. Over %d seeds (%llu to %llu): the same for every model\n\n", opt->seeds,
            (unsigned long long)opt->seed,
            (unsigned long long)(opt->seed + (uint64_t)opt->seeds - 1));
-    Pruning *p = checked_calloc(PROG, (size_t)opt->seeds, sizeof *p);
+    Pruning *p = CHECKED_CALLOC((size_t)opt->seeds, sizeof *p);
     uint64_t seeds[MAX_SEEDS];
     int n = 0, left_out = 0;
     printf("   models below %.0f%% held out, left out:", 100.0 * TRAINED);

@@ -293,7 +293,7 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
 {
     const double N = held_out->batch_size;
     const int P = opt->pairs;
-    Runs *runs = checked_calloc(PROG, 1, sizeof *runs);
+    Runs *runs = CHECKED_CALLOC(1, sizeof *runs);
     *runs = (Runs){.opt = opt, .task = task, .held_out = held_out};
     fflush(stdout);
     seeds_run(opt->num_rows * opt->seeds, opt->threads, run_job, runs);
@@ -303,10 +303,10 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
     for (int i = 0; i < opt->num_rows; i++)
         for (int s = 0; s < opt->seeds; s++)
             if (runs->bad_step[i][s] != 0) {
-                report_error(NULL, "%s, seed %llu: the loss stopped being a number at step %d; "
-                             "try a smaller --lr", row_name(opt, i, name, sizeof name),
-                             (unsigned long long)(opt->seed + (uint64_t)s),
-                             runs->bad_step[i][s]);
+                fail("%s, seed %llu: the loss stopped being a number at step %d; "
+                     "try a smaller --lr", row_name(opt, i, name, sizeof name),
+                     (unsigned long long)(opt->seed + (uint64_t)s),
+                     runs->bad_step[i][s]);
                 free(runs);
                 return false;
             }
@@ -355,7 +355,7 @@ static int show_heads(const Options *opt, const TwoKeyModel *model, const TaskBa
     if (opt->plot_dir != NULL) {
         char name[64];
         snprintf(name, sizeof name, "two_keys_%d_heads%s", H, mlp ? "_mlp" : "");
-        status = plot_heatmaps(opt->plot_dir, name, weights, "entry", "head", NULL) == 0 ? 0 : 1;
+        status = plot_heatmaps(opt->plot_dir, name, weights, "entry", "head", NULL);
         if (status == 0)
             printf("wrote %s/%s.dat and %s/%s.gp (render: gnuplot %s/%s.gp)\n", opt->plot_dir,
                    name, opt->plot_dir, name, opt->plot_dir, name);

@@ -46,17 +46,11 @@ typedef struct {
     bool heads_given, example_flags;         /* example_flags: one of Part 3's options given */
 } Options;
 
-/* A line from the library's err after the program's name; returns 1. */
-static int fail(const char *err)
-{
-    return report_failure(NULL, "%s", err);
-}
-
 /* The run's files into dir as one set (layer_files_save_run): 0, or 1. */
 static int save_run(const char *dir, const LayerFiles *inputs, const LayerResults *results)
 {
     char err[LAYER_FILES_ERR_LEN];
-    return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail(err) : 0;
+    return layer_files_save_run(dir, inputs, results, err, sizeof err) != 0 ? fail("%s", err) : 0;
 }
 
 /* --to and --plot, each written whatever becomes of the other (a failed
@@ -81,7 +75,7 @@ static int run_from_files(const Options *opt, const LayerFiles *files)
     if (multihead_checked_run(&files->layer, files->queries, files->keys, files->values,
                               files->valid_lens, files->grad_output, &results, err,
                               sizeof err) != 0)
-        return fail(err);
+        return fail("%s", err);
     printf("Part 4. A layer from .npy files\n\n");
     layer_files_print(opt->from_dir, files);
     tensor_print_named("output", results.output);
@@ -93,11 +87,11 @@ static int run_from_files(const Options *opt, const LayerFiles *files)
     /* float32 sums taken in another order agree with PyTorch to about 1e-6 */
     const int verdict = layer_files_check_results(opt->from_dir, &results, 1e-5f, 1e-5f, err,
                                                   sizeof err);
-    int status = verdict < 0 ? fail(err) : 0;
+    int status = verdict < 0 ? fail("%s", err) : 0;
     if (status == 0 && verdict > 0) {   /* a failed check replaces no previous result */
-        status = report_error(NULL, "the results differ from the expected_*.npy files in %s%s",
-                              opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
-                                                                          : "") != 0;
+        status = fail("the results differ from the expected_*.npy files in %s%s",
+                      opt->from_dir, opt->plot_dir || opt->to_dir ? "; nothing was written"
+                                                                  : "");
     }
     /* into another directory the inputs go too, so that it holds one whole run */
     const bool same = opt->to_dir && layer_files_same_dir(opt->from_dir, opt->to_dir);
@@ -112,7 +106,7 @@ static int layer_from_files(const Options *opt)
     LayerFiles files;
     char err[LAYER_FILES_ERR_LEN];
     const int status = layer_files_load(opt->from_dir, opt->example.heads, &files, err, sizeof err) != 0
-                           ? fail(err)
+                           ? fail("%s", err)
                            : run_from_files(opt, &files);
     layer_files_free(&files);
     return status;
@@ -163,7 +157,7 @@ static int layer_to_files(const Options *opt)
     char err[LAYER_FILES_ERR_LEN];
     const int status = multihead_check_memory(ex.layer, s->batch, s->queries, s->keys, false,
                                               err, sizeof err) != 0
-                           ? fail(err)
+                           ? fail("%s", err)
                            : write_part3(opt, &ex, valid_lens);
     valid_lens_free(valid_lens);
     multihead_example_free(&ex);

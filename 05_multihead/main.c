@@ -22,6 +22,7 @@
 
 #include "error.h"
 #include "io/cli.h"
+#include "memory.h"
 #include "run/layer_files.h"
 #include "multihead.h"
 #include "multihead_example.h"
@@ -70,9 +71,9 @@ static RowCheck check_rows(const Tensor *output, const ValidLens *valid_lens, co
     /* Over every pair of rows, the largest difference in column j is the
      * column's largest entry minus its smallest: one pass finds them per
      * sequence, hi and lo (B, D), instead of one pass per pair of rows. */
-    float *hi = checked_malloc(__func__, (size_t)B * D, sizeof(float));
-    float *lo = checked_malloc(__func__, (size_t)B * D, sizeof(float));
-    bool *has_rows = checked_calloc(__func__, (size_t)B, sizeof(bool));
+    float *hi = CHECKED_MALLOC((size_t)B * D, sizeof(float));
+    float *lo = CHECKED_MALLOC((size_t)B * D, sizeof(float));
+    bool *has_rows = CHECKED_CALLOC((size_t)B, sizeof(bool));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *row = &AT3(output, b, t, 0);
@@ -229,12 +230,6 @@ static void print_favourite_keys(const Tensor *weights)
     }
 }
 
-/* A line from the library's err after the program's name; returns 1. */
-static int fail(const char *err)
-{
-    return report_failure(NULL, "%s", err);
-}
-
 static int part3_random_inputs(Example *ex)
 {
     const Options *opt = ex->opt;
@@ -327,7 +322,7 @@ int main(int argc, char **argv)
     ex.layer = ex.example.layer;
     char err[LAYER_FILES_ERR_LEN];
     int status = multihead_check_memory(ex.layer, s->batch, s->queries, s->keys, false, err,
-                                        sizeof err) != 0 ? fail(err) : 0;
+                                        sizeof err) != 0 ? fail("%s", err) : 0;
     if (status == 0) {
         part1_the_layer(&ex);
         part2_d2l_check_all_ones(&ex);

@@ -26,6 +26,7 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "io/cli.h"
+#include "memory.h"
 #include "run/training_run.h"
 #include "learn/lookup_model.h"
 #include "learn/tasks.h"
@@ -170,7 +171,7 @@ static int part2_train(const Session *s, const Task *task, LossCurve *curve)
         printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)adam->lr, batch,
                s->steps);
     curve->first = (int)adam->step + 1;
-    curve->losses = checked_calloc(PROG, (size_t)(s->steps - curve->first + 1),
+    curve->losses = CHECKED_CALLOC((size_t)(s->steps - curve->first + 1),
                                    sizeof *curve->losses);
     const bool diverged = train_steps(s, task, curve);
     return train_finish(s->model, adam, task, &s->run, diverged);
@@ -203,9 +204,9 @@ static int part3_heldout(const LookupModel *model, const Task *task, const TaskB
     int correct;
     const double loss = lookup_evaluate(model, heldout, &correct);
     if (!isfinite(loss))
-        return report_error(NULL, "the held-out loss is %s: the model's forward overflows "
-                            "float32 on these examples; train it again with a smaller --lr",
-                            isnan(loss) ? "NaN" : "infinite") != 0;
+        return fail("the held-out loss is %s: the model's forward overflows float32 on these "
+                    "examples; train it again with a smaller --lr",
+                    isnan(loss) ? "NaN" : "infinite");
     const int N = heldout->batch_size;
     printf("  %d examples never trained on: %d answered right, accuracy %.2f%%, loss %.4f\n",
            N, correct, 100.0 * correct / N, loss);
@@ -380,7 +381,7 @@ static void check_memory(const Session *s, int countries, int hiddens, int heads
  * training state to go on), or built from the seed. */
 static Session open_session(const Options *opt)
 {
-    Session s = {.run = {PROG, opt->to_dir, opt->plot_dir, {opt->batch, opt->pairs, opt->seed}},
+    Session s = {.run = {opt->to_dir, opt->plot_dir, {opt->batch, opt->pairs, opt->seed}},
                  .steps = opt->steps, .examples = opt->examples, .threads = opt->threads,
                  .from_dir = opt->from_dir};
     if (opt->from_dir != NULL) {

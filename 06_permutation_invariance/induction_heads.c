@@ -209,7 +209,7 @@ static int part2_training(const Options *opt, const InductionSeedResult *r)
         printf("wrote %s/induction_losses.dat and .gp (render: gnuplot "
                "%s/induction_losses.gp)\n\n", opt->plot_dir, opt->plot_dir);
     TENSOR_FREE(xs, ys);
-    return status == 0 ? 0 : 1;
+    return status;
 }
 
 /* rows [r0, r0 + n) and columns [c0, c0 + n) of matrix (T, T), new (n, n) */
@@ -265,7 +265,7 @@ static int plot_stripes(const char *dir, const float *prev_map, int hp, const fl
         printf("\nwrote %s/induction_heads.dat and .gp (render: gnuplot "
                "%s/induction_heads.gp)\n", dir, dir);
     tensor_free(panels);
-    return status == 0 ? 0 : 1;
+    return status;
 }
 
 static int part3_heads(const Options *opt, InductionModel *model, const InductionHeldOut *held_out,
@@ -356,32 +356,32 @@ static int run_from(const Options *opt, const InductionHeldOut *held_out)
     Options shown = *opt;
     char err[MODEL_ERR_LEN];
     if (model_read_ints(opt->from_dir, "num_layers", &layers, 1, err, sizeof err) != 0)
-        return report_failure(PROG, "%s", err);
+        return fail("%s", err);
     if (layers != MAX_LAYERS)
-        return report_failure(PROG, "%s: num_layers is %d; --from reads the %d-layer models "
-                              "that --to saves", opt->from_dir, layers, MAX_LAYERS);
+        return fail("%s: num_layers is %d; --from reads the %d-layer models "
+                    "that --to saves", opt->from_dir, layers, MAX_LAYERS);
     if (model_read_ints(opt->from_dir, "num_heads", shown.num_heads, MAX_LAYERS, err,
                         sizeof err) != 0)
-        return report_failure(PROG, "%s", err);
+        return fail("%s", err);
     for (int l = 0; l < MAX_LAYERS; l++)
         if (shown.num_heads[l] > MAX_HEADS ||
             !heads_split(opt->num_hiddens, shown.num_heads[l], NULL, NULL, NULL, 0))
-            return report_failure(PROG, "%s: layer %d's num_heads %d does not fit --hiddens %d "
-                                  "(1 to %d heads)", opt->from_dir, l + 1, shown.num_heads[l],
-                                  opt->num_hiddens, MAX_HEADS);
+            return fail("%s: layer %d's num_heads %d does not fit --hiddens %d "
+                        "(1 to %d heads)", opt->from_dir, l + 1, shown.num_heads[l],
+                        opt->num_hiddens, MAX_HEADS);
     Rng rng = rng_new(0);
     InductionModel *model = induction_new(opt->vocab, opt->length, opt->num_hiddens,
                                           shown.num_heads, layers, &rng);
     if (model_load(opt->from_dir, model->files, model->num_files, err, sizeof err) != 0) {
         induction_free(model);
-        return report_failure(PROG, "%s", err);
+        return fail("%s", err);
     }
     const InductionMeasures m = induction_measure(model, held_out);
     if (!isfinite(m.first) || !isfinite(m.repeated)) {
         induction_free(model);
-        return report_failure(PROG, "%s: the held-out loss is %s: the model's forward overflows "
-                              "float32 on these sequences", opt->from_dir,
-                              non_finite_name(isfinite(m.first) ? m.repeated : m.first));
+        return fail("%s: the held-out loss is %s: the model's forward overflows "
+                    "float32 on these sequences", opt->from_dir,
+                    non_finite_name(isfinite(m.first) ? m.repeated : m.first));
     }
     part1_task(&shown, held_out, false);
     printf("Held-out loss: first part %.3f, repeated part %.3f\n\n", m.first, m.repeated);
@@ -397,15 +397,15 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
 {
     part1_task(opt, held_out, true);
     fflush(stdout);
-    InductionSeedResult *results = checked_calloc(PROG, (size_t)opt->seeds, sizeof *results);
+    InductionSeedResult *results = CHECKED_CALLOC((size_t)opt->seeds, sizeof *results);
     InductionSetup setup = setup_of(opt);
     InductionExperiment e = {&setup, held_out, results};
     seeds_run(opt->seeds, opt->num_threads, induction_seed_job, &e);
     int status = 0;
     for (int s = 0; s < opt->seeds; s++)
         if (results[s].broke) {
-            report_error(PROG, "seed %llu: the loss stopped being a number; try a "
-                         "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s));
+            fail("seed %llu: the loss stopped being a number; try a "
+                 "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s));
             status = 1;
         }
     if (status == 0) {
@@ -422,7 +422,7 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
                 printf("\nsaved seed %llu's two-layer model in %s\n",
                        (unsigned long long)opt->seed, opt->to_dir);
             else {
-                report_error(PROG, "%s", err);
+                fail("%s", err);
                 status = 1;
             }
         }

@@ -144,7 +144,7 @@ static void print_sample(const LanguageModel *model, const char *prompt, float t
                          int n, Rng *rng)
 {
     const int length = (int)strlen(prompt);
-    int *tokens = checked_malloc(PROG, (size_t)length + n, sizeof *tokens);
+    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
     text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
                 tokens);   /* every character known: check_prompt */
     language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
@@ -214,7 +214,7 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     const bool often = opt->plot_dir != NULL && CURVE_EVERY < opt->eval_every;
     const int every = often ? CURVE_EVERY : opt->eval_every;   /* --plot's curve */
     Tensor *curve = tensor_zeros(SHAPE(t->steps / every + 2, 3));
-    int *tokens = checked_malloc(PROG, (size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
@@ -228,8 +228,8 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
         adam->lr = (float)lm_learning_rate(step, t->lr, t->min_lr, t->warmup, t->steps);
         const double loss = language_model_train_step(m, adam, tokens, t->batch_size, t->clip);
         if (!isfinite(loss) || !parameters_finite(m->params, m->num_params)) {
-            status = report_failure(NULL, "step %d: the loss stopped being a number (%g): try "
-                                    "a smaller --lr", step + 1, loss);
+            status = fail("step %d: the loss stopped being a number (%g): try "
+                          "a smaller --lr", step + 1, loss);
             break;
         }
         language_progress(step + 1, t->steps, loss, (double)t->batch_size * t->context, start);
@@ -247,8 +247,8 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     const size_t held_n = c->n - c->train_n;
     const double loss = language_model_text_loss(m, c->ids + c->train_n, held_n, 32);
     if (!isfinite(loss))
-        return report_failure(NULL, "the model's held-out loss is not a number (%g): its "
-                              "weights overflow", loss);
+        return fail("the model's held-out loss is not a number (%g): its "
+                    "weights overflow", loss);
     printf("Part 3. The held-out loss and a sample\n\n"
            "The loss on all %zu held-out characters (each predicted from up to %d before\n"
            "it): %.4f nats.\n\n", held_n - 1, m->context, loss);
@@ -375,8 +375,8 @@ static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
     if (corpus_load(path, m != NULL ? m->bytes : NULL, m != NULL ? m->vocab : 0,
                     m != NULL ? m->context : opt->train.context, c, err, sizeof err) == 0)
         return 0;
-    return report_failure(NULL, "%s%s", err, opt->text != NULL ? "" : " (run from the "
-                          "repository's root, or give --text FILE)");
+    return fail("%s%s", err, opt->text != NULL ? "" : " (run from the "
+                "repository's root, or give --text FILE)");
 }
 
 /* --from: the model, then the text in its vocabulary; refused when its
@@ -386,15 +386,15 @@ static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
     char err[MODEL_ERR_LEN];
     LanguageModel *m = language_model_load_new(opt->from_dir, MAX_CONTEXT, err, sizeof err);
     if (m == NULL) {
-        *status = report_failure(NULL, "%s", err);
+        *status = fail("%s", err);
         return NULL;
     }
     *status = text_load(opt, m, c);
     if (*status == 0) {
         const double loss = language_model_text_loss(m, c->ids + c->train_n, 4 * m->context, 4);
         if (!isfinite(loss))
-            *status = report_failure(NULL, "%s: the model's loss on the text is not a number "
-                                     "(%g): its weights overflow", opt->from_dir, loss);
+            *status = fail("%s: the model's loss on the text is not a number "
+                           "(%g): its weights overflow", opt->from_dir, loss);
     }
     return m;
 }
@@ -403,7 +403,7 @@ static int save_model(const LanguageModel *m, const Options *opt)
 {
     char err[MODEL_ERR_LEN];
     if (model_save(opt->to_dir, m->files, m->num_files, err, sizeof err) != 0)
-        return report_failure(NULL, "%s", err);
+        return fail("%s", err);
     printf("Saved to %s: %d files, as PyTorch names the parameters.\n\n", opt->to_dir,
            m->num_files);
     return 0;

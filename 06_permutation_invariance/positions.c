@@ -109,7 +109,7 @@ static TrainingStatus after_step(void *state, int step, double loss, int correct
     (void)correct;
     const Progress *p = state;
     if (!isfinite(loss)) {
-        report_error(p->what, "the loss became %g at step %d; try a smaller --lr", loss, step);
+        fail("%s: the loss became %g at step %d; try a smaller --lr", p->what, loss, step);
         return TRAINING_DIVERGED;
     }
     if (p->terminal && (step % 10 == 0 || step == p->steps)) {
@@ -259,12 +259,14 @@ static double mirror_weight(const ReversalModel *model, const TaskBatch *held_ou
     return sum / ((double)B * H * T);
 }
 
-/* panels (2 * H, T, T) as DIR/positions_attention.{dat,gp}: 0, or 1. */
+/* panels (2 * H, T, T) as DIR/positions_attention.{dat,gp}: 0, or the exit
+ * status. */
 static int plot_panels(const char *dir, const Tensor *panels, const char *const *titles)
 {
-    if (plot_heatmaps(dir, "positions_attention", panels, "key position", "query position",
-                      titles) != 0)
-        return 1;
+    const int status = plot_heatmaps(dir, "positions_attention", panels, "key position",
+                                     "query position", titles);
+    if (status != 0)
+        return status;
     printf("\nwrote %s/positions_attention.dat and %s/positions_attention.gp "
            "(render: gnuplot %s/positions_attention.gp)\n", dir, dir, dir);
     return 0;

@@ -35,30 +35,29 @@ typedef struct {
 } Options;
 
 /* DIR/queries, keys, values.npy (B, H, T, d) -> in[3] as (B*H, T, d), and
- * shape (B, H, T, d); 0, or the exit status with the one line printed and
- * in[] freed. */
+ * shape (B, H, T, d); 0, or 1 with the one line printed and in[] freed. An
+ * --offset that the tokens carry past the last position is a usage error:
+ * exit 2. */
 static int load_heads(const Options *opt, Tensor *in[3], int shape[4])
 {
     char err[LAYER_FILES_ERR_LEN];
     int status = layer_files_load_heads(opt->from_dir, in, err, sizeof err) != 0
-                     ? report_error(NULL, "%s", err) : 0;
+                     ? fail("%s", err) : 0;
     if (status == 0)
         memcpy(shape, in[0]->shape, 4 * sizeof *shape);
     if (status == 0 && opt->how == HEAD_POSITIONS_ROPE && shape[3] % 2 != 0)
-        status = report_error(NULL, "RoPE turns pairs of columns: the head size (the last "
-                              "dimension of %s/queries.npy) must be even, got %d",
-                              opt->from_dir, shape[3]);
-    if (status == 0 && (long long)opt->offset + shape[2] > ROPE_MAX_POSITION) {
-        report_error(NULL, "--offset %d with %d tokens reaches position %lld; positions must "
-                     "stay below 2^24 = %d, where float32 stops holding every integer",
-                     opt->offset, shape[2], (long long)opt->offset + shape[2] - 1,
-                     ROPE_MAX_POSITION);
-        status = EXIT_USAGE;
-    }
-    if (status != 0) {
+        status = fail("RoPE turns pairs of columns: the head size (the last dimension of "
+                      "%s/queries.npy) must be even, got %d", opt->from_dir, shape[3]);
+    const long long last = status == 0 ? (long long)opt->offset + shape[2] - 1 : 0;
+    const bool too_far = status == 0 && last >= ROPE_MAX_POSITION;
+    if (status != 0 || too_far)
         TENSOR_FREE(in[0], in[1], in[2]);
-        return status == EXIT_USAGE ? EXIT_USAGE : 1;
-    }
+    if (too_far)
+        cli_fail(opt->prog, "--offset %d with %d tokens reaches position %lld; positions must "
+                 "stay below 2^24 = %d, where float32 stops holding every integer",
+                 opt->offset, shape[2], last, ROPE_MAX_POSITION);
+    if (status != 0)
+        return status;
     for (int i = 0; i < 3; i++)
         tensor_reshape(in[i], SHAPE(shape[0] * shape[1], shape[2], shape[3]));
     return 0;
@@ -70,11 +69,11 @@ static int save_results(const Options *opt, const NamedTensor set[3])
 {
     for (int i = 0; i < 3; i++)
         if (tensor_first_non_finite(set[i].tensor) < set[i].tensor->size)
-            return report_failure(NULL, "the %s are not finite: the inputs in %s are too large "
-                                  "for float32", set[i].name, opt->from_dir);
+            return fail("the %s are not finite: the inputs in %s are too large "
+                        "for float32", set[i].name, opt->from_dir);
     char err[LAYER_FILES_ERR_LEN];
     if (layer_files_save(opt->to_dir, set, 3, err, sizeof err) != 0)
-        return report_failure(NULL, "%s", err);
+        return fail("%s", err);
     return 0;
 }
 

@@ -123,7 +123,7 @@ static void part2_rope_relative(const Options *opt)
            d, 2 * P * P, P - 1, S, S + P - 1, c.lowest, c.highest, c.worst, c.worst / spacing,
            c.largest, spacing);
     /* a dot product of d rounded terms is off by a few spacings at most */
-    cli_check(PROG, c.worst <= d * spacing, "RoPE's scores depend on m - n only");
+    cli_check(c.worst <= d * spacing, "RoPE's scores depend on m - n only");
     TENSOR_FREE(q, k);
 }
 
@@ -161,7 +161,7 @@ static int part3_alibi(const Options *opt)
     int status = 0;
     if (opt->plot_dir != NULL) {
         status = plot_heatmaps(opt->plot_dir, "relative_positions_alibi", bias, "key j",
-                               "query i", titles) == 0 ? 0 : 1;
+                               "query i", titles);
         if (status == 0)
             printf("wrote %s/relative_positions_alibi.dat and .gp\n\n", opt->plot_dir);
     }
@@ -259,14 +259,13 @@ static LengthExperiment *part4_lengths(const Options *opt)
            100 * SOLVED);
     fflush(stdout);
     LengthExperiment *e = length_experiment_run(&opt->setup);
-    bool ok = true;
+    int status = 0;
     for (const LengthRun *run = e->runs; run < e->runs + e->count; run++)
         if (run->diverged)
-            ok = report_error(NULL, "%s, %s positions, seed %llu: the loss stopped being a "
-                              "number; try a smaller --lr", length_task_names[run->task],
-                              position_scheme_names[run->scheme],
-                              (unsigned long long)run->seed) == 0;
-    if (!ok) {
+            status = fail("%s, %s positions, seed %llu: the loss stopped being a number; try "
+                          "a smaller --lr", length_task_names[run->task],
+                          position_scheme_names[run->scheme], (unsigned long long)run->seed);
+    if (status != 0) {
         length_experiment_free(e);
         return NULL;
     }
@@ -323,7 +322,7 @@ static int part5_heatmaps(const Options *opt, const LengthExperiment *e)
         if (opt->plot_dir != NULL && status == 0) {
             const char *name = task == LENGTH_TASK_BACK ? "relative_positions_back"
                                                  : "relative_positions_reversal";
-            status = plot_heatmaps(opt->plot_dir, name, panels, "key", "query", titles) != 0;
+            status = plot_heatmaps(opt->plot_dir, name, panels, "key", "query", titles);
             if (status == 0)
                 printf("\nwrote %s/%s.dat and .gp (every query)\n", opt->plot_dir, name);
         }
@@ -414,5 +413,5 @@ int main(int argc, char **argv)
         status = e != NULL ? part5_heatmaps(&opt, e) : 1;
         length_experiment_free(e);
     }
-    return status != 0 ? status : cli_checks_status(PROG);
+    return status != 0 ? status : cli_checks_status();
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "memory.h"
 
 bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
                  const char *heads_name, char *err, size_t err_len)
@@ -230,8 +231,7 @@ ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_hea
      * copied H times in a row: [3, 2] -> [3, 3, 2, 2] for H = 2. Tiling
      * instead ([3, 2, 3, 2]) would give head 1 of sequence 0 the mask of
      * sequence 1. */
-    int *lens = checked_malloc("valid_lens_repeat_interleave",
-                               (size_t)B * H * per_row, sizeof(int));
+    int *lens = CHECKED_MALLOC((size_t)B * H * per_row, sizeof(int));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int q = 0; q < per_row; q++)

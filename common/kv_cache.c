@@ -37,14 +37,14 @@ static size_t cache_floats(const KVCache *cache)   /* B * G * T_max * d */
 
 KVCache *kv_cache_new(int batch_size, int num_kv_heads, int capacity, int head_size)
 {
-    const char *func = "kv_cache_new";
+    const char *func = __func__;
     if (batch_size < 1 || num_kv_heads < 1 || capacity < 1 || head_size < 1)
         die(func, "sizes must be positive: batch_size %d, num_kv_heads %d, capacity %d, "
             "head_size %d", batch_size, num_kv_heads, capacity, head_size);
     const double bytes = kv_cache_bytes(batch_size, num_kv_heads, capacity, head_size);
     if (bytes / 2 > (double)(SIZE_MAX / 2))
         die(func, "a cache of %.3g bytes does not fit in this machine's addresses", bytes);
-    KVCache *cache = checked_calloc(func, 1, sizeof *cache);
+    KVCache *cache = CHECKED_CALLOC(1, sizeof *cache);
     *cache = (KVCache){batch_size, num_kv_heads, capacity, head_size, 0, NULL, NULL};
     cache->keys = map_floats(cache_floats(cache));
     cache->values = map_floats(cache_floats(cache));
@@ -85,7 +85,7 @@ float *kv_cache_value(const KVCache *cache, int b, int g, int t)
 /* k, v (B, G*d) -> row T of every head of every sequence */
 void kv_cache_append(KVCache *cache, const Tensor *k, const Tensor *v)
 {
-    const char *func = "kv_cache_append";
+    const char *func = __func__;
     const int B = cache->batch_size, G = cache->num_kv_heads, d = cache->head_size;
     tensor_check_shape(func, "k", k, SHAPE(B, G * d));
     tensor_check_shape(func, "v", v, SHAPE(B, G * d));
@@ -135,7 +135,7 @@ static void attend_to_cache(const KVCache *cache, int b, int g, const float *q_r
 /* token (B, D) -> output (B, D) */
 Tensor *decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token)
 {
-    const char *func = "decode_step";
+    const char *func = __func__;
     const int H = layer->num_heads, G = layer->num_kv_heads, D = layer->num_hiddens;
     const int d = D / H, B = cache->batch_size;
     if (layer->query_size != D || layer->key_size != D || layer->value_size != D)
@@ -158,7 +158,7 @@ Tensor *decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tenso
     // pass 3: query head h attends over the T cached tokens of key-value
     // head h / (H/G), its output going where transpose_output puts head h
     Tensor *concat = tensor_zeros(SHAPE(B, D));
-    float *scores = checked_malloc(func, (size_t)cache->length, sizeof(float));
+    float *scores = CHECKED_MALLOC((size_t)cache->length, sizeof(float));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *q_row = q->data + (size_t)b * D + (size_t)h * d;

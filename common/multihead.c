@@ -83,7 +83,7 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
                                   bool bias, Rng *rng)
 {
-    const char *func = "multihead_new";
+    const char *func = __func__;
     check_layer_sizes(func, query_size, key_size, value_size, num_hiddens, num_heads, dropout);
 
     /* Drawn in a fixed order, each weight followed by its bias, so a seed
@@ -104,7 +104,7 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
                                           int num_hiddens, int num_heads, int num_kv_heads,
                                           float dropout, bool bias, Rng *rng)
 {
-    const char *func = "multihead_new_grouped";
+    const char *func = __func__;
     const int d = check_layer_sizes(func, query_size, key_size, value_size, num_hiddens,
                                     num_heads, dropout);
     require_kv_heads(func, num_heads, num_kv_heads);
@@ -122,7 +122,7 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
 MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
                                           Tensor *const params[MULTIHEAD_PARAMETERS])
 {
-    const char *func = "multihead_from_weights";
+    const char *func = __func__;
     Tensor *W_q = params[0], *W_k = params[1], *W_v = params[2], *W_o = params[3];
     Tensor *b_q = params[4], *b_k = params[5], *b_v = params[6], *b_o = params[7];
     tensor_check_shape(func, "W_q", W_q, SHAPE(-1, -1));
@@ -189,7 +189,7 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
                           const ValidLens *valid_lens, bool training, Rng *rng,
                           Tensor **attention_weights)
 {
-    const char *func = "multihead_forward";
+    const char *func = __func__;
     check_all_kv_heads(func, layer);
     check_inputs(func, layer, queries, keys, values, valid_lens, training, rng);
     const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
@@ -250,7 +250,7 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
                                const ValidLens *valid_lens, bool training, Rng *rng,
                                MultiHeadCache *cache)
 {
-    const char *func = "multihead_forward_cache";
+    const char *func = __func__;
     check_all_kv_heads(func, layer);
     multihead_cache_inputs(func, layer, queries, keys, values, valid_lens, training, rng, cache);
     const int H = layer->num_heads;
@@ -299,7 +299,7 @@ Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rn
 
 MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer)
 {
-    MultiHeadGrads *grads = checked_calloc("multihead_grads_new", 1, sizeof *grads);
+    MultiHeadGrads *grads = CHECKED_CALLOC(1, sizeof *grads);
     grads->W_q = tensor_zeros(layer->W_q->ndim, layer->W_q->shape);
     grads->W_k = tensor_zeros(layer->W_k->ndim, layer->W_k->shape);
     grads->W_v = tensor_zeros(layer->W_v->ndim, layer->W_v->shape);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "memory.h"
 
 #define set_error(err, err_len, ...) error_format(err, err_len, NULL, __VA_ARGS__)
 

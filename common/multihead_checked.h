@@ -74,7 +74,7 @@ void layer_results_free(LayerResults *results);
  * the inputs and parameters, the projections and their split copies, the
  * (B, H, T, n_k) attention weights twice, the heads' outputs; about twice that
  * with the backward. multihead_check_memory compares it with
- * memory_available (error.h): 0, or -1 with one line in err saying how much
+ * memory_available (memory.h): 0, or -1 with one line in err saying how much
  * is needed, before anything large is allocated. */
 double multihead_bytes_needed(const MultiHeadAttention *layer, int B, int T, int n_k,
                               bool backward);

@@ -26,7 +26,7 @@ void matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n
     /* A dot product per output would walk B's rows fine, but its sum is a
      * chain the compiler may not reorder. Transposing B once (k * n moves)
      * turns the product back into the vectorisable i, p, j loop above. */
-    float *b_t = checked_malloc("matmul_bt", (size_t)k * (size_t)n, sizeof(float));
+    float *b_t = CHECKED_MALLOC((size_t)k * (size_t)n, sizeof(float));
     for (int j = 0; j < n; j++)
         for (int p = 0; p < k; p++)
             b_t[(size_t)p * n + j] = b[(size_t)j * k + p];
@@ -125,7 +125,7 @@ Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
 Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                         Tensor *grad_weight, Tensor *grad_bias)
 {
-    const char *func = "linear_backward";
+    const char *func = __func__;
     int rows;
     /* grad_y has the forward's output shape: the same rule checks both. */
     int y_shape[TENSOR_MAX_DIMS];
@@ -149,11 +149,11 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
     // first, then one addition per element, so the accumulated gradient is
     // this step's gradient added once (as .grad += in PyTorch)
     if (grad_weight != NULL) {
-        float *grad_y_t = checked_malloc(func, (size_t)out * rows, sizeof(float));
+        float *grad_y_t = CHECKED_MALLOC((size_t)out * rows, sizeof(float));
         for (int r = 0; r < rows; r++)
             for (int j = 0; j < out; j++)
                 grad_y_t[(size_t)j * rows + r] = grad_y->data[(size_t)r * out + j];
-        float *step = checked_malloc(func, (size_t)out * in, sizeof(float));
+        float *step = CHECKED_MALLOC((size_t)out * in, sizeof(float));
         matmul_raw(grad_y_t, x->data, step, out, rows, in);
         for (size_t i = 0; i < (size_t)out * in; i++)
             grad_weight->data[i] += step[i];

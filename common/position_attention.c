@@ -19,7 +19,7 @@
 /* valid_lens (N, T): query i sees keys 0 ... i */
 ValidLens *causal_valid_lens(int num_matrices, int num_queries)
 {
-    int *lens = checked_malloc("causal_valid_lens", (size_t)num_matrices * num_queries,
+    int *lens = CHECKED_MALLOC((size_t)num_matrices * num_queries,
                                sizeof *lens);
     for (int n = 0; n < num_matrices; n++)
         for (int i = 0; i < num_queries; i++)
@@ -35,7 +35,7 @@ Tensor *position_attention_forward(const PositionAttention *how, const Tensor *q
                                    const Tensor *keys, const Tensor *values, Tensor **scores,
                                    Tensor **weights, PositionAttentionCache *cache)
 {
-    const char *func = "position_attention_forward";
+    const char *func = __func__;
     const AttentionSizes n = attention_check_shapes(func, queries, keys, values, NULL);
     if (n.num_keys != n.num_queries)
         die(func, "self-attention: %d queries and %d keys", n.num_queries, n.num_keys);

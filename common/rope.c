@@ -19,7 +19,7 @@ double rope_theta(int pair, int head_size)
 /* x (N, T, d) -> x, in place */
 void rope_rotate(Tensor *x, int first_position, bool inverse)
 {
-    const char *func = "rope_rotate";
+    const char *func = __func__;
     tensor_check_shape(func, "x", x, SHAPE(-1, -1, -1));
     const int N = x->shape[0], T = x->shape[1], d = x->shape[2];
     if (d % 2 != 0)

@@ -65,7 +65,7 @@ TensorPool *tensor_pool_open(void)
 {
     if (open_pool != NULL)
         return NULL;   /* the pool open already serves */
-    open_pool = checked_calloc("tensor_pool_open", 1, sizeof *open_pool);
+    open_pool = CHECKED_CALLOC(1, sizeof *open_pool);
     return open_pool;
 }
 

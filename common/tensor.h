@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "memory.h"
 #include "random.h"
 
 #define TENSOR_MAX_DIMS 4

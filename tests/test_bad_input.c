@@ -39,8 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
 #include "helpers.h"
+#include "memory.h"
 #include "run/layer_files.h"
 #include "run/saved_models.h"
 #include "learn/lookup_model.h"

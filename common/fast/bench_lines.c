@@ -73,13 +73,13 @@ BenchResult bench_measure_in_child(const BenchPass *pass, const void *config, in
     int fds[2];
     fflush(stdout);
     if (pipe(fds) != 0) {
-        report_error(NULL, "cannot measure a line: pipe: %s", strerror(errno));
+        fail("cannot measure a line: pipe: %s", strerror(errno));
         return r;
     }
     const long parent = (long)getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        report_error(NULL, "cannot measure a line: fork: %s", strerror(errno));
+        fail("cannot measure a line: fork: %s", strerror(errno));
         close(fds[0]);
         close(fds[1]);
         return r;

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
 #include "fast/fast_decode.h"
 #include "fast/fast_matmul.h"
 #include "kv_cache.h"
+#include "memory.h"
 #include "platform.h"
 
 static double now_seconds(void)
@@ -61,7 +61,7 @@ Tensor *fast_decode_recompute(const MultiHeadAttention *layer, const Tensor *pre
 double stream_read_rate(double bytes)
 {
     const size_t n = (size_t)(bytes / sizeof(float));
-    float *buffer = checked_malloc("stream_read_rate", n, sizeof(float));
+    float *buffer = CHECKED_MALLOC(n, sizeof(float));
     for (size_t i = 0; i < n; i++)
         buffer[i] = (float)(i & 1023);   /* written: every page resident before timing */
     double best = INFINITY;

@@ -121,7 +121,7 @@ void fast_decode_attend(const KVCache *cache, int num_heads, const float *q, flo
     if (cache->length < 1)
         die("fast_decode_attend", "the cache is empty: append the token first");
     const int group = H / G;
-    float *scores = checked_malloc("fast_decode_attend", (size_t)group * cache->length + group,
+    float *scores = CHECKED_MALLOC((size_t)group * cache->length + group,
                                    sizeof(float));
     float *inv_sum = scores + (size_t)group * cache->length;
     for (int b = 0; b < B; b++)
@@ -153,7 +153,7 @@ static Tensor *project(const Tensor *x, const Tensor *weight, const Tensor *bias
 /* token (B, D) -> output (B, D) */
 Tensor *fast_decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token)
 {
-    const char *func = "fast_decode_step";
+    const char *func = __func__;
     const int H = layer->num_heads, D = layer->num_hiddens, B = cache->batch_size;
     if (cache->num_kv_heads != layer->num_kv_heads || cache->head_size != D / H)
         die(func, "the cache has %d heads of %d, the layer %d key-value heads of %d",

@@ -840,7 +840,7 @@ void fast_linear_backward_raw(int rows, int in, int out, const float *x, const f
 Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                              Tensor *grad_weight, Tensor *grad_bias, int num_threads)
 {
-    const char *func = "fast_linear_backward";
+    const char *func = __func__;
     int rows, y_shape[TENSOR_MAX_DIMS];
     /* the forward's shape rule gives y's shape, which grad_y must have */
     linear_shape(func, x, weight, NULL, y_shape, &rows);

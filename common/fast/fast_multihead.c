@@ -144,7 +144,7 @@ static Stacked stacked_new(const MultiHeadAttention *layer, const Tensor *querie
     stacked.parts = parts;
     stacked.panels = fast_alloc_panels("fast_multihead_forward", fast_panels_size(in, parts * D));
     if (layer->b_k != NULL)
-        stacked.bias = checked_malloc("fast_multihead_forward", (size_t)parts * D, sizeof(float));
+        stacked.bias = CHECKED_MALLOC((size_t)parts * D, sizeof(float));
     for (int h = 0; h < H; h++)
         for (int part = 0; part < parts; part++) {
             const int which = first + part;
@@ -602,7 +602,7 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                              int num_threads)
 {
-    const char *func = "fast_multihead_backward";
+    const char *func = __func__;
     if (cache == NULL || cache->concat == NULL)
         die(func, "nothing cached: run fast_multihead_forward_cache first");
     const int B = cache->Q->shape[0], T = cache->Q->shape[1], D = layer->num_hiddens;

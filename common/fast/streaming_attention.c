@@ -268,9 +268,9 @@ static void scratch_alloc(Scratch *w, int d, int v)
     w->q = fast_alloc_panels("streaming_attention", (size_t)BR * d);
     w->s = fast_alloc_panels("streaming_attention", (size_t)STREAM_TILE_QUERIES * BC);
     w->o = fast_alloc_panels("streaming_attention", (size_t)BR * v);
-    w->m = checked_malloc("streaming_attention", BR, sizeof(float));
-    w->l = checked_malloc("streaming_attention", BR, sizeof(float));
-    w->len = checked_malloc("streaming_attention", BR, sizeof(int));
+    w->m = CHECKED_MALLOC(BR, sizeof(float));
+    w->l = CHECKED_MALLOC(BR, sizeof(float));
+    w->len = CHECKED_MALLOC(BR, sizeof(int));
 }
 
 static void scratch_free(Scratch *w)
@@ -670,7 +670,7 @@ static void part_key_range(const ValidLens *valid_lens, int b, int T, int K, int
                            int parts, int *first, int *last)
 {
     const int key_blocks = (K + BK - 1) / BK, query_blocks = (T + BQ - 1) / BQ;
-    int *longest = checked_calloc("streaming_attention_backward", (size_t)query_blocks,
+    int *longest = CHECKED_CALLOC((size_t)query_blocks,
                                   sizeof(int));
     for (int q = 0; q < T; q++) {
         const int len = valid_lens ? valid_len_at(valid_lens, b, q) : K;
@@ -777,7 +777,7 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
                                   Tensor **grad_queries, Tensor **grad_keys,
                                   Tensor **grad_values)
 {
-    const char *func = "streaming_attention_backward";
+    const char *func = __func__;
     const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
     const int B = n.batch_size, T = n.num_queries, K = n.num_keys, d = n.d, v = n.v;
     tensor_check_shape(func, "output", output, SHAPE(B, T, v));
@@ -796,7 +796,7 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     atomic_init(&jobs.next_job, 0);
     if (parts > 1)
         jobs.partial_grad_queries = fast_alloc_panels(func, (size_t)B * (parts - 1) * T * d);
-    jobs.scratch = checked_calloc(func, (size_t)threads, sizeof *jobs.scratch);
+    jobs.scratch = CHECKED_CALLOC((size_t)threads, sizeof *jobs.scratch);
     for (int t = 0; t < threads; t++)
         streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, v);
     fast_parallel(threads, backward_worker, &jobs);

@@ -5,6 +5,7 @@
 #include "error.h"
 #include "heads.h"
 #include "io/fileset.h"
+#include "memory.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,29 +19,36 @@
 
 /* ---- one error line ------------------------------------------------------- */
 
-/* The error line (error_vformat's "PROG: what is wrong") into err, or,
- * with err NULL, on stderr and exit 2. Returns false, for the readers to
- * return. */
-static bool cli_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool cli_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
+/* A usage error: fail's line, with the program named as prog when nothing
+ * named it yet, then exit 2. */
+_Noreturn static void usage_vfail(const char *prog, const char *fmt, va_list args)
 {
-    va_list args;
-    va_start(args, fmt);
-    error_vformat(err, err_len, prog, fmt, args);
-    va_end(args);
-    if (err == NULL)
-        exit(EXIT_USAGE);
-    return false;
+    program_name(prog);
+    vfail(fmt, args);
+    exit(EXIT_USAGE);
 }
 
 _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    error_vformat(NULL, 0, prog, fmt, args);
+    usage_vfail(prog, fmt, args);
+}
+
+/* A reader's usage error: into err ("PROG: what is wrong") for a caller
+ * that goes on, or, err NULL, cli_fail's line and exit 2. Returns false,
+ * for the readers to return. */
+static bool usage_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool usage_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    if (err == NULL)
+        usage_vfail(prog, fmt, args);
+    error_vformat(err, err_len, prog, fmt, args);
     va_end(args);
-    exit(EXIT_USAGE);
+    return false;
 }
 
 void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
@@ -78,7 +86,7 @@ bool cli_read_long(const char *prog, const char *flag, const char *text, long mi
     errno = 0;
     long v = strtol(text, &end, 10);
     if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return cli_error(err, err_len, prog, "%s expects a whole number from %ld to %ld, got '%s'",
+        return usage_error(err, err_len, prog, "%s expects a whole number from %ld to %ld, got '%s'",
                          flag, min, max, text);
     *out = v;
     return true;
@@ -93,7 +101,7 @@ static bool cli_read_u64(const char *prog, const char *flag, const char *text, u
     /* strtoull accepts "-1" and wraps it; a seed is never negative. */
     if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE ||
         text[0] == '-')
-        return cli_error(err, err_len, prog, "%s expects a whole number from 0 to %llu, got '%s'",
+        return usage_error(err, err_len, prog, "%s expects a whole number from 0 to %llu, got '%s'",
                          flag, (unsigned long long)UINT64_MAX, text);
     *out = (uint64_t)v;
     return true;
@@ -113,7 +121,7 @@ static bool read_real(const char *prog, const char *flag, const char *text, doub
     const bool fits = as_float ? isfinite(f) && f >= (float)min && f <= (float)max
                                : isfinite(v) && v >= min && v <= max;
     if (!plain_number_text(text) || end == text || *end != '\0' || !fits)
-        return cli_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
+        return usage_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
                          flag, min, max, text);
     if (as_float)
         *as_float = f;
@@ -133,12 +141,12 @@ int cli_read_long_list(const char *prog, const char *flag, const char *text, lon
         long v = strtol(p, &end, 10);
         if (!plain_number_text(text) || end == p || errno == ERANGE || v < min || v > max ||
             (*end != ',' && *end != '\0')) {
-            cli_error(err, err_len, prog, "%s expects comma-separated whole numbers from %ld "
+            usage_error(err, err_len, prog, "%s expects comma-separated whole numbers from %ld "
                       "to %ld, got '%s'", flag, min, max, text);
             return -1;
         }
         if (count == max_count) {
-            cli_error(err, err_len, prog, "%s takes at most %d numbers, got '%s'", flag,
+            usage_error(err, err_len, prog, "%s takes at most %d numbers, got '%s'", flag,
                       max_count, text);
             return -1;
         }
@@ -153,7 +161,7 @@ static bool cli_read_dir(const char *prog, const char *flag, const char *dir, ch
                   size_t err_len)
 {
     const size_t len = 2 * strlen(dir) + 256;   /* the reason names dir, whole */
-    char *reason = checked_malloc("cli", len, 1);
+    char *reason = CHECKED_MALLOC(len, 1);
     const bool fits = fileset_check_dir(dir, reason, len) == 0;
     if (!fits)
         error_format(err, err_len, prog, "%s: %s", flag, reason);
@@ -255,8 +263,7 @@ static void close_stdout(void)
         error = errno;
     }
     if (failed) {
-        error_format(NULL, 0, program_name("program"), "cannot write the output: %s",
-                     error != 0 ? strerror(error) : "write error");
+        fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error");
         _exit(1);
     }
 }
@@ -274,7 +281,7 @@ static bool heads_option_splits(const CliTable *table, const CliOption *heads, c
     if (heads_split(*heads->splits, *(const int *)heads->target, hiddens_name, heads->name, why,
                     sizeof why))
         return true;
-    cli_error(err, err_len, table->prog, "%s", why);
+    usage_error(err, err_len, table->prog, "%s", why);
     return false;
 }
 
@@ -289,18 +296,18 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
             return CLI_HELP;
         const CliOption *o = find_option(table, argv[i]);
         if (o == NULL) {
-            cli_error(err, err_len, prog, "unknown option '%s' (try --help)", argv[i]);
+            usage_error(err, err_len, prog, "unknown option '%s' (try --help)", argv[i]);
             return CLI_ERROR;
         }
         if (o->kind == CLI_MODE) {
-            cli_error(err, err_len, prog, "%s is done by the tool %s (try --help)", argv[i],
+            usage_error(err, err_len, prog, "%s is done by the tool %s (try --help)", argv[i],
                       o->tool);
             return CLI_ERROR;
         }
         const char *text = NULL;
         if (o->kind != CLI_FLAG) {
             if (i + 1 >= argc) {
-                cli_error(err, err_len, prog, "%s needs a value (try --help)", argv[i]);
+                usage_error(err, err_len, prog, "%s needs a value (try --help)", argv[i]);
                 return CLI_ERROR;
             }
             text = argv[++i];
@@ -456,17 +463,17 @@ void cli_print_help(const CliTable *table, FILE *out)
 /* The checks of one program run: a program is one process, so one count. */
 static int failed_checks = 0, passed_checks = 0;
 
-void cli_check(const char *prog, bool holds, const char *what)
+void cli_check(bool holds, const char *what)
 {
     if (!holds) {
-        error_format(NULL, 0, prog, "check failed: %s", what);
+        fail("check failed: %s", what);
         failed_checks++;
     } else {
         passed_checks++;
     }
 }
 
-int cli_checks_status(const char *prog)
+int cli_checks_status(void)
 {
     if (failed_checks == 0) {
         /* success is said too, not left to the silence of stderr */
@@ -476,6 +483,5 @@ int cli_checks_status(const char *prog)
             printf("check: all %d self-checks passed\n", passed_checks);
         return 0;
     }
-    return error_format(NULL, 0, prog, "%d %s failed", failed_checks,
-                        plural(failed_checks, "check", "checks")) != 0;
+    return fail("%d %s failed", failed_checks, plural(failed_checks, "check", "checks"));
 }

@@ -142,7 +142,8 @@ double cli_double(const char *prog, const char *flag, const char *text, double m
  * "3,2" -> {3, 2}; returns how many were read. */
 int cli_long_list(const char *prog, const char *flag, const char *text,
                   long min, long max, long *out, int max_count);
-/* One usage error line, printf-style, then exit 2. */
+/* A wrong command line (error.h): fail's line, printf-style, then exit 2.
+ * prog names the program when nothing has named it yet. */
 _Noreturn void cli_fail(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The heads' sizes from the command line (heads_split, heads.h): unless
@@ -161,7 +162,7 @@ void cli_check_input_dir(const char *prog, const char *flag, const char *dir);
  * when holds is false and counts it; cli_checks_status ends the count:
  * "PROG: 2 checks failed" on stderr and 1 when any failed, else
  * "check: all 5 self-checks passed" on stdout (when any ran) and 0. */
-void cli_check(const char *prog, bool holds, const char *what);
-int cli_checks_status(const char *prog);
+void cli_check(bool holds, const char *what);
+int cli_checks_status(void);
 
 #endif

@@ -179,7 +179,7 @@ int model_load(const char *dir, const ModelFile *files, int count, char *err, si
     check_files("model_load", files, count);
     if (err != NULL && err_len > 0)
         err[0] = '\0';
-    Loaded *loaded = checked_calloc("model_load", (size_t)count, sizeof *loaded);
+    Loaded *loaded = CHECKED_CALLOC((size_t)count, sizeof *loaded);
     const int lock = fileset_read_lock(dir);   /* one set, not half of the next */
     int status = 0;
     // pass 1: read and check every file

@@ -26,6 +26,7 @@
 
 #include "error.h"
 #include "io/fileset.h"
+#include "memory.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -35,14 +36,15 @@
 
 /* ---- errors and files --------------------------------------------------- */
 
-/* The checks every plot makes before a file is touched: 0, or -1 after the line. */
+/* The checks every plot makes before a file is touched: 0, or fail's status
+ * after the line. */
 static int check_target(const char *func, const char *dir, const char *name)
 {
     if (dir == NULL || *dir == '\0')
-        return report_error(func, "no output directory given");
+        return fail("%s: no output directory given", func);
     if (name == NULL || *name == '\0' || strchr(name, '/') != NULL || strlen(name) > 200)
-        return report_error(func, "'%s' is not a plain file name (no '/', at most 200 "
-                            "characters)", name ? name : "(null)");
+        return fail("%s: '%s' is not a plain file name (no '/', at most 200 characters)",
+                    func, name ? name : "(null)");
     return 0;
 }
 
@@ -51,8 +53,8 @@ typedef void (*DrawFiles)(FILE *dat, FILE *gp, const char *name, const void *wha
 
 /* Both files drawn into memory, then written into dir as one set
  * (fileset.h), so a failure or a kill leaves the previous pair or the new
- * one: 0, or -1 after one line, "[prog: ]func: DIR/NAME.dat: cannot write:
- * REASON". */
+ * one: 0, or fail's status after one line, "[prog: ]func: DIR/NAME.dat:
+ * cannot write: REASON". */
 static int write_files(const char *func, const char *dir, const char *name, DrawFiles draw,
                        const void *what)
 {
@@ -70,7 +72,7 @@ static int write_files(const char *func, const char *dir, const char *name, Draw
     status = set == NULL ? -1 : 0;
     for (int i = 0; i < 2; i++) {
         const size_t file_len = strlen(name) + 5;
-        file[i] = checked_malloc("plot", file_len, 1);
+        file[i] = CHECKED_MALLOC(file_len, 1);
         snprintf(file[i], file_len, "%s%s", name, i == 0 ? ".dat" : ".gp");
         if (status == 0)
             status = fileset_write(set, file[i], text[i], len[i], err, sizeof err);
@@ -81,7 +83,7 @@ static int write_files(const char *func, const char *dir, const char *name, Draw
         free(file[i]);
         free(text[i]);
     }
-    return status == 0 ? 0 : report_error(func, "%s", err);
+    return status == 0 ? 0 : fail("%s: %s", func, err);
 }
 
 /* ---- the panel grid ------------------------------------------------------ */
@@ -413,16 +415,17 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
 {
     char buf[80];
     // pass 1: check everything before a file is touched
-    if (check_target("plot_heatmaps", dir, name) != 0)
-        return -1;
+    int status = check_target("plot_heatmaps", dir, name);
+    if (status != 0)
+        return status;
     if (matrices == NULL || matrices->ndim < 2 || matrices->ndim > 4)
-        return report_error("plot_heatmaps", "%s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
-                         name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
-                                                    matrices->shape) : "NULL");
+        return fail("plot_heatmaps: %s: matrices must be (T, K), (P, T, K) or (R, C, T, K), "
+                    "got %s", name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
+                                                         matrices->shape) : "NULL");
     for (size_t i = 0; i < matrices->size; i++)
         if (!isfinite(matrices->data[i]))
-            return report_error("plot_heatmaps", "%s: element %zu of the matrices is %g; nothing was written",
-                             name, i, (double)matrices->data[i]);
+            return fail("plot_heatmaps: %s: element %zu of the matrices is %g; nothing was "
+                        "written", name, i, (double)matrices->data[i]);
     const Grid g = grid_of(matrices);
 
     // pass 2: both files drawn in memory, then written as one set
@@ -492,16 +495,17 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
                 bool log_y)
 {
     // pass 1: check everything before a file is touched
-    if (check_target("plot_curves", dir, name) != 0)
-        return -1;
+    int status = check_target("plot_curves", dir, name);
+    if (status != 0)
+        return status;
     if (xs == NULL || ys == NULL || xs->ndim != 1 || ys->ndim > 2 ||
         ys->shape[ys->ndim - 1] != xs->shape[0])
-        return report_error("plot_curves", "%s: ys must be (N,) or (S, N) for xs (N,)", name);
+        return fail("plot_curves: %s: ys must be (N,) or (S, N) for xs (N,)", name);
     for (size_t i = 0; i < ys->size; i++)
         if (!isfinite(ys->data[i]) || (log_y && ys->data[i] <= 0.0f))
-            return report_error("plot_curves", "%s: point %zu is %g, which a%s axis cannot "
-                                "show; nothing was written", name, i, (double)ys->data[i],
-                                log_y ? " log" : "n");
+            return fail("plot_curves: %s: point %zu is %g, which a%s axis cannot "
+                        "show; nothing was written", name, i, (double)ys->data[i],
+                        log_y ? " log" : "n");
 
     // pass 2: both files drawn in memory, then written as one set
     const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,

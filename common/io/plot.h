@@ -32,8 +32,8 @@
 
 /* matrices: (T, n_k) one panel, (P, T, n_k) a row of P panels, (R, C, T, n_k) an
  * R x C grid. panel_titles: NULL, or one title per panel in row-major order.
- * Returns 0, or -1 after printing one line on stderr naming the file and
- * the problem. */
+ * Returns 0, or 1 (error.h's fail) after one line on stderr naming the file
+ * and the problem: a program returns that status. */
 int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
                   const char *xlabel, const char *ylabel,
                   const char *const *panel_titles);
@@ -50,7 +50,7 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
  * same xs. NAME.dat holds the columns "x y_0 y_1 ...", one line per point;
  * NAME.gp draws one line per curve. curve_titles: NULL (no key) or S
  * titles. log_y draws the y axis on a log scale (every y must then be
- * above 0). Returns 0, or -1 after one line on stderr. */
+ * above 0). Returns 0, or 1 (fail) after one line on stderr. */
 int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tensor *ys,
                 const char *xlabel, const char *ylabel, const char *const *curve_titles,
                 bool log_y);

@@ -28,7 +28,7 @@ static void check_ids(const char *func, const int *ids, size_t count, int vocab)
 /* weight (V, D), ids (...) -> out (..., D) */
 Tensor *embedding_forward(const Tensor *weight, const int *ids, int ndim, const int *shape)
 {
-    const char *func = "embedding_forward";
+    const char *func = __func__;
     tensor_check_shape(func, "weight", weight, SHAPE(-1, -1));
     if (ndim < 1 || ndim > TENSOR_MAX_DIMS - 1)
         die(func, "ids must have 1 to %d dimensions, got %d", TENSOR_MAX_DIMS - 1, ndim);
@@ -47,7 +47,7 @@ Tensor *embedding_forward(const Tensor *weight, const int *ids, int ndim, const 
 /* grad_out (..., D) -> grad_weight (V, D) += each row into the row of its id */
 void embedding_backward(Tensor *grad_weight, const int *ids, const Tensor *grad_out)
 {
-    const char *func = "embedding_backward";
+    const char *func = __func__;
     tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(-1, -1));
     const int V = grad_weight->shape[0], D = grad_weight->shape[1];
     if (grad_out->shape[grad_out->ndim - 1] != D) {

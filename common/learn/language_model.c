@@ -147,7 +147,7 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
         if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
             die(FUNC, "the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,
                 bytes[i]);
-    LanguageModel *m = checked_calloc(FUNC, 1, sizeof *m);
+    LanguageModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int V = vocab, C = context, D = num_hiddens;
     *m = (LanguageModel){.vocab = V, .context = C, .num_hiddens = D, .num_heads = num_heads,
                          .num_layers = num_layers, .saved_heads = num_heads,
@@ -377,7 +377,7 @@ void language_cache_free(LanguageCache *cache)
 /* tokens (B, T + 1) -> inputs (B, T) and targets (B, T), one new array */
 static int *split_tokens(const int *tokens, int B, int T, int **targets)
 {
-    int *inputs = checked_calloc(FUNC, 2 * (size_t)B * T, sizeof *inputs);
+    int *inputs = CHECKED_CALLOC(2 * (size_t)B * T, sizeof *inputs);
     *targets = inputs + (size_t)B * T;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
@@ -459,7 +459,7 @@ double language_model_sampled_loss(const LanguageModel *model, const int *ids, s
                                    int batch_size, int batches, Rng *rng)
 {
     const int C = model->context;
-    int *tokens = checked_malloc(FUNC, (size_t)batch_size * (C + 1), sizeof *tokens);
+    int *tokens = CHECKED_MALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
     double sum = 0.0;
     for (int i = 0; i < batches; i++) {
         text_batch_draw(ids, n, batch_size, C, rng, tokens);
@@ -473,7 +473,7 @@ double language_model_text_loss(const LanguageModel *model, const int *ids, size
                                 int batch_size)
 {
     const int C = model->context;
-    int *tokens = checked_calloc(FUNC, (size_t)batch_size * (C + 1), sizeof *tokens);
+    int *tokens = CHECKED_CALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
     double sum = 0.0;
     size_t start = 0, counted = 0;
     while (start + 1 < n) {
@@ -519,9 +519,9 @@ void language_model_restore_head(LanguageModel *model, int layer, int head, cons
 
 LanguageDecoder *language_decoder_new(const LanguageModel *model)
 {
-    LanguageDecoder *dec = checked_calloc(FUNC, 1, sizeof *dec);
+    LanguageDecoder *dec = CHECKED_CALLOC(1, sizeof *dec);
     dec->model = model;
-    dec->logits = checked_calloc(FUNC, (size_t)model->vocab, sizeof *dec->logits);
+    dec->logits = CHECKED_CALLOC((size_t)model->vocab, sizeof *dec->logits);
     language_decoder_reset(dec);
     return dec;
 }
@@ -640,7 +640,7 @@ void language_model_sample(const LanguageModel *model, const int *prompt, int pr
         die("language_model_sample", "the prompt needs at least one token, got %d",
             prompt_length);
     // the whole text so far: the prompt, then what is drawn
-    int *text = checked_calloc(FUNC, (size_t)prompt_length + n, sizeof *text);
+    int *text = CHECKED_CALLOC((size_t)prompt_length + n, sizeof *text);
     memcpy(text, prompt, (size_t)prompt_length * sizeof *prompt);
     int length = prompt_length;
     LanguageDecoder *dec = language_decoder_new(model);

@@ -80,17 +80,17 @@ double parameters_clip_grad_norm(const Parameter *params, int count, double max_
 
 Adam *adam_new(const Parameter *params, int count, float lr)
 {
-    const char *func = "adam_new";
+    const char *func = __func__;
     check_params(func, params, count);
-    Adam *adam = checked_calloc(func, 1, sizeof *adam);
+    Adam *adam = CHECKED_CALLOC(1, sizeof *adam);
     adam->lr = lr;
     adam->beta1 = 0.9f;
     adam->beta2 = 0.999f;
     adam->eps = 1e-8f;
     adam->count = count;
     adam->params = params;
-    adam->m = checked_calloc(func, (size_t)count, sizeof *adam->m);
-    adam->v = checked_calloc(func, (size_t)count, sizeof *adam->v);
+    adam->m = CHECKED_CALLOC((size_t)count, sizeof *adam->m);
+    adam->v = CHECKED_CALLOC((size_t)count, sizeof *adam->v);
     for (int i = 0; i < count; i++) {
         adam->m[i] = tensor_zeros(params[i].value->ndim, params[i].value->shape);
         adam->v[i] = tensor_zeros(params[i].value->ndim, params[i].value->shape);
@@ -148,12 +148,11 @@ void adam_free(Adam *adam)
 
 AdamSnapshot *adam_snapshot_new(const Adam *adam)
 {
-    const char *func = "adam_snapshot_new";
-    AdamSnapshot *s = checked_calloc(func, 1, sizeof *s);
+    AdamSnapshot *s = CHECKED_CALLOC(1, sizeof *s);
     s->count = adam->count;
-    s->values = checked_calloc(func, (size_t)adam->count, sizeof *s->values);
-    s->m = checked_calloc(func, (size_t)adam->count, sizeof *s->m);
-    s->v = checked_calloc(func, (size_t)adam->count, sizeof *s->v);
+    s->values = CHECKED_CALLOC((size_t)adam->count, sizeof *s->values);
+    s->m = CHECKED_CALLOC((size_t)adam->count, sizeof *s->m);
+    s->v = CHECKED_CALLOC((size_t)adam->count, sizeof *s->v);
     for (int i = 0; i < adam->count; i++) {
         s->values[i] = tensor_copy(adam->params[i].value);
         s->m[i] = tensor_copy(adam->m[i]);

@@ -26,13 +26,13 @@ const char *const position_scheme_names[POSITION_SCHEMES] = {"none", "sinusoidal
 PositionModel *position_model_new(int vocab, int num_hiddens, int num_heads,
                                   PositionScheme scheme, int max_length, bool causal, Rng *rng)
 {
-    const char *func = "position_model_new";
+    const char *func = __func__;
     if (vocab < 1 || max_length < 1)
         die(func, "vocab and max_length must be positive, got %d and %d", vocab, max_length);
     if (scheme == POSITIONS_ROPE && num_heads > 0 && (num_hiddens / num_heads) % 2 != 0)
         die(func, "RoPE turns pairs: the head size %d / %d must be even", num_hiddens,
             num_heads);
-    PositionModel *m = checked_calloc(func, 1, sizeof *m);
+    PositionModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int D = num_hiddens;
     *m = (PositionModel){.vocab = vocab, .num_hiddens = D, .num_heads = num_heads,
                          .max_length = max_length, .scheme = scheme, .causal = causal};
@@ -76,7 +76,7 @@ void position_model_free(PositionModel *model)
 /* ids (B, T) = S + t: the positions, as ids into a table */
 static int *position_ids(int batch_size, int length, int first_position)
 {
-    int *ids = checked_malloc("position_ids", (size_t)batch_size * length, sizeof *ids);
+    int *ids = CHECKED_MALLOC((size_t)batch_size * length, sizeof *ids);
     for (int b = 0; b < batch_size; b++)
         for (int t = 0; t < length; t++)
             ids[(size_t)b * length + t] = first_position + t;
@@ -226,7 +226,7 @@ static Tensor *scored_rows(const Tensor *logits, const int *answers, int first_s
     const int B = logits->shape[0], T = logits->shape[1];
     const int n = T - first_scored;
     Tensor *rows = tensor_slice(logits, 1, first_scored, n);
-    *targets = checked_malloc("scored_rows", (size_t)B * n, sizeof **targets);
+    *targets = CHECKED_MALLOC((size_t)B * n, sizeof **targets);
     for (int b = 0; b < B; b++)
         memcpy(*targets + (size_t)b * n, answers + (size_t)b * T + first_scored,
                (size_t)n * sizeof(int));

@@ -45,10 +45,10 @@ static void xavier_in_proj(Tensor *weight, int D, Rng *rng)
 ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool positions,
                             Rng *rng)
 {
-    const char *func = "reversal_new";
+    const char *func = __func__;
     if (vocab < 1)
         die(func, "the vocabulary must be positive, got %d", vocab);
-    ReversalModel *m = checked_calloc(func, 1, sizeof *m);
+    ReversalModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int D = num_hiddens;
     *m = (ReversalModel){.vocab = vocab, .num_hiddens = D, .num_heads = num_heads,
                          .positions = positions, .saved_num_heads = num_heads};

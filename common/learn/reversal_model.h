@@ -107,7 +107,7 @@ Trainee reversal_trainee(ReversalModel *model, Adam *adam);
  * and Adam's two moments. Per sequence the forward holds ten (T, D) blocks
  * (x, the projections and their split heads, the heads' output merged,
  * out), the (H, T, T) scores and weights and the (T, V) logits; a step
- * keeps them beside their gradients. memory_check (error.h) adds what the
+ * keeps them beside their gradients. memory_check (memory.h) adds what the
  * program itself holds. */
 double reversal_bytes_needed(int vocab, int length, int num_hiddens, int num_heads, int batch,
                              int examples);

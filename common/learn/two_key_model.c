@@ -112,7 +112,7 @@ static void set_diagonal(Tensor *table, int rows, float value)
 
 void two_key_set_by_hand(TwoKeyModel *model)
 {
-    const char *func = "two_key_set_by_hand";
+    const char *func = __func__;
     const int D = model->num_hiddens, Vk = model->key_vocab, Vv = model->value_vocab;
     if (model->num_heads != 1 || model->mlp_hiddens != 0 || D < Vk || D < Vv)
         die(func, "needs 1 head, no MLP and num_hiddens at least both vocabularies, got %d "
@@ -221,7 +221,7 @@ static Tensor *readout_backward(TwoKeyModel *model, const TwoKeyCache *cache,
 Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
                         Tensor **attention_weights, TwoKeyCache *cache)
 {
-    const char *func = "two_key_forward";
+    const char *func = __func__;
     check_batch(func, batch);
     if (cache != NULL && gates != NULL)
         die(func, "the backward runs on the model as it trains: cache needs gates NULL");
@@ -264,7 +264,7 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
 void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor *grad_logits,
                       Tensor **grad_concat)
 {
-    const char *func = "two_key_backward";
+    const char *func = __func__;
     const TaskBatch *batch = cache->batch;
     const int B = batch->batch_size, D = model->num_hiddens;
     tensor_check_shape(func, "grad_logits", grad_logits, SHAPE(B, 2, model->value_vocab));
@@ -462,7 +462,7 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
 double two_key_gate_slope(const TwoKeyModel *model, const TaskBatch *batch, int head, float eps)
 {
     const int H = model->num_heads;
-    float *gates = checked_calloc("two_key_gate_slope", (size_t)H, sizeof *gates);
+    float *gates = CHECKED_CALLOC((size_t)H, sizeof *gates);
     for (int h = 0; h < H; h++)
         gates[h] = 1.0f;
     const float above = 1.0f + eps, below = 1.0f - eps;

@@ -19,6 +19,7 @@
 #include "fast/fast_exp.h"
 #include "io/plot.h"
 #include "io/text_file.h"
+#include "memory.h"
 
 int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
                 char *err, size_t err_len)
@@ -31,7 +32,7 @@ int corpus_load(const char *path, const int *bytes, int vocab, int context, Corp
     c.vocab = bytes != NULL ? vocab : text_vocabulary(text, n, c.bytes);
     if (bytes != NULL)
         memcpy(c.bytes, bytes, (size_t)vocab * sizeof *bytes);
-    c.ids = checked_malloc("corpus_load", n, sizeof *c.ids);
+    c.ids = CHECKED_MALLOC(n, sizeof *c.ids);
     const size_t bad = text_encode(text, n, c.bytes, c.vocab, c.ids);
     const unsigned bad_byte = bad < n ? text[bad] : 0;
     free(text);
@@ -78,8 +79,7 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     m->kernels = (LanguageKernels){fast_attention_layer(num_threads), fast_gelu_forward,
                                    fast_gelu_backward};
     Adam *adam = language_adamw_new(m, t);
-    int *tokens = checked_malloc("language_steps_per_second",
-                                 (size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     TensorPool *pool = tensor_pool_open();   /* as a training run takes its memory */
     double start = language_seconds();
     for (int s = 0; s < UNTIMED + steps; s++) {

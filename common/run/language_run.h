@@ -43,7 +43,8 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
  * training and the held-out loss per row. DIR/language_model_heads and
  * DIR/language_model_probe: every head's weights (N rows of H panels) on
  * the first line of held-out text that fills a window, and probe_weights
- * (N tensors (1, H, C, C)) on a probe. 0, or -1 after one line on stderr. */
+ * (N tensors (1, H, C, C)) on a probe. 0, or the exit status (fail) after
+ * one line on stderr. */
 int language_plot_curve(const char *dir, const Tensor *curve, int rows);
 int language_plot_heads(const char *dir, const LanguageModel *model, const Corpus *corpus,
                         Tensor *const *probe_weights);

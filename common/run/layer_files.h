@@ -192,13 +192,14 @@ void layer_files_print(const char *dir, const LayerFiles *files);
 
 /* Per-head weights (B, H, T, n_k) as a grid of heatmaps under title, one row
  * of panels per sequence, each titled "sequence b, head h": DIR/NAME.dat and
- * DIR/NAME.gp (plot_heatmaps_titled). Returns 0, or -1 after its one line
- * on stderr. */
+ * DIR/NAME.gp (plot_heatmaps_titled). Returns 0, or the exit status (fail)
+ * after its one line on stderr. */
 int layer_files_plot_weights(const char *dir, const char *name, const char *title,
                              const Tensor *weights);
 /* multihead's plot, as the story and its file tool write it: weights
  * (B, H, T, n_k) as DIR/multihead_weights.{dat,gp}, then one line on stdout
- * saying so. Returns 0, or -1 after its one line on stderr. */
+ * saying so. Returns 0, or the exit status (fail) after its one line on
+ * stderr. */
 int layer_files_plot_multihead(const char *dir, const Tensor *weights);
 
 #endif

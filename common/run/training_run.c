@@ -18,6 +18,7 @@
 #include "io/plot.h"
 #include "io/fileset.h"
 #include "io/npy.h"
+#include "memory.h"
 #include "random.h"
 
 enum { PROGRESS_LINES = 10 };
@@ -158,10 +159,10 @@ static void report_divergence(const TrainRun *run, double loss, bool by_update,
     else
         snprintf(what, sizeof what, "the loss is %s at step %ld", kind, step);
     if (run->to_dir)
-        report_error(run->prog, "%s; --to keeps the model after step %ld, the last good one; "
-                     "try a smaller --lr", what, kept);
+        fail("%s; --to keeps the model after step %ld, the last good one; try a smaller --lr",
+             what, kept);
     else
-        report_error(run->prog, "%s; try a smaller --lr", what);
+        fail("%s; try a smaller --lr", what);
 }
 
 static bool train_guard_diverged(TrainGuard *guard, double loss, bool after_update)
@@ -197,7 +198,7 @@ struct TrainWatch {
 
 TrainWatch *train_watch_new(Adam *adam, const TrainRun *run, int last_step, LossCurve *curve)
 {
-    TrainWatch *w = checked_malloc("train_watch_new", 1, sizeof *w);
+    TrainWatch *w = CHECKED_MALLOC(1, sizeof *w);
     *w = (TrainWatch){.log = train_log_start(last_step, run->training.batch_size),
                       .guard = {adam, run, adam_snapshot_new(adam), adam_snapshot_new(adam)},
                       .curve = curve};
@@ -298,9 +299,7 @@ static int save_model(const LookupModel *model, const Adam *adam, const Task *ta
         status = lookup_save_training(model, adam, &run->training, run->to_dir, err, sizeof err);
     if (set != NULL)
         status = fileset_end(set, status, err, sizeof err);
-    if (status != 0)
-        report_error(run->prog, "%s", err);
-    return status != 0;
+    return status == 0 ? 0 : fail("%s", err);
 }
 
 int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
@@ -316,9 +315,9 @@ int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
         return 1;
     if (stop_signal) {
         const bool saved = run->to_dir && status == 0;
-        report_error(run->prog, "stopped by %s after step %ld%s%s%s", signal_name(stop_signal),
-                     adam->step, saved ? "; the model is saved in " : "",
-                     saved ? run->to_dir : "", saved ? "/, --from it with --steps N goes on" : "");
+        fail("stopped by %s after step %ld%s%s%s", signal_name(stop_signal), adam->step,
+             saved ? "; the model is saved in " : "", saved ? run->to_dir : "",
+             saved ? "/, --from it with --steps N goes on" : "");
         return 128 + stop_signal;
     }
     return status;
@@ -337,7 +336,7 @@ int train_write_plots(const TrainRun *run, const Task *task, const TaskBatch *he
     char err[512];
     FileSet *plots = fileset_begin(dir, err, sizeof err);   /* both plots, one set */
     if (plots == NULL)
-        return report_failure(run->prog, "%s", err);
+        return fail("%s", err);
     int status = plot_heatmaps(dir, "train_attention", weights, "entry", "head", titles);
     const int steps = curve->count;
     if (status == 0 && steps > 0) {   /* one fault, one line: the first stops the rest */
@@ -355,9 +354,9 @@ int train_write_plots(const TrainRun *run, const Task *task, const TaskBatch *he
     }
     /* after a failed plot its line is out, and the previous plots stay */
     if (fileset_end(plots, status, err, sizeof err) != 0 && status == 0)
-        status = report_error(run->prog, "%s", err);
+        status = fail("%s", err);
     if (status == 0)
         printf("\nwrote %s/train_attention.{dat,gp}%s (render: make plots, or gnuplot each "
                ".gp)\n", dir, steps > 0 ? " and train_loss.{dat,gp}" : "");
-    return status != 0;
+    return status;
 }

@@ -36,7 +36,6 @@ enum { TRAIN_MAX_BATCH = 4096, TRAIN_MAX_HIDDENS = 512, TRAIN_MAX_PAIRS = HEATMA
 /* A run of train, as the program describes it once its options are read
  * and its model is loaded or built. */
 typedef struct {
-    const char *prog;                /* the first word of every error line */
     const char *to_dir, *plot_dir;   /* --to, --plot; NULL when not given */
     LookupTraining training;         /* what draws the batches: batch size, pairs, seed */
 } TrainRun;

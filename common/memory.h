@@ -1,0 +1,50 @@
+/*
+ * memory.h - memory that is never missing silently (introduced in chapter 01).
+ *
+ * Two things a program asks of the machine's memory:
+ *   - a buffer: CHECKED_MALLOC and CHECKED_CALLOC, which stop the program
+ *     with one line naming the function that asked and the bytes, as
+ *     llm.c's mallocCheck does, when the memory is not there;
+ *   - a whole run: memory_check and memory_require, which compare what a
+ *     run's sizes need with what the machine has before the work starts,
+ *     so that a run too large fails at once, not after minutes of swapping.
+ */
+#ifndef MEMORY_H
+#define MEMORY_H
+
+#include <stddef.h>
+
+/* malloc(count * elem) and calloc(count, elem) that cannot return NULL:
+ *     float *row = CHECKED_MALLOC(n, sizeof *row);
+ * When the memory is not there, or count * elem overflows, one line on
+ * stderr, "[prog: ]softmax_rows: out of memory allocating 4096 bytes
+ * (0.0 MB)", and exit 1. The macros name the function they stand in; a
+ * helper that allocates for its caller passes the caller's name to the
+ * functions. A request for 0 bytes returns a valid pointer to free. */
+#define CHECKED_MALLOC(count, elem) checked_malloc(__func__, (count), (elem))
+#define CHECKED_CALLOC(count, elem) checked_calloc(__func__, (count), (elem))
+void *checked_malloc(const char *func, size_t count, size_t elem);
+void *checked_calloc(const char *func, size_t count, size_t elem);
+
+/* Bytes a program may hope to allocate: the physical memory, or the
+ * address-space limit (ulimit -v) when that is smaller; *what names which
+ * of the two it is, for a message. SIZE_MAX when neither is known. */
+size_t memory_available(const char **what);
+
+/* What every run holds besides its tensors (memory_check adds it). */
+#define MEMORY_BASE_BYTES 16e6
+/* The check itself. need: the bytes a run's tensors take at their largest,
+ * worked out from the sizes asked for (an estimate that errs on the large
+ * side), MEMORY_BASE_BYTES added;
+ * detail: what dominates it, or NULL; hint: what to make smaller. Returns
+ * 0 when need fits, else -1 with one line in err:
+ *   "this run needs about 34.4 GB of memory (two (65536, 65536) matrices),
+ *    more than the machine's memory, 25.3 GB: use a smaller --cost-max" */
+int memory_check(double need, const char *detail, const char *hint, char *err, size_t err_len);
+/* For a program, before its work: the same check, and when need does not
+ * fit, that line on stderr (error.h's fail), then exit 1. */
+void memory_require(double need, const char *detail, const char *hint);
+/* "17.2 GB": bytes as a person reads them, in powers of 1000. */
+void bytes_text(char *buf, size_t len, double bytes);
+
+#endif
