@@ -145,8 +145,9 @@ static int show_heads(const Tensor *weights, const char *plot_dir, const char *n
         printf("mean distance between two heads: %.4f\n", mean_head_distance(weights));
     if (plot_dir == NULL)
         return 0;
-    if (layer_files_plot_weights(plot_dir, name, title, weights) != 0)
-        return 1;
+    const int status = layer_files_plot_weights(plot_dir, name, title, weights);
+    if (status != 0)
+        return status;
     printf("wrote %s/%s.dat and %s/%s.gp (gnuplot %s/%s.gp makes the .png)\n", plot_dir, name,
            plot_dir, name, plot_dir, name);
     return 0;

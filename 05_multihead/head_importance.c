@@ -132,8 +132,9 @@ static Options parse_options(int argc, char **argv)
 /* ---- the model: trained or loaded ----------------------------------------------- */
 
 /* models[0..seeds) trained on T threads, model s from seed S + s's streams alone: the
- * same numbers for any T. false after one line, every model freed, if a loss was not a number. */
-static bool train_all(const Options *opt, TwoKeyModel **models)
+ * same numbers for any T. 0, or the exit status after one line, every model freed, if a loss
+ * was not a number. */
+static int train_all(const Options *opt, TwoKeyModel **models)
 {
     const Task task = task_two_keys(opt->pairs, opt->countries, opt->countries);
     const TwoKeyTraining how = {opt->countries, opt->countries, opt->hiddens, opt->heads, 0,
@@ -142,26 +143,22 @@ static bool train_all(const Options *opt, TwoKeyModel **models)
     two_key_train_seeds(&task, &how, opt->seed, opt->seeds, opt->threads, models, bad_steps);
     for (int s = 0; s < opt->seeds; s++)
         if (bad_steps[s] != 0) {
-            fail("seed %llu: the loss stopped being a number at step %d; try a "
-                 "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s),
-                 bad_steps[s]);
             for (int i = 0; i < opt->seeds; i++)
                 two_key_free(models[i]);
-            return false;
+            return fail("seed %llu: the loss stopped being a number at step %d; try a smaller "
+                        "--lr", (unsigned long long)(opt->seed + (uint64_t)s), bad_steps[s]);
         }
-    return true;
+    return 0;
 }
 
 /* models[0] = the model --from names, with checks that it fits the task;
- * false after one line on stderr. */
-static bool load(const Options *opt, TwoKeyModel **models)
+ * 0, or the exit status after one line on stderr. */
+static int load(const Options *opt, TwoKeyModel **models)
 {
     char err[MODEL_ERR_LEN];
     TwoKeyModel *model = two_key_from_dir(opt->from_dir, err, sizeof err);
-    if (model == NULL) {
-        fail("%s", err);
-        return false;
-    }
+    if (model == NULL)
+        return fail("%s", err);
     const int Vk = model->key_vocab, Vv = model->value_vocab, H = model->num_heads;
     const char *problem = NULL;
     if (H > MAX_HEADS)
@@ -173,13 +170,12 @@ static bool load(const Options *opt, TwoKeyModel **models)
     if (problem == NULL) {
         models[0] = model;
         check_memory(opt, Vk, Vv, model->num_hiddens, H);
-        return true;
+        return 0;
     }
-    fail("%s: a model of %d heads and vocabularies of %d and %d words: %s (%d "
-         "heads, %d words, --pairs %d)", opt->from_dir, H, Vk, Vv, problem, MAX_HEADS,
-         TASK_MAX_COUNTRIES, opt->pairs);
     two_key_free(model);
-    return false;
+    return fail("%s: a model of %d heads and vocabularies of %d and %d words: %s (%d heads, "
+                "%d words, --pairs %d)", opt->from_dir, H, Vk, Vv, problem, MAX_HEADS,
+                TASK_MAX_COUNTRIES, opt->pairs);
 }
 
 /* Save under --to; 0, or 1 after one line on stderr. */
@@ -417,8 +413,9 @@ int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
     TwoKeyModel *models[MAX_SEEDS] = {NULL};
-    if (!(opt.from_dir != NULL ? load(&opt, models) : train_all(&opt, models)))
-        return 1;
+    int status = opt.from_dir != NULL ? load(&opt, models) : train_all(&opt, models);
+    if (status != 0)
+        return status;
     TwoKeyModel *model = models[0];   /* the first seed's: parts 1 to 3 */
     Task task = task_two_keys(opt.pairs, model->key_vocab, model->value_vocab);
     TaskBatch *held_out = task_examples(&task, opt.examples, SPLIT_HELDOUT, opt.seed);
@@ -427,7 +424,7 @@ int main(int argc, char **argv)
     TaskBatch *ranking = task_examples(&task, opt.examples, SPLIT_TRAIN, opt.seed);
     HeldOut held = held_out_new(model, held_out);
 
-    int status = check_finite(&held, model, ranking);
+    status = check_finite(&held, model, ranking);
     if (status == 0)
         part1_model(&opt, &held);
     if (status == 0 && opt.to_dir != NULL)

@@ -286,9 +286,9 @@ static void print_exceptions(const Options *opt, const Runs *runs, int i, double
 }
 
 /* Train every head count from every seed and print the table; models[i]
- * keeps the first seed's model of head count i for part 3. Returns false
- * after one line on stderr when a loss was not a number. */
-static bool part2_table(const Options *opt, const Task *task, const TaskBatch *held_out,
+ * keeps the first seed's model of head count i for part 3. Returns 0, or
+ * the exit status after one line on stderr when a loss was not a number. */
+static int part2_table(const Options *opt, const Task *task, const TaskBatch *held_out,
                         TwoKeyModel **models)
 {
     const double N = held_out->batch_size;
@@ -303,12 +303,13 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
     for (int i = 0; i < opt->num_rows; i++)
         for (int s = 0; s < opt->seeds; s++)
             if (runs->bad_step[i][s] != 0) {
-                fail("%s, seed %llu: the loss stopped being a number at step %d; "
-                     "try a smaller --lr", row_name(opt, i, name, sizeof name),
-                     (unsigned long long)(opt->seed + (uint64_t)s),
-                     runs->bad_step[i][s]);
+                const int status = fail("%s, seed %llu: the loss stopped being a number at "
+                                        "step %d; try a smaller --lr",
+                                        row_name(opt, i, name, sizeof name),
+                                        (unsigned long long)(opt->seed + (uint64_t)s),
+                                        runs->bad_step[i][s]);
                 free(runs);
-                return false;
+                return status;
             }
     printf("Part 2. Held-out accuracy over %d %s (%llu to %llu)\n\n", opt->seeds,
            plural(opt->seeds, "seed", "seeds"), (unsigned long long)opt->seed,
@@ -333,7 +334,7 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
                opt->seeds);
     printf("\n");
     free(runs);
-    return true;
+    return 0;
 }
 
 /* ---- Part 3 -------------------------------------------------------------------- */
@@ -418,8 +419,8 @@ int main(int argc, char **argv)
 
     part1_task(&opt, &task, held_out);
     TwoKeyModel *models[MAX_ROWS] = {NULL};
-    int status = 1;
-    if (part2_table(&opt, &task, held_out, models))
+    int status = part2_table(&opt, &task, held_out, models);
+    if (status == 0)
         status = part3_heads(&opt, &task, held_out, models);
     if (status == 0 && opt.mlp == 0)
         part4_by_hand(&opt, held_out);

@@ -54,14 +54,15 @@ static int save_run(const char *dir, const LayerFiles *inputs, const LayerResult
 }
 
 /* --to and --plot, each written whatever becomes of the other (a failed
- * one says so in its own line): 0, or 1. */
+ * one says so in its own line): 0, or the exit status. */
 static int save_and_plot(const Options *opt, const LayerFiles *inputs,
                          const LayerResults *results)
 {
     const int saved = opt->to_dir ? save_run(opt->to_dir, inputs, results) : 0;
-    const int plotted = opt->plot_dir &&
-                        layer_files_plot_multihead(opt->plot_dir, results->attention_weights) != 0;
-    return saved != 0 || plotted != 0;
+    const int plotted = opt->plot_dir
+                            ? layer_files_plot_multihead(opt->plot_dir, results->attention_weights)
+                            : 0;
+    return saved != 0 ? saved : plotted;
 }
 
 /* ---- --from: a layer from .npy files ------------------------------------------------ */

@@ -253,7 +253,7 @@ static int part3_random_inputs(Example *ex)
     print_favourite_keys(weights);
     printf("(./05_multihead/head_grid draws every head as a heatmap, in the terminal and "
            "with --plot.)\n");
-    const int status = opt->plot_dir && layer_files_plot_multihead(opt->plot_dir, weights) != 0;
+    const int status = opt->plot_dir ? layer_files_plot_multihead(opt->plot_dir, weights) : 0;
     TENSOR_FREE(output, weights);
     return status;
 }

@@ -140,9 +140,10 @@ static void describe_model(const Session *s)
 
 /* From adam->step + 1 to s->steps by the loop of learn/training.h,
  * watched (the progress line, divergence, signals); curve->losses
- * receives each step's loss. Returns true when the loss diverged: adam
- * (and the model) are then back at the last state whose loss was a number. */
-static bool train_steps(const Session *s, const Task *task, LossCurve *curve)
+ * receives each step's loss. Returns 0, or the exit status when the loss
+ * diverged: adam (and the model) are then back at the last state whose loss
+ * was a number. */
+static int train_steps(const Session *s, const Task *task, LossCurve *curve)
 {
     const LookupTraining *t = &s->run.training;
     const TrainingPlan plan = {.task = task, .seed = t->seed, .first_step = curve->first,
@@ -173,7 +174,7 @@ static int part2_train(const Session *s, const Task *task, LossCurve *curve)
     curve->first = (int)adam->step + 1;
     curve->losses = CHECKED_CALLOC((size_t)(s->steps - curve->first + 1),
                                    sizeof *curve->losses);
-    const bool diverged = train_steps(s, task, curve);
+    const int diverged = train_steps(s, task, curve);
     return train_finish(s->model, adam, task, &s->run, diverged);
 }
 
@@ -230,13 +231,12 @@ static int asked_entry(const TaskBatch *batch, int b)
 /* Over the held-out examples, for each head: the mean weight it puts on
  * the entry whose key the query names, and the share of examples whose
  * largest weight falls there (the first largest, like argmax):
- * weights (N, H, 1, P) -> mean_weight (H,), largest_share (H,). */
+ * weights (N, H, 1, P) -> mean_weight (H,), largest_share (H,), added into
+ * zeros. */
 static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout,
                               double *mean_weight, double *largest_share)
 {
     const int N = weights->shape[0], H = weights->shape[1], P = weights->shape[3];
-    for (int h = 0; h < H; h++)
-        mean_weight[h] = largest_share[h] = 0.0;
     for (int b = 0; b < N; b++) {
         const int asked = asked_entry(heldout, b);
         for (int h = 0; h < H; h++) {
@@ -283,15 +283,14 @@ static Tensor *part4_attention(const LookupModel *model, const Task *task,
            on_key, H, asked, task->key_words[heldout->queries[0]],
            on_key == H ? ":\n  the query found its key.\n" : ".\n");
 
-    double mean_weight[MAX_PAIRS], largest_share[MAX_PAIRS];
+    double mean_weight[MAX_PAIRS] = {0}, largest_share[MAX_PAIRS] = {0};
     weight_on_the_key(weights, heldout, mean_weight, largest_share);
     printf("\n  over all %d held-out examples, the entry holding the query's key:\n"
            "    head   has the head's largest weight   mean weight on it\n",
            heldout->batch_size);
     for (int h = 0; h < H; h++)
         printf("    %4d   %28.1f%%   %17.3f\n", h, 100.0 * largest_share[h], mean_weight[h]);
-    tensor_free(weights);
-    tensor_free(logits);
+    TENSOR_FREE(weights, logits);
     return example;
 }
 
@@ -377,27 +376,34 @@ static void check_memory(const Session *s, int countries, int hiddens, int heads
                    detail, "use fewer --examples, a smaller --batch or --hiddens");
 }
 
-/* The run the options ask for: the model loaded from --from (with its
- * training state to go on), or built from the seed. */
-static Session open_session(const Options *opt)
+/* The run the options ask for, into *s: the model loaded from --from (with
+ * its training state to go on), or built from the seed. 0, or the exit
+ * status after one line (nothing left to free). */
+static int open_session(const Options *opt, Session *s)
 {
-    Session s = {.run = {opt->to_dir, opt->plot_dir, {opt->batch, opt->pairs, opt->seed}},
-                 .steps = opt->steps, .examples = opt->examples, .threads = opt->threads,
-                 .from_dir = opt->from_dir};
+    *s = (Session){.run = {opt->to_dir, opt->plot_dir, {opt->batch, opt->pairs, opt->seed}},
+                   .steps = opt->steps, .examples = opt->examples, .threads = opt->threads,
+                   .from_dir = opt->from_dir};
     if (opt->from_dir != NULL) {
-        s.model = train_load_model(opt->from_dir, opt->steps_given ? 2 : opt->pairs);
-        if (opt->steps_given)   /* and what drew its batches */
-            s.adam = train_load_state(PROG, s.model, opt->from_dir, opt->steps, &s.run.training);
-        check_memory(&s, s.model->key_vocab, s.model->num_hiddens, s.model->num_heads);
+        int status = train_load_model(opt->from_dir, opt->steps_given ? 2 : opt->pairs,
+                                      &s->model);
+        if (status == 0 && opt->steps_given)   /* and what drew its batches */
+            status = train_load_state(PROG, s->model, opt->from_dir, opt->steps,
+                                      &s->run.training, &s->adam);
+        if (status != 0) {
+            lookup_free(s->model);
+            return status;
+        }
+        check_memory(s, s->model->key_vocab, s->model->num_hiddens, s->model->num_heads);
     } else {
-        check_memory(&s, opt->countries, opt->hiddens, opt->heads);
+        check_memory(s, opt->countries, opt->hiddens, opt->heads);
         Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
-        s.model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads, &rng);
-        s.adam = adam_new(s.model->params, s.model->num_params, opt->lr);
+        s->model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads, &rng);
+        s->adam = adam_new(s->model->params, s->model->num_params, opt->lr);
     }
-    if (s.adam != NULL && opt->threads > 0)
-        s.model->attend = fast_attention_layer(opt->threads);
-    return s;
+    if (s->adam != NULL && opt->threads > 0)
+        s->model->attend = fast_attention_layer(opt->threads);
+    return 0;
 }
 
 /* ---- main --------------------------------------------------------------------- */
@@ -419,18 +425,18 @@ static int evaluate_and_show(const Session *s, const Task *task, const LossCurve
 int main(int argc, char **argv)
 {
     const Options opt = parse_options(argc, argv);
-    /* Every training step allocates and frees the same tensors; an
-     * allocator that gives freed memory back to the system faults fresh
-     * zeroed pages in at each step (glibc's did: with --batch 256 a step
-     * took five times as long). Keeping it costs nothing: the memory peaks
-     * in the first step. */
+    /* every step frees and allocates the same tensors: memory given back to
+     * the system comes back as fresh zeroed pages (with --batch 256 glibc's
+     * made a step five times as long); kept, it costs nothing */
     platform_keep_freed_memory();
-    Session s = open_session(&opt);
+    Session s;
+    int status = open_session(&opt, &s);
+    if (status != 0)
+        return status;
     const int V = s.model->key_vocab;
     const Task task = task_dictionary(s.run.training.num_pairs, V, V);
     part1_the_task(&task, s.run.training.seed);
     LossCurve curve = {0};
-    int status = 0;
     if (s.adam != NULL)
         status = part2_train(&s, &task, &curve);
     else

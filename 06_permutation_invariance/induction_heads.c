@@ -403,11 +403,9 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
     seeds_run(opt->seeds, opt->num_threads, induction_seed_job, &e);
     int status = 0;
     for (int s = 0; s < opt->seeds; s++)
-        if (results[s].broke) {
-            fail("seed %llu: the loss stopped being a number; try a "
-                 "smaller --lr", (unsigned long long)(opt->seed + (uint64_t)s));
-            status = 1;
-        }
+        if (results[s].broke)
+            status = fail("seed %llu: the loss stopped being a number; try a smaller --lr",
+                          (unsigned long long)(opt->seed + (uint64_t)s));
     if (status == 0) {
         status |= part2_training(opt, &results[0]);
         status |= part3_heads(opt, results[0].model, held_out, &results[0].two_layer);
@@ -421,10 +419,8 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
             if (save_model(opt, results[0].model, held_out, err, sizeof err) == 0)
                 printf("\nsaved seed %llu's two-layer model in %s\n",
                        (unsigned long long)opt->seed, opt->to_dir);
-            else {
-                fail("%s", err);
-                status = 1;
-            }
+            else
+                status = fail("%s", err);
         }
     }
     for (int s = 0; s < opt->seeds; s++) {

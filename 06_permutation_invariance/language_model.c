@@ -235,7 +235,7 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
         language_progress(step + 1, t->steps, loss, (double)t->batch_size * t->context, start);
     }
     if (status == 0 && opt->plot_dir != NULL)
-        status = language_plot_curve(opt->plot_dir, curve, rows) == 0 ? 0 : 1;
+        status = language_plot_curve(opt->plot_dir, curve, rows);
     free(tokens);
     tensor_free(curve);
     adam_free(adam);
@@ -349,7 +349,7 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
     printf("\n%d of %d heads score above %.1f as induction heads.\n\n", count, NH,
            INDUCTION_LINE);
     silencing_table(m, &p, order, count);
-    int status = opt->plot_dir != NULL && language_plot_heads(opt->plot_dir, m, c, first) != 0;
+    int status = opt->plot_dir != NULL ? language_plot_heads(opt->plot_dir, m, c, first) : 0;
     for (int l = 0; l < m->num_layers; l++)
         tensor_free(first[l]);
     free((int *)p.random);

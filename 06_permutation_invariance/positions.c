@@ -102,14 +102,16 @@ typedef struct {
     const char *what;
     bool terminal;
     int steps;
+    int status;   /* fail's, once the loss stopped being a number */
 } Progress;
 
 static TrainingStatus after_step(void *state, int step, double loss, int correct)
 {
     (void)correct;
-    const Progress *p = state;
+    Progress *p = state;
     if (!isfinite(loss)) {
-        fail("%s: the loss became %g at step %d; try a smaller --lr", p->what, loss, step);
+        p->status = fail("%s: the loss became %g at step %d; try a smaller --lr", p->what, loss,
+                         step);
         return TRAINING_DIVERGED;
     }
     if (p->terminal && (step % 10 == 0 || step == p->steps)) {
@@ -122,8 +124,10 @@ static TrainingStatus after_step(void *state, int step, double loss, int correct
 
 /* One model trained from seed's initial parameters on seed's batches, by
  * the loop of learn/training.h. The two models of a seed differ only in
- * positions. NULL when the loss stops being a number (a message says so). */
-static ReversalModel *train(const Options *opt, const Task *task, bool positions, uint64_t seed)
+ * positions: *out, and 0; or *out NULL and the exit status when the loss
+ * stops being a number (a line says so). */
+static int train(const Options *opt, const Task *task, bool positions, uint64_t seed,
+                 ReversalModel **out)
 {
     Rng init = rng_use(seed, RNG_PARAMETERS);
     ReversalModel *model = reversal_new(opt->letters, opt->num_hiddens, opt->num_heads, positions,
@@ -132,18 +136,20 @@ static ReversalModel *train(const Options *opt, const Task *task, bool positions
     char what[64];
     snprintf(what, sizeof what, "%s positions, seed %llu", positions ? "with" : "without",
              (unsigned long long)seed);
-    Progress progress = {what, isatty(STDERR_FILENO), opt->steps};
+    Progress progress = {what, isatty(STDERR_FILENO), opt->steps, 0};
     const Trainee trainee = reversal_trainee(model, adam);
     const TrainingPlan plan = {.task = task, .seed = seed, .first_step = 1,
                                .last_step = opt->steps, .batch_size = opt->batch,
                                .batches = BATCH_STREAM};
     const TrainingWatch watch = {&progress, NULL, after_step, NULL};
-    if (training_loop(&trainee, &plan, &watch) != TRAINING_DONE) {
+    training_loop(&trainee, &plan, &watch);   /* ends early only on progress.status */
+    if (progress.status != 0) {
         reversal_free(model);
         model = NULL;
     }
     adam_free(adam);
-    return model;
+    *out = model;
+    return progress.status;
 }
 
 static double accuracy(const ReversalModel *model, const TaskBatch *held_out)
@@ -177,9 +183,9 @@ static void part1_task(const Options *opt, const Task *task, const TaskBatch *he
 /* ---- Part 2 -------------------------------------------------------------------- */
 
 /* Train both models for every seed and print the table; models[0] and
- * models[1] keep the first seed's two models for part 3. Returns false
- * when a training broke down. */
-static bool part2_table(const Options *opt, const Task *task, const TaskBatch *held_out,
+ * models[1] keep the first seed's two models for part 3. Returns 0, or the
+ * exit status when a training broke down. */
+static int part2_table(const Options *opt, const Task *task, const TaskBatch *held_out,
                         ReversalModel **models)
 {
     printf("Part 2. Held-out accuracy over %d %s (%llu to %llu), the share of tokens\n"
@@ -190,9 +196,10 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
     for (int with = 0; with < 2; with++) {
         double acc[MAX_SEEDS];
         for (int s = 0; s < opt->seeds; s++) {
-            ReversalModel *model = train(opt, task, with, opt->seed + (uint64_t)s);
-            if (model == NULL)
-                return false;
+            ReversalModel *model;
+            const int status = train(opt, task, with, opt->seed + (uint64_t)s, &model);
+            if (status != 0)
+                return status;
             acc[s] = accuracy(model, held_out);
             if (s == 0)
                 models[with] = model;
@@ -215,7 +222,7 @@ static bool part2_table(const Options *opt, const Task *task, const TaskBatch *h
     const int T = opt->length, choices = T % 2 == 0 ? T - 1 : T;
     printf("  guessing among the %s%d letters of the sequence: %.1f%%\n\n",
            T % 2 == 0 ? "other " : "", choices, 100.0 / choices);
-    return true;
+    return 0;
 }
 
 /* ---- Part 3 -------------------------------------------------------------------- */
@@ -323,8 +330,8 @@ int main(int argc, char **argv)
 
     part1_task(&opt, &task, held_out);
     ReversalModel *models[2] = {NULL, NULL};
-    int status = 1;
-    if (part2_table(&opt, &task, held_out, models))
+    int status = part2_table(&opt, &task, held_out, models);
+    if (status == 0)
         status = part3_heatmaps(&opt, &task, held_out, models);
     reversal_free(models[0]);
     reversal_free(models[1]);

@@ -40,39 +40,34 @@ static LookupLimits limits_of(int min_vocab)
                           .max_batch = TRAIN_MAX_BATCH, .max_pairs = TRAIN_MAX_PAIRS};
 }
 
-LookupModel *train_load_model(const char *dir, int min_vocab)
+int train_load_model(const char *dir, int min_vocab, LookupModel **model)
 {
     char err[MODEL_ERR_LEN];
     const LookupLimits limits = limits_of(min_vocab);
-    LookupModel *model = lookup_load_new(dir, &limits, err, sizeof err);
-    if (model == NULL)
-        die(NULL, "%s", err);
-    return model;
+    *model = lookup_load_new(dir, &limits, err, sizeof err);
+    return *model != NULL ? 0 : fail("%s", err);
 }
 
-Adam *train_load_state(const char *prog, LookupModel *model, const char *dir, int steps,
-                       LookupTraining *training)
+int train_load_state(const char *prog, LookupModel *model, const char *dir, int steps,
+                     LookupTraining *training, Adam **adam)
 {
     char err[MODEL_ERR_LEN], *path = npy_path(dir, "optimizer.step");
     const bool has_state = access(path, F_OK) == 0;
     free(path);
-    if (!has_state) {
-        lookup_free(model);
-        die(NULL, "%s holds a model without its training state (no optimizer.step.npy): "
-            "--from it without --steps evaluates it", dir);
-    }
+    *adam = NULL;
+    if (!has_state)
+        return fail("%s holds a model without its training state (no optimizer.step.npy): "
+                    "--from it without --steps evaluates it", dir);
     /* going on, the pairs are the saved ones, checked against the model's
      * countries as the state is read */
     const LookupLimits limits = limits_of(2);
-    Adam *adam = lookup_load_training_new(model, dir, &limits, training, err, sizeof err);
-    if (adam == NULL) {
-        lookup_free(model);
-        die(NULL, "%s", err);
-    }
-    if (adam->step >= steps)
+    *adam = lookup_load_training_new(model, dir, &limits, training, err, sizeof err);
+    if (*adam == NULL)
+        return fail("%s", err);
+    if ((*adam)->step >= steps)
         cli_fail(prog, "--steps %d: the model in %s has taken %ld steps already; ask for "
-                 "more to go on training it", steps, dir, adam->step);
-    return adam;
+                 "more to go on training it", steps, dir, (*adam)->step);
+    return 0;
 }
 
 /* ---- the progress line ---------------------------------------------------------- */
@@ -143,8 +138,8 @@ static bool moments_finite(const Adam *adam)
 /* The loss of step s was not a number; or, by_update, its update made a
  * parameter one (loss finite; or, moments, one of Adam's moments) or made
  * the loss one (loss not finite: the parameters overflow in the forward);
- * kept is the model after step `kept`. */
-static void report_divergence(const TrainRun *run, double loss, bool by_update,
+ * kept is the model after step `kept`. Returns fail's exit status. */
+static int report_divergence(const TrainRun *run, double loss, bool by_update,
                               bool moments, long step, long kept)
 {
     char what[96];
@@ -159,13 +154,14 @@ static void report_divergence(const TrainRun *run, double loss, bool by_update,
     else
         snprintf(what, sizeof what, "the loss is %s at step %ld", kind, step);
     if (run->to_dir)
-        fail("%s; --to keeps the model after step %ld, the last good one; try a smaller --lr",
-             what, kept);
-    else
-        fail("%s; try a smaller --lr", what);
+        return fail("%s; --to keeps the model after step %ld, the last good one; try a "
+                    "smaller --lr", what, kept);
+    return fail("%s; try a smaller --lr", what);
 }
 
-static bool train_guard_diverged(TrainGuard *guard, double loss, bool after_update)
+/* 0 while the run is good; the exit status, after its line, once it diverged
+ * (adam back at the last good state). */
+static int train_guard_status(TrainGuard *guard, double loss, bool after_update)
 {
     Adam *adam = guard->adam;
     const bool loss_finite = isfinite(loss);
@@ -177,14 +173,13 @@ static bool train_guard_diverged(TrainGuard *guard, double loss, bool after_upda
             guard->good = guard->before;
             guard->before = swap;
         }
-        return false;
+        return 0;
     }
     const long step = adam->step;
     /* a finite loss of this step: the state before it was good */
     const bool by_update = after_update || loss_finite;
     adam_snapshot_restore(loss_finite && !after_update ? guard->before : guard->good, adam);
-    report_divergence(guard->run, loss, by_update, moments, step, adam->step);
-    return true;
+    return report_divergence(guard->run, loss, by_update, moments, step, adam->step);
 }
 
 /* ---- the watch over the loop ------------------------------------------------------ */
@@ -193,7 +188,7 @@ struct TrainWatch {
     TrainLog log;
     TrainGuard guard;
     LossCurve *curve;
-    bool diverged;
+    int status;   /* 0, or the exit status once the loss diverged */
 };
 
 TrainWatch *train_watch_new(Adam *adam, const TrainRun *run, int last_step, LossCurve *curve)
@@ -220,7 +215,7 @@ static bool before_step(void *state, int step)
 static TrainingStatus after_step(void *state, int step, double loss, int correct)
 {
     TrainWatch *w = state;
-    if ((w->diverged = train_guard_diverged(&w->guard, loss, false)))
+    if ((w->status = train_guard_status(&w->guard, loss, false)) != 0)
         return TRAINING_DIVERGED;
     w->curve->losses[w->curve->count++] = (float)loss;
     train_log_step(&w->log, step, loss, correct);
@@ -230,8 +225,8 @@ static TrainingStatus after_step(void *state, int step, double loss, int correct
 static bool after_last(void *state, double loss)
 {
     TrainWatch *w = state;
-    w->diverged = train_guard_diverged(&w->guard, loss, true);
-    return !w->diverged;
+    w->status = train_guard_status(&w->guard, loss, true);
+    return w->status == 0;
 }
 
 TrainingWatch train_watch(TrainWatch *watch)
@@ -239,16 +234,16 @@ TrainingWatch train_watch(TrainWatch *watch)
     return (TrainingWatch){watch, before_step, after_step, after_last};
 }
 
-bool train_watch_end(TrainWatch *w)
+int train_watch_end(TrainWatch *w)
 {
     signals_note(false);   /* from here a signal ends the program (after a save) */
-    const bool diverged = w->diverged;
-    if (!diverged && !signals_caught())
+    const int status = w->status;
+    if (status == 0 && !signals_caught())
         train_log_end(&w->log, w->curve->count);
     adam_snapshot_free(w->guard.good);
     adam_snapshot_free(w->guard.before);
     free(w);
-    return diverged;
+    return status;
 }
 
 /* ---- saving ------------------------------------------------------------------------ */
@@ -303,16 +298,16 @@ static int save_model(const LookupModel *model, const Adam *adam, const Task *ta
 }
 
 int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
-                 const TrainRun *run, bool diverged)
+                 const TrainRun *run, int diverged)
 {
     const int status = run->to_dir ? save_model(model, adam, task, run) : 0;
     const int stop_signal = signals_caught();
-    if (status == 0 && run->to_dir && !diverged && !stop_signal)
+    if (status == 0 && run->to_dir && diverged == 0 && !stop_signal)
         printf("saved the model in %s/ (PyTorch's parameter names; "
                "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
                run->to_dir, run->to_dir);
-    if (diverged)
-        return 1;
+    if (diverged != 0)
+        return diverged;
     if (stop_signal) {
         const bool saved = run->to_dir && status == 0;
         fail("stopped by %s after step %ld%s%s%s", signal_name(stop_signal), adam->step,

@@ -11,7 +11,7 @@
  *
  *     TrainWatch *watch = train_watch_new(adam, &run, &curve);
  *     training_loop(&trainee, &plan, train_watch(watch));
- *     diverged = train_watch_end(watch);
+ *     status = train_watch_end(watch);
  *
  * Legend: P = entries of an example, D = num_hiddens, H = num_heads.
  */
@@ -41,15 +41,16 @@ typedef struct {
 } TrainRun;
 
 /* ---- going on from a saved run (--from DIR) ----------------------------------
- * The model of the sizes DIR's files give, at least min_vocab countries; a
- * directory that does not hold one stops with one line, exit 1. */
-LookupModel *train_load_model(const char *dir, int min_vocab);
-/* --from DIR --steps N: Adam's state and what draws the batches (into
- * *training), so that training goes on from DIR's step to the numbers an
- * uninterrupted run reaches. One line and exit 1 (exit 2 when N is not
- * past DIR's step) when it cannot. */
-Adam *train_load_state(const char *prog, LookupModel *model, const char *dir, int steps,
-                       LookupTraining *training);
+ * *model: the model of the sizes DIR's files give, at least min_vocab
+ * countries; 0, or the exit status after one line (*model NULL) when DIR
+ * does not hold one. */
+int train_load_model(const char *dir, int min_vocab, LookupModel **model);
+/* --from DIR --steps N: *adam, Adam's state, and what draws the batches
+ * (into *training), so that training goes on from DIR's step to the
+ * numbers an uninterrupted run reaches. 0, or the exit status after one
+ * line (*adam NULL) when it cannot; exit 2 when N is not past DIR's step. */
+int train_load_state(const char *prog, LookupModel *model, const char *dir, int steps,
+                     LookupTraining *training, Adam **adam);
 
 /* The losses of steps first, first + 1, ... (count of them). */
 typedef struct {
@@ -75,15 +76,17 @@ typedef struct TrainWatch TrainWatch;
 TrainWatch *train_watch_new(Adam *adam, const TrainRun *run, int last_step, LossCurve *curve);
 TrainingWatch train_watch(TrainWatch *watch);
 /* Frees the watch; "(N steps in 1.23 s, ...)" when the run went to its end.
- * true when the loss diverged (adam back at the last good state). */
-bool train_watch_end(TrainWatch *watch);
+ * 0, or the exit status when the loss diverged (its line said so; adam is
+ * back at the last good state). */
+int train_watch_end(TrainWatch *watch);
 
 /* ---- after the loop ------------------------------------------------------------
  * --to: the model with Adam's state and vocabulary.json, as one set; then
- * the line for a signal that stopped training. Returns the exit status: 0,
- * 1 (diverged, or --to failed) or 128 + the signal. */
+ * the line for a signal that stopped training. diverged: train_watch_end's
+ * status. Returns the exit status: 0, 1 (diverged, or --to failed) or 128 +
+ * the signal. */
 int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
-                 const TrainRun *run, bool diverged);
+                 const TrainRun *run, int diverged);
 
 /* --plot: the heatmap weights (H, P) of the query in heldout's example 0,
  * whose key entry `asked` holds, and the loss curve when count > 0, as one

@@ -1,0 +1,255 @@
+/*
+ * test_error.c - the two ways to fail (common/error.h) and memory that is
+ * never missing silently (common/memory.h): what each prints, what status
+ * each gives, and who is named.
+ *
+ * Each case runs in a child process (stderr_of, helpers.h), so the program
+ * name one case sets does not reach another.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "helpers.h"
+#include "io/cli.h"
+#include "memory.h"
+
+/* ---- fail: the line, and the status returned --------------------------------- */
+
+static void fail_unnamed(void)
+{
+    exit(fail("%d of %d files could not be read", 2, 3) == 1 ? 7 : 8);
+}
+
+static void fail_named(void)
+{
+    program_name("multihead");
+    program_name("layer_files");   /* a mode asks later: the program keeps its name */
+    exit(fail("%s: not a .npy file", "in/queries.npy") + 40);
+}
+
+static void fail_with_newline(void)
+{
+    program_name("train");
+    exit(fail("cannot read 'a\nb': no such file"));
+}
+
+Test(error, fail_prints_one_line_and_returns_1)
+{
+    int status;
+    char *err = stderr_of(fail_unnamed, &status);
+    cr_expect_eq(status, 7, "fail returns 1 (the child exits 7 when it does): got %d", status);
+    cr_expect_str_eq(err, "2 of 3 files could not be read\n");
+    free(err);
+
+    err = stderr_of(fail_named, &status);
+    cr_expect_eq(status, 41, "fail's status passed on as it is: got %d", status);
+    cr_expect_str_eq(err, "multihead: in/queries.npy: not a .npy file\n",
+                     "the program's name first, the first name given");
+    free(err);
+
+    err = stderr_of(fail_with_newline, &status);
+    cr_expect_eq(status, 1);
+    cr_expect_str_eq(err, "train: cannot read 'a\\nb': no such file\n",
+                     "a newline in the reason is written as an escape");
+    free(err);
+}
+
+/* ---- die: a bug, named by its function ---------------------------------------- */
+
+static void die_named(void)
+{
+    program_name("attention");
+    die("masked_softmax", "valid_lens has %d rows, expected %d", 3, 2);
+}
+
+static void die_as_the_program(void)
+{
+    program_name("softmax_mask");
+    die("softmax_mask", "a state that cannot be");
+}
+
+Test(error, die_names_the_program_and_the_function_and_exits_1)
+{
+    expect_stops_with(die_named, "attention: masked_softmax: valid_lens has 3 rows, expected 2\n");
+    expect_stops_with(die_as_the_program, "softmax_mask: a state that cannot be\n");
+}
+
+/* ---- error_format: the line in a buffer, for a caller that says it ----------- */
+
+Test(error, error_format_keeps_the_reason_whole_and_says_nothing)
+{
+    char err[64];
+    cr_expect_eq(error_format(err, sizeof err, "dir/queries.npy", "shape (%d, %d)", 2, 3), -1);
+    cr_expect_str_eq(err, "dir/queries.npy: shape (2, 3)");
+
+    /* too long for the buffer: the name loses its middle, not the reason */
+    char name[200];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    memcpy(name, "/start/", 7);
+    memcpy(name + sizeof name - 12, "/queries.npy", 12);
+    error_format(err, sizeof err, name, "not a .npy file");
+    cr_expect_eq(strlen(err), sizeof err - 1, "the buffer filled: %s", err);
+    cr_expect(strncmp(err, "/start/", 7) == 0, "the name's start stays: %s", err);
+    cr_expect(strstr(err, "...") != NULL, "the cut is marked: %s", err);
+    const char *tail = "ies.npy: not a .npy file";
+    cr_expect_str_eq(err + strlen(err) - strlen(tail), tail, "the reason whole: %s", err);
+
+    error_format(err, sizeof err, NULL, "line one\nline two");
+    cr_expect_str_eq(err, "line one\\nline two", "one line, without a name");
+}
+
+static void format_without_buffer(void)
+{
+    program_name("decode");
+    exit(-error_format(NULL, 0, "tokens.npy", "holds %d tokens", 9));
+}
+
+Test(error, error_format_without_a_buffer_says_it_as_fail_does)
+{
+    int status;
+    char *err = stderr_of(format_without_buffer, &status);
+    cr_expect_eq(status, 1, "error_format returns -1 (the child exits with 1): got %d", status);
+    cr_expect_str_eq(err, "decode: tokens.npy: holds 9 tokens\n");
+    free(err);
+}
+
+/* ---- cli_fail: a wrong command line, exit 2 ----------------------------------- */
+
+static void usage_error(void)
+{
+    cli_fail("relative_files", "--offset %d reaches position %d", 5, 16777216);
+}
+
+Test(error, cli_fail_says_it_in_fails_words_and_exits_2)
+{
+    int status;
+    char *err = stderr_of(usage_error, &status);
+    cr_expect_eq(status, 2);
+    cr_expect_str_eq(err, "relative_files: --offset 5 reaches position 16777216\n",
+                     "prog names the program when nothing named it before");
+    free(err);
+}
+
+/* ---- CHECKED_MALLOC: the function that asked is named ------------------------- */
+
+static void ask_for_too_much(void)
+{
+    program_name("cost");
+    char *p = CHECKED_MALLOC(SIZE_MAX / 2 + 1, 2);   /* overflows size_t */
+    p[0] = 1;
+}
+
+static void ask_for_nothing(void)
+{
+    int *a = CHECKED_MALLOC(0, sizeof(int)), *b = CHECKED_CALLOC(0, sizeof(int));
+    exit(a != NULL && b != NULL ? 0 : 3);   /* each a valid pointer to free */
+}
+
+Test(error, checked_allocations_name_their_caller)
+{
+    char expected[160];
+    snprintf(expected, sizeof expected, "cost: ask_for_too_much: cannot allocate %zu x 2 "
+             "bytes: the size overflows\n", SIZE_MAX / 2 + 1);
+    expect_stops_with(ask_for_too_much, expected);
+
+    /* (memory the machine does not have is refused the same way, naming the
+     * bytes; the sanitizers' allocator stops first, so it is not asked here) */
+    int status;
+    char *err = stderr_of(ask_for_nothing, &status);
+    cr_expect_eq(status, 0, "0 bytes: a pointer, not an error (%s)", err ? err : "");
+    free(err);
+}
+
+/* ---- memory_check and memory_require: a run larger than the machine ----------- */
+
+static void require_too_much(void)
+{
+    program_name("multihead");
+    memory_require(1e30, "the attention weights", "use fewer keys");
+    exit(5);
+}
+
+Test(error, memory_require_stops_with_fails_line)
+{
+    char err[256];
+    cr_expect_eq(memory_check(1e6, NULL, "hint", err, sizeof err), 0, "a megabyte fits");
+    cr_expect_eq(memory_check(1e30, "two matrices", "use a smaller --cost-max", err, sizeof err),
+                 -1);
+    cr_expect(strstr(err, "this run needs about ") == err, "%s", err);
+    cr_expect(strstr(err, " (two matrices), more than ") != NULL, "%s", err);
+    cr_expect(strstr(err, ": use a smaller --cost-max") != NULL, "the hint ends it: %s", err);
+
+    int status;
+    char *text = stderr_of(require_too_much, &status);
+    cr_expect_eq(status, 1, "exit 1, the status fail gives: got %d", status);
+    cr_expect(text != NULL && strncmp(text, "multihead: this run needs about ", 32) == 0 &&
+                  is_one_line(text),
+              "one line after the program's name: %s", text ? text : "(none)");
+    free(text);
+}
+
+/* ---- the rule in the sources --------------------------------------------------- */
+
+/* A write on stderr in line: fprintf, fputs, fputc, vfprintf or perror to
+ * stderr, or write(2) to STDERR_FILENO. */
+static bool writes_stderr(const char *line)
+{
+    static const char *const calls[] = {"fprintf(stderr", "vfprintf(stderr", "perror(",
+                                        "write(STDERR_FILENO", "write(2,"};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        if (strstr(line, calls[i]) != NULL)
+            return true;
+    return (strstr(line, "fputs(") != NULL || strstr(line, "fputc(") != NULL) &&
+           strstr(line, "stderr") != NULL;
+}
+
+/* Every failure a program says goes through error.c (die, fail, cli_fail,
+ * or a loader's line said by its caller), so one place formats it: no
+ * source of a chapter or of common/ writes on stderr itself, besides the
+ * progress lines that redraw in place ("\r...") and the line a signal
+ * handler writes with write(2), the one call a handler may make. */
+Test(error, only_error_c_writes_a_failure_on_stderr)
+{
+    static const char *const folders[] = {"01_dot_product", "02_softmax_mask",
+                                          "03_self_attention", "04_transpose_qkv",
+                                          "05_multihead", "06_permutation_invariance",
+                                          "common", "common/learn", "common/io", "common/run",
+                                          "common/fast"};
+    int files = 0, writers = 0;
+    for (size_t f = 0; f < sizeof folders / sizeof folders[0]; f++) {
+        DIR *d = opendir(folders[f]);
+        cr_assert_not_null(d, "cannot list %s", folders[f]);
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            const size_t len = strlen(e->d_name);
+            if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0)
+                continue;
+            char path[400];
+            snprintf(path, sizeof path, "%s/%s", folders[f], e->d_name);
+            char *text = read_text_file(path, NULL);
+            cr_assert_not_null(text, "cannot read %s", path);
+            files++;
+            int number = 0;
+            for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+                number++;
+                if (!writes_stderr(line))
+                    continue;
+                writers++;
+                const bool allowed = strcmp(path, "common/error.c") == 0 ||
+                                     strstr(line, "\"\\r") != NULL ||
+                                     strstr(line, "write(STDERR_FILENO, stop_lines") != NULL;
+                cr_expect(allowed, "%s: a line on stderr that is not error.c's: %s", path, line);
+            }
+            free(text);
+        }
+        closedir(d);
+    }
+    cr_expect_geq(files, 80, "only %d sources found", files);
+    cr_expect_geq(writers, 3, "error.c's own writes must be found: %d", writers);
+}
