@@ -67,6 +67,7 @@ static const char *quick_args(const char *program)
         {"05_multihead/heads_experiment", "--steps 3 --examples 10 --seeds 1"},
         {"05_multihead/head_importance", "--steps 3 --examples 10 --orders 1"},
         {"05_multihead/bench", "--config 1,8,8,2 --repeats 1"},
+        {"05_multihead/decode", "--no-timings"},
         {"05_multihead/layer_files", "--from tests/fixtures/multihead/bias_2d --heads 4"},
         {"05_multihead/decode_files", "--from tests/fixtures/decode/heads4_kv2 --heads 4 "
                                       "--kv-heads 2"},
