@@ -353,3 +353,26 @@ int *fixture_ints3(const char *path, int a, int b, int c)
     npy_ints_free(&ints);
     return copy;
 }
+
+int each_source(const char *const *folders, int count, EachSource each, void *state)
+{
+    int files = 0;
+    for (int f = 0; f < count; f++) {
+        DIR *d = opendir(folders[f]);
+        cr_assert_not_null(d, "cannot list %s", folders[f]);
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            const size_t len = strlen(e->d_name);
+            if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0)
+                continue;
+            char path[400];
+            snprintf(path, sizeof path, "%s/%s", folders[f], e->d_name);
+            char *text = read_text_file(path, NULL);
+            cr_assert_not_null(text, "cannot read %s", path);
+            each(path, text, state);
+            files++;
+            free(text);
+        }
+        closedir(d);
+    }
+    return files;
+}

@@ -116,4 +116,10 @@ char *read_text_file(const char *path, size_t *len);
  * TOOL ARGS does, its error lines named after PROGRAM. */
 void expect_same_as_tool(const char *program, const char *tool, const char *args);
 
+/* each(path, text, state) for every .c file in the folders, text its
+ * contents (each may change it; it is freed after the call). Returns how
+ * many files there were. For the tests of rules every source keeps. */
+typedef void (*EachSource)(const char *path, char *text, void *state);
+int each_source(const char *const *folders, int count, EachSource each, void *state);
+
 #endif

@@ -7,7 +7,6 @@
  * name one case sets does not reach another.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -215,6 +214,19 @@ static bool writes_stderr(const char *line)
  * source of a chapter or of common/ writes on stderr itself, besides the
  * progress lines that redraw in place ("\r...") and the line a signal
  * handler writes with write(2), the one call a handler may make. */
+static void check_stderr_writes(const char *path, char *text, void *writers)
+{
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (!writes_stderr(line))
+            continue;
+        ++*(int *)writers;
+        const bool allowed = strcmp(path, "common/error.c") == 0 ||
+                             strstr(line, "\"\\r") != NULL ||
+                             strstr(line, "write(STDERR_FILENO, stop_lines") != NULL;
+        cr_expect(allowed, "%s: a line on stderr that is not error.c's: %s", path, line);
+    }
+}
+
 Test(error, only_error_c_writes_a_failure_on_stderr)
 {
     static const char *const folders[] = {"01_dot_product", "02_softmax_mask",
@@ -222,34 +234,8 @@ Test(error, only_error_c_writes_a_failure_on_stderr)
                                           "05_multihead", "06_permutation_invariance",
                                           "common", "common/learn", "common/io", "common/run",
                                           "common/fast"};
-    int files = 0, writers = 0;
-    for (size_t f = 0; f < sizeof folders / sizeof folders[0]; f++) {
-        DIR *d = opendir(folders[f]);
-        cr_assert_not_null(d, "cannot list %s", folders[f]);
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            const size_t len = strlen(e->d_name);
-            if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0)
-                continue;
-            char path[400];
-            snprintf(path, sizeof path, "%s/%s", folders[f], e->d_name);
-            char *text = read_text_file(path, NULL);
-            cr_assert_not_null(text, "cannot read %s", path);
-            files++;
-            int number = 0;
-            for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-                number++;
-                if (!writes_stderr(line))
-                    continue;
-                writers++;
-                const bool allowed = strcmp(path, "common/error.c") == 0 ||
-                                     strstr(line, "\"\\r") != NULL ||
-                                     strstr(line, "write(STDERR_FILENO, stop_lines") != NULL;
-                cr_expect(allowed, "%s: a line on stderr that is not error.c's: %s", path, line);
-            }
-            free(text);
-        }
-        closedir(d);
-    }
+    int writers = 0;
+    const int files = each_source(folders, 11, check_stderr_writes, &writers);
     cr_expect_geq(files, 80, "only %d sources found", files);
     cr_expect_geq(writers, 3, "error.c's own writes must be found: %d", writers);
 }

@@ -25,7 +25,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,29 +365,18 @@ Test(every_program, every_function_fits_on_a_screen)
  * (the clear path, learn/, io/, run/ and fast/) is at most 50 lines; only
  * a kernel of fast/ may stay longer, with its reason in a comment on the
  * line above it that starts KEPT_WHOLE. */
+static void count_library_functions(const char *path, char *text, void *functions)
+{
+    const bool fast = strncmp(path, "common/fast/", 12) == 0;
+    *(int *)functions += check_function_lengths(path, text, fast);
+}
+
 Test(every_program, every_library_function_fits_on_a_screen)
 {
     static const char *const folders[] = {"common", "common/learn", "common/io", "common/run",
                                           "common/fast"};
-    int files = 0, functions = 0;
-    for (size_t f = 0; f < sizeof folders / sizeof folders[0]; f++) {
-        const bool fast = strcmp(folders[f], "common/fast") == 0;
-        DIR *d = opendir(folders[f]);
-        cr_assert_not_null(d, "cannot list %s", folders[f]);
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            const size_t len = strlen(e->d_name);
-            if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0)
-                continue;
-            char path[400];
-            snprintf(path, sizeof path, "%s/%s", folders[f], e->d_name);
-            char *text = read_text_file(path, NULL);
-            cr_assert_not_null(text, "cannot read %s", path);
-            functions += check_function_lengths(path, text, fast);
-            files++;
-            free(text);
-        }
-        closedir(d);
-    }
+    int functions = 0;
+    const int files = each_source(folders, 5, count_library_functions, &functions);
     /* as above: a layout this test cannot read must not pass by finding nothing */
     cr_expect_geq(files, 50, "only %d sources found in common/", files);
     cr_expect_geq(functions, 5 * files, "only %d functions in %d sources", functions, files);
