@@ -174,8 +174,8 @@ static int part2_train(const Session *s, const Task *task, LossCurve *curve)
     curve->first = (int)adam->step + 1;
     curve->losses = CHECKED_CALLOC((size_t)(s->steps - curve->first + 1),
                                    sizeof *curve->losses);
-    const int diverged = train_steps(s, task, curve);
-    return train_finish(s->model, adam, task, &s->run, diverged);
+    const int watch_status = train_steps(s, task, curve);
+    return train_finish(s->model, adam, task, &s->run, watch_status);
 }
 
 static void part2_loaded(const Session *s)

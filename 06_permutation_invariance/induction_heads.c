@@ -407,8 +407,11 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
             status = fail("seed %llu: the loss stopped being a number; try a smaller --lr",
                           (unsigned long long)(opt->seed + (uint64_t)s));
     if (status == 0) {
-        status |= part2_training(opt, &results[0]);
-        status |= part3_heads(opt, results[0].model, held_out, &results[0].two_layer);
+        /* each part plots whatever became of the other's plot; the first
+         * failure's status is the run's */
+        const int trained = part2_training(opt, &results[0]);
+        const int heads = part3_heads(opt, results[0].model, held_out, &results[0].two_layer);
+        status = trained != 0 ? trained : heads;
         const double seen = induction_seen_tokens_loss(held_out, opt->length);
         const double least_seen = induction_least_seen_loss(held_out, opt->length);
         part4_ablation(opt, results[0].model, held_out, &results[0].two_layer, &results[0], seen,

@@ -239,9 +239,10 @@ static void print_right_key(const Options *opt, const LengthExperiment *e, Lengt
     printf("\n");
 }
 
-/* Trains every model; the experiment, with the first seed's models kept
- * for part 5, or NULL when a loss stopped being a number. */
-static LengthExperiment *part4_lengths(const Options *opt)
+/* Trains every model: *experiment, with the first seed's models kept for
+ * part 5, and 0; or *experiment NULL and the exit status when a loss
+ * stopped being a number. */
+static int part4_lengths(const Options *opt, LengthExperiment **experiment)
 {
     const LengthSetup *t = &opt->setup;
     const int L = t->length, N = t->seeds;
@@ -265,9 +266,10 @@ static LengthExperiment *part4_lengths(const Options *opt)
             status = fail("%s, %s positions, seed %llu: the loss stopped being a number; try "
                           "a smaller --lr", length_task_names[run->task],
                           position_scheme_names[run->scheme], (unsigned long long)run->seed);
+    *experiment = status == 0 ? e : NULL;
     if (status != 0) {
         length_experiment_free(e);
-        return NULL;
+        return status;
     }
     int at_cap = 0;
     for (int task = 0; task < LENGTH_TASKS; task++) {
@@ -283,7 +285,7 @@ static LengthExperiment *part4_lengths(const Options *opt)
            "N(0, 1), as nn.Embedding's initialisation left them. The sinusoidal\n"
            "encoding has a row for every position, but the model was never trained on\n"
            "the rows past L.\n\n", L, 4 * L - 1);
-    return e;
+    return 0;
 }
 
 /* ---- Part 5: where the trained models look -------------------------------------- */
@@ -409,8 +411,10 @@ int main(int argc, char **argv)
     part2_rope_relative(&opt);
     int status = part3_alibi(&opt);
     if (status == 0 && opt.train) {
-        LengthExperiment *e = part4_lengths(&opt);
-        status = e != NULL ? part5_heatmaps(&opt, e) : 1;
+        LengthExperiment *e;
+        status = part4_lengths(&opt, &e);
+        if (status == 0)
+            status = part5_heatmaps(&opt, e);
         length_experiment_free(e);
     }
     return status != 0 ? status : cli_checks_status();

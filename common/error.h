@@ -4,10 +4,10 @@
  * Every failure is one line on stderr, printed once, "[program: ]where:
  * what is wrong", and there are two ways to fail:
  *   die   a bug in the program (shapes that do not fit, sizes a caller
- *         should have checked, an impossible state), or memory it cannot
- *         go on without (memory.h): the line names the function, the
- *         argument and both shapes, and the program stops, exit 1. A
- *         learner meets these lines only after changing the code.
+ *         should have checked, an impossible state), or a buffer it cannot
+ *         go on without (memory.h's CHECKED_MALLOC): the line names the
+ *         function, the argument and both shapes, and the program stops,
+ *         exit 1. A learner meets these lines only after changing the code.
  *   fail  a fault while running (a file, a value that overflowed, a check
  *         that did not hold): the line, and the exit status, 1, returned
  *         for the caller to return as it is,
@@ -16,15 +16,19 @@
  *         A part of a program that can fail returns 0 or the status it
  *         was given, and its caller passes that on: no caller turns one
  *         status into another.
- * A wrong command line is a fault found before any work: cli_fail
- * (io/cli.h) says it in fail's words and exits 2 at once.
+ * Two faults are found before any work and stop the program there: a
+ * wrong command line, which cli_fail (io/cli.h) says in fail's words, exit
+ * 2; and a run larger than the machine's memory, which memory_require
+ * (memory.h) says with fail, exit 1.
  * Where the caller can name a fault better than the function that met it
- * (io/'s and run/'s loaders and writers, and the checks of a user's sizes
+ * (io/'s and run/'s loaders and savers, and the checks of a user's sizes
  * such as heads_split and memory_check), the function says nothing: it
  * returns -1 (or NULL) with the line in char *err, size_t err_len, written
- * by error_format, and the caller fails with it. The clear path, learn/ and
- * fast/ take no err buffer besides those checks; for anything else they
- * die.
+ * by error_format, and the caller fails with it. Where the caller could add
+ * nothing (the plot writers, a training run's steps in run/, the bench's
+ * child processes), the function fails itself and returns the status. The
+ * clear path and learn/ take no err buffer besides those checks; for
+ * anything else they die.
  */
 #ifndef ERROR_H
 #define ERROR_H
@@ -54,9 +58,9 @@ int vfail(const char *fmt, va_list args) __attribute__((format(printf, 1, 0)));
  * the reason alone. When the two do not fit, the name loses its middle,
  * never the reason. A character that would break the line (a newline in a
  * file name) is written as an escape ("\n"), here as in die and fail, so an
- * error is always one line. err NULL (a caller that gave no buffer, such
- * as a test): the line goes to stderr as fail's does. Returns -1, for the
- * function to return. */
+ * error is always one line. err NULL (a caller that gave no buffer): the
+ * line goes to stderr as fail's does. Returns -1, for the function to
+ * return. */
 int error_format(char *err, size_t err_len, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, va_list args)

@@ -18,9 +18,10 @@
  *     float *row = CHECKED_MALLOC(n, sizeof *row);
  * When the memory is not there, or count * elem overflows, one line on
  * stderr, "[prog: ]softmax_rows: out of memory allocating 4096 bytes
- * (0.0 MB)", and exit 1. The macros name the function they stand in; a
- * helper that allocates for its caller passes the caller's name to the
- * functions. A request for 0 bytes returns a valid pointer to free. */
+ * (0.0 MB)", and exit 1. The macros name the function they stand in, a
+ * static helper by its own name; a helper that allocates on behalf of a
+ * caller it is given (fast_tensor_zeros(func, ...)) passes that name to
+ * the functions. A request for 0 bytes returns a valid pointer to free. */
 #define CHECKED_MALLOC(count, elem) checked_malloc(__func__, (count), (elem))
 #define CHECKED_CALLOC(count, elem) checked_calloc(__func__, (count), (elem))
 void *checked_malloc(const char *func, size_t count, size_t elem);

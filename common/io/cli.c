@@ -164,10 +164,8 @@ static bool cli_read_dir(const char *prog, const char *flag, const char *dir, ch
     char *reason = CHECKED_MALLOC(len, 1);
     const bool fits = fileset_check_dir(dir, reason, len) == 0;
     if (!fits)
-        error_format(err, err_len, prog, "%s: %s", flag, reason);
+        usage_error(err, err_len, prog, "%s: %s", flag, reason);   /* err NULL: exit 2 */
     free(reason);
-    if (!fits && err == NULL)
-        exit(EXIT_USAGE);
     return fits;
 }
 

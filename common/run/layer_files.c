@@ -598,9 +598,10 @@ int layer_files_plot_weights(const char *dir, const char *name, const char *titl
 int layer_files_plot_multihead(const char *dir, const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
-    if (layer_files_plot_weights(dir, "multihead_weights",
-                                 "multihead: the attention weights of every head", weights) != 0)
-        return -1;
+    const int status = layer_files_plot_weights(dir, "multihead_weights", "multihead: the "
+                                                "attention weights of every head", weights);
+    if (status != 0)
+        return status;
     printf("wrote %s/multihead_weights.dat and .gp: %d %s x %d %s (run gnuplot "
            "%s/multihead_weights.gp for the .png)\n", dir, B, plural(B, "sequence", "sequences"),
            H, plural(H, "head", "heads"), dir);

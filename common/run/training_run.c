@@ -298,16 +298,16 @@ static int save_model(const LookupModel *model, const Adam *adam, const Task *ta
 }
 
 int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
-                 const TrainRun *run, int diverged)
+                 const TrainRun *run, int watch_status)
 {
     const int status = run->to_dir ? save_model(model, adam, task, run) : 0;
     const int stop_signal = signals_caught();
-    if (status == 0 && run->to_dir && diverged == 0 && !stop_signal)
+    if (status == 0 && run->to_dir && watch_status == 0 && !stop_signal)
         printf("saved the model in %s/ (PyTorch's parameter names; "
                "tests/fixtures/make_train_fixtures.py --check %s loads it)\n\n",
                run->to_dir, run->to_dir);
-    if (diverged != 0)
-        return diverged;
+    if (watch_status != 0)
+        return watch_status;
     if (stop_signal) {
         const bool saved = run->to_dir && status == 0;
         fail("stopped by %s after step %ld%s%s%s", signal_name(stop_signal), adam->step,

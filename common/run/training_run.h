@@ -9,8 +9,9 @@
  * run (TrainRun); the loop (learn/training.h) runs it, watched by
  * train_watch; nothing here writes back into the program's options:
  *
- *     TrainWatch *watch = train_watch_new(adam, &run, &curve);
- *     training_loop(&trainee, &plan, train_watch(watch));
+ *     TrainWatch *watch = train_watch_new(adam, &run, last_step, &curve);
+ *     const TrainingWatch watching = train_watch(watch);
+ *     training_loop(&trainee, &plan, &watching);
  *     status = train_watch_end(watch);
  *
  * Legend: P = entries of an example, D = num_hiddens, H = num_heads.
@@ -42,13 +43,14 @@ typedef struct {
 
 /* ---- going on from a saved run (--from DIR) ----------------------------------
  * *model: the model of the sizes DIR's files give, at least min_vocab
- * countries; 0, or the exit status after one line (*model NULL) when DIR
- * does not hold one. */
+ * countries, the caller's to free; 0, or the exit status after one line
+ * (*model NULL) when DIR does not hold one. */
 int train_load_model(const char *dir, int min_vocab, LookupModel **model);
 /* --from DIR --steps N: *adam, Adam's state, and what draws the batches
  * (into *training), so that training goes on from DIR's step to the
  * numbers an uninterrupted run reaches. 0, or the exit status after one
- * line (*adam NULL) when it cannot; exit 2 when N is not past DIR's step. */
+ * line (*adam NULL; model stays the caller's) when it cannot; exit 2 when
+ * N is not past DIR's step. */
 int train_load_state(const char *prog, LookupModel *model, const char *dir, int steps,
                      LookupTraining *training, Adam **adam);
 
@@ -82,11 +84,11 @@ int train_watch_end(TrainWatch *watch);
 
 /* ---- after the loop ------------------------------------------------------------
  * --to: the model with Adam's state and vocabulary.json, as one set; then
- * the line for a signal that stopped training. diverged: train_watch_end's
- * status. Returns the exit status: 0, 1 (diverged, or --to failed) or 128 +
- * the signal. */
+ * the line for a signal that stopped training. watch_status:
+ * train_watch_end's. Returns the exit status: 0, 1 (diverged, or --to
+ * failed) or 128 + the signal. */
 int train_finish(const LookupModel *model, const Adam *adam, const Task *task,
-                 const TrainRun *run, int diverged);
+                 const TrainRun *run, int watch_status);
 
 /* --plot: the heatmap weights (H, P) of the query in heldout's example 0,
  * whose key entry `asked` holds, and the loss curve when count > 0, as one
