@@ -20,7 +20,7 @@ static double slope_of(int h, int n)
 void alibi_slopes(int num_heads, double *slopes)
 {
     if (num_heads < 1)
-        die("alibi_slopes", "num_heads must be at least 1, got %d", num_heads);
+        die(__func__, "num_heads must be at least 1, got %d", num_heads);
     int n = 1;   /* the largest power of two not above H */
     while (2 * n <= num_heads)
         n *= 2;
@@ -39,7 +39,7 @@ void alibi_add_bias(Tensor *scores, int num_heads)
     Tensor *bias = alibi_bias(num_heads, scores->shape[1], scores->shape[2]);
     const int N = scores->shape[0];
     if (N % num_heads != 0)
-        die("alibi_add_bias", "%d score matrices are not a whole number of %d heads", N,
+        die(__func__, "%d score matrices are not a whole number of %d heads", N,
             num_heads);
     const size_t per_head = bias->size / (size_t)num_heads;
     for (int n = 0; n < N; n++) {

@@ -18,13 +18,13 @@ void dropout_inplace(Tensor *x, const Dropout *dropout)
     if (dropout == NULL || !dropout->training)
         return;
     if (!(dropout->p >= 0.0f && dropout->p < 1.0f))
-        die("dropout_inplace", "p must be in [0, 1), got %g", (double)dropout->p);
+        die(__func__, "p must be in [0, 1), got %g", (double)dropout->p);
     /* p = 0 keeps every element and scales by 1: nothing to draw, so no
      * generator is needed (multihead_forward asks for one only when p > 0). */
     if (dropout->p == 0.0f)
         return;
     if (dropout->rng == NULL)
-        die("dropout_inplace", "training mode needs a random generator (rng is NULL)");
+        die(__func__, "training mode needs a random generator (rng is NULL)");
     /* Scaling the survivors by 1 / (1 - p) keeps the expected value of
      * every element unchanged, so evaluation (no dropout, no scaling) sees
      * weights of the same size on average as training did. */

@@ -11,7 +11,7 @@
 Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, double eps)
 {
     if (!(eps > 0.0))
-        die("gradcheck_numeric", "the step eps must be positive, got %g", eps);
+        die(__func__, "the step eps must be positive, got %g", eps);
     Tensor *grad = tensor_zeros(x->ndim, x->shape);
     for (size_t i = 0; i < x->size; i++) {
         const float saved = x->data[i];
@@ -26,7 +26,7 @@ Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, doubl
         x->data[i] = saved;
         const double step = (double)up - (double)down;
         if (step == 0.0)
-            die("gradcheck_numeric", "eps %g is below the float spacing at %g: "
+            die(__func__, "eps %g is below the float spacing at %g: "
                 "the element did not move", eps, (double)saved);
         grad->data[i] = (float)((loss_up - loss_down) / step);
     }

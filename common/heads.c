@@ -86,9 +86,9 @@ Tensor *transpose_output(const Tensor *x, int num_heads)
     tensor_check_shape("transpose_output", "x", x, SHAPE(-1, -1, -1));
     const int H = num_heads, T = x->shape[1], d = x->shape[2];
     if (H < 1)
-        die("transpose_output", "num_heads must be at least 1, got %d", H);
+        die(__func__, "num_heads must be at least 1, got %d", H);
     if (x->shape[0] % H != 0)
-        die("transpose_output", "the first size %d of x (batch_size * num_heads) "
+        die(__func__, "the first size %d of x (batch_size * num_heads) "
             "does not divide by num_heads %d", x->shape[0], H);
     const int B = x->shape[0] / H, D = H * d;
 
@@ -224,7 +224,7 @@ ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_hea
         return NULL;   /* no mask stays no mask */
     const int H = num_heads, B = valid_lens->shape[0];
     if (H < 1)
-        die("valid_lens_repeat_interleave", "num_heads must be at least 1, got %d", H);
+        die(__func__, "num_heads must be at least 1, got %d", H);
     const int per_row = valid_lens->ndim == 2 ? valid_lens->shape[1] : 1;
 
     /* Row b*H + h is head h of sequence b, so sequence b's lengths are

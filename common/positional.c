@@ -12,7 +12,7 @@
 Tensor *positional_encoding(int max_len, int num_hiddens)
 {
     if (max_len < 1 || num_hiddens < 1)
-        die("positional_encoding", "max_len and num_hiddens must be positive, got %d and %d",
+        die(__func__, "max_len and num_hiddens must be positive, got %d and %d",
             max_len, num_hiddens);
     Tensor *PE = tensor_zeros(SHAPE(max_len, num_hiddens));
     for (int i = 0; i < max_len; i++)

@@ -44,7 +44,7 @@ void softmax_row(float *row, int n)
 void masked_softmax_row(float *row, int n, int valid_len)
 {
     if (valid_len < 0 || valid_len > n)
-        die("masked_softmax_row", "valid_len %d is outside 0..%d (the row has %d keys)",
+        die(__func__, "valid_len %d is outside 0..%d (the row has %d keys)",
             valid_len, n, n);
     /* Replacing the masked scores by -1e6 (d2l) makes exp underflow to 0,
      * so softmax over the whole row equals softmax over the valid prefix

@@ -74,7 +74,7 @@ void tensor_pool_close(TensorPool *pool)
     if (pool == NULL)
         return;
     if (pool != open_pool)
-        die("tensor_pool_close", "a pool is closed on the thread that opened it");
+        die(__func__, "a pool is closed on the thread that opened it");
     for (int i = 0; i < pool->num_parked; i++)
         free(pool->parked[i].data);
     open_pool = NULL;
@@ -240,10 +240,10 @@ Tensor *tensor_slice(const Tensor *x, int dim, int start, int length)
 {
     char have[80];
     if (dim < 0 || dim >= x->ndim)
-        die("tensor_slice", "dim %d is not a dimension of a tensor of shape %s", dim,
+        die(__func__, "dim %d is not a dimension of a tensor of shape %s", dim,
             shape_str(have, sizeof have, x->ndim, x->shape));
     if (start < 0 || length < 1 || start > x->shape[dim] - length)
-        die("tensor_slice", "indices %d to %d are not inside dimension %d of shape %s",
+        die(__func__, "indices %d to %d are not inside dimension %d of shape %s",
             start, start + length - 1, dim, shape_str(have, sizeof have, x->ndim, x->shape));
     size_t outer = 1, inner = 1;
     for (int i = 0; i < dim; i++)
@@ -267,10 +267,10 @@ Tensor *tensor_select(const Tensor *x, int dim, int index)
 {
     char have[80];
     if (x->ndim < 2)
-        die("tensor_select", "selecting from a tensor of shape %s would leave no dimension",
+        die(__func__, "selecting from a tensor of shape %s would leave no dimension",
             shape_str(have, sizeof have, x->ndim, x->shape));
     if (dim < 0 || dim >= x->ndim || index < 0 || index >= x->shape[dim])
-        die("tensor_select", "index %d of dimension %d is not inside shape %s", index, dim,
+        die(__func__, "index %d of dimension %d is not inside shape %s", index, dim,
             shape_str(have, sizeof have, x->ndim, x->shape));
     /* The slice of length 1, then the dimension of size 1 dropped. */
     Tensor *out = tensor_slice(x, dim, index, 1);
@@ -285,7 +285,7 @@ Tensor *tensor_stack(const Tensor *const *tensors, int count)
 {
     char want[80], have[80];
     if (count < 1 || tensors[0]->ndim >= TENSOR_MAX_DIMS)
-        die("tensor_stack", "can stack 1 or more tensors of at most %d dimensions",
+        die(__func__, "can stack 1 or more tensors of at most %d dimensions",
             TENSOR_MAX_DIMS - 1);
     const Tensor *first = tensors[0];
     int out_shape[TENSOR_MAX_DIMS] = {count};
@@ -297,7 +297,7 @@ Tensor *tensor_stack(const Tensor *const *tensors, int count)
             shape_str(want, sizeof want, first->ndim, first->shape);
             shape_str(have, sizeof have, tensors[i]->ndim, tensors[i]->shape);
             tensor_free(out);
-            die("tensor_stack", "tensor %d has shape %s, tensor 0 has %s", i, have, want);
+            die(__func__, "tensor %d has shape %s, tensor 0 has %s", i, have, want);
         }
         memcpy(out->data + (size_t)i * first->size, tensors[i]->data,
                first->size * sizeof(float));
@@ -312,13 +312,13 @@ Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape)
     int inferred = -1;
     size_t known = 1;
     if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        die("tensor_reshape", "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+        die(__func__, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
     for (int i = 0; i < ndim; i++) {
         resolved[i] = shape[i];
         if (shape[i] == -1 && inferred < 0) {
             inferred = i;
         } else if (shape[i] <= 0) {
-            die("tensor_reshape", "cannot view %s as %s: sizes must be positive (one may be -1)",
+            die(__func__, "cannot view %s as %s: sizes must be positive (one may be -1)",
                 shape_str(have, sizeof have, x->ndim, x->shape),
                 shape_str(want, sizeof want, ndim, shape));
         } else {
@@ -327,14 +327,14 @@ Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape)
     }
     if (inferred >= 0) {
         if (x->size % known != 0)
-            die("tensor_reshape", "cannot view %s as %s: %zu elements do not divide by %zu",
+            die(__func__, "cannot view %s as %s: %zu elements do not divide by %zu",
                 shape_str(have, sizeof have, x->ndim, x->shape),
                 shape_str(want, sizeof want, ndim, shape), x->size, known);
         resolved[inferred] = (int)(x->size / known);
         known *= (size_t)resolved[inferred];
     }
     if (known != x->size)
-        die("tensor_reshape", "cannot view %s (%zu elements) as %s (%zu elements)",
+        die(__func__, "cannot view %s (%zu elements) as %s (%zu elements)",
             shape_str(have, sizeof have, x->ndim, x->shape), x->size,
             shape_str(want, sizeof want, ndim, shape), known);
     x->ndim = ndim;
@@ -353,7 +353,7 @@ Tensor *tensor_permute(const Tensor *x, const int *perm)
 
     for (int i = 0; i < n; i++) {
         if (perm[i] < 0 || perm[i] >= n || used[perm[i]])
-            die("tensor_permute", "perm must list each of the %d dimensions once", n);
+            die(__func__, "perm must list each of the %d dimensions once", n);
         used[perm[i]] = true;
     }
     /* Row-major strides of the input: the last dimension has stride 1. */
@@ -686,7 +686,7 @@ float tensor_max_abs_diff(const Tensor *a, const Tensor *b)
 {
     char sa[80], sb[80];
     if (!tensor_has_shape(a, b->ndim, b->shape))
-        die("tensor_max_abs_diff", "shapes differ: %s and %s",
+        die(__func__, "shapes differ: %s and %s",
             shape_str(sa, sizeof sa, a->ndim, a->shape),
             shape_str(sb, sizeof sb, b->ndim, b->shape));
     float worst = 0.0f;

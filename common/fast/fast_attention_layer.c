@@ -76,7 +76,7 @@ static Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tens
 AttentionLayer fast_attention_layer(int num_threads)
 {
     if (num_threads < 1)
-        die("fast_attention_layer", "num_threads %d: at least 1", num_threads);
+        die(__func__, "num_threads %d: at least 1", num_threads);
     return (AttentionLayer){fast_forward, fast_backward, num_threads, linear_forward,
                             linear_backward};
 }

@@ -119,7 +119,7 @@ void fast_decode_attend(const KVCache *cache, int num_heads, const float *q, flo
     const int H = num_heads, D = H * d;
     require_kv_heads("fast_decode_attend", H, G);
     if (cache->length < 1)
-        die("fast_decode_attend", "the cache is empty: append the token first");
+        die(__func__, "the cache is empty: append the token first");
     const int group = H / G;
     float *scores = CHECKED_MALLOC((size_t)group * cache->length + group,
                                    sizeof(float));

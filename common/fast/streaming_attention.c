@@ -53,7 +53,7 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
 {
     const int K = kv->num_keys, d = kv->key_size, v = kv->value_size;
     if (first_key % FAST_NR != 0 || first_key < 0 || count < 0 || first_key + count > K)
-        die("packed_kv_fill", "keys %d .. %d do not start a key panel inside 0 .. %d",
+        die(__func__, "keys %d .. %d do not start a key panel inside 0 .. %d",
             first_key, first_key + count - 1, K - 1);
     /* keys (K, d) are B^T for the product q @ k^T: panel j holds keys
      * j*NR .. j*NR + NR-1 (NR = FAST_NR, 16 or 32), one row of NR per
@@ -616,7 +616,7 @@ void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first
 {
     const int T = a->num_queries, d = a->key_size;
     if (T > w->num_queries || d != w->key_size || a->value_size != w->value_size)
-        die("streaming_attention_backward_rows", "scratch made for T %d, d %d, v %d, "
+        die(__func__, "scratch made for T %d, d %d, v %d, "
             "used for T %d, d %d, v %d", w->num_queries, w->key_size, w->value_size,
             T, d, a->value_size);
     if (T <= 0)

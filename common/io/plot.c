@@ -621,7 +621,7 @@ void heatmap_terminal_at(FILE *out, const Tensor *matrix, const char *title, int
 {
     if (first_row < 0 || first_row + matrix->shape[0] > 100 || first_col < 0 ||
         first_col + matrix->shape[1] > 100)
-        die("heatmap_terminal_at", "rows from %d and columns from %d: labels must stay in "
+        die(__func__, "rows from %d and columns from %d: labels must stay in "
             "0 .. 99", first_row, first_col);
     draw(out, matrix, title, true, true, first_row, first_col);
 }

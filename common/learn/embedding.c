@@ -11,7 +11,7 @@
 Tensor *embedding_new(int num_embeddings, int embedding_dim, Rng *rng)
 {
     if (num_embeddings < 1 || embedding_dim < 1)
-        die("embedding_new", "sizes must be positive: num_embeddings %d, embedding_dim %d",
+        die(__func__, "sizes must be positive: num_embeddings %d, embedding_dim %d",
             num_embeddings, embedding_dim);
     return tensor_normal(rng, 0.0f, 1.0f, SHAPE(num_embeddings, embedding_dim));
 }

@@ -270,10 +270,10 @@ void repeats_draw(int *tokens, int *periods, int batch_size, int length, int voc
                   int min_period, int max_period, Rng *rng)
 {
     if (min_period < 1 || max_period < min_period || max_period > length)
-        die("repeats_draw", "periods must satisfy 1 <= %d <= %d <= length %d", min_period,
+        die(__func__, "periods must satisfy 1 <= %d <= %d <= length %d", min_period,
             max_period, length);
     if (max_period > vocab)
-        die("repeats_draw", "a period of %d different tokens needs a vocabulary of at least "
+        die(__func__, "a period of %d different tokens needs a vocabulary of at least "
             "%d, got %d", max_period, max_period, vocab);
     int *order = CHECKED_CALLOC((size_t)vocab, sizeof *order);
     for (int b = 0; b < batch_size; b++) {

@@ -438,7 +438,7 @@ void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng 
                      int *tokens)
 {
     if (n <= (size_t)context)
-        die("text_batch_draw", "a text of %zu tokens has no window of %d + 1", n, context);
+        die(__func__, "a text of %zu tokens has no window of %d + 1", n, context);
     for (int b = 0; b < batch_size; b++) {
         const size_t start = (size_t)rng_below(rng, (uint32_t)(n - (size_t)context));
         memcpy(tokens + (size_t)b * (context + 1), ids + start,
@@ -581,9 +581,9 @@ const float *language_decoder_step(LanguageDecoder *decoder, int token)
     const LanguageModel *m = decoder->model;
     const int D = m->num_hiddens, t = decoder->length;
     if (token < 0 || token >= m->vocab)
-        die("language_decoder_step", "token %d outside the vocabulary [0, %d)", token, m->vocab);
+        die(__func__, "token %d outside the vocabulary [0, %d)", token, m->vocab);
     if (t >= m->context)
-        die("language_decoder_step", "the window is full (%d tokens): reset it first", t);
+        die(__func__, "the window is full (%d tokens): reset it first", t);
     Tensor *x = tensor_empty(SHAPE(1, D));
     for (int j = 0; j < D; j++)
         x->data[j] = AT2(m->wte, token, j) + AT2(m->wpe, t, j);
@@ -637,7 +637,7 @@ void language_model_sample(const LanguageModel *model, const int *prompt, int pr
 {
     const int C = model->context, keep = C / 2 > 0 ? C / 2 : 1;
     if (prompt_length < 1)
-        die("language_model_sample", "the prompt needs at least one token, got %d",
+        die(__func__, "the prompt needs at least one token, got %d",
             prompt_length);
     // the whole text so far: the prompt, then what is drawn
     int *text = CHECKED_CALLOC((size_t)prompt_length + n, sizeof *text);

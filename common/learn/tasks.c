@@ -40,7 +40,7 @@ Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
 {
     if (num_pairs < 1 || key_vocab < num_pairs || value_vocab < num_pairs ||
         key_vocab > TASK_MAX_COUNTRIES || value_vocab > TASK_MAX_COUNTRIES)
-        die("task_dictionary", "num_pairs %d needs vocabularies from num_pairs to %d words, "
+        die(__func__, "num_pairs %d needs vocabularies from num_pairs to %d words, "
             "got %d keys and %d values", num_pairs, TASK_MAX_COUNTRIES, key_vocab, value_vocab);
     return (Task){
         .kind = TASK_DICTIONARY,
@@ -58,7 +58,7 @@ Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
 Task task_two_keys(int num_pairs, int key_vocab, int value_vocab)
 {
     if (num_pairs < 2)
-        die("task_two_keys", "a query names two of the entries: num_pairs must be at "
+        die(__func__, "a query names two of the entries: num_pairs must be at "
             "least 2, got %d", num_pairs);
     /* the dictionary task's vocabularies and checks, with two query words */
     Task task = task_dictionary(num_pairs, key_vocab, value_vocab);
@@ -72,7 +72,7 @@ Task task_two_keys(int num_pairs, int key_vocab, int value_vocab)
 Task task_reversal(int length, int vocab)
 {
     if (length < 2 || vocab < length || vocab > TASK_MAX_LETTERS)
-        die("task_reversal", "length %d needs a vocabulary from length to %d letters, got %d",
+        die(__func__, "length %d needs a vocabulary from length to %d letters, got %d",
             length, TASK_MAX_LETTERS, vocab);
     return (Task){
         .kind = TASK_REVERSAL,
