@@ -105,7 +105,7 @@ Test(error, error_format_keeps_the_reason_whole_and_says_nothing)
     memset(name, 'a', sizeof name - 1);
     name[sizeof name - 1] = '\0';
     memcpy(name, "/start/", 7);
-    memcpy(name + sizeof name - 12, "/queries.npy", 12);
+    memcpy(name + sizeof name - 13, "/queries.npy", 12);   /* before the final NUL */
     error_format(err, sizeof err, name, "not a .npy file");
     cr_expect_eq(strlen(err), sizeof err - 1, "the buffer filled: %s", err);
     cr_expect(strncmp(err, "/start/", 7) == 0, "the name's start stays: %s", err);

@@ -228,7 +228,7 @@ Test(every_program, a_passing_self_check_says_so, .timeout = 240)
         {"02_softmax_mask/exercise_causal_mask", "the self-check"},
         {"03_self_attention/self_attention", "all 3 self-checks"},
         {"03_self_attention/backward", "the self-check"},
-        {"03_self_attention/streaming", "the self-check"},
+        {"03_self_attention/streaming", "all 2 self-checks"},
         {"03_self_attention/additive", "all 4 self-checks"},
         {"05_multihead/backward", "the self-check"},
         {"06_permutation_invariance/exercise_causal_order", "the self-check"},
