@@ -2,10 +2,13 @@
 #
 #   make                 build every chapter program (no test library needed)
 #   make run             run every chapter program in order, with its defaults
-#   make test            build and run the Criterion tests (installs Criterion if missing)
+#   make test            build and run the Criterion tests, a minute, a line per suite
+#                        (installs Criterion if missing)
 #   make test-long       the quotes of the many-seed experiments, minutes (CI runs it)
 #   make check           grade the exercises (EXERCISE=FILE: one file); make zoo: the bug zoo
-#   make plots           write every heatmap into plots/ and render it with gnuplot
+#   make plots           write every heatmap into plots/ and render it with gnuplot,
+#                        minutes (two programs train a model first); make plots-quick:
+#                        all the others, seconds
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
 #   make fuzz            the three parsers under libFuzzer, FUZZ_SECONDS (60) each
@@ -298,17 +301,29 @@ bench-language-model: $(OUT)/06_permutation_invariance/language_model
 # a new program joins by having the option. A tool that is also a mode of
 # another program (one built without its main as well, TOOL_AS_MODE, such
 # as 05_multihead/layer_files) plots only the files it is given, so it is
-# left out. gnuplot then renders
-# each NAME.gp into NAME.png beside it.
+# left out. gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
 PLOT_SRC := $(shell grep -L 'TOOL_AS_MODE' $$(grep -l '{"--plot"' $(PROGRAM_SRC)))
 PLOT_PROGRAMS := $(patsubst $(OUT)/%,%,$(foreach src,$(PLOT_SRC),$(call program_of,$(src))))
+# The programs that train a model for minutes before they draw, as
+# program:seconds (their time with --plot on 2 cores, said before each
+# starts; the README gives the sum). make plots draws the others first, in
+# seconds, the chapters' own programs leading, and renders them; make
+# plots-quick stops there.
+PLOT_LONG := 06_permutation_invariance/induction_heads:50 06_permutation_invariance/language_model:260
+PLOT_MAIN := $(filter $(foreach c,$(CHAPTERS),$(patsubst $(OUT)/%,%,$(call program_of,$(c)/main.c))),$(PLOT_PROGRAMS))
+PLOT_QUICK := $(PLOT_MAIN) $(filter-out $(PLOT_MAIN) $(foreach p,$(PLOT_LONG),$(firstword $(subst :, ,$(p)))),$(PLOT_PROGRAMS))
 
-plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
+# $(call draw,WHAT,PROGRAM[:SECONDS] ...,COUNTED,OF): each program writes
+# its heatmaps, one line before it starts (its number, counted on from
+# COUNTED, of OF; and its time when it is long; its own progress shows on
+# stderr), then gnuplot renders every NAME.gp of PLOT_DIR (a second or two).
+define draw
 	@mkdir -p $(PLOT_DIR)
-	@for p in $(PLOT_PROGRAMS); do \
-	  echo "$$p --plot $(PLOT_DIR)"; \
+	@n=$(3); for run in $(2); do \
+	  n=$$((n + 1)); p=$${run%%:*}; seconds=$${run#"$$p"}; \
+	  echo "[$$n/$(4)] $$p --plot $(PLOT_DIR)$${seconds:+ (about $${seconds#:} s)}"; \
 	  $(OUT)/$$p --plot $(PLOT_DIR) >/dev/null || exit 1; \
 	done
 	@shopt -s nullglob; scripts=($(PLOT_DIR)/*.gp); \
@@ -321,10 +336,22 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	else \
 	  for gp in "$${scripts[@]}"; do \
 	    $(GNUPLOT) "$$gp" || { echo "plots: gnuplot failed on $$gp" >&2; exit 1; }; \
-	    echo "$${gp%.gp}.png"; \
 	  done; \
+	  echo "$(1): $${#scripts[@]} pictures in $(PLOT_DIR)/, each NAME.gp rendered as NAME.png"; \
 	fi
-.PHONY: plots
+endef
+
+plots-quick: $(addprefix $(OUT)/,$(PLOT_QUICK))
+	@echo "make plots-quick: the heatmaps of $(words $(PLOT_QUICK)) programs into $(PLOT_DIR)/, seconds"
+	$(call draw,plots-quick,$(PLOT_QUICK),0,$(words $(PLOT_QUICK)))
+plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
+	@echo "make plots: the heatmaps of $(words $(PLOT_PROGRAMS)) programs into $(PLOT_DIR)/:" \
+	  "first $(words $(PLOT_QUICK)) in seconds, then $(words $(PLOT_LONG)) that train a model first," \
+	  "about $$(( ($(foreach p,$(PLOT_LONG),$(lastword $(subst :, ,$(p))) +) 59) / 60 )) minutes on 2 cores" \
+	  "(make plots-quick: the first alone)"
+	$(call draw,plots (the first $(words $(PLOT_QUICK))),$(PLOT_QUICK),0,$(words $(PLOT_PROGRAMS)))
+	$(call draw,plots,$(PLOT_LONG),$(words $(PLOT_QUICK)),$(words $(PLOT_PROGRAMS)))
+.PHONY: plots plots-quick
 
 # ---- portability --------------------------------------------------------------
 # The same numbers with musl, on aarch64 under qemu and on this machine,
@@ -399,12 +426,21 @@ KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
 # make test leaves out suite long_quotes: the quotes of the many-seed
 # experiments (tests/test_readmes.c lists them), minutes each, which
 # make test-long checks (CI runs both). TEST_ARGS adds Criterion options.
+# Both show their progress (tests/test_progress): a line per suite as it
+# ends, or one line redrawn in place on a terminal; a failure's lines as
+# they come, and the failed tests named again above Criterion's closing
+# Synthesis line, the last line of the run.
 TEST_FILTER ?= !(long_quotes/*)
+run_suites = set -o pipefail; \
+  export SUITES=$$($(OUT)/tests/run_tests --list | grep -cE '^[A-Za-z0-9_]+: [0-9]+ tests?$$'); \
+  $(OUT)/tests/run_tests --verbose --filter '$(1)' $(TEST_ARGS) 2>&1 | tests/test_progress
 test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
 	tests/check_layers
-	$(OUT)/tests/run_tests --filter '$(TEST_FILTER)' $(TEST_ARGS)
+	@echo "make test: every suite but long_quotes (make test-long), about a minute on 2 cores"
+	@$(call run_suites,$(TEST_FILTER))
 test-long: $(PROGRAMS) $(OUT)/tests/run_tests program-list
-	$(OUT)/tests/run_tests --filter 'long_quotes/*' $(TEST_ARGS)
+	@echo "make test-long: the quotes of the many-seed experiments, minutes"
+	@$(call run_suites,long_quotes/*)
 
 # What the tests and the fuzzer need from Debian is installed when missing
 # and we are root; otherwise the exact command is printed and make stops.
