@@ -2,15 +2,17 @@
  * adamw.c - AdamW's decoupled weight decay on top of Adam's step, and the
  * learning-rate schedule a GPT trains with (introduced in chapter 06's
  * page "A language model"; Adam itself in chapter 05's section "Attention
- * that learns"). See optim.h.
+ * that learns"). See adamw.h.
  *
  * Kept apart from optim.c so that adam_step reaches both pieces through
  * their names: each can be the learner's (make 06_permutation_invariance
  * EXERCISE=...).
  */
-#include "learn/optim.h"
+#include "learn/adamw.h"
 
 #include <math.h>
+
+#include "learn/optim.h"
 
 static const double PI = 3.14159265358979323846;
 

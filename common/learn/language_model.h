@@ -41,6 +41,7 @@
 
 #include "attention_layer.h"
 #include "kv_cache.h"
+#include "learn/adamw.h"
 #include "learn/gpt_block.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"

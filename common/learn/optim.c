@@ -8,6 +8,7 @@
  * what lets a few steps match PyTorch's to float rounding.
  */
 #include "learn/optim.h"
+#include "learn/adamw.h"
 #include "learn/internal.h"
 
 #include <math.h>

@@ -66,8 +66,9 @@ typedef struct {
  * for the rest (change beta1, beta2 or eps in the struct before the first
  * step if needed). params must stay alive while the optimiser is used. */
 Adam *adam_new(const Parameter *params, int count, float lr);
-/* One step of every parameter: step t += 1, then adamw_update on each with
- * the optimiser's weight decay for a matrix and none for a vector. */
+/* One step of every parameter: step t += 1, then adamw_update (adamw.h) on
+ * each with the optimiser's weight decay for a matrix and none for a
+ * vector. */
 void adam_step(Adam *adam);
 
 /* One tensor's step, the pieces adam_step is made of.
@@ -75,15 +76,7 @@ void adam_step(Adam *adam);
  * by Adam's rule above (no decay). */
 void adam_update(float *param, const float *grad, float *m, float *v, size_t n, long step,
                  float lr, float beta1, float beta2, float eps);
-/* The same with AdamW's decoupled decay first: param *= 1 - lr *
- * weight_decay (skipped when weight_decay is 0), then adam_update
- * (adamw.c). */
-void adamw_update(float *param, const float *grad, float *m, float *v, size_t n, long step,
-                  float lr, float beta1, float beta2, float eps, float weight_decay);
-/* AdamW's learning rate at step s (0, 1, ...), nanoGPT's schedule: a
- * linear warmup to lr over warmup steps, then a cosine from lr down to
- * min_lr at decay_steps, min_lr after (adamw.c). */
-double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps);
+/* adamw.h: the same with AdamW's decay first, and the learning-rate schedule. */
 void adam_free(Adam *adam);   /* NULL is fine */
 
 /* A copy of the parameters and of Adam's state (m, v, step), to go back
