@@ -12,6 +12,7 @@
 #   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX;
 #                        every program built for macOS (arm64, x86-64), not run
 #   make clean           remove everything built
+#   make WERROR=1 ...    every warning of the repository's files an error (CI sets it)
 #   make 03_self_attention   (any chapter folder) build and run that chapter
 #
 # OUT says where built files go; the default puts each program in its
@@ -30,7 +31,10 @@ OUT      ?= .
 OPT      ?= -O2 -ftree-vectorize -fno-math-errno
 # -ffp-contract=off: a * b + c is rounded twice on every compiler, so the
 # numbers a chapter prints do not depend on whether gcc or clang built it.
-CFLAGS   ?= -std=c11 $(OPT) -g -Wall -Wextra -Werror -ffp-contract=off
+# WERROR=1 (CI's .ci/run sets it) makes every warning an error in the
+# repository's files; without it a warning is shown and the build goes on,
+# so that a learner's edit, or a newer compiler's new warning, still runs.
+CFLAGS   ?= -std=c11 $(OPT) -g -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -ffp-contract=off
 CPPFLAGS += -Icommon -MMD -MP
 LDLIBS   += -lm -lpthread
 SHELL    := /bin/bash
@@ -50,6 +54,10 @@ endif
 # io/ (files and the command line) and fast/ (the speed sections).
 COMMON_SRC := $(wildcard common/*.c common/learn/*.c common/io/*.c common/fast/*.c common/run/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
+# common/ as a static library: a program links the modules it uses (and
+# those they use), not the whole of common/. AR must read the objects' format
+# (.ci/portability gives the cross builds theirs).
+COMMON_LIB := $(OUT)/build/libcommon.a
 TEST_SRC   := $(wildcard tests/*.c tests/fuzz/*_promises.c)
 
 # ---- the chapter programs ------------------------------------------------
@@ -86,8 +94,8 @@ RUN_ARGS := language_model:--steps:100:--eval-every:50:--sample:200
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 # A learner's own program (a source git does not track) is built with its
-# warnings shown, not as errors: one unused variable must not stop make
-# before the chapters that follow. The repository's files keep -Werror.
+# warnings shown, not as errors, even with WERROR=1: one unused variable
+# must not stop make before the chapters that follow.
 LEARNER_PROGRAMS := $(filter-out $(REPO_PROGRAMS),$(PROGRAMS))
 $(LEARNER_PROGRAMS): override CFLAGS := $(filter-out -Werror,$(CFLAGS))
 
@@ -121,9 +129,12 @@ WITH_06_permutation_invariance/language_model     := language_probes language_ru
 # with_of,PROGRAM (as NN_chapter/name): the objects of its WITH_ list
 with_of = $(foreach f,$(WITH_$(1)),$(OUT)/build/$(dir $(1))$(f).o)
 
-# Each program depends on its source, its WITH_ list and all of common/.
+# Each program depends on its source, its WITH_ list and common/'s library.
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) \
-  $(call with_of,$(patsubst $(OUT)/%,%,$(call program_of,$(src)))) $(COMMON_OBJ)))
+  $(call with_of,$(patsubst $(OUT)/%,%,$(call program_of,$(src)))) $(COMMON_LIB)))
+$(COMMON_LIB): $(COMMON_OBJ)
+	$(call say,AR,$(patsubst ./%,%,$@))
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 $(SIBLING_SRC:%.c=$(OUT)/build/%.o): $(OUT)/build/%.o: %.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
@@ -148,7 +159,7 @@ BUILT_LIST = $(OUT)/build/built.txt
 $(PROGRAMS):
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
 	@grep -qsxF '$@' $(BUILT_LIST) || echo '$@' >>$(BUILT_LIST)
 
 $(OUT)/build/common/%.o: common/%.c
@@ -189,7 +200,7 @@ $(CHAPTERS): export EXERCISE := $(EXERCISE)
 $(CHAPTERS):
 	@if [ -n "$$EXERCISE" ]; then \
 	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
-	    WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
+	    COMMON_LIB='$(COMMON_LIB)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
 	    tests/grader/inside_run '$@' "$$EXERCISE"; \
 	else $<; fi
 
@@ -226,7 +237,7 @@ run: $(PROGRAMS)
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
 ifneq ($(EXERCISE),)
-$(CHAPTERS): $(COMMON_OBJ) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
+$(CHAPTERS): $(COMMON_LIB) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
 endif
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
 # EXERCISE reaches the script through the environment, never pasted into a
@@ -355,10 +366,10 @@ print-programs:
 
 # The fast kernels against the clear code without Criterion (make
 # portability runs it under qemu-aarch64).
-$(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_OBJ)
+$(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_LIB)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
 # ---- tests ----------------------------------------------------------------
 # Homebrew (macOS) puts Criterion under its own prefix (/opt/homebrew on
@@ -369,10 +380,10 @@ CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)
 # siblings its suites check (test_induction.c, test_relative_positions.c).
 TEST_WITH := $(OUT)/build/06_permutation_invariance/induction_experiment.o \
              $(OUT)/build/06_permutation_invariance/length_experiment.o
-$(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) | criterion $(GRADER_OBJ)
+$(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_LIB) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(TEST_WITH) $(COMMON_LIB) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
 
 # The kill harness (tests/test_writer.c) loads this shim into a program with
 # LD_PRELOAD to kill it after each of its file-system steps in turn; it is
