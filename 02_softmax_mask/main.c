@@ -310,8 +310,11 @@ static ValidLens *valid_lens_from_text(const Options *opt)
 {
     long lens[MAX_LENS];
     int lens_int[MAX_LENS];
-    int count = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 0, opt->num_keys,
-                              lens, MAX_LENS);
+    char err[CLI_ERR_LEN];
+    const int count = cli_read_long_list("--valid-lens", opt->valid_lens_text, 0, opt->num_keys,
+                                         lens, MAX_LENS, err, sizeof err);
+    if (count < 0)
+        cli_fail(PROG, "%s", err);
     for (int i = 0; i < count; i++)
         lens_int[i] = (int)lens[i];
     if (count == opt->batch)

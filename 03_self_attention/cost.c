@@ -114,21 +114,23 @@ static void part5_cost(const Options *opt, Rng *rng)
 
 /* The table's last row holds the most: its n x n weights, and n x d
  * for the tokens, the output and a product's scratch. */
-static void check_memory(const Options *opt)
+static int check_memory(const Options *opt)
 {
     int n = 128;
     while (2 * n <= opt->cost_max)
         n *= 2;
     char detail[64];
     snprintf(detail, sizeof detail, "the (%d, %d) weights of n = %d", n, n, n);
-    memory_require(4.0 * ((double)n * n + 4.0 * n * opt->num_hiddens), detail,
-                   "use a smaller --cost-max");
+    return memory_require(4.0 * ((double)n * n + 4.0 * n * opt->num_hiddens), detail,
+                          "use a smaller --cost-max");
 }
 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
-    check_memory(&opt);
+    const int status = check_memory(&opt);
+    if (status != 0)
+        return status;
     Rng rng = rng_new(opt.seed);
     part5_cost(&opt, &rng);
     return 0;

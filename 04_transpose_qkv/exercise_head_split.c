@@ -70,9 +70,9 @@ static int check_wrong_formula(const Tensor *x, const Tensor *wrong, int H, int 
  * x_seq[t, b, h*d + i] -> out[b*H + h, t, i]. */
 static Tensor *transpose_qkv_seq_first(const Tensor *x_seq, int num_heads)
 {
-    tensor_check_shape("transpose_qkv_seq_first", "x_seq", x_seq, SHAPE(-1, -1, -1));
+    tensor_check_shape("x_seq", x_seq, SHAPE(-1, -1, -1));
     const int T = x_seq->shape[0], B = x_seq->shape[1], D = x_seq->shape[2];
-    const int H = num_heads, d = head_size("transpose_qkv_seq_first", D, H);
+    const int H = num_heads, d = head_size(D, H);
     Tensor *out = tensor_zeros(SHAPE(B * H, T, d));
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)

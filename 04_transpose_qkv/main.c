@@ -363,7 +363,11 @@ static void valid_lens_of(const Options *opt, int *lens)
         return;
     }
     long given[MAX_SMALL];
-    int count = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 0, T, given, MAX_SMALL);
+    char err[CLI_ERR_LEN];
+    const int count = cli_read_long_list("--valid-lens", opt->valid_lens_text, 0, T, given,
+                                         MAX_SMALL, err, sizeof err);
+    if (count < 0)
+        cli_fail(PROG, "%s", err);
     if (count != B)
         cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", B, count);
     for (int b = 0; b < B; b++)

@@ -245,7 +245,9 @@ static Options parse_options(int argc, char **argv)
                                 "finite differences,\nthe key bias that learns nothing, and "
                                 "one head's dK by hand.",
                           CLI_COUNT(options), options}, argc, argv);
-    cli_require_heads_split(PROG, D, opt.num_heads, "num_hiddens", "--heads");
+    char why[CLI_ERR_LEN];
+    if (!heads_split(D, opt.num_heads, "num_hiddens", "--heads", why, sizeof why))
+        cli_fail(PROG, "%s", why);
     if (opt.head >= opt.num_heads)
         cli_fail(PROG, "--head %d: the layer has heads 0 to %d", opt.head, opt.num_heads - 1);
     return opt;

@@ -130,9 +130,12 @@ static void parse_config(Options *opt)
 {
     long v[4];
     const char *text = opt->config_text;
-    if (cli_long_list(PROG, "--config", text, 1, 65536, v, 4) != 4)
-        cli_fail(PROG, "--config expects B,n,D,H, four whole numbers, got '%s'", text);
     char why[CLI_ERR_LEN];
+    const int count = cli_read_long_list("--config", text, 1, 65536, v, 4, why, sizeof why);
+    if (count < 0)
+        cli_fail(PROG, "%s", why);
+    if (count != 4)
+        cli_fail(PROG, "--config expects B,n,D,H, four whole numbers, got '%s'", text);
     if (!heads_split((int)v[2], (int)v[3], "D =", "H =", why, sizeof why))
         cli_fail(PROG, "--config: %s", why);
     if ((double)v[0] * v[1] * v[2] > 1e9)
@@ -161,8 +164,11 @@ static void parse_pytorch(Options *opt)
         cli_fail(PROG, "--pytorch-ms expects F,FB, two times in ms, got '%s'", text);
     memcpy(first, text, (size_t)(comma - text));
     first[comma - text] = '\0';
-    opt->pytorch_ms[0] = cli_double(PROG, "--pytorch-ms", first, 0.001, 1e7);
-    opt->pytorch_ms[1] = cli_double(PROG, "--pytorch-ms", comma + 1, 0.001, 1e7);
+    char err[CLI_ERR_LEN];
+    if (!cli_read_double("--pytorch-ms", first, 0.001, 1e7, &opt->pytorch_ms[0], err, sizeof err) ||
+        !cli_read_double("--pytorch-ms", comma + 1, 0.001, 1e7, &opt->pytorch_ms[1], err,
+                         sizeof err))
+        cli_fail(PROG, "%s", err);
 }
 
 static Options parse_options(int argc, char **argv)
@@ -220,7 +226,7 @@ static bool runs_clear(const BenchConfig *c, const Options *opt)
 
 /* The largest line of the list must fit before any runs: one line if not,
  * where each child would otherwise fail on its own. */
-static void check_memory(const BenchConfig *list, int count, const Options *opt)
+static int check_memory(const BenchConfig *list, int count, const Options *opt)
 {
     double need = 0.0;
     const BenchConfig *largest = &list[0];
@@ -234,7 +240,7 @@ static void check_memory(const BenchConfig *list, int count, const Options *opt)
     char detail[96];
     snprintf(detail, sizeof detail, "the %s line of %s", BENCH_PASS_NAMES[largest->pass],
              largest->label);
-    memory_require(need, detail, "use a smaller --config, or a smaller --clear-max");
+    return memory_require(need, detail, "use a smaller --config, or a smaller --clear-max");
 }
 
 static BenchResult measure(const BenchConfig *c, bool fast, int threads, const Options *opt)
@@ -243,8 +249,8 @@ static BenchResult measure(const BenchConfig *c, bool fast, int threads, const O
     return bench_measure_in_child(&BENCH_LAYER_PASS, &spec, opt->repeats);
 }
 
-/* The clear line of a configuration, or why there is none. Returns how
- * many child processes failed. */
+/* The clear line of a configuration, or why there is none. Returns 0, or
+ * the status a line's child process failed with. */
 static int run_clear(BenchTable *table, const BenchConfig *c, const Options *opt)
 {
     const double weight_bytes = 4.0 * c->batch * c->num_heads * (double)c->num_queries * c->num_keys;
@@ -269,25 +275,27 @@ static int run_clear(BenchTable *table, const BenchConfig *c, const Options *opt
     }
     const BenchResult r = measure(c, false, 1, opt);
     bench_add(table, c->label, pass, "clear", 1, bench_flops(c), r);
-    if (!r.ok && c->pass == BENCH_FORWARD)
+    if (r.status != 0 && c->pass == BENCH_FORWARD)
         clear_forward_failed = c->label;
-    return !r.ok || !r.finite;
+    return r.status;
 }
 
 /* Every line of one configuration: its note, the clear one (or why not),
- * then fast on 1 and N threads. Returns how many child processes failed. */
+ * then fast on 1 and N threads. Returns 0, or the status of the first line
+ * whose child process failed (it said why on stderr). */
 static int run_config(BenchTable *table, const BenchConfig *c, const Options *opt)
 {
     if (c->note != NULL)
         bench_note(table, "%s", c->note);
-    int failed = run_clear(table, c, opt);
+    int status = run_clear(table, c, opt);
     for (int threads = c->one_thread ? 1 : opt->threads; threads <= opt->threads;
          threads += opt->threads - 1) {
         const BenchResult r = measure(c, true, threads, opt);
         bench_add(table, c->label, BENCH_PASS_NAMES[c->pass], "fast", threads, bench_flops(c), r);
-        failed += !r.ok || !r.finite;
+        if (status == 0)
+            status = r.status;
     }
-    return failed;
+    return status;
 }
 
 static void print_introduction(void)
@@ -344,16 +352,19 @@ int main(int argc, char **argv)
     } else if (opt.quick) {
         count = 4;
     }
-    check_memory(list, count, &opt);
+    int status = check_memory(list, count, &opt);
+    if (status != 0)
+        return status;
     print_introduction();
 
     // the peak before and after the lines, the larger kept; the table waits for both
     BenchPeak peak = {opt.threads, 0.0, 0.0};
     bench_peak_measure(&peak);
     static BenchTable table;
-    int failed = 0;   /* lines whose child did not finish: the status says so */
-    for (int i = 0; i < count; i++)
-        failed += run_config(&table, &list[i], &opt);
+    for (int i = 0; i < count; i++) {   /* a line whose child failed: its status */
+        const int line_status = run_config(&table, &list[i], &opt);
+        status = status != 0 ? status : line_status;
+    }
     bench_peak_measure(&peak);
 
     bench_peak_print(&peak);
@@ -361,8 +372,8 @@ int main(int argc, char **argv)
     print_ratios(&table, list, count, &opt);
     print_causal_ratios(&table, list, count, &opt);
     /* a child that died said why on stderr itself; an overflow is said here */
-    if (overflowed > 0)
-        fail("%d %s overflowed float32 (see the table): use a smaller --scale",
-             overflowed, plural(overflowed, "line", "lines"));
-    return failed == 0 ? 0 : 1;
+    if (overflowed > 0 && status == 0)
+        status = fail("%d %s overflowed float32 (see the table): use a smaller --scale",
+                      overflowed, plural(overflowed, "line", "lines"));
+    return status;
 }

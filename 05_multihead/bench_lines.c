@@ -43,7 +43,7 @@ static BenchResult measure(const BenchPass *pass, const void *config, int repeat
     double t0 = now_ms();
     const bool finite = pass->run(work, true);
     double first = now_ms() - t0;
-    BenchResult r = {1, finite, first, first, 1, 0.0};
+    BenchResult r = {0, finite, first, first, 1, 0.0};
     if (finite && first <= 5000.0) {
         int runs = first > 1000.0 ? (repeats < 3 ? repeats : 3) : repeats;
         runs = runs < MAX_RUNS ? runs : MAX_RUNS;
@@ -73,13 +73,13 @@ BenchResult bench_measure_in_child(const BenchPass *pass, const void *config, in
     int fds[2];
     fflush(stdout);
     if (pipe(fds) != 0) {
-        fail("cannot measure a line: pipe: %s", strerror(errno));
+        r.status = fail("cannot measure a line: pipe: %s", strerror(errno));
         return r;
     }
     const long parent = (long)getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        fail("cannot measure a line: fork: %s", strerror(errno));
+        r.status = fail("cannot measure a line: fork: %s", strerror(errno));
         close(fds[0]);
         close(fds[1]);
         return r;
@@ -88,9 +88,9 @@ BenchResult bench_measure_in_child(const BenchPass *pass, const void *config, in
         platform_child_of(parent);
         close(fds[0]);
         BenchResult mine = measure(pass, config, repeats);
-        ssize_t written = write(fds[1], &mine, sizeof mine);
-        close(fds[1]);
-        _exit(written == (ssize_t)sizeof mine ? 0 : 1);
+        const ssize_t written = write(fds[1], &mine, sizeof mine);
+        _exit(written == (ssize_t)sizeof mine
+                  ? 0 : fail("cannot measure a line: the result did not reach the bench"));
     }
     close(fds[1]);
     BenchResult got;
@@ -99,8 +99,7 @@ BenchResult bench_measure_in_child(const BenchPass *pass, const void *config, in
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        r.ok = 0;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
 }
 
@@ -133,7 +132,7 @@ void bench_peak_print(const BenchPeak *peak)
 static BenchLine *new_line(BenchTable *table)
 {
     if (table->count == BENCH_MAX_LINES)
-        die("bench", "more than %d lines in the table", BENCH_MAX_LINES);
+        die("more than %d lines in the table", BENCH_MAX_LINES);
     BenchLine *line = &table->lines[table->count++];
     memset(line, 0, sizeof *line);
     return line;
@@ -159,12 +158,12 @@ void bench_note(BenchTable *table, const char *format, ...)
 static int print_line(const BenchLine *l, const BenchPeak *peak, bool *over_100)
 {
     printf("%-30s %-8s %-6s %7d ", l->label, l->pass, l->impl, l->threads);
-    if (!l->r.ok) {
-        printf("  failed: the child process did not finish (out of memory?)\n");
+    if (l->r.status != 0) {   /* the child said why on stderr */
+        printf("  did not finish (status %d)\n", l->r.status);
         return 0;
     }
     if (!l->r.finite) {
-        printf("  failed: a result overflowed float32 (NaN or infinity)\n");
+        printf("  overflowed float32 (NaN or infinity)\n");
         return 1;
     }
     /* The rate of the fastest run, against the peak, itself the best of
@@ -204,7 +203,7 @@ const BenchLine *bench_find(const BenchTable *table, const char *label, const ch
     for (int i = 0; i < table->count; i++) {
         const BenchLine *l = &table->lines[i];
         if (l->text[0] == '\0' && strcmp(l->label, label) == 0 && strcmp(l->pass, pass) == 0 &&
-            strcmp(l->impl, impl) == 0 && l->threads == threads && l->r.ok && l->r.finite)
+            strcmp(l->impl, impl) == 0 && l->threads == threads && l->r.status == 0 && l->r.finite)
             return l;
     }
     return NULL;

@@ -18,7 +18,8 @@
 #include <stddef.h>
 
 typedef struct {
-    int ok;              /* 1 when the child finished */
+    int status;          /* the child's exit status: 0 when it finished, else what
+                          * it failed with (128 + N when signal N ended it) */
     int finite;          /* 1 when the warm-up's results held no NaN or infinity */
     double ms;           /* median milliseconds per pass */
     double best_ms;      /* the fastest of the timed runs */

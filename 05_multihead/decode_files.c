@@ -90,7 +90,7 @@ static Options parse_options(int argc, char **argv)
     Options opt = {.prog = program_name("decode_files"), .num_heads = 8,
                    .num_kv_heads = 8, .capacity = 4096};
     const CliOption options[] = {
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "decode DIR/tokens.npy (B, T, D) with W_q (D, D), W_k and W_v\n"
                  "(G*d, D), W_o (D, D) and optional b_q ... b_o, as DIR/NAME.npy"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
@@ -108,7 +108,6 @@ static Options parse_options(int argc, char **argv)
     cli_parse(&(CliTable){opt.prog, summary, CLI_COUNT(options), options}, argc, argv);
     if (opt.from_dir == NULL)
         cli_fail(opt.prog, "--heads, --kv-heads and --to go with --from DIR");
-    cli_check_input_dir(opt.prog, "--from", opt.from_dir);
     if (!opt.num_heads_given || !opt.num_kv_heads_given)
         cli_fail(opt.prog, "--from needs --heads H and --kv-heads G: the sizes the weights "
                  "were made for");

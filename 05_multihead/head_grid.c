@@ -62,7 +62,7 @@ static void panel_draw(Panel *p, const Tensor *matrix, const char *title)
     size_t size = 0;
     FILE *mem = open_memstream(&p->text, &size);
     if (mem == NULL)
-        die(PROG, "cannot open a memory stream for the terminal grid");
+        die("cannot open a memory stream for the terminal grid");
     heatmap_terminal_shades(mem, matrix, title);
     fclose(mem);
     p->num_lines = 0;

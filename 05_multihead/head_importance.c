@@ -51,22 +51,21 @@ typedef struct {
 } Options;
 
 /* The run at its largest (pruning_bytes_needed), refused when it does not fit. */
-static void check_memory(const Options *opt, int key_vocab, int value_vocab, int D, int H)
+static int check_memory(const Options *opt, int key_vocab, int value_vocab, int D, int H)
 {
     const int at_once = opt->threads < opt->seeds ? opt->threads : opt->seeds;
     char detail[96];
     snprintf(detail, sizeof detail, "%d %s, %d at once, batches of %d, %d held out", opt->seeds,
              plural(opt->seeds, "model", "models"), at_once, opt->batch, opt->examples);
-    memory_require(pruning_bytes_needed(key_vocab, value_vocab, opt->pairs, D, H, opt->seeds,
-                                        at_once, opt->batch, opt->examples),
-                   detail, "use fewer --seeds or --threads, a smaller --batch or --examples");
+    return memory_require(pruning_bytes_needed(key_vocab, value_vocab, opt->pairs, D, H,
+                                               opt->seeds, at_once, opt->batch, opt->examples),
+                          detail, "use fewer --seeds or --threads, a smaller --batch or --examples");
 }
 
 /* A loaded model takes no sizes; a new one needs sizes that fit together. */
 static void check_options(const Options *opt)
 {
     if (opt->from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt->from_dir);
         if (opt->to_dir != NULL)
             cli_fail(PROG, "--from and --to together would only copy the model");
         if (opt->sizes_given)
@@ -75,13 +74,11 @@ static void check_options(const Options *opt)
                      "ones");
         return;
     }
-    cli_require_heads_split(PROG, opt->hiddens, opt->heads, "--hiddens", "--heads");
     if (opt->countries < opt->pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt->countries, opt->pairs, opt->pairs);
     if (opt->to_dir != NULL && opt->seeds > 1)
         cli_fail(PROG, "--to saves one model: --seeds %d trains %d", opt->seeds, opt->seeds);
-    check_memory(opt, opt->countries, opt->countries, opt->hiddens, opt->heads);
 }
 
 static Options parse_options(int argc, char **argv)
@@ -91,12 +88,12 @@ static Options parse_options(int argc, char **argv)
                    .threads = 2, .lr = 0.01f};
     bool *trains = &opt.sizes_given;
     const CliOption options[] = {
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "load a model saved with --to, not train one"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "save the trained model as DIR/<parameter>.npy"},
         {"--heads", CLI_INT, &opt.heads, .min = 1, .max = MAX_HEADS, .metavar = "H",
-         .help = "num_heads, dividing D", .given = trains},
+         .help = "num_heads, dividing D", .given = trains, .splits = &opt.hiddens},
         {"--hiddens", CLI_INT, &opt.hiddens, .min = 1, .max = MAX_HIDDENS, .metavar = "D",
          .help = "num_hiddens", .given = trains},
         {"--countries", CLI_INT, &opt.countries, .min = 2, .max = TASK_MAX_COUNTRIES,
@@ -136,6 +133,9 @@ static Options parse_options(int argc, char **argv)
  * was not a number. */
 static int train_all(const Options *opt, TwoKeyModel **models)
 {
+    const int status = check_memory(opt, opt->countries, opt->countries, opt->hiddens, opt->heads);
+    if (status != 0)
+        return status;
     const Task task = task_two_keys(opt->pairs, opt->countries, opt->countries);
     const TwoKeyTraining how = {opt->countries, opt->countries, opt->hiddens, opt->heads, 0,
                                 opt->steps, opt->batch, opt->lr};
@@ -167,12 +167,13 @@ static int load(const Options *opt, TwoKeyModel **models)
         problem = "a vocabulary larger than the task's word lists";
     else if (Vk < opt->pairs || Vv < opt->pairs)
         problem = "a vocabulary smaller than --pairs";
-    if (problem == NULL) {
+    const int status = problem == NULL ? check_memory(opt, Vk, Vv, model->num_hiddens, H) : 0;
+    if (problem == NULL && status == 0)
         models[0] = model;
-        check_memory(opt, Vk, Vv, model->num_hiddens, H);
-        return 0;
-    }
-    two_key_free(model);
+    else
+        two_key_free(model);
+    if (problem == NULL)
+        return status;
     return fail("%s: a model of %d heads and vocabularies of %d and %d words: %s (%d heads, "
                 "%d words, --pairs %d)", opt->from_dir, H, Vk, Vv, problem, MAX_HEADS,
                 TASK_MAX_COUNTRIES, opt->pairs);

@@ -18,7 +18,7 @@
 HeldOut held_out_new(const TwoKeyModel *model, const TaskBatch *examples)
 {
     if (model->num_heads > PRUNING_MAX_HEADS)
-        die(__func__, "%d heads, more than the %d a pruning holds", model->num_heads,
+        die("%d heads, more than the %d a pruning holds", model->num_heads,
             PRUNING_MAX_HEADS);
     return (HeldOut){model, examples, two_key_heads(model, examples)};
 }

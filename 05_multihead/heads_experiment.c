@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "heads.h"
 #include "io/cli.h"
 #include "io/plot.h"
 #include "learn/optim.h"
@@ -63,12 +64,16 @@ typedef struct {
 static void read_head_counts(Options *opt)
 {
     long counts[MAX_COUNTS];
-    opt->num_counts = cli_long_list(PROG, "--heads", opt->heads_text, 1, MAX_HIDDENS, counts,
-                                    MAX_COUNTS);
+    char err[CLI_ERR_LEN];
+    opt->num_counts = cli_read_long_list("--heads", opt->heads_text, 1, MAX_HIDDENS, counts,
+                                         MAX_COUNTS, err, sizeof err);
+    if (opt->num_counts < 0)
+        cli_fail(PROG, "%s", err);
     for (int i = 0; i < opt->num_counts; i++) {
         opt->head_counts[i] = (int)counts[i];
-        cli_require_heads_split(PROG, opt->num_hiddens, opt->head_counts[i], "--hiddens",
-                                "--heads");
+        if (!heads_split(opt->num_hiddens, opt->head_counts[i], "--hiddens", "--heads", err,
+                         sizeof err))
+            cli_fail(PROG, "%s", err);
     }
     if (opt->countries < opt->pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
@@ -78,7 +83,7 @@ static void read_head_counts(Options *opt)
 
 /* The largest model, once per thread: each thread trains and scores its
  * own; refused in one line when it does not fit. */
-static void check_memory(const Options *opt)
+static int check_memory(const Options *opt)
 {
     int most_heads = 1;
     for (int i = 0; i < opt->num_counts; i++)
@@ -88,10 +93,11 @@ static void check_memory(const Options *opt)
     char detail[96];
     snprintf(detail, sizeof detail, "%d %s at once, batches of %d, %d held out", at_once,
              plural(at_once, "model", "models"), opt->batch, opt->examples);
-    memory_require(at_once * two_key_bytes_needed(opt->countries, opt->countries, opt->pairs,
-                                                  opt->num_hiddens, most_heads, opt->mlp,
-                                                  opt->batch, opt->examples),
-                   detail, "use fewer --threads, a smaller --batch or --examples");
+    return memory_require(at_once * two_key_bytes_needed(opt->countries, opt->countries,
+                                                         opt->pairs, opt->num_hiddens,
+                                                         most_heads, opt->mlp, opt->batch,
+                                                         opt->examples),
+                          detail, "use fewer --threads, a smaller --batch or --examples");
 }
 
 static Options parse_options(int argc, char **argv)
@@ -132,7 +138,6 @@ static Options parse_options(int argc, char **argv)
                           "1, 2 and 4 heads\nat the same num_hiddens, each from many seeds.",
                           CLI_COUNT(options), options}, argc, argv);
     read_head_counts(&opt);
-    check_memory(&opt);
     return opt;
 }
 
@@ -414,12 +419,15 @@ static void part4_by_hand(const Options *opt, const TaskBatch *held_out)
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
+    int status = check_memory(&opt);
+    if (status != 0)
+        return status;
     Task task = task_two_keys(opt.pairs, opt.countries, opt.countries);
     TaskBatch *held_out = task_examples(&task, opt.examples, SPLIT_HELDOUT, opt.seed);
 
     part1_task(&opt, &task, held_out);
     TwoKeyModel *models[MAX_ROWS] = {NULL};
-    int status = part2_table(&opt, &task, held_out, models);
+    status = part2_table(&opt, &task, held_out, models);
     if (status == 0)
         status = part3_heads(&opt, &task, held_out, models);
     if (status == 0 && opt.mlp == 0)

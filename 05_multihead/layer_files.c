@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "heads.h"
 #include "io/cli.h"
 #include "run/layer_files.h"
 #include "multihead.h"
@@ -141,7 +142,11 @@ static ValidLens *read_valid_lens(const Options *opt)
     if (text && strcmp(text, "none") == 0)
         return NULL;
     long given[MAX_BATCH] = {3, 2};
-    int n = text ? cli_long_list(PROG, "--valid-lens", text, 0, K, given, MAX_BATCH) : B;
+    char err[CLI_ERR_LEN];
+    const int n = text ? cli_read_long_list("--valid-lens", text, 0, K, given, MAX_BATCH, err,
+                                            sizeof err) : B;
+    if (n < 0)
+        cli_fail(PROG, "%s", err);
     if (n != B)
         cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", B, n);
     int lens[MAX_BATCH];
@@ -193,7 +198,7 @@ static Options parse_options(int argc, char **argv)
         {"--train", CLI_FLAG, &opt.train, .help = "training mode: dropout acts", .given = part3},
         {"--seed", CLI_U64, &s->seed, .metavar = "N",
          .help = "seed for Part 3's parameters and inputs"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "queries, keys, values, W_q ... W_o, optional b_q ... b_o\n"
                  "and valid_lens as DIR/NAME.npy; compared with DIR/expected_*.npy;\n"
                  "with DIR/grad_output.npy (B, T, D) the backward runs too"},
@@ -220,16 +225,15 @@ static void check_options(const Options *opt)
                  "give --to DIR too (the story keeps d2l's sizes)");
     if (opt->from_dir == NULL && opt->to_dir == NULL)
         cli_fail(PROG, "give --from DIR (a layer from .npy files) or --to DIR (try --help)");
-    if (opt->from_dir)
-        cli_check_input_dir(PROG, "--from", opt->from_dir);
     if (opt->from_dir && !opt->heads_given)
         cli_fail(PROG, "--from needs --heads H: the number of heads the weights were made for");
     if (opt->from_dir && opt->example_flags)
         cli_fail(PROG, "--from takes its sizes, biases and mask from the files; drop --batch, "
                  "--queries, --keys, --hiddens, --valid-lens, --bias, --dropout and --train");
-    if (!opt->from_dir)
-        cli_require_heads_split(PROG, opt->example.hiddens, opt->example.heads, "--hiddens",
-                                "--heads");
+    char why[CLI_ERR_LEN];
+    if (!opt->from_dir && !heads_split(opt->example.hiddens, opt->example.heads, "--hiddens",
+                                       "--heads", why, sizeof why))
+        cli_fail(PROG, "%s", why);
 }
 
 /* The tool's entry: its own program's, and multihead's --from and --to. */

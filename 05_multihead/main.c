@@ -304,7 +304,11 @@ static ValidLens *read_valid_lens(const Options *opt)
     if (strcmp(opt->valid_lens_text, "none") == 0)
         return NULL;
     long given[2];
-    const int n = cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 0, K, given, 2);
+    char err[CLI_ERR_LEN];
+    const int n = cli_read_long_list("--valid-lens", opt->valid_lens_text, 0, K, given, 2, err,
+                                     sizeof err);
+    if (n < 0)
+        cli_fail(PROG, "%s", err);
     if (n != B)
         cli_fail(PROG, "--valid-lens needs %d lengths (one per sequence), got %d", B, n);
     return valid_lens_1d((const int[2]){(int)given[0], (int)given[1]}, n);

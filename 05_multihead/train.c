@@ -70,7 +70,7 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
     size_t len;
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
-        die(PROG, "out of memory");
+        die("out of memory");
     task_print_example(f, task, batch, b);
     if (show_answer)
         fprintf(f, " -> %s", task->value_words[batch->answers[b]]);
@@ -302,16 +302,13 @@ static void check_options(const Options *opt)
     if (opt->countries < opt->pairs)
         cli_fail(PROG, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt->countries, opt->pairs, opt->pairs);
-    if (opt->from_dir == NULL)
-        return;
-    cli_check_input_dir(PROG, "--from", opt->from_dir);
-    if (opt->sizes_given)
+    if (opt->from_dir && opt->sizes_given)
         cli_fail(PROG, "--from takes the model's sizes from DIR: drop --countries, --hiddens "
                  "and --heads");
-    if (opt->steps_given && opt->training_given)
+    if (opt->from_dir && opt->steps_given && opt->training_given)
         cli_fail(PROG, "--from with --steps goes on with the seed, batch, pairs and learning "
                  "rate saved in DIR: drop --seed, --batch, --pairs and --lr");
-    if (opt->to_dir && !opt->steps_given)
+    if (opt->from_dir && opt->to_dir && !opt->steps_given)
         cli_fail(PROG, "--from and --to together would only copy the model: add --steps N to "
                  "train it on up to step N");
 }
@@ -347,7 +344,7 @@ static Options parse_options(int argc, char **argv)
          .help = "held-out examples"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "save the trained model as DIR/<parameter name>.npy, with Adam's state"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "load a saved model instead of training one (with --steps: go on training it)"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the loss curve and the attention heatmap into DIR"},
@@ -365,15 +362,15 @@ static Options parse_options(int argc, char **argv)
 }
 
 /* Memory for the run's sizes, before any work. */
-static void check_memory(const Session *s, int countries, int hiddens, int heads)
+static int check_memory(const Session *s, int countries, int hiddens, int heads)
 {
     const LookupTraining *t = &s->run.training;
     char detail[96];
     snprintf(detail, sizeof detail, "%d held-out examples or batches of %d, of %d pairs, "
              "num_hiddens %d", s->examples, t->batch_size, t->num_pairs, hiddens);
-    memory_require(lookup_bytes_needed(countries, t->num_pairs, hiddens, heads, t->batch_size,
-                                       s->examples),
-                   detail, "use fewer --examples, a smaller --batch or --hiddens");
+    return memory_require(lookup_bytes_needed(countries, t->num_pairs, hiddens, heads,
+                                              t->batch_size, s->examples),
+                          detail, "use fewer --examples, a smaller --batch or --hiddens");
 }
 
 /* The run the options ask for, into *s: the model loaded from --from (with
@@ -384,19 +381,21 @@ static int open_session(const Options *opt, Session *s)
     *s = (Session){.run = {opt->to_dir, opt->plot_dir, {opt->batch, opt->pairs, opt->seed}},
                    .steps = opt->steps, .examples = opt->examples, .threads = opt->threads,
                    .from_dir = opt->from_dir};
-    if (opt->from_dir != NULL) {
-        int status = train_load_model(opt->from_dir, opt->steps_given ? 2 : opt->pairs,
-                                      &s->model);
-        if (status == 0 && opt->steps_given)   /* and what drew its batches */
-            status = train_load_state(PROG, s->model, opt->from_dir, opt->steps,
-                                      &s->run.training, &s->adam);
-        if (status != 0) {
-            lookup_free(s->model);
-            return status;
-        }
-        check_memory(s, s->model->key_vocab, s->model->num_hiddens, s->model->num_heads);
-    } else {
-        check_memory(s, opt->countries, opt->hiddens, opt->heads);
+    int status = opt->from_dir ? train_load_model(opt->from_dir, opt->steps_given ? 2 : opt->pairs,
+                                                  &s->model) : 0;
+    if (status == 0 && opt->from_dir && opt->steps_given)   /* and what drew its batches */
+        status = train_load_state(PROG, s->model, opt->from_dir, opt->steps, &s->run.training,
+                                  &s->adam);
+    if (status == 0)   /* the loaded model's sizes, or the options' */
+        status = s->model ? check_memory(s, s->model->key_vocab, s->model->num_hiddens,
+                                         s->model->num_heads)
+                          : check_memory(s, opt->countries, opt->hiddens, opt->heads);
+    if (status != 0) {
+        adam_free(s->adam);
+        lookup_free(s->model);
+        return status;
+    }
+    if (opt->from_dir == NULL) {
         Rng rng = rng_use(opt->seed, RNG_PARAMETERS);
         s->model = lookup_new(opt->countries, opt->countries, opt->hiddens, opt->heads, &rng);
         s->adam = adam_new(s->model->params, s->model->num_params, opt->lr);

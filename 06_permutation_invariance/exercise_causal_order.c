@@ -120,7 +120,11 @@ static void read_perm(Options *opt)
         return;
     }
     long values[MAX_TOKENS];
-    int n = cli_long_list(PROG, "--perm", opt->perm_text, 0, T - 1, values, MAX_TOKENS);
+    char err[CLI_ERR_LEN];
+    const int n = cli_read_long_list("--perm", opt->perm_text, 0, T - 1, values, MAX_TOKENS, err,
+                                     sizeof err);
+    if (n < 0)
+        cli_fail(PROG, "%s", err);
     for (int i = 0; i < n; i++)
         opt->perm[i] = (int)values[i];
     if (n != T || !is_permutation(opt->perm, T))

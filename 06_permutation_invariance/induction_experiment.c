@@ -13,7 +13,6 @@
 #include "learn/training.h"
 #include "memory.h"
 
-static const char FUNC[] = "induction_experiment";
 
 int induction_min_period(const InductionSetup *setup) { return setup->length / 4; }
 int induction_max_period(const InductionSetup *setup) { return setup->length / 2; }
@@ -145,7 +144,7 @@ double induction_least_seen_loss(const InductionHeldOut *held_out, int length)
             bool has_next;
             const int n = least_seen(row, t, &has_next);
             if (!has_next)
-                die(FUNC, "sequence %d, t = %d: the next token is not among the least seen", b,
+                die("sequence %d, t = %d: the next token is not among the least seen", b,
                     t);
             sum += log((double)n);
             count++;

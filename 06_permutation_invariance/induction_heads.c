@@ -62,22 +62,17 @@ static InductionSetup setup_of(const Options *opt)
                             opt->lr, fast_attention_layer(1)};
 }
 
-/* What the options must satisfy together; then the memory a run needs:
- * the held-out set's weights, streams and logits for every layer, and a
- * step's the same on its batch, with gradients, on each thread. */
-static void check_options(const Options *opt)
+/* What the options must satisfy together (exit 2); then the memory a run
+ * needs: the held-out set's weights, streams and logits for every layer,
+ * and a step's the same on its batch, with gradients, on each thread. 0,
+ * or the exit status after one line. */
+static int check_options(const Options *opt)
 {
-    for (int l = 0; l < MAX_LAYERS; l++)
-        cli_require_heads_split(PROG, opt->num_hiddens, opt->num_heads[l], "--hiddens",
-                                l == 0 ? "--heads1" : "--heads2");
     if (opt->vocab < opt->length / 2)
         cli_fail(PROG, "--vocab %d is fewer than %d: a period holds up to T/2 different tokens",
                  opt->vocab, opt->length / 2);
-    if (opt->from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt->from_dir);
-        if (opt->to_dir != NULL)
-            cli_fail(PROG, "--from reads a model; --to saves a trained one: use one of them");
-    }
+    if (opt->from_dir != NULL && opt->to_dir != NULL)
+        cli_fail(PROG, "--from reads a model; --to saves a trained one: use one of them");
     const double T = opt->length, D = opt->num_hiddens, V = opt->vocab;
     const double H = opt->num_heads[0] + opt->num_heads[1];
     const double per_sequence = (MAX_LAYERS + 1) * 8.0 * T * D + 3.0 * H * T * T + 2.0 * T * V;
@@ -85,8 +80,8 @@ static void check_options(const Options *opt)
     char detail[96];
     snprintf(detail, sizeof detail, "%d held-out sequences of %d tokens", opt->examples,
              opt->length);
-    memory_require(4.0 * per_sequence * (opt->examples + 3.0 * threads * opt->batch), detail,
-                   "use a smaller --examples, --batch or --threads");
+    return memory_require(4.0 * per_sequence * (opt->examples + 3.0 * threads * opt->batch),
+                          detail, "use a smaller --examples, --batch or --threads");
 }
 
 static Options parse_options(int argc, char **argv)
@@ -102,9 +97,10 @@ static Options parse_options(int argc, char **argv)
         {"--hiddens", CLI_INT, &opt.num_hiddens, .min = 2, .max = 256, .metavar = "D",
          .help = "num_hiddens"},
         {"--heads1", CLI_INT, &opt.num_heads[0], .min = 1, .max = MAX_HEADS, .metavar = "H",
-         .help = "num_heads of layer 1 and of the one-layer model, dividing D"},
+         .help = "num_heads of layer 1 and of the one-layer model, dividing D",
+         .splits = &opt.num_hiddens},
         {"--heads2", CLI_INT, &opt.num_heads[1], .min = 1, .max = MAX_HEADS, .metavar = "H",
-         .help = "num_heads of layer 2, dividing D"},
+         .help = "num_heads of layer 2, dividing D", .splits = &opt.num_hiddens},
         {"--steps", CLI_INT, &opt.steps, .min = INDUCTION_WINDOW, .max = 100000, .metavar = "N",
          .help = "Adam steps per model"},
         {"--batch", CLI_INT, &opt.batch, .min = 1, .max = 1024, .metavar = "B",
@@ -123,14 +119,13 @@ static Options parse_options(int argc, char **argv)
          .help = "write DIR/induction_losses and DIR/induction_heads {.dat,.gp}"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "save the first seed's two-layer model as .npy files"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "read a model saved with --to instead of training"},
     };
     cli_parse(&(CliTable){PROG, "Two attention layers learn to copy from context: a "
                           "previous-token head and an induction head.", CLI_COUNT(options),
                           options},
               argc, argv);
-    check_options(&opt);
     return opt;
 }
 
@@ -438,10 +433,13 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
+    int status = check_options(&opt);
+    if (status != 0)
+        return status;
     const InductionSetup setup = setup_of(&opt);
     InductionHeldOut held_out = induction_held_out_new(&setup);
-    int status = opt.from_dir != NULL ? run_from(&opt, &held_out)
-                                      : run_experiment(&opt, &held_out);
+    status = opt.from_dir != NULL ? run_from(&opt, &held_out)
+                                  : run_experiment(&opt, &held_out);
     induction_held_out_free(&held_out);
     return status;
 }

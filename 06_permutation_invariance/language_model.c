@@ -46,22 +46,20 @@ typedef struct {
     const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
 } Options;
 
-static void check_options(const Options *opt)
+/* The checks between options (exit 2), then the memory: 0, or the exit
+ * status after one line. */
+static int check_options(const Options *opt)
 {
     const LanguageTraining *t = &opt->train;
-    cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
     if (opt->prompt[0] == '\0')
         cli_fail(PROG, "--prompt is empty: give at least one character");
-    if (opt->from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt->from_dir);
-        if (opt->to_dir != NULL || opt->bench)
-            cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
-    }
+    if (opt->from_dir != NULL && (opt->to_dir != NULL || opt->bench))
+        cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
     /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
-    memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
-                   "the training step's activations",
-                   "use a smaller --batch, --context or --hiddens");
+    return memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
+                          "the training step's activations",
+                          "use a smaller --batch, --context or --hiddens");
 }
 
 static Options parse_options(int argc, char **argv)
@@ -75,7 +73,7 @@ static Options parse_options(int argc, char **argv)
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
          .help = "transformer blocks"},
         {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LM_MAX_HEADS, .metavar = "H",
-         .help = "num_heads of every block, dividing D"},
+         .help = "num_heads of every block, dividing D", .splits = &t->num_hiddens},
         {"--hiddens", CLI_INT, &t->num_hiddens, .min = 2, .max = 1024, .metavar = "D",
          .help = "num_hiddens, the width of the residual stream"},
         {"--context", CLI_INT, &t->context, .min = 2, .max = MAX_CONTEXT, .metavar = "C",
@@ -99,14 +97,13 @@ static Options parse_options(int argc, char **argv)
          .help = "threads of the fast path that trains"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the loss and heads"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR", .help = "save the model as .npy files"},
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR", .help = "read a model, not train"},
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR", .help = "read a model, not train"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
     };
     cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
                           "trained on Shakespeare.", CLI_COUNT(options), options},
               argc, argv);
     t->min_lr = t->lr / 10.0;
-    check_options(&opt);
     return opt;
 }
 
@@ -434,10 +431,10 @@ int main(int argc, char **argv)
     const LanguageTraining *t = &opt.train;
     Corpus corpus = {0};
     LanguageModel *m = NULL;
-    int status = 0;
-    if (opt.from_dir != NULL) {
+    int status = check_options(&opt);
+    if (status == 0 && opt.from_dir != NULL) {
         m = load_model(&opt, &corpus, &status);
-    } else if ((status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench) {
+    } else if (status == 0 && (status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench) {
         Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
         m = language_model_new(corpus.bytes, corpus.vocab, t->context, t->num_hiddens,
                                t->num_heads, t->num_layers, &rng);

@@ -19,7 +19,7 @@ int *language_probes_new(const LanguageModel *model, const int *text, size_t n, 
 {
     const int C = model->context, P = C / 2;
     if (text != NULL && n < (size_t)P)
-        die(__func__, "a text of %zu tokens is shorter than a probe's half, %d", n,
+        die("a text of %zu tokens is shorter than a probe's half, %d", n,
             P);
     int *tokens = CHECKED_MALLOC((size_t)count * (C + 1), sizeof *tokens);
     Rng rng = rng_use(0, RNG_PROBES);   /* the same probes for every model */

@@ -57,9 +57,12 @@ typedef struct {
 static void read_valid_lens(Options *opt)
 {
     long lens[MAX_BATCH] = {opt->tokens > 2 ? opt->tokens - 2 : 1};   /* the default */
-    int n = opt->valid_lens_text == NULL ? 1
-            : cli_long_list(PROG, "--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
-                            MAX_BATCH);
+    char err[CLI_ERR_LEN];
+    const int n = opt->valid_lens_text == NULL ? 1
+                  : cli_read_long_list("--valid-lens", opt->valid_lens_text, 1, opt->tokens, lens,
+                                       MAX_BATCH, err, sizeof err);
+    if (n < 0)
+        cli_fail(PROG, "%s", err);
     opt->batch = n == 1 ? DEFAULT_BATCH : n;
     for (int b = 0; b < opt->batch; b++)
         opt->valid_lens[b] = (int)lens[n == 1 ? 0 : b];

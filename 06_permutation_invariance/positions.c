@@ -83,13 +83,18 @@ static Options parse_options(int argc, char **argv)
     if (opt.letters < opt.length)
         cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
                  "letters", opt.letters, opt.length, opt.length);
+    return opt;
+}
+
+/* The memory of a run's sizes: 0, or the exit status after one line. */
+static int check_memory(const Options *opt)
+{
     char detail[96];
     snprintf(detail, sizeof detail, "%d sequences of %d tokens a step, %d held out",
-             opt.batch, opt.length, opt.examples);
-    memory_require(reversal_bytes_needed(opt.letters, opt.length, opt.num_hiddens, opt.num_heads,
-                                         opt.batch, opt.examples),
-                   detail, "use a smaller --batch, --examples or --hiddens");
-    return opt;
+             opt->batch, opt->length, opt->examples);
+    return memory_require(reversal_bytes_needed(opt->letters, opt->length, opt->num_hiddens,
+                                                opt->num_heads, opt->batch, opt->examples),
+                          detail, "use a smaller --batch, --examples or --hiddens");
 }
 
 /* ---- training ------------------------------------------------------------------ */
@@ -325,12 +330,15 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
 int main(int argc, char **argv)
 {
     Options opt = parse_options(argc, argv);
+    int status = check_memory(&opt);
+    if (status != 0)
+        return status;
     Task task = task_reversal(opt.length, opt.letters);
     TaskBatch *held_out = task_examples(&task, opt.examples, SPLIT_HELDOUT, opt.seed);
 
     part1_task(&opt, &task, held_out);
     ReversalModel *models[2] = {NULL, NULL};
-    int status = part2_table(&opt, &task, held_out, models);
+    status = part2_table(&opt, &task, held_out, models);
     if (status == 0)
         status = part3_heatmaps(&opt, &task, held_out, models);
     reversal_free(models[0]);

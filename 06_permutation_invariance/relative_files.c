@@ -112,7 +112,6 @@ static void check_options(Options *opt)
         cli_fail(opt->prog, opt->to_dir != NULL || opt->positions != NULL || opt->causal
                                 ? "--to, --positions and --causal go with --from DIR"
                                 : "--from DIR is needed: where queries, keys, values.npy are");
-    cli_check_input_dir(opt->prog, "--from", opt->from_dir);
     if (opt->to_dir == NULL)
         cli_fail(opt->prog, "--from needs --to DIR, where the results go");
     if (opt->positions == NULL)
@@ -131,7 +130,7 @@ int relative_files_main(int argc, char **argv)
 {
     Options opt = {.prog = program_name("relative_files")};
     const CliOption options[] = {
-        {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR",
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "read queries, keys, values.npy (B, H, T, d)"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR",
          .help = "write scores, weights, output.npy"},

@@ -20,7 +20,7 @@ static double slope_of(int h, int n)
 void alibi_slopes(int num_heads, double *slopes)
 {
     if (num_heads < 1)
-        die(__func__, "num_heads must be at least 1, got %d", num_heads);
+        die("num_heads must be at least 1, got %d", num_heads);
     int n = 1;   /* the largest power of two not above H */
     while (2 * n <= num_heads)
         n *= 2;
@@ -35,11 +35,11 @@ void alibi_slopes(int num_heads, double *slopes)
 /* scores (B*H, T, K) -> scores + bias, in place */
 void alibi_add_bias(Tensor *scores, int num_heads)
 {
-    tensor_check_shape("alibi_add_bias", "scores", scores, SHAPE(-1, -1, -1));
+    tensor_check_shape("scores", scores, SHAPE(-1, -1, -1));
     Tensor *bias = alibi_bias(num_heads, scores->shape[1], scores->shape[2]);
     const int N = scores->shape[0];
     if (N % num_heads != 0)
-        die(__func__, "%d score matrices are not a whole number of %d heads", N,
+        die("%d score matrices are not a whole number of %d heads", N,
             num_heads);
     const size_t per_head = bias->size / (size_t)num_heads;
     for (int n = 0; n < N; n++) {

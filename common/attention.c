@@ -18,13 +18,13 @@ void dropout_inplace(Tensor *x, const Dropout *dropout)
     if (dropout == NULL || !dropout->training)
         return;
     if (!(dropout->p >= 0.0f && dropout->p < 1.0f))
-        die(__func__, "p must be in [0, 1), got %g", (double)dropout->p);
+        die("p must be in [0, 1), got %g", (double)dropout->p);
     /* p = 0 keeps every element and scales by 1: nothing to draw, so no
      * generator is needed (multihead_forward asks for one only when p > 0). */
     if (dropout->p == 0.0f)
         return;
     if (dropout->rng == NULL)
-        die(__func__, "training mode needs a random generator (rng is NULL)");
+        die("training mode needs a random generator (rng is NULL)");
     /* Scaling the survivors by 1 / (1 - p) keeps the expected value of
      * every element unchanged, so evaluation (no dropout, no scaling) sees
      * weights of the same size on average as training did. */
@@ -37,22 +37,22 @@ void dropout_inplace(Tensor *x, const Dropout *dropout)
     }
 }
 
-AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
-                                      const Tensor *keys, const Tensor *values,
-                                      const ValidLens *valid_lens)
+AttentionSizes attention_check_shapes_in(const char *function, const Tensor *queries,
+                                         const Tensor *keys, const Tensor *values,
+                                         const ValidLens *valid_lens)
 {
     AttentionSizes n;
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, -1));
+    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, -1));
     n.batch_size = queries->shape[0];
     n.num_queries = queries->shape[1];
     n.d = queries->shape[2];
     /* A query is compared with every key by a dot product, so both have
      * size d; each key has one value, so keys and values agree on K. */
-    tensor_check_shape(func, "keys", keys, SHAPE(n.batch_size, -1, n.d));
+    tensor_check_shape_in(function, "keys", keys, SHAPE(n.batch_size, -1, n.d));
     n.num_keys = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(n.batch_size, n.num_keys, -1));
+    tensor_check_shape_in(function, "values", values, SHAPE(n.batch_size, n.num_keys, -1));
     n.v = values->shape[2];
-    valid_lens_check(func, valid_lens, n.batch_size, n.num_queries, n.num_keys);
+    valid_lens_check_in(function, valid_lens, n.batch_size, n.num_queries, n.num_keys);
     return n;
 }
 
@@ -92,7 +92,7 @@ Tensor *dot_product_attention(const Tensor *queries, const Tensor *keys,
                               const Tensor *values, const ValidLens *valid_lens,
                               const Dropout *dropout, Tensor **attention_weights)
 {
-    const AttentionSizes n = attention_check_shapes("dot_product_attention", queries, keys,
+    const AttentionSizes n = attention_check_shapes(queries, keys,
                                                     values, valid_lens);
 
     /* passes 1 and 2: scaled scores, then masked softmax over each row */
@@ -129,11 +129,11 @@ static Tensor *dropout_scale_draw(const Tensor *x, const Dropout *dropout)
     if (dropout == NULL || !dropout->training)
         return NULL;
     if (!(dropout->p >= 0.0f && dropout->p < 1.0f))
-        die("dot_product_attention_cache", "p must be in [0, 1), got %g", (double)dropout->p);
+        die("p must be in [0, 1), got %g", (double)dropout->p);
     if (dropout->p == 0.0f)
         return NULL;   /* nothing drawn, as in dropout_inplace */
     if (dropout->rng == NULL)
-        die("dot_product_attention_cache",
+        die(
             "training mode needs a random generator (rng is NULL)");
     const float keep_scale = 1.0f / (1.0f - dropout->p);
     Tensor *scale = tensor_zeros(x->ndim, x->shape);
@@ -157,7 +157,7 @@ Tensor *dot_product_attention_cache(const Tensor *queries, const Tensor *keys,
                                    const Tensor *values, const ValidLens *valid_lens,
                                    const Dropout *dropout, AttentionCache *cache)
 {
-    const AttentionSizes n = attention_check_shapes("dot_product_attention_cache", queries,
+    const AttentionSizes n = attention_check_shapes(queries,
                                                     keys, values, valid_lens);
     /* passes 1 and 2, kept: P is all the softmax backward needs */
     cache->weights = attention_weights_of(queries, keys, valid_lens, n);
@@ -192,21 +192,21 @@ static Tensor *transpose_last_two(const Tensor *x)
 
 /* Stop with a message naming the backward unless the inputs, the cache
  * (B, T, K) and grad_output (B, T, v) fit together; returns the sizes. */
-static AttentionSizes check_backward_shapes(const Tensor *queries, const Tensor *keys,
-                                            const Tensor *values, const AttentionCache *cache,
-                                            const Tensor *grad_output)
+static AttentionSizes check_backward_shapes_in(const char *function, const Tensor *queries, const Tensor *keys,
+                                               const Tensor *values, const AttentionCache *cache,
+                                               const Tensor *grad_output)
 {
-    const char *func = "dot_product_attention_backward";
-    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, NULL);
-    tensor_check_shape(func, "cache weights", cache->weights,
+    const AttentionSizes n = attention_check_shapes_in(function, queries, keys, values, NULL);
+    tensor_check_shape_in(function, "cache weights", cache->weights,
                        SHAPE(n.batch_size, n.num_queries, n.num_keys));
     if (cache->dropout_scale != NULL)
-        tensor_check_shape(func, "cache dropout_scale", cache->dropout_scale,
+        tensor_check_shape_in(function, "cache dropout_scale", cache->dropout_scale,
                            SHAPE(n.batch_size, n.num_queries, n.num_keys));
-    tensor_check_shape(func, "grad_output", grad_output,
+    tensor_check_shape_in(function, "grad_output", grad_output,
                        SHAPE(n.batch_size, n.num_queries, n.v));
     return n;
 }
+#define check_backward_shapes(...) check_backward_shapes_in(__func__, __VA_ARGS__)
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), cached weights and
  * dropout scale (B, T, K), grad_output (B, T, v) -> grad_queries (B, T, d),

@@ -41,9 +41,10 @@ typedef struct {
  * values (B, n_k, v) and valid_lens (NULL, (B,) or (B, T), each in [0, n_k])
  * fit together; returns their sizes. Every attention function checks its
  * inputs with this one rule. */
-AttentionSizes attention_check_shapes(const char *func, const Tensor *queries,
-                                      const Tensor *keys, const Tensor *values,
-                                      const ValidLens *valid_lens);
+AttentionSizes attention_check_shapes_in(const char *function, const Tensor *queries,
+                                         const Tensor *keys, const Tensor *values,
+                                         const ValidLens *valid_lens);
+#define attention_check_shapes(...) attention_check_shapes_in(__func__, __VA_ARGS__)
 
 /* queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, v). When attention_weights is not NULL it

@@ -27,7 +27,7 @@ Tensor *grouped_forward_cache(const MultiHeadAttention *layer, const Tensor *que
                               MultiHeadCache *cache)
 {
     const int H = layer->num_heads, G = layer->num_kv_heads;
-    multihead_cache_inputs("grouped_forward", layer, queries, keys, values, valid_lens,
+    multihead_cache_inputs(layer, queries, keys, values, valid_lens,
                            training, rng, cache);
 
     // pass 1: project; the keys and values into G heads, each repeated H / G times

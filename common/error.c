@@ -81,27 +81,25 @@ static void line_parts(const char *name, const char *fmt, va_list args, char **r
     *who_out = who;
 }
 
-/* The line on stderr: the program's name first, once (a program's own line
- * names it already), then "name: reason". */
+/* The line on stderr: the program's name first, when one is named, then
+ * "name: reason" (the reason alone when name is NULL). */
 static void say(const char *name, const char *fmt, va_list args)
 {
     char *reason, *who;
     line_parts(name, fmt, args, &reason, &who);
     const char *why = reason ? reason : fmt, *whom = who ? who : (name ? name : "");
     fflush(stdout);
-    if (the_program != NULL && (name == NULL || strcmp(name, the_program) != 0))
+    if (the_program != NULL)
         fprintf(stderr, "%s: ", the_program);
     fprintf(stderr, *whom ? "%s: %s\n" : "%s%s\n", whom, why);
     free(reason);
     free(who);
 }
 
-int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, va_list args)
+/* error_format's work, on a va_list */
+static void format_line(char *err, size_t err_len, const char *name, const char *fmt,
+                        va_list args)
 {
-    if (err == NULL) {   /* no caller to hand the line to: it goes out as fail's */
-        say(name, fmt, args);
-        return -1;
-    }
     char *reason, *who;
     line_parts(name, fmt, args, &reason, &who);
     const char *why = reason ? reason : fmt, *whom = who ? who : (name ? name : "");
@@ -111,38 +109,43 @@ int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, 
         snprintf(err, err_len, "%s", why);
     free(reason);
     free(who);
-    return -1;
 }
 
 int error_format(char *err, size_t err_len, const char *name, const char *fmt, ...)
 {
+    if (err == NULL)
+        die("no buffer for the line (format \"%s\")", fmt);
     va_list args;
     va_start(args, fmt);
-    error_vformat(err, err_len, name, fmt, args);
+    format_line(err, err_len, name, fmt, args);
     va_end(args);
     return -1;
 }
 
-_Noreturn void die(const char *func, const char *fmt, ...)
+_Noreturn void die_in(const char *function, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    say(func, fmt, args);
+    say(function, fmt, args);
     va_end(args);
     exit(1);
 }
 
-int vfail(const char *fmt, va_list args)
+_Noreturn void cli_fail(const char *prog, const char *fmt, ...)
 {
+    program_name(prog);
+    va_list args;
+    va_start(args, fmt);
     say(NULL, fmt, args);
-    return 1;
+    va_end(args);
+    exit(EXIT_USAGE);
 }
 
 int fail(const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    vfail(fmt, args);
+    say(NULL, fmt, args);
     va_end(args);
     return 1;
 }

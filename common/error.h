@@ -44,26 +44,35 @@
  * own name and gets the program's, and its lines read as the program's. */
 const char *program_name(const char *name);
 
-/* A bug: "[prog: ]func: message" on stderr, then exit(1). printf-style;
- * func may be NULL. */
-_Noreturn void die(const char *func, const char *fmt, ...)
+/* A bug: "[prog: ]function: message" on stderr, then exit(1); printf-style.
+ *     die("valid_lens has %d rows, expected %d", rows, batch);
+ * die is a macro: the function named is the one die is written in, its
+ * __func__, so no caller spells a name. A check made on a caller's behalf
+ * (tensor_check_shape, CHECKED_MALLOC, head_size) is a macro the same way,
+ * over a function of the same name with _in that takes the caller's
+ * __func__ and passes it to die_in: the line names the caller, and no
+ * caller passes a name by hand. */
+#define die(...) die_in(__func__, __VA_ARGS__)
+_Noreturn void die_in(const char *function, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* A fault: "[prog: ]message" on stderr; returns 1, the exit status.
- * printf-style. vfail is the same for a function that takes a va_list. */
+/* A fault: "[prog: ]message" on stderr; returns 1, the exit status, for
+ * the caller to return as it is. printf-style. */
 int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int vfail(const char *fmt, va_list args) __attribute__((format(printf, 1, 0)));
+
+/* A wrong command line: fail's line, printf-style, then exit 2 (EXIT_USAGE).
+ * prog names the program when nothing has named it yet (program_name). */
+enum { EXIT_USAGE = 2 };
+_Noreturn void cli_fail(const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The error line into a buffer, for a function whose caller says it:
  * "name: reason" in err (err_len bytes), reason printf-style, name NULL for
  * the reason alone. When the two do not fit, the name loses its middle,
  * never the reason. A character that would break the line (a newline in a
  * file name) is written as an escape ("\n"), here as in die and fail, so an
- * error is always one line. err NULL (a caller that gave no buffer): the
- * line goes to stderr as fail's does. Returns -1, for the function to
- * return. */
+ * error is always one line. The buffer must be given: err NULL is a bug
+ * (die). Returns -1, for the function to return. */
 int error_format(char *err, size_t err_len, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int error_vformat(char *err, size_t err_len, const char *name, const char *fmt, va_list args)
-    __attribute__((format(printf, 4, 0)));
 
 #endif

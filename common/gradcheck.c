@@ -11,7 +11,7 @@
 Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, double eps)
 {
     if (!(eps > 0.0))
-        die(__func__, "the step eps must be positive, got %g", eps);
+        die("the step eps must be positive, got %g", eps);
     Tensor *grad = tensor_zeros(x->ndim, x->shape);
     for (size_t i = 0; i < x->size; i++) {
         const float saved = x->data[i];
@@ -26,7 +26,7 @@ Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, doubl
         x->data[i] = saved;
         const double step = (double)up - (double)down;
         if (step == 0.0)
-            die(__func__, "eps %g is below the float spacing at %g: "
+            die("eps %g is below the float spacing at %g: "
                 "the element did not move", eps, (double)saved);
         grad->data[i] = (float)((loss_up - loss_down) / step);
     }
@@ -36,7 +36,7 @@ Tensor *gradcheck_numeric(double (*loss)(void *ctx), void *ctx, Tensor *x, doubl
 /* a, b (the same shape) -> max |a - b| / max(max |b|, tiny) */
 double gradcheck_rel_error(const Tensor *a, const Tensor *b)
 {
-    tensor_check_shape("gradcheck_rel_error", "a", a, b->ndim, b->shape);
+    tensor_check_shape("a", a, b->ndim, b->shape);
     double max_diff = 0.0, max_ref = 0.0;
     for (size_t i = 0; i < a->size; i++) {
         const double diff = fabs((double)a->data[i] - (double)b->data[i]);
@@ -55,7 +55,7 @@ double gradcheck_rel_error(const Tensor *a, const Tensor *b)
 
 double gradcheck_dot_loss(const Tensor *out, const Tensor *g)
 {
-    tensor_check_shape("gradcheck_dot_loss", "g", g, out->ndim, out->shape);
+    tensor_check_shape("g", g, out->ndim, out->shape);
     double sum = 0.0;
     for (size_t i = 0; i < out->size; i++)
         sum += (double)out->data[i] * g->data[i];
@@ -66,13 +66,14 @@ double gradcheck_dot_loss(const Tensor *out, const Tensor *g)
 
 enum { MAX_N = ATTENTION64_MAX_TOKENS };
 
-static void check_sizes(const char *func, const Attention64 *p)
+static void check_sizes_in(const char *function, const Attention64 *p)
 {
     if (p->n < 1 || p->n > ATTENTION64_MAX_TOKENS || p->d < 1 ||
         p->d > ATTENTION64_MAX_HIDDENS)
-        die(func, "n %d and d %d must be 1 to %d and 1 to %d", p->n, p->d,
+        die_in(function, "n %d and d %d must be 1 to %d and 1 to %d", p->n, p->d,
             ATTENTION64_MAX_TOKENS, ATTENTION64_MAX_HIDDENS);
 }
+#define check_sizes(...) check_sizes_in(__func__, __VA_ARGS__)
 
 /* q, k (n, d) -> P = softmax(q k^T / sqrt(d)) (n, n) */
 static void weights64(const Attention64 *p, double *P)
@@ -96,7 +97,7 @@ static void weights64(const Attention64 *p, double *P)
 
 double attention64_loss(const Attention64 *p)
 {
-    check_sizes("attention64_loss", p);
+    check_sizes(p);
     const int n = p->n, d = p->d;
     double P[MAX_N * MAX_N], loss = 0.0;
     weights64(p, P);
@@ -112,7 +113,7 @@ double attention64_loss(const Attention64 *p)
 
 void attention64_grads(const Attention64 *p, double *grad)
 {
-    check_sizes("attention64_grads", p);
+    check_sizes(p);
     const int n = p->n, d = p->d, nd = n * d;
     double P[MAX_N * MAX_N], dS[MAX_N * MAX_N];
     weights64(p, P);

@@ -52,20 +52,20 @@ bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
     return false;
 }
 
-int head_size(const char *func, int num_hiddens, int num_heads)
+int head_size_in(const char *function, int num_hiddens, int num_heads)
 {
     char why[160];
     if (!heads_split(num_hiddens, num_heads, "num_hiddens", "num_heads", why, sizeof why))
-        die(func, "%s", why);
+        die_in(function, "%s", why);
     return num_hiddens / num_heads;
 }
 
 /* x (B, T, D) -> out (B*H, T, d) */
 Tensor *transpose_qkv(const Tensor *x, int num_heads)
 {
-    tensor_check_shape("transpose_qkv", "x", x, SHAPE(-1, -1, -1));
+    tensor_check_shape("x", x, SHAPE(-1, -1, -1));
     const int B = x->shape[0], T = x->shape[1], D = x->shape[2], H = num_heads;
-    const int d = head_size("transpose_qkv", D, H);
+    const int d = head_size(D, H);
 
     Tensor *out = tensor_zeros(SHAPE(B * H, T, d));
     for (int b = 0; b < B; b++)
@@ -83,12 +83,12 @@ Tensor *transpose_qkv(const Tensor *x, int num_heads)
 /* x (B*H, T, d) -> out (B, T, D) */
 Tensor *transpose_output(const Tensor *x, int num_heads)
 {
-    tensor_check_shape("transpose_output", "x", x, SHAPE(-1, -1, -1));
+    tensor_check_shape("x", x, SHAPE(-1, -1, -1));
     const int H = num_heads, T = x->shape[1], d = x->shape[2];
     if (H < 1)
-        die(__func__, "num_heads must be at least 1, got %d", H);
+        die("num_heads must be at least 1, got %d", H);
     if (x->shape[0] % H != 0)
-        die(__func__, "the first size %d of x (batch_size * num_heads) "
+        die("the first size %d of x (batch_size * num_heads) "
             "does not divide by num_heads %d", x->shape[0], H);
     const int B = x->shape[0] / H, D = H * d;
 
@@ -136,29 +136,30 @@ bool kv_heads_split(int num_heads, int num_kv_heads, const char *heads_name,
     return false;
 }
 
-void require_kv_heads(const char *func, int num_heads, int num_kv_heads)
+void require_kv_heads_in(const char *function, int num_heads, int num_kv_heads)
 {
     char why[160];
     if (!kv_heads_split(num_heads, num_kv_heads, "num_heads", "num_kv_heads", why, sizeof why))
-        die(func, "%s", why);
+        die_in(function, "%s", why);
 }
 
 /* Stop unless G divides H and x (B*heads, T, d) has a first size that
  * divides by heads (G or H, whichever x is split into); returns B. */
-static int kv_batch_size(const char *func, const Tensor *x, int num_kv_heads, int num_heads,
-                         int heads)
+static int kv_batch_size_in(const char *function, const Tensor *x, int num_kv_heads, int num_heads,
+                            int heads)
 {
-    tensor_check_shape(func, "x", x, SHAPE(-1, -1, -1));
-    require_kv_heads(func, num_heads, num_kv_heads);
+    tensor_check_shape_in(function, "x", x, SHAPE(-1, -1, -1));
+    require_kv_heads_in(function, num_heads, num_kv_heads);
     if (x->shape[0] % heads != 0)
-        die(func, "the first size %d of x does not divide by its %d heads", x->shape[0], heads);
+        die_in(function, "the first size %d of x does not divide by its %d heads", x->shape[0], heads);
     return x->shape[0] / heads;
 }
+#define kv_batch_size(...) kv_batch_size_in(__func__, __VA_ARGS__)
 
 /* x (B*G, T, d) -> out (B*H, T, d) */
 Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads)
 {
-    const int B = kv_batch_size("repeat_kv_heads", x, num_kv_heads, num_heads, num_kv_heads);
+    const int B = kv_batch_size(x, num_kv_heads, num_heads, num_kv_heads);
     const int G = num_kv_heads, H = num_heads, group = H / G;
     const size_t head_floats = (size_t)x->shape[1] * x->shape[2];   /* T * d */
 
@@ -179,7 +180,7 @@ Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads)
  * H / G query heads, so its gradient is the sum of theirs, in head order */
 Tensor *repeat_kv_heads_backward(const Tensor *grad, int num_kv_heads, int num_heads)
 {
-    const int B = kv_batch_size("repeat_kv_heads_backward", grad, num_kv_heads, num_heads,
+    const int B = kv_batch_size(grad, num_kv_heads, num_heads,
                                 num_heads);
     const int G = num_kv_heads, H = num_heads, group = H / G;
     const size_t head_floats = (size_t)grad->shape[1] * grad->shape[2];   /* T * d */
@@ -224,7 +225,7 @@ ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_hea
         return NULL;   /* no mask stays no mask */
     const int H = num_heads, B = valid_lens->shape[0];
     if (H < 1)
-        die(__func__, "num_heads must be at least 1, got %d", H);
+        die("num_heads must be at least 1, got %d", H);
     const int per_row = valid_lens->ndim == 2 ? valid_lens->shape[1] : 1;
 
     /* Row b*H + h is head h of sequence b, so sequence b's lengths are

@@ -35,7 +35,8 @@
  * dies with the same message, naming func (error.h). */
 bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
                  const char *heads_name, char *err, size_t err_len);
-int head_size(const char *func, int num_hiddens, int num_heads);
+int head_size_in(const char *function, int num_hiddens, int num_heads);
+#define head_size(...) head_size_in(__func__, __VA_ARGS__)
 
 Tensor *transpose_qkv(const Tensor *x, int num_heads);
 Tensor *transpose_output(const Tensor *x, int num_heads);
@@ -55,7 +56,8 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T,
  * naming func when they do not fit (a bug). */
 bool kv_heads_split(int num_heads, int num_kv_heads, const char *heads_name,
                     const char *kv_heads_name, char *err, size_t err_len);
-void require_kv_heads(const char *func, int num_heads, int num_kv_heads);
+void require_kv_heads_in(const char *function, int num_heads, int num_kv_heads);
+#define require_kv_heads(...) require_kv_heads_in(__func__, __VA_ARGS__)
 
 /* Grouped-query attention (05_multihead/decoding.md): G key-value heads
  * serve H query heads, H / G each, so query head h reads key-value head

@@ -15,14 +15,13 @@
 Tensor *nadaraya_watson(const Tensor *x_train, const Tensor *y_train, const Tensor *x_query,
                         float sigma, Tensor **weights)
 {
-    static const char func[] = "nadaraya_watson";
-    tensor_check_shape(func, "x_train", x_train, SHAPE(-1));
+    tensor_check_shape("x_train", x_train, SHAPE(-1));
     const int n = x_train->shape[0];
-    tensor_check_shape(func, "y_train", y_train, SHAPE(n));
-    tensor_check_shape(func, "x_query", x_query, SHAPE(-1));
+    tensor_check_shape("y_train", y_train, SHAPE(n));
+    tensor_check_shape("x_query", x_query, SHAPE(-1));
     const int m = x_query->shape[0];
     if (!(sigma > 0.0f) || !isfinite(sigma))
-        die(func, "sigma must be a finite number above 0, got %g", (double)sigma);
+        die("sigma must be a finite number above 0, got %g", (double)sigma);
 
     Tensor *w = tensor_zeros(SHAPE(m, n));
     Tensor *y_hat = tensor_zeros(SHAPE(m));

@@ -37,13 +37,12 @@ static size_t cache_floats(const KVCache *cache)   /* B * G * T_max * d */
 
 KVCache *kv_cache_new(int batch_size, int num_kv_heads, int capacity, int head_size)
 {
-    const char *func = __func__;
     if (batch_size < 1 || num_kv_heads < 1 || capacity < 1 || head_size < 1)
-        die(func, "sizes must be positive: batch_size %d, num_kv_heads %d, capacity %d, "
+        die("sizes must be positive: batch_size %d, num_kv_heads %d, capacity %d, "
             "head_size %d", batch_size, num_kv_heads, capacity, head_size);
     const double bytes = kv_cache_bytes(batch_size, num_kv_heads, capacity, head_size);
     if (bytes / 2 > (double)(SIZE_MAX / 2))
-        die(func, "a cache of %.3g bytes does not fit in this machine's addresses", bytes);
+        die("a cache of %.3g bytes does not fit in this machine's addresses", bytes);
     KVCache *cache = CHECKED_CALLOC(1, sizeof *cache);
     *cache = (KVCache){batch_size, num_kv_heads, capacity, head_size, 0, NULL, NULL};
     cache->keys = map_floats(cache_floats(cache));
@@ -52,7 +51,7 @@ KVCache *kv_cache_new(int batch_size, int num_kv_heads, int capacity, int head_s
         char text[32];
         bytes_text(text, sizeof text, bytes);
         kv_cache_free(cache);
-        die(func, "out of memory: a cache of %d tokens needs %s", capacity, text);
+        die("out of memory: a cache of %d tokens needs %s", capacity, text);
     }
     return cache;
 }
@@ -85,12 +84,11 @@ float *kv_cache_value(const KVCache *cache, int b, int g, int t)
 /* k, v (B, G*d) -> row T of every head of every sequence */
 void kv_cache_append(KVCache *cache, const Tensor *k, const Tensor *v)
 {
-    const char *func = __func__;
     const int B = cache->batch_size, G = cache->num_kv_heads, d = cache->head_size;
-    tensor_check_shape(func, "k", k, SHAPE(B, G * d));
-    tensor_check_shape(func, "v", v, SHAPE(B, G * d));
+    tensor_check_shape("k", k, SHAPE(B, G * d));
+    tensor_check_shape("v", v, SHAPE(B, G * d));
     if (cache->length == cache->capacity)
-        die(func, "the cache is full: its capacity is %d tokens", cache->capacity);
+        die("the cache is full: its capacity is %d tokens", cache->capacity);
     const int t = cache->length;
     for (int b = 0; b < B; b++)
         for (int g = 0; g < G; g++) {
@@ -135,16 +133,15 @@ static void attend_to_cache(const KVCache *cache, int b, int g, const float *q_r
 /* token (B, D) -> output (B, D) */
 Tensor *decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token)
 {
-    const char *func = __func__;
     const int H = layer->num_heads, G = layer->num_kv_heads, D = layer->num_hiddens;
     const int d = D / H, B = cache->batch_size;
     if (layer->query_size != D || layer->key_size != D || layer->value_size != D)
-        die(func, "a decoder's layer attends over its own tokens: query, key and value "
+        die("a decoder's layer attends over its own tokens: query, key and value "
             "sizes must be num_hiddens %d, got %d, %d, %d", D, layer->query_size,
             layer->key_size, layer->value_size);
-    tensor_check_shape(func, "token", token, SHAPE(B, D));
+    tensor_check_shape("token", token, SHAPE(B, D));
     if (cache->num_kv_heads != G || cache->head_size != d)
-        die(func, "the cache has %d heads of %d, the layer %d key-value heads of %d",
+        die("the cache has %d heads of %d, the layer %d key-value heads of %d",
             cache->num_kv_heads, cache->head_size, G, d);
 
     // pass 1: project the new token only; the earlier ones are in the cache
@@ -187,7 +184,7 @@ static Tensor *token_at(const Tensor *x, int t)
 /* tokens (B, T, D) -> outputs (B, T, D) */
 Tensor *decode_sequence(const MultiHeadAttention *layer, const Tensor *tokens)
 {
-    tensor_check_shape("decode_sequence", "tokens", tokens, SHAPE(-1, -1, layer->query_size));
+    tensor_check_shape("tokens", tokens, SHAPE(-1, -1, layer->query_size));
     const int B = tokens->shape[0], T = tokens->shape[1], D = layer->num_hiddens;
     KVCache *cache = kv_cache_new(B, layer->num_kv_heads, T, D / layer->num_heads);
     Tensor *outputs = tensor_zeros(SHAPE(B, T, D));

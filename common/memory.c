@@ -12,24 +12,24 @@
 #include "error.h"
 #include "platform.h"
 
-void *checked_calloc(const char *func, size_t count, size_t elem)
+void *checked_calloc_in(const char *function, size_t count, size_t elem)
 {
     if (elem != 0 && count > SIZE_MAX / elem)
-        die(func, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
+        die_in(function, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
     void *p = calloc(count ? count : 1, elem ? elem : 1);
     if (p == NULL)
-        die(func, "out of memory allocating %zu bytes (%.1f MB)",
+        die_in(function, "out of memory allocating %zu bytes (%.1f MB)",
             count * elem, (double)(count * elem) / 1e6);
     return p;
 }
 
-void *checked_malloc(const char *func, size_t count, size_t elem)
+void *checked_malloc_in(const char *function, size_t count, size_t elem)
 {
     if (elem != 0 && count > SIZE_MAX / elem)
-        die(func, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
+        die_in(function, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
     void *p = malloc(count * elem > 0 ? count * elem : 1);
     if (p == NULL)
-        die(func, "out of memory allocating %zu bytes (%.1f MB)",
+        die_in(function, "out of memory allocating %zu bytes (%.1f MB)",
             count * elem, (double)(count * elem) / 1e6);
     return p;
 }
@@ -94,10 +94,10 @@ int memory_check(double need, const char *detail, const char *hint, char *err, s
                         detail ? ")" : "", what, have_text, hint);
 }
 
-void memory_require(double need, const char *detail, const char *hint)
+int memory_require(double need, const char *detail, const char *hint)
 {
     char err[512];
     if (memory_check(need, detail, hint, err, sizeof err) == 0)
-        return;
-    exit(fail("%s", err));
+        return 0;
+    return fail("%s", err);
 }

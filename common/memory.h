@@ -22,10 +22,10 @@
  * static helper by its own name; a helper that allocates on behalf of a
  * caller it is given (fast_tensor_zeros(func, ...)) passes that name to
  * the functions. A request for 0 bytes returns a valid pointer to free. */
-#define CHECKED_MALLOC(count, elem) checked_malloc(__func__, (count), (elem))
-#define CHECKED_CALLOC(count, elem) checked_calloc(__func__, (count), (elem))
-void *checked_malloc(const char *func, size_t count, size_t elem);
-void *checked_calloc(const char *func, size_t count, size_t elem);
+#define CHECKED_MALLOC(count, elem) checked_malloc_in(__func__, (count), (elem))
+#define CHECKED_CALLOC(count, elem) checked_calloc_in(__func__, (count), (elem))
+void *checked_malloc_in(const char *function, size_t count, size_t elem);
+void *checked_calloc_in(const char *function, size_t count, size_t elem);
 
 /* Bytes a program may hope to allocate: the physical memory, or the
  * address-space limit (ulimit -v) when that is smaller; *what names which
@@ -42,9 +42,13 @@ size_t memory_available(const char **what);
  *   "this run needs about 34.4 GB of memory (two (65536, 65536) matrices),
  *    more than the machine's memory, 25.3 GB: use a smaller --cost-max" */
 int memory_check(double need, const char *detail, const char *hint, char *err, size_t err_len);
-/* For a program, before its work: the same check, and when need does not
- * fit, that line on stderr (error.h's fail), then exit 1. */
-void memory_require(double need, const char *detail, const char *hint);
+/* For a program, before its work: the same check; 0 when need fits, else
+ * that line on stderr and fail's status, for the program to return:
+ *     const int status = memory_require(need, "the weights", "use fewer keys");
+ *     if (status != 0)
+ *         return status; */
+int memory_require(double need, const char *detail, const char *hint)
+    __attribute__((warn_unused_result));
 /* "17.2 GB": bytes as a person reads them, in powers of 1000. */
 void bytes_text(char *buf, size_t len, double bytes);
 

@@ -44,17 +44,18 @@ static void draw_linear(Rng *rng, int out_features, int fan_in, bool with_bias,
 
 /* Stops, naming func, unless the sizes are positive, num_heads splits
  * num_hiddens and dropout is in [0, 1); returns the head size d. */
-static int check_layer_sizes(const char *func, int query_size, int key_size, int value_size,
-                             int num_hiddens, int num_heads, float dropout)
+static int check_layer_sizes_in(const char *function, int query_size, int key_size, int value_size,
+                                int num_hiddens, int num_heads, float dropout)
 {
     if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
-        die(func, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
+        die_in(function, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
             "num_hiddens %d", query_size, key_size, value_size, num_hiddens);
-    const int d = head_size(func, num_hiddens, num_heads);   /* dies unless H splits D */
+    const int d = head_size_in(function, num_hiddens, num_heads);   /* dies unless H splits D */
     if (!(dropout >= 0.0f && dropout < 1.0f))
-        die(func, "dropout must be in [0, 1), got %g", (double)dropout);
+        die_in(function, "dropout must be in [0, 1), got %g", (double)dropout);
     return d;
 }
+#define check_layer_sizes(...) check_layer_sizes_in(__func__, __VA_ARGS__)
 
 /* The layer around its parameters (W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o),
  * whose sizes its constructor has checked; the sizes read from them. */
@@ -71,20 +72,20 @@ static MultiHeadAttention layer_of(int num_heads, int num_kv_heads, float dropou
 }
 
 /* layer_of, on the heap (multihead_free frees it) */
-static MultiHeadAttention *layer_new(const char *func, int num_heads, int num_kv_heads,
-                                     float dropout, Tensor *const p[MULTIHEAD_PARAMETERS])
+static MultiHeadAttention *layer_new_in(const char *function, int num_heads, int num_kv_heads,
+                                        float dropout, Tensor *const p[MULTIHEAD_PARAMETERS])
 {
-    MultiHeadAttention *layer = checked_calloc(func, 1, sizeof *layer);
+    MultiHeadAttention *layer = checked_calloc_in(function, 1, sizeof *layer);
     *layer = layer_of(num_heads, num_kv_heads, dropout, p);
     return layer;
 }
+#define layer_new(...) layer_new_in(__func__, __VA_ARGS__)
 
 MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
                                   bool bias, Rng *rng)
 {
-    const char *func = __func__;
-    check_layer_sizes(func, query_size, key_size, value_size, num_hiddens, num_heads, dropout);
+    check_layer_sizes(query_size, key_size, value_size, num_hiddens, num_heads, dropout);
 
     /* Drawn in a fixed order, each weight followed by its bias, so a seed
      * names one layer. */
@@ -94,7 +95,7 @@ MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
     draw_linear(rng, D, key_size, bias, &W_k, &b_k);     /* W_k (D, Dk), b_k (D,) */
     draw_linear(rng, D, value_size, bias, &W_v, &b_v);   /* W_v (D, Dv), b_v (D,) */
     draw_linear(rng, D, D, bias, &W_o, &b_o);            /* W_o (D, D),  b_o (D,) */
-    return layer_new(func, num_heads, num_heads, dropout,
+    return layer_new(num_heads, num_heads, dropout,
                      (Tensor *const[]){W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o});
 }
 
@@ -104,10 +105,9 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
                                           int num_hiddens, int num_heads, int num_kv_heads,
                                           float dropout, bool bias, Rng *rng)
 {
-    const char *func = __func__;
-    const int d = check_layer_sizes(func, query_size, key_size, value_size, num_hiddens,
+    const int d = check_layer_sizes(query_size, key_size, value_size, num_hiddens,
                                     num_heads, dropout);
-    require_kv_heads(func, num_heads, num_kv_heads);
+    require_kv_heads(num_heads, num_kv_heads);
 
     const int D = num_hiddens, kv_rows = num_kv_heads * d;   /* G*d */
     Tensor *W_q, *W_k, *W_v, *W_o, *b_q, *b_k, *b_v, *b_o;
@@ -115,31 +115,30 @@ MultiHeadAttention *multihead_new_grouped(int query_size, int key_size, int valu
     draw_linear(rng, kv_rows, key_size, bias, &W_k, &b_k);     /* W_k (G*d, Dk) */
     draw_linear(rng, kv_rows, value_size, bias, &W_v, &b_v);   /* W_v (G*d, Dv) */
     draw_linear(rng, D, D, bias, &W_o, &b_o);
-    return layer_new(func, num_heads, num_kv_heads, dropout,
+    return layer_new(num_heads, num_kv_heads, dropout,
                      (Tensor *const[]){W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o});
 }
 
 MultiHeadAttention multihead_from_weights(int num_heads, int num_kv_heads,
                                           Tensor *const params[MULTIHEAD_PARAMETERS])
 {
-    const char *func = __func__;
     Tensor *W_q = params[0], *W_k = params[1], *W_v = params[2], *W_o = params[3];
     Tensor *b_q = params[4], *b_k = params[5], *b_v = params[6], *b_o = params[7];
-    tensor_check_shape(func, "W_q", W_q, SHAPE(-1, -1));
-    const int D = W_q->shape[0], d = head_size(func, D, num_heads);
-    require_kv_heads(func, num_heads, num_kv_heads);
+    tensor_check_shape("W_q", W_q, SHAPE(-1, -1));
+    const int D = W_q->shape[0], d = head_size(D, num_heads);
+    require_kv_heads(num_heads, num_kv_heads);
     const int kv_rows = num_kv_heads * d;   /* G*d */
-    tensor_check_shape(func, "W_k", W_k, SHAPE(kv_rows, -1));
-    tensor_check_shape(func, "W_v", W_v, SHAPE(kv_rows, -1));
-    tensor_check_shape(func, "W_o", W_o, SHAPE(D, D));
+    tensor_check_shape("W_k", W_k, SHAPE(kv_rows, -1));
+    tensor_check_shape("W_v", W_v, SHAPE(kv_rows, -1));
+    tensor_check_shape("W_o", W_o, SHAPE(D, D));
     const bool bias = b_q != NULL;
     if ((b_k != NULL) != bias || (b_v != NULL) != bias || (b_o != NULL) != bias)
-        die(func, "the biases b_q, b_k, b_v and b_o are all four given or none");
+        die("the biases b_q, b_k, b_v and b_o are all four given or none");
     if (bias) {
-        tensor_check_shape(func, "b_q", b_q, SHAPE(D));
-        tensor_check_shape(func, "b_k", b_k, SHAPE(kv_rows));
-        tensor_check_shape(func, "b_v", b_v, SHAPE(kv_rows));
-        tensor_check_shape(func, "b_o", b_o, SHAPE(D));
+        tensor_check_shape("b_q", b_q, SHAPE(D));
+        tensor_check_shape("b_k", b_k, SHAPE(kv_rows));
+        tensor_check_shape("b_v", b_v, SHAPE(kv_rows));
+        tensor_check_shape("b_o", b_o, SHAPE(D));
     }
     return layer_of(num_heads, num_kv_heads, 0.0f, params);
 }
@@ -156,28 +155,30 @@ void multihead_free(MultiHeadAttention *layer)
 /* Stops, naming func, unless queries (B, T, Dq), keys (B, K, Dk), values
  * (B, K, Dv) and valid_lens fit the layer, and dropout in training mode has
  * a generator to draw from. */
-static void check_inputs(const char *func, const MultiHeadAttention *layer,
-                         const Tensor *queries, const Tensor *keys, const Tensor *values,
-                         const ValidLens *valid_lens, bool training, const Rng *rng)
+static void check_inputs_in(const char *function, const MultiHeadAttention *layer,
+                            const Tensor *queries, const Tensor *keys, const Tensor *values,
+                            const ValidLens *valid_lens, bool training, const Rng *rng)
 {
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
+    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0];
-    tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
+    tensor_check_shape_in(function, "keys", keys, SHAPE(B, -1, layer->key_size));
     const int K = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check(func, valid_lens, B, queries->shape[1], K);
+    tensor_check_shape_in(function, "values", values, SHAPE(B, K, layer->value_size));
+    valid_lens_check_in(function, valid_lens, B, queries->shape[1], K);
     if (training && layer->dropout > 0.0f && rng == NULL)
-        die(func, "dropout in training mode needs a random generator, got NULL");
+        die_in(function, "dropout in training mode needs a random generator, got NULL");
 }
+#define check_inputs(...) check_inputs_in(__func__, __VA_ARGS__)
 
 /* Stops, naming func, when the layer shares its key-value heads (G < H):
  * that layer has a forward of its own (attention_layer.h). */
-static void check_all_kv_heads(const char *func, const MultiHeadAttention *layer)
+static void check_all_kv_heads_in(const char *function, const MultiHeadAttention *layer)
 {
     if (layer->num_kv_heads != layer->num_heads)
-        die(func, "the layer shares %d key-value heads between %d query heads: run it with "
+        die_in(function, "the layer shares %d key-value heads between %d query heads: run it with "
             "grouped_forward_cache (attention_layer.h)", layer->num_kv_heads, layer->num_heads);
 }
+#define check_all_kv_heads(...) check_all_kv_heads_in(__func__, __VA_ARGS__)
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D), attention_weights (B, H, T, K).
@@ -189,9 +190,8 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
                           const ValidLens *valid_lens, bool training, Rng *rng,
                           Tensor **attention_weights)
 {
-    const char *func = __func__;
-    check_all_kv_heads(func, layer);
-    check_inputs(func, layer, queries, keys, values, valid_lens, training, rng);
+    check_all_kv_heads(layer);
+    check_inputs(layer, queries, keys, values, valid_lens, training, rng);
     const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
     const int H = layer->num_heads;
 
@@ -231,12 +231,12 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
     return output;
 }
 
-void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
-                            const Tensor *queries, const Tensor *keys, const Tensor *values,
-                            const ValidLens *valid_lens, bool training, Rng *rng,
-                            MultiHeadCache *cache)
+void multihead_cache_inputs_in(const char *function, const MultiHeadAttention *layer,
+                               const Tensor *queries, const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, bool training, Rng *rng,
+                               MultiHeadCache *cache)
 {
-    check_inputs(func, layer, queries, keys, values, valid_lens, training, rng);
+    check_inputs_in(function, layer, queries, keys, values, valid_lens, training, rng);
     *cache = (MultiHeadCache){.queries = queries, .keys = keys, .values = values,
                               .valid_lens = valid_lens};
 }
@@ -250,9 +250,8 @@ Tensor *multihead_forward_cache(const MultiHeadAttention *layer, const Tensor *q
                                const ValidLens *valid_lens, bool training, Rng *rng,
                                MultiHeadCache *cache)
 {
-    const char *func = __func__;
-    check_all_kv_heads(func, layer);
-    multihead_cache_inputs(func, layer, queries, keys, values, valid_lens, training, rng, cache);
+    check_all_kv_heads(layer);
+    multihead_cache_inputs(layer, queries, keys, values, valid_lens, training, rng, cache);
     const int H = layer->num_heads;
 
     // pass 1: project, then give every head its own (T, d) or (K, d) matrix
@@ -338,7 +337,7 @@ void multihead_attend_backward(const MultiHeadAttention *layer, const MultiHeadC
                                const Tensor *grad_output, MultiHeadGrads *grads,
                                Tensor **grad_concat, Tensor **d_Q, Tensor **d_K, Tensor **d_V)
 {
-    tensor_check_shape("multihead_backward", "grad_output", grad_output,
+    tensor_check_shape("grad_output", grad_output,
                        cache->concat->ndim, cache->concat->shape);
 
     // pass 3 backwards: dW_o += dO^T concat, db_o += column sums of dO,

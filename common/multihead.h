@@ -146,10 +146,11 @@ void multihead_cache_free(MultiHeadCache *cache);
 
 /* The inputs checked against the layer (the messages name func) and kept,
  * borrowed, in cache; everything else in cache set to NULL. */
-void multihead_cache_inputs(const char *func, const MultiHeadAttention *layer,
-                            const Tensor *queries, const Tensor *keys, const Tensor *values,
-                            const ValidLens *valid_lens, bool training, Rng *rng,
-                            MultiHeadCache *cache);
+void multihead_cache_inputs_in(const char *function, const MultiHeadAttention *layer,
+                               const Tensor *queries, const Tensor *keys, const Tensor *values,
+                               const ValidLens *valid_lens, bool training, Rng *rng,
+                               MultiHeadCache *cache);
+#define multihead_cache_inputs(...) multihead_cache_inputs_in(__func__, __VA_ARGS__)
 /* Passes 2 and 3: cache->Q (B*H, T, d), cache->K and cache->V (B*H, n_k, d)
  * -> output (B, T, D), the weights and concat kept in cache. */
 Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rng,

@@ -34,8 +34,8 @@ void matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n
     free(b_t);
 }
 
-Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool transposed,
-                       ProductSizes *sizes)
+Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b, bool transposed,
+                          ProductSizes *sizes)
 {
     char sa[80], sb[80];
     bool ok = (a->ndim == 2 && b->ndim == 2) ||
@@ -50,7 +50,7 @@ Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool 
     n.n = transposed ? n.b_rows : n.b_cols;
     ok = ok && (transposed ? n.b_cols : n.b_rows) == n.k;
     if (!ok)
-        die(func, "shapes do not fit: %s and %s%s",
+        die_in(function, "shapes do not fit: %s and %s%s",
             shape_str(sa, sizeof sa, a->ndim, a->shape),
             shape_str(sb, sizeof sb, b->ndim, b->shape),
             transposed ? " (the second is transposed: it needs the same last size)" : "");
@@ -59,10 +59,10 @@ Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool 
 }
 
 /* (batch, m, k) with B's two sizes; transposed says which of B's sizes is k. */
-static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool transposed)
+static Tensor *product_in(const char *function, const Tensor *a, const Tensor *b, bool transposed)
 {
     ProductSizes n;
-    Tensor *c = product_output(func, a, b, transposed, &n);
+    Tensor *c = product_output_in(function, a, b, transposed, &n);
     for (int i = 0; i < n.batch; i++) {
         const float *a_mat = a->data + (size_t)i * n.m * n.k;
         const float *b_mat = b->data + (size_t)i * n.b_rows * n.b_cols;
@@ -74,43 +74,44 @@ static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool 
     }
     return c;
 }
+#define product(...) product_in(__func__, __VA_ARGS__)
 
 Tensor *matmul(const Tensor *a, const Tensor *b)
 {
-    return product("matmul", a, b, false);
+    return product(a, b, false);
 }
 
 Tensor *matmul_bt(const Tensor *a, const Tensor *b)
 {
-    return product("matmul_bt", a, b, true);
+    return product(a, b, true);
 }
 
-void linear_shape(const char *func, const Tensor *x, const Tensor *weight, const Tensor *bias,
-                  int y_shape[TENSOR_MAX_DIMS], int *rows)
+void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight, const Tensor *bias,
+                     int y_shape[TENSOR_MAX_DIMS], int *rows)
 {
     int in = x->shape[x->ndim - 1];
-    tensor_check_shape(func, "weight", weight, SHAPE(-1, in));
+    tensor_check_shape_in(function, "weight", weight, SHAPE(-1, in));
     int out = weight->shape[0];
     if (bias != NULL)
-        tensor_check_shape(func, "bias", bias, SHAPE(out));
+        tensor_check_shape_in(function, "bias", bias, SHAPE(out));
     /* Every row of x, whatever the leading dims, is one input vector. */
     *rows = (int)(x->size / (size_t)in);
     memcpy(y_shape, x->shape, TENSOR_MAX_DIMS * sizeof *y_shape);
     y_shape[x->ndim - 1] = out;
 }
 
-Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
-                      const Tensor *bias, int *rows)
+Tensor *linear_output_in(const char *function, const Tensor *x, const Tensor *weight,
+                         const Tensor *bias, int *rows)
 {
     int y_shape[TENSOR_MAX_DIMS];
-    linear_shape(func, x, weight, bias, y_shape, rows);
+    linear_shape_in(function, x, weight, bias, y_shape, rows);
     return tensor_zeros(x->ndim, y_shape);
 }
 
 Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
 {
     int rows;
-    Tensor *y = linear_output("linear", x, weight, bias, &rows);
+    Tensor *y = linear_output(x, weight, bias, &rows);
     int in = x->shape[x->ndim - 1], out = weight->shape[0];
     matmul_bt_raw(x->data, weight->data, y->data, rows, in, out);
     if (bias != NULL)
@@ -125,17 +126,16 @@ Tensor *linear(const Tensor *x, const Tensor *weight, const Tensor *bias)
 Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                         Tensor *grad_weight, Tensor *grad_bias)
 {
-    const char *func = __func__;
     int rows;
     /* grad_y has the forward's output shape: the same rule checks both. */
     int y_shape[TENSOR_MAX_DIMS];
-    linear_shape(func, x, weight, NULL, y_shape, &rows);
-    tensor_check_shape(func, "grad_y", grad_y, x->ndim, y_shape);
+    linear_shape(x, weight, NULL, y_shape, &rows);
+    tensor_check_shape("grad_y", grad_y, x->ndim, y_shape);
     const int in = x->shape[x->ndim - 1], out = weight->shape[0];
     if (grad_weight != NULL)
-        tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
+        tensor_check_shape("grad_weight", grad_weight, SHAPE(out, in));
     if (grad_bias != NULL)
-        tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
+        tensor_check_shape("grad_bias", grad_bias, SHAPE(out));
 
     // backwards through y = x W^T: each y[r, j] = sum_i x[r, i] W[j, i] reaches
     // x[r, i] through W[j, i] and W[j, i] through x[r, i].

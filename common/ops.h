@@ -55,17 +55,20 @@ typedef struct {
     int m, k, n;        /* A (m, k), C (m, n) */
     int b_rows, b_cols; /* B as stored: (k, n), or (n, k) when transposed */
 } ProductSizes;
-Tensor *product_output(const char *func, const Tensor *a, const Tensor *b, bool transposed,
-                       ProductSizes *sizes);
+Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b, bool transposed,
+                          ProductSizes *sizes);
+#define product_output(...) product_output_in(__func__, __VA_ARGS__)
 /* x (..., in), weight (out, in), bias (out,) or NULL checked: y_shape
  * receives y's shape (..., out), x->ndim dims, and *rows the number of
  * input vectors, the product of x's leading dims. Stops naming func when
  * the shapes do not fit. */
-void linear_shape(const char *func, const Tensor *x, const Tensor *weight, const Tensor *bias,
-                  int y_shape[TENSOR_MAX_DIMS], int *rows);
+void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight, const Tensor *bias,
+                     int y_shape[TENSOR_MAX_DIMS], int *rows);
+#define linear_shape(...) linear_shape_in(__func__, __VA_ARGS__)
 /* linear_shape, then y (..., out) zeroed */
-Tensor *linear_output(const char *func, const Tensor *x, const Tensor *weight,
-                      const Tensor *bias, int *rows);
+Tensor *linear_output_in(const char *function, const Tensor *x, const Tensor *weight,
+                         const Tensor *bias, int *rows);
+#define linear_output(...) linear_output_in(__func__, __VA_ARGS__)
 
 /* Elementwise helpers that chapters reuse. */
 void relu_inplace(Tensor *x);

@@ -94,7 +94,7 @@ bool is_permutation(const int *perm, int n)
 void permutation_inverse(const int *perm, int *inverse, int n)
 {
     if (!is_permutation(perm, n))
-        die(__func__, "perm is not a permutation of 0..%d", n - 1);
+        die("perm is not a permutation of 0..%d", n - 1);
     /* P moves token perm[i] to position i, so undoing it moves the token at
      * position i back to perm[i]. */
     for (int i = 0; i < n; i++)
@@ -104,15 +104,14 @@ void permutation_inverse(const int *perm, int *inverse, int n)
 /* x (outer..., n, inner...) -> out of the same shape, rows along dim moved */
 Tensor *permute_along(const Tensor *x, int dim, const int *perm)
 {
-    static const char func[] = "permute_along";
     if (dim < 0 || dim >= x->ndim) {
         char buf[64];
-        die(func, "dim %d is out of range for a tensor of shape %s", dim,
+        die("dim %d is out of range for a tensor of shape %s", dim,
             shape_str(buf, sizeof buf, x->ndim, x->shape));
     }
     const int n = x->shape[dim];
     if (!is_permutation(perm, n))
-        die(func, "perm is not a permutation of 0..%d (dimension %d has size %d)",
+        die("perm is not a permutation of 0..%d (dimension %d has size %d)",
             n - 1, dim, n);
 
     /* View x as (outer, n, inner): outer counts everything before dim,
@@ -139,7 +138,7 @@ Tensor *permute_tokens(const Tensor *x, const int *perm)
 {
     if (x->ndim < 2) {
         char buf[64];
-        die(__func__, "x expected shape (B, T, ...), got %s",
+        die("x expected shape (B, T, ...), got %s",
             shape_str(buf, sizeof buf, x->ndim, x->shape));
     }
     return permute_along(x, 1, perm);
@@ -151,7 +150,7 @@ Tensor *permute_queries_and_keys(const Tensor *weights, const int *perm)
     const int n = weights->ndim;
     if (n < 2 || weights->shape[n - 1] != weights->shape[n - 2]) {
         char buf[64];
-        die(__func__, "weights expected shape (..., T, T), got %s",
+        die("weights expected shape (..., T, T), got %s",
             shape_str(buf, sizeof buf, n, weights->shape));
     }
     /* In self-attention the queries and the keys are the same tokens, so
@@ -167,7 +166,7 @@ Tensor *mean_over_tokens(const Tensor *x)
 {
     if (x->ndim != 3) {
         char buf[64];
-        die(__func__, "x expected shape (B, T, D), got %s",
+        die("x expected shape (B, T, D), got %s",
             shape_str(buf, sizeof buf, x->ndim, x->shape));
     }
     const int B = x->shape[0], T = x->shape[1], D = x->shape[2];

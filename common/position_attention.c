@@ -35,12 +35,11 @@ Tensor *position_attention_forward(const PositionAttention *how, const Tensor *q
                                    const Tensor *keys, const Tensor *values, Tensor **scores,
                                    Tensor **weights, PositionAttentionCache *cache)
 {
-    const char *func = __func__;
-    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, NULL);
+    const AttentionSizes n = attention_check_shapes(queries, keys, values, NULL);
     if (n.num_keys != n.num_queries)
-        die(func, "self-attention: %d queries and %d keys", n.num_queries, n.num_keys);
+        die("self-attention: %d queries and %d keys", n.num_queries, n.num_keys);
     if (how->num_heads < 1 || n.batch_size % how->num_heads != 0)
-        die(func, "%d matrices are not a whole number of %d heads", n.batch_size,
+        die("%d matrices are not a whole number of %d heads", n.batch_size,
             how->num_heads);
 
     // pass 1: RoPE turns every query and key by its position's angles

@@ -12,7 +12,7 @@
 Tensor *positional_encoding(int max_len, int num_hiddens)
 {
     if (max_len < 1 || num_hiddens < 1)
-        die(__func__, "max_len and num_hiddens must be positive, got %d and %d",
+        die("max_len and num_hiddens must be positive, got %d and %d",
             max_len, num_hiddens);
     Tensor *PE = tensor_zeros(SHAPE(max_len, num_hiddens));
     for (int i = 0; i < max_len; i++)
@@ -31,7 +31,7 @@ Tensor *positional_encoding(int max_len, int num_hiddens)
 /* x (B, T, D) -> x + PE[:T] (B, T, D) */
 Tensor *add_positional_encoding(const Tensor *x)
 {
-    tensor_check_shape("add_positional_encoding", "x", x, SHAPE(-1, -1, -1));
+    tensor_check_shape("x", x, SHAPE(-1, -1, -1));
     const int B = x->shape[0], T = x->shape[1], D = x->shape[2];
     Tensor *PE = positional_encoding(T, D);
     Tensor *out = tensor_copy(x);

@@ -19,13 +19,12 @@ double rope_theta(int pair, int head_size)
 /* x (N, T, d) -> x, in place */
 void rope_rotate(Tensor *x, int first_position, bool inverse)
 {
-    const char *func = __func__;
-    tensor_check_shape(func, "x", x, SHAPE(-1, -1, -1));
+    tensor_check_shape("x", x, SHAPE(-1, -1, -1));
     const int N = x->shape[0], T = x->shape[1], d = x->shape[2];
     if (d % 2 != 0)
-        die(func, "the head size must be even to cut it into pairs, got %d", d);
+        die("the head size must be even to cut it into pairs, got %d", d);
     if (first_position < 0 || (long long)first_position + T > ROPE_MAX_POSITION)
-        die(func, "positions %d ... %lld must be in [0, %d)", first_position,
+        die("positions %d ... %lld must be in [0, %d)", first_position,
             (long long)first_position + T - 1, ROPE_MAX_POSITION);
     const double sign = inverse ? -1.0 : 1.0;
     for (int t = 0; t < T; t++)

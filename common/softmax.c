@@ -44,7 +44,7 @@ void softmax_row(float *row, int n)
 void masked_softmax_row(float *row, int n, int valid_len)
 {
     if (valid_len < 0 || valid_len > n)
-        die(__func__, "valid_len %d is outside 0..%d (the row has %d keys)",
+        die("valid_len %d is outside 0..%d (the row has %d keys)",
             valid_len, n, n);
     /* Replacing the masked scores by -1e6 (d2l) makes exp underflow to 0,
      * so softmax over the whole row equals softmax over the valid prefix
@@ -72,9 +72,9 @@ Tensor *masked_softmax(const Tensor *x, const ValidLens *valid_lens)
 {
     if (valid_lens == NULL)
         return softmax(x);
-    tensor_check_shape("masked_softmax", "x", x, SHAPE(-1, -1, -1));
+    tensor_check_shape("x", x, SHAPE(-1, -1, -1));
     int batch = x->shape[0], num_queries = x->shape[1], num_keys = x->shape[2];
-    valid_lens_check("masked_softmax", valid_lens, batch, num_queries, num_keys);
+    valid_lens_check(valid_lens, batch, num_queries, num_keys);
 
     Tensor *weights = tensor_copy(x);
     for (int b = 0; b < batch; b++)
@@ -128,7 +128,7 @@ void softmax_row_backward(const float *weights, const float *grad_weights,
  * any shape works: every run of the last dimension is one row */
 Tensor *masked_softmax_backward(const Tensor *weights, const Tensor *grad_weights)
 {
-    tensor_check_shape("masked_softmax_backward", "grad_weights", grad_weights,
+    tensor_check_shape("grad_weights", grad_weights,
                        weights->ndim, weights->shape);
     /* The mask needs no second look: masked_softmax left p = 0 on every
      * masked key, and p = 0 gives gradient 0 above. */

@@ -74,7 +74,7 @@ void tensor_pool_close(TensorPool *pool)
     if (pool == NULL)
         return;
     if (pool != open_pool)
-        die(__func__, "a pool is closed on the thread that opened it");
+        die("a pool is closed on the thread that opened it");
     for (int i = 0; i < pool->num_parked; i++)
         free(pool->parked[i].data);
     open_pool = NULL;
@@ -108,18 +108,18 @@ bool tensor_pool_give(float *data, size_t size, float *(*origin)(size_t count))
     return true;
 }
 
-Tensor *tensor_alloc_with(const char *func, int ndim, const int *shape,
-                          float *(*allocate)(size_t count), bool zero)
+Tensor *tensor_alloc_with_in(const char *function, int ndim, const int *shape,
+                             float *(*allocate)(size_t count), bool zero)
 {
     char buf[80];
     bool overflow;
     if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        die(func, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+        die_in(function, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
     size_t size = shape_size(ndim, shape, &overflow);
     if (overflow)
-        die(func, "cannot make a tensor of shape %s: every size must be positive "
+        die_in(function, "cannot make a tensor of shape %s: every size must be positive "
             "and the total must fit in memory", shape_str(buf, sizeof buf, ndim, shape));
-    Tensor *x = checked_malloc(func, 1, sizeof *x);
+    Tensor *x = checked_malloc_in(function, 1, sizeof *x);
     x->ndim = ndim;
     for (int i = 0; i < TENSOR_MAX_DIMS; i++)
         x->shape[i] = i < ndim ? shape[i] : 1;
@@ -130,7 +130,7 @@ Tensor *tensor_alloc_with(const char *func, int ndim, const int *shape,
         x->data = allocate(size);
     if (x->data == NULL) {
         free(x);
-        die(func, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
+        die_in(function, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
             shape_str(buf, sizeof buf, ndim, shape), size * sizeof(float),
             (double)(size * sizeof(float)) / 1e6);
     }
@@ -144,24 +144,25 @@ static float *uninitialised_floats(size_t count)
     return malloc(count * sizeof(float));   /* shape_size kept count * 4 in range */
 }
 
-static Tensor *tensor_alloc(const char *func, int ndim, const int *shape, bool zero)
+static Tensor *tensor_alloc_in(const char *function, int ndim, const int *shape, bool zero)
 {
-    return tensor_alloc_with(func, ndim, shape, uninitialised_floats, zero);
+    return tensor_alloc_with_in(function, ndim, shape, uninitialised_floats, zero);
 }
+#define tensor_alloc(...) tensor_alloc_in(__func__, __VA_ARGS__)
 
 Tensor *tensor_zeros(int ndim, const int *shape)
 {
-    return tensor_alloc("tensor_zeros", ndim, shape, true);
+    return tensor_alloc(ndim, shape, true);
 }
 
 Tensor *tensor_empty(int ndim, const int *shape)
 {
-    return tensor_alloc("tensor_empty", ndim, shape, false);
+    return tensor_alloc(ndim, shape, false);
 }
 
 Tensor *tensor_full(float value, int ndim, const int *shape)
 {
-    Tensor *x = tensor_alloc("tensor_full", ndim, shape, false);
+    Tensor *x = tensor_alloc(ndim, shape, false);
     for (size_t i = 0; i < x->size; i++)
         x->data[i] = value;
     return x;
@@ -174,14 +175,14 @@ Tensor *tensor_ones(int ndim, const int *shape)
 
 Tensor *tensor_from(const float *values, int ndim, const int *shape)
 {
-    Tensor *x = tensor_alloc("tensor_from", ndim, shape, false);
+    Tensor *x = tensor_alloc(ndim, shape, false);
     memcpy(x->data, values, x->size * sizeof(float));
     return x;
 }
 
 Tensor *tensor_uniform(Rng *rng, float low, float high, int ndim, const int *shape)
 {
-    Tensor *x = tensor_alloc("tensor_uniform", ndim, shape, false);
+    Tensor *x = tensor_alloc(ndim, shape, false);
     for (size_t i = 0; i < x->size; i++)
         x->data[i] = low + (high - low) * rng_uniform(rng);
     return x;
@@ -189,7 +190,7 @@ Tensor *tensor_uniform(Rng *rng, float low, float high, int ndim, const int *sha
 
 Tensor *tensor_normal(Rng *rng, float mean, float std, int ndim, const int *shape)
 {
-    Tensor *x = tensor_alloc("tensor_normal", ndim, shape, false);
+    Tensor *x = tensor_alloc(ndim, shape, false);
     for (size_t i = 0; i < x->size; i++)
         x->data[i] = mean + std * rng_normal(rng);
     return x;
@@ -197,7 +198,7 @@ Tensor *tensor_normal(Rng *rng, float mean, float std, int ndim, const int *shap
 
 Tensor *tensor_arange(int ndim, const int *shape)
 {
-    Tensor *x = tensor_alloc("tensor_arange", ndim, shape, false);
+    Tensor *x = tensor_alloc(ndim, shape, false);
     for (size_t i = 0; i < x->size; i++)
         x->data[i] = (float)i;
     return x;
@@ -240,10 +241,10 @@ Tensor *tensor_slice(const Tensor *x, int dim, int start, int length)
 {
     char have[80];
     if (dim < 0 || dim >= x->ndim)
-        die(__func__, "dim %d is not a dimension of a tensor of shape %s", dim,
+        die("dim %d is not a dimension of a tensor of shape %s", dim,
             shape_str(have, sizeof have, x->ndim, x->shape));
     if (start < 0 || length < 1 || start > x->shape[dim] - length)
-        die(__func__, "indices %d to %d are not inside dimension %d of shape %s",
+        die("indices %d to %d are not inside dimension %d of shape %s",
             start, start + length - 1, dim, shape_str(have, sizeof have, x->ndim, x->shape));
     size_t outer = 1, inner = 1;
     for (int i = 0; i < dim; i++)
@@ -254,7 +255,7 @@ Tensor *tensor_slice(const Tensor *x, int dim, int start, int length)
     int out_shape[TENSOR_MAX_DIMS];
     memcpy(out_shape, x->shape, sizeof out_shape);
     out_shape[dim] = length;
-    Tensor *out = tensor_alloc("tensor_slice", x->ndim, out_shape, false);
+    Tensor *out = tensor_alloc(x->ndim, out_shape, false);
     const size_t run = (size_t)length * inner;
     for (size_t o = 0; o < outer; o++) {
         const float *from = x->data + (o * (size_t)x->shape[dim] + (size_t)start) * inner;
@@ -267,10 +268,10 @@ Tensor *tensor_select(const Tensor *x, int dim, int index)
 {
     char have[80];
     if (x->ndim < 2)
-        die(__func__, "selecting from a tensor of shape %s would leave no dimension",
+        die("selecting from a tensor of shape %s would leave no dimension",
             shape_str(have, sizeof have, x->ndim, x->shape));
     if (dim < 0 || dim >= x->ndim || index < 0 || index >= x->shape[dim])
-        die(__func__, "index %d of dimension %d is not inside shape %s", index, dim,
+        die("index %d of dimension %d is not inside shape %s", index, dim,
             shape_str(have, sizeof have, x->ndim, x->shape));
     /* The slice of length 1, then the dimension of size 1 dropped. */
     Tensor *out = tensor_slice(x, dim, index, 1);
@@ -285,19 +286,19 @@ Tensor *tensor_stack(const Tensor *const *tensors, int count)
 {
     char want[80], have[80];
     if (count < 1 || tensors[0]->ndim >= TENSOR_MAX_DIMS)
-        die(__func__, "can stack 1 or more tensors of at most %d dimensions",
+        die("can stack 1 or more tensors of at most %d dimensions",
             TENSOR_MAX_DIMS - 1);
     const Tensor *first = tensors[0];
     int out_shape[TENSOR_MAX_DIMS] = {count};
     for (int i = 0; i < first->ndim; i++)
         out_shape[i + 1] = first->shape[i];
-    Tensor *out = tensor_alloc("tensor_stack", first->ndim + 1, out_shape, false);
+    Tensor *out = tensor_alloc(first->ndim + 1, out_shape, false);
     for (int i = 0; i < count; i++) {
         if (!tensor_has_shape(tensors[i], first->ndim, first->shape)) {
             shape_str(want, sizeof want, first->ndim, first->shape);
             shape_str(have, sizeof have, tensors[i]->ndim, tensors[i]->shape);
             tensor_free(out);
-            die(__func__, "tensor %d has shape %s, tensor 0 has %s", i, have, want);
+            die("tensor %d has shape %s, tensor 0 has %s", i, have, want);
         }
         memcpy(out->data + (size_t)i * first->size, tensors[i]->data,
                first->size * sizeof(float));
@@ -312,13 +313,13 @@ Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape)
     int inferred = -1;
     size_t known = 1;
     if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        die(__func__, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+        die("a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
     for (int i = 0; i < ndim; i++) {
         resolved[i] = shape[i];
         if (shape[i] == -1 && inferred < 0) {
             inferred = i;
         } else if (shape[i] <= 0) {
-            die(__func__, "cannot view %s as %s: sizes must be positive (one may be -1)",
+            die("cannot view %s as %s: sizes must be positive (one may be -1)",
                 shape_str(have, sizeof have, x->ndim, x->shape),
                 shape_str(want, sizeof want, ndim, shape));
         } else {
@@ -327,14 +328,14 @@ Tensor *tensor_reshape(Tensor *x, int ndim, const int *shape)
     }
     if (inferred >= 0) {
         if (x->size % known != 0)
-            die(__func__, "cannot view %s as %s: %zu elements do not divide by %zu",
+            die("cannot view %s as %s: %zu elements do not divide by %zu",
                 shape_str(have, sizeof have, x->ndim, x->shape),
                 shape_str(want, sizeof want, ndim, shape), x->size, known);
         resolved[inferred] = (int)(x->size / known);
         known *= (size_t)resolved[inferred];
     }
     if (known != x->size)
-        die(__func__, "cannot view %s (%zu elements) as %s (%zu elements)",
+        die("cannot view %s (%zu elements) as %s (%zu elements)",
             shape_str(have, sizeof have, x->ndim, x->shape), x->size,
             shape_str(want, sizeof want, ndim, shape), known);
     x->ndim = ndim;
@@ -353,7 +354,7 @@ Tensor *tensor_permute(const Tensor *x, const int *perm)
 
     for (int i = 0; i < n; i++) {
         if (perm[i] < 0 || perm[i] >= n || used[perm[i]])
-            die(__func__, "perm must list each of the %d dimensions once", n);
+            die("perm must list each of the %d dimensions once", n);
         used[perm[i]] = true;
     }
     /* Row-major strides of the input: the last dimension has stride 1. */
@@ -388,15 +389,15 @@ bool tensor_has_shape(const Tensor *x, int ndim, const int *shape)
     return true;
 }
 
-void tensor_check_shape(const char *func, const char *name, const Tensor *x,
-                        int ndim, const int *shape)
+void tensor_check_shape_in(const char *function, const char *name, const Tensor *x,
+                           int ndim, const int *shape)
 {
     char want[80], have[80];
     if (x == NULL)
-        die(func, "%s is missing; expected shape %s", name,
+        die_in(function, "%s is missing; expected shape %s", name,
             shape_str(want, sizeof want, ndim, shape));
     if (!tensor_has_shape(x, ndim, shape))
-        die(func, "%s expected shape %s, got %s", name,
+        die_in(function, "%s expected shape %s, got %s", name,
             shape_str(want, sizeof want, ndim, shape),
             shape_str(have, sizeof have, x->ndim, x->shape));
 }
@@ -686,7 +687,7 @@ float tensor_max_abs_diff(const Tensor *a, const Tensor *b)
 {
     char sa[80], sb[80];
     if (!tensor_has_shape(a, b->ndim, b->shape))
-        die(__func__, "shapes differ: %s and %s",
+        die("shapes differ: %s and %s",
             shape_str(sa, sizeof sa, a->ndim, a->shape),
             shape_str(sb, sizeof sb, b->ndim, b->shape));
     float worst = 0.0f;

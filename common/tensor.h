@@ -64,8 +64,9 @@ Tensor *tensor_empty(int ndim, const int *shape);
  * must be freeable with free(), and is set to zeros when zero is true.
  * Shapes are checked and a NULL from allocate stops as tensor_zeros does,
  * naming func. */
-Tensor *tensor_alloc_with(const char *func, int ndim, const int *shape,
-                          float *(*allocate)(size_t count), bool zero);
+Tensor *tensor_alloc_with_in(const char *function, int ndim, const int *shape,
+                             float *(*allocate)(size_t count), bool zero);
+#define tensor_alloc_with(...) tensor_alloc_with_in(__func__, __VA_ARGS__)
 Tensor *tensor_ones(int ndim, const int *shape);
 Tensor *tensor_full(float value, int ndim, const int *shape);
 /* values holds product(shape) floats, copied in row-major order. */
@@ -149,8 +150,9 @@ bool tensor_has_shape(const Tensor *x, int ndim, const int *shape);
 
 /* Stop with "func: NAME expected shape (2, *, 4), got (2, 3, 5)" unless x
  * has the shape; -1 in shape matches any size and prints as '*'. */
-void tensor_check_shape(const char *func, const char *name, const Tensor *x,
-                        int ndim, const int *shape);
+void tensor_check_shape_in(const char *function, const char *name, const Tensor *x,
+                           int ndim, const int *shape);
+#define tensor_check_shape(...) tensor_check_shape_in(__func__, __VA_ARGS__)
 
 /* "(2, 3, 4)" into buf (at least 64 bytes); returns buf. */
 char *shape_str(char *buf, size_t len, int ndim, const int *shape);

@@ -14,19 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ValidLens *valid_lens_alloc(const char *func, int ndim, int batch, int num_queries)
+static ValidLens *valid_lens_alloc_in(const char *function, int ndim, int batch, int num_queries)
 {
     if (batch < 1 || num_queries < 1)
-        die(func, "valid_lens needs positive sizes, got batch %d and num_queries %d",
+        die_in(function, "valid_lens needs positive sizes, got batch %d and num_queries %d",
             batch, num_queries);
-    ValidLens *valid_lens = checked_malloc(func, 1, sizeof *valid_lens);
+    ValidLens *valid_lens = checked_malloc_in(function, 1, sizeof *valid_lens);
     valid_lens->ndim = ndim;
     valid_lens->shape[0] = batch;
     valid_lens->shape[1] = ndim == 2 ? num_queries : 1;
-    valid_lens->data = checked_malloc(func, (size_t)batch * (size_t)valid_lens->shape[1],
+    valid_lens->data = checked_malloc_in(function, (size_t)batch * (size_t)valid_lens->shape[1],
                                       sizeof(int));
     return valid_lens;
 }
+#define valid_lens_alloc(...) valid_lens_alloc_in(__func__, __VA_ARGS__)
 
 static size_t valid_lens_count(const ValidLens *valid_lens)
 {
@@ -36,7 +37,7 @@ static size_t valid_lens_count(const ValidLens *valid_lens)
 /* lens (B,) -> valid_lens (B,) */
 ValidLens *valid_lens_1d(const int *lens, int batch)
 {
-    ValidLens *valid_lens = valid_lens_alloc("valid_lens_1d", 1, batch, 1);
+    ValidLens *valid_lens = valid_lens_alloc(1, batch, 1);
     memcpy(valid_lens->data, lens, (size_t)batch * sizeof(int));
     return valid_lens;
 }
@@ -44,14 +45,14 @@ ValidLens *valid_lens_1d(const int *lens, int batch)
 /* lens (B * T,) row-major -> valid_lens (B, T) */
 ValidLens *valid_lens_2d(const int *lens, int batch, int num_queries)
 {
-    ValidLens *valid_lens = valid_lens_alloc("valid_lens_2d", 2, batch, num_queries);
+    ValidLens *valid_lens = valid_lens_alloc(2, batch, num_queries);
     memcpy(valid_lens->data, lens, (size_t)batch * (size_t)num_queries * sizeof(int));
     return valid_lens;
 }
 
 ValidLens *valid_lens_causal(int batch, int num_queries)
 {
-    ValidLens *causal = valid_lens_alloc("valid_lens_causal", 2, batch, num_queries);
+    ValidLens *causal = valid_lens_alloc(2, batch, num_queries);
     for (int b = 0; b < batch; b++)
         for (int i = 0; i < num_queries; i++)
             causal->data[(size_t)b * num_queries + i] = i + 1;
@@ -82,8 +83,8 @@ int valid_len_at(const ValidLens *valid_lens, int b, int q)
     return valid_lens->data[(size_t)b * valid_lens->shape[1] + (size_t)q];
 }
 
-void valid_lens_check(const char *func, const ValidLens *valid_lens,
-                      int batch, int num_queries, int num_keys)
+void valid_lens_check_in(const char *function, const ValidLens *valid_lens,
+                         int batch, int num_queries, int num_keys)
 {
     char have[80], scores[80];
     if (valid_lens == NULL)
@@ -94,7 +95,7 @@ void valid_lens_check(const char *func, const ValidLens *valid_lens,
                 (valid_lens->ndim == 2 && valid_lens->shape[0] == batch &&
                  valid_lens->shape[1] == num_queries);
     if (!fits)
-        die(func, "valid_lens has shape %s; scores of shape %s need (%d,) or (%d, %d)",
+        die_in(function, "valid_lens has shape %s; scores of shape %s need (%d,) or (%d, %d)",
             have, scores, batch, batch, num_queries);
     for (int b = 0; b < batch; b++) {
         for (int q = 0; q < (valid_lens->ndim == 2 ? num_queries : 1); q++) {
@@ -106,7 +107,7 @@ void valid_lens_check(const char *func, const ValidLens *valid_lens,
                 snprintf(where, sizeof where, "[%d, %d]", b, q);
             else
                 snprintf(where, sizeof where, "[%d]", b);
-            die(func, "valid_lens%s = %d is outside 0..%d: a length counts keys, and "
+            die_in(function, "valid_lens%s = %d is outside 0..%d: a length counts keys, and "
                 "there are %d", where, len, num_keys, num_keys);
         }
     }

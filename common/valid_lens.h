@@ -31,8 +31,9 @@ int valid_len_at(const ValidLens *valid_lens, int b, int q);
 /* Stop with a message naming func unless valid_lens fits scores of shape
  * (B, T, n_k): 1-D of size B or 2-D of (B, T), every length in [0, n_k].
  * NULL (no mask) always fits. */
-void valid_lens_check(const char *func, const ValidLens *valid_lens,
-                      int batch, int num_queries, int num_keys);
+void valid_lens_check_in(const char *function, const ValidLens *valid_lens,
+                         int batch, int num_queries, int num_keys);
+#define valid_lens_check(...) valid_lens_check_in(__func__, __VA_ARGS__)
 /* Print like PyTorch: tensor([2, 3]) */
 void valid_lens_print_named(const char *name, const ValidLens *valid_lens);
 

@@ -144,9 +144,9 @@ Test(cli, the_parser_without_exits_returns_the_same_line)
     cr_expect_eq(cli_parse_args(&table, 3, good, err, sizeof err), CLI_PARSED);
     cr_expect_eq(opts.batch, 16);
     long v = 0;
-    cr_expect(cli_read_long("prog", "--n", "-3", -5, 5, &v, err, sizeof err));
+    cr_expect(cli_read_long("--n", "-3", -5, 5, &v, err, sizeof err));
     cr_expect_eq(v, -3);
-    cr_expect_not(cli_read_long("prog", "--n", " 3", -5, 5, &v, err, sizeof err));
+    cr_expect_not(cli_read_long("--n", " 3", -5, 5, &v, err, sizeof err));
     cr_expect_eq(v, -3, "a refused number leaves the value as it was");
 }
 
@@ -189,8 +189,16 @@ Test(cli, numbers_are_read_strictly)
     expect_usage_error("--batch", "+3", "prog: --batch expects a whole number from 1 to 16, got '+3'\n");
     expect_usage_error("--scale", "\t1", "prog: --scale expects a number from -2 to 2, got '\t1'\n");
     long list[4];
-    cr_expect_eq(cli_long_list("prog", "--lens", "3,0,2", 0, 4, list, 4), 3);
+    char err[CLI_ERR_LEN];
+    cr_expect_eq(cli_read_long_list("--lens", "3,0,2", 0, 4, list, 4, err, sizeof err), 3);
     cr_expect(list[0] == 3 && list[1] == 0 && list[2] == 2);
+    cr_expect_eq(cli_read_long_list("--lens", "3, 0", 0, 4, list, 4, err, sizeof err), -1);
+    cr_expect_str_eq(err, "--lens expects comma-separated whole numbers from 0 to 4, got '3, 0'",
+                     "the line without the program's name, for cli_fail to say");
+    double d = 0;
+    cr_expect(cli_read_double("--ms", "2.5", 0.001, 10, &d, err, sizeof err) && d == 2.5);
+    cr_expect_not(cli_read_double("--ms", "nan", 0.001, 10, &d, err, sizeof err));
+    cr_expect_str_eq(err, "--ms expects a number from 0.001 to 10, got 'nan'");
 }
 
 Test(cli, float_range_is_checked_after_rounding)

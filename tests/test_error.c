@@ -17,6 +17,7 @@
 #include "helpers.h"
 #include "io/cli.h"
 #include "memory.h"
+#include "tensor.h"
 
 /* ---- fail: the line, and the status returned --------------------------------- */
 
@@ -61,22 +62,38 @@ Test(error, fail_prints_one_line_and_returns_1)
 
 /* ---- die: a bug, named by its function ---------------------------------------- */
 
-static void die_named(void)
+static void masked_softmax(void)
 {
     program_name("attention");
-    die("masked_softmax", "valid_lens has %d rows, expected %d", 3, 2);
+    die("valid_lens has %d rows, expected %d", 3, 2);
 }
 
-static void die_as_the_program(void)
+static void before_a_name(void)
 {
-    program_name("softmax_mask");
-    die("softmax_mask", "a state that cannot be");
+    die("a state that cannot be");
+}
+
+/* a check made for its caller (tensor_check_shape) names the caller */
+static void multihead_forward(void)
+{
+    program_name("multihead");
+    Tensor *x = tensor_zeros(SHAPE(2, 3));
+    tensor_check_shape("queries", x, SHAPE(2, 4));
 }
 
 Test(error, die_names_the_program_and_the_function_and_exits_1)
 {
-    expect_stops_with(die_named, "attention: masked_softmax: valid_lens has 3 rows, expected 2\n");
-    expect_stops_with(die_as_the_program, "softmax_mask: a state that cannot be\n");
+    expect_stops_with(masked_softmax, "attention: masked_softmax: valid_lens has 3 rows, "
+                      "expected 2\n");
+    expect_stops_with(before_a_name, "before_a_name: a state that cannot be\n");
+    char *said = NULL;
+    int status;
+    said = stderr_of(multihead_forward, &status);
+    cr_expect_eq(status, 1);
+    cr_expect(said != NULL && strncmp(said, "multihead: multihead_forward: queries ", 38) == 0 &&
+                  is_one_line(said),
+              "the caller named, not tensor_check_shape: %s", said ? said : "(none)");
+    free(said);
 }
 
 /* ---- error_format: the line in a buffer, for a caller that says it ----------- */
@@ -120,15 +137,16 @@ Test(error, error_format_keeps_the_reason_whole_and_says_nothing)
 static void format_without_buffer(void)
 {
     program_name("decode");
-    exit(-error_format(NULL, 0, "tokens.npy", "holds %d tokens", 9));
+    exit(7 - error_format(NULL, 0, "tokens.npy", "holds %d tokens", 9));
 }
 
-Test(error, error_format_without_a_buffer_says_it_as_fail_does)
+Test(error, error_format_without_a_buffer_is_a_bug)
 {
     int status;
     char *err = stderr_of(format_without_buffer, &status);
-    cr_expect_eq(status, 1, "error_format returns -1 (the child exits with 1): got %d", status);
-    cr_expect_str_eq(err, "decode: tokens.npy: holds 9 tokens\n");
+    cr_expect_eq(status, 1, "die's status, not a line said some other way: got %d", status);
+    cr_expect_str_eq(err, "decode: error_format: no buffer for the line (format \"holds %d "
+                     "tokens\")\n");
     free(err);
 }
 
@@ -198,11 +216,12 @@ Test(error, checked_allocations_name_their_caller)
 static void require_too_much(void)
 {
     program_name("multihead");
-    memory_require(1e30, "the attention weights", "use fewer keys");
-    exit(5);
+    if (memory_require(1e6, "a megabyte", "none") != 0)
+        exit(6);
+    exit(memory_require(1e30, "the attention weights", "use fewer keys") + 4);
 }
 
-Test(error, memory_require_stops_with_fails_line)
+Test(error, memory_require_returns_fails_status)
 {
     char err[256];
     cr_expect_eq(memory_check(1e6, NULL, "hint", err, sizeof err), 0, "a megabyte fits");
@@ -214,7 +233,8 @@ Test(error, memory_require_stops_with_fails_line)
 
     int status;
     char *text = stderr_of(require_too_much, &status);
-    cr_expect_eq(status, 1, "exit 1, the status fail gives: got %d", status);
+    cr_expect_eq(status, 5, "0 when it fits, then fail's 1, returned (the child adds 4): %d",
+                 status);
     cr_expect(text != NULL && strncmp(text, "multihead: this run needs about ", 32) == 0 &&
                   is_one_line(text),
               "one line after the program's name: %s", text ? text : "(none)");

@@ -264,7 +264,7 @@ Test(fast_matmul, transposed_panels_hold_every_value_and_zeros_past_n)
             float *b_t = random_floats(&rng, (size_t)n * k);
             const size_t size = fast_panels_size(k, n);
             cr_assert_eq(size, (size_t)(n + nr - 1) / nr * nr * k);
-            float *panels = fast_alloc_panels("test", size);
+            float *panels = fast_alloc_panels(size);
             for (size_t e = 0; e < size; e++)
                 panels[e] = NAN;
             fast_pack_panels(b_t, (size_t)k, true, k, n, panels);
@@ -309,7 +309,7 @@ Test(fast_matmul, rows_taken_in_blocks_give_the_same_bits_on_any_thread_count)
     float *expected = malloc((size_t)m * n * sizeof(float));
     float *magnitude = malloc((size_t)m * n * sizeof(float));
     float *abs_a = absolute(a, (size_t)m * k), *abs_b = absolute(b, (size_t)k * n);
-    float *panels = fast_alloc_panels("test", fast_panels_size(k, n));
+    float *panels = fast_alloc_panels(fast_panels_size(k, n));
     fast_pack_panels(b, n, false, k, n, panels);
     float *c[3], *c1[3];
     for (int t = 0; t < 3; t++) {
@@ -966,7 +966,7 @@ Test(fast_backward, transposed_a_equals_clear)
     /* the block kernel on its own, B as panels, k in two chunks; a
      * panel is fast_panels_size(k, 1) floats (this file does not see the
      * fast files' tile constants) */
-    float *panels = fast_alloc_panels("test", fast_panels_size(k, n));
+    float *panels = fast_alloc_panels(fast_panels_size(k, n));
     fast_pack_panels(b, n, false, k, n, panels);
     fast_block_at(m, n, k, a_t, m, panels, fast_panels_size(k, 1), actual, n, false);
     expect_product_close(actual, expected, magnitude, m, n, k, "fast_block_at");

@@ -181,12 +181,12 @@ Test(heads, heads_split_is_the_one_check_of_the_sizes)
     cr_expect_str_eq(why, "num_heads 0: a layer needs at least one head");
     cr_expect(!heads_split(12, 24, NULL, NULL, NULL, 0), "the answer alone, without names");
     cr_expect(!heads_split(12, -3, NULL, NULL, NULL, 0));
-    cr_expect_eq(head_size("test", 12, 4), 3);
+    cr_expect_eq(head_size(12, 4), 3);
 }
 
 static void head_size_of_0_heads(void)
 {
-    head_size("transpose_qkv", 12, 0);
+    head_size(12, 0);
 }
 
 Test(heads, head_size_stops_on_0_heads)

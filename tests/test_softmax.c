@@ -250,9 +250,9 @@ Test(valid_lens, lookup_copy_and_shapes)
     cr_expect_eq(copy->ndim, 2);
     cr_expect_eq(valid_len_at(copy, 1, 1), 4);
     cr_expect_neq(copy->data, two->data);
-    valid_lens_check("test", one, 2, 7, 3);   /* fits: returns */
-    valid_lens_check("test", two, 2, 2, 4);
-    valid_lens_check("test", NULL, 5, 5, 5);
+    valid_lens_check(one, 2, 7, 3);   /* fits: returns */
+    valid_lens_check(two, 2, 2, 4);
+    valid_lens_check(NULL, 5, 5, 5);
     valid_lens_free(one);
     valid_lens_free(two);
     valid_lens_free(copy);

@@ -153,7 +153,7 @@ Test(tensor, permute_moves_every_element)
 static void check_wrong_shape(void)
 {
     kept = tensor_zeros(SHAPE(2, 3, 5));
-    tensor_check_shape("my_function", "keys", kept, SHAPE(2, -1, 4));
+    tensor_check_shape("keys", kept, SHAPE(2, -1, 4));
 }
 
 Test(tensor, shape_check_names_function_and_shapes)

@@ -29,7 +29,7 @@ static Tensor *fast_forward(const MultiHeadAttention *layer, const Tensor *queri
 {
     (void)rng;   /* dropout's coins: the fast layer has no dropout */
     if (training && layer->dropout > 0.0f)
-        die("fast_attention_layer", "dropout %g in training mode: the fast layer has no "
+        die("dropout %g in training mode: the fast layer has no "
             "dropout; train with the clear layer", (double)layer->dropout);
     FastMultiHeadCache *fast = CHECKED_MALLOC(1, sizeof *fast);
     *cache = (LayerCache){.other = fast, .other_free = fast_cache_free};
@@ -49,7 +49,7 @@ static void fast_backward(const MultiHeadAttention *layer, const LayerCache *cac
         return;
     }
     if (grad_concat != NULL)
-        die("fast_attention_layer", "grad_concat (the head gates' gradient) comes from the "
+        die("grad_concat (the head gates' gradient) comes from the "
             "clear layer: run CLEAR_ATTENTION");
     fast_multihead_backward(layer, cache->other, grad_output, grads, grad_queries, grad_keys,
                             grad_values, num_threads);
@@ -76,7 +76,7 @@ static Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tens
 AttentionLayer fast_attention_layer(int num_threads)
 {
     if (num_threads < 1)
-        die(__func__, "num_threads %d: at least 1", num_threads);
+        die("num_threads %d: at least 1", num_threads);
     return (AttentionLayer){fast_forward, fast_backward, num_threads, linear_forward,
                             linear_backward};
 }

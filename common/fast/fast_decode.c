@@ -117,9 +117,9 @@ void fast_decode_attend(const KVCache *cache, int num_heads, const float *q, flo
 {
     const int B = cache->batch_size, G = cache->num_kv_heads, d = cache->head_size;
     const int H = num_heads, D = H * d;
-    require_kv_heads("fast_decode_attend", H, G);
+    require_kv_heads(H, G);
     if (cache->length < 1)
-        die(__func__, "the cache is empty: append the token first");
+        die("the cache is empty: append the token first");
     const int group = H / G;
     float *scores = CHECKED_MALLOC((size_t)group * cache->length + group,
                                    sizeof(float));
@@ -140,7 +140,7 @@ void fast_decode_attend(const KVCache *cache, int num_heads, const float *q, flo
 static Tensor *project(const Tensor *x, const Tensor *weight, const Tensor *bias)
 {
     int rows;
-    Tensor *y = linear_output("fast_decode_step", x, weight, bias, &rows);
+    Tensor *y = linear_output(x, weight, bias, &rows);
     const int in = weight->shape[1], out = weight->shape[0];
     for (int r = 0; r < rows; r++)
         for (int o = 0; o < out; o++)
@@ -153,12 +153,11 @@ static Tensor *project(const Tensor *x, const Tensor *weight, const Tensor *bias
 /* token (B, D) -> output (B, D) */
 Tensor *fast_decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tensor *token)
 {
-    const char *func = __func__;
     const int H = layer->num_heads, D = layer->num_hiddens, B = cache->batch_size;
     if (cache->num_kv_heads != layer->num_kv_heads || cache->head_size != D / H)
-        die(func, "the cache has %d heads of %d, the layer %d key-value heads of %d",
+        die("the cache has %d heads of %d, the layer %d key-value heads of %d",
             cache->num_kv_heads, cache->head_size, layer->num_kv_heads, D / H);
-    tensor_check_shape(func, "token", token, SHAPE(B, D));
+    tensor_check_shape("token", token, SHAPE(B, D));
 
     // pass 1: project the new token (one thread: the step is memory-bound)
     Tensor *q = project(token, layer->W_q, layer->b_q);   /* (B, D) */

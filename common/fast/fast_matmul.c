@@ -75,7 +75,7 @@ static float *aligned_floats(size_t count)
  * aligned as the block is. */
 enum { PANEL_HEADER = 64 / sizeof(float) };
 
-float *fast_alloc_panels(const char *func, size_t count)
+float *fast_alloc_panels_in(const char *function, size_t count)
 {
     /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
      * cache line, and no vector load straddles two lines (a straddling load
@@ -86,7 +86,7 @@ float *fast_alloc_panels(const char *func, size_t count)
     if (block == NULL && total > count)
         block = aligned_floats(total);
     if (block == NULL)
-        die(func, "out of memory allocating %zu floats (%.1f MB)", count,
+        die_in(function, "out of memory allocating %zu floats (%.1f MB)", count,
             (double)count * sizeof(float) / 1e6);
     memcpy(block, &total, sizeof total);
     return block + PANEL_HEADER;
@@ -103,15 +103,15 @@ void fast_free_panels(float *panels)
         free(block);
 }
 
-Tensor *fast_tensor_zeros(const char *func, int ndim, const int *shape)
+Tensor *fast_tensor_zeros_in(const char *function, int ndim, const int *shape)
 {
     /* freed by tensor_free's free() like any other */
-    return tensor_alloc_with(func, ndim, shape, aligned_floats, true);
+    return tensor_alloc_with_in(function, ndim, shape, aligned_floats, true);
 }
 
-Tensor *fast_tensor_empty(const char *func, int ndim, const int *shape)
+Tensor *fast_tensor_empty_in(const char *function, int ndim, const int *shape)
 {
-    return tensor_alloc_with(func, ndim, shape, aligned_floats, false);
+    return tensor_alloc_with_in(function, ndim, shape, aligned_floats, false);
 }
 
 /* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
@@ -325,7 +325,7 @@ static void block_rows(int rows, int cols, int kc, const float *a, size_t lda,
         const float *a_tile = a + (size_t)i0 * lda;
         size_t a_stride = lda;
         if (tile_rows < FAST_MR) {
-            padded = kc <= FAST_KC ? pad : fast_alloc_panels("fast_block", (size_t)FAST_MR * kc);
+            padded = kc <= FAST_KC ? pad : fast_alloc_panels((size_t)FAST_MR * kc);
             pad_rows(a_tile, lda, tile_rows, kc, padded);
             a_tile = padded;
             a_stride = (size_t)kc;
@@ -620,7 +620,6 @@ static void gemm_band(void *arg, int thread)
  * fast_multihead.c on why not in the workers). */
 static void gemm_threads(Gemm *g, int num_threads)
 {
-    const char *func = "fast_gemm";
     /* Threads that share C's rows each pack all of B; sharing its columns,
      * each packs its own part of B and reads all of A. The first suits a
      * tall C (a layer's m rows against a small weight), the second a
@@ -642,12 +641,12 @@ static void gemm_threads(Gemm *g, int num_threads)
     /* a chunk of B is at most (FAST_KC, FAST_NC), and no larger than B */
     const size_t chunk = fast_panels_size(g->k < FAST_KC ? g->k : FAST_KC,
                                           g->n < FAST_NC ? g->n : FAST_NC);
-    g->b_copies = g->panels == NULL ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
+    g->b_copies = g->panels == NULL ? CHECKED_CALLOC((size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->b_copies != NULL && t < T; t++)
-        g->b_copies[t] = fast_alloc_panels(func, chunk);
-    g->a_copies = g->a_transposed ? checked_calloc(func, (size_t)T, sizeof(float *)) : NULL;
+        g->b_copies[t] = fast_alloc_panels(chunk);
+    g->a_copies = g->a_transposed ? CHECKED_CALLOC((size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->a_copies != NULL && t < T; t++)
-        g->a_copies[t] = fast_alloc_panels(func, (size_t)FAST_MC * FAST_KC);
+        g->a_copies[t] = fast_alloc_panels((size_t)FAST_MC * FAST_KC);
     fast_parallel(T, gemm_band, g);
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         fast_free_panels(g->b_copies[t]);
@@ -708,26 +707,27 @@ void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, 
 
 /* ---- tensor forms ------------------------------------------------------------ */
 
-static Tensor *product(const char *func, const Tensor *a, const Tensor *b, bool transposed,
-                       int num_threads)
+static Tensor *product_in(const char *function, const Tensor *a, const Tensor *b, bool transposed,
+                          int num_threads)
 {
     ProductSizes n;   /* the same shape rule as the clear matmul */
-    Tensor *c = product_output(func, a, b, transposed, &n);
+    Tensor *c = product_output_in(function, a, b, transposed, &n);
     for (int i = 0; i < n.batch; i++)
         fast_gemm(n.m, n.n, n.k, a->data + (size_t)i * n.m * n.k, (size_t)n.k, false,
                   b->data + (size_t)i * n.b_rows * n.b_cols, (size_t)n.b_cols, transposed,
                   c->data + (size_t)i * n.m * n.n, (size_t)n.n, false, num_threads);
     return c;
 }
+#define product(...) product_in(__func__, __VA_ARGS__)
 
 Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads)
 {
-    return product("fast_matmul", a, b, false, num_threads);
+    return product(a, b, false, num_threads);
 }
 
 Tensor *fast_matmul_bt(const Tensor *a, const Tensor *b, int num_threads)
 {
-    return product("fast_matmul_bt", a, b, true, num_threads);
+    return product(a, b, true, num_threads);
 }
 
 /* y (rows, out) = x (rows, in) W^T + bias, every element of y written:
@@ -745,8 +745,8 @@ Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, i
 {
     int rows, y_shape[TENSOR_MAX_DIMS];
     /* every element of y is written below, so it is not zeroed first */
-    linear_shape("fast_linear", x, weight, bias, y_shape, &rows);
-    Tensor *y = fast_tensor_empty("fast_linear", x->ndim, y_shape);
+    linear_shape(x, weight, bias, y_shape, &rows);
+    Tensor *y = fast_tensor_empty(x->ndim, y_shape);
     linear_rows(rows, x->shape[x->ndim - 1], weight->shape[0], x->data, weight->data,
                 bias != NULL ? bias->data : NULL, y->data, num_threads);
     return y;
@@ -756,8 +756,8 @@ void fast_linear_into(const Tensor *x, const Tensor *weight, const Tensor *bias,
                       int num_threads)
 {
     int rows, y_shape[TENSOR_MAX_DIMS];
-    linear_shape("fast_linear_into", x, weight, bias, y_shape, &rows);
-    tensor_check_shape("fast_linear_into", "y", y, x->ndim, y_shape);
+    linear_shape(x, weight, bias, y_shape, &rows);
+    tensor_check_shape("y", y, x->ndim, y_shape);
     linear_rows(rows, x->shape[x->ndim - 1], weight->shape[0], x->data, weight->data,
                 bias != NULL ? bias->data : NULL, y->data, num_threads);
 }
@@ -840,18 +840,17 @@ void fast_linear_backward_raw(int rows, int in, int out, const float *x, const f
 Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                              Tensor *grad_weight, Tensor *grad_bias, int num_threads)
 {
-    const char *func = __func__;
     int rows, y_shape[TENSOR_MAX_DIMS];
     /* the forward's shape rule gives y's shape, which grad_y must have */
-    linear_shape(func, x, weight, NULL, y_shape, &rows);
-    tensor_check_shape(func, "grad_y", grad_y, x->ndim, y_shape);
+    linear_shape(x, weight, NULL, y_shape, &rows);
+    tensor_check_shape("grad_y", grad_y, x->ndim, y_shape);
     const int in = weight->shape[1], out = weight->shape[0];
     if (grad_weight != NULL)
-        tensor_check_shape(func, "grad_weight", grad_weight, SHAPE(out, in));
+        tensor_check_shape("grad_weight", grad_weight, SHAPE(out, in));
     if (grad_bias != NULL)
-        tensor_check_shape(func, "grad_bias", grad_bias, SHAPE(out));
+        tensor_check_shape("grad_bias", grad_bias, SHAPE(out));
     /* every element written: grad_x = grad_y W with nothing to add to */
-    Tensor *grad_x = fast_tensor_empty(func, x->ndim, x->shape);
+    Tensor *grad_x = fast_tensor_empty(x->ndim, x->shape);
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data, grad_x->data,
                              grad_weight ? grad_weight->data : NULL,
                              grad_bias ? grad_bias->data : NULL, num_threads);

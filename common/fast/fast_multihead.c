@@ -117,7 +117,7 @@ static Projection projection_new(const Tensor *weight, const Tensor *bias, int d
     Projection proj = {weight, bias, NULL};
     if (wanted && d % FAST_NR == 0) {
         const int D = weight->shape[0], in = weight->shape[1];
-        proj.panels = fast_alloc_panels("fast_multihead_forward", fast_panels_size(in, D));
+        proj.panels = fast_alloc_panels(fast_panels_size(in, D));
         fast_pack_panels(weight->data, (size_t)in, true, in, D, proj.panels);
     }
     return proj;
@@ -142,7 +142,7 @@ static Stacked stacked_new(const MultiHeadAttention *layer, const Tensor *querie
     const Tensor *biases[3] = {layer->b_q, layer->b_k, layer->b_v};
     const int first = with_queries ? 0 : 1, parts = 3 - first, in = layer->key_size;
     stacked.parts = parts;
-    stacked.panels = fast_alloc_panels("fast_multihead_forward", fast_panels_size(in, parts * D));
+    stacked.panels = fast_alloc_panels(fast_panels_size(in, parts * D));
     if (layer->b_k != NULL)
         stacked.bias = CHECKED_MALLOC((size_t)parts * D, sizeof(float));
     for (int h = 0; h < H; h++)
@@ -175,7 +175,7 @@ static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static Tensor *kept[KEPT];   /* oldest first; NULL past the last */
 
 /* A tensor of this shape, its contents unspecified: a kept one, or new. */
-static Tensor *reused_or_empty(const char *func, int ndim, const int *shape)
+static Tensor *reused_or_empty_in(const char *function, int ndim, const int *shape)
 {
     size_t size = 1;
     for (int i = 0; i < ndim; i++)
@@ -189,8 +189,9 @@ static Tensor *reused_or_empty(const char *func, int ndim, const int *shape)
             kept[KEPT - 1] = NULL;
         }
     pthread_mutex_unlock(&kept_lock);
-    return found != NULL ? tensor_reshape(found, ndim, shape) : fast_tensor_empty(func, ndim, shape);
+    return found != NULL ? tensor_reshape(found, ndim, shape) : fast_tensor_empty_in(function, ndim, shape);
 }
+#define reused_or_empty(...) reused_or_empty_in(__func__, __VA_ARGS__)
 
 /* x (or NULL) is no longer needed: kept for the next call, the oldest kept
  * one freed to make room */
@@ -322,34 +323,34 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
 /* Stops, naming func, unless queries (B, T, Dq), keys (B, K, Dk), values
  * (B, K, Dv) and valid_lens fit the layer, whose heads split D and are not
  * shared (G = H). */
-static void check_forward_inputs(const char *func, const MultiHeadAttention *layer,
-                                 const Tensor *queries, const Tensor *keys,
-                                 const Tensor *values, const ValidLens *valid_lens)
+static void check_forward_inputs_in(const char *function, const MultiHeadAttention *layer,
+                                    const Tensor *queries, const Tensor *keys,
+                                    const Tensor *values, const ValidLens *valid_lens)
 {
     const int H = layer->num_heads;
-    tensor_check_shape(func, "queries", queries, SHAPE(-1, -1, layer->query_size));
+    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0], T = queries->shape[1];
-    tensor_check_shape(func, "keys", keys, SHAPE(B, -1, layer->key_size));
+    tensor_check_shape_in(function, "keys", keys, SHAPE(B, -1, layer->key_size));
     const int K = keys->shape[1];
-    tensor_check_shape(func, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check(func, valid_lens, B, T, K);
-    head_size(func, layer->num_hiddens, H);   /* dies unless H splits D */
+    tensor_check_shape_in(function, "values", values, SHAPE(B, K, layer->value_size));
+    valid_lens_check_in(function, valid_lens, B, T, K);
+    head_size_in(function, layer->num_hiddens, H);   /* dies unless H splits D */
     if (layer->num_kv_heads != H)
-        die(func, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
+        die_in(function, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
             "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
 }
+#define check_forward_inputs(...) check_forward_inputs_in(__func__, __VA_ARGS__)
 
 /* One Workspace for each of count threads, for heads of size d over T
  * queries and K keys, with parts projections stacked (Stacked) */
 static Workspace *workspaces_new(int count, int T, int K, int d, int parts)
 {
-    const char *func = "fast_multihead_forward";
-    Workspace *workspaces = checked_calloc(func, (size_t)count, sizeof *workspaces);
+    Workspace *workspaces = CHECKED_CALLOC((size_t)count, sizeof *workspaces);
     /* K then V, or the stacked parts side by side: 2d or 3d floats a row */
     const int chunk_width = (parts == 3 ? 3 : 2) * d;
     for (int t = 0; t < count; t++) {
-        workspaces[t].q_head = checked_malloc(func, (size_t)T * d, sizeof(float));
-        workspaces[t].chunk = checked_malloc(func, (size_t)KEY_CHUNK * chunk_width,
+        workspaces[t].q_head = CHECKED_MALLOC((size_t)T * d, sizeof(float));
+        workspaces[t].chunk = CHECKED_MALLOC((size_t)KEY_CHUNK * chunk_width,
                                              sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
@@ -385,14 +386,13 @@ static void project_into_cache(const MultiHeadAttention *layer, const Tensor *qu
                                const ValidLens *valid_lens, int num_threads,
                                FastMultiHeadCache *cache)
 {
-    const char *func = "fast_multihead_forward";
     const int H = layer->num_heads, D = layer->num_hiddens;
     const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
     *cache = (FastMultiHeadCache){queries, keys, values, valid_lens,
-                                  reused_or_empty(func, SHAPE(B, T, D)),
-                                  reused_or_empty(func, SHAPE(B, K, D)),
-                                  reused_or_empty(func, SHAPE(B, K, D)),
-                                  NULL, fast_tensor_zeros(func, SHAPE(B * H, T))};
+                                  reused_or_empty(SHAPE(B, T, D)),
+                                  reused_or_empty(SHAPE(B, K, D)),
+                                  reused_or_empty(SHAPE(B, K, D)),
+                                  NULL, fast_tensor_zeros(SHAPE(B * H, T))};
     fast_linear_into(queries, layer->W_q, layer->b_q, cache->Q, num_threads);
     fast_linear_into(keys, layer->W_k, layer->b_k, cache->K, num_threads);
     fast_linear_into(values, layer->W_v, layer->b_v, cache->V, num_threads);
@@ -404,8 +404,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
                        const Tensor *keys, const Tensor *values, const ValidLens *valid_lens,
                        int num_threads, FastMultiHeadCache *cache)
 {
-    const char *func = "fast_multihead_forward";
-    check_forward_inputs(func, layer, queries, keys, values, valid_lens);
+    check_forward_inputs(layer, queries, keys, values, valid_lens);
     const int H = layer->num_heads, D = layer->num_hiddens;
     const int B = queries->shape[0], T = queries->shape[1], K = keys->shape[1];
     /* a thread per FAST_FLOPS_PER_THREAD (fast_threads.h): d2l's toy and
@@ -422,7 +421,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     const Stacked stacked = stacked_new(layer, queries, keys, values, cache == NULL);
     Workspace *workspaces = workspaces_new(head_threads, T, K, d, stacked.parts);
     /* every (sequence, head) job writes all its rows: nothing to zero */
-    Tensor *concat = reused_or_empty(func, SHAPE(B, T, D));
+    Tensor *concat = reused_or_empty(SHAPE(B, T, D));
     const bool project_q = cache == NULL && stacked.parts != 3;
     const bool project_kv = cache == NULL && stacked.parts == 0;
     HeadJobs jobs = {layer, queries, keys, values, valid_lens,
@@ -435,7 +434,7 @@ static Tensor *forward(const MultiHeadAttention *layer, const Tensor *queries,
     head_jobs_free(&jobs, head_threads);
 
     // pass 4: mix the heads, output = concat W_o^T + b_o, rows split across threads
-    Tensor *output = reused_or_empty(func, SHAPE(B, T, D));
+    Tensor *output = reused_or_empty(SHAPE(B, T, D));
     fast_linear_into(concat, layer->W_o, layer->b_o, output, num_threads);
     if (cache != NULL)
         cache->concat = concat;
@@ -546,17 +545,16 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
     const int B = cache->Q->shape[0], T = cache->Q->shape[1], D = cache->Q->shape[2];
     const int K = cache->K->shape[1], d = D / num_heads;
     const int threads = num_threads < B * num_heads ? num_threads : B * num_heads;
-    const char *func = "fast_multihead_backward";
     /* each job writes its head's columns whole (head_backward_worker): nothing to zero */
-    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, reused_or_empty(func, SHAPE(B, T, D)),
-                             reused_or_empty(func, SHAPE(B, K, D)),
-                             reused_or_empty(func, SHAPE(B, K, D)),
-                             checked_calloc(func, (size_t)threads, sizeof(StreamingBackwardScratch)),
-                             checked_calloc(func, (size_t)threads, sizeof(float *)), 0};
+    HeadBackwardJobs jobs = {cache, num_heads, grad_concat, reused_or_empty(SHAPE(B, T, D)),
+                             reused_or_empty(SHAPE(B, K, D)),
+                             reused_or_empty(SHAPE(B, K, D)),
+                             CHECKED_CALLOC((size_t)threads, sizeof(StreamingBackwardScratch)),
+                             CHECKED_CALLOC((size_t)threads, sizeof(float *)), 0};
     atomic_init(&jobs.next_job, 0);
     for (int t = 0; t < threads; t++) {
         streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, d);
-        jobs.rows[t] = fast_alloc_panels(func, (size_t)(T + 4 * K) * d);
+        jobs.rows[t] = fast_alloc_panels((size_t)(T + 4 * K) * d);
     }
     fast_parallel(threads, head_backward_worker, &jobs);
     for (int t = 0; t < threads; t++) {
@@ -588,7 +586,7 @@ static Tensor *projection_backward(const Tensor *x, const Tensor *weight, const 
         grad_x = tensor_reshape(spare, x->ndim, x->shape);
         spare = NULL;
     } else if (want_grad_x) {
-        grad_x = reused_or_empty("fast_multihead_backward", x->ndim, x->shape);
+        grad_x = reused_or_empty(x->ndim, x->shape);
     }
     keep_for_reuse(spare);
     fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data,
@@ -602,11 +600,10 @@ void fast_multihead_backward(const MultiHeadAttention *layer, const FastMultiHea
                              Tensor **grad_queries, Tensor **grad_keys, Tensor **grad_values,
                              int num_threads)
 {
-    const char *func = __func__;
     if (cache == NULL || cache->concat == NULL)
-        die(func, "nothing cached: run fast_multihead_forward_cache first");
+        die("nothing cached: run fast_multihead_forward_cache first");
     const int B = cache->Q->shape[0], T = cache->Q->shape[1], D = layer->num_hiddens;
-    tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, D));
+    tensor_check_shape("grad_output", grad_output, SHAPE(B, T, D));
     /* the backward does about twice the forward's work */
     num_threads =
         fast_threads_worth(num_threads, 2.0 * layer_flops(layer, B, T, cache->K->shape[1]));

@@ -41,8 +41,8 @@ void packed_kv_alloc(PackedKeysValues *kv, int num_keys, int key_size, int value
     kv->num_keys = num_keys;
     kv->key_size = key_size;
     kv->value_size = value_size;
-    kv->key_panels = fast_alloc_panels("packed_kv_alloc", fast_panels_size(key_size, num_keys));
-    kv->value_panels = fast_alloc_panels("packed_kv_alloc",
+    kv->key_panels = fast_alloc_panels(fast_panels_size(key_size, num_keys));
+    kv->value_panels = fast_alloc_panels(
                                          fast_panels_size(num_keys, value_size));
 }
 
@@ -53,7 +53,7 @@ void packed_kv_fill(PackedKeysValues *kv, int first_key, int count,
 {
     const int K = kv->num_keys, d = kv->key_size, v = kv->value_size;
     if (first_key % FAST_NR != 0 || first_key < 0 || count < 0 || first_key + count > K)
-        die(__func__, "keys %d .. %d do not start a key panel inside 0 .. %d",
+        die("keys %d .. %d do not start a key panel inside 0 .. %d",
             first_key, first_key + count - 1, K - 1);
     /* keys (K, d) are B^T for the product q @ k^T: panel j holds keys
      * j*NR .. j*NR + NR-1 (NR = FAST_NR, 16 or 32), one row of NR per
@@ -265,9 +265,9 @@ static void query_block(const PackedKeysValues *kv, const float *queries, size_t
 
 static void scratch_alloc(Scratch *w, int d, int v)
 {
-    w->q = fast_alloc_panels("streaming_attention", (size_t)BR * d);
-    w->s = fast_alloc_panels("streaming_attention", (size_t)STREAM_TILE_QUERIES * BC);
-    w->o = fast_alloc_panels("streaming_attention", (size_t)BR * v);
+    w->q = fast_alloc_panels((size_t)BR * d);
+    w->s = fast_alloc_panels((size_t)STREAM_TILE_QUERIES * BC);
+    w->o = fast_alloc_panels((size_t)BR * v);
     w->m = CHECKED_MALLOC(BR, sizeof(float));
     w->l = CHECKED_MALLOC(BR, sizeof(float));
     w->len = CHECKED_MALLOC(BR, sizeof(int));
@@ -376,13 +376,12 @@ Tensor *streaming_attention_cache(const Tensor *queries, const Tensor *keys,
                                  int num_threads, Tensor **logsumexp)
 {
     /* the same shape rule as dot_product_attention, stated once */
-    const char *func = "streaming_attention";
-    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
+    const AttentionSizes n = attention_check_shapes(queries, keys, values, valid_lens);
     const int B = n.batch_size, T = n.num_queries, v = n.v;
 
     /* every row of both is written (finish_rows) */
-    Tensor *output = fast_tensor_empty(func, SHAPE(B, T, v));
-    Tensor *lse = logsumexp != NULL ? fast_tensor_empty(func, SHAPE(B, T)) : NULL;
+    Tensor *output = fast_tensor_empty(SHAPE(B, T, v));
+    Tensor *lse = logsumexp != NULL ? fast_tensor_empty(SHAPE(B, T)) : NULL;
     ForwardJobs jobs = {queries, keys, values, valid_lens, output, lse, 0};
     atomic_init(&jobs.next_block, 0);
     /* a thread gets whole blocks, or nothing */
@@ -439,20 +438,19 @@ _Static_assert(BQ % FAST_NR == 0, "a block of queries must start a transposed pa
 void streaming_backward_scratch_alloc(StreamingBackwardScratch *w, int num_queries,
                                       int key_size, int value_size)
 {
-    const char *func = "streaming_attention_backward";
     const int T = num_queries, d = key_size, v = value_size;
     w->num_queries = T;
     w->key_size = d;
     w->value_size = v;
-    w->query_panels_t = fast_alloc_panels(func, fast_panels_size(d, T));
-    w->query_panels = fast_alloc_panels(func, fast_panels_size(T, d));
-    w->grad_output_panels_t = fast_alloc_panels(func, fast_panels_size(v, T));
-    w->grad_output_panels = fast_alloc_panels(func, fast_panels_size(T, v));
-    w->key_panels = fast_alloc_panels(func, fast_panels_size(BK, d));
-    w->delta = checked_malloc(func, (size_t)T, sizeof(float));
-    w->len = checked_malloc(func, (size_t)T, sizeof(int));
-    w->p = fast_alloc_panels(func, (size_t)BK * BQ);
-    w->dp = fast_alloc_panels(func, (size_t)BK * BQ);
+    w->query_panels_t = fast_alloc_panels(fast_panels_size(d, T));
+    w->query_panels = fast_alloc_panels(fast_panels_size(T, d));
+    w->grad_output_panels_t = fast_alloc_panels(fast_panels_size(v, T));
+    w->grad_output_panels = fast_alloc_panels(fast_panels_size(T, v));
+    w->key_panels = fast_alloc_panels(fast_panels_size(BK, d));
+    w->delta = CHECKED_MALLOC((size_t)T, sizeof(float));
+    w->len = CHECKED_MALLOC((size_t)T, sizeof(int));
+    w->p = fast_alloc_panels((size_t)BK * BQ);
+    w->dp = fast_alloc_panels((size_t)BK * BQ);
 }
 
 void streaming_backward_scratch_free(StreamingBackwardScratch *w)
@@ -616,7 +614,7 @@ void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first
 {
     const int T = a->num_queries, d = a->key_size;
     if (T > w->num_queries || d != w->key_size || a->value_size != w->value_size)
-        die(__func__, "scratch made for T %d, d %d, v %d, "
+        die("scratch made for T %d, d %d, v %d, "
             "used for T %d, d %d, v %d", w->num_queries, w->key_size, w->value_size,
             T, d, a->value_size);
     if (T <= 0)
@@ -777,12 +775,11 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
                                   Tensor **grad_queries, Tensor **grad_keys,
                                   Tensor **grad_values)
 {
-    const char *func = __func__;
-    const AttentionSizes n = attention_check_shapes(func, queries, keys, values, valid_lens);
+    const AttentionSizes n = attention_check_shapes(queries, keys, values, valid_lens);
     const int B = n.batch_size, T = n.num_queries, K = n.num_keys, d = n.d, v = n.v;
-    tensor_check_shape(func, "output", output, SHAPE(B, T, v));
-    tensor_check_shape(func, "grad_output", grad_output, SHAPE(B, T, v));
-    tensor_check_shape(func, "logsumexp", logsumexp, SHAPE(B, T));
+    tensor_check_shape("output", output, SHAPE(B, T, v));
+    tensor_check_shape("grad_output", grad_output, SHAPE(B, T, v));
+    tensor_check_shape("logsumexp", logsumexp, SHAPE(B, T));
     if (num_threads < 1)
         num_threads = 1;
 
@@ -790,12 +787,12 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     const int threads = num_threads < B * parts ? num_threads : B * parts;
 
     BackwardJobs jobs = {queries, keys, values, output, logsumexp, grad_output, valid_lens,
-                         fast_tensor_empty(func, SHAPE(B, T, d)),
-                         fast_tensor_empty(func, SHAPE(B, K, d)),
-                         fast_tensor_empty(func, SHAPE(B, K, v)), NULL, parts, NULL, 0};
+                         fast_tensor_empty(SHAPE(B, T, d)),
+                         fast_tensor_empty(SHAPE(B, K, d)),
+                         fast_tensor_empty(SHAPE(B, K, v)), NULL, parts, NULL, 0};
     atomic_init(&jobs.next_job, 0);
     if (parts > 1)
-        jobs.partial_grad_queries = fast_alloc_panels(func, (size_t)B * (parts - 1) * T * d);
+        jobs.partial_grad_queries = fast_alloc_panels((size_t)B * (parts - 1) * T * d);
     jobs.scratch = CHECKED_CALLOC((size_t)threads, sizeof *jobs.scratch);
     for (int t = 0; t < threads; t++)
         streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, v);

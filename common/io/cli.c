@@ -19,44 +19,23 @@
 
 /* ---- one error line ------------------------------------------------------- */
 
-/* A usage error: fail's line, with the program named as prog when nothing
- * named it yet, then exit 2. */
-_Noreturn static void usage_vfail(const char *prog, const char *fmt, va_list args)
+/* A usage error, the line into err (error.h's error_format); returns false,
+ * for a reader to return. */
+static bool refuse(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool refuse(char *err, size_t err_len, const char *fmt, ...)
 {
-    program_name(prog);
-    vfail(fmt, args);
-    exit(EXIT_USAGE);
-}
-
-_Noreturn void cli_fail(const char *prog, const char *fmt, ...)
-{
-    va_list args;
+    va_list args, again;
     va_start(args, fmt);
-    usage_vfail(prog, fmt, args);
-}
-
-/* A reader's usage error: into err ("PROG: what is wrong") for a caller
- * that goes on, or, err NULL, cli_fail's line and exit 2. Returns false,
- * for the readers to return. */
-static bool usage_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool usage_error(char *err, size_t err_len, const char *prog, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    if (err == NULL)
-        usage_vfail(prog, fmt, args);
-    error_vformat(err, err_len, prog, fmt, args);
+    va_copy(again, args);
+    const int len = vsnprintf(NULL, 0, fmt, again);
+    va_end(again);
+    char *reason = CHECKED_MALLOC(len > 0 ? (size_t)len + 1 : 1, 1);
+    vsnprintf(reason, len > 0 ? (size_t)len + 1 : 1, fmt, args);
     va_end(args);
+    error_format(err, err_len, NULL, "%s", reason);
+    free(reason);
     return false;
-}
-
-void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
-                             const char *hiddens_flag, const char *heads_flag)
-{
-    char why[CLI_ERR_LEN];
-    if (!heads_split(num_hiddens, num_heads, hiddens_flag, heads_flag, why, sizeof why))
-        cli_fail(prog, "%s", why);
 }
 
 static bool cli_is(const char *arg, const char *flag)
@@ -79,20 +58,20 @@ static bool plain_number_text(const char *text)
     return true;
 }
 
-bool cli_read_long(const char *prog, const char *flag, const char *text, long min, long max,
+bool cli_read_long(const char *flag, const char *text, long min, long max,
                    long *out, char *err, size_t err_len)
 {
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
     if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE || v < min || v > max)
-        return usage_error(err, err_len, prog, "%s expects a whole number from %ld to %ld, got '%s'",
+        return refuse(err, err_len, "%s expects a whole number from %ld to %ld, got '%s'",
                          flag, min, max, text);
     *out = v;
     return true;
 }
 
-static bool cli_read_u64(const char *prog, const char *flag, const char *text, uint64_t *out,
+static bool cli_read_u64(const char *flag, const char *text, uint64_t *out,
                   char *err, size_t err_len)
 {
     char *end;
@@ -101,7 +80,7 @@ static bool cli_read_u64(const char *prog, const char *flag, const char *text, u
     /* strtoull accepts "-1" and wraps it; a seed is never negative. */
     if (!plain_number_text(text) || end == text || *end != '\0' || errno == ERANGE ||
         text[0] == '-')
-        return usage_error(err, err_len, prog, "%s expects a whole number from 0 to %llu, got '%s'",
+        return refuse(err, err_len, "%s expects a whole number from 0 to %llu, got '%s'",
                          flag, (unsigned long long)UINT64_MAX, text);
     *out = (uint64_t)v;
     return true;
@@ -112,7 +91,7 @@ static bool cli_read_u64(const char *prog, const char *flag, const char *text, u
  * ends as floats: 0.99999999 rounds to 1.0f, which a range ending at 0.99
  * must refuse, while 0.99 itself (0.99000001f) fits. A word, NaN or an
  * infinity gets the range in its message. */
-static bool read_real(const char *prog, const char *flag, const char *text, double min,
+static bool read_real(const char *flag, const char *text, double min,
                       double max, double *as_double, float *as_float, char *err, size_t err_len)
 {
     char *end;
@@ -121,7 +100,7 @@ static bool read_real(const char *prog, const char *flag, const char *text, doub
     const bool fits = as_float ? isfinite(f) && f >= (float)min && f <= (float)max
                                : isfinite(v) && v >= min && v <= max;
     if (!plain_number_text(text) || end == text || *end != '\0' || !fits)
-        return usage_error(err, err_len, prog, "%s expects a number from %g to %g, got '%s'",
+        return refuse(err, err_len, "%s expects a number from %g to %g, got '%s'",
                          flag, min, max, text);
     if (as_float)
         *as_float = f;
@@ -130,7 +109,13 @@ static bool read_real(const char *prog, const char *flag, const char *text, doub
     return true;
 }
 
-int cli_read_long_list(const char *prog, const char *flag, const char *text, long min,
+bool cli_read_double(const char *flag, const char *text, double min, double max, double *out,
+                     char *err, size_t err_len)
+{
+    return read_real(flag, text, min, max, out, NULL, err, err_len);
+}
+
+int cli_read_long_list(const char *flag, const char *text, long min,
                        long max, long *out, int max_count, char *err, size_t err_len)
 {
     int count = 0;
@@ -141,12 +126,12 @@ int cli_read_long_list(const char *prog, const char *flag, const char *text, lon
         long v = strtol(p, &end, 10);
         if (!plain_number_text(text) || end == p || errno == ERANGE || v < min || v > max ||
             (*end != ',' && *end != '\0')) {
-            usage_error(err, err_len, prog, "%s expects comma-separated whole numbers from %ld "
+            refuse(err, err_len, "%s expects comma-separated whole numbers from %ld "
                       "to %ld, got '%s'", flag, min, max, text);
             return -1;
         }
         if (count == max_count) {
-            usage_error(err, err_len, prog, "%s takes at most %d numbers, got '%s'", flag,
+            refuse(err, err_len, "%s takes at most %d numbers, got '%s'", flag,
                       max_count, text);
             return -1;
         }
@@ -157,44 +142,31 @@ int cli_read_long_list(const char *prog, const char *flag, const char *text, lon
     }
 }
 
-static bool cli_read_dir(const char *prog, const char *flag, const char *dir, char *err,
+static bool cli_read_dir(const char *flag, const char *dir, char *err,
                   size_t err_len)
 {
     const size_t len = 2 * strlen(dir) + 256;   /* the reason names dir, whole */
     char *reason = CHECKED_MALLOC(len, 1);
     const bool fits = fileset_check_dir(dir, reason, len) == 0;
     if (!fits)
-        usage_error(err, err_len, prog, "%s: %s", flag, reason);   /* err NULL: exit 2 */
+        refuse(err, err_len, "%s: %s", flag, reason);
     free(reason);
     return fits;
 }
 
-/* ---- the pieces that exit: each a reader with err NULL --------------------- */
-
-double cli_double(const char *prog, const char *flag, const char *text, double min, double max)
-{
-    double v = 0;
-    read_real(prog, flag, text, min, max, &v, NULL, NULL, 0);
-    return v;
-}
-
-int cli_long_list(const char *prog, const char *flag, const char *text,
-                  long min, long max, long *out, int max_count)
-{
-    return cli_read_long_list(prog, flag, text, min, max, out, max_count, NULL, 0);
-}
-
-void cli_check_input_dir(const char *prog, const char *flag, const char *dir)
+/* An existing directory a program reads from (CLI_FROM_DIR) */
+static bool cli_read_from_dir(const char *flag, const char *dir, char *err, size_t err_len)
 {
     struct stat st;
     if (stat(dir, &st) != 0 && errno == ENOENT)
-        cli_fail(prog, "%s: directory '%s' does not exist", flag, dir);
+        return refuse(err, err_len, "%s: directory '%s' does not exist", flag, dir);
     if (stat(dir, &st) != 0)
-        cli_fail(prog, "%s: cannot read '%s': %s", flag, dir, strerror(errno));
+        return refuse(err, err_len, "%s: cannot read '%s': %s", flag, dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        cli_fail(prog, "%s: '%s' is not a directory", flag, dir);
+        return refuse(err, err_len, "%s: '%s' is not a directory", flag, dir);
     if (access(dir, R_OK | X_OK) != 0)
-        cli_fail(prog, "%s: directory '%s' cannot be read", flag, dir);
+        return refuse(err, err_len, "%s: directory '%s' cannot be read", flag, dir);
+    return true;
 }
 
 /* ---- the option table ---------------------------------------------------- */
@@ -209,25 +181,26 @@ static const CliOption *find_option(const CliTable *table, const char *arg)
 
 /* One option's value from text into its target, with the range check.
  * The target changes only when the value is good. */
-static bool set_option(const char *prog, const CliOption *o, const char *text, char *err,
+static bool set_option(const CliOption *o, const char *text, char *err,
                        size_t err_len)
 {
     switch (o->kind) {
     case CLI_INT: {
         long v;
-        if (!cli_read_long(prog, o->name, text, (long)o->min, (long)o->max, &v, err, err_len))
+        if (!cli_read_long(o->name, text, (long)o->min, (long)o->max, &v, err, err_len))
             return false;
         *(int *)o->target = (int)v;
         return true;
     }
     case CLI_U64:
-        return cli_read_u64(prog, o->name, text, (uint64_t *)o->target, err, err_len);
+        return cli_read_u64(o->name, text, (uint64_t *)o->target, err, err_len);
     case CLI_DOUBLE:
     case CLI_FLOAT:
-        return read_real(prog, o->name, text, o->min, o->max, o->target,
+        return read_real(o->name, text, o->min, o->max, o->target,
                          o->kind == CLI_FLOAT ? o->target : NULL, err, err_len);
     case CLI_STRING:
     case CLI_DIR:
+    case CLI_FROM_DIR:
         *(const char **)o->target = text;
         return true;
     case CLI_FLAG:
@@ -261,8 +234,8 @@ static void close_stdout(void)
         error = errno;
     }
     if (failed) {
-        fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error");
-        _exit(1);
+        /* at exit there is no caller to return the status to */
+        _exit(fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error"));
     }
 }
 
@@ -279,38 +252,36 @@ static bool heads_option_splits(const CliTable *table, const CliOption *heads, c
     if (heads_split(*heads->splits, *(const int *)heads->target, hiddens_name, heads->name, why,
                     sizeof why))
         return true;
-    usage_error(err, err_len, table->prog, "%s", why);
+    refuse(err, err_len, "%s", why);
     return false;
 }
 
-CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
-                         size_t err_len)
+/* cli_parse_args, the line in err without the program's name */
+static CliStatus parse_args(const CliTable *table, int argc, char **argv, char *err,
+                            size_t err_len)
 {
-    const char *prog = table->prog;
-    if (err != NULL && err_len > 0)
-        err[0] = '\0';
     for (int i = 1; i < argc; i++) {
         if (cli_is(argv[i], "--help"))
             return CLI_HELP;
         const CliOption *o = find_option(table, argv[i]);
         if (o == NULL) {
-            usage_error(err, err_len, prog, "unknown option '%s' (try --help)", argv[i]);
+            refuse(err, err_len, "unknown option '%s' (try --help)", argv[i]);
             return CLI_ERROR;
         }
         if (o->kind == CLI_MODE) {
-            usage_error(err, err_len, prog, "%s is done by the tool %s (try --help)", argv[i],
+            refuse(err, err_len, "%s is done by the tool %s (try --help)", argv[i],
                       o->tool);
             return CLI_ERROR;
         }
         const char *text = NULL;
         if (o->kind != CLI_FLAG) {
             if (i + 1 >= argc) {
-                usage_error(err, err_len, prog, "%s needs a value (try --help)", argv[i]);
+                refuse(err, err_len, "%s needs a value (try --help)", argv[i]);
                 return CLI_ERROR;
             }
             text = argv[++i];
         }
-        if (!set_option(prog, o, text, err, err_len))
+        if (!set_option(o, text, err, err_len))
             return CLI_ERROR;
         if (o->given != NULL)
             *o->given = true;
@@ -319,8 +290,10 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
      * is reported the same way whatever the directory. */
     for (int i = 0; i < table->count; i++) {
         const CliOption *o = &table->options[i];
-        if (o->kind == CLI_DIR && *(const char **)o->target != NULL &&
-            !cli_read_dir(prog, o->name, *(const char **)o->target, err, err_len))
+        const char *dir = o->kind == CLI_DIR || o->kind == CLI_FROM_DIR
+                              ? *(const char **)o->target : NULL;
+        if (dir != NULL && !(o->kind == CLI_DIR ? cli_read_dir(o->name, dir, err, err_len)
+                                                : cli_read_from_dir(o->name, dir, err, err_len)))
             return CLI_ERROR;
     }
     for (int i = 0; i < table->count; i++)
@@ -351,6 +324,18 @@ static const CliOption *mode_asked(const CliTable *table, int argc, char **argv)
     return NULL;
 }
 
+CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
+                         size_t err_len)
+{
+    char reason[CLI_ERR_LEN] = "";
+    const CliStatus status = parse_args(table, argc, argv, reason, sizeof reason);
+    if (status == CLI_ERROR)
+        error_format(err, err_len, table->prog, "%s", reason);
+    else if (err_len > 0)
+        error_format(err, err_len, NULL, "%s", "");
+    return status;
+}
+
 void cli_parse(const CliTable *table, int argc, char **argv)
 {
     program_name(table->prog);
@@ -359,7 +344,15 @@ void cli_parse(const CliTable *table, int argc, char **argv)
         exit(mode->mode(argc, argv));
     signals_install(table->prog);
     atexit(close_stdout);
-    if (cli_parse_args(table, argc, argv, NULL, 0) == CLI_HELP) {
+    size_t len = CLI_ERR_LEN;   /* room for every word of argv in the line, escaped */
+    for (int i = 1; i < argc; i++)
+        len += 4 * strlen(argv[i]);
+    char *reason = CHECKED_MALLOC(len, 1);
+    const CliStatus status = parse_args(table, argc, argv, reason, len);
+    if (status == CLI_ERROR)
+        cli_fail(table->prog, "%s", reason);
+    free(reason);
+    if (status == CLI_HELP) {
         cli_print_help(table, stdout);
         exit(0);
     }
@@ -387,7 +380,8 @@ static void format_default(char *buf, size_t len, const CliOption *o)
     case CLI_DOUBLE: snprintf(buf, len, "%g", *(const double *)o->target); break;
     case CLI_FLOAT: snprintf(buf, len, "%g", (double)*(const float *)o->target); break;
     case CLI_STRING:
-    case CLI_DIR: {
+    case CLI_DIR:
+    case CLI_FROM_DIR: {
         const char *s = *(const char *const *)o->target;
         if (s != NULL)
             snprintf(buf, len, "%s", s);
@@ -463,12 +457,10 @@ static int failed_checks = 0, passed_checks = 0;
 
 void cli_check(bool holds, const char *what)
 {
-    if (!holds) {
-        fail("check failed: %s", what);
-        failed_checks++;
-    } else {
+    if (holds)
         passed_checks++;
-    }
+    else
+        failed_checks += fail("check failed: %s", what);   /* fail's 1 counts it */
 }
 
 int cli_checks_status(void)

@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { EXIT_USAGE = 2 };
+#include "error.h"   /* cli_fail, EXIT_USAGE */
 
 typedef enum {
     CLI_INT,      /* int, in [min, max] */
@@ -42,6 +42,8 @@ typedef enum {
     CLI_FLOAT,    /* float, checked in [min, max] after rounding to float */
     CLI_STRING,   /* const char *, parsed by the program (lists, words) */
     CLI_DIR,      /* const char *, a directory a set can be written into (fileset_check_dir) */
+    CLI_FROM_DIR, /* const char *, an existing directory a program reads from: "does not
+                   * exist", "is not a directory" or "cannot be read" is a usage error */
     CLI_FLAG,     /* bool, set to true; takes no value */
     CLI_MODE,     /* a mode that is also a small tool of its own: see below */
 } CliKind;
@@ -109,14 +111,13 @@ static inline const char *plural(long n, const char *one, const char *many)
 }
 
 /* ---- the parser without the exits -----------------------------------------
- * What cli_parse and the pieces below do, returning instead of exiting, for
- * a caller that must go on (the fuzz target tests/fuzz/cli_fuzz.c). The
- * error is the same line cli_parse prints, "PROG: what is wrong", written
- * into err (cut to err_len). A character of the user's text that would
- * break the line (a newline, a carriage return, a vertical tab, a form
- * feed) is shown escaped, "\n", "\x0b", in both places, so an error is one
- * line whatever argv holds. With err NULL each function does what
- * cli_parse does instead: print the line on stderr and exit 2. */
+ * What cli_parse does, returning instead of exiting, for a caller that
+ * must go on (the fuzz target tests/fuzz/cli_fuzz.c): the error is the
+ * same line cli_parse prints, "PROG: what is wrong", written into err (cut
+ * to err_len). A character of the user's text that would break the line (a
+ * newline, a carriage return, a vertical tab, a form feed) is shown
+ * escaped, "\n", "\x0b", in both places, so an error is one line whatever
+ * argv holds. err must be given (error.h's error_format). */
 enum { CLI_ERR_LEN = 512 };
 
 typedef enum {
@@ -127,34 +128,28 @@ typedef enum {
 
 CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err,
                          size_t err_len);
-/* A whole number in [min, max]: true with the value in *out, or false with
- * err filled (the readers of the other kinds are cli.c's own). */
-bool cli_read_long(const char *prog, const char *flag, const char *text, long min, long max,
-                   long *out, char *err, size_t err_len);
-/* How many numbers were read into out, or -1 with err filled. */
-int cli_read_long_list(const char *prog, const char *flag, const char *text, long min,
-                       long max, long *out, int max_count, char *err, size_t err_len);
 
-/* ---- the pieces, also for programs' own checks -------------------------- */
-/* Finite real numbers in [min, max]. */
-double cli_double(const char *prog, const char *flag, const char *text, double min, double max);
+/* ---- the pieces, for programs' own checks ----------------------------------
+ * Each returns the line of a wrong value in err, "--valid-lens expects ...",
+ * and the program says it with cli_fail:
+ *     long lens[8];
+ *     char err[CLI_ERR_LEN];
+ *     const int n = cli_read_long_list("--valid-lens", text, 1, 16, lens, 8, err, sizeof err);
+ *     if (n < 0)
+ *         cli_fail(PROG, "%s", err);
+ * A check between two options that heads.h's heads_split makes (H heads
+ * splitting D hiddens) is said the same way with heads_split's line. */
+/* A whole number, or a finite real number, in [min, max]: true with the
+ * value in *out, or false with err filled (the readers of the other kinds
+ * are cli.c's own). */
+bool cli_read_long(const char *flag, const char *text, long min, long max, long *out, char *err,
+                   size_t err_len);
+bool cli_read_double(const char *flag, const char *text, double min, double max, double *out,
+                     char *err, size_t err_len);
 /* A comma-separated list of whole numbers in [min, max], at most max_count:
- * "3,2" -> {3, 2}; returns how many were read. */
-int cli_long_list(const char *prog, const char *flag, const char *text,
-                  long min, long max, long *out, int max_count);
-/* A wrong command line (error.h): fail's line, printf-style, then exit 2.
- * prog names the program when nothing has named it yet. */
-_Noreturn void cli_fail(const char *prog, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* The heads' sizes from the command line (heads_split, heads.h): unless
- * num_heads splits num_hiddens, the one message as a usage error,
- *   "PROG: --hiddens 100 does not divide by --heads 3: every head needs the same size"
- * naming the two flags (or a fixed size, "num_hiddens"), then exit 2. */
-void cli_require_heads_split(const char *prog, int num_hiddens, int num_heads,
-                             const char *hiddens_flag, const char *heads_flag);
-/* An existing directory a program reads from (--from): "does not exist",
- * "is not a directory" or "cannot be read", a usage error naming it. */
-void cli_check_input_dir(const char *prog, const char *flag, const char *dir);
+ * "3,2" -> {3, 2}; how many were read into out, or -1 with err filled. */
+int cli_read_long_list(const char *flag, const char *text, long min, long max, long *out,
+                       int max_count, char *err, size_t err_len);
 
 /* ---- a program's own checks ------------------------------------------------ */
 /* A chapter program checks what it shows, and its exit status says whether

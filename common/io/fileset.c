@@ -305,7 +305,7 @@ static void own(FileSet *set, const char *name)
 {
     set->names = realloc(set->names, (size_t)(set->count + 1) * sizeof *set->names);
     if (set->names == NULL)
-        die("fileset", "out of memory");
+        die("out of memory");
     set->names[set->count++] = copied(name);
 }
 

@@ -45,15 +45,16 @@ static bool stacked_shape(const ModelFile *file, int *ndim, int *shape)
     return true;
 }
 
-static void check_files(const char *func, const ModelFile *files, int count)
+static void check_files_in(const char *function, const ModelFile *files, int count)
 {
     for (int i = 0; i < count; i++) {
         int ndim, shape[TENSOR_MAX_DIMS];
         if (files[i].name == NULL || !stacked_shape(&files[i], &ndim, shape))
-            die(func, "file %d (%s): its parts must stack along dimension 0, or it must "
+            die_in(function, "file %d (%s): its parts must stack along dimension 0, or it must "
                 "hold at least one whole number", i, files[i].name ? files[i].name : "NULL");
     }
 }
+#define check_files(...) check_files_in(__func__, __VA_ARGS__)
 
 /* ---- saving -------------------------------------------------------------- */
 
@@ -86,7 +87,7 @@ static int save_one(FileSet *set, const char *dir, const ModelFile *file, char *
 
 int model_save(const char *dir, const ModelFile *files, int count, char *err, size_t err_len)
 {
-    check_files("model_save", files, count);
+    check_files(files, count);
     if (err != NULL && err_len > 0)
         err[0] = '\0';
     FileSet *set = fileset_begin(dir, err, err_len);
@@ -176,7 +177,7 @@ static void copy_in(const ModelFile *file, const Loaded *loaded)
 
 int model_load(const char *dir, const ModelFile *files, int count, char *err, size_t err_len)
 {
-    check_files("model_load", files, count);
+    check_files(files, count);
     if (err != NULL && err_len > 0)
         err[0] = '\0';
     Loaded *loaded = CHECKED_CALLOC((size_t)count, sizeof *loaded);

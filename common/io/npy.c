@@ -46,11 +46,12 @@ typedef struct {
 static int npy_fail(const ErrSink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int npy_fail(const ErrSink *sink, const char *fmt, ...)
 {
+    char reason[512];
     va_list args;
     va_start(args, fmt);
-    error_vformat(sink->err, sink->err_len, sink->name, fmt, args);
+    vsnprintf(reason, sizeof reason, fmt, args);
     va_end(args);
-    return -1;
+    return error_format(sink->err, sink->err_len, sink->name, "%s", reason);
 }
 
 static void clear_err(char *err, size_t err_len)
@@ -800,7 +801,7 @@ char *npy_path(const char *dir, const char *name)
     const size_t len = strlen(dir) + 1 + strlen(name) + sizeof ".npy";
     char *path = malloc(len);
     if (path == NULL)
-        die("npy", "out of memory");
+        die("out of memory");
     snprintf(path, len, "%s%s%s.npy", dir, *dir ? "/" : "", name);
     return path;
 }

@@ -38,15 +38,16 @@
 
 /* The checks every plot makes before a file is touched: 0, or fail's status
  * after the line. */
-static int check_target(const char *func, const char *dir, const char *name)
+static int check_target_in(const char *function, const char *dir, const char *name)
 {
     if (dir == NULL || *dir == '\0')
-        return fail("%s: no output directory given", func);
+        return fail("%s: no output directory given", function);
     if (name == NULL || *name == '\0' || strchr(name, '/') != NULL || strlen(name) > 200)
         return fail("%s: '%s' is not a plain file name (no '/', at most 200 characters)",
-                    func, name ? name : "(null)");
+                    function, name ? name : "(null)");
     return 0;
 }
+#define check_target(...) check_target_in(__func__, __VA_ARGS__)
 
 /* Draws NAME.dat into dat and NAME.gp into gp, from what. */
 typedef void (*DrawFiles)(FILE *dat, FILE *gp, const char *name, const void *what);
@@ -55,8 +56,8 @@ typedef void (*DrawFiles)(FILE *dat, FILE *gp, const char *name, const void *wha
  * (fileset.h), so a failure or a kill leaves the previous pair or the new
  * one: 0, or fail's status after one line, "[prog: ]func: DIR/NAME.dat:
  * cannot write: REASON". */
-static int write_files(const char *func, const char *dir, const char *name, DrawFiles draw,
-                       const void *what)
+static int write_files_in(const char *function, const char *dir, const char *name, DrawFiles draw,
+                          const void *what)
 {
     char *text[2] = {NULL, NULL}, *file[2];
     size_t len[2] = {0, 0};
@@ -83,8 +84,9 @@ static int write_files(const char *func, const char *dir, const char *name, Draw
         free(file[i]);
         free(text[i]);
     }
-    return status == 0 ? 0 : fail("%s: %s", func, err);
+    return status == 0 ? 0 : fail("%s: %s", function, err);
 }
+#define write_files(...) write_files_in(__func__, __VA_ARGS__)
 
 /* ---- the panel grid ------------------------------------------------------ */
 
@@ -415,7 +417,7 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
 {
     char buf[80];
     // pass 1: check everything before a file is touched
-    int status = check_target("plot_heatmaps", dir, name);
+    int status = check_target(dir, name);
     if (status != 0)
         return status;
     if (matrices == NULL || matrices->ndim < 2 || matrices->ndim > 4)
@@ -430,7 +432,7 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
 
     // pass 2: both files drawn in memory, then written as one set
     const Heatmaps h = {matrices, &g, title, xlabel, ylabel, panel_titles};
-    return write_files("plot_heatmaps", dir, name, draw_heatmaps, &h);
+    return write_files(dir, name, draw_heatmaps, &h);
 }
 
 /* ---- plot_curves ----------------------------------------------------------
@@ -495,7 +497,7 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
                 bool log_y)
 {
     // pass 1: check everything before a file is touched
-    int status = check_target("plot_curves", dir, name);
+    int status = check_target(dir, name);
     if (status != 0)
         return status;
     if (xs == NULL || ys == NULL || xs->ndim != 1 || ys->ndim > 2 ||
@@ -510,7 +512,7 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
     // pass 2: both files drawn in memory, then written as one set
     const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,
                       log_y};
-    return write_files("plot_curves", dir, name, draw_curves, &c);
+    return write_files(dir, name, draw_curves, &c);
 }
 
 /* ---- heatmap_terminal ---------------------------------------------------- */
@@ -586,7 +588,7 @@ static void column_labels(FILE *out, int first_col, int K, bool positions)
 static void draw(FILE *out, const Tensor *matrix, const char *title, bool values, bool positions,
                  int first_row, int first_col)
 {
-    tensor_check_shape("heatmap_terminal", "matrix", matrix, SHAPE(-1, -1));
+    tensor_check_shape("matrix", matrix, SHAPE(-1, -1));
     const int T = matrix->shape[0], K = matrix->shape[1];
     if (T > HEATMAP_TERMINAL_MAX || K > HEATMAP_TERMINAL_MAX) {
         fprintf(out, "%s%s(a %d x %d matrix is too large to draw here; at most %d x %d)\n",
@@ -621,7 +623,7 @@ void heatmap_terminal_at(FILE *out, const Tensor *matrix, const char *title, int
 {
     if (first_row < 0 || first_row + matrix->shape[0] > 100 || first_col < 0 ||
         first_col + matrix->shape[1] > 100)
-        die(__func__, "rows from %d and columns from %d: labels must stay in "
+        die("rows from %d and columns from %d: labels must stay in "
             "0 .. 99", first_row, first_col);
     draw(out, matrix, title, true, true, first_row, first_col);
 }

@@ -26,11 +26,10 @@ Tensor *head_gated_W_o(const MultiHeadAttention *layer, const float *gates)
 /* concat (B, T, D), grad_concat (B, T, D) -> (B, H) */
 Tensor *head_gate_grads(const Tensor *concat, const Tensor *grad_concat, int num_heads)
 {
-    const char *func = __func__;
-    tensor_check_shape(func, "concat", concat, SHAPE(-1, -1, -1));
+    tensor_check_shape("concat", concat, SHAPE(-1, -1, -1));
     const int B = concat->shape[0], T = concat->shape[1], D = concat->shape[2];
-    tensor_check_shape(func, "grad_concat", grad_concat, SHAPE(B, T, D));
-    const int H = num_heads, d = head_size(func, D, H);
+    tensor_check_shape("grad_concat", grad_concat, SHAPE(B, T, D));
+    const int H = num_heads, d = head_size(D, H);
     Tensor *grads = tensor_zeros(SHAPE(B, H));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)

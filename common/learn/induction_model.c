@@ -52,12 +52,11 @@ static void xavier_in_proj(Tensor *weight, int D, Rng *rng)
 InductionModel *induction_new(int vocab, int length, int num_hiddens, const int *num_heads,
                               int num_layers, Rng *rng)
 {
-    const char *func = __func__;
     if (vocab < 1 || length < 1)
-        die(func, "the vocabulary and the length must be positive, got %d and %d", vocab,
+        die("the vocabulary and the length must be positive, got %d and %d", vocab,
             length);
     if (num_layers < 1 || num_layers > INDUCTION_MAX_LAYERS)
-        die(func, "num_layers must be in [1, %d], got %d", INDUCTION_MAX_LAYERS, num_layers);
+        die("num_layers must be in [1, %d], got %d", INDUCTION_MAX_LAYERS, num_layers);
     InductionModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int D = num_hiddens;
     *m = (InductionModel){.vocab = vocab, .length = length, .num_hiddens = D,
@@ -151,7 +150,7 @@ void induction_backward(InductionModel *model, const InductionCache *cache,
 {
     const int B = cache->batch_size, T = model->length, D = model->num_hiddens;
     const int N = model->num_layers;
-    tensor_check_shape("induction_backward", "grad_logits", grad_logits,
+    tensor_check_shape("grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
 
     // step 3 backwards: the unembedding; grad is the gradient of x_N
@@ -270,10 +269,10 @@ void repeats_draw(int *tokens, int *periods, int batch_size, int length, int voc
                   int min_period, int max_period, Rng *rng)
 {
     if (min_period < 1 || max_period < min_period || max_period > length)
-        die(__func__, "periods must satisfy 1 <= %d <= %d <= length %d", min_period,
+        die("periods must satisfy 1 <= %d <= %d <= length %d", min_period,
             max_period, length);
     if (max_period > vocab)
-        die(__func__, "a period of %d different tokens needs a vocabulary of at least "
+        die("a period of %d different tokens needs a vocabulary of at least "
             "%d, got %d", max_period, max_period, vocab);
     int *order = CHECKED_CALLOC((size_t)vocab, sizeof *order);
     for (int b = 0; b < batch_size; b++) {

@@ -18,7 +18,6 @@
 #include "learn/loss.h"
 #include "ops.h"
 
-static const char FUNC[] = "language_model";
 
 /* ---- the vocabulary ------------------------------------------------------------ */
 
@@ -137,15 +136,15 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
                                   int num_heads, int num_layers, Rng *rng)
 {
     if (vocab < 2 || vocab > LM_MAX_VOCAB || context < 1)
-        die(FUNC, "the vocabulary must be in [2, %d] and the context positive, got %d and %d",
+        die("the vocabulary must be in [2, %d] and the context positive, got %d and %d",
             LM_MAX_VOCAB, vocab, context);
     if (num_layers < 1 || num_layers > LM_MAX_LAYERS)
-        die(FUNC, "num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
+        die("num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
     if (num_heads < 1 || num_heads > LM_MAX_HEADS)
-        die(FUNC, "num_heads must be in [1, %d], got %d", LM_MAX_HEADS, num_heads);
+        die("num_heads must be in [1, %d], got %d", LM_MAX_HEADS, num_heads);
     for (int i = 0; i < vocab; i++)
         if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
-            die(FUNC, "the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,
+            die("the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,
                 bytes[i]);
     LanguageModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int V = vocab, C = context, D = num_hiddens;
@@ -199,7 +198,7 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
 {
     const int B = batch_size, T = length;
     if (T < 1 || T > model->context)
-        die(FUNC, "a sequence of %d tokens: the context holds 1 to %d", T, model->context);
+        die("a sequence of %d tokens: the context holds 1 to %d", T, model->context);
     // step 1: the stream starts as each token's vector plus its position's
     Tensor *x = embed_tokens(model->wte, model->wpe, tokens, B, T);
     ValidLens *causal = valid_lens_causal(B, T);   /* query t sees keys 0 .. t */
@@ -237,7 +236,7 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
                              const Tensor *grad_logits)
 {
     const int B = cache->batch_size, T = cache->length, D = model->num_hiddens;
-    tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
+    tensor_check_shape("grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
     // step 3 backwards: the unembedding (wte's first gradient), then ln_f
     Tensor *grad_hf = unembed_backward(&model->kernels.attend, cache->hf, model->wte,
@@ -322,7 +321,7 @@ void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng 
                      int *tokens)
 {
     if (n <= (size_t)context)
-        die(__func__, "a text of %zu tokens has no window of %d + 1", n, context);
+        die("a text of %zu tokens has no window of %d + 1", n, context);
     for (int b = 0; b < batch_size; b++) {
         const size_t start = (size_t)rng_below(rng, (uint32_t)(n - (size_t)context));
         memcpy(tokens + (size_t)b * (context + 1), ids + start,
@@ -465,9 +464,9 @@ const float *language_decoder_step(LanguageDecoder *decoder, int token)
     const LanguageModel *m = decoder->model;
     const int D = m->num_hiddens, t = decoder->length;
     if (token < 0 || token >= m->vocab)
-        die(__func__, "token %d outside the vocabulary [0, %d)", token, m->vocab);
+        die("token %d outside the vocabulary [0, %d)", token, m->vocab);
     if (t >= m->context)
-        die(__func__, "the window is full (%d tokens): reset it first", t);
+        die("the window is full (%d tokens): reset it first", t);
     Tensor *x = tensor_empty(SHAPE(1, D));
     for (int j = 0; j < D; j++)
         x->data[j] = AT2(m->wte, token, j) + AT2(m->wpe, t, j);
@@ -496,7 +495,7 @@ void language_model_sample(const LanguageModel *model, const int *prompt, int pr
 {
     const int C = model->context, keep = C / 2 > 0 ? C / 2 : 1;
     if (prompt_length < 1)
-        die(__func__, "the prompt needs at least one token, got %d",
+        die("the prompt needs at least one token, got %d",
             prompt_length);
     // the whole text so far: the prompt, then what is drawn
     int *text = CHECKED_CALLOC((size_t)prompt_length + n, sizeof *text);

@@ -66,11 +66,10 @@ LookupModel *lookup_new(int key_vocab, int value_vocab, int num_hiddens, int num
 LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
                                 int num_heads, int num_kv_heads, Rng *rng)
 {
-    const char *func = "lookup_new";
     if (key_vocab < 1 || value_vocab < 1)
-        die(func, "vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
+        die("vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
             value_vocab);
-    LookupModel *m = checked_calloc(func, 1, sizeof *m);
+    LookupModel *m = CHECKED_CALLOC(1, sizeof *m);
     *m = (LookupModel){.key_vocab = key_vocab, .value_vocab = value_vocab,
                        .num_hiddens = num_hiddens, .num_heads = num_heads,
                        .num_kv_heads = num_kv_heads, .saved_num_heads = num_heads};
@@ -105,18 +104,19 @@ void lookup_free(LookupModel *m)
 
 /* ---- forward and backward --------------------------------------------------------- */
 
-static void check_batch(const char *func, const TaskBatch *batch)
+static void check_batch_in(const char *function, const TaskBatch *batch)
 {
     if (batch->num_answers != batch->num_queries)
-        die(func, "each query word gives one answer: the batch has %d query and %d answer "
+        die_in(function, "each query word gives one answer: the batch has %d query and %d answer "
             "words", batch->num_queries, batch->num_answers);
 }
+#define check_batch(...) check_batch_in(__func__, __VA_ARGS__)
 
 /* batch -> logits (B, Q, Vv) */
 Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,
                        Tensor **attention_weights, LookupCache *cache)
 {
-    check_batch("lookup_forward", batch);
+    check_batch(batch);
     const int B = batch->batch_size, P = batch->num_pairs, Q = batch->num_queries;
     // step 1: every word's vector; the query words and the keys share one table
     LookupCache c = {.batch = batch};

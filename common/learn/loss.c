@@ -11,16 +11,17 @@
 #include "ops.h"
 
 /* logits (..., C) -> the number of rows N and C; stops on a bad target. */
-static int rows_of(const char *func, const Tensor *logits, const int *targets, int *num_classes)
+static int rows_of_in(const char *function, const Tensor *logits, const int *targets, int *num_classes)
 {
     const int C = logits->shape[logits->ndim - 1];
     const size_t N = logits->size / (size_t)C;
     for (size_t i = 0; i < N; i++)
         if (targets[i] < 0 || targets[i] >= C)
-            die(func, "target %d of row %zu is outside the classes [0, %d)", targets[i], i, C);
+            die_in(function, "target %d of row %zu is outside the classes [0, %d)", targets[i], i, C);
     *num_classes = C;
     return (int)N;
 }
+#define rows_of(...) rows_of_in(__func__, __VA_ARGS__)
 
 /* logits (C,) -> log(sum_j exp(z_j)) */
 double logsumexp_row(const float *logits, int num_classes)
@@ -43,7 +44,7 @@ double logsumexp_row(const float *logits, int num_classes)
 double cross_entropy(const Tensor *logits, const int *targets)
 {
     int C;
-    const int N = rows_of("cross_entropy", logits, targets, &C);
+    const int N = rows_of(logits, targets, &C);
     double total = 0.0;
     for (int i = 0; i < N; i++) {
         const float *row = logits->data + (size_t)i * C;
@@ -56,7 +57,7 @@ double cross_entropy(const Tensor *logits, const int *targets)
 Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float grad_loss)
 {
     int C;
-    const int N = rows_of("cross_entropy_backward", logits, targets, &C);
+    const int N = rows_of(logits, targets, &C);
     Tensor *grad = tensor_zeros(logits->ndim, logits->shape);
     const double scale = (double)grad_loss / N;
     for (int i = 0; i < N; i++) {
@@ -85,7 +86,7 @@ double cross_entropy_with_grad(const Tensor *logits, const int *targets, int *co
 int count_correct(const Tensor *logits, const int *targets)
 {
     int C;
-    const int N = rows_of("count_correct", logits, targets, &C);
+    const int N = rows_of(logits, targets, &C);
     int correct = 0;
     for (int i = 0; i < N; i++) {
         correct += argmax(logits->data + (size_t)i * C, C) == targets[i];

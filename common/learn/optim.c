@@ -52,13 +52,14 @@ bool parameters_finite(const Parameter *params, int count)
 }
 
 /* Stop unless each gradient has its value's shape. */
-static void check_params(const char *func, const Parameter *params, int count)
+static void check_params_in(const char *function, const Parameter *params, int count)
 {
     for (int i = 0; i < count; i++) {
         const Tensor *value = params[i].value;
-        tensor_check_shape(func, params[i].name, params[i].grad, value->ndim, value->shape);
+        tensor_check_shape_in(function, params[i].name, params[i].grad, value->ndim, value->shape);
     }
 }
+#define check_params(...) check_params_in(__func__, __VA_ARGS__)
 
 double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm)
 {
@@ -81,8 +82,7 @@ double parameters_clip_grad_norm(const Parameter *params, int count, double max_
 
 Adam *adam_new(const Parameter *params, int count, float lr)
 {
-    const char *func = __func__;
-    check_params(func, params, count);
+    check_params(params, count);
     Adam *adam = CHECKED_CALLOC(1, sizeof *adam);
     adam->lr = lr;
     adam->beta1 = 0.9f;
@@ -207,7 +207,7 @@ void adam_snapshot_free(AdamSnapshot *s)
 
 void sgd_step(const Parameter *params, int count, float lr)
 {
-    check_params("sgd_step", params, count);
+    check_params(params, count);
     for (int i = 0; i < count; i++) {
         float *p = params[i].value->data;
         const float *g = params[i].grad->data;

@@ -18,7 +18,7 @@ ParameterTable parameter_table(Parameter *params, int max_params, ModelFile *fil
 static void add_parameter(ParameterTable *t, const char *name, Tensor *value, Tensor *grad)
 {
     if (t->num_params >= t->max_params)
-        die("parameter_table", "%s: more than the model's %d parameters", name, t->max_params);
+        die("%s: more than the model's %d parameters", name, t->max_params);
     t->params[t->num_params++] = (Parameter){name, value, grad};
 }
 
@@ -28,7 +28,7 @@ static void add_file(ParameterTable *t, ModelFile file)
     if (t->files == NULL)
         return;
     if (t->num_files >= t->max_files)
-        die("parameter_table", "%s: more than the model's %d files", file.name, t->max_files);
+        die("%s: more than the model's %d files", file.name, t->max_files);
     t->files[t->num_files++] = file;
 }
 
@@ -57,12 +57,12 @@ static const char *layer_name(Naming *naming, const char *name)
     if (naming->prefix == NULL)
         return name;
     if (naming->count >= PARAMETER_LAYER_NAMES)
-        die("parameter_table", "%s: more than a layer's %d names", name, PARAMETER_LAYER_NAMES);
+        die("%s: more than a layer's %d names", name, PARAMETER_LAYER_NAMES);
     char *kept = naming->names[naming->count++];
     const int n = snprintf(kept, PARAMETER_NAME_LEN, "%s%s", naming->prefix,
                            name + sizeof attention - 1);
     if (n < 0 || n >= PARAMETER_NAME_LEN)
-        die("parameter_table", "%s%s: a name longer than %d characters", naming->prefix,
+        die("%s%s: a name longer than %d characters", naming->prefix,
             name + sizeof attention - 1, PARAMETER_NAME_LEN - 1);
     return kept;
 }

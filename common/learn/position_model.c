@@ -26,11 +26,10 @@ const char *const position_scheme_names[POSITION_SCHEMES] = {"none", "sinusoidal
 PositionModel *position_model_new(int vocab, int num_hiddens, int num_heads,
                                   PositionScheme scheme, int max_length, bool causal, Rng *rng)
 {
-    const char *func = __func__;
     if (vocab < 1 || max_length < 1)
-        die(func, "vocab and max_length must be positive, got %d and %d", vocab, max_length);
+        die("vocab and max_length must be positive, got %d and %d", vocab, max_length);
     if (scheme == POSITIONS_ROPE && num_heads > 0 && (num_hiddens / num_heads) % 2 != 0)
-        die(func, "RoPE turns pairs: the head size %d / %d must be even", num_hiddens,
+        die("RoPE turns pairs: the head size %d / %d must be even", num_hiddens,
             num_heads);
     PositionModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int D = num_hiddens;
@@ -97,7 +96,7 @@ static void add_positions(const PositionModel *model, Tensor *x, int first_posit
         tensor_free(P);
     } else if (model->scheme == POSITIONS_LEARNED) {
         if (first_position + T > model->max_length)
-            die("position_model_forward", "positions up to %d, the learned table has %d rows",
+            die("positions up to %d, the learned table has %d rows",
                 first_position + T - 1, model->max_length);
         int *ids = position_ids(B, T, first_position);
         table = embedding_forward(model->embed_positions, ids, SHAPE(B, T));
@@ -168,7 +167,7 @@ void position_model_backward(PositionModel *model, const PositionModelCache *cac
                              const Tensor *grad_logits)
 {
     const int B = cache->batch_size, T = cache->length, H = model->num_heads;
-    tensor_check_shape("position_model_backward", "grad_logits", grad_logits,
+    tensor_check_shape("grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
     const MultiHeadAttention *a = model->attention;
     const MultiHeadGrads *g = model->grad_attention;

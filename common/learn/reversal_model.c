@@ -45,9 +45,8 @@ static void xavier_in_proj(Tensor *weight, int D, Rng *rng)
 ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool positions,
                             Rng *rng)
 {
-    const char *func = __func__;
     if (vocab < 1)
-        die(func, "the vocabulary must be positive, got %d", vocab);
+        die("the vocabulary must be positive, got %d", vocab);
     ReversalModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int D = num_hiddens;
     *m = (ReversalModel){.vocab = vocab, .num_hiddens = D, .num_heads = num_heads,
@@ -120,7 +119,7 @@ void reversal_backward(ReversalModel *model, const ReversalCache *cache,
 {
     const TaskBatch *batch = cache->batch;
     const int B = batch->batch_size, T = batch->num_pairs;
-    tensor_check_shape("reversal_backward", "grad_logits", grad_logits,
+    tensor_check_shape("grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
 
     // step 3 backwards: the readout

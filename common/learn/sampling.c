@@ -17,7 +17,7 @@ enum { MAX_VOCAB = 256 };   /* a token is a byte */
 int sample_token(const float *logits, int vocab, float temperature, Rng *rng)
 {
     if (vocab < 1 || vocab > MAX_VOCAB)
-        die(__func__, "the vocabulary must hold 1 to %d tokens, got %d", MAX_VOCAB, vocab);
+        die("the vocabulary must hold 1 to %d tokens, got %d", MAX_VOCAB, vocab);
     if (temperature == 0.0f)
         return argmax(logits, vocab);
     // softmax(logits / temperature), the largest subtracted first

@@ -40,7 +40,7 @@ Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
 {
     if (num_pairs < 1 || key_vocab < num_pairs || value_vocab < num_pairs ||
         key_vocab > TASK_MAX_COUNTRIES || value_vocab > TASK_MAX_COUNTRIES)
-        die(__func__, "num_pairs %d needs vocabularies from num_pairs to %d words, "
+        die("num_pairs %d needs vocabularies from num_pairs to %d words, "
             "got %d keys and %d values", num_pairs, TASK_MAX_COUNTRIES, key_vocab, value_vocab);
     return (Task){
         .kind = TASK_DICTIONARY,
@@ -58,7 +58,7 @@ Task task_dictionary(int num_pairs, int key_vocab, int value_vocab)
 Task task_two_keys(int num_pairs, int key_vocab, int value_vocab)
 {
     if (num_pairs < 2)
-        die(__func__, "a query names two of the entries: num_pairs must be at "
+        die("a query names two of the entries: num_pairs must be at "
             "least 2, got %d", num_pairs);
     /* the dictionary task's vocabularies and checks, with two query words */
     Task task = task_dictionary(num_pairs, key_vocab, value_vocab);
@@ -72,7 +72,7 @@ Task task_two_keys(int num_pairs, int key_vocab, int value_vocab)
 Task task_reversal(int length, int vocab)
 {
     if (length < 2 || vocab < length || vocab > TASK_MAX_LETTERS)
-        die(__func__, "length %d needs a vocabulary from length to %d letters, got %d",
+        die("length %d needs a vocabulary from length to %d letters, got %d",
             length, TASK_MAX_LETTERS, vocab);
     return (Task){
         .kind = TASK_REVERSAL,
@@ -89,9 +89,8 @@ Task task_reversal(int length, int vocab)
 
 TaskBatch *task_batch_new(const Task *task, int batch_size)
 {
-    const char *func = __func__;
     if (batch_size < 1)
-        die(func, "batch_size must be at least 1, got %d", batch_size);
+        die("batch_size must be at least 1, got %d", batch_size);
     TaskBatch *batch = CHECKED_CALLOC(1, sizeof *batch);
     const size_t B = (size_t)batch_size;
     batch->batch_size = batch_size;
@@ -118,9 +117,8 @@ void task_batch_free(TaskBatch *batch)
 
 TaskBatch *task_batch_example(const TaskBatch *batch, int b)
 {
-    const char *func = __func__;
     if (b < 0 || b >= batch->batch_size)
-        die(func, "example %d of a batch of %d", b, batch->batch_size);
+        die("example %d of a batch of %d", b, batch->batch_size);
     const int P = batch->num_pairs, Q = batch->num_queries, A = batch->num_answers;
     TaskBatch *one = CHECKED_CALLOC(1, sizeof *one);
     *one = (TaskBatch){.batch_size = 1, .num_pairs = P, .num_queries = Q, .num_answers = A};
@@ -194,10 +192,9 @@ static void draw_reversal(const Task *task, Rng *rng, int *keys, int *values, in
 
 void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
 {
-    const char *func = __func__;
     const int P = task->num_pairs, Q = task->num_queries, A = task->num_answers;
     if (batch->num_pairs != P || batch->num_queries != Q || batch->num_answers != A)
-        die(func, "the batch was made for %d pairs, %d query and %d answer words; the %s "
+        die("the batch was made for %d pairs, %d query and %d answer words; the %s "
             "task has %d, %d and %d", batch->num_pairs, batch->num_queries,
             batch->num_answers, task->name, P, Q, A);
     const int vocab = task->key_vocab > task->value_vocab ? task->key_vocab : task->value_vocab;

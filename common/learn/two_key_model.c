@@ -54,11 +54,10 @@ TwoKeyModel *two_key_new(int key_vocab, int value_vocab, int num_hiddens, int nu
 TwoKeyModel *two_key_new_mlp(int key_vocab, int value_vocab, int num_hiddens, int num_heads,
                              int mlp_hiddens, Rng *rng)
 {
-    const char *func = "two_key_new";
     if (key_vocab < 1 || value_vocab < 1 || mlp_hiddens < 0)
-        die(func, "vocabularies must be positive and the MLP's size not negative, got %d "
+        die("vocabularies must be positive and the MLP's size not negative, got %d "
             "keys, %d values and %d", key_vocab, value_vocab, mlp_hiddens);
-    TwoKeyModel *m = checked_calloc(func, 1, sizeof *m);
+    TwoKeyModel *m = CHECKED_CALLOC(1, sizeof *m);
     const int D = num_hiddens;
     *m = (TwoKeyModel){.key_vocab = key_vocab, .value_vocab = value_vocab, .num_hiddens = D,
                        .num_heads = num_heads, .mlp_hiddens = mlp_hiddens,
@@ -112,10 +111,9 @@ static void set_diagonal(Tensor *table, int rows, float value)
 
 void two_key_set_by_hand(TwoKeyModel *model)
 {
-    const char *func = __func__;
     const int D = model->num_hiddens, Vk = model->key_vocab, Vv = model->value_vocab;
     if (model->num_heads != 1 || model->mlp_hiddens != 0 || D < Vk || D < Vv)
-        die(func, "needs 1 head, no MLP and num_hiddens at least both vocabularies, got %d "
+        die("needs 1 head, no MLP and num_hiddens at least both vocabularies, got %d "
             "heads, an MLP of %d, num_hiddens %d, vocabularies %d and %d", model->num_heads,
             model->mlp_hiddens, D, Vk, Vv);
     MultiHeadAttention *a = model->attention;
@@ -157,12 +155,13 @@ void two_key_set_by_hand(TwoKeyModel *model)
         }
 }
 
-static void check_batch(const char *func, const TaskBatch *batch)
+static void check_batch_in(const char *function, const TaskBatch *batch)
 {
     if (batch->num_queries != 2 || batch->num_answers != 2)
-        die(func, "the model reads two query words and gives two answers, the batch has "
+        die_in(function, "the model reads two query words and gives two answers, the batch has "
             "%d and %d", batch->num_queries, batch->num_answers);
 }
+#define check_batch(...) check_batch_in(__func__, __VA_ARGS__)
 
 /* out (B, 1, D) -> logits (B, 2, Vv); hidden (B, 1, N) and block_out
  * (B, 1, D), the readout's input, are kept for the backward (hidden NULL
@@ -221,10 +220,9 @@ static Tensor *readout_backward(TwoKeyModel *model, const TwoKeyCache *cache,
 Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const float *gates,
                         Tensor **attention_weights, TwoKeyCache *cache)
 {
-    const char *func = __func__;
-    check_batch(func, batch);
+    check_batch(batch);
     if (cache != NULL && gates != NULL)
-        die(func, "the backward runs on the model as it trains: cache needs gates NULL");
+        die("the backward runs on the model as it trains: cache needs gates NULL");
     const int B = batch->batch_size, P = batch->num_pairs, D = model->num_hiddens;
 
     // step 1: embeddings; the two query words side by side are one query vector
@@ -264,10 +262,9 @@ Tensor *two_key_forward(const TwoKeyModel *model, const TaskBatch *batch, const 
 void two_key_backward(TwoKeyModel *model, const TwoKeyCache *cache, const Tensor *grad_logits,
                       Tensor **grad_concat)
 {
-    const char *func = __func__;
     const TaskBatch *batch = cache->batch;
     const int B = batch->batch_size, D = model->num_hiddens;
-    tensor_check_shape(func, "grad_logits", grad_logits, SHAPE(B, 2, model->value_vocab));
+    tensor_check_shape("grad_logits", grad_logits, SHAPE(B, 2, model->value_vocab));
 
     // steps 4 and 3 backwards: the readout and the MLP
     Tensor *grad_out = readout_backward(model, cache, grad_logits);
@@ -416,7 +413,7 @@ double two_key_evaluate_heads(const TwoKeyModel *model, const TaskBatch *batch,
 {
     const MultiHeadAttention *layer = model->attention;
     const int B = batch->batch_size;
-    tensor_check_shape("two_key_evaluate_heads", "concat", concat,
+    tensor_check_shape("concat", concat,
                        SHAPE(B, 1, model->num_hiddens));
     // the end of the layer (multihead.c's pass 3), with each head gated
     Tensor *W_o = gates != NULL ? head_gated_W_o(layer, gates) : NULL;

@@ -63,7 +63,7 @@ static Tensor *moment_of(const LookupModel *m, Tensor *const *moments, const Ten
     for (int i = 0; i < m->num_params; i++)
         if (m->params[i].value == part)
             return moments[i];
-    die("saved_models", "a saved tensor is not a parameter");
+    die("a saved tensor is not a parameter");
 }
 
 /* file (of the model) -> the file of its moments, stacked the same way */
@@ -80,7 +80,7 @@ static ModelFile moment_file(const LookupModel *m, const ModelFile *file, Tensor
 static void training_files(TrainingFiles *t, const LookupModel *m, const Adam *adam)
 {
     if (adam->params != m->params || adam->count != m->num_params)
-        die("saved_models", "the optimiser does not hold this model's parameters");
+        die("the optimiser does not hold this model's parameters");
     int n = 0;
     for (int i = 0; i < LOOKUP_NUM_FILES; i++)
         t->files[n++] = m->files[i];

@@ -271,7 +271,7 @@ static int save_vocabulary(FileSet *set, const Task *task, char *err, size_t err
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
-        die(__func__, "out of memory");
+        die("out of memory");
     fputs("{\"countries\": ", f);
     json_words(f, task->key_words, task->key_vocab);
     fputs(",\n \"capitals\": ", f);

@@ -181,11 +181,14 @@ static const char *check_list(const char *text, CliOutcome *outcome)
 {
     long lens[MAX_LENS];
     char err[CLI_ERR_LEN];
-    int n = cli_read_long_list(PROG, "--valid-lens", text, 0, LENS_MAX, lens, MAX_LENS, err,
+    int n = cli_read_long_list("--valid-lens", text, 0, LENS_MAX, lens, MAX_LENS, err,
                                sizeof err);
     outcome->list_count = n;
     if (n < 0)
-        return is_one_error_line(err) ? NULL : "a refused list gives one error line";
+        return strncmp(err, "--valid-lens ", 13) == 0 && strchr(err, '\n') == NULL &&
+                       strchr(err, '\r') == NULL
+                   ? NULL
+                   : "a refused list gives one line naming the flag";
     if (n < 1 || n > MAX_LENS)
         return "a list has 1 to 4 numbers";
     const char *p = text;
