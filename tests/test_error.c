@@ -291,3 +291,143 @@ Test(error, only_error_c_writes_a_failure_on_stderr)
     /* the scan must see the writes it allows, or it would see none */
     cr_expect_geq(in_error_c, 2, "error.c's own writes must be found: %d", in_error_c);
 }
+
+/* ---- statuses and names made by hand --------------------------------------------- */
+
+/* What check_by_hand counts: the lines refused, and the calls it looked at,
+ * so that a scan that finds nothing cannot pass. */
+typedef struct {
+    int refused, dies, named_checks, fails;
+} ByHand;
+
+/* The first argument of a call, from just after its '(' to the ',' or ')'
+ * that ends it at depth 0, into arg (cut to len). */
+static void first_argument(const char *p, char *arg, size_t len)
+{
+    size_t n = 0;
+    int depth = 0;
+    bool quoted = false;
+    for (; *p && n + 1 < len; p++) {
+        if (*p == '"' && p[-1] != '\\')
+            quoted = !quoted;
+        if (!quoted && (*p == '(' || *p == '['))
+            depth++;
+        if (!quoted && (*p == ')' || *p == ']') && depth-- == 0)
+            break;
+        if (!quoted && *p == ',' && depth == 0)
+            break;
+        arg[n++] = *p;
+    }
+    arg[n] = '\0';
+}
+
+static bool is_identifier_char(char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* line without its leading blanks */
+static const char *code_of(const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    return line;
+}
+
+/* The rule of error.h, line by line:
+ * - a status is passed on as it is: no "return ... ? 0 : 1" or "exit(... ?
+ *   0 : 1)" (nor "? 1 : 0") that turns a count or a test into one;
+ * - fail's status is used: no fail(...) as a statement of its own, but the
+ *   stop by signal N, whose status is 128 + N (the shell's), returned next;
+ * - the function a die names is the one it is written in: die's first
+ *   argument is its message (never a name, a literal "softmax" or a
+ *   constant FUNC or PROG, before it), and die_in and every other _in
+ *   check get __func__ (from their macro) or the function parameter of a
+ *   check made for its caller. */
+static void check_by_hand(const char *path, char *text, void *state)
+{
+    ByHand *seen = state;
+    enum { MAX_LINES = 8000 };
+    static char *lines[MAX_LINES];
+    int count = 0;
+    for (char *line = strtok(text, "\n"); line != NULL && count < MAX_LINES;
+         line = strtok(NULL, "\n"))
+        lines[count++] = line;
+    for (int i = 0; i < count; i++) {
+        const char *line = lines[i], *code = code_of(line);
+        if (code[0] == '*' || strncmp(code, "/*", 2) == 0 || strncmp(code, "//", 2) == 0)
+            continue;
+        char joined[600];   /* the line and the next: a call's arguments may go on */
+        snprintf(joined, sizeof joined, "%s %s", line, i + 1 < count ? code_of(lines[i + 1]) : "");
+        const bool made = strstr(line, "? 0 : 1") != NULL || strstr(line, "? 1 : 0") != NULL;
+        const bool returned = strstr(line, "return ") != NULL || strstr(line, "exit(") != NULL;
+        if (made && returned) {
+            seen->refused++;
+            cr_expect(false, "%s: a status made by hand, not passed on: %s", path, code);
+        }
+        if (strncmp(code, "fail(", 5) == 0 || strncmp(code, "(void)fail(", 11) == 0) {
+            int end = i;   /* the line that ends the statement */
+            while (end + 1 < count && lines[end][strlen(lines[end]) - 1] != ';')
+                end++;
+            seen->fails++;
+            if (end + 1 >= count || strncmp(code_of(lines[end + 1]), "return 128 + ", 13) != 0) {
+                seen->refused++;
+                cr_expect(false, "%s: fail's status dropped: %s", path, code);
+            }
+        }
+        for (const char *p = joined; (p = strstr(p, "die")) != NULL; p += 3) {
+            const bool in = strncmp(p, "die_in(", 7) == 0;
+            if ((p > joined && is_identifier_char(p[-1])) || (!in && strncmp(p, "die(", 4) != 0) ||
+                p - joined > (ptrdiff_t)strlen(line))
+                continue;
+            char arg[200];
+            const char *args = p + (in ? 7 : 4);
+            first_argument(args, arg, sizeof arg);
+            const char *a = code_of(arg);
+            if (strncmp(a, "const char *", 12) == 0)
+                continue;   /* die_in's own definition */
+            seen->dies++;
+            bool name_literal = false;   /* "softmax", "..." names, then says */
+            if (!in && a[0] == '"') {
+                const char *after = code_of(args + strlen(arg) + 1);
+                name_literal = args[strlen(arg)] == ',' && after[0] == '"' &&
+                               strspn(a + 1, "abcdefghijklmnopqrstuvwxyz_0123456789") ==
+                                   strlen(a) - 2;
+            }
+            const bool message = !in && a[0] == '"' && !name_literal;
+            const bool named = in && (strcmp(a, "__func__") == 0 || strcmp(a, "function") == 0);
+            if (!message && !named) {
+                seen->refused++;
+                cr_expect(false, "%s: die names a function by hand: %s", path, code);
+            }
+        }
+        for (const char *p = line; (p = strstr(p, "_in(")) != NULL; p += 4) {
+            char arg[200];
+            first_argument(p + 4, arg, sizeof arg);
+            if (strcmp(arg, "function") == 0 || strcmp(arg, "__func__") == 0)
+                seen->named_checks++;
+            if (arg[0] == '"') {
+                seen->refused++;
+                cr_expect(false, "%s: a check named by a literal: %s", path, code);
+            }
+        }
+    }
+}
+
+Test(error, no_status_or_name_made_by_hand)
+{
+    static const char *const folders[] = {"01_dot_product", "02_softmax_mask",
+                                          "03_self_attention", "04_transpose_qkv",
+                                          "05_multihead", "06_permutation_invariance",
+                                          "common", "common/learn", "common/io", "common/run",
+                                          "common/fast"};
+    ByHand seen = {0};
+    const int files = each_source(folders, 11, check_by_hand, &seen);
+    cr_expect_geq(files, 80, "only %d sources found", files);
+    cr_expect_eq(seen.refused, 0);
+    /* the scan must see what it judges, or it would pass by seeing nothing */
+    cr_expect_geq(seen.dies, 100, "only %d calls of die found", seen.dies);
+    cr_expect_geq(seen.named_checks, 20, "only %d checks made for a caller found",
+                  seen.named_checks);
+    cr_expect_geq(seen.fails, 1, "the signal's stop after a fail must be found: %d", seen.fails);
+}
