@@ -59,7 +59,8 @@ static int check_memory(const Options *opt, int key_vocab, int value_vocab, int 
              plural(opt->seeds, "model", "models"), at_once, opt->batch, opt->examples);
     return memory_require(pruning_bytes_needed(key_vocab, value_vocab, opt->pairs, D, H,
                                                opt->seeds, at_once, opt->batch, opt->examples),
-                          detail, "use fewer --seeds or --threads, a smaller --batch or --examples");
+                          detail,
+                          "use fewer --seeds or --threads, a smaller --batch or --examples");
 }
 
 /* A loaded model takes no sizes; a new one needs sizes that fit together. */

@@ -97,7 +97,8 @@ static Options parse_options(int argc, char **argv)
          .help = "threads of the fast path that trains"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the loss and heads"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR", .help = "save the model as .npy files"},
-        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR", .help = "read a model, not train"},
+        {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
+         .help = "read a model, not train"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
     };
     cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "

@@ -33,8 +33,8 @@ void additive_attention_free(AdditiveAttention *layer)
 }
 
 /* Stop naming the tensor unless the inputs and the weights fit together. */
-static void check_shapes_in(const char *function, const AdditiveAttention *layer, const Tensor *queries,
-                            const Tensor *keys, const Tensor *values,
+static void check_shapes_in(const char *function, const AdditiveAttention *layer,
+                            const Tensor *queries, const Tensor *keys, const Tensor *values,
                             const ValidLens *valid_lens)
 {
     tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, -1));

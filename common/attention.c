@@ -192,8 +192,9 @@ static Tensor *transpose_last_two(const Tensor *x)
 
 /* Stop with a message naming the backward unless the inputs, the cache
  * (B, T, K) and grad_output (B, T, v) fit together; returns the sizes. */
-static AttentionSizes check_backward_shapes_in(const char *function, const Tensor *queries, const Tensor *keys,
-                                               const Tensor *values, const AttentionCache *cache,
+static AttentionSizes check_backward_shapes_in(const char *function, const Tensor *queries,
+                                               const Tensor *keys, const Tensor *values,
+                                               const AttentionCache *cache,
                                                const Tensor *grad_output)
 {
     const AttentionSizes n = attention_check_shapes_in(function, queries, keys, values, NULL);

@@ -37,7 +37,7 @@ typedef struct {
     int d, v;                                 /* query/key size, value size */
 } AttentionSizes;
 
-/* Stop with a message naming func unless queries (B, T, d), keys (B, n_k, d),
+/* Stop with a message naming the caller unless queries (B, T, d), keys (B, n_k, d),
  * values (B, n_k, v) and valid_lens (NULL, (B,) or (B, T), each in [0, n_k])
  * fit together; returns their sizes. Every attention function checks its
  * inputs with this one rule. */

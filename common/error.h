@@ -2,33 +2,42 @@
  * error.h - how a program fails (introduced in chapter 01).
  *
  * Every failure is one line on stderr, printed once, "[program: ]where:
- * what is wrong", and there are two ways to fail:
- *   die   a bug in the program (shapes that do not fit, sizes a caller
- *         should have checked, an impossible state), or a buffer it cannot
- *         go on without (memory.h's CHECKED_MALLOC): the line names the
- *         function, the argument and both shapes, and the program stops,
- *         exit 1. A learner meets these lines only after changing the code.
- *   fail  a fault while running (a file, a value that overflowed, a check
- *         that did not hold): the line, and the exit status, 1, returned
- *         for the caller to return as it is,
- *             if (model_save(dir, files, n, err, sizeof err) != 0)
- *                 return fail("%s", err);
- *         A part of a program that can fail returns 0 or the status it
- *         was given, and its caller passes that on: no caller turns one
- *         status into another.
- * Two faults are found before any work and stop the program there: a
- * wrong command line, which cli_fail (io/cli.h) says in fail's words, exit
- * 2; and a run larger than the machine's memory, which memory_require
- * (memory.h) says with fail, exit 1.
- * Where the caller can name a fault better than the function that met it
- * (io/'s and run/'s loaders and savers, and the checks of a user's sizes
- * such as heads_split and memory_check), the function says nothing: it
- * returns -1 (or NULL) with the line in char *err, size_t err_len, written
- * by error_format, and the caller fails with it. Where the caller could add
- * nothing (the plot writers, a training run's steps in run/, the bench's
- * child processes), the function fails itself and returns the status. The
- * clear path and learn/ take no err buffer besides those checks; for
- * anything else they die.
+ * what is wrong", and there are two ways to fail, and four names for them:
+ *   die        a bug in the program (shapes that do not fit, sizes a caller
+ *              should have checked, an impossible state), or a buffer it
+ *              cannot go on without (memory.h's CHECKED_MALLOC): the line
+ *              names the function, the argument and both shapes, and the
+ *              program stops, exit 1. A learner meets these lines only
+ *              after changing the code.
+ *   fail       a fault while running (a file, a value that overflowed, a
+ *              check that did not hold): the line, and the exit status, 1,
+ *              returned for the caller to return as it is,
+ *                  if (model_save(dir, files, n, err, sizeof err) != 0)
+ *                      return fail("%s", err);
+ *              A part of a program that can fail returns 0 or the status
+ *              it was given, and its caller passes that on: no caller turns
+ *              one status into another, and no fail's status is dropped.
+ *   cli_fail   a wrong command line, found before any work: fail's line,
+ *              exit 2 (io/cli.h's parser says its errors with it).
+ *   error_format  the line into a buffer the caller gives, for a function
+ *              whose caller says it: where the caller can name a fault
+ *              better than the function that met it (io/'s and run/'s
+ *              loaders and savers, the command line's readers, and the
+ *              checks of a user's sizes such as heads_split and
+ *              memory_check), the function says nothing: it returns -1 (or
+ *              NULL) with the line in char *err, size_t err_len, and the
+ *              caller fails with it.
+ * Nothing else in the library ends the program: a run larger than the
+ * machine's memory is memory_require's fail, its status returned before the
+ * work starts. Where the caller could add nothing (the plot writers, a
+ * training run's steps in run/, the bench's child processes), the function
+ * fails itself and returns the status. The clear path and learn/ take no
+ * err buffer besides those checks; for anything else they die.
+ * The function a line names is never spelled by hand: die is a macro that
+ * gives die_in the __func__ of the function it is written in, and a check
+ * made for a caller (tensor_check_shape, head_size, CHECKED_MALLOC) is a
+ * macro the same way, so its line names the caller. tests/test_error.c
+ * holds the sources to these rules.
  */
 #ifndef ERROR_H
 #define ERROR_H

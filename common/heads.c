@@ -151,7 +151,8 @@ static int kv_batch_size_in(const char *function, const Tensor *x, int num_kv_he
     tensor_check_shape_in(function, "x", x, SHAPE(-1, -1, -1));
     require_kv_heads_in(function, num_heads, num_kv_heads);
     if (x->shape[0] % heads != 0)
-        die_in(function, "the first size %d of x does not divide by its %d heads", x->shape[0], heads);
+        die_in(function, "the first size %d of x does not divide by its %d heads", x->shape[0],
+               heads);
     return x->shape[0] / heads;
 }
 #define kv_batch_size(...) kv_batch_size_in(__func__, __VA_ARGS__)

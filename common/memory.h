@@ -18,10 +18,11 @@
  *     float *row = CHECKED_MALLOC(n, sizeof *row);
  * When the memory is not there, or count * elem overflows, one line on
  * stderr, "[prog: ]softmax_rows: out of memory allocating 4096 bytes
- * (0.0 MB)", and exit 1. The macros name the function they stand in, a
- * static helper by its own name; a helper that allocates on behalf of a
- * caller it is given (fast_tensor_zeros(func, ...)) passes that name to
- * the functions. A request for 0 bytes returns a valid pointer to free. */
+ * (0.0 MB)", and exit 1. The macros name the function they stand in (its
+ * __func__), a static helper by its own name; a check that allocates for
+ * its caller (fast_tensor_zeros, a macro over fast_tensor_zeros_in, as
+ * error.h's die over die_in) passes the caller's name it was given to the
+ * _in functions. A request for 0 bytes returns a valid pointer to free. */
 #define CHECKED_MALLOC(count, elem) checked_malloc_in(__func__, (count), (elem))
 #define CHECKED_CALLOC(count, elem) checked_calloc_in(__func__, (count), (elem))
 void *checked_malloc_in(const char *function, size_t count, size_t elem);

@@ -42,7 +42,7 @@ static void draw_linear(Rng *rng, int out_features, int fan_in, bool with_bias,
     *bias = with_bias ? init_uniform(rng, out_features, fan_in, true) : NULL;
 }
 
-/* Stops, naming func, unless the sizes are positive, num_heads splits
+/* Stops, naming the caller, unless the sizes are positive, num_heads splits
  * num_hiddens and dropout is in [0, 1); returns the head size d. */
 static int check_layer_sizes_in(const char *function, int query_size, int key_size, int value_size,
                                 int num_hiddens, int num_heads, float dropout)
@@ -152,7 +152,7 @@ void multihead_free(MultiHeadAttention *layer)
     free(layer);
 }
 
-/* Stops, naming func, unless queries (B, T, Dq), keys (B, K, Dk), values
+/* Stops, naming the caller, unless queries (B, T, Dq), keys (B, K, Dk), values
  * (B, K, Dv) and valid_lens fit the layer, and dropout in training mode has
  * a generator to draw from. */
 static void check_inputs_in(const char *function, const MultiHeadAttention *layer,
@@ -170,7 +170,7 @@ static void check_inputs_in(const char *function, const MultiHeadAttention *laye
 }
 #define check_inputs(...) check_inputs_in(__func__, __VA_ARGS__)
 
-/* Stops, naming func, when the layer shares its key-value heads (G < H):
+/* Stops, naming the caller, when the layer shares its key-value heads (G < H):
  * that layer has a forward of its own (attention_layer.h). */
 static void check_all_kv_heads_in(const char *function, const MultiHeadAttention *layer)
 {

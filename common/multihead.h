@@ -144,7 +144,7 @@ void multihead_cache_free(MultiHeadCache *cache);
  * keys and values its own way (grouped_forward_cache in attention_layer.h) writes
  * its own pass 1 and runs the rest with these. */
 
-/* The inputs checked against the layer (the messages name func) and kept,
+/* The inputs checked against the layer (the messages name the caller) and kept,
  * borrowed, in cache; everything else in cache set to NULL. */
 void multihead_cache_inputs_in(const char *function, const MultiHeadAttention *layer,
                                const Tensor *queries, const Tensor *keys, const Tensor *values,

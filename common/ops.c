@@ -86,8 +86,8 @@ Tensor *matmul_bt(const Tensor *a, const Tensor *b)
     return product(a, b, true);
 }
 
-void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight, const Tensor *bias,
-                     int y_shape[TENSOR_MAX_DIMS], int *rows)
+void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight,
+                     const Tensor *bias, int y_shape[TENSOR_MAX_DIMS], int *rows)
 {
     int in = x->shape[x->ndim - 1];
     tensor_check_shape_in(function, "weight", weight, SHAPE(-1, in));

@@ -48,7 +48,7 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
 
 /* The shape rules of a product and of a linear layer, stated once for the
  * clear versions here and the fast ones in fast_matmul.c. Each stops with
- * both shapes, naming func, unless the inputs fit, and returns the zeroed
+ * both shapes, naming the caller, unless the inputs fit, and returns the zeroed
  * output with its sizes. */
 typedef struct {
     int batch;          /* 1 for 2-D inputs */
@@ -60,10 +60,10 @@ Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b
 #define product_output(...) product_output_in(__func__, __VA_ARGS__)
 /* x (..., in), weight (out, in), bias (out,) or NULL checked: y_shape
  * receives y's shape (..., out), x->ndim dims, and *rows the number of
- * input vectors, the product of x's leading dims. Stops naming func when
+ * input vectors, the product of x's leading dims. Stops naming the caller when
  * the shapes do not fit. */
-void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight, const Tensor *bias,
-                     int y_shape[TENSOR_MAX_DIMS], int *rows);
+void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight,
+                     const Tensor *bias, int y_shape[TENSOR_MAX_DIMS], int *rows);
 #define linear_shape(...) linear_shape_in(__func__, __VA_ARGS__)
 /* linear_shape, then y (..., out) zeroed */
 Tensor *linear_output_in(const char *function, const Tensor *x, const Tensor *weight,

@@ -63,7 +63,7 @@ Tensor *tensor_empty(int ndim, const int *shape);
  * allocator of its own (the fast path wants 64-byte alignment); the data
  * must be freeable with free(), and is set to zeros when zero is true.
  * Shapes are checked and a NULL from allocate stops as tensor_zeros does,
- * naming func. */
+ * naming the caller. */
 Tensor *tensor_alloc_with_in(const char *function, int ndim, const int *shape,
                              float *(*allocate)(size_t count), bool zero);
 #define tensor_alloc_with(...) tensor_alloc_with_in(__func__, __VA_ARGS__)
@@ -148,7 +148,7 @@ Tensor *tensor_stack(const Tensor *const *tensors, int count);
 /* true when x has this shape; -1 in shape matches any size. */
 bool tensor_has_shape(const Tensor *x, int ndim, const int *shape);
 
-/* Stop with "func: NAME expected shape (2, *, 4), got (2, 3, 5)" unless x
+/* Stop with "CALLER: NAME expected shape (2, *, 4), got (2, 3, 5)" unless x
  * has the shape; -1 in shape matches any size and prints as '*'. */
 void tensor_check_shape_in(const char *function, const char *name, const Tensor *x,
                            int ndim, const int *shape);

@@ -28,7 +28,7 @@ ValidLens *valid_lens_causal(int batch, int num_queries);
 void valid_lens_free(ValidLens *valid_lens);   /* NULL is fine */
 /* The length that applies to query q of sequence b. */
 int valid_len_at(const ValidLens *valid_lens, int b, int q);
-/* Stop with a message naming func unless valid_lens fits scores of shape
+/* Stop with a message naming the caller unless valid_lens fits scores of shape
  * (B, T, n_k): 1-D of size B or 2-D of (B, T), every length in [0, n_k].
  * NULL (no mask) always fits. */
 void valid_lens_check_in(const char *function, const ValidLens *valid_lens,

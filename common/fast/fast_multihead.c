@@ -189,7 +189,8 @@ static Tensor *reused_or_empty_in(const char *function, int ndim, const int *sha
             kept[KEPT - 1] = NULL;
         }
     pthread_mutex_unlock(&kept_lock);
-    return found != NULL ? tensor_reshape(found, ndim, shape) : fast_tensor_empty_in(function, ndim, shape);
+    return found != NULL ? tensor_reshape(found, ndim, shape)
+                         : fast_tensor_empty_in(function, ndim, shape);
 }
 #define reused_or_empty(...) reused_or_empty_in(__func__, __VA_ARGS__)
 
@@ -320,7 +321,7 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
     return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
 }
 
-/* Stops, naming func, unless queries (B, T, Dq), keys (B, K, Dk), values
+/* Stops, naming the caller, unless queries (B, T, Dq), keys (B, K, Dk), values
  * (B, K, Dv) and valid_lens fit the layer, whose heads split D and are not
  * shared (G = H). */
 static void check_forward_inputs_in(const char *function, const MultiHeadAttention *layer,

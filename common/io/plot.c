@@ -54,7 +54,7 @@ typedef void (*DrawFiles)(FILE *dat, FILE *gp, const char *name, const void *wha
 
 /* Both files drawn into memory, then written into dir as one set
  * (fileset.h), so a failure or a kill leaves the previous pair or the new
- * one: 0, or fail's status after one line, "[prog: ]func: DIR/NAME.dat:
+ * one: 0, or fail's status after one line, "[prog: ]CALLER: DIR/NAME.dat:
  * cannot write: REASON". */
 static int write_files_in(const char *function, const char *dir, const char *name, DrawFiles draw,
                           const void *what)
