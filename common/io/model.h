@@ -23,7 +23,7 @@
  * checks every file before it changes any tensor, so a failed load leaves
  * the model as it was.
  *
- * Errors come back as one line in err (or on stderr when err is NULL),
+ * Errors come back as one line in err (which must be given, error.h),
  * naming the file and what was expected, as npy.h does.
  */
 #ifndef MODEL_IO_H

@@ -33,7 +33,7 @@
  * way: every function takes a buffer err of err_len bytes and fills it
  * with one line naming the file and the problem (error_format), for example
  *     queries.npy: big-endian data ('>f4') is not supported; save it with .astype('<f4')
- * When err is NULL the line is printed on stderr instead.
+ * err must be given: NULL is a bug (error.h).
  */
 #ifndef NPY_H
 #define NPY_H
