@@ -280,11 +280,11 @@ Test(grader, a_helper_named_as_common_s_is_explained)
 {
     RunResult r = grade("softmax_row",
                         "#include \"exercises.h\"\n"
-                        "int head_size(int a, int b) { return a / b; }\n"
+                        "int argmax(int a, int b) { return a / b; }\n"
                         "void my_softmax_row(float *row, int n)\n"
-                        "{\n    for (int j = 0; j < n; j++) row[j] = 1.0f / (float)head_size(n, 1);\n}\n",
+                        "{\n    for (int j = 0; j < n; j++) row[j] = 1.0f / (float)argmax(n, 1);\n}\n",
                         NULL);
-    expect_verdict(&r, 2, "defines head_size, a name common/ defines too: make your helper static");
+    expect_verdict(&r, 2, "defines argmax, a name common/ defines too: make your helper static");
     run_result_free(&r);
 }
 

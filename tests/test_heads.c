@@ -184,15 +184,16 @@ Test(heads, heads_split_is_the_one_check_of_the_sizes)
     cr_expect_eq(head_size(12, 4), 3);
 }
 
-static void head_size_of_0_heads(void)
+/* a split into 0 heads, asked by a function as transpose_qkv asks */
+static void split_into_0_heads(void)
 {
     head_size(12, 0);
 }
 
 Test(heads, head_size_stops_on_0_heads)
 {
-    expect_stops_with(head_size_of_0_heads,
-                      "transpose_qkv: num_heads 0: a layer needs at least one head\n");
+    expect_stops_with(split_into_0_heads,
+                      "split_into_0_heads: num_heads 0: a layer needs at least one head\n");
 }
 
 static void merge_5_rows_into_2_heads(void)
