@@ -389,13 +389,6 @@ static void write_gp(FILE *f, const char *name, const char *title, const Tensor 
 
 /* ---- plot_heatmaps ------------------------------------------------------- */
 
-int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
-                  const char *xlabel, const char *ylabel,
-                  const char *const *panel_titles)
-{
-    return plot_heatmaps_titled(dir, name, NULL, matrices, xlabel, ylabel, panel_titles);
-}
-
 /* What plot_heatmaps_titled draws. */
 typedef struct {
     const Tensor *matrices;
@@ -411,28 +404,44 @@ static void draw_heatmaps(FILE *dat, FILE *gp, const char *name, const void *wha
     write_gp(gp, name, h->title, h->matrices, h->grid, h->xlabel, h->ylabel, h->panel_titles);
 }
 
-int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
-                         const Tensor *matrices, const char *xlabel, const char *ylabel,
-                         const char *const *panel_titles)
+/* The heatmaps, a failure named as the one of the two writers called */
+static int heatmaps_in(const char *function, const char *dir, const char *name,
+                       const char *title, const Tensor *matrices, const char *xlabel,
+                       const char *ylabel, const char *const *panel_titles)
 {
     char buf[80];
     // pass 1: check everything before a file is touched
-    int status = check_target(dir, name);
+    int status = check_target_in(function, dir, name);
     if (status != 0)
         return status;
     if (matrices == NULL || matrices->ndim < 2 || matrices->ndim > 4)
-        return fail("plot_heatmaps: %s: matrices must be (T, K), (P, T, K) or (R, C, T, K), "
-                    "got %s", name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
+        return fail("%s: %s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
+                    function, name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
                                                          matrices->shape) : "NULL");
     for (size_t i = 0; i < matrices->size; i++)
         if (!isfinite(matrices->data[i]))
-            return fail("plot_heatmaps: %s: element %zu of the matrices is %g; nothing was "
-                        "written", name, i, (double)matrices->data[i]);
+            return fail("%s: %s: element %zu of the matrices is %g; nothing was written",
+                        function, name, i, (double)matrices->data[i]);
     const Grid g = grid_of(matrices);
 
     // pass 2: both files drawn in memory, then written as one set
     const Heatmaps h = {matrices, &g, title, xlabel, ylabel, panel_titles};
-    return write_files(dir, name, draw_heatmaps, &h);
+    return write_files_in(function, dir, name, draw_heatmaps, &h);
+}
+#define heatmaps(...) heatmaps_in(__func__, __VA_ARGS__)
+
+int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
+                  const char *xlabel, const char *ylabel,
+                  const char *const *panel_titles)
+{
+    return heatmaps(dir, name, NULL, matrices, xlabel, ylabel, panel_titles);
+}
+
+int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
+                         const Tensor *matrices, const char *xlabel, const char *ylabel,
+                         const char *const *panel_titles)
+{
+    return heatmaps(dir, name, title, matrices, xlabel, ylabel, panel_titles);
 }
 
 /* ---- plot_curves ----------------------------------------------------------
@@ -502,12 +511,11 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
         return status;
     if (xs == NULL || ys == NULL || xs->ndim != 1 || ys->ndim > 2 ||
         ys->shape[ys->ndim - 1] != xs->shape[0])
-        return fail("plot_curves: %s: ys must be (N,) or (S, N) for xs (N,)", name);
+        return fail("%s: %s: ys must be (N,) or (S, N) for xs (N,)", __func__, name);
     for (size_t i = 0; i < ys->size; i++)
         if (!isfinite(ys->data[i]) || (log_y && ys->data[i] <= 0.0f))
-            return fail("plot_curves: %s: point %zu is %g, which a%s axis cannot "
-                        "show; nothing was written", name, i, (double)ys->data[i],
-                        log_y ? " log" : "n");
+            return fail("%s: %s: point %zu is %g, which a%s axis cannot show; nothing was "
+                        "written", __func__, name, i, (double)ys->data[i], log_y ? " log" : "n");
 
     // pass 2: both files drawn in memory, then written as one set
     const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,
