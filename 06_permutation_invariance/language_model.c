@@ -20,11 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast/fast_attention_layer.h"
-#include "fast/fast_exp.h"
 #include "io/cli.h"
 #include "io/model.h"
-#include "io/plot.h"
 #include "learn/language_model.h"
 #include "learn/language_probes.h"
 #include "run/language_run.h"
@@ -43,7 +40,7 @@ typedef struct {
     int eval_every, sample, num_threads;
     float temperature;
     bool bench;
-    const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
+    const char *text, *prompt, *plot_dir, *to_dir, *from_dir, *kernels;
 } Options;
 
 static void check_options(const Options *opt)
@@ -52,6 +49,8 @@ static void check_options(const Options *opt)
     cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
     if (opt->prompt[0] == '\0')
         cli_fail(PROG, "--prompt is empty: give at least one character");
+    if (!language_kernels(opt->kernels, 1, &(LanguageKernels){0}))
+        cli_fail(PROG, "--kernels '%s': expected clear or fast", opt->kernels);
     if (opt->from_dir != NULL) {
         cli_check_input_dir(PROG, "--from", opt->from_dir);
         if (opt->to_dir != NULL || opt->bench)
@@ -67,7 +66,8 @@ static void check_options(const Options *opt)
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
-                   .num_threads = 2, .temperature = 0.8f, .prompt = "\n"};
+                   .num_threads = 2, .temperature = 0.8f, .prompt = "\n",
+                   .kernels = "fast"};
     LanguageTraining *t = &opt.train;
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
@@ -95,6 +95,7 @@ static Options parse_options(int argc, char **argv)
         {"--prompt", CLI_STRING, &opt.prompt, .metavar = "TEXT",
          .help = "what the final sample continues (default: a newline)"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S", .help = "parameters, batches, samples"},
+        {"--kernels", CLI_STRING, &opt.kernels, .metavar = "K", .help = "clear or fast code"},
         {"--threads", CLI_INT, &opt.num_threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
          .help = "threads of the fast path that trains"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the loss and heads"},
@@ -174,11 +175,11 @@ static void part1_text(const Options *opt, const Corpus *c, const LanguageModel 
     if (opt->from_dir == NULL)
         printf("Training: %d AdamW steps of %d windows of %d characters; lr %g, warmed up\n"
                "over %d steps, then a cosine to %g; weight decay %g on matrices; gradients\n"
-               "clipped to a norm of %g; seed %llu.\n\n",
+               "clipped to a norm of %g; seed %llu; on the %s kernels (--kernels).\n\n",
                t->steps, t->batch_size, t->context, t->lr, t->warmup, t->min_lr,
-               t->weight_decay, t->clip, (unsigned long long)opt->seed);
+               t->weight_decay, t->clip, (unsigned long long)opt->seed, m->kernels.name);
     else
-        printf("Read from --from; not trained here.\n\n");
+        printf("Read from --from; not trained here; on the %s kernels.\n\n", m->kernels.name);
 }
 
 /* Both parts' losses into a row of curve; printed with a short sample when
@@ -413,8 +414,7 @@ static int save_model(const LanguageModel *m, const Options *opt)
 static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 {
     check_prompt(m, opt->prompt);
-    m->kernels = (LanguageKernels){fast_attention_layer(opt->num_threads), fast_gelu_forward,
-                                   fast_gelu_backward};
+    language_kernels(opt->kernels, opt->num_threads, &m->kernels);   /* checked: check_options */
     part1_text(opt, c, m);
     TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
     int status = opt->from_dir == NULL ? part2_training(m, opt, c) : 0;
@@ -431,7 +431,6 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 int main(int argc, char **argv)
 {
     const Options opt = parse_options(argc, argv);
-    const LanguageTraining *t = &opt.train;
     Corpus corpus = {0};
     LanguageModel *m = NULL;
     int status = 0;
@@ -439,6 +438,7 @@ int main(int argc, char **argv)
         m = load_model(&opt, &corpus, &status);
     } else if ((status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench) {
         Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
+        const LanguageTraining *t = &opt.train;
         m = language_model_new(corpus.bytes, corpus.vocab, t->context, t->num_hiddens,
                                t->num_heads, t->num_layers, &rng);
     }

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast/fast_attention_layer.h"
 #include "fast/fast_exp.h"
 #include "gradcheck.h"
 #include "helpers.h"
@@ -33,6 +32,7 @@
 #include "learn/layer_norm.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
+#include "run/language_run.h"
 #include "tensor.h"
 
 #define FIXTURE "tests/fixtures/language_model"
@@ -478,8 +478,7 @@ Test(language_model, backward_equals_finite_differences)
 static void expect_fast_equals_clear(LanguageModel *clear, LanguageModel *fast,
                                      const int *tokens, int B, int T)
 {
-    fast->kernels = (LanguageKernels){fast_attention_layer(2), fast_gelu_forward,
-                                      fast_gelu_backward};
+    cr_assert(language_kernels("fast", 2, &fast->kernels));
     const double loss_clear = language_model_loss_grad(clear, tokens, B, T);
     const double loss_fast = language_model_loss_grad(fast, tokens, B, T);
     cr_expect(fabs(loss_clear - loss_fast) <= 1e-5 * loss_clear, "loss %.7f, fast %.7f",

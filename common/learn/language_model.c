@@ -214,29 +214,37 @@ static void add_into(Tensor *x, const Tensor *y)
         x->data[i] += y->data[i];
 }
 
+/* the model's attention kernels as the pair attention_layer.h calls */
+static AttentionLayer attention_of(const LanguageKernels *k)
+{
+    return (AttentionLayer){k->attention, k->attention_backward, k->num_threads, k->linear,
+                            k->linear_backward};
+}
+
 /* x (B, T, D) -> the stream after block l (new); the block's cache filled
  * (every tensor kept), or everything freed when c is NULL */
 static Tensor *block_forward(const LanguageModel *m, int l, Tensor *x, const ValidLens *causal,
                              Tensor **weights, BlockCache *c)
 {
     const Block *b = &m->blocks[l];
-    const AttentionLayer *attend = &m->kernels.attend;
+    const LanguageKernels *kern = &m->kernels;
+    const AttentionLayer attend = attention_of(kern);
     BlockCache local;
     BlockCache *k = c != NULL ? c : &local;
     *k = (BlockCache){.x = x};
     // step 1: x_mid = x + attention(ln_1(x)), queries, keys and values all ln_1(x)
     k->h1 = norm_forward(x, b->ln1_weight, b->ln1_bias, &k->mean1, &k->rstd1);
-    Tensor *attended = attention_layer_forward_masked(attend, b->attn, k->h1, k->h1, k->h1,
+    Tensor *attended = attention_layer_forward_masked(&attend, b->attn, k->h1, k->h1, k->h1,
                                                       causal, &k->attn, weights);
     k->x_mid = tensor_copy(x);
     add_into(k->x_mid, attended);
     tensor_free(attended);
     // step 2: x_out = x_mid + proj(gelu(fc(ln_2(x_mid))))
     k->h2 = norm_forward(k->x_mid, b->ln2_weight, b->ln2_bias, &k->mean2, &k->rstd2);
-    k->f = attention_layer_linear(attend, k->h2, b->fc_weight, b->fc_bias);   /* (B, T, F) */
+    k->f = kern->linear(k->h2, b->fc_weight, b->fc_bias, kern->num_threads);   /* (B, T, F) */
     k->g = tensor_empty(k->f->ndim, k->f->shape);
-    m->kernels.gelu(k->f->data, k->g->data, k->f->size);
-    Tensor *out = attention_layer_linear(attend, k->g, b->proj_weight, b->proj_bias);
+    kern->gelu(k->f->data, k->g->data, k->f->size);
+    Tensor *out = kern->linear(k->g, b->proj_weight, b->proj_bias, kern->num_threads);
     add_into(out, k->x_mid);
     if (c == NULL) {
         layer_cache_free(&k->attn);
@@ -280,7 +288,7 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     // step 3: the last layer norm, then every character's score, through wte
     Tensor *mean, *rstd;
     Tensor *hf = norm_forward(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
-    Tensor *logits = attention_layer_linear(&model->kernels.attend, hf, model->wte, NULL);
+    Tensor *logits = model->kernels.linear(hf, model->wte, NULL, model->kernels.num_threads);
     if (cache != NULL) {
         cache->x_out = x;
         cache->hf = hf;
@@ -312,20 +320,21 @@ static void block_backward(LanguageModel *m, int l, const BlockCache *c, Tensor 
 {
     const Block *b = &m->blocks[l];
     BlockGrads *g = &m->grads[l];
-    const AttentionLayer *attend = &m->kernels.attend;
+    const LanguageKernels *kern = &m->kernels;
+    const int threads = kern->num_threads;
     // step 2 backwards: the MLP, then ln_2; grad becomes x_mid's gradient
-    Tensor *grad_g = attention_layer_linear_backward(attend, c->g, b->proj_weight, grad,
-                                                     g->proj_weight, g->proj_bias);
-    m->kernels.gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
-    Tensor *grad_h2 = attention_layer_linear_backward(attend, c->h2, b->fc_weight, grad_g,
-                                                      g->fc_weight, g->fc_bias);
+    Tensor *grad_g = kern->linear_backward(c->g, b->proj_weight, grad, g->proj_weight,
+                                           g->proj_bias, threads);
+    kern->gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
+    Tensor *grad_h2 = kern->linear_backward(c->h2, b->fc_weight, grad_g, g->fc_weight,
+                                            g->fc_bias, threads);
     norm_backward(grad_h2, c->x_mid, b->ln2_weight, c->mean2, c->rstd2, grad, g->ln2_weight,
                   g->ln2_bias);
     TENSOR_FREE(grad_g, grad_h2);
     // step 1 backwards: attention read ln_1(x) three times, then ln_1
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    attention_layer_backward(attend, b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k,
-                             &grad_v, NULL);
+    kern->attention_backward(b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k, &grad_v, NULL,
+                             threads);
     add_into(grad_q, grad_k);
     add_into(grad_q, grad_v);   /* the gradient of h1 */
     norm_backward(grad_q, c->x, b->ln1_weight, c->mean1, c->rstd1, grad, g->ln1_weight,
@@ -340,9 +349,9 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
     tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
     // step 3 backwards: the unembedding (wte's first gradient), then ln_f
-    Tensor *grad_hf = attention_layer_linear_backward(&model->kernels.attend, cache->hf,
-                                                      model->wte, grad_logits, model->grad_wte,
-                                                      NULL);
+    Tensor *grad_hf = model->kernels.linear_backward(cache->hf, model->wte, grad_logits,
+                                                     model->grad_wte, NULL,
+                                                     model->kernels.num_threads);
     Tensor *grad = tensor_zeros(SHAPE(B, T, D));
     norm_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf, cache->rstdf, grad,
                   model->grad_lnf_weight, model->grad_lnf_bias);

@@ -72,17 +72,25 @@ typedef struct {
     Tensor *ln2_weight, *ln2_bias, *fc_weight, *fc_bias, *proj_weight, *proj_bias;
 } BlockGrads;
 
-/* The kernels a model runs: the attention layer's pair with its linear
- * layers (attention_layer.h), and GELU's pair. The clear ones unless a
- * program hands the model the fast ones. */
+/* The kernels a model runs, its own table: attention, the linear layers
+ * (the MLP's and the unembedding), GELU, each with its backward, and the
+ * threads they may use. The clear ones, which the chapters teach, unless
+ * a program hands the model the fast ones (run/language_run.h's
+ * language_kernels). name says which, for a program to print. */
 typedef struct {
-    AttentionLayer attend;
+    const char *name;                      /* "clear" or "fast" */
+    AttentionForward attention;
+    AttentionBackward attention_backward;
+    LinearForward linear;
+    LinearBackward linear_backward;
     GeluForward gelu;
     GeluBackward gelu_backward;
+    int num_threads;                       /* >= 1; the clear ones run on one */
 } LanguageKernels;
 
-#define CLEAR_LANGUAGE_KERNELS \
-    ((LanguageKernels){CLEAR_ATTENTION, gelu_forward, gelu_backward})
+#define CLEAR_LANGUAGE_KERNELS                                                        \
+    ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
+                       clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1})
 
 typedef struct {
     int vocab, context, num_hiddens, num_heads, num_layers;   /* V, C, D, H, N */

@@ -69,6 +69,21 @@ double language_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+bool language_kernels(const char *name, int num_threads, LanguageKernels *kernels)
+{
+    if (strcmp(name, "clear") == 0) {
+        *kernels = CLEAR_LANGUAGE_KERNELS;
+        return true;
+    }
+    if (strcmp(name, "fast") != 0)
+        return false;
+    const AttentionLayer fast = fast_attention_layer(num_threads);
+    *kernels = (LanguageKernels){"fast", fast.forward, fast.backward, fast.linear,
+                                 fast.linear_backward, fast_gelu_forward, fast_gelu_backward,
+                                 num_threads};
+    return true;
+}
+
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps)
 {
@@ -76,8 +91,7 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     Rng rng = rng_use(0, RNG_PARAMETERS), batches = rng_use(0, RNG_BATCHES);
     LanguageModel *m = language_model_new(corpus->bytes, corpus->vocab, t->context,
                                           t->num_hiddens, t->num_heads, t->num_layers, &rng);
-    m->kernels = (LanguageKernels){fast_attention_layer(num_threads), fast_gelu_forward,
-                                   fast_gelu_backward};
+    language_kernels("fast", num_threads, &m->kernels);
     Adam *adam = language_adamw_new(m, t);
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     TensorPool *pool = tensor_pool_open();   /* as a training run takes its memory */

@@ -13,6 +13,7 @@
 #ifndef LANGUAGE_RUN_H
 #define LANGUAGE_RUN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "learn/language_model.h"
@@ -32,6 +33,12 @@ typedef struct {
 int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
                 char *err, size_t err_len);
 void corpus_free(Corpus *corpus);
+
+/* The model's kernels table (learn/language_model.h) by name: "clear",
+ * the chapters' code on one thread, or "fast", the fast path of
+ * fast/fast_attention_layer.h and fast/fast_exp.h on num_threads threads.
+ * Returns false, table untouched, for any other name. */
+bool language_kernels(const char *name, int num_threads, LanguageKernels *kernels);
 
 /* Training steps per second of a new model of t's sizes on the fast path
  * with num_threads threads, timed over steps steps after a few untimed
