@@ -21,6 +21,8 @@
 #include "io/text_file.h"
 #include "memory.h"
 
+enum { MAX_TICKS = 128 };   /* a heatmap labels every character of a window this long */
+
 int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
                 char *err, size_t err_len)
 {
@@ -127,6 +129,20 @@ int language_plot_curve(const char *dir, const Tensor *curve, int rows)
     return status;
 }
 
+/* token -> a label of one character for a heatmap's axis: the byte, or a
+ * sign for a space or a newline, or its code when it is not printable */
+static void char_label(int byte, char *label, size_t size)
+{
+    if (byte == ' ')
+        snprintf(label, size, "\u2423");   /* open box */
+    else if (byte == '\n')
+        snprintf(label, size, "\u23ce");   /* return symbol */
+    else if (byte > ' ' && byte < 0x7f)
+        snprintf(label, size, "%c", byte);
+    else
+        snprintf(label, size, "\\x%02x", (unsigned)byte);
+}
+
 /* --plot: every head on one line of held-out text, and on the first probe */
 int language_plot_heads(const char *dir, const LanguageModel *m, const Corpus *c,
                         Tensor *const *probe_weights)
@@ -145,9 +161,18 @@ int language_plot_heads(const char *dir, const LanguageModel *m, const Corpus *c
         memcpy(probe->data + (size_t)l * H * C * C, probe_weights[l]->data,
                (size_t)H * C * C * sizeof(float));
     }
-    int status = plot_heatmaps_titled(dir, "language_model_heads",
+    /* the window's characters label both axes: query t reads keys 0 .. t */
+    char labels[MAX_TICKS][8];
+    const char *ticks[MAX_TICKS];
+    for (int t = 0; t < C && t < MAX_TICKS; t++) {
+        char_label(c->bytes[c->ids[start + 1 + (size_t)t]], labels[t], sizeof labels[t]);
+        ticks[t] = labels[t];
+    }
+    int status = plot_heatmaps_ticked(dir, "language_model_heads",
                                       "every head on a line of held-out text (rows: blocks)",
-                                      grid, "key position", "query position", NULL);
+                                      grid, "key: the character read",
+                                      "query: the character reading", NULL,
+                                      C <= MAX_TICKS ? ticks : NULL);
     if (status == 0)
         status = plot_heatmaps_titled(dir, "language_model_probe",
                                       "every head on repeated random characters", probe,
