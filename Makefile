@@ -102,19 +102,38 @@ program-list:
 # make portability builds with musl-gcc and for aarch64.
 programs: $(PROGRAMS)
 
-# Each program depends on its source and on all of common/.
-$(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) $(COMMON_OBJ)))
+# A file of a chapter folder without a main is a sibling: code that one
+# program alone uses (its experiment, its report, its bench lines), kept
+# beside it so that a page, its program and its story sit together; common/
+# holds what a second program, or a later chapter, uses. WITH_<program>
+# lists the files of its folder a program links besides its own: its
+# siblings, and the tools it runs as modes (NAME.mode, below). The 450-line
+# cap of a program (tests/test_every_program.c) is on its own file.
+SIBLING_SRC := $(filter-out $(PROGRAM_SRC),$(wildcard $(addsuffix /*.c,$(CHAPTERS))))
+WITH_05_multihead/multihead                       := layer_files.mode
+WITH_05_multihead/decode                          := decode_files.mode decode_timing
+WITH_05_multihead/train                           := train_bench.mode
+WITH_05_multihead/bench                           := bench_passes bench_lines
+WITH_05_multihead/head_importance                 := head_pruning
+WITH_06_permutation_invariance/relative_positions := relative_files.mode length_experiment
+WITH_06_permutation_invariance/induction_heads    := induction_experiment
+WITH_06_permutation_invariance/language_model     := language_probes language_run
+# with_of,PROGRAM (as NN_chapter/name): the objects of its WITH_ list
+with_of = $(foreach f,$(WITH_$(1)),$(OUT)/build/$(dir $(1))$(f).o)
+
+# Each program depends on its source, its WITH_ list and all of common/.
+$(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) \
+  $(call with_of,$(patsubst $(OUT)/%,%,$(call program_of,$(src)))) $(COMMON_OBJ)))
+$(SIBLING_SRC:%.c=$(OUT)/build/%.o): $(OUT)/build/%.o: %.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # A mode that is also a tool of its own (cli.h's CLI_MODE): the program
 # links the tool's file, compiled without the tool's main (-DTOOL_AS_MODE),
 # and calls its entry, layer_files_main, in its own process; nothing is
 # started by name, so a program copied, renamed or found through PATH runs
 # its modes all the same.
-$(OUT)/05_multihead/multihead: $(OUT)/build/05_multihead/layer_files.mode.o
-$(OUT)/05_multihead/decode: $(OUT)/build/05_multihead/decode_files.mode.o
-$(OUT)/05_multihead/train: $(OUT)/build/05_multihead/train_bench.mode.o
-$(OUT)/06_permutation_invariance/relative_positions: \
-  $(OUT)/build/06_permutation_invariance/relative_files.mode.o
 $(OUT)/build/%.mode.o: %.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
@@ -170,6 +189,7 @@ $(CHAPTERS): export EXERCISE := $(EXERCISE)
 $(CHAPTERS):
 	@if [ -n "$$EXERCISE" ]; then \
 	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
+	    WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
 	    tests/grader/inside_run '$@' "$$EXERCISE"; \
 	else $<; fi
 
@@ -206,7 +226,7 @@ run: $(PROGRAMS)
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
 ifneq ($(EXERCISE),)
-$(CHAPTERS): $(COMMON_OBJ) $(GRADER_OBJ)
+$(CHAPTERS): $(COMMON_OBJ) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
 endif
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
 # EXERCISE reaches the script through the environment, never pasted into a
@@ -345,11 +365,16 @@ $(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_OBJ)
 # Apple Silicon), which the compiler does not search by itself.
 BREW_PREFIX := $(shell command -v brew >/dev/null 2>&1 && brew --prefix 2>/dev/null)
 CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)/lib)
-# The test binary finds the chapter programs under BIN_DIR.
-$(OUT)/tests/run_tests: $(TEST_SRC) $(COMMON_OBJ) | criterion $(GRADER_OBJ)
+# The test binary finds the chapter programs under BIN_DIR. It links the
+# siblings its suites check (test_induction.c, test_relative_positions.c,
+# test_language_model.c).
+TEST_WITH := $(OUT)/build/06_permutation_invariance/induction_experiment.o \
+             $(OUT)/build/06_permutation_invariance/length_experiment.o \
+             $(OUT)/build/06_permutation_invariance/language_run.o
+$(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
 
 # The kill harness (tests/test_writer.c) loads this shim into a program with
 # LD_PRELOAD to kill it after each of its file-system steps in turn; it is

@@ -22,9 +22,9 @@
 
 #include "io/cli.h"
 #include "io/model.h"
+#include "language_probes.h"
+#include "language_run.h"
 #include "learn/language_model.h"
-#include "learn/language_probes.h"
-#include "run/language_run.h"
 #include "run/saved_models.h"
 #include "tensor.h"
 
@@ -262,7 +262,7 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     return 0;
 }
 
-/* ---- part 4: the heads (learn/language_probes.h) ---------------------------------- */
+/* ---- part 4: the heads (language_probes.h) ---------------------------------------- */
 
 static const double INDUCTION_LINE = 0.4;   /* a head above it is called an induction head */
 

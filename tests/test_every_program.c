@@ -375,24 +375,39 @@ Test(every_program, every_function_fits_on_a_screen)
 }
 
 /* The library is read beside the chapters too: every function of common/
- * (the clear path, learn/, io/, run/ and fast/) is at most 50 lines; only
- * a kernel of fast/ may stay longer, with its reason in a comment on the
+ * (the clear path, learn/, io/, run/ and fast/) and of a program's
+ * siblings (a chapter's files without a main) is at most 50 lines; only a
+ * kernel of fast/ may stay longer, with its reason in a comment on the
  * line above it that starts KEPT_WHOLE. */
-static void count_library_functions(const char *path, char *text, void *functions)
+typedef struct {
+    int files, functions, siblings;
+} LibraryCount;
+
+static void count_library_functions(const char *path, char *text, void *state)
 {
+    LibraryCount *count = state;
+    const bool in_common = strncmp(path, "common/", 7) == 0;
+    if (!in_common && (strncmp(text, "int main(", 9) == 0 || strstr(text, "\nint main(") != NULL))
+        return;   /* a program: every_function_fits_on_a_screen reads it */
     const bool fast = strncmp(path, "common/fast/", 12) == 0;
-    *(int *)functions += check_function_lengths(path, text, fast);
+    count->files++;
+    count->siblings += !in_common;
+    count->functions += check_function_lengths(path, text, fast);
 }
 
 Test(every_program, every_library_function_fits_on_a_screen)
 {
     static const char *const folders[] = {"common", "common/learn", "common/io", "common/run",
-                                          "common/fast"};
-    int functions = 0;
-    const int files = each_source(folders, 5, count_library_functions, &functions);
+                                          "common/fast", "01_dot_product", "02_softmax_mask",
+                                          "03_self_attention", "04_transpose_qkv", "05_multihead",
+                                          "06_permutation_invariance"};
+    LibraryCount count = {0};
+    each_source(folders, 11, count_library_functions, &count);
     /* as above: a layout this test cannot read must not pass by finding nothing */
-    cr_expect_geq(files, 50, "only %d sources found in common/", files);
-    cr_expect_geq(functions, 5 * files, "only %d functions in %d sources", functions, files);
+    cr_expect_geq(count.files, 50, "only %d library sources found", count.files);
+    cr_expect_geq(count.siblings, 8, "only %d siblings found in the chapters", count.siblings);
+    cr_expect_geq(count.functions, 5 * count.files, "only %d functions in %d sources",
+                  count.functions, count.files);
 }
 
 /* ---- stories with few options ------------------------------------------------------ */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../06_permutation_invariance/language_run.h"
 #include "fast/fast_exp.h"
 #include "gradcheck.h"
 #include "helpers.h"
@@ -32,7 +33,6 @@
 #include "learn/layer_norm.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
-#include "run/language_run.h"
 #include "tensor.h"
 
 #define FIXTURE "tests/fixtures/language_model"

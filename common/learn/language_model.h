@@ -75,8 +75,9 @@ typedef struct {
 /* The kernels a model runs, its own table: attention, the linear layers
  * (the MLP's and the unembedding), GELU, each with its backward, and the
  * threads they may use. The clear ones, which the chapters teach, unless
- * a program hands the model the fast ones (run/language_run.h's
- * language_kernels). name says which, for a program to print. */
+ * a program hands the model the fast ones (language_kernels in
+ * 06_permutation_invariance/language_run.h). name says which, for a
+ * program to print. */
 typedef struct {
     const char *name;                      /* "clear" or "fast" */
     AttentionForward attention;

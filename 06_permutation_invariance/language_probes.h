@@ -20,6 +20,9 @@
  *                   every copy" are the same key).
  * Silencing is zero ablation (language_model_ablate_head): the head's
  * values, and so its output, set to 0.
+ *
+ * Beside language_model.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef LANGUAGE_PROBES_H
 #define LANGUAGE_PROBES_H

@@ -5,7 +5,7 @@
  * language_run.h.
  */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
-#include "run/language_run.h"
+#include "language_run.h"
 
 #include <stdlib.h>
 #include <string.h>

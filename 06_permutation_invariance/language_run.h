@@ -9,6 +9,9 @@
  * model about to be trained, or a loaded model's, which must hold every
  * byte of the text. The first 90% of the tokens train, the last 10% are
  * held out, as nanoGPT splits its Shakespeare.
+ *
+ * Beside language_model.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef LANGUAGE_RUN_H
 #define LANGUAGE_RUN_H
