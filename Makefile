@@ -117,7 +117,7 @@ WITH_05_multihead/bench                           := bench_passes bench_lines
 WITH_05_multihead/head_importance                 := head_pruning
 WITH_06_permutation_invariance/relative_positions := relative_files.mode length_experiment
 WITH_06_permutation_invariance/induction_heads    := induction_experiment
-WITH_06_permutation_invariance/language_model     := language_probes language_run
+WITH_06_permutation_invariance/language_model     := language_probes language_run language_ladder
 # with_of,PROGRAM (as NN_chapter/name): the objects of its WITH_ list
 with_of = $(foreach f,$(WITH_$(1)),$(OUT)/build/$(dir $(1))$(f).o)
 

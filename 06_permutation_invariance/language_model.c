@@ -8,6 +8,7 @@
  * Part 3: the loss on all of the held-out text, and a longer sample.
  * Part 4: the heads' scores on probes that repeat, and the best silenced.
  * --to DIR saves the model; --from DIR reads one and runs parts 3 and 4.
+ * --ladder trains the build-up instead, six models, and prints their losses.
  *
  * Legend: B = batch_size, C = context, V = vocabulary, D = num_hiddens,
  * H = num_heads, N = num_layers, P = C / 2, a probe's half.
@@ -22,6 +23,7 @@
 
 #include "io/cli.h"
 #include "io/model.h"
+#include "language_ladder.h"
 #include "language_probes.h"
 #include "language_run.h"
 #include "learn/language_model.h"
@@ -39,7 +41,7 @@ typedef struct {
     uint64_t seed;
     int eval_every, sample, num_threads;
     float temperature;
-    bool bench;
+    bool bench, ladder;
     const char *text, *prompt, *plot_dir, *to_dir, *from_dir, *kernels;
 } Options;
 
@@ -56,6 +58,8 @@ static void check_options(const Options *opt)
         if (opt->to_dir != NULL || opt->bench)
             cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
     }
+    if (opt->ladder && (opt->from_dir != NULL || opt->to_dir != NULL || opt->bench))
+        cli_fail(PROG, "--ladder trains six models of its own: it takes no --from, --to, --bench");
     /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
     memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
@@ -102,6 +106,7 @@ static Options parse_options(int argc, char **argv)
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR", .help = "save the model as .npy files"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR", .help = "read a model, not train"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
+        {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
     cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
                           "trained on Shakespeare.", CLI_COUNT(options), options},
@@ -360,14 +365,6 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-static int run_bench(const Corpus *c, const Options *opt)
-{
-    for (int threads = 1; threads <= 2; threads++)
-        printf("c threads %d: %.2f steps/s\n", threads,
-               language_steps_per_second(c, &opt->train, threads, BENCH_STEPS));
-    return 0;
-}
-
 /* The text, in the model's vocabulary when there is one; 1 and a line if not. */
 static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 {
@@ -436,14 +433,17 @@ int main(int argc, char **argv)
     int status = 0;
     if (opt.from_dir != NULL) {
         m = load_model(&opt, &corpus, &status);
-    } else if ((status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench) {
+    } else if ((status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench && !opt.ladder) {
         Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
         const LanguageTraining *t = &opt.train;
         m = language_model_new(corpus.bytes, corpus.vocab, t->context, t->num_hiddens,
                                t->num_heads, t->num_layers, &rng);
     }
     if (status == 0)
-        status = opt.bench ? run_bench(&corpus, &opt) : run(m, &opt, &corpus);
+        status = opt.bench    ? language_bench(&corpus, &opt.train, BENCH_STEPS)
+                 : opt.ladder ? ladder_part(&corpus, &opt.train, opt.seed, opt.kernels,
+                                            opt.num_threads, opt.plot_dir)
+                              : run(m, &opt, &corpus);
     language_model_free(m);
     corpus_free(&corpus);
     return status;

@@ -114,6 +114,14 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     return rate;
 }
 
+int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
+{
+    for (int threads = 1; threads <= 2; threads++)
+        printf("c threads %d: %.2f steps/s\n", threads,
+               language_steps_per_second(corpus, t, threads, steps));
+    return 0;
+}
+
 int language_plot_curve(const char *dir, const Tensor *curve, int rows)
 {
     Tensor *xs = tensor_zeros(SHAPE(rows)), *ys = tensor_zeros(SHAPE(2, rows));

@@ -49,6 +49,11 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps);
 
+/* language_model --bench: language_steps_per_second of t's sizes on 1 and
+ * 2 threads, a line each ("c threads 1: 31.78 steps/s", as
+ * make_language_model_fixtures.py --bench prints PyTorch's); returns 0. */
+int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps);
+
 /* DIR/language_model_loss.{dat,gp}: curve (rows, 3) holds a step, the
  * training and the held-out loss per row. DIR/language_model_heads and
  * DIR/language_model_probe: every head's weights (N rows of H panels) on

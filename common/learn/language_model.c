@@ -61,6 +61,14 @@ static const char *block_name(LanguageModel *m, int *used, int l, const char *wh
     return name;
 }
 
+/* parameter_table_add for a tensor the model has: a rung of the build-up
+ * leaves some out (NULL) */
+static void add_kept(ParameterTable *t, const char *name, Tensor *value, Tensor *grad)
+{
+    if (value != NULL)
+        parameter_table_add(t, name, value, grad);
+}
+
 /* The model's parameters, listed once (learn/parameter_table.h), in the
  * order of the PyTorch module's state_dict. */
 static void list_parameters(LanguageModel *m)
@@ -68,30 +76,26 @@ static void list_parameters(LanguageModel *m)
     ParameterTable t = parameter_table(m->params, LM_MAX_PARAMS, m->files, LM_MAX_FILES);
     int used = 0;
     parameter_table_add(&t, "wte.weight", m->wte, m->grad_wte);
-    parameter_table_add(&t, "wpe.weight", m->wpe, m->grad_wpe);
+    add_kept(&t, "wpe.weight", m->wpe, m->grad_wpe);
     for (int l = 0; l < m->num_layers; l++) {
         Block *b = &m->blocks[l];
         BlockGrads *g = &m->grads[l];
         char prefix[32];   /* "blocks.%d.attn." for any int: 7 + 11 + 6 + 1 */
-        parameter_table_add(&t, block_name(m, &used, l, "ln_1.weight"), b->ln1_weight,
-                            g->ln1_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "ln_1.bias"), b->ln1_bias, g->ln1_bias);
+        add_kept(&t, block_name(m, &used, l, "ln_1.weight"), b->ln1_weight, g->ln1_weight);
+        add_kept(&t, block_name(m, &used, l, "ln_1.bias"), b->ln1_bias, g->ln1_bias);
         snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
         parameter_table_layer(&t, prefix, m->layer_names[l], ATTENTION_STACKED, b->attn,
                               g->attn);
-        parameter_table_add(&t, block_name(m, &used, l, "ln_2.weight"), b->ln2_weight,
-                            g->ln2_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "ln_2.bias"), b->ln2_bias, g->ln2_bias);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.fc.weight"), b->fc_weight,
-                            g->fc_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.fc.bias"), b->fc_bias, g->fc_bias);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.proj.weight"), b->proj_weight,
-                            g->proj_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.proj.bias"), b->proj_bias,
-                            g->proj_bias);
+        add_kept(&t, block_name(m, &used, l, "ln_2.weight"), b->ln2_weight, g->ln2_weight);
+        add_kept(&t, block_name(m, &used, l, "ln_2.bias"), b->ln2_bias, g->ln2_bias);
+        add_kept(&t, block_name(m, &used, l, "mlp.fc.weight"), b->fc_weight, g->fc_weight);
+        add_kept(&t, block_name(m, &used, l, "mlp.fc.bias"), b->fc_bias, g->fc_bias);
+        add_kept(&t, block_name(m, &used, l, "mlp.proj.weight"), b->proj_weight,
+                 g->proj_weight);
+        add_kept(&t, block_name(m, &used, l, "mlp.proj.bias"), b->proj_bias, g->proj_bias);
     }
-    parameter_table_add(&t, "ln_f.weight", m->lnf_weight, m->grad_lnf_weight);
-    parameter_table_add(&t, "ln_f.bias", m->lnf_bias, m->grad_lnf_bias);
+    add_kept(&t, "ln_f.weight", m->lnf_weight, m->grad_lnf_weight);
+    add_kept(&t, "ln_f.bias", m->lnf_bias, m->grad_lnf_bias);
     parameter_table_ints(&t, "vocab", m->bytes, m->vocab);
     parameter_table_ints(&t, "num_heads", &m->saved_heads, 1);
     parameter_table_ints(&t, "num_layers", &m->saved_layers, 1);
@@ -105,14 +109,29 @@ static void fill_normal(Tensor *x, float std, Rng *rng)
         x->data[i] = std * rng_normal(rng);
 }
 
+/* (D,) ones, or NULL when the model has no layer norm */
+static Tensor *ones_kept(bool kept, int D)
+{
+    return kept ? tensor_ones(SHAPE(D)) : NULL;
+}
+
+/* a zero gradient of value's shape, or NULL when value is left out */
+static Tensor *grad_of(const Tensor *value)
+{
+    return value != NULL ? tensor_zeros(value->ndim, value->shape) : NULL;
+}
+
 /* One block's parameters and zero gradients: attention drawn by
- * multihead_new, then every weight drawn again as nanoGPT draws it. */
-static void block_new(Block *b, BlockGrads *g, int D, int H, int N, Rng *rng)
+ * multihead_new, then every weight drawn again as nanoGPT draws it; what
+ * the model leaves out (parts) is neither drawn nor kept. */
+static void block_new(Block *b, BlockGrads *g, int D, int H, int N, LanguageParts parts,
+                      Rng *rng)
 {
     const int F = 4 * D;
     const float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)N);
-    b->ln1_weight = tensor_ones(SHAPE(D));
-    b->ln1_bias = tensor_zeros(SHAPE(D));
+    const bool norm = !parts.no_layer_norm, mlp = !parts.no_mlp;
+    b->ln1_weight = ones_kept(norm, D);
+    b->ln1_bias = norm ? tensor_zeros(SHAPE(D)) : NULL;
     b->attn = multihead_new(D, D, D, D, H, 0.0f, true, rng);
     Tensor *attn_weights[] = {b->attn->W_q, b->attn->W_k, b->attn->W_v};
     for (int i = 0; i < 3; i++)
@@ -121,27 +140,38 @@ static void block_new(Block *b, BlockGrads *g, int D, int H, int N, Rng *rng)
     Tensor *attn_biases[] = {b->attn->b_q, b->attn->b_k, b->attn->b_v, b->attn->b_o};
     for (int i = 0; i < 4; i++)
         memset(attn_biases[i]->data, 0, attn_biases[i]->size * sizeof(float));
-    b->ln2_weight = tensor_ones(SHAPE(D));
-    b->ln2_bias = tensor_zeros(SHAPE(D));
-    b->fc_weight = tensor_normal(rng, 0.0f, std, SHAPE(F, D));
-    b->fc_bias = tensor_zeros(SHAPE(F));
-    b->proj_weight = tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F));
-    b->proj_bias = tensor_zeros(SHAPE(D));
-    *g = (BlockGrads){.ln1_weight = tensor_zeros(SHAPE(D)), .ln1_bias = tensor_zeros(SHAPE(D)),
+    b->ln2_weight = ones_kept(norm, D);
+    b->ln2_bias = norm ? tensor_zeros(SHAPE(D)) : NULL;
+    b->fc_weight = mlp ? tensor_normal(rng, 0.0f, std, SHAPE(F, D)) : NULL;
+    b->fc_bias = mlp ? tensor_zeros(SHAPE(F)) : NULL;
+    b->proj_weight = mlp ? tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F)) : NULL;
+    b->proj_bias = mlp ? tensor_zeros(SHAPE(D)) : NULL;
+    *g = (BlockGrads){.ln1_weight = grad_of(b->ln1_weight), .ln1_bias = grad_of(b->ln1_bias),
                       .attn = multihead_grads_new(b->attn),
-                      .ln2_weight = tensor_zeros(SHAPE(D)), .ln2_bias = tensor_zeros(SHAPE(D)),
-                      .fc_weight = tensor_zeros(SHAPE(F, D)), .fc_bias = tensor_zeros(SHAPE(F)),
-                      .proj_weight = tensor_zeros(SHAPE(D, F)),
-                      .proj_bias = tensor_zeros(SHAPE(D))};
+                      .ln2_weight = grad_of(b->ln2_weight), .ln2_bias = grad_of(b->ln2_bias),
+                      .fc_weight = grad_of(b->fc_weight), .fc_bias = grad_of(b->fc_bias),
+                      .proj_weight = grad_of(b->proj_weight),
+                      .proj_bias = grad_of(b->proj_bias)};
 }
 
 LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
                                   int num_heads, int num_layers, Rng *rng)
 {
+    return language_model_new_parts(bytes, vocab, context, num_hiddens, num_heads, num_layers,
+                                    (LanguageParts){0}, rng);
+}
+
+LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context,
+                                        int num_hiddens, int num_heads, int num_layers,
+                                        LanguageParts parts, Rng *rng)
+{
     if (vocab < 2 || vocab > LM_MAX_VOCAB || context < 1)
         die(FUNC, "the vocabulary must be in [2, %d] and the context positive, got %d and %d",
             LM_MAX_VOCAB, vocab, context);
-    if (num_layers < 1 || num_layers > LM_MAX_LAYERS)
+    if (parts.bigram && (num_hiddens != vocab || num_layers != 0))
+        die(FUNC, "the bigram is a (V, V) table without blocks: D = V = %d and N = 0, got "
+            "D = %d and N = %d", vocab, num_hiddens, num_layers);
+    if (!parts.bigram && (num_layers < 1 || num_layers > LM_MAX_LAYERS))
         die(FUNC, "num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
     for (int i = 0; i < vocab; i++)
         if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
@@ -151,19 +181,21 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
     const int V = vocab, C = context, D = num_hiddens;
     *m = (LanguageModel){.vocab = V, .context = C, .num_hiddens = D, .num_heads = num_heads,
                          .num_layers = num_layers, .saved_heads = num_heads,
-                         .saved_layers = num_layers, .kernels = CLEAR_LANGUAGE_KERNELS};
+                         .saved_layers = num_layers, .parts = parts,
+                         .kernels = CLEAR_LANGUAGE_KERNELS};
     memcpy(m->bytes, bytes, (size_t)V * sizeof *bytes);
-    // drawn in a fixed order, so a seed names one model
+    // drawn in a fixed order, so a seed names one model; the bigram is wte alone
+    const bool norm = !parts.no_layer_norm && !parts.bigram;
     m->wte = tensor_normal(rng, 0.0f, 0.02f, SHAPE(V, D));
-    m->wpe = tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
+    m->wpe = parts.bigram ? NULL : tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
     for (int l = 0; l < num_layers; l++)
-        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, rng);
-    m->lnf_weight = tensor_ones(SHAPE(D));
-    m->lnf_bias = tensor_zeros(SHAPE(D));
-    m->grad_wte = tensor_zeros(SHAPE(V, D));
-    m->grad_wpe = tensor_zeros(SHAPE(C, D));
-    m->grad_lnf_weight = tensor_zeros(SHAPE(D));
-    m->grad_lnf_bias = tensor_zeros(SHAPE(D));
+        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, parts, rng);
+    m->lnf_weight = ones_kept(norm, D);
+    m->lnf_bias = norm ? tensor_zeros(SHAPE(D)) : NULL;
+    m->grad_wte = grad_of(m->wte);
+    m->grad_wpe = grad_of(m->wpe);
+    m->grad_lnf_weight = grad_of(m->lnf_weight);
+    m->grad_lnf_bias = grad_of(m->lnf_bias);
     list_parameters(m);
     return m;
 }
@@ -194,10 +226,15 @@ size_t language_model_size(const LanguageModel *model)
 
 /* ---- forward --------------------------------------------------------------------- */
 
-/* x (B, T, D) -> ln(x) (new), mean and rstd (B*T,) (new) */
+/* x (B, T, D) -> ln(x) (new), mean and rstd (B*T,) (new); on a model
+ * without layer norm (weight NULL), x itself (a copy) and no statistics */
 static Tensor *norm_forward(const Tensor *x, const Tensor *weight, const Tensor *bias,
                             Tensor **mean, Tensor **rstd)
 {
+    if (weight == NULL) {
+        *mean = *rstd = NULL;
+        return tensor_copy(x);
+    }
     const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
     Tensor *y = tensor_empty(x->ndim, x->shape);
     *mean = tensor_empty(SHAPE(R));
@@ -221,31 +258,48 @@ static AttentionLayer attention_of(const LanguageKernels *k)
                             k->linear_backward};
 }
 
+/* into += x, the residual connection; nothing on a rung without residuals,
+ * where a half's output replaces the stream */
+static void residual(const LanguageModel *m, Tensor *into, const Tensor *x)
+{
+    if (!m->parts.no_residual)
+        add_into(into, x);
+}
+
+/* h (B, T, D) -> proj(gelu(fc(h))) (B, T, D) (new), f and g (B, T, F) (new)
+ * the MLP's hidden layer before and after GELU */
+static Tensor *mlp_forward(const LanguageModel *m, const Block *b, const Tensor *h, Tensor **f,
+                           Tensor **g)
+{
+    const LanguageKernels *kern = &m->kernels;
+    *f = kern->linear(h, b->fc_weight, b->fc_bias, kern->num_threads);
+    *g = tensor_empty((*f)->ndim, (*f)->shape);
+    kern->gelu((*f)->data, (*g)->data, (*f)->size);
+    return kern->linear(*g, b->proj_weight, b->proj_bias, kern->num_threads);
+}
+
 /* x (B, T, D) -> the stream after block l (new); the block's cache filled
  * (every tensor kept), or everything freed when c is NULL */
 static Tensor *block_forward(const LanguageModel *m, int l, Tensor *x, const ValidLens *causal,
                              Tensor **weights, BlockCache *c)
 {
     const Block *b = &m->blocks[l];
-    const LanguageKernels *kern = &m->kernels;
-    const AttentionLayer attend = attention_of(kern);
+    const AttentionLayer attend = attention_of(&m->kernels);
     BlockCache local;
     BlockCache *k = c != NULL ? c : &local;
     *k = (BlockCache){.x = x};
     // step 1: x_mid = x + attention(ln_1(x)), queries, keys and values all ln_1(x)
     k->h1 = norm_forward(x, b->ln1_weight, b->ln1_bias, &k->mean1, &k->rstd1);
-    Tensor *attended = attention_layer_forward_masked(&attend, b->attn, k->h1, k->h1, k->h1,
-                                                      causal, &k->attn, weights);
-    k->x_mid = tensor_copy(x);
-    add_into(k->x_mid, attended);
-    tensor_free(attended);
-    // step 2: x_out = x_mid + proj(gelu(fc(ln_2(x_mid))))
-    k->h2 = norm_forward(k->x_mid, b->ln2_weight, b->ln2_bias, &k->mean2, &k->rstd2);
-    k->f = kern->linear(k->h2, b->fc_weight, b->fc_bias, kern->num_threads);   /* (B, T, F) */
-    k->g = tensor_empty(k->f->ndim, k->f->shape);
-    kern->gelu(k->f->data, k->g->data, k->f->size);
-    Tensor *out = kern->linear(k->g, b->proj_weight, b->proj_bias, kern->num_threads);
-    add_into(out, k->x_mid);
+    k->x_mid = attention_layer_forward_masked(&attend, b->attn, k->h1, k->h1, k->h1, causal,
+                                              &k->attn, weights);
+    residual(m, k->x_mid, x);
+    // step 2: out = x_mid + mlp(ln_2(x_mid)); a rung without the MLP ends at x_mid
+    Tensor *out = m->parts.no_mlp ? tensor_copy(k->x_mid) : NULL;
+    if (out == NULL) {
+        k->h2 = norm_forward(k->x_mid, b->ln2_weight, b->ln2_bias, &k->mean2, &k->rstd2);
+        out = mlp_forward(m, b, k->h2, &k->f, &k->g);
+        residual(m, out, k->x_mid);
+    }
     if (c == NULL) {
         layer_cache_free(&k->attn);
         TENSOR_FREE(k->h1, k->mean1, k->rstd1, k->x_mid, k->h2, k->mean2, k->rstd2, k->f, k->g);
@@ -271,6 +325,11 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     const int B = batch_size, T = length;
     if (T < 1 || T > model->context)
         die(FUNC, "a sequence of %d tokens: the context holds 1 to %d", T, model->context);
+    if (model->parts.bigram) {   /* the first rung of the build-up: each token's row of scores */
+        if (cache != NULL)
+            *cache = (LanguageCache){.tokens = tokens, .batch_size = B, .length = T};
+        return embedding_forward(model->wte, tokens, SHAPE(B, T));
+    }
     // step 1: the stream starts as each token's vector plus its position's
     Tensor *x = embed(model, tokens, B, T);
     ValidLens *causal = valid_lens_causal(B, T);   /* query t sees keys 0 .. t */
@@ -303,14 +362,44 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
 
 /* ---- backward -------------------------------------------------------------------- */
 
-/* grad_h (B, T, D), the gradient of ln(x) -> grad_x (B, T, D) += its part */
+/* grad_h (B, T, D), the gradient of ln(x) -> grad_x (B, T, D) += its part
+ * (all of grad_h on a model without layer norm, weight NULL) */
 static void norm_backward(const Tensor *grad_h, const Tensor *x, const Tensor *weight,
                           const Tensor *mean, const Tensor *rstd, Tensor *grad_x,
                           Tensor *grad_weight, Tensor *grad_bias)
 {
+    if (weight == NULL) {
+        add_into(grad_x, grad_h);
+        return;
+    }
     const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
     layer_norm_backward(grad_h->data, x->data, weight->data, mean->data, rstd->data,
                         grad_x->data, grad_weight->data, grad_bias->data, R, D);
+}
+
+/* grad (B, T, D), the gradient of a half's output, where a residual would
+ * pass it on to the half's input as it is: zeroed on a rung without
+ * residuals, so that the input's gradient is what flows through the half */
+static void cut_residual(const LanguageModel *m, Tensor *grad)
+{
+    if (m->parts.no_residual)
+        memset(grad->data, 0, grad->size * sizeof(float));
+}
+
+/* grad_out (B, T, D), the gradient of mlp(h) -> the gradient of h (new);
+ * the MLP's parameter gradients added in */
+static Tensor *mlp_backward(LanguageModel *m, int l, const BlockCache *c, const Tensor *grad_out)
+{
+    const Block *b = &m->blocks[l];
+    BlockGrads *g = &m->grads[l];
+    const LanguageKernels *kern = &m->kernels;
+    Tensor *grad_g = kern->linear_backward(c->g, b->proj_weight, grad_out, g->proj_weight,
+                                           g->proj_bias, kern->num_threads);
+    kern->gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
+    Tensor *grad_h = kern->linear_backward(c->h2, b->fc_weight, grad_g, g->fc_weight,
+                                           g->fc_bias, kern->num_threads);
+    tensor_free(grad_g);
+    return grad_h;
 }
 
 /* grad (B, T, D), the gradient of block l's output -> the gradient of its
@@ -320,23 +409,21 @@ static void block_backward(LanguageModel *m, int l, const BlockCache *c, Tensor 
 {
     const Block *b = &m->blocks[l];
     BlockGrads *g = &m->grads[l];
-    const LanguageKernels *kern = &m->kernels;
-    const int threads = kern->num_threads;
     // step 2 backwards: the MLP, then ln_2; grad becomes x_mid's gradient
-    Tensor *grad_g = kern->linear_backward(c->g, b->proj_weight, grad, g->proj_weight,
-                                           g->proj_bias, threads);
-    kern->gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
-    Tensor *grad_h2 = kern->linear_backward(c->h2, b->fc_weight, grad_g, g->fc_weight,
-                                            g->fc_bias, threads);
-    norm_backward(grad_h2, c->x_mid, b->ln2_weight, c->mean2, c->rstd2, grad, g->ln2_weight,
-                  g->ln2_bias);
-    TENSOR_FREE(grad_g, grad_h2);
+    if (!m->parts.no_mlp) {
+        Tensor *grad_h2 = mlp_backward(m, l, c, grad);
+        cut_residual(m, grad);
+        norm_backward(grad_h2, c->x_mid, b->ln2_weight, c->mean2, c->rstd2, grad,
+                      g->ln2_weight, g->ln2_bias);
+        tensor_free(grad_h2);
+    }
     // step 1 backwards: attention read ln_1(x) three times, then ln_1
     Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    kern->attention_backward(b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k, &grad_v, NULL,
-                             threads);
+    m->kernels.attention_backward(b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k, &grad_v,
+                                  NULL, m->kernels.num_threads);
     add_into(grad_q, grad_k);
     add_into(grad_q, grad_v);   /* the gradient of h1 */
+    cut_residual(m, grad);
     norm_backward(grad_q, c->x, b->ln1_weight, c->mean1, c->rstd1, grad, g->ln1_weight,
                   g->ln1_bias);
     TENSOR_FREE(grad_q, grad_k, grad_v);
@@ -348,6 +435,10 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
     const int B = cache->batch_size, T = cache->length, D = model->num_hiddens;
     tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
+    if (model->parts.bigram) {   /* each token's row got its position's gradient */
+        embedding_backward(model->grad_wte, cache->tokens, grad_logits);
+        return;
+    }
     // step 3 backwards: the unembedding (wte's first gradient), then ln_f
     Tensor *grad_hf = model->kernels.linear_backward(cache->hf, model->wte, grad_logits,
                                                      model->grad_wte, NULL,
@@ -528,6 +619,9 @@ void language_model_restore_head(LanguageModel *model, int layer, int head, cons
 
 LanguageDecoder *language_decoder_new(const LanguageModel *model)
 {
+    const LanguageParts p = model->parts;
+    if (p.bigram || p.no_layer_norm || p.no_residual || p.no_mlp)
+        die(__func__, "a rung of the build-up has no decoder: only the whole model samples");
     LanguageDecoder *dec = CHECKED_CALLOC(1, sizeof *dec);
     dec->model = model;
     dec->logits = CHECKED_CALLOC((size_t)model->vocab, sizeof *dec->logits);

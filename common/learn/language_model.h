@@ -93,10 +93,25 @@ typedef struct {
     ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
                        clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1})
 
+/* What a model leaves out: the rungs of the build-up (chapter 06's page
+ * "Building the GPT"). All false, {0}: the model of the page, the one
+ * language_model_new draws and the only one saved or decoded.
+ *   bigram         logits = wte[token], wte (V, V): a table of next-character
+ *                  scores, nothing else (no wpe, no block, no ln_f; D = V, N = 0)
+ *   no_layer_norm  no ln_1, ln_2, ln_f: each half, and the unembedding, reads
+ *                  the stream as it is
+ *   no_residual    x = attention(x), x = mlp(x): each half's output replaces
+ *                  the stream instead of adding to it
+ *   no_mlp         blocks of attention alone */
+typedef struct {
+    bool bigram, no_layer_norm, no_residual, no_mlp;
+} LanguageParts;
+
 typedef struct {
     int vocab, context, num_hiddens, num_heads, num_layers;   /* V, C, D, H, N */
+    LanguageParts parts;
     int bytes[LM_MAX_VOCAB];                /* the byte token i stands for, increasing */
-    Tensor *wte, *wpe;                      /* (V, D), (C, D) */
+    Tensor *wte, *wpe;                      /* (V, D), (C, D); no wpe for the bigram */
     Block blocks[LM_MAX_LAYERS];
     Tensor *lnf_weight, *lnf_bias;          /* (D,) */
     LanguageKernels kernels;
@@ -131,6 +146,13 @@ size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vo
  * LM_MAX_LAYERS. */
 LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
                                   int num_heads, int num_layers, Rng *rng);
+/* The same with parts left out (LanguageParts): drawn in the same order,
+ * the tensors of what is left out not drawn; {0} is language_model_new.
+ * The bigram needs D = V and N = 0. Its tensors that are left out are
+ * NULL, and so are their gradients; the parameter list skips them. */
+LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context,
+                                        int num_hiddens, int num_heads, int num_layers,
+                                        LanguageParts parts, Rng *rng);
 void language_model_free(LanguageModel *model);   /* NULL is fine */
 /* The trainable numbers, the tied unembedding counted once. */
 size_t language_model_size(const LanguageModel *model);
