@@ -367,10 +367,11 @@ BREW_PREFIX := $(shell command -v brew >/dev/null 2>&1 && brew --prefix 2>/dev/n
 CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)/lib)
 # The test binary finds the chapter programs under BIN_DIR. It links the
 # siblings its suites check (test_induction.c, test_relative_positions.c,
-# test_language_model.c).
+# test_language_model.c: its kernels and the ladder's rungs).
 TEST_WITH := $(OUT)/build/06_permutation_invariance/induction_experiment.o \
              $(OUT)/build/06_permutation_invariance/length_experiment.o \
-             $(OUT)/build/06_permutation_invariance/language_run.o
+             $(OUT)/build/06_permutation_invariance/language_run.o \
+             $(OUT)/build/06_permutation_invariance/language_ladder.o
 $(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
