@@ -27,10 +27,12 @@ typedef struct {
 static const Rung RUNGS[LADDER_RUNGS] = {
     {"1. bigram: a table of next scores", true, true, {.bigram = true}},
     {"2. one causal attention head", true, true,
-     {.no_layer_norm = true, .no_residual = true, .no_mlp = true}},
-    {"3. more heads", false, true, {.no_layer_norm = true, .no_residual = true, .no_mlp = true}},
-    {"4. the MLP after attention", false, true, {.no_layer_norm = true, .no_residual = true}},
-    {"5. residuals, more blocks", false, false, {.no_layer_norm = true}},
+     {.block = {.no_layer_norm = true, .no_residual = true, .no_mlp = true}}},
+    {"3. more heads", false, true,
+     {.block = {.no_layer_norm = true, .no_residual = true, .no_mlp = true}}},
+    {"4. the MLP after attention", false, true,
+     {.block = {.no_layer_norm = true, .no_residual = true}}},
+    {"5. residuals, more blocks", false, false, {.block = {.no_layer_norm = true}}},
     {"6. layer norm: the page's model", false, false, {0}},
 };
 

@@ -15,12 +15,10 @@
 #include <string.h>
 
 #include "learn/embedding.h"
-#include "learn/layer_norm.h"
 #include "learn/loss.h"
 #include "ops.h"
 
 static const char FUNC[] = "language_model";
-static const double PI = 3.14159265358979323846;
 
 /* ---- the vocabulary ------------------------------------------------------------ */
 
@@ -109,13 +107,13 @@ static void fill_normal(Tensor *x, float std, Rng *rng)
         x->data[i] = std * rng_normal(rng);
 }
 
-/* (D,) ones, or NULL when the model has no layer norm */
-static Tensor *ones_kept(bool kept, int D)
+/* (D,) ones or zeros, or NULL where the model leaves a layer norm out */
+static Tensor *filled_kept(bool kept, int D, float value)
 {
-    return kept ? tensor_ones(SHAPE(D)) : NULL;
+    return kept ? tensor_full(value, SHAPE(D)) : NULL;
 }
 
-/* a zero gradient of value's shape, or NULL when value is left out */
+/* a zero gradient of value's shape, or NULL where value is left out */
 static Tensor *grad_of(const Tensor *value)
 {
     return value != NULL ? tensor_zeros(value->ndim, value->shape) : NULL;
@@ -123,15 +121,14 @@ static Tensor *grad_of(const Tensor *value)
 
 /* One block's parameters and zero gradients: attention drawn by
  * multihead_new, then every weight drawn again as nanoGPT draws it; what
- * the model leaves out (parts) is neither drawn nor kept. */
-static void block_new(Block *b, BlockGrads *g, int D, int H, int N, LanguageParts parts,
-                      Rng *rng)
+ * the block leaves out (parts) neither drawn nor kept. */
+static void block_new(Block *b, BlockGrads *g, int D, int H, int N, BlockParts parts, Rng *rng)
 {
     const int F = 4 * D;
     const float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)N);
     const bool norm = !parts.no_layer_norm, mlp = !parts.no_mlp;
-    b->ln1_weight = ones_kept(norm, D);
-    b->ln1_bias = norm ? tensor_zeros(SHAPE(D)) : NULL;
+    b->ln1_weight = filled_kept(norm, D, 1.0f);
+    b->ln1_bias = filled_kept(norm, D, 0.0f);
     b->attn = multihead_new(D, D, D, D, H, 0.0f, true, rng);
     Tensor *attn_weights[] = {b->attn->W_q, b->attn->W_k, b->attn->W_v};
     for (int i = 0; i < 3; i++)
@@ -140,8 +137,8 @@ static void block_new(Block *b, BlockGrads *g, int D, int H, int N, LanguagePart
     Tensor *attn_biases[] = {b->attn->b_q, b->attn->b_k, b->attn->b_v, b->attn->b_o};
     for (int i = 0; i < 4; i++)
         memset(attn_biases[i]->data, 0, attn_biases[i]->size * sizeof(float));
-    b->ln2_weight = ones_kept(norm, D);
-    b->ln2_bias = norm ? tensor_zeros(SHAPE(D)) : NULL;
+    b->ln2_weight = filled_kept(norm, D, 1.0f);
+    b->ln2_bias = filled_kept(norm, D, 0.0f);
     b->fc_weight = mlp ? tensor_normal(rng, 0.0f, std, SHAPE(F, D)) : NULL;
     b->fc_bias = mlp ? tensor_zeros(SHAPE(F)) : NULL;
     b->proj_weight = mlp ? tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F)) : NULL;
@@ -185,13 +182,13 @@ LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context
                          .kernels = CLEAR_LANGUAGE_KERNELS};
     memcpy(m->bytes, bytes, (size_t)V * sizeof *bytes);
     // drawn in a fixed order, so a seed names one model; the bigram is wte alone
-    const bool norm = !parts.no_layer_norm && !parts.bigram;
+    const bool norm = !parts.bigram && !parts.block.no_layer_norm;
     m->wte = tensor_normal(rng, 0.0f, 0.02f, SHAPE(V, D));
     m->wpe = parts.bigram ? NULL : tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
     for (int l = 0; l < num_layers; l++)
-        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, parts, rng);
-    m->lnf_weight = ones_kept(norm, D);
-    m->lnf_bias = norm ? tensor_zeros(SHAPE(D)) : NULL;
+        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, parts.block, rng);
+    m->lnf_weight = filled_kept(norm, D, 1.0f);
+    m->lnf_bias = filled_kept(norm, D, 0.0f);
     m->grad_wte = grad_of(m->wte);
     m->grad_wpe = grad_of(m->wpe);
     m->grad_lnf_weight = grad_of(m->lnf_weight);
@@ -226,99 +223,6 @@ size_t language_model_size(const LanguageModel *model)
 
 /* ---- forward --------------------------------------------------------------------- */
 
-/* x (B, T, D) -> ln(x) (new), mean and rstd (B*T,) (new); on a model
- * without layer norm (weight NULL), x itself (a copy) and no statistics */
-static Tensor *norm_forward(const Tensor *x, const Tensor *weight, const Tensor *bias,
-                            Tensor **mean, Tensor **rstd)
-{
-    if (weight == NULL) {
-        *mean = *rstd = NULL;
-        return tensor_copy(x);
-    }
-    const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
-    Tensor *y = tensor_empty(x->ndim, x->shape);
-    *mean = tensor_empty(SHAPE(R));
-    *rstd = tensor_empty(SHAPE(R));
-    layer_norm_forward(x->data, weight->data, bias->data, y->data, (*mean)->data,
-                       (*rstd)->data, R, D);
-    return y;
-}
-
-/* x += y, elementwise: a residual */
-static void add_into(Tensor *x, const Tensor *y)
-{
-    for (size_t i = 0; i < x->size; i++)
-        x->data[i] += y->data[i];
-}
-
-/* the model's attention kernels as the pair attention_layer.h calls */
-static AttentionLayer attention_of(const LanguageKernels *k)
-{
-    return (AttentionLayer){k->attention, k->attention_backward, k->num_threads, k->linear,
-                            k->linear_backward};
-}
-
-/* into += x, the residual connection; nothing on a rung without residuals,
- * where a half's output replaces the stream */
-static void residual(const LanguageModel *m, Tensor *into, const Tensor *x)
-{
-    if (!m->parts.no_residual)
-        add_into(into, x);
-}
-
-/* h (B, T, D) -> proj(gelu(fc(h))) (B, T, D) (new), f and g (B, T, F) (new)
- * the MLP's hidden layer before and after GELU */
-static Tensor *mlp_forward(const LanguageModel *m, const Block *b, const Tensor *h, Tensor **f,
-                           Tensor **g)
-{
-    const LanguageKernels *kern = &m->kernels;
-    *f = kern->linear(h, b->fc_weight, b->fc_bias, kern->num_threads);
-    *g = tensor_empty((*f)->ndim, (*f)->shape);
-    kern->gelu((*f)->data, (*g)->data, (*f)->size);
-    return kern->linear(*g, b->proj_weight, b->proj_bias, kern->num_threads);
-}
-
-/* x (B, T, D) -> the stream after block l (new); the block's cache filled
- * (every tensor kept), or everything freed when c is NULL */
-static Tensor *block_forward(const LanguageModel *m, int l, Tensor *x, const ValidLens *causal,
-                             Tensor **weights, BlockCache *c)
-{
-    const Block *b = &m->blocks[l];
-    const AttentionLayer attend = attention_of(&m->kernels);
-    BlockCache local;
-    BlockCache *k = c != NULL ? c : &local;
-    *k = (BlockCache){.x = x};
-    // step 1: x_mid = x + attention(ln_1(x)), queries, keys and values all ln_1(x)
-    k->h1 = norm_forward(x, b->ln1_weight, b->ln1_bias, &k->mean1, &k->rstd1);
-    k->x_mid = attention_layer_forward_masked(&attend, b->attn, k->h1, k->h1, k->h1, causal,
-                                              &k->attn, weights);
-    residual(m, k->x_mid, x);
-    // step 2: out = x_mid + mlp(ln_2(x_mid)); a rung without the MLP ends at x_mid
-    Tensor *out = m->parts.no_mlp ? tensor_copy(k->x_mid) : NULL;
-    if (out == NULL) {
-        k->h2 = norm_forward(k->x_mid, b->ln2_weight, b->ln2_bias, &k->mean2, &k->rstd2);
-        out = mlp_forward(m, b, k->h2, &k->f, &k->g);
-        residual(m, out, k->x_mid);
-    }
-    if (c == NULL) {
-        layer_cache_free(&k->attn);
-        TENSOR_FREE(k->h1, k->mean1, k->rstd1, k->x_mid, k->h2, k->mean2, k->rstd2, k->f, k->g);
-    }
-    return out;
-}
-
-/* tokens (B, T) -> x_0 (B, T, D) = wte[tokens] + wpe[0 .. T-1] */
-static Tensor *embed(const LanguageModel *m, const int *tokens, int B, int T)
-{
-    const int D = m->num_hiddens;
-    Tensor *x = embedding_forward(m->wte, tokens, SHAPE(B, T));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < D; j++)
-                AT3(x, b, t, j) += AT2(m->wpe, t, j);
-    return x;
-}
-
 Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
                                int length, Tensor **weights, LanguageCache *cache)
 {
@@ -331,23 +235,25 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
         return embedding_forward(model->wte, tokens, SHAPE(B, T));
     }
     // step 1: the stream starts as each token's vector plus its position's
-    Tensor *x = embed(model, tokens, B, T);
+    Tensor *x = embed_tokens(model->wte, model->wpe, tokens, B, T);
     ValidLens *causal = valid_lens_causal(B, T);   /* query t sees keys 0 .. t */
     if (cache != NULL)
         *cache = (LanguageCache){.tokens = tokens, .batch_size = B, .length = T,
                                  .causal = causal};
     // step 2: the blocks, each reading the stream and adding to it
     for (int l = 0; l < model->num_layers; l++) {
-        Tensor *next = block_forward(model, l, x, causal, weights != NULL ? &weights[l] : NULL,
-                                     cache != NULL ? &cache->blocks[l] : NULL);
+        Tensor *next = block_forward_parts(&model->blocks[l], model->parts.block,
+                                           &model->kernels, x, causal,
+                                           weights != NULL ? &weights[l] : NULL,
+                                           cache != NULL ? &cache->blocks[l] : NULL);
         if (cache == NULL)
             tensor_free(x);
         x = next;
     }
     // step 3: the last layer norm, then every character's score, through wte
     Tensor *mean, *rstd;
-    Tensor *hf = norm_forward(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
-    Tensor *logits = model->kernels.linear(hf, model->wte, NULL, model->kernels.num_threads);
+    Tensor *hf = norm_or_copy(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
+    Tensor *logits = unembed(&model->kernels, hf, model->wte);
     if (cache != NULL) {
         cache->x_out = x;
         cache->hf = hf;
@@ -362,111 +268,37 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
 
 /* ---- backward -------------------------------------------------------------------- */
 
-/* grad_h (B, T, D), the gradient of ln(x) -> grad_x (B, T, D) += its part
- * (all of grad_h on a model without layer norm, weight NULL) */
-static void norm_backward(const Tensor *grad_h, const Tensor *x, const Tensor *weight,
-                          const Tensor *mean, const Tensor *rstd, Tensor *grad_x,
-                          Tensor *grad_weight, Tensor *grad_bias)
-{
-    if (weight == NULL) {
-        add_into(grad_x, grad_h);
-        return;
-    }
-    const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
-    layer_norm_backward(grad_h->data, x->data, weight->data, mean->data, rstd->data,
-                        grad_x->data, grad_weight->data, grad_bias->data, R, D);
-}
-
-/* grad (B, T, D), the gradient of a half's output, where a residual would
- * pass it on to the half's input as it is: zeroed on a rung without
- * residuals, so that the input's gradient is what flows through the half */
-static void cut_residual(const LanguageModel *m, Tensor *grad)
-{
-    if (m->parts.no_residual)
-        memset(grad->data, 0, grad->size * sizeof(float));
-}
-
-/* grad_out (B, T, D), the gradient of mlp(h) -> the gradient of h (new);
- * the MLP's parameter gradients added in */
-static Tensor *mlp_backward(LanguageModel *m, int l, const BlockCache *c, const Tensor *grad_out)
-{
-    const Block *b = &m->blocks[l];
-    BlockGrads *g = &m->grads[l];
-    const LanguageKernels *kern = &m->kernels;
-    Tensor *grad_g = kern->linear_backward(c->g, b->proj_weight, grad_out, g->proj_weight,
-                                           g->proj_bias, kern->num_threads);
-    kern->gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
-    Tensor *grad_h = kern->linear_backward(c->h2, b->fc_weight, grad_g, g->fc_weight,
-                                           g->fc_bias, kern->num_threads);
-    tensor_free(grad_g);
-    return grad_h;
-}
-
-/* grad (B, T, D), the gradient of block l's output -> the gradient of its
- * input, in place: both residuals pass it on as it is, and each half adds
- * what flows back through it */
-static void block_backward(LanguageModel *m, int l, const BlockCache *c, Tensor *grad)
-{
-    const Block *b = &m->blocks[l];
-    BlockGrads *g = &m->grads[l];
-    // step 2 backwards: the MLP, then ln_2; grad becomes x_mid's gradient
-    if (!m->parts.no_mlp) {
-        Tensor *grad_h2 = mlp_backward(m, l, c, grad);
-        cut_residual(m, grad);
-        norm_backward(grad_h2, c->x_mid, b->ln2_weight, c->mean2, c->rstd2, grad,
-                      g->ln2_weight, g->ln2_bias);
-        tensor_free(grad_h2);
-    }
-    // step 1 backwards: attention read ln_1(x) three times, then ln_1
-    Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    m->kernels.attention_backward(b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k, &grad_v,
-                                  NULL, m->kernels.num_threads);
-    add_into(grad_q, grad_k);
-    add_into(grad_q, grad_v);   /* the gradient of h1 */
-    cut_residual(m, grad);
-    norm_backward(grad_q, c->x, b->ln1_weight, c->mean1, c->rstd1, grad, g->ln1_weight,
-                  g->ln1_bias);
-    TENSOR_FREE(grad_q, grad_k, grad_v);
-}
-
 void language_model_backward(LanguageModel *model, const LanguageCache *cache,
                              const Tensor *grad_logits)
 {
     const int B = cache->batch_size, T = cache->length, D = model->num_hiddens;
     tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
-    if (model->parts.bigram) {   /* each token's row got its position's gradient */
+    if (model->parts.bigram) {   /* each token's row gets its position's gradient */
         embedding_backward(model->grad_wte, cache->tokens, grad_logits);
         return;
     }
     // step 3 backwards: the unembedding (wte's first gradient), then ln_f
-    Tensor *grad_hf = model->kernels.linear_backward(cache->hf, model->wte, grad_logits,
-                                                     model->grad_wte, NULL,
-                                                     model->kernels.num_threads);
+    Tensor *grad_hf = unembed_backward(&model->kernels, cache->hf, model->wte, grad_logits,
+                                       model->grad_wte);
     Tensor *grad = tensor_zeros(SHAPE(B, T, D));
-    norm_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf, cache->rstdf, grad,
-                  model->grad_lnf_weight, model->grad_lnf_bias);
+    norm_or_copy_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf, cache->rstdf,
+                          grad, model->grad_lnf_weight, model->grad_lnf_bias);
     tensor_free(grad_hf);
     // step 2 backwards, from the last block
     for (int l = model->num_layers - 1; l >= 0; l--)
-        block_backward(model, l, &cache->blocks[l], grad);
+        block_backward_parts(&model->blocks[l], model->parts.block, &model->grads[l],
+                             &model->kernels, &cache->blocks[l], grad);
     // step 1 backwards: x_0 = wte[token] + wpe[t], each row gets x_0's gradient
-    embedding_backward(model->grad_wte, cache->tokens, grad);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < D; j++)
-                AT2(model->grad_wpe, t, j) += AT3(grad, b, t, j);
+    // (wte's second part, added to the unembedding's)
+    embed_tokens_backward(grad, cache->tokens, model->grad_wte, model->grad_wpe);
     tensor_free(grad);
 }
 
 void language_cache_free(LanguageCache *cache)
 {
-    for (int l = 0; l < LM_MAX_LAYERS; l++) {
-        BlockCache *c = &cache->blocks[l];
-        layer_cache_free(&c->attn);
-        TENSOR_FREE(c->x, c->h1, c->mean1, c->rstd1, c->x_mid, c->h2, c->mean2, c->rstd2, c->f,
-                    c->g);
-    }
+    for (int l = 0; l < LM_MAX_LAYERS; l++)
+        block_cache_free(&cache->blocks[l]);
     TENSOR_FREE(cache->x_out, cache->hf, cache->meanf, cache->rstdf);
     valid_lens_free(cache->causal);
     *cache = (LanguageCache){0};
@@ -514,16 +346,6 @@ double language_model_loss_grad(LanguageModel *model, const int *tokens, int bat
     language_cache_free(&cache);
     free(inputs);
     return loss;
-}
-
-double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps)
-{
-    if (step < warmup)
-        return lr * (double)(step + 1) / (double)(warmup + 1);
-    if (step >= decay_steps)
-        return min_lr;
-    const double progress = (double)(step - warmup) / (double)(decay_steps - warmup);
-    return min_lr + 0.5 * (1.0 + cos(PI * progress)) * (lr - min_lr);
 }
 
 Adam *language_adamw_new(const LanguageModel *model, const LanguageTraining *t)
@@ -620,7 +442,7 @@ void language_model_restore_head(LanguageModel *model, int layer, int head, cons
 LanguageDecoder *language_decoder_new(const LanguageModel *model)
 {
     const LanguageParts p = model->parts;
-    if (p.bigram || p.no_layer_norm || p.no_residual || p.no_mlp)
+    if (p.bigram || p.block.no_layer_norm || p.block.no_residual || p.block.no_mlp)
         die(__func__, "a rung of the build-up has no decoder: only the whole model samples");
     LanguageDecoder *dec = CHECKED_CALLOC(1, sizeof *dec);
     dec->model = model;
@@ -650,11 +472,11 @@ void language_decoder_reset(LanguageDecoder *decoder)
     decoder->length = 0;
 }
 
-/* x (1, D) -> ln(x) (1, D) (new), as norm_forward computes it for a row */
+/* x (1, D) -> ln(x) (1, D) (new), as layer_norm_tensor computes it for a row */
 static Tensor *norm_row(const Tensor *x, const Tensor *weight, const Tensor *bias)
 {
     Tensor *mean, *rstd;
-    Tensor *y = norm_forward(x, weight, bias, &mean, &rstd);
+    Tensor *y = layer_norm_tensor(x, weight, bias, &mean, &rstd);
     TENSOR_FREE(mean, rstd);
     return y;
 }
@@ -667,7 +489,7 @@ static void block_step(const LanguageModel *m, int l, KVCache *cache, Tensor *x)
     // step 1: attention of the new token over the cached ones and itself
     Tensor *h1 = norm_row(x, b->ln1_weight, b->ln1_bias);
     Tensor *attended = decode_step(b->attn, cache, h1);
-    add_into(x, attended);
+    residual_add(x, attended);
     // step 2: the MLP
     Tensor *h2 = norm_row(x, b->ln2_weight, b->ln2_bias);
     Tensor *f = linear(h2, b->fc_weight, b->fc_bias);
@@ -698,31 +520,6 @@ const float *language_decoder_step(LanguageDecoder *decoder, int token)
     TENSOR_FREE(x, hf, logits);
     decoder->length = t + 1;
     return decoder->logits;
-}
-
-int sample_token(const float *logits, int vocab, float temperature, Rng *rng)
-{
-    if (temperature == 0.0f)
-        return argmax(logits, vocab);
-    // softmax(logits / temperature), the largest subtracted first
-    double max = logits[0];
-    for (int i = 1; i < vocab; i++)
-        if (logits[i] > max)
-            max = logits[i];
-    double weights[LM_MAX_VOCAB], sum = 0.0;
-    for (int i = 0; i < vocab; i++) {
-        weights[i] = exp(((double)logits[i] - max) / temperature);
-        sum += weights[i];
-    }
-    // the first token whose running sum passes a uniform draw
-    const double u = (double)rng_uniform(rng) * sum;
-    double running = 0.0;
-    for (int i = 0; i < vocab; i++) {
-        running += weights[i];
-        if (u < running)
-            return i;
-    }
-    return vocab - 1;   /* u within rounding of sum */
 }
 
 /* tokens[0 .. n) fed to a reset decoder; the logits after the last */

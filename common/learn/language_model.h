@@ -41,9 +41,12 @@
 
 #include "attention_layer.h"
 #include "kv_cache.h"
+#include "learn/adamw.h"
+#include "learn/gpt_block.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
 #include "learn/parameter_table.h"
+#include "learn/sampling.h"
 #include "multihead.h"
 #include "random.h"
 #include "state_dict.h"
@@ -58,53 +61,16 @@ enum {
     LM_NAME_LEN = 40,
 };
 
-typedef struct {
-    Tensor *ln1_weight, *ln1_bias;       /* (D,) */
-    MultiHeadAttention *attn;            /* D -> D, H heads, biases */
-    Tensor *ln2_weight, *ln2_bias;       /* (D,) */
-    Tensor *fc_weight, *fc_bias;         /* (F, D), (F,) */
-    Tensor *proj_weight, *proj_bias;     /* (D, F), (D,) */
-} Block;
-
-typedef struct {
-    Tensor *ln1_weight, *ln1_bias;
-    MultiHeadGrads *attn;
-    Tensor *ln2_weight, *ln2_bias, *fc_weight, *fc_bias, *proj_weight, *proj_bias;
-} BlockGrads;
-
-/* The kernels a model runs, its own table: attention, the linear layers
- * (the MLP's and the unembedding), GELU, each with its backward, and the
- * threads they may use. The clear ones, which the chapters teach, unless
- * a program hands the model the fast ones (language_kernels in
- * 06_permutation_invariance/language_run.h). name says which, for a
- * program to print. */
-typedef struct {
-    const char *name;                      /* "clear" or "fast" */
-    AttentionForward attention;
-    AttentionBackward attention_backward;
-    LinearForward linear;
-    LinearBackward linear_backward;
-    GeluForward gelu;
-    GeluBackward gelu_backward;
-    int num_threads;                       /* >= 1; the clear ones run on one */
-} LanguageKernels;
-
-#define CLEAR_LANGUAGE_KERNELS                                                        \
-    ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
-                       clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1})
-
 /* What a model leaves out: the rungs of the build-up (chapter 06's page
  * "Building the GPT"). All false, {0}: the model of the page, the one
- * language_model_new draws and the only one saved or decoded.
- *   bigram         logits = wte[token], wte (V, V): a table of next-character
- *                  scores, nothing else (no wpe, no block, no ln_f; D = V, N = 0)
- *   no_layer_norm  no ln_1, ln_2, ln_f: each half, and the unembedding, reads
- *                  the stream as it is
- *   no_residual    x = attention(x), x = mlp(x): each half's output replaces
- *                  the stream instead of adding to it
- *   no_mlp         blocks of attention alone */
+ * language_model_new draws, and the only one saved or decoded.
+ *   bigram  logits = wte[token], wte (V, V): a table of next-character
+ *           scores and nothing else (no wpe, no block, no ln_f; D = V, N = 0)
+ *   block   what every block leaves out (gpt_block.h's BlockParts); without
+ *           layer norm, ln_f goes too and the unembedding reads the stream */
 typedef struct {
-    bool bigram, no_layer_norm, no_residual, no_mlp;
+    bool bigram;
+    BlockParts block;
 } LanguageParts;
 
 typedef struct {
@@ -147,25 +113,15 @@ size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vo
 LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
                                   int num_heads, int num_layers, Rng *rng);
 /* The same with parts left out (LanguageParts): drawn in the same order,
- * the tensors of what is left out not drawn; {0} is language_model_new.
- * The bigram needs D = V and N = 0. Its tensors that are left out are
- * NULL, and so are their gradients; the parameter list skips them. */
+ * what is left out neither drawn nor kept (its tensors and gradients
+ * NULL, and not in the parameter list); {0} is language_model_new. The
+ * bigram needs D = V and N = 0. */
 LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context,
                                         int num_hiddens, int num_heads, int num_layers,
                                         LanguageParts parts, Rng *rng);
 void language_model_free(LanguageModel *model);   /* NULL is fine */
 /* The trainable numbers, the tied unembedding counted once. */
 size_t language_model_size(const LanguageModel *model);
-
-/* What a block's forward keeps for its backward. */
-typedef struct {
-    Tensor *x;                        /* (B, T, D) the stream coming in */
-    Tensor *h1, *mean1, *rstd1;       /* ln_1(x) (B, T, D), its (B*T,) statistics */
-    LayerCache attn;
-    Tensor *x_mid;                    /* (B, T, D) the stream after attention */
-    Tensor *h2, *mean2, *rstd2;       /* ln_2(x_mid) */
-    Tensor *f, *g;                    /* (B, T, F): the MLP's hidden layer before and after GELU */
-} BlockCache;
 
 typedef struct {
     const int *tokens;                /* (B, T), borrowed */
@@ -219,11 +175,6 @@ Adam *language_adamw_new(const LanguageModel *model, const LanguageTraining *t);
 void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng *rng,
                      int *tokens);
 
-/* AdamW's learning rate at step s (0, 1, ...), nanoGPT's schedule: a
- * linear warmup to lr over warmup steps, then a cosine from lr down to
- * min_lr at decay_steps, min_lr after. */
-double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps);
-
 /* One training step on tokens (B, C + 1): the gradients, clipped to a
  * global norm of max_norm, then AdamW at adam's learning rate. Returns
  * the loss before the update. */
@@ -270,10 +221,6 @@ void language_decoder_free(LanguageDecoder *decoder);   /* NULL is fine */
  * starts a full window again from its last C / 2 tokens. */
 const float *language_decoder_step(LanguageDecoder *decoder, int token);
 void language_decoder_reset(LanguageDecoder *decoder);
-
-/* logits (V,) -> a token drawn from softmax(logits / temperature) with
- * rng; temperature 0 takes the largest logit. */
-int sample_token(const float *logits, int vocab, float temperature, Rng *rng);
 
 /* prompt (P,) tokens, P >= 1 -> out (n,) tokens that continue it. When the
  * window fills (C tokens), it starts again from its last C / 2 tokens
