@@ -117,19 +117,6 @@ static Options parse_options(int argc, char **argv)
 }
 
 /* ---- text and samples ---------------------------------------------------------------- */
-/* text (n,) tokens -> printed as the bytes they stand for, each line indented */
-static void print_text(const LanguageModel *model, const int *tokens, int n)
-{
-    printf("    ");
-    for (int i = 0; i < n; i++) {
-        const int c = model->bytes[tokens[i]];
-        putchar(c);
-        if (c == '\n')
-            printf("    ");
-    }
-    printf("\n");
-}
-
 /* A usage error, before any output, when a character of --prompt is not
  * one the model knows. */
 static void check_prompt(const LanguageModel *model, const char *prompt)
@@ -143,19 +130,6 @@ static void check_prompt(const LanguageModel *model, const char *prompt)
             cli_fail(PROG, "--prompt: character %zu (0x%02x) is not in the vocabulary", i,
                      (unsigned)c);
     }
-}
-
-/* n characters that continue the prompt, printed */
-static void print_sample(const LanguageModel *model, const char *prompt, float temperature,
-                         int n, Rng *rng)
-{
-    const int length = (int)strlen(prompt);
-    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
-    text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
-                tokens);   /* every character known: check_prompt */
-    language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
-    print_text(model, tokens + length, n);
-    free(tokens);
 }
 
 /* ---- the parts ----------------------------------------------------------------------- */
@@ -206,7 +180,7 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
         return;
     printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     Rng rng = rng_step(opt->seed, (uint64_t)step + 1);   /* a sample's own stream */
-    print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
+    language_print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
 }
 
@@ -258,10 +232,11 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     printf("Part 3. The held-out loss and a sample\n\n"
            "The loss on all %zu held-out characters (each predicted from up to %d before\n"
            "it): %.4f nats.\n\n", held_n - 1, m->context, loss);
+    language_print_estimate(m, c, opt->train.batch_size, EVAL_BATCHES, opt->seed);
     if (opt->sample > 0) {
         printf("%d characters at temperature %g:\n\n", opt->sample, (double)opt->temperature);
         Rng rng = rng_use(opt->seed, RNG_ORDERS);
-        print_sample(m, opt->prompt, opt->temperature, opt->sample, &rng);
+        language_print_sample(m, opt->prompt, opt->temperature, opt->sample, &rng);
         printf("\n");
     }
     return 0;

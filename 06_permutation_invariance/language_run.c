@@ -114,6 +114,56 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     return rate;
 }
 
+/* text (n,) tokens -> printed as the bytes they stand for, each line indented */
+static void print_text(const LanguageModel *model, const int *tokens, int n)
+{
+    printf("    ");
+    for (int i = 0; i < n; i++) {
+        const int c = model->bytes[tokens[i]];
+        putchar(c);
+        if (c == '\n')
+            printf("    ");
+    }
+    printf("\n");
+}
+
+void language_print_sample(const LanguageModel *model, const char *prompt, float temperature,
+                           int n, Rng *rng)
+{
+    const int length = (int)strlen(prompt);
+    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
+    text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
+                tokens);   /* every character known: the caller checked */
+    language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
+    print_text(model, tokens + length, n);
+    free(tokens);
+}
+
+void language_print_estimate(const LanguageModel *model, const Corpus *corpus, int batch_size,
+                             int batches, uint64_t seed)
+{
+    const int C = model->context;
+    const int *held = corpus->ids + corpus->train_n;
+    const size_t held_n = corpus->n - corpus->train_n;
+    int *tokens = CHECKED_MALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
+    Rng windows = rng_use(seed, RNG_HELDOUT);   /* part 2's looks draw these windows */
+    double sum = 0.0, sum_squares = 0.0;
+    for (int i = 0; i < batches; i++) {
+        text_batch_draw(held, held_n, batch_size, C, &windows, tokens);
+        const double loss = language_model_loss(model, tokens, batch_size, C);
+        sum += loss;
+        sum_squares += loss * loss;
+    }
+    free(tokens);
+    const double mean = sum / batches;
+    const double variance = batches > 1 ? (sum_squares - batches * mean * mean) / (batches - 1)
+                                        : 0.0;
+    printf("nanoGPT's estimate_loss takes the mean of %d random batches instead: on part\n"
+           "2's, %.4f. Such a mean varies from draw to draw: its standard deviation,\n"
+           "the batches' spread over sqrt %d, is %.4f.\n\n", batches, mean, batches,
+           sqrt(fmax(variance, 0.0) / batches));
+}
+
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
 {
     for (int threads = 1; threads <= 2; threads++)

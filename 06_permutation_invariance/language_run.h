@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "learn/language_model.h"
 #include "tensor.h"
@@ -48,6 +49,18 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
  * ones, on batches of the corpus's training part. */
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps);
+
+/* n characters that continue prompt (every character of it in the
+ * model's vocabulary), drawn at temperature with rng, printed indented. */
+void language_print_sample(const LanguageModel *model, const char *prompt, float temperature,
+                           int n, Rng *rng);
+/* Part 3's comparison with nanoGPT: the mean of batches losses of
+ * batch_size held-out windows, the windows part 2's looks draw (seed's
+ * RNG_HELDOUT stream), as nanoGPT's estimate_loss measures, and the
+ * standard deviation of such a mean, estimated from the batches' spread
+ * (their sample standard deviation / sqrt(batches)); printed. */
+void language_print_estimate(const LanguageModel *model, const Corpus *corpus, int batch_size,
+                             int batches, uint64_t seed);
 
 /* language_model --bench: language_steps_per_second of t's sizes on 1 and
  * 2 threads, a line each ("c threads 1: 31.78 steps/s", as
