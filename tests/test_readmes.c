@@ -157,6 +157,7 @@ static void forget_runs(void)
     X(induction_heads, "06_permutation_invariance/induction_heads")                          \
     X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")         \
     X(language_model, "06_permutation_invariance/language_model --sample 300")              \
+    X(language_model_ladder, "06_permutation_invariance/language_model --ladder")           \
     X(language_model_context_8, "06_permutation_invariance/language_model --context 8 --sample 0") \
     X(language_model_context_8_batch_96,                                                     \
       "06_permutation_invariance/language_model --context 8 --batch 96 --sample 0")
@@ -258,6 +259,7 @@ static int check_quotes(const char *path, const char *only)
     X(chapter_05_heads, "05_multihead/heads.md")                             \
     X(chapter_05_training, "05_multihead/training.md")                       \
     X(chapter_06, "06_permutation_invariance/README.md")                     \
+    X(chapter_06_building_a_gpt, "06_permutation_invariance/building_a_gpt.md") \
     X(chapter_06_induction_heads, "06_permutation_invariance/induction_heads.md") \
     X(chapter_06_language_model, "06_permutation_invariance/language_model.md") \
     X(chapter_06_positions, "06_permutation_invariance/positions.md")        \
