@@ -454,12 +454,12 @@ Test(plot, ticked_heatmaps_label_every_row_and_column, .init = make_scratch,
 Test(plot, bars_stand_from_zero_with_their_labels, .init = make_scratch,
      .fini = remove_scratch)
 {
-    const char *const labels[] = {"1. bigram", "2. it's attention"};
+    const char *const labels[] = {"1. bigram", "2. it's \"attention\""};
     const double values[] = {2.5, 1.875};
     cr_assert_eq(plot_bars(scratch, "ladder", labels, values, 2, "loss"), 0);
     char *dat = scratch_file("ladder.dat");
     cr_expect_str_eq(dat, "# ladder: 2 bars; columns: index, value, label\n"
-                          "0 2.5 '1. bigram'\n1 1.875 '2. it''s attention'\n");
+                          "0 2.5 \"1. bigram\"\n1 1.875 \"2. it's 'attention'\"\n");
     char *gp = scratch_file("ladder.gp");
     cr_expect(gp != NULL && strstr(gp, "set yrange [0:*]") && strstr(gp, "xticlabels(3)"),
               "the bars do not stand from 0 with their labels:\n%s", gp);
@@ -472,8 +472,8 @@ Test(plot, bars_stand_from_zero_with_their_labels, .init = make_scratch,
     FILE *out = open_memstream(&text, &len);
     bars_terminal(out, labels, values, 2, 8);
     fclose(out);
-    cr_expect_str_eq(text, "  1. bigram          \u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588 2.500\n"
-                           "  2. it's attention  \u2588\u2588\u2588\u2588\u2588\u2588   1.875\n");
+    cr_expect_str_eq(text, "  1. bigram            \u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588 2.500\n"
+                           "  2. it's \"attention\"  \u2588\u2588\u2588\u2588\u2588\u2588   1.875\n");
     free(text);
     free(dat);
     free(gp);

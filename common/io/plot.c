@@ -555,15 +555,19 @@ static void draw_bars(FILE *dat, FILE *gp, const char *name, const void *what)
     const Bars *b = what;
     fprintf(dat, "# %s: %d bars; columns: index, value, label\n", name, b->n);
     for (int i = 0; i < b->n; i++) {
-        fprintf(dat, "%d %.9g ", i, b->values[i]);
-        gp_string(dat, b->labels[i]);   /* gnuplot reads a quoted column as one */
-        fputc('\n', dat);
+        /* a data file quotes a column with double quotes, and has no escape
+         * for one inside: a label's double quote becomes a single one */
+        fprintf(dat, "%d %.9g \"", i, b->values[i]);
+        for (const char *c = b->labels[i]; *c != '\0'; c++)
+            fputc(*c == '"' ? '\'' : *c == '\n' ? ' ' : *c, dat);
+        fputs("\"\n", dat);
     }
-    write_gp_start(gp, name, " as bars", 120 + 110 * b->n, 400);
+    write_gp_start(gp, name, " as bars", 160 + 130 * b->n, 460);
     fputs("set ylabel ", gp);
     gp_string(gp, b->ylabel ? b->ylabel : "");
     fputs("\nset grid ytics\nunset key\nset style fill solid 0.6 border -1\n"
-          "set boxwidth 0.7\nset yrange [0:*]\nset offsets 0.5, 0.5, graph 0.1, 0\n", gp);
+          "set boxwidth 0.7\nset yrange [0:*]\nset offsets 0.5, 0.5, graph 0.1, 0\n"
+          "set xtics rotate by -20 nomirror\nset bmargin 7\n", gp);
     fputs("plot here.", gp);
     char dat_name[512];
     snprintf(dat_name, sizeof dat_name, "%s.dat", name);

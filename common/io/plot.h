@@ -63,8 +63,8 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
                 const char *xlabel, const char *ylabel, const char *const *curve_titles,
                 bool log_y);
 
-/* Bars, one per label (a loss per model): NAME.dat holds "index value
- * 'label'" per line, NAME.gp draws the bars from 0, each with its label
+/* Bars, one per label (a loss per model): NAME.dat holds index, value
+ * and the label in double quotes per line, NAME.gp draws the bars from 0, each with its label
  * below and its value above. Every value finite and >= 0. Returns 0, or 1
  * (fail) after one line on stderr. */
 int plot_bars(const char *dir, const char *name, const char *const *labels,
