@@ -78,7 +78,7 @@ static Options parse_options(int argc, char **argv)
          .help = "the text to learn, UTF-8 (default: the chapter's tinyshakespeare.txt)"},
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
          .help = "transformer blocks"},
-        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = 64, .metavar = "H",
+        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LM_MAX_HEADS, .metavar = "H",
          .help = "num_heads of every block, dividing D"},
         {"--hiddens", CLI_INT, &t->num_hiddens, .min = 2, .max = 1024, .metavar = "D",
          .help = "num_hiddens, the width of the residual stream"},
@@ -316,14 +316,14 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
            language_probe_loss(m, p.random, PROBES, P, C), PROBES,
            language_probe_loss(m, p.text, PROBES, 0, P - 1),
            language_probe_loss(m, p.text, PROBES, P, C));
-    double previous[LM_MAX_HEADS], induction[LM_MAX_HEADS];
-    double text_previous[LM_MAX_HEADS], text_induction[LM_MAX_HEADS];
+    double previous[LM_MAX_ALL_HEADS], induction[LM_MAX_ALL_HEADS];
+    double text_previous[LM_MAX_ALL_HEADS], text_induction[LM_MAX_ALL_HEADS];
     Tensor *first[LM_MAX_LAYERS] = {NULL};
     language_head_scores(m, p.random, PROBES, previous, induction, first);
     language_head_scores(m, p.text, PROBES, text_previous, text_induction, NULL);
     printf("Scores on the random probes (on the text probes for the last column):\n\n");
     print_scores(m, previous, induction, text_induction);
-    int order[LM_MAX_HEADS] = {0}, count = 0;
+    int order[LM_MAX_ALL_HEADS] = {0}, count = 0;
     heads_by_score(induction, NH, order);
     while (count < NH && induction[order[count]] > INDUCTION_LINE)
         count++;

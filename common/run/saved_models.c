@@ -312,6 +312,9 @@ static int language_sizes(const char *dir, int max_context, int *V, int *C, int 
     if (*N < 1 || *N > LM_MAX_LAYERS)
         return error_format(err, err_len, NULL, "%s/num_layers.npy: %d, expected 1 to %d", dir,
                             *N, LM_MAX_LAYERS);
+    if (*H < 1 || *H > LM_MAX_HEADS)
+        return error_format(err, err_len, NULL, "%s/num_heads.npy: %d, expected 1 to %d", dir,
+                            *H, LM_MAX_HEADS);
     char why[160];
     if (!heads_split(*D, *H, "num_hiddens", "num_heads", why, sizeof why))
         return error_format(err, err_len, NULL, "%s/num_heads.npy: %s", dir, why);
