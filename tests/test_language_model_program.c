@@ -118,6 +118,35 @@ Test(language_model_program, clear_kernels_train_as_the_fast_ones, .timeout = 12
     scratch_dir_remove(dir);
 }
 
+/* --ladder: six rungs in a table, the last the model the program trains
+ * with the same options, to the printed digit */
+Test(language_model_program, the_ladder_ends_at_the_model, .timeout = 120)
+{
+    char dir[128];
+    scratch_dir_make(dir, sizeof dir, "lm_ladder");
+    write_shakespeare(dir, "text.txt", 20000);
+    RunResult ladder = run_in(dir, "--text @/text.txt " SMALL " --steps 20 --ladder");
+    RunResult model = run_in(dir, "--text @/text.txt " SMALL " --steps 20");
+    cr_assert_eq(ladder.status, 0, "stderr: %s", ladder.err);
+    cr_assert_eq(model.status, 0, "stderr: %s", model.err);
+    const char *rows[] = {"  1. bigram", "  2. one causal", "  3. more heads", "  4. the MLP",
+                          "  5. residuals", "  6. layer norm", "For scale, the bigram counted"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        cr_expect(strstr(ladder.out, rows[i]) != NULL, "no '%s' in:\n%s", rows[i], ladder.out);
+    const char *last = strstr(ladder.out, "  6. layer norm: the page's model");
+    cr_assert(last != NULL);
+    char expected[32];
+    snprintf(expected, sizeof expected, "%.4f\n", held_out_loss(model.out));
+    const char *eol = strchr(last, '\n');
+    cr_assert(eol != NULL);
+    cr_expect(strncmp(eol - strlen(expected) + 1, expected, strlen(expected)) == 0,
+              "the last rung's loss is not the model's %s: %.*s", expected, (int)(eol - last),
+              last);
+    run_result_free(&ladder);
+    run_result_free(&model);
+    scratch_dir_remove(dir);
+}
+
 Test(language_model_program, refuses_texts_it_cannot_learn, .timeout = 60)
 {
     char dir[128];
@@ -196,6 +225,7 @@ Test(language_model_program, refuses_options_out_of_range)
         {"--eval-every 0", "--eval-every"},
         {"--batch 0", "--batch"},
         {"--kernels slow", "--kernels 'slow': expected clear or fast"},
+        {"--ladder --bench", "--ladder trains six models of its own"},
     };
     expect_bad_options(LM, cases, sizeof cases / sizeof cases[0]);
 }
