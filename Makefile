@@ -28,9 +28,13 @@ OUT      ?= .
 # one does. -fno-math-errno: sqrtf need not set errno, which nothing here
 # reads, so it can be a vector instruction too.
 OPT      ?= -O2 -ftree-vectorize -fno-math-errno
-# -ffp-contract=off: a * b + c is rounded twice on every compiler, so the
-# numbers a chapter prints do not depend on whether gcc or clang built it.
-CFLAGS   ?= -std=c11 $(OPT) -g -Wall -Wextra -Werror -ffp-contract=off
+CFLAGS   ?= $(OPT) -g -Wall -Wextra -Werror
+# Two flags every number a chapter prints depends on are added to CFLAGS
+# whatever it holds, also when set by the user (make CFLAGS=-O3, or
+# exported): -std=c11, and -ffp-contract=off, so a * b + c is rounded
+# twice on every compiler and the numbers do not depend on whether gcc or
+# clang built them (common/fast/ turns contraction back on for itself).
+override CFLAGS += -std=c11 -ffp-contract=off
 CPPFLAGS += -Icommon -MMD -MP
 LDLIBS   += -lm -lpthread
 SHELL    := /bin/bash
@@ -420,13 +424,16 @@ SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
 # fewer seeds and steps, after the chapters' own programs.
 SAN_TEST_FILTER ?= !(*quotes/chapter_0[56]*|long_quotes/*)
 # The language model trains a small model for a few steps here (make run's
-# 100 steps of the default model take minutes under ASan).
+# 100 steps of the default model take minutes under ASan); SAN_EXPERIMENTS
+# runs it again with --plot and an --eval-every that is not a multiple of
+# the loss curve's 100 steps, the curve's rows counted from both.
 SAN_RUN_ARGS := language_model:--steps:20:--eval-every:10:--sample:40:--layers:2:--hiddens:32:--context:16
 SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1,2' \
   '05_multihead/head_importance --seeds 2 --steps 50 --examples 200' '05_multihead/decode --sharing --seeds 2 --steps 20' \
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
   '06_permutation_invariance/relative_positions --train --steps 20 --seeds 2 --examples 20' \
-  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4'
+  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4' \
+  '06_permutation_invariance/language_model --steps 250 --eval-every 150 --plot build/sanitize --layers 1 --heads 1 --hiddens 8 --context 8 --batch 2 --sample 10'
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' \
 	  all build/sanitize/tests/run_tests

@@ -36,6 +36,9 @@ static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.tx
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
        EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
+/* The sizes --context, --hiddens and --heads take, and a --from set too. */
+static const LanguageLimits LIMITS = {.min_context = 2, .max_context = MAX_CONTEXT,
+                                      .min_hiddens = 2, .max_hiddens = 1024, .max_heads = 64};
 
 typedef struct {
     LanguageTraining train;   /* sizes, steps and AdamW's settings */
@@ -46,17 +49,10 @@ typedef struct {
     const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
 } Options;
 
-static void check_options(const Options *opt)
+/* A training step of t's sizes must fit in memory (the usage error of
+ * memory_require otherwise): a run's, or a --from set's with t's batch. */
+static void require_memory(const LanguageTraining *t)
 {
-    const LanguageTraining *t = &opt->train;
-    cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
-    if (opt->prompt[0] == '\0')
-        cli_fail(PROG, "--prompt is empty: give at least one character");
-    if (opt->from_dir != NULL) {
-        cli_check_input_dir(PROG, "--from", opt->from_dir);
-        if (opt->to_dir != NULL || opt->bench)
-            cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
-    }
     /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
     memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
@@ -64,36 +60,60 @@ static void check_options(const Options *opt)
                    "use a smaller --batch, --context or --hiddens");
 }
 
+/* given (count,): which of the table's options the command line gave */
+static void check_options(const Options *opt, const CliOption *options, int count)
+{
+    const LanguageTraining *t = &opt->train;
+    cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
+    if (opt->prompt != NULL && opt->prompt[0] == '\0')
+        cli_fail(PROG, "--prompt is empty: give at least one character");
+    if (opt->from_dir != NULL) {
+        cli_check_input_dir(PROG, "--from", opt->from_dir);
+        if (opt->to_dir != NULL || opt->bench)
+            cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
+        for (int i = 0; i < count; i++)
+            if (options[i].given != NULL && *options[i].given)
+                cli_fail(PROG, "--from reads a trained model, its sizes from the saved set: "
+                         "it takes no %s", options[i].name);
+    }
+    require_memory(t);
+}
+
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
-                   .num_threads = 2, .temperature = 0.8f, .prompt = "\n"};
+                   .num_threads = 2, .temperature = 0.8f};
     LanguageTraining *t = &opt.train;
+    bool trains[8] = {false};   /* a sizing or training option given: not with --from */
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
          .help = "the text to learn, UTF-8 (default: the chapter's tinyshakespeare.txt)"},
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
-         .help = "transformer blocks"},
-        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = 64, .metavar = "H",
-         .help = "num_heads of every block, dividing D"},
-        {"--hiddens", CLI_INT, &t->num_hiddens, .min = 2, .max = 1024, .metavar = "D",
-         .help = "num_hiddens, the width of the residual stream"},
-        {"--context", CLI_INT, &t->context, .min = 2, .max = MAX_CONTEXT, .metavar = "C",
-         .help = "characters the model sees at once"},
+         .help = "transformer blocks", .given = &trains[0]},
+        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LIMITS.max_heads, .metavar = "H",
+         .help = "num_heads of every block, dividing D", .given = &trains[1]},
+        {"--hiddens", CLI_INT, &t->num_hiddens, .min = LIMITS.min_hiddens,
+         .max = LIMITS.max_hiddens, .metavar = "D",
+         .help = "num_hiddens, the width of the residual stream", .given = &trains[2]},
+        {"--context", CLI_INT, &t->context, .min = LIMITS.min_context,
+         .max = LIMITS.max_context, .metavar = "C",
+         .help = "characters the model sees at once", .given = &trains[3]},
         {"--batch", CLI_INT, &t->batch_size, .min = 1, .max = 1024, .metavar = "B",
-         .help = "windows of C + 1 characters per step"},
+         .help = "windows of C + 1 characters per step", .given = &trains[4]},
         {"--steps", CLI_INT, &t->steps, .min = 0, .max = 1000000, .metavar = "N",
-         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10"},
+         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10", .given = &trains[5]},
         {"--lr", CLI_DOUBLE, &t->lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
-         .help = "the learning rate after the warmup"},
+         .help = "the learning rate after the warmup", .given = &trains[6]},
         {"--eval-every", CLI_INT, &opt.eval_every, .min = 1, .max = 1000000, .metavar = "N",
-         .help = "steps between two looks at the losses, each with a sample"},
+         .help = "steps between two looks at the losses, each with a sample",
+         .given = &trains[7]},
         {"--sample", CLI_INT, &opt.sample, .min = 0, .max = 1000000, .metavar = "N",
          .help = "characters to write at the end"},
         {"--temperature", CLI_FLOAT, &opt.temperature, .min = 0.0, .max = 10.0, .metavar = "T",
          .help = "divides the logits before sampling; 0 takes the likeliest"},
         {"--prompt", CLI_STRING, &opt.prompt, .metavar = "TEXT",
-         .help = "what the final sample continues (default: a newline)"},
+         .help = "what the final sample continues (default: a newline, or the\n"
+                 "vocabulary's first character when the text has none)"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S", .help = "parameters, batches, samples"},
         {"--threads", CLI_INT, &opt.num_threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
          .help = "threads of the fast path that trains"},
@@ -106,7 +126,7 @@ static Options parse_options(int argc, char **argv)
                           "trained on Shakespeare.", CLI_COUNT(options), options},
               argc, argv);
     t->min_lr = t->lr / 10.0;
-    check_options(&opt);
+    check_options(&opt, options, CLI_COUNT(options));
     return opt;
 }
 
@@ -124,10 +144,27 @@ static void print_text(const LanguageModel *model, const int *tokens, int n)
     printf("\n");
 }
 
+/* What a sample continues when no --prompt is given: a newline, or the
+ * vocabulary's first character when the text has no newline; start holds
+ * two characters. */
+static const char *sample_start(const LanguageModel *model, char *start)
+{
+    start[0] = '\n';
+    start[1] = '\0';
+    bool known = false;
+    for (int t = 0; t < model->vocab; t++)
+        known = known || model->bytes[t] == '\n';
+    if (!known)
+        start[0] = (char)model->bytes[0];
+    return start;
+}
+
 /* A usage error, before any output, when a character of --prompt is not
  * one the model knows. */
 static void check_prompt(const LanguageModel *model, const char *prompt)
 {
+    if (prompt == NULL)
+        return;   /* sample_start's, known */
     for (size_t i = 0; prompt[i] != '\0'; i++) {
         const int c = (unsigned char)prompt[i];
         bool known = false;
@@ -200,8 +237,21 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
         return;
     printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     Rng rng = rng_step(opt->seed, (uint64_t)step + 1);   /* a sample's own stream */
-    print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
+    char start[2];
+    print_sample(m, sample_start(m, start), opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
+}
+
+/* The looks: shown at every multiple of --eval-every and at the last
+ * step; --plot's curve also looks at every multiple of every. */
+static bool shown_at(const Options *opt, int step)
+{
+    return step % opt->eval_every == 0 || step == opt->train.steps;
+}
+
+static bool looks_at(const Options *opt, int every, int step)
+{
+    return shown_at(opt, step) || step % every == 0;
 }
 
 /* AdamW on the fast path, as llm.c's loop: a batch, a step, now and then a look. */
@@ -213,15 +263,21 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     Adam *adam = language_adamw_new(m, t);
     const bool often = opt->plot_dir != NULL && CURVE_EVERY < opt->eval_every;
     const int every = often ? CURVE_EVERY : opt->eval_every;   /* --plot's curve */
-    Tensor *curve = tensor_zeros(SHAPE(t->steps / every + 2, 3));
+    int looks = 0;   /* a row of the curve each, counted by the loop's own rule */
+    for (int step = 0; step <= t->steps; step++)
+        looks += looks_at(opt, every, step);
+    Tensor *curve = tensor_zeros(SHAPE(looks, 3));
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
     for (int step = 0; step <= t->steps; step++) {
-        const bool shown = step % opt->eval_every == 0 || step == t->steps;
-        if (shown || step % every == 0)
+        if (looks_at(opt, every, step)) {
+            const bool shown = shown_at(opt, step);
             look(m, opt, c, step, curve, rows++, shown);
+            if (shown && (status = cli_stdout_check()) != 0)
+                break;   /* a full disk stops the run at its first look */
+        }
         if (step == t->steps)
             break;
         text_batch_draw(c->ids, c->train_n, t->batch_size, t->context, &batches, tokens);
@@ -255,7 +311,9 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     if (opt->sample > 0) {
         printf("%d characters at temperature %g:\n\n", opt->sample, (double)opt->temperature);
         Rng rng = rng_use(opt->seed, RNG_ORDERS);
-        print_sample(m, opt->prompt, opt->temperature, opt->sample, &rng);
+        char start[2];
+        print_sample(m, opt->prompt != NULL ? opt->prompt : sample_start(m, start),
+                     opt->temperature, opt->sample, &rng);
         printf("\n");
     }
     return 0;
@@ -384,11 +442,17 @@ static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
 {
     char err[MODEL_ERR_LEN];
-    LanguageModel *m = language_model_load_new(opt->from_dir, MAX_CONTEXT, err, sizeof err);
+    LanguageModel *m = language_model_load_new(opt->from_dir, &LIMITS, err, sizeof err);
     if (m == NULL) {
         *status = fail("%s", err);
         return NULL;
     }
+    LanguageTraining sizes = opt->train;   /* the set's sizes, as if trained here */
+    sizes.num_layers = m->num_layers;
+    sizes.num_heads = m->num_heads;
+    sizes.num_hiddens = m->num_hiddens;
+    sizes.context = m->context;
+    require_memory(&sizes);
     *status = text_load(opt, m, c);
     if (*status == 0) {
         const double loss = language_model_text_loss(m, c->ids + c->train_n, 4 * m->context, 4);
@@ -416,12 +480,16 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
     m->kernels = (LanguageKernels){fast_attention_layer(opt->num_threads), fast_gelu_forward,
                                    fast_gelu_backward};
     part1_text(opt, c, m);
+    int status = cli_stdout_check();   /* a full disk stops the run before it trains */
     TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
-    int status = opt->from_dir == NULL ? part2_training(m, opt, c) : 0;
+    if (status == 0 && opt->from_dir == NULL)
+        status = part2_training(m, opt, c);
     if (status == 0 && opt->to_dir != NULL)
         status = save_model(m, opt);
     if (status == 0)
         status = part3_sample(m, opt, c);
+    if (status == 0)
+        status = cli_stdout_check();
     if (status == 0)
         status = part4_heads(m, opt, c);
     tensor_pool_close(pool);
