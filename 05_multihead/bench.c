@@ -6,20 +6,19 @@
  * against full. Run it with `make bench`.
  *
  * The lines are listed here (CONFIGS); what a line runs and how its FLOPs
- * are counted is common/fast/bench_passes.h, how it is timed and printed
- * common/fast/bench_lines.h: the median and the best of several runs after
- * a warm-up,
- * each line in a child process of its own, the machine's FMA peak before
- * and after the lines. Every comparison is a ratio of two lines timed in
- * this run.
+ * are counted is bench_passes.h, how it is timed and printed
+ * bench_lines.h (both beside this file): the median and the best of
+ * several runs after a warm-up, each line in a child process of its own,
+ * the machine's FMA peak before and after the lines. Every comparison is
+ * a ratio of two lines timed in this run.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_passes.h"
 #include "error.h"
-#include "fast/bench_passes.h"
 #include "heads.h"
 #include "io/cli.h"
 #include "memory.h"

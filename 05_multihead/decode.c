@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "attention_layer.h"
-#include "fast/decode_timing.h"
+#include "decode_timing.h"
 #include "fast/fast_decode.h"
 #include "io/cli.h"
 #include "kv_cache.h"

@@ -1,7 +1,7 @@
 /*
  * head_importance - d2l's exercise 2 on a trained model: how important is
  * each head, and which heads can be pruned? (05_multihead/heads.md; the
- * pruning itself is common/learn/head_pruning.c)
+ * pruning itself is head_pruning.c, beside this file)
  *
  * Part 1: a model trained on heads_experiment's two-key task (or --from),
  *         and its held-out accuracy with every head.
@@ -24,13 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "head_pruning.h"
 #include "io/cli.h"
 #include "io/plot.h"
-#include "run/saved_models.h"
-#include "learn/head_pruning.h"
 #include "learn/seeds.h"
 #include "learn/tasks.h"
 #include "learn/two_key_model.h"
+#include "run/saved_models.h"
 #include "tensor.h"
 
 static const char PROG[] = "head_importance";

@@ -31,10 +31,10 @@
 
 #include "fast/fast_attention_layer.h"
 #include "heads.h"
+#include "induction_experiment.h"
 #include "io/cli.h"
 #include "io/model.h"
 #include "io/plot.h"
-#include "learn/induction_experiment.h"
 #include "learn/induction_model.h"
 #include "learn/optim.h"
 #include "learn/seeds.h"

@@ -25,9 +25,9 @@
 #include "io/cli.h"
 #include "io/model.h"
 #include "io/plot.h"
+#include "language_probes.h"
+#include "language_run.h"
 #include "learn/language_model.h"
-#include "learn/language_probes.h"
-#include "run/language_run.h"
 #include "run/saved_models.h"
 #include "tensor.h"
 
@@ -36,32 +36,20 @@ static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.tx
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
        EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
-/* The sizes --context, --hiddens and --heads take, and a --from set too. */
+/* The sizes --context and --hiddens take, and a --from set's too. */
 static const LanguageLimits LIMITS = {.min_context = 2, .max_context = MAX_CONTEXT,
-                                      .min_hiddens = 2, .max_hiddens = 1024, .max_heads = 64};
+                                      .min_hiddens = 2, .max_hiddens = 1024};
 
 typedef struct {
     LanguageTraining train;   /* sizes, steps and AdamW's settings */
     uint64_t seed;
     int eval_every, sample, num_threads;
     float temperature;
-    bool bench;
+    bool bench, trains;   /* trains: a sizing or training option given */
     const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
 } Options;
 
-/* A training step of t's sizes must fit in memory (the usage error of
- * memory_require otherwise): a run's, or a --from set's with t's batch. */
-static void require_memory(const LanguageTraining *t)
-{
-    /* per token and block, about 20 D floats, and H C of attention weights */
-    const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
-    memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
-                   "the training step's activations",
-                   "use a smaller --batch, --context or --hiddens");
-}
-
-/* given (count,): which of the table's options the command line gave */
-static void check_options(const Options *opt, const CliOption *options, int count)
+static void check_options(const Options *opt)
 {
     const LanguageTraining *t = &opt->train;
     cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
@@ -71,12 +59,16 @@ static void check_options(const Options *opt, const CliOption *options, int coun
         cli_check_input_dir(PROG, "--from", opt->from_dir);
         if (opt->to_dir != NULL || opt->bench)
             cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
-        for (int i = 0; i < count; i++)
-            if (options[i].given != NULL && *options[i].given)
-                cli_fail(PROG, "--from reads a trained model, its sizes from the saved set: "
-                         "it takes no %s", options[i].name);
+        if (opt->trains)
+            cli_fail(PROG, "--from reads a trained model, its sizes from the saved set: it "
+                     "takes no --layers, --heads, --hiddens, --context, --batch, --steps, --lr "
+                     "or --eval-every");
     }
-    require_memory(t);
+    /* per token and block, about 20 D floats, and H C of attention weights */
+    const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
+    memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
+                   "the training step's activations",
+                   "use a smaller --batch, --context or --hiddens");
 }
 
 static Options parse_options(int argc, char **argv)
@@ -84,29 +76,27 @@ static Options parse_options(int argc, char **argv)
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
                    .num_threads = 2, .temperature = 0.8f};
     LanguageTraining *t = &opt.train;
-    bool trains[8] = {false};   /* a sizing or training option given: not with --from */
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
          .help = "the text to learn, UTF-8 (default: the chapter's tinyshakespeare.txt)"},
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
-         .help = "transformer blocks", .given = &trains[0]},
-        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LIMITS.max_heads, .metavar = "H",
-         .help = "num_heads of every block, dividing D", .given = &trains[1]},
+         .help = "transformer blocks", .given = &opt.trains},
+        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LM_MAX_HEADS, .metavar = "H",
+         .help = "num_heads of every block, dividing D", .given = &opt.trains},
         {"--hiddens", CLI_INT, &t->num_hiddens, .min = LIMITS.min_hiddens,
          .max = LIMITS.max_hiddens, .metavar = "D",
-         .help = "num_hiddens, the width of the residual stream", .given = &trains[2]},
+         .help = "num_hiddens, the width of the residual stream", .given = &opt.trains},
         {"--context", CLI_INT, &t->context, .min = LIMITS.min_context,
          .max = LIMITS.max_context, .metavar = "C",
-         .help = "characters the model sees at once", .given = &trains[3]},
+         .help = "characters the model sees at once", .given = &opt.trains},
         {"--batch", CLI_INT, &t->batch_size, .min = 1, .max = 1024, .metavar = "B",
-         .help = "windows of C + 1 characters per step", .given = &trains[4]},
+         .help = "windows of C + 1 characters per step", .given = &opt.trains},
         {"--steps", CLI_INT, &t->steps, .min = 0, .max = 1000000, .metavar = "N",
-         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10", .given = &trains[5]},
+         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10", .given = &opt.trains},
         {"--lr", CLI_DOUBLE, &t->lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
-         .help = "the learning rate after the warmup", .given = &trains[6]},
+         .help = "the learning rate after the warmup", .given = &opt.trains},
         {"--eval-every", CLI_INT, &opt.eval_every, .min = 1, .max = 1000000, .metavar = "N",
-         .help = "steps between two looks at the losses, each with a sample",
-         .given = &trains[7]},
+         .help = "steps between two looks at the losses, each with a sample", .given = &opt.trains},
         {"--sample", CLI_INT, &opt.sample, .min = 0, .max = 1000000, .metavar = "N",
          .help = "characters to write at the end"},
         {"--temperature", CLI_FLOAT, &opt.temperature, .min = 0.0, .max = 10.0, .metavar = "T",
@@ -126,67 +116,18 @@ static Options parse_options(int argc, char **argv)
                           "trained on Shakespeare.", CLI_COUNT(options), options},
               argc, argv);
     t->min_lr = t->lr / 10.0;
-    check_options(&opt, options, CLI_COUNT(options));
+    check_options(&opt);
     return opt;
-}
-
-/* ---- text and samples ---------------------------------------------------------------- */
-/* text (n,) tokens -> printed as the bytes they stand for, each line indented */
-static void print_text(const LanguageModel *model, const int *tokens, int n)
-{
-    printf("    ");
-    for (int i = 0; i < n; i++) {
-        const int c = model->bytes[tokens[i]];
-        putchar(c);
-        if (c == '\n')
-            printf("    ");
-    }
-    printf("\n");
-}
-
-/* What a sample continues when no --prompt is given: a newline, or the
- * vocabulary's first character when the text has no newline; start holds
- * two characters. */
-static const char *sample_start(const LanguageModel *model, char *start)
-{
-    start[0] = '\n';
-    start[1] = '\0';
-    bool known = false;
-    for (int t = 0; t < model->vocab; t++)
-        known = known || model->bytes[t] == '\n';
-    if (!known)
-        start[0] = (char)model->bytes[0];
-    return start;
 }
 
 /* A usage error, before any output, when a character of --prompt is not
  * one the model knows. */
 static void check_prompt(const LanguageModel *model, const char *prompt)
 {
-    if (prompt == NULL)
-        return;   /* sample_start's, known */
-    for (size_t i = 0; prompt[i] != '\0'; i++) {
-        const int c = (unsigned char)prompt[i];
-        bool known = false;
-        for (int t = 0; t < model->vocab; t++)
-            known = known || model->bytes[t] == c;
-        if (!known)
-            cli_fail(PROG, "--prompt: character %zu (0x%02x) is not in the vocabulary", i,
-                     (unsigned)c);
-    }
-}
-
-/* n characters that continue the prompt, printed */
-static void print_sample(const LanguageModel *model, const char *prompt, float temperature,
-                         int n, Rng *rng)
-{
-    const int length = (int)strlen(prompt);
-    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
-    text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
-                tokens);   /* every character known: check_prompt */
-    language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
-    print_text(model, tokens + length, n);
-    free(tokens);
+    const long bad = prompt != NULL ? text_unknown(model, prompt) : -1;
+    if (bad >= 0)
+        cli_fail(PROG, "--prompt: character %ld (0x%02x) is not in the vocabulary", bad,
+                 (unsigned)(unsigned char)prompt[bad]);
 }
 
 /* ---- the parts ----------------------------------------------------------------------- */
@@ -238,20 +179,17 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
     printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     Rng rng = rng_step(opt->seed, (uint64_t)step + 1);   /* a sample's own stream */
     char start[2];
-    print_sample(m, sample_start(m, start), opt->temperature, SAMPLE_AT_EVAL, &rng);
+    print_sample(m, sample_prompt(m, NULL, start), opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
 }
 
-/* The looks: shown at every multiple of --eval-every and at the last
- * step; --plot's curve also looks at every multiple of every. */
-static bool shown_at(const Options *opt, int step)
+/* A look at step: 2 shown (every --eval-every and the last step), 1 on
+ * --plot's curve alone (every multiple of every), 0 none. */
+static int look_at(const Options *opt, int every, int step)
 {
-    return step % opt->eval_every == 0 || step == opt->train.steps;
-}
-
-static bool looks_at(const Options *opt, int every, int step)
-{
-    return shown_at(opt, step) || step % every == 0;
+    if (step % opt->eval_every == 0 || step == opt->train.steps)
+        return 2;
+    return step % every == 0;
 }
 
 /* AdamW on the fast path, as llm.c's loop: a batch, a step, now and then a look. */
@@ -265,15 +203,16 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     const int every = often ? CURVE_EVERY : opt->eval_every;   /* --plot's curve */
     int looks = 0;   /* a row of the curve each, counted by the loop's own rule */
     for (int step = 0; step <= t->steps; step++)
-        looks += looks_at(opt, every, step);
+        looks += look_at(opt, every, step) > 0;
     Tensor *curve = tensor_zeros(SHAPE(looks, 3));
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
     for (int step = 0; step <= t->steps; step++) {
-        if (looks_at(opt, every, step)) {
-            const bool shown = shown_at(opt, step);
+        const int kind = look_at(opt, every, step);
+        if (kind > 0) {
+            const bool shown = kind == 2;
             look(m, opt, c, step, curve, rows++, shown);
             if (shown && (status = cli_stdout_check()) != 0)
                 break;   /* a full disk stops the run at its first look */
@@ -312,14 +251,13 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
         printf("%d characters at temperature %g:\n\n", opt->sample, (double)opt->temperature);
         Rng rng = rng_use(opt->seed, RNG_ORDERS);
         char start[2];
-        print_sample(m, opt->prompt != NULL ? opt->prompt : sample_start(m, start),
-                     opt->temperature, opt->sample, &rng);
+        print_sample(m, sample_prompt(m, opt->prompt, start), opt->temperature, opt->sample, &rng);
         printf("\n");
     }
     return 0;
 }
 
-/* ---- part 4: the heads (learn/language_probes.h) ---------------------------------- */
+/* ---- part 4: the heads (language_probes.h) ---------------------------------------- */
 
 static const double INDUCTION_LINE = 0.4;   /* a head above it is called an induction head */
 
@@ -393,14 +331,14 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
            language_probe_loss(m, p.random, PROBES, P, C), PROBES,
            language_probe_loss(m, p.text, PROBES, 0, P - 1),
            language_probe_loss(m, p.text, PROBES, P, C));
-    double previous[LM_MAX_HEADS], induction[LM_MAX_HEADS];
-    double text_previous[LM_MAX_HEADS], text_induction[LM_MAX_HEADS];
+    double previous[LM_MAX_ALL_HEADS], induction[LM_MAX_ALL_HEADS];
+    double text_previous[LM_MAX_ALL_HEADS], text_induction[LM_MAX_ALL_HEADS];
     Tensor *first[LM_MAX_LAYERS] = {NULL};
     language_head_scores(m, p.random, PROBES, previous, induction, first);
     language_head_scores(m, p.text, PROBES, text_previous, text_induction, NULL);
     printf("Scores on the random probes (on the text probes for the last column):\n\n");
     print_scores(m, previous, induction, text_induction);
-    int order[LM_MAX_HEADS] = {0}, count = 0;
+    int order[LM_MAX_ALL_HEADS] = {0}, count = 0;
     heads_by_score(induction, NH, order);
     while (count < NH && induction[order[count]] > INDUCTION_LINE)
         count++;
@@ -447,12 +385,6 @@ static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
         *status = fail("%s", err);
         return NULL;
     }
-    LanguageTraining sizes = opt->train;   /* the set's sizes, as if trained here */
-    sizes.num_layers = m->num_layers;
-    sizes.num_heads = m->num_heads;
-    sizes.num_hiddens = m->num_hiddens;
-    sizes.context = m->context;
-    require_memory(&sizes);
     *status = text_load(opt, m, c);
     if (*status == 0) {
         const double loss = language_model_text_loss(m, c->ids + c->train_n, 4 * m->context, 4);

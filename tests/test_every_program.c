@@ -22,6 +22,9 @@
  * options, and a mode that is also a tool of its own (multihead --from,
  * layer_files' code) behaves as the tool run directly, however the
  * program is copied, linked, renamed or found.
+ *
+ * And the build keeps the two flags every printed number depends on
+ * whatever CFLAGS the user sets (suite build).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -375,24 +378,39 @@ Test(every_program, every_function_fits_on_a_screen)
 }
 
 /* The library is read beside the chapters too: every function of common/
- * (the clear path, learn/, io/, run/ and fast/) is at most 50 lines; only
- * a kernel of fast/ may stay longer, with its reason in a comment on the
+ * (the clear path, learn/, io/, run/ and fast/) and of a program's
+ * siblings (a chapter's files without a main) is at most 50 lines; only a
+ * kernel of fast/ may stay longer, with its reason in a comment on the
  * line above it that starts KEPT_WHOLE. */
-static void count_library_functions(const char *path, char *text, void *functions)
+typedef struct {
+    int files, functions, siblings;
+} LibraryCount;
+
+static void count_library_functions(const char *path, char *text, void *state)
 {
+    LibraryCount *count = state;
+    const bool in_common = strncmp(path, "common/", 7) == 0;
+    if (!in_common && (strncmp(text, "int main(", 9) == 0 || strstr(text, "\nint main(") != NULL))
+        return;   /* a program: every_function_fits_on_a_screen reads it */
     const bool fast = strncmp(path, "common/fast/", 12) == 0;
-    *(int *)functions += check_function_lengths(path, text, fast);
+    count->files++;
+    count->siblings += !in_common;
+    count->functions += check_function_lengths(path, text, fast);
 }
 
 Test(every_program, every_library_function_fits_on_a_screen)
 {
     static const char *const folders[] = {"common", "common/learn", "common/io", "common/run",
-                                          "common/fast"};
-    int functions = 0;
-    const int files = each_source(folders, 5, count_library_functions, &functions);
+                                          "common/fast", "01_dot_product", "02_softmax_mask",
+                                          "03_self_attention", "04_transpose_qkv", "05_multihead",
+                                          "06_permutation_invariance"};
+    LibraryCount count = {0};
+    each_source(folders, 11, count_library_functions, &count);
     /* as above: a layout this test cannot read must not pass by finding nothing */
-    cr_expect_geq(files, 50, "only %d sources found in common/", files);
-    cr_expect_geq(functions, 5 * files, "only %d functions in %d sources", functions, files);
+    cr_expect_geq(count.files, 50, "only %d library sources found", count.files);
+    cr_expect_geq(count.siblings, 8, "only %d siblings found in the chapters", count.siblings);
+    cr_expect_geq(count.functions, 5 * count.files, "only %d functions in %d sources",
+                  count.functions, count.files);
 }
 
 /* ---- stories with few options ------------------------------------------------------ */
@@ -542,4 +560,32 @@ Test(every_program, a_tool_has_its_own_help)
               "multihead --help does not name the tool: %s", story.out);
     run_result_free(&tool);
     run_result_free(&story);
+}
+
+/* The flags every printed number depends on, -std=c11 and
+ * -ffp-contract=off, stay in a build whatever CFLAGS the user sets, on
+ * make's command line or exported (they once replaced the Makefile's);
+ * common/fast/ still turns contraction on after them. Checked on the
+ * compiler lines of a dry run (make -n): nothing is built. */
+Test(build, a_users_cflags_keep_the_flags_the_numbers_need, .timeout = 60)
+{
+    char out[128], line[1024];
+    scratch_dir_make(out, sizeof out, "build_flags");
+    const char *ways[] = {"CFLAGS=-O1 make", "make CFLAGS=-O1"};
+    for (int w = 0; w < 2; w++) {
+        snprintf(line, sizeof line, "cd %s && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL %s -s -n "
+                 "-B V=1 OUT=%s %s/build/common/softmax.o %s/build/common/fast/fast_matmul.o",
+                 SOURCE_DIR, ways[w], out, out, out);
+        RunResult r = run_command_line(line);
+        cr_assert_eq(r.status, 0, "%s: %s", line, r.err);
+        const char *clear = strstr(r.out, "-O1 -std=c11 -ffp-contract=off -c -o");
+        const char *fast = strstr(r.out, "-O1 -std=c11 -ffp-contract=off -ffp-contract=fast");
+        cr_expect(clear != NULL && strstr(clear, "softmax.o") != NULL,
+                  "%s: common/softmax.c is not built with them:\n%s", ways[w], r.out);
+        cr_expect(fast != NULL && strstr(fast, "fast_matmul.o") != NULL,
+                  "%s: common/fast/ does not turn contraction on after them:\n%s", ways[w],
+                  r.out);
+        run_result_free(&r);
+    }
+    scratch_dir_remove(out);
 }

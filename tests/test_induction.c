@@ -24,7 +24,7 @@
 #include "helpers.h"
 #include "io/model.h"
 #include "io/npy.h"
-#include "learn/induction_experiment.h"
+#include "../06_permutation_invariance/induction_experiment.h"
 #include "learn/induction_model.h"
 #include "learn/loss.h"
 #include "learn/optim.h"

@@ -7,7 +7,9 @@
  * other parameter) against finite differences; the fast kernels against
  * the clear ones; the cached decoder against the full forward, bit for
  * bit, and sampling's restart of a full window; the learning rate's
- * schedule; the loss over a text; a model saved and loaded back.
+ * schedule; the loss over a text; a model saved and loaded back; the
+ * program's own AdamW settings and initialisation, through the functions
+ * it calls.
  *
  * Legend: B = batch_size, T = tokens of a sequence, C = context,
  * V = vocabulary, D = num_hiddens, H = num_heads, N = num_layers,
@@ -33,6 +35,7 @@
 #include "learn/layer_norm.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
+#include "run/saved_models.h"
 #include "tensor.h"
 
 #define FIXTURE "tests/fixtures/language_model"
@@ -784,4 +787,33 @@ Test(language_model, save_then_load_gives_the_same_model)
     scratch_dir_remove(dir);
     language_model_free(saved);
     language_model_free(loaded);
+}
+
+/* A saved model asks for its number of heads in num_heads.npy: one above
+ * LM_MAX_HEADS (the most --heads gives, and what the program's probe
+ * tables on the stack hold) is refused as the files are read. */
+Test(language_model, a_saved_model_with_too_many_heads_is_refused)
+{
+    const int bytes[3] = {10, 97, 98};
+    Rng rng = rng_new(33);
+    LanguageModel *m = language_model_new(bytes, 3, 4, 8, 2, 1, &rng);
+    char dir[64], err[MODEL_ERR_LEN];
+    scratch_dir_make(dir, sizeof dir, "language_model_heads");
+    for (int heads = LM_MAX_HEADS; heads <= LM_MAX_HEADS + 1; heads++) {
+        m->saved_heads = heads;   /* what num_heads.npy says; 8 hiddens split by neither */
+        cr_assert_eq(model_save(dir, m->files, m->num_files, err, sizeof err), 0, "%s", err);
+        err[0] = '\0';
+        const LanguageLimits limits = {.min_context = 2, .max_context = 4, .min_hiddens = 2,
+                                       .max_hiddens = 8};
+        cr_expect_null(language_model_load_new(dir, &limits, err, sizeof err));
+        char want[96];
+        snprintf(want, sizeof want, "num_heads.npy: %d, expected 1 to %d", heads, LM_MAX_HEADS);
+        if (heads > LM_MAX_HEADS)
+            cr_expect(strstr(err, want) != NULL, "err: %s", err);
+        else   /* within the limit, the split is what refuses it */
+            cr_expect(strstr(err, "num_heads.npy") != NULL && strstr(err, want) == NULL,
+                      "err: %s", err);
+    }
+    scratch_dir_remove(dir);
+    language_model_free(m);
 }

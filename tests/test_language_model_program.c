@@ -4,7 +4,10 @@
  * same held-out loss, and every bad input (a text that is missing, empty,
  * binary or too short, a context longer than the text, a model whose
  * vocabulary does not fit the text, weights whose loss is not a number,
- * options out of range) ending in one line and exit 1 or 2.
+ * options out of range, a named pipe, a saved set whose sizes break the
+ * options' limits, --from with sizing options) ending in one line and exit
+ * 1 or 2; --plot's loss curve holding every look, a full disk stopping the
+ * run at its first output, and a text without a newline.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -327,7 +330,9 @@ Test(language_model_program, refuses_saved_sets_beyond_the_options_limits, .time
     expect_failure(dir, "--text @/text.txt --from @/model --layers 2", 2,
                    "--from reads a trained model, its sizes from the saved set: it takes no "
                    "--layers");
-    expect_failure(dir, "--text @/text.txt --from @/model --steps 5", 2, "it takes no --steps");
+    expect_failure(dir, "--text @/text.txt --from @/model --steps 5", 2,
+                   "it takes no --layers, --heads, --hiddens, --context, --batch, --steps, --lr "
+                   "or --eval-every");
     scratch_dir_remove(model);
     scratch_dir_remove(dir);
 }

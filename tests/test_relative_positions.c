@@ -18,7 +18,7 @@
 #include "helpers.h"
 #include "io/npy.h"
 #include "position_attention.h"
-#include "learn/length_experiment.h"
+#include "../06_permutation_invariance/length_experiment.h"
 #include "learn/position_model.h"
 #include "random.h"
 #include "rope.h"

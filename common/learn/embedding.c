@@ -65,3 +65,50 @@ void embedding_backward(Tensor *grad_weight, const int *ids, const Tensor *grad_
             row[j] += grad_row[j];
     }
 }
+
+/* ---- a GPT's embedding and its tied unembedding -------------------------------- */
+
+/* wte (V, D), wpe (C, D), tokens (B, T) -> x (B, T, D) */
+Tensor *embed_tokens(const Tensor *wte, const Tensor *wpe, const int *tokens, int batch_size,
+                     int length)
+{
+    const int B = batch_size, T = length, D = wte->shape[1];
+    tensor_check_shape(__func__, "wpe", wpe, SHAPE(-1, D));
+    if (T > wpe->shape[0])
+        die(__func__, "%d tokens, but wpe has %d positions", T, wpe->shape[0]);
+    Tensor *x = embedding_forward(wte, tokens, SHAPE(B, T));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < D; j++)
+                AT3(x, b, t, j) += AT2(wpe, t, j);
+    return x;
+}
+
+/* grad_x (B, T, D) -> grad_wte (V, D) +=, grad_wpe (C, D) += */
+void embed_tokens_backward(const Tensor *grad_x, const int *tokens, Tensor *grad_wte,
+                           Tensor *grad_wpe)
+{
+    tensor_check_shape(__func__, "grad_x", grad_x, SHAPE(-1, -1, -1));
+    const int B = grad_x->shape[0], T = grad_x->shape[1], D = grad_x->shape[2];
+    tensor_check_shape(__func__, "grad_wpe", grad_wpe, SHAPE(-1, D));
+    if (T > grad_wpe->shape[0])
+        die(__func__, "%d tokens, but grad_wpe has %d positions", T, grad_wpe->shape[0]);
+    embedding_backward(grad_wte, tokens, grad_x);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < D; j++)
+                AT2(grad_wpe, t, j) += AT3(grad_x, b, t, j);
+}
+
+/* h (B, T, D), wte (V, D) -> logits (B, T, V) */
+Tensor *unembed(const AttentionLayer *attend, const Tensor *h, const Tensor *wte)
+{
+    return attention_layer_linear(attend, h, wte, NULL);
+}
+
+/* grad_logits (B, T, V) -> grad_h (B, T, D); grad_wte (V, D) += */
+Tensor *unembed_backward(const AttentionLayer *attend, const Tensor *h, const Tensor *wte,
+                         const Tensor *grad_logits, Tensor *grad_wte)
+{
+    return attention_layer_linear_backward(attend, h, wte, grad_logits, grad_wte, NULL);
+}

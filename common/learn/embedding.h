@@ -13,6 +13,7 @@
 #ifndef EMBEDDING_H
 #define EMBEDDING_H
 
+#include "attention_layer.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -29,5 +30,33 @@ Tensor *embedding_forward(const Tensor *weight, const int *ids, int ndim, const 
  * front -> grad_weight (V, D) += grad_out row i into row ids[i]. The ids
  * are not differentiable, so nothing is returned. */
 void embedding_backward(Tensor *grad_weight, const int *ids, const Tensor *grad_out);
+
+/* ---- a GPT's embedding and its tied unembedding (chapter 06's page "A
+ * language model") --------------------------------------------------------------
+ * Legend: B = batch_size, T = tokens of a sequence (T <= C), C = context,
+ * V = vocabulary, D = num_hiddens.
+ *
+ * A token at position t enters the residual stream as its row of wte plus
+ * position t's row of wpe; the stream leaves as scores against every row
+ * of the same wte (the unembedding is tied to the embedding), so wte's
+ * gradient is the sum of what its two uses send back. */
+
+/* wte (V, D), wpe (C, D), tokens (B, T) -> x (B, T, D) (new),
+ * x[b][t] = wte[tokens[b][t]] + wpe[t]. */
+Tensor *embed_tokens(const Tensor *wte, const Tensor *wpe, const int *tokens, int batch_size,
+                     int length);
+/* grad_x (B, T, D) -> grad_wte (V, D) += row (b, t) into row tokens[b][t]
+ * (a scatter-add: a token met twice gets both), grad_wpe (C, D) += the sum
+ * over b of row (b, t) into row t. */
+void embed_tokens_backward(const Tensor *grad_x, const int *tokens, Tensor *grad_wte,
+                           Tensor *grad_wpe);
+/* h (B, T, D), wte (V, D) -> logits (B, T, V) = h wte^T (new), through
+ * attend's linear layer (attention_layer_linear). */
+Tensor *unembed(const AttentionLayer *attend, const Tensor *h, const Tensor *wte);
+/* grad_logits (B, T, V) -> grad_h (B, T, D) = grad_logits wte (new), and
+ * grad_wte (V, D) += grad_logits^T h: added to what is there, the
+ * embedding's part coming in before or after. */
+Tensor *unembed_backward(const AttentionLayer *attend, const Tensor *h, const Tensor *wte,
+                         const Tensor *grad_logits, Tensor *grad_wte);
 
 #endif

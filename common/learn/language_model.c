@@ -15,12 +15,10 @@
 #include <string.h>
 
 #include "learn/embedding.h"
-#include "learn/layer_norm.h"
 #include "learn/loss.h"
 #include "ops.h"
 
 static const char FUNC[] = "language_model";
-static const double PI = 3.14159265358979323846;
 
 /* ---- the vocabulary ------------------------------------------------------------ */
 
@@ -143,6 +141,8 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
             LM_MAX_VOCAB, vocab, context);
     if (num_layers < 1 || num_layers > LM_MAX_LAYERS)
         die(FUNC, "num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
+    if (num_heads < 1 || num_heads > LM_MAX_HEADS)
+        die(FUNC, "num_heads must be in [1, %d], got %d", LM_MAX_HEADS, num_heads);
     for (int i = 0; i < vocab; i++)
         if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
             die(FUNC, "the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,
@@ -194,69 +194,6 @@ size_t language_model_size(const LanguageModel *model)
 
 /* ---- forward --------------------------------------------------------------------- */
 
-/* x (B, T, D) -> ln(x) (new), mean and rstd (B*T,) (new) */
-static Tensor *norm_forward(const Tensor *x, const Tensor *weight, const Tensor *bias,
-                            Tensor **mean, Tensor **rstd)
-{
-    const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
-    Tensor *y = tensor_empty(x->ndim, x->shape);
-    *mean = tensor_empty(SHAPE(R));
-    *rstd = tensor_empty(SHAPE(R));
-    layer_norm_forward(x->data, weight->data, bias->data, y->data, (*mean)->data,
-                       (*rstd)->data, R, D);
-    return y;
-}
-
-/* x += y, elementwise: a residual */
-static void add_into(Tensor *x, const Tensor *y)
-{
-    for (size_t i = 0; i < x->size; i++)
-        x->data[i] += y->data[i];
-}
-
-/* x (B, T, D) -> the stream after block l (new); the block's cache filled
- * (every tensor kept), or everything freed when c is NULL */
-static Tensor *block_forward(const LanguageModel *m, int l, Tensor *x, const ValidLens *causal,
-                             Tensor **weights, BlockCache *c)
-{
-    const Block *b = &m->blocks[l];
-    const AttentionLayer *attend = &m->kernels.attend;
-    BlockCache local;
-    BlockCache *k = c != NULL ? c : &local;
-    *k = (BlockCache){.x = x};
-    // step 1: x_mid = x + attention(ln_1(x)), queries, keys and values all ln_1(x)
-    k->h1 = norm_forward(x, b->ln1_weight, b->ln1_bias, &k->mean1, &k->rstd1);
-    Tensor *attended = attention_layer_forward_masked(attend, b->attn, k->h1, k->h1, k->h1,
-                                                      causal, &k->attn, weights);
-    k->x_mid = tensor_copy(x);
-    add_into(k->x_mid, attended);
-    tensor_free(attended);
-    // step 2: x_out = x_mid + proj(gelu(fc(ln_2(x_mid))))
-    k->h2 = norm_forward(k->x_mid, b->ln2_weight, b->ln2_bias, &k->mean2, &k->rstd2);
-    k->f = attention_layer_linear(attend, k->h2, b->fc_weight, b->fc_bias);   /* (B, T, F) */
-    k->g = tensor_empty(k->f->ndim, k->f->shape);
-    m->kernels.gelu(k->f->data, k->g->data, k->f->size);
-    Tensor *out = attention_layer_linear(attend, k->g, b->proj_weight, b->proj_bias);
-    add_into(out, k->x_mid);
-    if (c == NULL) {
-        layer_cache_free(&k->attn);
-        TENSOR_FREE(k->h1, k->mean1, k->rstd1, k->x_mid, k->h2, k->mean2, k->rstd2, k->f, k->g);
-    }
-    return out;
-}
-
-/* tokens (B, T) -> x_0 (B, T, D) = wte[tokens] + wpe[0 .. T-1] */
-static Tensor *embed(const LanguageModel *m, const int *tokens, int B, int T)
-{
-    const int D = m->num_hiddens;
-    Tensor *x = embedding_forward(m->wte, tokens, SHAPE(B, T));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < D; j++)
-                AT3(x, b, t, j) += AT2(m->wpe, t, j);
-    return x;
-}
-
 Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
                                int length, Tensor **weights, LanguageCache *cache)
 {
@@ -264,14 +201,15 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     if (T < 1 || T > model->context)
         die(FUNC, "a sequence of %d tokens: the context holds 1 to %d", T, model->context);
     // step 1: the stream starts as each token's vector plus its position's
-    Tensor *x = embed(model, tokens, B, T);
+    Tensor *x = embed_tokens(model->wte, model->wpe, tokens, B, T);
     ValidLens *causal = valid_lens_causal(B, T);   /* query t sees keys 0 .. t */
     if (cache != NULL)
         *cache = (LanguageCache){.tokens = tokens, .batch_size = B, .length = T,
                                  .causal = causal};
     // step 2: the blocks, each reading the stream and adding to it
     for (int l = 0; l < model->num_layers; l++) {
-        Tensor *next = block_forward(model, l, x, causal, weights != NULL ? &weights[l] : NULL,
+        Tensor *next = block_forward(&model->blocks[l], &model->kernels, x, causal,
+                                     weights != NULL ? &weights[l] : NULL,
                                      cache != NULL ? &cache->blocks[l] : NULL);
         if (cache == NULL)
             tensor_free(x);
@@ -279,8 +217,8 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     }
     // step 3: the last layer norm, then every character's score, through wte
     Tensor *mean, *rstd;
-    Tensor *hf = norm_forward(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
-    Tensor *logits = attention_layer_linear(&model->kernels.attend, hf, model->wte, NULL);
+    Tensor *hf = layer_norm_tensor(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
+    Tensor *logits = unembed(&model->kernels.attend, hf, model->wte);
     if (cache != NULL) {
         cache->x_out = x;
         cache->hf = hf;
@@ -295,44 +233,6 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
 
 /* ---- backward -------------------------------------------------------------------- */
 
-/* grad_h (B, T, D), the gradient of ln(x) -> grad_x (B, T, D) += its part */
-static void norm_backward(const Tensor *grad_h, const Tensor *x, const Tensor *weight,
-                          const Tensor *mean, const Tensor *rstd, Tensor *grad_x,
-                          Tensor *grad_weight, Tensor *grad_bias)
-{
-    const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
-    layer_norm_backward(grad_h->data, x->data, weight->data, mean->data, rstd->data,
-                        grad_x->data, grad_weight->data, grad_bias->data, R, D);
-}
-
-/* grad (B, T, D), the gradient of block l's output -> the gradient of its
- * input, in place: both residuals pass it on as it is, and each half adds
- * what flows back through it */
-static void block_backward(LanguageModel *m, int l, const BlockCache *c, Tensor *grad)
-{
-    const Block *b = &m->blocks[l];
-    BlockGrads *g = &m->grads[l];
-    const AttentionLayer *attend = &m->kernels.attend;
-    // step 2 backwards: the MLP, then ln_2; grad becomes x_mid's gradient
-    Tensor *grad_g = attention_layer_linear_backward(attend, c->g, b->proj_weight, grad,
-                                                     g->proj_weight, g->proj_bias);
-    m->kernels.gelu_backward(c->f->data, grad_g->data, grad_g->data, grad_g->size);
-    Tensor *grad_h2 = attention_layer_linear_backward(attend, c->h2, b->fc_weight, grad_g,
-                                                      g->fc_weight, g->fc_bias);
-    norm_backward(grad_h2, c->x_mid, b->ln2_weight, c->mean2, c->rstd2, grad, g->ln2_weight,
-                  g->ln2_bias);
-    TENSOR_FREE(grad_g, grad_h2);
-    // step 1 backwards: attention read ln_1(x) three times, then ln_1
-    Tensor *grad_q = NULL, *grad_k = NULL, *grad_v = NULL;
-    attention_layer_backward(attend, b->attn, &c->attn, grad, g->attn, &grad_q, &grad_k,
-                             &grad_v, NULL);
-    add_into(grad_q, grad_k);
-    add_into(grad_q, grad_v);   /* the gradient of h1 */
-    norm_backward(grad_q, c->x, b->ln1_weight, c->mean1, c->rstd1, grad, g->ln1_weight,
-                  g->ln1_bias);
-    TENSOR_FREE(grad_q, grad_k, grad_v);
-}
-
 void language_model_backward(LanguageModel *model, const LanguageCache *cache,
                              const Tensor *grad_logits)
 {
@@ -340,33 +240,27 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
     tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
     // step 3 backwards: the unembedding (wte's first gradient), then ln_f
-    Tensor *grad_hf = attention_layer_linear_backward(&model->kernels.attend, cache->hf,
-                                                      model->wte, grad_logits, model->grad_wte,
-                                                      NULL);
+    Tensor *grad_hf = unembed_backward(&model->kernels.attend, cache->hf, model->wte,
+                                       grad_logits, model->grad_wte);
     Tensor *grad = tensor_zeros(SHAPE(B, T, D));
-    norm_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf, cache->rstdf, grad,
-                  model->grad_lnf_weight, model->grad_lnf_bias);
+    layer_norm_tensor_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf,
+                               cache->rstdf, grad, model->grad_lnf_weight,
+                               model->grad_lnf_bias);
     tensor_free(grad_hf);
     // step 2 backwards, from the last block
     for (int l = model->num_layers - 1; l >= 0; l--)
-        block_backward(model, l, &cache->blocks[l], grad);
+        block_backward(&model->blocks[l], &model->grads[l], &model->kernels, &cache->blocks[l],
+                       grad);
     // step 1 backwards: x_0 = wte[token] + wpe[t], each row gets x_0's gradient
-    embedding_backward(model->grad_wte, cache->tokens, grad);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < D; j++)
-                AT2(model->grad_wpe, t, j) += AT3(grad, b, t, j);
+    // (wte's second part, added to the unembedding's)
+    embed_tokens_backward(grad, cache->tokens, model->grad_wte, model->grad_wpe);
     tensor_free(grad);
 }
 
 void language_cache_free(LanguageCache *cache)
 {
-    for (int l = 0; l < LM_MAX_LAYERS; l++) {
-        BlockCache *c = &cache->blocks[l];
-        layer_cache_free(&c->attn);
-        TENSOR_FREE(c->x, c->h1, c->mean1, c->rstd1, c->x_mid, c->h2, c->mean2, c->rstd2, c->f,
-                    c->g);
-    }
+    for (int l = 0; l < LM_MAX_LAYERS; l++)
+        block_cache_free(&cache->blocks[l]);
     TENSOR_FREE(cache->x_out, cache->hf, cache->meanf, cache->rstdf);
     valid_lens_free(cache->causal);
     *cache = (LanguageCache){0};
@@ -414,16 +308,6 @@ double language_model_loss_grad(LanguageModel *model, const int *tokens, int bat
     language_cache_free(&cache);
     free(inputs);
     return loss;
-}
-
-double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps)
-{
-    if (step < warmup)
-        return lr * (double)(step + 1) / (double)(warmup + 1);
-    if (step >= decay_steps)
-        return min_lr;
-    const double progress = (double)(step - warmup) / (double)(decay_steps - warmup);
-    return min_lr + 0.5 * (1.0 + cos(PI * progress)) * (lr - min_lr);
 }
 
 Adam *language_adamw_new(const LanguageModel *model, const LanguageTraining *t)
@@ -547,11 +431,11 @@ void language_decoder_reset(LanguageDecoder *decoder)
     decoder->length = 0;
 }
 
-/* x (1, D) -> ln(x) (1, D) (new), as norm_forward computes it for a row */
+/* x (1, D) -> ln(x) (1, D) (new), as layer_norm_tensor computes it for a row */
 static Tensor *norm_row(const Tensor *x, const Tensor *weight, const Tensor *bias)
 {
     Tensor *mean, *rstd;
-    Tensor *y = norm_forward(x, weight, bias, &mean, &rstd);
+    Tensor *y = layer_norm_tensor(x, weight, bias, &mean, &rstd);
     TENSOR_FREE(mean, rstd);
     return y;
 }
@@ -564,7 +448,7 @@ static void block_step(const LanguageModel *m, int l, KVCache *cache, Tensor *x)
     // step 1: attention of the new token over the cached ones and itself
     Tensor *h1 = norm_row(x, b->ln1_weight, b->ln1_bias);
     Tensor *attended = decode_step(b->attn, cache, h1);
-    add_into(x, attended);
+    residual_add(x, attended);
     // step 2: the MLP
     Tensor *h2 = norm_row(x, b->ln2_weight, b->ln2_bias);
     Tensor *f = linear(h2, b->fc_weight, b->fc_bias);
@@ -595,31 +479,6 @@ const float *language_decoder_step(LanguageDecoder *decoder, int token)
     TENSOR_FREE(x, hf, logits);
     decoder->length = t + 1;
     return decoder->logits;
-}
-
-int sample_token(const float *logits, int vocab, float temperature, Rng *rng)
-{
-    if (temperature == 0.0f)
-        return argmax(logits, vocab);
-    // softmax(logits / temperature), the largest subtracted first
-    double max = logits[0];
-    for (int i = 1; i < vocab; i++)
-        if (logits[i] > max)
-            max = logits[i];
-    double weights[LM_MAX_VOCAB], sum = 0.0;
-    for (int i = 0; i < vocab; i++) {
-        weights[i] = exp(((double)logits[i] - max) / temperature);
-        sum += weights[i];
-    }
-    // the first token whose running sum passes a uniform draw
-    const double u = (double)rng_uniform(rng) * sum;
-    double running = 0.0;
-    for (int i = 0; i < vocab; i++) {
-        running += weights[i];
-        if (u < running)
-            return i;
-    }
-    return vocab - 1;   /* u within rounding of sum */
 }
 
 /* tokens[0 .. n) fed to a reset decoder; the logits after the last */

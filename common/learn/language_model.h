@@ -41,9 +41,12 @@
 
 #include "attention_layer.h"
 #include "kv_cache.h"
+#include "learn/adamw.h"
+#include "learn/gpt_block.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
 #include "learn/parameter_table.h"
+#include "learn/sampling.h"
 #include "multihead.h"
 #include "random.h"
 #include "state_dict.h"
@@ -51,38 +54,13 @@
 
 enum {
     LM_MAX_LAYERS = 8,
+    LM_MAX_HEADS = 64,                            /* of a block, as --heads or a saved model */
     LM_MAX_VOCAB = 256,                           /* a token is a byte */
     LM_BLOCK_PARAMS = 16,                         /* 8 of attention, 8 around it */
     LM_MAX_PARAMS = 4 + LM_BLOCK_PARAMS * LM_MAX_LAYERS,
     LM_MAX_FILES = 7 + 12 * LM_MAX_LAYERS,
     LM_NAME_LEN = 40,
 };
-
-typedef struct {
-    Tensor *ln1_weight, *ln1_bias;       /* (D,) */
-    MultiHeadAttention *attn;            /* D -> D, H heads, biases */
-    Tensor *ln2_weight, *ln2_bias;       /* (D,) */
-    Tensor *fc_weight, *fc_bias;         /* (F, D), (F,) */
-    Tensor *proj_weight, *proj_bias;     /* (D, F), (D,) */
-} Block;
-
-typedef struct {
-    Tensor *ln1_weight, *ln1_bias;
-    MultiHeadGrads *attn;
-    Tensor *ln2_weight, *ln2_bias, *fc_weight, *fc_bias, *proj_weight, *proj_bias;
-} BlockGrads;
-
-/* The kernels a model runs: the attention layer's pair with its linear
- * layers (attention_layer.h), and GELU's pair. The clear ones unless a
- * program hands the model the fast ones. */
-typedef struct {
-    AttentionLayer attend;
-    GeluForward gelu;
-    GeluBackward gelu_backward;
-} LanguageKernels;
-
-#define CLEAR_LANGUAGE_KERNELS \
-    ((LanguageKernels){CLEAR_ATTENTION, gelu_forward, gelu_backward})
 
 typedef struct {
     int vocab, context, num_hiddens, num_heads, num_layers;   /* V, C, D, H, N */
@@ -125,16 +103,6 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
 void language_model_free(LanguageModel *model);   /* NULL is fine */
 /* The trainable numbers, the tied unembedding counted once. */
 size_t language_model_size(const LanguageModel *model);
-
-/* What a block's forward keeps for its backward. */
-typedef struct {
-    Tensor *x;                        /* (B, T, D) the stream coming in */
-    Tensor *h1, *mean1, *rstd1;       /* ln_1(x) (B, T, D), its (B*T,) statistics */
-    LayerCache attn;
-    Tensor *x_mid;                    /* (B, T, D) the stream after attention */
-    Tensor *h2, *mean2, *rstd2;       /* ln_2(x_mid) */
-    Tensor *f, *g;                    /* (B, T, F): the MLP's hidden layer before and after GELU */
-} BlockCache;
 
 typedef struct {
     const int *tokens;                /* (B, T), borrowed */
@@ -188,11 +156,6 @@ Adam *language_adamw_new(const LanguageModel *model, const LanguageTraining *t);
 void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng *rng,
                      int *tokens);
 
-/* AdamW's learning rate at step s (0, 1, ...), nanoGPT's schedule: a
- * linear warmup to lr over warmup steps, then a cosine from lr down to
- * min_lr at decay_steps, min_lr after. */
-double lm_learning_rate(int step, double lr, double min_lr, int warmup, int decay_steps);
-
 /* One training step on tokens (B, C + 1): the gradients, clipped to a
  * global norm of max_norm, then AdamW at adam's learning rate. Returns
  * the loss before the update. */
@@ -239,10 +202,6 @@ void language_decoder_free(LanguageDecoder *decoder);   /* NULL is fine */
  * starts a full window again from its last C / 2 tokens. */
 const float *language_decoder_step(LanguageDecoder *decoder, int token);
 void language_decoder_reset(LanguageDecoder *decoder);
-
-/* logits (V,) -> a token drawn from softmax(logits / temperature) with
- * rng; temperature 0 takes the largest logit. */
-int sample_token(const float *logits, int vocab, float temperature, Rng *rng);
 
 /* prompt (P,) tokens, P >= 1 -> out (n,) tokens that continue it. When the
  * window fills (C tokens), it starts again from its last C / 2 tokens

@@ -8,6 +8,7 @@
  * what lets a few steps match PyTorch's to float rounding.
  */
 #include "learn/optim.h"
+#include "learn/adamw.h"
 #include "learn/internal.h"
 
 #include <math.h>
@@ -98,38 +99,39 @@ Adam *adam_new(const Parameter *params, int count, float lr)
     return adam;
 }
 
+/* param, grad, m, v (n,): one step of Adam, in place */
+void adam_update(float *param, const float *grad, float *m, float *v, size_t n, long step,
+                 float lr, float beta1, float beta2, float eps)
+{
+    /* the bias corrections depend on the step only: scalars, in double as
+     * Python computes 1 - beta1 ** step */
+    const double t = (double)step;
+    const double bias_correction1 = 1.0 - pow((double)beta1, t);
+    const double bias_correction2 = 1.0 - pow((double)beta2, t);
+    const float step_size = (float)((double)lr / bias_correction1);
+    const float bias_correction2_sqrt = (float)sqrt(bias_correction2);
+    const float one_minus_beta1 = (float)(1.0 - (double)beta1);
+    const float one_minus_beta2 = (float)(1.0 - (double)beta2);
+    for (size_t j = 0; j < n; j++) {
+        // the moving averages of the gradient and of its square
+        m[j] = m[j] * beta1 + one_minus_beta1 * grad[j];
+        v[j] = v[j] * beta2 + one_minus_beta2 * (grad[j] * grad[j]);
+        // the step, each moment divided by its bias correction
+        const float denom = sqrtf(v[j]) / bias_correction2_sqrt + eps;
+        param[j] = param[j] - step_size * (m[j] / denom);
+    }
+}
+
 void adam_step(Adam *adam)
 {
     adam->step++;
-    /* the bias corrections depend on the step only: scalars, in double as
-     * Python computes 1 - beta1 ** step */
-    const double t = (double)adam->step;
-    const double bias_correction1 = 1.0 - pow((double)adam->beta1, t);
-    const double bias_correction2 = 1.0 - pow((double)adam->beta2, t);
-    const float step_size = (float)((double)adam->lr / bias_correction1);
-    const float bias_correction2_sqrt = (float)sqrt(bias_correction2);
-    const float beta1 = adam->beta1, beta2 = adam->beta2, eps = adam->eps;
-    const float one_minus_beta1 = (float)(1.0 - (double)beta1);
-    const float one_minus_beta2 = (float)(1.0 - (double)beta2);
-
-    const float decay = (float)(1.0 - (double)adam->lr * (double)adam->weight_decay);
-
     for (int i = 0; i < adam->count; i++) {
-        float *p = adam->params[i].value->data;
-        const float *g = adam->params[i].grad->data;
-        float *m = adam->m[i]->data, *v = adam->v[i]->data;
-        const size_t n = adam->params[i].value->size;
-        if (adam->weight_decay != 0.0f && adam->params[i].value->ndim >= 2)
-            for (size_t j = 0; j < n; j++)
-                p[j] *= decay;   /* AdamW: decoupled from the moments */
-        for (size_t j = 0; j < n; j++) {
-            // the moving averages of the gradient and of its square
-            m[j] = m[j] * beta1 + one_minus_beta1 * g[j];
-            v[j] = v[j] * beta2 + one_minus_beta2 * (g[j] * g[j]);
-            // the step, each moment divided by its bias correction
-            const float denom = sqrtf(v[j]) / bias_correction2_sqrt + eps;
-            p[j] = p[j] - step_size * (m[j] / denom);
-        }
+        const Tensor *value = adam->params[i].value;
+        /* AdamW decays matrices only (optim.h); Adam decays nothing */
+        const float weight_decay = value->ndim >= 2 ? adam->weight_decay : 0.0f;
+        adamw_update(value->data, adam->params[i].grad->data, adam->m[i]->data,
+                     adam->v[i]->data, value->size, adam->step, adam->lr, adam->beta1,
+                     adam->beta2, adam->eps, weight_decay);
     }
 }
 

@@ -66,7 +66,17 @@ typedef struct {
  * for the rest (change beta1, beta2 or eps in the struct before the first
  * step if needed). params must stay alive while the optimiser is used. */
 Adam *adam_new(const Parameter *params, int count, float lr);
+/* One step of every parameter: step t += 1, then adamw_update (adamw.h) on
+ * each with the optimiser's weight decay for a matrix and none for a
+ * vector. */
 void adam_step(Adam *adam);
+
+/* One tensor's step, the pieces adam_step is made of.
+ * param, grad, m, v (n,), step t >= 1 -> param, m and v updated in place
+ * by Adam's rule above (no decay). */
+void adam_update(float *param, const float *grad, float *m, float *v, size_t n, long step,
+                 float lr, float beta1, float beta2, float eps);
+/* adamw.h: the same with AdamW's decay first, and the learning-rate schedule. */
 void adam_free(Adam *adam);   /* NULL is fine */
 
 /* A copy of the parameters and of Adam's state (m, v, step), to go back

@@ -341,10 +341,10 @@ static int language_sizes(const char *dir, const LanguageLimits *limits, int *V,
     if (*N < 1 || *N > LM_MAX_LAYERS)
         return error_format(err, err_len, NULL, "%s/num_layers.npy: %d, expected 1 to %d", dir,
                             *N, LM_MAX_LAYERS);
-    char why[160];
-    if (*H < 1 || *H > limits->max_heads)
+    if (*H < 1 || *H > LM_MAX_HEADS)
         return error_format(err, err_len, NULL, "%s/num_heads.npy: %d, expected 1 to %d", dir,
-                            *H, limits->max_heads);
+                            *H, LM_MAX_HEADS);
+    char why[160];
     if (!heads_split(*D, *H, "num_hiddens", "num_heads", why, sizeof why))
         return error_format(err, err_len, NULL, "%s/num_heads.npy: %s", dir, why);
     if (model_read_ints(dir, "vocab", bytes, *V, err, err_len) != 0)

@@ -1,7 +1,7 @@
 /*
  * bench_passes.c - the passes the benchmark times. See bench_passes.h.
  */
-#include "fast/bench_passes.h"
+#include "bench_passes.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * bench_lines.h.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "fast/bench_lines.h"
+#include "bench_lines.h"
 
 #include <errno.h>
 #include <math.h>

@@ -24,6 +24,9 @@
  * early-stopping rule, not a proof that a model has stopped learning: a
  * longer patience lets some models go on rising (relative_positions.md
  * shows which numbers move).
+ *
+ * Beside relative_positions.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef LENGTH_EXPERIMENT_H
 #define LENGTH_EXPERIMENT_H

@@ -6,7 +6,7 @@
  * Legend: C = context, P = C / 2, V = vocabulary, N = num_layers,
  * H = num_heads.
  */
-#include "learn/language_probes.h"
+#include "language_probes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,6 +13,9 @@
  * silenced. Layer 1 and layer 2 each have their own number of heads; the
  * control is layer 1 alone. The program passes the attention layer the
  * models train with.
+ *
+ * Beside induction_heads.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef INDUCTION_EXPERIMENT_H
 #define INDUCTION_EXPERIMENT_H

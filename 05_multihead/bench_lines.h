@@ -7,6 +7,9 @@
  * A line is a configuration (its label), a pass ("forward", ...), an
  * implementation ("clear", "fast") and a thread count. What it runs is the
  * caller's: a BenchPass builds its work, runs one pass, frees it.
+ *
+ * Beside bench.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef BENCH_LINES_H
 #define BENCH_LINES_H

@@ -20,6 +20,9 @@
  *                   every copy" are the same key).
  * Silencing is zero ablation (language_model_ablate_head): the head's
  * values, and so its output, set to 0.
+ *
+ * Beside language_model.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef LANGUAGE_PROBES_H
 #define LANGUAGE_PROBES_H
@@ -29,7 +32,7 @@
 #include "learn/language_model.h"
 #include "tensor.h"
 
-enum { LM_MAX_HEADS = LM_MAX_LAYERS * 64 };   /* N * H, the heads a table can hold */
+enum { LM_MAX_ALL_HEADS = LM_MAX_LAYERS * LM_MAX_HEADS };   /* N * H: the heads a table holds */
 
 /* tokens (count, C + 1): random probes when text is NULL (drawn from a
  * fixed stream), else text probes cut from text[0 .. n) at count evenly

@@ -5,7 +5,7 @@
  *
  * Legend: N = held-out examples, H = num_heads, D = num_hiddens.
  */
-#include "learn/head_pruning.h"
+#include "head_pruning.h"
 
 #include <stdlib.h>
 

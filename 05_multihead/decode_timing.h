@@ -9,6 +9,9 @@
  *
  * Times are wall-clock seconds of this machine now: they move with
  * everything else it runs, and no page quotes one.
+ *
+ * Beside decode.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef DECODE_TIMING_H
 #define DECODE_TIMING_H

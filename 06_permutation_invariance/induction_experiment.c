@@ -1,6 +1,6 @@
 /* induction_experiment.c - the experiment of chapter 06's page "Induction
  * heads": see induction_experiment.h. */
-#include "learn/induction_experiment.h"
+#include "induction_experiment.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,6 +14,9 @@
  * the backward alone (the recomputed scores are not counted: they are the
  * price of not keeping the weights). Under the causal mask query i
  * multiplies i + 1 keys: (n + 1) / 2n of the full attention products.
+ *
+ * Beside bench.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef BENCH_PASSES_H
 #define BENCH_PASSES_H
@@ -21,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fast/bench_lines.h"
+#include "bench_lines.h"
 
 /* the layer's forward, its forward + backward; attention alone on the
  * heads: forward, forward + backward, backward */

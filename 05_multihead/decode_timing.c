@@ -1,6 +1,6 @@
 /* decode_timing.c - timing the decode step. See decode_timing.h. */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
-#include "fast/decode_timing.h"
+#include "decode_timing.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* length_experiment.c - trained at L, measured at L, 2L, 4L. See length_experiment.h. */
-#include "learn/length_experiment.h"
+#include "length_experiment.h"
 
 #include <math.h>
 #include <stdlib.h>

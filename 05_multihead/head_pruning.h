@@ -13,6 +13,9 @@
  * Masking a head changes only what comes after the heads (W_o and the
  * readout, head_gates.h), so the heads' outputs on the held-out examples
  * are computed once (HeldOut) and every accuracy below starts from them.
+ *
+ * Beside head_importance.c, the one program that uses it, and linked with it alone
+ * (the Makefile's WITH_ lists; common/README.md says why).
  */
 #ifndef HEAD_PRUNING_H
 #define HEAD_PRUNING_H
