@@ -203,12 +203,17 @@ $(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 # passed exercise linked in place of the repository's function (refused,
 # with its verdict, until it passes; tests/grader/inside_run).
 $(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
-$(CHAPTERS): export EXERCISE := $(EXERCISE)
+# EXERCISE as the learner typed it: make never expands it ($(value ...)),
+# so a folder named $(shell ...) runs nothing and a$HOME stays a$HOME. It
+# reaches the scripts as EXERCISE_FILE, through the environment, never
+# pasted into a shell line: a path with a quote or a space in it is a path.
+unexport EXERCISE
+export EXERCISE_FILE := $(value EXERCISE)
 $(CHAPTERS):
-	@if [ -n "$$EXERCISE" ]; then \
+	@if [ -n "$$EXERCISE_FILE" ]; then \
 	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
 	    COMMON_LIB='$(COMMON_LIB)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
-	    tests/grader/inside_run '$@' "$$EXERCISE"; \
+	    tests/grader/inside_run '$@' "$$EXERCISE_FILE"; \
 	else $<; fi
 
 # Each chapter's program under a header with the chapter's title (the first
@@ -243,15 +248,13 @@ run: $(PROGRAMS)
 # what it does (make check-grader: what CI asks of the grader itself).
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
-ifneq ($(EXERCISE),)
+ifneq ($(value EXERCISE),)
 $(CHAPTERS): $(COMMON_LIB) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
 endif
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
-# EXERCISE reaches the script through the environment, never pasted into a
-# shell line: a path with a quote in it is a path.
-check: export EXERCISE := $(EXERCISE)
+# EXERCISE reaches the script as EXERCISE_FILE (see the chapter targets).
 check: $(COMMON_OBJ) $(GRADER_OBJ)
-	@if [ -n "$$EXERCISE" ]; then $(GRADE) "$$EXERCISE"; else $(GRADE) --all; fi
+	@if [ -n "$$EXERCISE_FILE" ]; then $(GRADE) "$$EXERCISE_FILE"; else $(GRADE) --all; fi
 zoo: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) --zoo
 check-grader: $(COMMON_OBJ) $(GRADER_OBJ)
