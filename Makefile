@@ -506,7 +506,7 @@ SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
   '06_permutation_invariance/relative_positions --train --steps 20 --seeds 2 --examples 20' \
   '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4' \
-  '06_permutation_invariance/language_model --steps 250 --eval-every 150 --plot build/sanitize --layers 1 --heads 1 --hiddens 8 --context 8 --batch 2 --sample 10'
+  '06_permutation_invariance/language_model --steps 250 --eval-every 150 --plot build/sanitize/plots --layers 1 --heads 1 --hiddens 8 --context 8 --batch 2 --sample 10'
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' \
 	  all build/sanitize/tests/run_tests
@@ -521,7 +521,7 @@ sanitize:
 	  args=; for m in $(SAN_RUN_ARGS); do [ "$${m%%:*}" != "$$(basename $$p)" ] || args=$$(echo $${m#*:} | tr : ' '); done; \
 	  echo "== $$p $$args"; $$p $$args >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
 	done; \
-	for run in $(SAN_EXPERIMENTS); do \
+	mkdir -p build/sanitize/plots; for run in $(SAN_EXPERIMENTS); do \
 	  echo "== build/sanitize/$$run"; build/sanitize/$$run >/dev/null \
 	    || { echo "sanitize: build/sanitize/$$run failed" >&2; exit 1; }; \
 	done; echo "sanitize: tests and programs clean"
