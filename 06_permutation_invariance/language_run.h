@@ -50,10 +50,6 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps);
 
-/* n characters that continue prompt (every character of it in the
- * model's vocabulary), drawn at temperature with rng, printed indented. */
-void language_print_sample(const LanguageModel *model, const char *prompt, float temperature,
-                           int n, Rng *rng);
 /* Part 3's comparison with nanoGPT: the mean of batches losses of
  * batch_size held-out windows, the windows part 2's looks draw (seed's
  * RNG_HELDOUT stream), as nanoGPT's estimate_loss measures, and the
@@ -76,6 +72,17 @@ int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps);
 int language_plot_curve(const char *dir, const Tensor *curve, int rows);
 int language_plot_heads(const char *dir, const LanguageModel *model, const Corpus *corpus,
                         Tensor *const *probe_weights);
+
+/* Samples as text. text_unknown: the offset of text's first character
+ * outside the model's vocabulary, -1 when there is none. sample_prompt:
+ * what a sample continues, prompt, or when it is NULL a newline, or the
+ * vocabulary's first character when the text had none (written into
+ * start, two characters). print_sample: n characters drawn after prompt
+ * (every character known), printed, each line indented. */
+long text_unknown(const LanguageModel *model, const char *text);
+const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start);
+void print_sample(const LanguageModel *model, const char *prompt, float temperature, int n,
+                  Rng *rng);
 
 /* Seconds on a monotonic clock, and the training's progress line: in
  * place on a terminal (step, loss, characters per second, time left),
