@@ -32,12 +32,16 @@ OUT      ?= .
 # one does. -fno-math-errno: sqrtf need not set errno, which nothing here
 # reads, so it can be a vector instruction too.
 OPT      ?= -O2 -ftree-vectorize -fno-math-errno
-# -ffp-contract=off: a * b + c is rounded twice on every compiler, so the
-# numbers a chapter prints do not depend on whether gcc or clang built it.
 # WERROR=1 (CI's .ci/run sets it) makes every warning an error in the
 # repository's files; without it a warning is shown and the build goes on,
 # so that a learner's edit, or a newer compiler's new warning, still runs.
-CFLAGS   ?= -std=c11 $(OPT) -g -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -ffp-contract=off
+CFLAGS   ?= $(OPT) -g -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
+# Two flags every number a chapter prints depends on are added to CFLAGS
+# whatever it holds, also when set by the user (make CFLAGS=-O3, or
+# exported): -std=c11, and -ffp-contract=off, so a * b + c is rounded
+# twice on every compiler and the numbers do not depend on whether gcc or
+# clang built them (common/fast/ turns contraction back on for itself).
+override CFLAGS += -std=c11 -ffp-contract=off
 CPPFLAGS += -Icommon -MMD -MP
 LDLIBS   += -lm -lpthread
 SHELL    := /bin/bash
@@ -128,7 +132,7 @@ WITH_05_multihead/bench                           := bench_passes bench_lines
 WITH_05_multihead/head_importance                 := head_pruning
 WITH_06_permutation_invariance/relative_positions := relative_files.mode length_experiment
 WITH_06_permutation_invariance/induction_heads    := induction_experiment
-WITH_06_permutation_invariance/language_model     := language_probes language_run
+WITH_06_permutation_invariance/language_model     := language_probes language_run language_ladder
 # with_of,PROGRAM (as NN_chapter/name): the objects of its WITH_ list
 with_of = $(foreach f,$(WITH_$(1)),$(OUT)/build/$(dir $(1))$(f).o)
 
@@ -199,12 +203,17 @@ $(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 # passed exercise linked in place of the repository's function (refused,
 # with its verdict, until it passes; tests/grader/inside_run).
 $(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
-$(CHAPTERS): export EXERCISE := $(EXERCISE)
+# EXERCISE as the learner typed it: make never expands it ($(value ...)),
+# so a folder named $(shell ...) runs nothing and a$HOME stays a$HOME. It
+# reaches the scripts as EXERCISE_FILE, through the environment, never
+# pasted into a shell line: a path with a quote or a space in it is a path.
+unexport EXERCISE
+export EXERCISE_FILE := $(value EXERCISE)
 $(CHAPTERS):
-	@if [ -n "$$EXERCISE" ]; then \
+	@if [ -n "$$EXERCISE_FILE" ]; then \
 	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
 	    COMMON_LIB='$(COMMON_LIB)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
-	    tests/grader/inside_run '$@' "$$EXERCISE"; \
+	    tests/grader/inside_run '$@' "$$EXERCISE_FILE"; \
 	else $<; fi
 
 # Each chapter's program under a header with the chapter's title (the first
@@ -239,15 +248,13 @@ run: $(PROGRAMS)
 # what it does (make check-grader: what CI asks of the grader itself).
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
-ifneq ($(EXERCISE),)
+ifneq ($(value EXERCISE),)
 $(CHAPTERS): $(COMMON_LIB) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
 endif
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
-# EXERCISE reaches the script through the environment, never pasted into a
-# shell line: a path with a quote in it is a path.
-check: export EXERCISE := $(EXERCISE)
+# EXERCISE reaches the script as EXERCISE_FILE (see the chapter targets).
 check: $(COMMON_OBJ) $(GRADER_OBJ)
-	@if [ -n "$$EXERCISE" ]; then $(GRADE) "$$EXERCISE"; else $(GRADE) --all; fi
+	@if [ -n "$$EXERCISE_FILE" ]; then $(GRADE) "$$EXERCISE_FILE"; else $(GRADE) --all; fi
 zoo: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) --zoo
 check-grader: $(COMMON_OBJ) $(GRADER_OBJ)
@@ -404,9 +411,12 @@ $(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_LIB)
 BREW_PREFIX := $(shell command -v brew >/dev/null 2>&1 && brew --prefix 2>/dev/null)
 CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)/lib)
 # The test binary finds the chapter programs under BIN_DIR. It links the
-# siblings its suites check (test_induction.c, test_relative_positions.c).
+# siblings its suites check (test_induction.c, test_relative_positions.c,
+# test_language_model.c: its kernels and the ladder's rungs).
 TEST_WITH := $(OUT)/build/06_permutation_invariance/induction_experiment.o \
-             $(OUT)/build/06_permutation_invariance/length_experiment.o
+             $(OUT)/build/06_permutation_invariance/length_experiment.o \
+             $(OUT)/build/06_permutation_invariance/language_run.o \
+             $(OUT)/build/06_permutation_invariance/language_ladder.o
 $(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_LIB) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
@@ -490,13 +500,16 @@ SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
 # fewer seeds and steps, after the chapters' own programs.
 SAN_TEST_FILTER ?= !(*quotes/chapter_0[56]*|long_quotes/*)
 # The language model trains a small model for a few steps here (make run's
-# 100 steps of the default model take minutes under ASan).
+# 100 steps of the default model take minutes under ASan); SAN_EXPERIMENTS
+# runs it again with --plot and an --eval-every that is not a multiple of
+# the loss curve's 100 steps, the curve's rows counted from both.
 SAN_RUN_ARGS := language_model:--steps:20:--eval-every:10:--sample:40:--layers:2:--hiddens:32:--context:16
 SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1,2' \
   '05_multihead/head_importance --seeds 2 --steps 50 --examples 200' '05_multihead/decode --sharing --seeds 2 --steps 20' \
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
   '06_permutation_invariance/relative_positions --train --steps 20 --seeds 2 --examples 20' \
-  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4'
+  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4' \
+  '06_permutation_invariance/language_model --steps 250 --eval-every 150 --plot build/sanitize/plots --layers 1 --heads 1 --hiddens 8 --context 8 --batch 2 --sample 10'
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' \
 	  all build/sanitize/tests/run_tests
@@ -511,7 +524,7 @@ sanitize:
 	  args=; for m in $(SAN_RUN_ARGS); do [ "$${m%%:*}" != "$$(basename $$p)" ] || args=$$(echo $${m#*:} | tr : ' '); done; \
 	  echo "== $$p $$args"; $$p $$args >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
 	done; \
-	for run in $(SAN_EXPERIMENTS); do \
+	mkdir -p build/sanitize/plots; for run in $(SAN_EXPERIMENTS); do \
 	  echo "== build/sanitize/$$run"; build/sanitize/$$run >/dev/null \
 	    || { echo "sanitize: build/sanitize/$$run failed" >&2; exit 1; }; \
 	done; echo "sanitize: tests and programs clean"

@@ -8,6 +8,7 @@
  * Part 3: the loss on all of the held-out text, and a longer sample.
  * Part 4: the heads' scores on probes that repeat, and the best silenced.
  * --to DIR saves the model; --from DIR reads one and runs parts 3 and 4.
+ * --ladder trains the build-up instead, six models, and prints their losses.
  *
  * Legend: B = batch_size, C = context, V = vocabulary, D = num_hiddens,
  * H = num_heads, N = num_layers, P = C / 2, a probe's half.
@@ -20,11 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast/fast_attention_layer.h"
-#include "fast/fast_exp.h"
 #include "io/cli.h"
 #include "io/model.h"
-#include "io/plot.h"
+#include "language_ladder.h"
 #include "language_probes.h"
 #include "language_run.h"
 #include "learn/language_model.h"
@@ -36,14 +35,17 @@ static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.tx
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
        EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
+/* The sizes --context and --hiddens take, and a --from set's too. */
+static const LanguageLimits LIMITS = {.min_context = 2, .max_context = MAX_CONTEXT,
+                                      .min_hiddens = 2, .max_hiddens = 1024};
 
 typedef struct {
     LanguageTraining train;   /* sizes, steps and AdamW's settings */
     uint64_t seed;
     int eval_every, sample, num_threads;
     float temperature;
-    bool bench;
-    const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
+    bool bench, trains, ladder;   /* trains: a sizing or training option given */
+    const char *text, *prompt, *plot_dir, *to_dir, *from_dir, *kernels;
 } Options;
 
 /* The checks between options (exit 2), then the memory: 0, or the exit
@@ -51,10 +53,18 @@ typedef struct {
 static int check_options(const Options *opt)
 {
     const LanguageTraining *t = &opt->train;
-    if (opt->prompt[0] == '\0')
+    if (opt->prompt != NULL && opt->prompt[0] == '\0')
         cli_fail(PROG, "--prompt is empty: give at least one character");
+    if (!language_kernels(opt->kernels, 1, &(LanguageKernels){0}))
+        cli_fail(PROG, "--kernels '%s': expected clear or fast", opt->kernels);
     if (opt->from_dir != NULL && (opt->to_dir != NULL || opt->bench))
         cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
+    if (opt->from_dir != NULL && opt->trains)
+        cli_fail(PROG, "--from reads a trained model, its sizes from the saved set: it takes no "
+                 "--layers, --heads, --hiddens, --context, --batch, --steps, --lr or "
+                 "--eval-every");
+    if (opt->ladder && (opt->from_dir != NULL || opt->to_dir != NULL || opt->bench))
+        cli_fail(PROG, "--ladder trains six models of its own: it takes no --from, --to, --bench");
     /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
     return memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
@@ -65,34 +75,39 @@ static int check_options(const Options *opt)
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
-                   .num_threads = 2, .temperature = 0.8f, .prompt = "\n"};
+                   .num_threads = 2, .temperature = 0.8f, .kernels = "fast"};
     LanguageTraining *t = &opt.train;
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
          .help = "the text to learn, UTF-8 (default: the chapter's tinyshakespeare.txt)"},
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
-         .help = "transformer blocks"},
+         .help = "transformer blocks", .given = &opt.trains},
         {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LM_MAX_HEADS, .metavar = "H",
-         .help = "num_heads of every block, dividing D", .splits = &t->num_hiddens},
-        {"--hiddens", CLI_INT, &t->num_hiddens, .min = 2, .max = 1024, .metavar = "D",
-         .help = "num_hiddens, the width of the residual stream"},
-        {"--context", CLI_INT, &t->context, .min = 2, .max = MAX_CONTEXT, .metavar = "C",
-         .help = "characters the model sees at once"},
+         .help = "num_heads of every block, dividing D", .given = &opt.trains,
+         .splits = &t->num_hiddens},
+        {"--hiddens", CLI_INT, &t->num_hiddens, .min = LIMITS.min_hiddens,
+         .max = LIMITS.max_hiddens, .metavar = "D",
+         .help = "num_hiddens, the width of the residual stream", .given = &opt.trains},
+        {"--context", CLI_INT, &t->context, .min = LIMITS.min_context,
+         .max = LIMITS.max_context, .metavar = "C",
+         .help = "characters the model sees at once", .given = &opt.trains},
         {"--batch", CLI_INT, &t->batch_size, .min = 1, .max = 1024, .metavar = "B",
-         .help = "windows of C + 1 characters per step"},
+         .help = "windows of C + 1 characters per step", .given = &opt.trains},
         {"--steps", CLI_INT, &t->steps, .min = 0, .max = 1000000, .metavar = "N",
-         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10"},
+         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10", .given = &opt.trains},
         {"--lr", CLI_DOUBLE, &t->lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
-         .help = "the learning rate after the warmup"},
+         .help = "the learning rate after the warmup", .given = &opt.trains},
         {"--eval-every", CLI_INT, &opt.eval_every, .min = 1, .max = 1000000, .metavar = "N",
-         .help = "steps between two looks at the losses, each with a sample"},
+         .help = "steps between two looks at the losses, each with a sample", .given = &opt.trains},
         {"--sample", CLI_INT, &opt.sample, .min = 0, .max = 1000000, .metavar = "N",
          .help = "characters to write at the end"},
         {"--temperature", CLI_FLOAT, &opt.temperature, .min = 0.0, .max = 10.0, .metavar = "T",
          .help = "divides the logits before sampling; 0 takes the likeliest"},
         {"--prompt", CLI_STRING, &opt.prompt, .metavar = "TEXT",
-         .help = "what the final sample continues (default: a newline)"},
+         .help = "what the final sample continues (default: a newline, or the\n"
+                 "vocabulary's first character when the text has none)"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S", .help = "parameters, batches, samples"},
+        {"--kernels", CLI_STRING, &opt.kernels, .metavar = "K", .help = "clear or fast code"},
         {"--threads", CLI_INT, &opt.num_threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
          .help = "threads of the fast path that trains"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the loss and heads"},
@@ -100,6 +115,7 @@ static Options parse_options(int argc, char **argv)
         {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "read a model, not train"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
+        {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
     cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
                           "trained on Shakespeare.", CLI_COUNT(options), options},
@@ -108,46 +124,14 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-/* ---- text and samples ---------------------------------------------------------------- */
-/* text (n,) tokens -> printed as the bytes they stand for, each line indented */
-static void print_text(const LanguageModel *model, const int *tokens, int n)
-{
-    printf("    ");
-    for (int i = 0; i < n; i++) {
-        const int c = model->bytes[tokens[i]];
-        putchar(c);
-        if (c == '\n')
-            printf("    ");
-    }
-    printf("\n");
-}
-
 /* A usage error, before any output, when a character of --prompt is not
  * one the model knows. */
 static void check_prompt(const LanguageModel *model, const char *prompt)
 {
-    for (size_t i = 0; prompt[i] != '\0'; i++) {
-        const int c = (unsigned char)prompt[i];
-        bool known = false;
-        for (int t = 0; t < model->vocab; t++)
-            known = known || model->bytes[t] == c;
-        if (!known)
-            cli_fail(PROG, "--prompt: character %zu (0x%02x) is not in the vocabulary", i,
-                     (unsigned)c);
-    }
-}
-
-/* n characters that continue the prompt, printed */
-static void print_sample(const LanguageModel *model, const char *prompt, float temperature,
-                         int n, Rng *rng)
-{
-    const int length = (int)strlen(prompt);
-    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
-    text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
-                tokens);   /* every character known: check_prompt */
-    language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
-    print_text(model, tokens + length, n);
-    free(tokens);
+    const long bad = prompt != NULL ? text_unknown(model, prompt) : -1;
+    if (bad >= 0)
+        cli_fail(PROG, "--prompt: character %ld (0x%02x) is not in the vocabulary", bad,
+                 (unsigned)(unsigned char)prompt[bad]);
 }
 
 /* ---- the parts ----------------------------------------------------------------------- */
@@ -172,11 +156,11 @@ static void part1_text(const Options *opt, const Corpus *c, const LanguageModel 
     if (opt->from_dir == NULL)
         printf("Training: %d AdamW steps of %d windows of %d characters; lr %g, warmed up\n"
                "over %d steps, then a cosine to %g; weight decay %g on matrices; gradients\n"
-               "clipped to a norm of %g; seed %llu.\n\n",
+               "clipped to a norm of %g; seed %llu; on the %s kernels (--kernels).\n\n",
                t->steps, t->batch_size, t->context, t->lr, t->warmup, t->min_lr,
-               t->weight_decay, t->clip, (unsigned long long)opt->seed);
+               t->weight_decay, t->clip, (unsigned long long)opt->seed, m->kernels.name);
     else
-        printf("Read from --from; not trained here.\n\n");
+        printf("Read from --from; not trained here; on the %s kernels.\n\n", m->kernels.name);
 }
 
 /* Both parts' losses into a row of curve; printed with a short sample when
@@ -198,8 +182,18 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
         return;
     printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     Rng rng = rng_step(opt->seed, (uint64_t)step + 1);   /* a sample's own stream */
-    print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
+    char start[2];
+    print_sample(m, sample_prompt(m, NULL, start), opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
+}
+
+/* A look at step: 2 shown (every --eval-every and the last step), 1 on
+ * --plot's curve alone (every multiple of every), 0 none. */
+static int look_at(const Options *opt, int every, int step)
+{
+    if (step % opt->eval_every == 0 || step == opt->train.steps)
+        return 2;
+    return step % every == 0;
 }
 
 /* AdamW on the fast path, as llm.c's loop: a batch, a step, now and then a look. */
@@ -211,15 +205,22 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     Adam *adam = language_adamw_new(m, t);
     const bool often = opt->plot_dir != NULL && CURVE_EVERY < opt->eval_every;
     const int every = often ? CURVE_EVERY : opt->eval_every;   /* --plot's curve */
-    Tensor *curve = tensor_zeros(SHAPE(t->steps / every + 2, 3));
+    int looks = 0;   /* a row of the curve each, counted by the loop's own rule */
+    for (int step = 0; step <= t->steps; step++)
+        looks += look_at(opt, every, step) > 0;
+    Tensor *curve = tensor_zeros(SHAPE(looks, 3));
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
     for (int step = 0; step <= t->steps; step++) {
-        const bool shown = step % opt->eval_every == 0 || step == t->steps;
-        if (shown || step % every == 0)
+        const int kind = look_at(opt, every, step);
+        if (kind > 0) {
+            const bool shown = kind == 2;
             look(m, opt, c, step, curve, rows++, shown);
+            if (shown && (status = cli_stdout_check()) != 0)
+                break;   /* a full disk stops the run at its first look */
+        }
         if (step == t->steps)
             break;
         text_batch_draw(c->ids, c->train_n, t->batch_size, t->context, &batches, tokens);
@@ -250,10 +251,12 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     printf("Part 3. The held-out loss and a sample\n\n"
            "The loss on all %zu held-out characters (each predicted from up to %d before\n"
            "it): %.4f nats.\n\n", held_n - 1, m->context, loss);
+    language_print_estimate(m, c, opt->train.batch_size, EVAL_BATCHES, opt->seed);
     if (opt->sample > 0) {
         printf("%d characters at temperature %g:\n\n", opt->sample, (double)opt->temperature);
         Rng rng = rng_use(opt->seed, RNG_ORDERS);
-        print_sample(m, opt->prompt, opt->temperature, opt->sample, &rng);
+        char start[2];
+        print_sample(m, sample_prompt(m, opt->prompt, start), opt->temperature, opt->sample, &rng);
         printf("\n");
     }
     return 0;
@@ -357,14 +360,6 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-static int run_bench(const Corpus *c, const Options *opt)
-{
-    for (int threads = 1; threads <= 2; threads++)
-        printf("c threads %d: %.2f steps/s\n", threads,
-               language_steps_per_second(c, &opt->train, threads, BENCH_STEPS));
-    return 0;
-}
-
 /* The text, in the model's vocabulary when there is one; 1 and a line if not. */
 static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 {
@@ -382,7 +377,7 @@ static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
 {
     char err[MODEL_ERR_LEN];
-    LanguageModel *m = language_model_load_new(opt->from_dir, MAX_CONTEXT, err, sizeof err);
+    LanguageModel *m = language_model_load_new(opt->from_dir, &LIMITS, err, sizeof err);
     if (m == NULL) {
         *status = fail("%s", err);
         return NULL;
@@ -411,15 +406,18 @@ static int save_model(const LanguageModel *m, const Options *opt)
 static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 {
     check_prompt(m, opt->prompt);
-    m->kernels = (LanguageKernels){fast_attention_layer(opt->num_threads), fast_gelu_forward,
-                                   fast_gelu_backward};
+    language_kernels(opt->kernels, opt->num_threads, &m->kernels);   /* checked: check_options */
     part1_text(opt, c, m);
+    int status = cli_stdout_check();   /* a full disk stops the run before it trains */
     TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
-    int status = opt->from_dir == NULL ? part2_training(m, opt, c) : 0;
+    if (status == 0 && opt->from_dir == NULL)
+        status = part2_training(m, opt, c);
     if (status == 0 && opt->to_dir != NULL)
         status = save_model(m, opt);
     if (status == 0)
         status = part3_sample(m, opt, c);
+    if (status == 0)
+        status = cli_stdout_check();
     if (status == 0)
         status = part4_heads(m, opt, c);
     tensor_pool_close(pool);
@@ -429,19 +427,23 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 int main(int argc, char **argv)
 {
     const Options opt = parse_options(argc, argv);
-    const LanguageTraining *t = &opt.train;
     Corpus corpus = {0};
     LanguageModel *m = NULL;
     int status = check_options(&opt);
     if (status == 0 && opt.from_dir != NULL) {
         m = load_model(&opt, &corpus, &status);
-    } else if (status == 0 && (status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench) {
+    } else if (status == 0 && (status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench &&
+               !opt.ladder) {
         Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
+        const LanguageTraining *t = &opt.train;
         m = language_model_new(corpus.bytes, corpus.vocab, t->context, t->num_hiddens,
                                t->num_heads, t->num_layers, &rng);
     }
     if (status == 0)
-        status = opt.bench ? run_bench(&corpus, &opt) : run(m, &opt, &corpus);
+        status = opt.bench    ? language_bench(&corpus, &opt.train, BENCH_STEPS)
+                 : opt.ladder ? ladder_part(&corpus, &opt.train, opt.seed, opt.kernels,
+                                            opt.num_threads, opt.plot_dir)
+                              : run(m, &opt, &corpus);
     language_model_free(m);
     corpus_free(&corpus);
     return status;

@@ -7,7 +7,9 @@
  * other parameter) against finite differences; the fast kernels against
  * the clear ones; the cached decoder against the full forward, bit for
  * bit, and sampling's restart of a full window; the learning rate's
- * schedule; the loss over a text; a model saved and loaded back.
+ * schedule; the loss over a text; a model saved and loaded back; the
+ * program's own AdamW settings and initialisation, through the functions
+ * it calls.
  *
  * Legend: B = batch_size, T = tokens of a sequence, C = context,
  * V = vocabulary, D = num_hiddens, H = num_heads, N = num_layers,
@@ -23,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast/fast_attention_layer.h"
+#include "../06_permutation_invariance/language_ladder.h"
+#include "../06_permutation_invariance/language_run.h"
 #include "fast/fast_exp.h"
 #include "gradcheck.h"
 #include "helpers.h"
@@ -123,16 +126,13 @@ Test(language_model, loss_and_gradients_equal_pytorch_autograd)
     language_model_free(model);
 }
 
-/* Adam set as the fixture's AdamW: betas (0.9, 0.99), eps 1e-8, weight
- * decay 0.1 (matrices only, optim.c's rule) */
+/* The fixture's AdamW is the program's (betas (0.9, 0.99), eps 1e-8,
+ * weight decay 0.1 on matrices), at the fixture's learning rate. */
 static Adam *fixture_adamw(LanguageModel *model)
 {
-    Adam *adam = adam_new(model->params, model->num_params, (float)LR);
-    adam->beta1 = 0.9f;
-    adam->beta2 = 0.99f;
-    adam->eps = 1e-8f;
-    adam->weight_decay = 0.1f;
-    return adam;
+    LanguageTraining t = LANGUAGE_TRAINING;
+    t.lr = LR;
+    return language_adamw_new(model, &t);
 }
 
 Test(language_model, three_clipped_adamw_steps_equal_pytorch)
@@ -163,6 +163,95 @@ Test(language_model, three_clipped_adamw_steps_equal_pytorch)
     TENSOR_FREE(losses, rates);
     free(tokens);
     language_model_free(expected);
+    language_model_free(model);
+}
+
+/* The optimiser the program trains with (language_adamw_new with its
+ * defaults, LANGUAGE_TRAINING) is nanoGPT's: lr 1e-3, betas (0.9, 0.99),
+ * eps 1e-8, weight decay 0.1 on the matrices (wte, wpe, every weight of
+ * attention and of the MLP) and on nothing else (biases, layer norms).
+ * Every value 1 and every gradient 0.5: after one step m = 0.05,
+ * v = 0.0025 (0.00025 with beta2 0.999), and a value moves by lr, after
+ * decaying to 1 - lr * 0.1 when it is a matrix's. */
+Test(language_model, the_programs_adamw_is_nanogpts)
+{
+    Rng rng = rng_new(1);
+    LanguageModel *model = language_model_new(BYTES, VOCAB, CONTEXT, HIDDENS, HEADS, LAYERS,
+                                              &rng);
+    const LanguageTraining t = LANGUAGE_TRAINING;
+    Adam *adam = language_adamw_new(model, &t);
+    cr_expect_eq(adam->lr, 1e-3f);
+    cr_expect_eq(adam->beta1, 0.9f);
+    cr_expect_eq(adam->beta2, 0.99f);
+    cr_expect_eq(adam->eps, 1e-8f);
+    cr_expect_eq(adam->weight_decay, 0.1f);
+    for (int i = 0; i < model->num_params; i++)
+        for (size_t j = 0; j < model->params[i].value->size; j++) {
+            model->params[i].value->data[j] = 1.0f;
+            model->params[i].grad->data[j] = 0.5f;
+        }
+    adam_step(adam);
+    int decayed = 0;
+    for (int i = 0; i < model->num_params; i++) {
+        const char *name = model->params[i].name;
+        const bool decays = strstr(name, "ln_") == NULL && strstr(name, "bias") == NULL;
+        decayed += decays;
+        const float expected = decays ? 1.0f - 1e-3f * 0.1f - 1e-3f : 1.0f - 1e-3f;
+        const Tensor *value = model->params[i].value;
+        for (size_t j = 0; j < value->size; j++)
+            cr_assert_float_eq(value->data[j], expected, 1e-6f, "%s[%zu] = %.7f, expected %.7f",
+                               name, j, (double)value->data[j], (double)expected);
+        cr_assert_float_eq(adam->m[i]->data[0], 0.05f, 1e-7f, "%s: m", name);
+        cr_assert_float_eq(adam->v[i]->data[0], 0.0025f, 1e-7f, "%s: v = %.7g", name,
+                           (double)adam->v[i]->data[0]);
+    }
+    /* wte, wpe; per block W_q, W_k, W_v, out_proj, fc, proj */
+    cr_expect_eq(decayed, 2 + 6 * LAYERS);
+    adam_free(adam);
+    language_model_free(model);
+}
+
+/* The initialisation the program draws (language_model_new), nanoGPT's:
+ * every weight and embedding N(0, 0.02); the two projections into the
+ * stream, attn.out_proj and mlp.proj, N(0, 0.02 / sqrt(2 N)); biases 0,
+ * layer norms' weights 1. The standard deviation of each matrix is within
+ * 6% (more than 4 standard errors at 4,096 draws) and its mean within 4
+ * standard errors of 0. */
+Test(language_model, initialisation_is_nanogpts)
+{
+    enum { V = 65, C = 64, D = 64, H = 4, N = 4 };
+    int bytes[V];
+    for (int i = 0; i < V; i++)
+        bytes[i] = 32 + i;
+    Rng rng = rng_new(7);
+    LanguageModel *model = language_model_new(bytes, V, C, D, H, N, &rng);
+    int residual = 0, plain = 0;
+    for (int i = 0; i < model->num_params; i++) {
+        const char *name = model->params[i].name;
+        const Tensor *x = model->params[i].value;
+        if (x->ndim == 1) {
+            const float expected = strstr(name, "ln_") && strstr(name, "weight") ? 1.0f : 0.0f;
+            for (size_t j = 0; j < x->size; j++)
+                cr_assert_eq(x->data[j], expected, "%s[%zu] = %g", name, j, (double)x->data[j]);
+            continue;
+        }
+        const bool into_stream = strstr(name, "out_proj.weight") || strstr(name, "mlp.proj");
+        residual += into_stream;
+        plain += !into_stream;
+        const double std_expected = into_stream ? 0.02 / sqrt(2.0 * N) : 0.02;
+        double sum = 0.0, squares = 0.0;
+        for (size_t j = 0; j < x->size; j++) {
+            sum += x->data[j];
+            squares += (double)x->data[j] * x->data[j];
+        }
+        const double n = (double)x->size, mean = sum / n;
+        const double std = sqrt(squares / n - mean * mean);
+        cr_expect(fabs(std - std_expected) < 0.06 * std_expected,
+                  "%s: std %.5f, expected %.5f", name, std, std_expected);
+        cr_expect(fabs(mean) < 4.0 * std_expected / sqrt(n), "%s: mean %.6f", name, mean);
+    }
+    cr_expect_eq(residual, 2 * N);
+    cr_expect_eq(plain, 2 + 4 * N);   /* wte, wpe; W_q, W_k, W_v and fc per block */
     language_model_free(model);
 }
 
@@ -474,13 +563,106 @@ Test(language_model, backward_equals_finite_differences)
     language_model_free(model);
 }
 
+/* ---- the rungs of the build-up (06_permutation_invariance/language_ladder.h) ---- */
+
+/* The fixture's sizes as a training's, and its vocabulary as a corpus's */
+static LanguageTraining small_training(Corpus *corpus)
+{
+    *corpus = (Corpus){.vocab = VOCAB};
+    memcpy(corpus->bytes, BYTES, sizeof BYTES);
+    LanguageTraining t = LANGUAGE_TRAINING;
+    t.context = CONTEXT;
+    t.num_hiddens = HIDDENS;
+    t.num_heads = HEADS;
+    t.num_layers = LAYERS;
+    return t;
+}
+
+/* Each rung's backward against finite differences, every parameter it has
+ * moved off its initial values (layer norms 1 and biases 0 would hide a
+ * wrong term), on windows shorter than the context. The parameters each
+ * rung lists are what it has: the bigram wte alone, (V, V); one block of
+ * attention (wte, wpe and attention's 8); the MLP's 4 more; two blocks;
+ * the layer norms, 2 in each of a block's halves and 2 of ln_f. */
+Test(language_model, every_rung_of_the_ladder_has_its_backward, .timeout = 60)
+{
+    Corpus corpus;
+    const LanguageTraining t = small_training(&corpus);
+    const int params[LADDER_RUNGS] = {1, 10, 10, 14, 26, 36};
+    enum { T = CONTEXT - 2 };
+    int window[BATCH * (T + 1)];
+    Rng rng = rng_new(5);
+    for (int i = 0; i < BATCH * (T + 1); i++)
+        window[i] = (int)rng_below(&rng, VOCAB);
+    for (int r = 0; r < LADDER_RUNGS; r++) {
+        LanguageModel *model = ladder_rung_new(r, &corpus, &t, 3);
+        cr_expect_eq(model->num_params, params[r], "rung %d lists %d parameters, not %d", r + 1,
+                     model->num_params, params[r]);
+        for (int i = 0; i < model->num_params; i++)
+            for (size_t j = 0; j < model->params[i].value->size; j++)
+                model->params[i].value->data[j] += 0.3f * rng_normal(&rng);
+        language_model_loss_grad(model, window, BATCH, T);
+        LossContext ctx = {model, window, BATCH, T};
+        const float largest_model = largest_grad(model->params, model->num_params, false);
+        for (int i = 0; i < model->num_params; i++) {
+            const Parameter *p = &model->params[i];
+            double largest;
+            const double difference = sampled_difference(&ctx, p, 1e-2, &largest);
+            if (is_key_bias(p))   /* 0: a key's bias adds the same score to every key */
+                continue;
+            cr_expect_gt(largest, 1e-4 * largest_model, "rung %d, %s: no gradient to check",
+                         r + 1, p->name);
+            cr_expect(difference < 2e-3 * largest, "rung %d, %s: relative error %.2e", r + 1,
+                      p->name, difference / largest);
+        }
+        language_model_free(model);
+    }
+    // the bigram is a table: token i's logits are row i of wte, whatever came before
+    LanguageModel *bigram = ladder_rung_new(0, &corpus, &t, 3);
+    cr_assert_eq(bigram->wte->shape[1], VOCAB);
+    Tensor *logits = language_model_forward(bigram, window, BATCH, T, NULL, NULL);
+    for (int i = 0; i < BATCH * T; i++)
+        cr_expect_eq(memcmp(logits->data + (size_t)i * VOCAB,
+                            bigram->wte->data + (size_t)window[i] * VOCAB, VOCAB * sizeof(float)),
+                     0, "the bigram's logits at %d are not wte's row", i);
+    tensor_free(logits);
+    language_model_free(bigram);
+}
+
+/* The last rung is the model language_model trains: drawn from the same
+ * stream, the same numbers, the same loss and gradients, bit for bit. */
+Test(language_model, the_last_rung_is_the_model_bit_for_bit)
+{
+    Corpus corpus;
+    const LanguageTraining t = small_training(&corpus);
+    Rng rng = rng_use(3, RNG_PARAMETERS);
+    LanguageModel *model = language_model_new(BYTES, VOCAB, CONTEXT, HIDDENS, HEADS, LAYERS,
+                                              &rng);
+    LanguageModel *rung = ladder_rung_new(LADDER_RUNGS - 1, &corpus, &t, 3);
+    int tokens[BATCH * (CONTEXT + 1)];
+    for (int i = 0; i < BATCH * (CONTEXT + 1); i++)
+        tokens[i] = (int)rng_below(&rng, VOCAB);
+    cr_assert_eq(rung->num_params, model->num_params);
+    const double loss = language_model_loss_grad(model, tokens, BATCH, CONTEXT);
+    cr_expect_eq(language_model_loss_grad(rung, tokens, BATCH, CONTEXT), loss);
+    for (int i = 0; i < model->num_params; i++) {
+        const Parameter *a = &model->params[i], *b = &rung->params[i];
+        cr_expect_str_eq(a->name, b->name);
+        cr_expect(a->value->size == b->value->size &&
+                      memcmp(a->value->data, b->value->data, a->value->size * 4) == 0 &&
+                      memcmp(a->grad->data, b->grad->data, a->grad->size * 4) == 0,
+                  "%s differs", a->name);
+    }
+    language_model_free(model);
+    language_model_free(rung);
+}
+
 /* ---- the fast kernels against the clear ones ------------------------------------- */
 
 static void expect_fast_equals_clear(LanguageModel *clear, LanguageModel *fast,
                                      const int *tokens, int B, int T)
 {
-    fast->kernels = (LanguageKernels){fast_attention_layer(2), fast_gelu_forward,
-                                      fast_gelu_backward};
+    cr_assert(language_kernels("fast", 2, &fast->kernels));
     const double loss_clear = language_model_loss_grad(clear, tokens, B, T);
     const double loss_fast = language_model_loss_grad(fast, tokens, B, T);
     cr_expect(fabs(loss_clear - loss_fast) <= 1e-5 * loss_clear, "loss %.7f, fast %.7f",
@@ -715,7 +897,9 @@ Test(language_model, a_saved_model_with_too_many_heads_is_refused)
         m->saved_heads = heads;   /* what num_heads.npy says; 8 hiddens split by neither */
         cr_assert_eq(model_save(dir, m->files, m->num_files, err, sizeof err), 0, "%s", err);
         err[0] = '\0';
-        cr_expect_null(language_model_load_new(dir, 4, err, sizeof err));
+        const LanguageLimits limits = {.min_context = 2, .max_context = 4, .min_hiddens = 2,
+                                       .max_hiddens = 8};
+        cr_expect_null(language_model_load_new(dir, &limits, err, sizeof err));
         char want[96];
         snprintf(want, sizeof want, "num_heads.npy: %d, expected 1 to %d", heads, LM_MAX_HEADS);
         if (heads > LM_MAX_HEADS)

@@ -215,9 +215,15 @@ static bool set_option(const CliOption *o, const char *text, char *err,
 /* Standard output is checked like a file, as coreutils do: buffered
  * output that cannot be written (a full disk, a closed descriptor) ends the
  * program with one line and status 1 instead of a silent loss. A reader that
- * closed the pipe early stops the program through SIGPIPE, quietly. */
-static void close_stdout(void)
+ * closed the pipe early stops the program through SIGPIPE, quietly. The
+ * line is said once: a program that stopped at cli_stdout_check exits
+ * without a second one. */
+static bool stdout_reported = false;
+
+int cli_stdout_check(void)
 {
+    if (stdout_reported)
+        return 1;
     /* A write that failed earlier left the error flag set, but its errno
      * may since have been overwritten by any other call. The descriptor is
      * asked once more with an empty write, which reports a full device or
@@ -233,10 +239,17 @@ static void close_stdout(void)
         failed = true;
         error = errno;
     }
-    if (failed) {
-        /* at exit there is no caller to return the status to */
-        _exit(fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error"));
-    }
+    if (!failed)
+        return 0;
+    stdout_reported = true;
+    return fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error");
+}
+
+static void close_stdout(void)
+{
+    const int status = cli_stdout_check();
+    if (status != 0)
+        _exit(status);   /* at exit, no caller to return it to */
 }
 
 /* The heads option's value splits the hiddens option's (heads.h), the two

@@ -93,12 +93,13 @@ static int write_files_in(const char *function, const char *dir, const char *nam
 typedef struct {
     int rows, cols;           /* R x C panels */
     int num_rows, num_cols;   /* T x K cells in each panel */
+    const char *const *ticks; /* NULL, or a label per row and column (T == K) */
 } Grid;
 
 /* (T, K) -> 1 x 1, (P, T, K) -> 1 x P, (R, C, T, K) -> R x C. */
 static Grid grid_of(const Tensor *m)
 {
-    Grid g = {1, 1, m->shape[m->ndim - 2], m->shape[m->ndim - 1]};
+    Grid g = {1, 1, m->shape[m->ndim - 2], m->shape[m->ndim - 1], NULL};
     if (m->ndim == 3)
         g.cols = m->shape[0];
     if (m->ndim == 4) {
@@ -200,6 +201,8 @@ static Layout layout_of(const Grid *g, bool panel_titles, const char *title, boo
      * panel, and the colour bar beside it, stay at least 80 pixels high */
     int cell = 240 / longest;   /* a tensor has no empty dimension */
     cell = cell < 4 ? 4 : cell > 40 ? 40 : cell;
+    if (g->ticks != NULL && cell < 11)
+        cell = 11;   /* room for a label on every cell */
     l.cell_w = K * cell < 80 ? (80 + K - 1) / K : cell;
     l.cell_h = T * cell < 80 ? (80 + T - 1) / T : cell;
     l.panel_w = K * l.cell_w;
@@ -258,8 +261,21 @@ static void write_gp_setup(FILE *f, const char *name, const Grid *g, const Layou
      * The y range runs from T-0.5 down to -0.5 so that row 0 is at the top. */
     fprintf(f, "set xrange [-0.5:%d.5]\n", K - 1);
     fprintf(f, "set yrange [%d.5:-0.5]\n", T - 1);
-    fprintf(f, "set xtics 0, %ld out nomirror\n", tick_step(K));
-    fprintf(f, "set ytics 0, %ld out nomirror\n", tick_step(T));
+    if (g->ticks != NULL) {
+        // a label on every row and column, the same on both axes
+        for (int axis = 0; axis < 2; axis++) {
+            fputs(axis == 0 ? "set xtics (" : "set ytics (", f);
+            for (int k = 0; k < K; k++) {
+                fputs(k ? ", " : "", f);
+                gp_string(f, g->ticks[k]);
+                fprintf(f, " %d", k);
+            }
+            fputs(") out nomirror font ',7'\n", f);
+        }
+    } else {
+        fprintf(f, "set xtics 0, %ld out nomirror\n", tick_step(K));
+        fprintf(f, "set ytics 0, %ld out nomirror\n", tick_step(T));
+    }
     fputs("set cbtics 0.2\n", f);
     fputs("set tics scale 0.5\n", f);
 }
@@ -404,10 +420,12 @@ static void draw_heatmaps(FILE *dat, FILE *gp, const char *name, const void *wha
     write_gp(gp, name, h->title, h->matrices, h->grid, h->xlabel, h->ylabel, h->panel_titles);
 }
 
-/* The heatmaps, a failure named as the one of the two writers called */
+/* The heatmaps, a failure named as the writer called (plot_heatmaps,
+ * plot_heatmaps_titled or plot_heatmaps_ticked) */
 static int heatmaps_in(const char *function, const char *dir, const char *name,
                        const char *title, const Tensor *matrices, const char *xlabel,
-                       const char *ylabel, const char *const *panel_titles)
+                       const char *ylabel, const char *const *panel_titles,
+                       const char *const *ticks)
 {
     char buf[80];
     // pass 1: check everything before a file is touched
@@ -422,7 +440,11 @@ static int heatmaps_in(const char *function, const char *dir, const char *name,
         if (!isfinite(matrices->data[i]))
             return fail("%s: %s: element %zu of the matrices is %g; nothing was written",
                         function, name, i, (double)matrices->data[i]);
-    const Grid g = grid_of(matrices);
+    Grid g = grid_of(matrices);
+    if (ticks != NULL && g.num_rows != g.num_cols)
+        return fail("%s: %s: labels on both axes need square matrices, got %d x %d", function,
+                    name, g.num_rows, g.num_cols);
+    g.ticks = ticks;
 
     // pass 2: both files drawn in memory, then written as one set
     const Heatmaps h = {matrices, &g, title, xlabel, ylabel, panel_titles};
@@ -434,14 +456,21 @@ int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
                   const char *xlabel, const char *ylabel,
                   const char *const *panel_titles)
 {
-    return heatmaps(dir, name, NULL, matrices, xlabel, ylabel, panel_titles);
+    return heatmaps(dir, name, NULL, matrices, xlabel, ylabel, panel_titles, NULL);
 }
 
 int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
                          const Tensor *matrices, const char *xlabel, const char *ylabel,
                          const char *const *panel_titles)
 {
-    return heatmaps(dir, name, title, matrices, xlabel, ylabel, panel_titles);
+    return heatmaps(dir, name, title, matrices, xlabel, ylabel, panel_titles, NULL);
+}
+
+int plot_heatmaps_ticked(const char *dir, const char *name, const char *title,
+                         const Tensor *matrices, const char *xlabel, const char *ylabel,
+                         const char *const *panel_titles, const char *const *ticks)
+{
+    return heatmaps(dir, name, title, matrices, xlabel, ylabel, panel_titles, ticks);
 }
 
 /* ---- plot_curves ----------------------------------------------------------
@@ -521,6 +550,78 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
     const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,
                       log_y};
     return write_files(dir, name, draw_curves, &c);
+}
+
+/* ---- plot_bars ------------------------------------------------------------
+ * Legend: N = bars. */
+
+typedef struct {
+    const char *const *labels;
+    const double *values;
+    int n;
+    const char *ylabel;
+} Bars;
+
+static void draw_bars(FILE *dat, FILE *gp, const char *name, const void *what)
+{
+    const Bars *b = what;
+    fprintf(dat, "# %s: %d bars; columns: index, value, label\n", name, b->n);
+    for (int i = 0; i < b->n; i++) {
+        /* a data file quotes a column with double quotes, and has no escape
+         * for one inside: a label's double quote becomes a single one */
+        fprintf(dat, "%d %.9g \"", i, b->values[i]);
+        for (const char *c = b->labels[i]; *c != '\0'; c++)
+            fputc(*c == '"' ? '\'' : *c == '\n' ? ' ' : *c, dat);
+        fputs("\"\n", dat);
+    }
+    write_gp_start(gp, name, " as bars", 160 + 130 * b->n, 460);
+    fputs("set ylabel ", gp);
+    gp_string(gp, b->ylabel ? b->ylabel : "");
+    fputs("\nset grid ytics\nunset key\nset style fill solid 0.6 border -1\n"
+          "set boxwidth 0.7\nset yrange [0:*]\nset offsets 0.5, 0.5, graph 0.1, 0\n"
+          "set xtics rotate by -20 nomirror\nset bmargin 7\n", gp);
+    fputs("plot here.", gp);
+    char dat_name[512];
+    snprintf(dat_name, sizeof dat_name, "%s.dat", name);
+    gp_string(gp, dat_name);
+    fputs(" using 1:2:xticlabels(3) with boxes lc rgb '#cb181d', \\\n     here.", gp);
+    gp_string(gp, dat_name);
+    fputs(" using 1:2:(sprintf('%.3f', $2)) with labels offset 0, 0.8 notitle\n", gp);
+}
+
+int plot_bars(const char *dir, const char *name, const char *const *labels,
+              const double *values, int n, const char *ylabel)
+{
+    int status = check_target(dir, name);
+    if (status != 0)
+        return status;
+    if (n < 1)
+        return fail("%s: %s: no bar to draw", __func__, name);
+    for (int i = 0; i < n; i++)
+        if (!isfinite(values[i]) || values[i] < 0.0)
+            return fail("%s: %s: bar %d is %g, which a bar from 0 cannot show; nothing was "
+                        "written", __func__, name, i, values[i]);
+    const Bars b = {labels, values, n, ylabel};
+    return write_files(dir, name, draw_bars, &b);
+}
+
+void bars_terminal(FILE *out, const char *const *labels, const double *values, int n,
+                   int width)
+{
+    double largest = 0.0;
+    int label_w = 0;
+    for (int i = 0; i < n; i++) {
+        largest = values[i] > largest ? values[i] : largest;
+        label_w = (int)strlen(labels[i]) > label_w ? (int)strlen(labels[i]) : label_w;
+    }
+    for (int i = 0; i < n; i++) {
+        /* the bar in whole characters, rounded: a value of 0 draws none */
+        const int len = largest > 0.0 ? (int)lround(values[i] / largest * width) : 0;
+        fprintf(out, "  %-*s  ", label_w, labels[i]);
+        for (int j = 0; j < len; j++)
+            fputs("\u2588", out);
+        fprintf(out, "%*s %.3f\n", width - len, "", values[i]);
+    }
 }
 
 /* ---- heatmap_terminal ---------------------------------------------------- */
