@@ -181,15 +181,17 @@ $(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 
 # ---- one target per chapter: build it and run it --------------------------
 .PHONY: $(CHAPTERS)
-# make NN_chapter EXERCISE=FILE: the chapter's programs with a learner's
-# passed exercise linked in place of the repository's function (refused,
-# with its verdict, until it passes; tests/grader/inside_run).
+# make NN_chapter EXERCISE=FILE|DIR: the chapter's programs with a
+# learner's passed exercises linked in place of the repository's functions
+# (each refused, with its verdict, until it passes; tests/grader/inside_run),
+# built where the chapter's programs are, dated so that a plain make builds
+# the repository's again.
 $(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
 $(CHAPTERS): export EXERCISE := $(EXERCISE)
 $(CHAPTERS):
 	@if [ -n "$$EXERCISE" ]; then \
-	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
-	    WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
+	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' OUT='$(OUT)' COMMON_OBJ='$(COMMON_OBJ)' \
+	    RUN_ARGS='$(RUN_ARGS)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
 	    tests/grader/inside_run '$@' "$$EXERCISE"; \
 	else $<; fi
 
