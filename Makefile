@@ -387,15 +387,16 @@ $(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
 # The shim wraps Linux's loader (LD_PRELOAD) and its syscall(): built on
 # Linux only; elsewhere the kill test says it is skipped.
 KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
-# make test leaves out suite long_quotes: the quotes of the many-seed
-# experiments (tests/test_readmes.c lists them), minutes each, which
+# make test leaves out suites long_quotes, the quotes of the many-seed
+# experiments (tests/test_readmes.c lists them), and long_inside, the model
+# trained on every worked answer (tests/test_inside.c): minutes each, which
 # make test-long checks (CI runs both). TEST_ARGS adds Criterion options.
-TEST_FILTER ?= !(long_quotes/*)
+TEST_FILTER ?= !(@(long_quotes|long_inside)/*)
 test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
 	tests/check_layers
 	$(OUT)/tests/run_tests --filter '$(TEST_FILTER)' $(TEST_ARGS)
 test-long: $(PROGRAMS) $(OUT)/tests/run_tests program-list
-	$(OUT)/tests/run_tests --filter 'long_quotes/*' $(TEST_ARGS)
+	$(OUT)/tests/run_tests --filter '@(long_quotes|long_inside)/*' $(TEST_ARGS)
 
 # What the tests and the fuzzer need from Debian is installed when missing
 # and we are root; otherwise the exact command is printed and make stops.
