@@ -2,16 +2,20 @@
 #
 #   make                 build every chapter program (no test library needed)
 #   make run             run every chapter program in order, with its defaults
-#   make test            build and run the Criterion tests (installs Criterion if missing)
+#   make test            build and run the Criterion tests, a minute, a line per suite
+#                        (installs Criterion if missing)
 #   make test-long       the quotes of the many-seed experiments, minutes (CI runs it)
 #   make check           grade the exercises (EXERCISE=FILE: one file); make zoo: the bug zoo
-#   make plots           write every heatmap into plots/ and render it with gnuplot
+#   make plots           write every heatmap into plots/ and render it with gnuplot,
+#                        minutes (two programs train a model first); make plots-quick:
+#                        all the others, seconds
 #   make bench           the speed and memory benchmark
 #   make sanitize        tests and programs under AddressSanitizer + UBSan + leak checks
 #   make fuzz            the three parsers under libFuzzer, FUZZ_SECONDS (60) each
 #   make portability     the same numbers with musl, on aarch64 (qemu), as strict POSIX;
 #                        every program built for macOS (arm64, x86-64), not run
 #   make clean           remove everything built
+#   make WERROR=1 ...    every warning of the repository's files an error (CI sets it)
 #   make 03_self_attention   (any chapter folder) build and run that chapter
 #
 # OUT says where built files go; the default puts each program in its
@@ -28,9 +32,16 @@ OUT      ?= .
 # one does. -fno-math-errno: sqrtf need not set errno, which nothing here
 # reads, so it can be a vector instruction too.
 OPT      ?= -O2 -ftree-vectorize -fno-math-errno
-# -ffp-contract=off: a * b + c is rounded twice on every compiler, so the
-# numbers a chapter prints do not depend on whether gcc or clang built it.
-CFLAGS   ?= -std=c11 $(OPT) -g -Wall -Wextra -Werror -ffp-contract=off
+# WERROR=1 (CI's .ci/run sets it) makes every warning an error in the
+# repository's files; without it a warning is shown and the build goes on,
+# so that a learner's edit, or a newer compiler's new warning, still runs.
+CFLAGS   ?= $(OPT) -g -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
+# Two flags every number a chapter prints depends on are added to CFLAGS
+# whatever it holds, also when set by the user (make CFLAGS=-O3, or
+# exported): -std=c11, and -ffp-contract=off, so a * b + c is rounded
+# twice on every compiler and the numbers do not depend on whether gcc or
+# clang built them (common/fast/ turns contraction back on for itself).
+override CFLAGS += -std=c11 -ffp-contract=off
 CPPFLAGS += -Icommon -MMD -MP
 LDLIBS   += -lm -lpthread
 SHELL    := /bin/bash
@@ -50,6 +61,10 @@ endif
 # io/ (files and the command line) and fast/ (the speed sections).
 COMMON_SRC := $(wildcard common/*.c common/learn/*.c common/io/*.c common/fast/*.c common/run/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(OUT)/build/%.o)
+# common/ as a static library: a program links the modules it uses (and
+# those they use), not the whole of common/. AR must read the objects' format
+# (.ci/portability gives the cross builds theirs).
+COMMON_LIB := $(OUT)/build/libcommon.a
 TEST_SRC   := $(wildcard tests/*.c tests/fuzz/*_promises.c)
 
 # ---- the chapter programs ------------------------------------------------
@@ -86,8 +101,8 @@ RUN_ARGS := language_model:--steps:100:--eval-every:50:--sample:200
 RUN_ORDER := $(foreach c,$(CHAPTERS),$(call program_of,$(c)/main.c) $(RUN_AFTER_$(c)))
 
 # A learner's own program (a source git does not track) is built with its
-# warnings shown, not as errors: one unused variable must not stop make
-# before the chapters that follow. The repository's files keep -Werror.
+# warnings shown, not as errors, even with WERROR=1: one unused variable
+# must not stop make before the chapters that follow.
 LEARNER_PROGRAMS := $(filter-out $(REPO_PROGRAMS),$(PROGRAMS))
 $(LEARNER_PROGRAMS): override CFLAGS := $(filter-out -Werror,$(CFLAGS))
 
@@ -121,9 +136,12 @@ WITH_06_permutation_invariance/language_model     := language_probes language_ru
 # with_of,PROGRAM (as NN_chapter/name): the objects of its WITH_ list
 with_of = $(foreach f,$(WITH_$(1)),$(OUT)/build/$(dir $(1))$(f).o)
 
-# Each program depends on its source, its WITH_ list and all of common/.
+# Each program depends on its source, its WITH_ list and common/'s library.
 $(foreach src,$(PROGRAM_SRC),$(eval $(call program_of,$(src)): $(src) \
-  $(call with_of,$(patsubst $(OUT)/%,%,$(call program_of,$(src)))) $(COMMON_OBJ)))
+  $(call with_of,$(patsubst $(OUT)/%,%,$(call program_of,$(src)))) $(COMMON_LIB)))
+$(COMMON_LIB): $(COMMON_OBJ)
+	$(call say,AR,$(patsubst ./%,%,$@))
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 $(SIBLING_SRC:%.c=$(OUT)/build/%.o): $(OUT)/build/%.o: %.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
@@ -148,7 +166,7 @@ BUILT_LIST = $(OUT)/build/built.txt
 $(PROGRAMS):
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
 	@grep -qsxF '$@' $(BUILT_LIST) || echo '$@' >>$(BUILT_LIST)
 
 $(OUT)/build/common/%.o: common/%.c
@@ -187,12 +205,17 @@ $(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 # built where the chapter's programs are, dated so that a plain make builds
 # the repository's again.
 $(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
-$(CHAPTERS): export EXERCISE := $(EXERCISE)
+# EXERCISE as the learner typed it: make never expands it ($(value ...)),
+# so a folder named $(shell ...) runs nothing and a$HOME stays a$HOME. It
+# reaches the scripts as EXERCISE_FILE, through the environment, never
+# pasted into a shell line: a path with a quote or a space in it is a path.
+unexport EXERCISE
+export EXERCISE_FILE := $(value EXERCISE)
 $(CHAPTERS):
-	@if [ -n "$$EXERCISE" ]; then \
+	@if [ -n "$$EXERCISE_FILE" ]; then \
 	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' OUT='$(OUT)' COMMON_OBJ='$(COMMON_OBJ)' \
-	    RUN_ARGS='$(RUN_ARGS)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
-	    tests/grader/inside_run '$@' "$$EXERCISE"; \
+	    COMMON_LIB='$(COMMON_LIB)' RUN_ARGS='$(RUN_ARGS)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
+	    tests/grader/inside_run '$@' "$$EXERCISE_FILE"; \
 	else $<; fi
 
 # Each chapter's program under a header with the chapter's title (the first
@@ -227,15 +250,13 @@ run: $(PROGRAMS)
 # what it does (make check-grader: what CI asks of the grader itself).
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
-ifneq ($(EXERCISE),)
-$(CHAPTERS): $(COMMON_OBJ) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
+ifneq ($(value EXERCISE),)
+$(CHAPTERS): $(COMMON_LIB) $(GRADER_OBJ) $(foreach p,$(PROGRAMS:$(OUT)/%=%),$(call with_of,$(p)))
 endif
 GRADE := CC='$(CC)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' tests/grader/check
-# EXERCISE reaches the script through the environment, never pasted into a
-# shell line: a path with a quote in it is a path.
-check: export EXERCISE := $(EXERCISE)
+# EXERCISE reaches the script as EXERCISE_FILE (see the chapter targets).
 check: $(COMMON_OBJ) $(GRADER_OBJ)
-	@if [ -n "$$EXERCISE" ]; then $(GRADE) "$$EXERCISE"; else $(GRADE) --all; fi
+	@if [ -n "$$EXERCISE_FILE" ]; then $(GRADE) "$$EXERCISE_FILE"; else $(GRADE) --all; fi
 zoo: $(COMMON_OBJ) $(GRADER_OBJ)
 	@$(GRADE) --zoo
 check-grader: $(COMMON_OBJ) $(GRADER_OBJ)
@@ -289,17 +310,29 @@ bench-language-model: $(OUT)/06_permutation_invariance/language_model
 # a new program joins by having the option. A tool that is also a mode of
 # another program (one built without its main as well, TOOL_AS_MODE, such
 # as 05_multihead/layer_files) plots only the files it is given, so it is
-# left out. gnuplot then renders
-# each NAME.gp into NAME.png beside it.
+# left out. gnuplot then renders each NAME.gp into NAME.png beside it.
 PLOT_DIR ?= plots
 GNUPLOT  ?= gnuplot
 PLOT_SRC := $(shell grep -L 'TOOL_AS_MODE' $$(grep -l '{"--plot"' $(PROGRAM_SRC)))
 PLOT_PROGRAMS := $(patsubst $(OUT)/%,%,$(foreach src,$(PLOT_SRC),$(call program_of,$(src))))
+# The programs that train a model for minutes before they draw, as
+# program:seconds (their time with --plot on 2 cores, said before each
+# starts; the README gives the sum). make plots draws the others first, in
+# seconds, the chapters' own programs leading, and renders them; make
+# plots-quick stops there.
+PLOT_LONG := 06_permutation_invariance/induction_heads:50 06_permutation_invariance/language_model:260
+PLOT_MAIN := $(filter $(foreach c,$(CHAPTERS),$(patsubst $(OUT)/%,%,$(call program_of,$(c)/main.c))),$(PLOT_PROGRAMS))
+PLOT_QUICK := $(PLOT_MAIN) $(filter-out $(PLOT_MAIN) $(foreach p,$(PLOT_LONG),$(firstword $(subst :, ,$(p)))),$(PLOT_PROGRAMS))
 
-plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
+# $(call draw,WHAT,PROGRAM[:SECONDS] ...,COUNTED,OF): each program writes
+# its heatmaps, one line before it starts (its number, counted on from
+# COUNTED, of OF; and its time when it is long; its own progress shows on
+# stderr), then gnuplot renders every NAME.gp of PLOT_DIR (a second or two).
+define draw
 	@mkdir -p $(PLOT_DIR)
-	@for p in $(PLOT_PROGRAMS); do \
-	  echo "$$p --plot $(PLOT_DIR)"; \
+	@n=$(3); for run in $(2); do \
+	  n=$$((n + 1)); p=$${run%%:*}; seconds=$${run#"$$p"}; \
+	  echo "[$$n/$(4)] $$p --plot $(PLOT_DIR)$${seconds:+ (about $${seconds#:} s)}"; \
 	  $(OUT)/$$p --plot $(PLOT_DIR) >/dev/null || exit 1; \
 	done
 	@shopt -s nullglob; scripts=($(PLOT_DIR)/*.gp); \
@@ -312,10 +345,22 @@ plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
 	else \
 	  for gp in "$${scripts[@]}"; do \
 	    $(GNUPLOT) "$$gp" || { echo "plots: gnuplot failed on $$gp" >&2; exit 1; }; \
-	    echo "$${gp%.gp}.png"; \
 	  done; \
+	  echo "$(1): $${#scripts[@]} pictures in $(PLOT_DIR)/, each NAME.gp rendered as NAME.png"; \
 	fi
-.PHONY: plots
+endef
+
+plots-quick: $(addprefix $(OUT)/,$(PLOT_QUICK))
+	@echo "make plots-quick: the heatmaps of $(words $(PLOT_QUICK)) programs into $(PLOT_DIR)/, seconds"
+	$(call draw,plots-quick,$(PLOT_QUICK),0,$(words $(PLOT_QUICK)))
+plots: $(addprefix $(OUT)/,$(PLOT_PROGRAMS))
+	@echo "make plots: the heatmaps of $(words $(PLOT_PROGRAMS)) programs into $(PLOT_DIR)/:" \
+	  "first $(words $(PLOT_QUICK)) in seconds, then $(words $(PLOT_LONG)) that train a model first," \
+	  "about $$(( ($(foreach p,$(PLOT_LONG),$(lastword $(subst :, ,$(p))) +) 59) / 60 )) minutes on 2 cores" \
+	  "(make plots-quick: the first alone)"
+	$(call draw,plots (the first $(words $(PLOT_QUICK))),$(PLOT_QUICK),0,$(words $(PLOT_PROGRAMS)))
+	$(call draw,plots,$(PLOT_LONG),$(words $(PLOT_QUICK)),$(words $(PLOT_PROGRAMS)))
+.PHONY: plots plots-quick
 
 # ---- portability --------------------------------------------------------------
 # The same numbers with musl, on aarch64 under qemu and on this machine,
@@ -357,10 +402,10 @@ print-programs:
 
 # The fast kernels against the clear code without Criterion (make
 # portability runs it under qemu-aarch64).
-$(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_OBJ)
+$(OUT)/build/tests/fast_check: tests/portable/fast_check.c $(COMMON_LIB)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
 # ---- tests ----------------------------------------------------------------
 # Homebrew (macOS) puts Criterion under its own prefix (/opt/homebrew on
@@ -371,10 +416,10 @@ CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)
 # siblings its suites check (test_induction.c, test_relative_positions.c).
 TEST_WITH := $(OUT)/build/06_permutation_invariance/induction_experiment.o \
              $(OUT)/build/06_permutation_invariance/length_experiment.o
-$(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) | criterion $(GRADER_OBJ)
+$(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_LIB) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))
-	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(TEST_WITH) $(COMMON_OBJ) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(DEPFILE) $(CFLAGS) -DBIN_DIR='"$(OUT)"' -DSOURCE_DIR='"$(CURDIR)"' -o $@ $(TEST_SRC) $(TEST_WITH) $(COMMON_LIB) $(CRITERION_FLAGS) -lcriterion $(LDLIBS)
 
 # The kill harness (tests/test_writer.c) loads this shim into a program with
 # LD_PRELOAD to kill it after each of its file-system steps in turn; it is
@@ -391,12 +436,21 @@ KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
 # experiments (tests/test_readmes.c lists them), and long_inside, the model
 # trained on every worked answer (tests/test_inside.c): minutes each, which
 # make test-long checks (CI runs both). TEST_ARGS adds Criterion options.
+# Both show their progress (tests/test_progress): a line per suite as it
+# ends, or one line redrawn in place on a terminal; a failure's lines as
+# they come, and the failed tests named again above Criterion's closing
+# Synthesis line, the last line of the run.
 TEST_FILTER ?= !(@(long_quotes|long_inside)/*)
+run_suites = set -o pipefail; \
+  export SUITES=$$($(OUT)/tests/run_tests --list | grep -cE '^[A-Za-z0-9_]+: [0-9]+ tests?$$'); \
+  $(OUT)/tests/run_tests --verbose --filter '$(1)' $(TEST_ARGS) 2>&1 | tests/test_progress
 test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
 	tests/check_layers
-	$(OUT)/tests/run_tests --filter '$(TEST_FILTER)' $(TEST_ARGS)
+	@echo "make test: every suite but long_quotes and long_inside (make test-long), about a minute on 2 cores"
+	@$(call run_suites,$(TEST_FILTER))
 test-long: $(PROGRAMS) $(OUT)/tests/run_tests program-list
-	$(OUT)/tests/run_tests --filter '@(long_quotes|long_inside)/*' $(TEST_ARGS)
+	@echo "make test-long: the quotes of the many-seed experiments, and the language model on every worked answer, minutes"
+	@$(call run_suites,@(long_quotes|long_inside)/*)
 
 # What the tests and the fuzzer need from Debian is installed when missing
 # and we are root; otherwise the exact command is printed and make stops.
@@ -446,13 +500,16 @@ SAN_FLAGS := -std=c11 -O1 -g -Wall -Wextra -Werror -ffp-contract=off \
 # fewer seeds and steps, after the chapters' own programs.
 SAN_TEST_FILTER ?= !(*quotes/chapter_0[56]*|long_quotes/*)
 # The language model trains a small model for a few steps here (make run's
-# 100 steps of the default model take minutes under ASan).
+# 100 steps of the default model take minutes under ASan); SAN_EXPERIMENTS
+# runs it again with --plot and an --eval-every that is not a multiple of
+# the loss curve's 100 steps, the curve's rows counted from both.
 SAN_RUN_ARGS := language_model:--steps:20:--eval-every:10:--sample:40:--layers:2:--hiddens:32:--context:16
 SAN_EXPERIMENTS := '05_multihead/heads_experiment --seeds 2 --steps 50 --heads 1,2' \
   '05_multihead/head_importance --seeds 2 --steps 50 --examples 200' '05_multihead/decode --sharing --seeds 2 --steps 20' \
   '06_permutation_invariance/positions --seeds 2 --steps 50 --examples 200' \
   '06_permutation_invariance/relative_positions --train --steps 20 --seeds 2 --examples 20' \
-  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4'
+  '06_permutation_invariance/induction_heads --seeds 2 --steps 20 --examples 20 --batch 4' \
+  '06_permutation_invariance/language_model --steps 250 --eval-every 150 --plot build/sanitize/plots --layers 1 --heads 1 --hiddens 8 --context 8 --batch 2 --sample 10'
 sanitize:
 	$(MAKE) OUT=build/sanitize CFLAGS='$(SAN_FLAGS)' LDLIBS='-lm -lpthread -fsanitize=address,undefined' \
 	  all build/sanitize/tests/run_tests
@@ -467,7 +524,7 @@ sanitize:
 	  args=; for m in $(SAN_RUN_ARGS); do [ "$${m%%:*}" != "$$(basename $$p)" ] || args=$$(echo $${m#*:} | tr : ' '); done; \
 	  echo "== $$p $$args"; $$p $$args >/dev/null || { echo "sanitize: $$p failed" >&2; exit 1; }; \
 	done; \
-	for run in $(SAN_EXPERIMENTS); do \
+	mkdir -p build/sanitize/plots; for run in $(SAN_EXPERIMENTS); do \
 	  echo "== build/sanitize/$$run"; build/sanitize/$$run >/dev/null \
 	    || { echo "sanitize: build/sanitize/$$run failed" >&2; exit 1; }; \
 	done; echo "sanitize: tests and programs clean"

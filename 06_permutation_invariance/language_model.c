@@ -36,13 +36,16 @@ static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.tx
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
        EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
+/* The sizes --context and --hiddens take, and a --from set's too. */
+static const LanguageLimits LIMITS = {.min_context = 2, .max_context = MAX_CONTEXT,
+                                      .min_hiddens = 2, .max_hiddens = 1024};
 
 typedef struct {
     LanguageTraining train;   /* sizes, steps and AdamW's settings */
     uint64_t seed;
     int eval_every, sample, num_threads;
     float temperature;
-    bool bench;
+    bool bench, trains;   /* trains: a sizing or training option given */
     const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
 } Options;
 
@@ -50,12 +53,16 @@ static void check_options(const Options *opt)
 {
     const LanguageTraining *t = &opt->train;
     cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
-    if (opt->prompt[0] == '\0')
+    if (opt->prompt != NULL && opt->prompt[0] == '\0')
         cli_fail(PROG, "--prompt is empty: give at least one character");
     if (opt->from_dir != NULL) {
         cli_check_input_dir(PROG, "--from", opt->from_dir);
         if (opt->to_dir != NULL || opt->bench)
             cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
+        if (opt->trains)
+            cli_fail(PROG, "--from reads a trained model, its sizes from the saved set: it "
+                     "takes no --layers, --heads, --hiddens, --context, --batch, --steps, --lr "
+                     "or --eval-every");
     }
     /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
@@ -67,33 +74,36 @@ static void check_options(const Options *opt)
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
-                   .num_threads = 2, .temperature = 0.8f, .prompt = "\n"};
+                   .num_threads = 2, .temperature = 0.8f};
     LanguageTraining *t = &opt.train;
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
          .help = "the text to learn, UTF-8 (default: the chapter's tinyshakespeare.txt)"},
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
-         .help = "transformer blocks"},
-        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = 64, .metavar = "H",
-         .help = "num_heads of every block, dividing D"},
-        {"--hiddens", CLI_INT, &t->num_hiddens, .min = 2, .max = 1024, .metavar = "D",
-         .help = "num_hiddens, the width of the residual stream"},
-        {"--context", CLI_INT, &t->context, .min = 2, .max = MAX_CONTEXT, .metavar = "C",
-         .help = "characters the model sees at once"},
+         .help = "transformer blocks", .given = &opt.trains},
+        {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LM_MAX_HEADS, .metavar = "H",
+         .help = "num_heads of every block, dividing D", .given = &opt.trains},
+        {"--hiddens", CLI_INT, &t->num_hiddens, .min = LIMITS.min_hiddens,
+         .max = LIMITS.max_hiddens, .metavar = "D",
+         .help = "num_hiddens, the width of the residual stream", .given = &opt.trains},
+        {"--context", CLI_INT, &t->context, .min = LIMITS.min_context,
+         .max = LIMITS.max_context, .metavar = "C",
+         .help = "characters the model sees at once", .given = &opt.trains},
         {"--batch", CLI_INT, &t->batch_size, .min = 1, .max = 1024, .metavar = "B",
-         .help = "windows of C + 1 characters per step"},
+         .help = "windows of C + 1 characters per step", .given = &opt.trains},
         {"--steps", CLI_INT, &t->steps, .min = 0, .max = 1000000, .metavar = "N",
-         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10"},
+         .help = "AdamW steps: 100 of warmup, then a cosine to lr / 10", .given = &opt.trains},
         {"--lr", CLI_DOUBLE, &t->lr, .min = 1e-6, .max = 1.0, .metavar = "LR",
-         .help = "the learning rate after the warmup"},
+         .help = "the learning rate after the warmup", .given = &opt.trains},
         {"--eval-every", CLI_INT, &opt.eval_every, .min = 1, .max = 1000000, .metavar = "N",
-         .help = "steps between two looks at the losses, each with a sample"},
+         .help = "steps between two looks at the losses, each with a sample", .given = &opt.trains},
         {"--sample", CLI_INT, &opt.sample, .min = 0, .max = 1000000, .metavar = "N",
          .help = "characters to write at the end"},
         {"--temperature", CLI_FLOAT, &opt.temperature, .min = 0.0, .max = 10.0, .metavar = "T",
          .help = "divides the logits before sampling; 0 takes the likeliest"},
         {"--prompt", CLI_STRING, &opt.prompt, .metavar = "TEXT",
-         .help = "what the final sample continues (default: a newline)"},
+         .help = "what the final sample continues (default: a newline, or the\n"
+                 "vocabulary's first character when the text has none)"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S", .help = "parameters, batches, samples"},
         {"--threads", CLI_INT, &opt.num_threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
          .help = "threads of the fast path that trains"},
@@ -110,46 +120,14 @@ static Options parse_options(int argc, char **argv)
     return opt;
 }
 
-/* ---- text and samples ---------------------------------------------------------------- */
-/* text (n,) tokens -> printed as the bytes they stand for, each line indented */
-static void print_text(const LanguageModel *model, const int *tokens, int n)
-{
-    printf("    ");
-    for (int i = 0; i < n; i++) {
-        const int c = model->bytes[tokens[i]];
-        putchar(c);
-        if (c == '\n')
-            printf("    ");
-    }
-    printf("\n");
-}
-
 /* A usage error, before any output, when a character of --prompt is not
  * one the model knows. */
 static void check_prompt(const LanguageModel *model, const char *prompt)
 {
-    for (size_t i = 0; prompt[i] != '\0'; i++) {
-        const int c = (unsigned char)prompt[i];
-        bool known = false;
-        for (int t = 0; t < model->vocab; t++)
-            known = known || model->bytes[t] == c;
-        if (!known)
-            cli_fail(PROG, "--prompt: character %zu (0x%02x) is not in the vocabulary", i,
-                     (unsigned)c);
-    }
-}
-
-/* n characters that continue the prompt, printed */
-static void print_sample(const LanguageModel *model, const char *prompt, float temperature,
-                         int n, Rng *rng)
-{
-    const int length = (int)strlen(prompt);
-    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
-    text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
-                tokens);   /* every character known: check_prompt */
-    language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
-    print_text(model, tokens + length, n);
-    free(tokens);
+    const long bad = prompt != NULL ? text_unknown(model, prompt) : -1;
+    if (bad >= 0)
+        cli_fail(PROG, "--prompt: character %ld (0x%02x) is not in the vocabulary", bad,
+                 (unsigned)(unsigned char)prompt[bad]);
 }
 
 /* ---- the parts ----------------------------------------------------------------------- */
@@ -200,8 +178,18 @@ static void look(const LanguageModel *m, const Options *opt, const Corpus *c, in
         return;
     printf("  step %5d   training loss %.3f   held-out loss %.3f\n", step, train, held_out);
     Rng rng = rng_step(opt->seed, (uint64_t)step + 1);   /* a sample's own stream */
-    print_sample(m, "\n", opt->temperature, SAMPLE_AT_EVAL, &rng);
+    char start[2];
+    print_sample(m, sample_prompt(m, NULL, start), opt->temperature, SAMPLE_AT_EVAL, &rng);
     printf("\n");
+}
+
+/* A look at step: 2 shown (every --eval-every and the last step), 1 on
+ * --plot's curve alone (every multiple of every), 0 none. */
+static int look_at(const Options *opt, int every, int step)
+{
+    if (step % opt->eval_every == 0 || step == opt->train.steps)
+        return 2;
+    return step % every == 0;
 }
 
 /* AdamW on the fast path, as llm.c's loop: a batch, a step, now and then a look. */
@@ -213,15 +201,22 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     Adam *adam = language_adamw_new(m, t);
     const bool often = opt->plot_dir != NULL && CURVE_EVERY < opt->eval_every;
     const int every = often ? CURVE_EVERY : opt->eval_every;   /* --plot's curve */
-    Tensor *curve = tensor_zeros(SHAPE(t->steps / every + 2, 3));
+    int looks = 0;   /* a row of the curve each, counted by the loop's own rule */
+    for (int step = 0; step <= t->steps; step++)
+        looks += look_at(opt, every, step) > 0;
+    Tensor *curve = tensor_zeros(SHAPE(looks, 3));
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
     for (int step = 0; step <= t->steps; step++) {
-        const bool shown = step % opt->eval_every == 0 || step == t->steps;
-        if (shown || step % every == 0)
+        const int kind = look_at(opt, every, step);
+        if (kind > 0) {
+            const bool shown = kind == 2;
             look(m, opt, c, step, curve, rows++, shown);
+            if (shown && (status = cli_stdout_check()) != 0)
+                break;   /* a full disk stops the run at its first look */
+        }
         if (step == t->steps)
             break;
         text_batch_draw(c->ids, c->train_n, t->batch_size, t->context, &batches, tokens);
@@ -255,7 +250,8 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     if (opt->sample > 0) {
         printf("%d characters at temperature %g:\n\n", opt->sample, (double)opt->temperature);
         Rng rng = rng_use(opt->seed, RNG_ORDERS);
-        print_sample(m, opt->prompt, opt->temperature, opt->sample, &rng);
+        char start[2];
+        print_sample(m, sample_prompt(m, opt->prompt, start), opt->temperature, opt->sample, &rng);
         printf("\n");
     }
     return 0;
@@ -335,14 +331,14 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
            language_probe_loss(m, p.random, PROBES, P, C), PROBES,
            language_probe_loss(m, p.text, PROBES, 0, P - 1),
            language_probe_loss(m, p.text, PROBES, P, C));
-    double previous[LM_MAX_HEADS], induction[LM_MAX_HEADS];
-    double text_previous[LM_MAX_HEADS], text_induction[LM_MAX_HEADS];
+    double previous[LM_MAX_ALL_HEADS], induction[LM_MAX_ALL_HEADS];
+    double text_previous[LM_MAX_ALL_HEADS], text_induction[LM_MAX_ALL_HEADS];
     Tensor *first[LM_MAX_LAYERS] = {NULL};
     language_head_scores(m, p.random, PROBES, previous, induction, first);
     language_head_scores(m, p.text, PROBES, text_previous, text_induction, NULL);
     printf("Scores on the random probes (on the text probes for the last column):\n\n");
     print_scores(m, previous, induction, text_induction);
-    int order[LM_MAX_HEADS] = {0}, count = 0;
+    int order[LM_MAX_ALL_HEADS] = {0}, count = 0;
     heads_by_score(induction, NH, order);
     while (count < NH && induction[order[count]] > INDUCTION_LINE)
         count++;
@@ -384,7 +380,7 @@ static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
 {
     char err[MODEL_ERR_LEN];
-    LanguageModel *m = language_model_load_new(opt->from_dir, MAX_CONTEXT, err, sizeof err);
+    LanguageModel *m = language_model_load_new(opt->from_dir, &LIMITS, err, sizeof err);
     if (m == NULL) {
         *status = fail("%s", err);
         return NULL;
@@ -416,12 +412,16 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
     m->kernels = (LanguageKernels){fast_attention_layer(opt->num_threads), fast_gelu_forward,
                                    fast_gelu_backward};
     part1_text(opt, c, m);
+    int status = cli_stdout_check();   /* a full disk stops the run before it trains */
     TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
-    int status = opt->from_dir == NULL ? part2_training(m, opt, c) : 0;
+    if (status == 0 && opt->from_dir == NULL)
+        status = part2_training(m, opt, c);
     if (status == 0 && opt->to_dir != NULL)
         status = save_model(m, opt);
     if (status == 0)
         status = part3_sample(m, opt, c);
+    if (status == 0)
+        status = cli_stdout_check();
     if (status == 0)
         status = part4_heads(m, opt, c);
     tensor_pool_close(pool);

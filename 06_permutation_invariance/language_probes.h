@@ -32,7 +32,7 @@
 #include "learn/language_model.h"
 #include "tensor.h"
 
-enum { LM_MAX_HEADS = LM_MAX_LAYERS * 64 };   /* N * H, the heads a table can hold */
+enum { LM_MAX_ALL_HEADS = LM_MAX_LAYERS * LM_MAX_HEADS };   /* N * H: the heads a table holds */
 
 /* tokens (count, C + 1): random probes when text is NULL (drawn from a
  * fixed stream), else text probes cut from text[0 .. n) at count evenly

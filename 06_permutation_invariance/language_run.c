@@ -153,3 +153,47 @@ void language_progress(int step, int steps, double loss, double tokens_per_step,
             steps, loss, rate * tokens_per_step, (steps - step) / rate,
             step == steps ? "\n" : "");
 }
+
+/* ---- samples ----------------------------------------------------------------------- */
+
+long text_unknown(const LanguageModel *model, const char *text)
+{
+    int ids[1];
+    for (size_t i = 0; text[i] != '\0'; i++)
+        if (text_encode((const unsigned char *)text + i, 1, model->bytes, model->vocab, ids) == 0)
+            return (long)i;
+    return -1;
+}
+
+const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start)
+{
+    start[0] = text_unknown(model, "\n") < 0 ? '\n' : (char)model->bytes[0];
+    start[1] = '\0';
+    return prompt != NULL ? prompt : start;
+}
+
+/* text (n,) tokens -> printed as the bytes they stand for, each line indented */
+static void print_text(const LanguageModel *model, const int *tokens, int n)
+{
+    printf("    ");
+    for (int i = 0; i < n; i++) {
+        const int c = model->bytes[tokens[i]];
+        putchar(c);
+        if (c == '\n')
+            printf("    ");
+    }
+    printf("\n");
+}
+
+void print_sample(const LanguageModel *model, const char *prompt, float temperature, int n,
+                  Rng *rng)
+{
+    const int length = (int)strlen(prompt);
+    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
+    if (text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
+                    tokens) < (size_t)length)
+        die(__func__, "the prompt holds a character outside the vocabulary");
+    language_model_sample(model, tokens, length, tokens + length, n, temperature, rng);
+    print_text(model, tokens + length, n);
+    free(tokens);
+}

@@ -52,6 +52,17 @@ int language_plot_curve(const char *dir, const Tensor *curve, int rows);
 int language_plot_heads(const char *dir, const LanguageModel *model, const Corpus *corpus,
                         Tensor *const *probe_weights);
 
+/* Samples as text. text_unknown: the offset of text's first character
+ * outside the model's vocabulary, -1 when there is none. sample_prompt:
+ * what a sample continues, prompt, or when it is NULL a newline, or the
+ * vocabulary's first character when the text had none (written into
+ * start, two characters). print_sample: n characters drawn after prompt
+ * (every character known), printed, each line indented. */
+long text_unknown(const LanguageModel *model, const char *text);
+const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start);
+void print_sample(const LanguageModel *model, const char *prompt, float temperature, int n,
+                  Rng *rng);
+
 /* Seconds on a monotonic clock, and the training's progress line: in
  * place on a terminal (step, loss, characters per second, time left),
  * nothing otherwise, so that a log or a quoted output holds no timing. */

@@ -3,7 +3,8 @@
 # 02_softmax_mask/my_solution.c with a plain int main.
 #   - plain make builds it as ./02_softmax_mask/my_solution, and it runs,
 #     though it has an unused variable: a learner's file is built with its
-#     warnings shown, not as errors (the repository's own keep -Werror);
+#     warnings shown, not as errors (even with WERROR=1, which makes the
+#     repository's own warnings errors);
 #   - the tests that run every program run the repository's own only, so
 #     they pass with it present;
 #   - with --sanitize, make sanitize passes with it present: the sanitizer

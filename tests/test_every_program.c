@@ -22,6 +22,9 @@
  * options, and a mode that is also a tool of its own (multihead --from,
  * layer_files' code) behaves as the tool run directly, however the
  * program is copied, linked, renamed or found.
+ *
+ * And the build keeps the two flags every printed number depends on
+ * whatever CFLAGS the user sets (suite build).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -557,4 +560,32 @@ Test(every_program, a_tool_has_its_own_help)
               "multihead --help does not name the tool: %s", story.out);
     run_result_free(&tool);
     run_result_free(&story);
+}
+
+/* The flags every printed number depends on, -std=c11 and
+ * -ffp-contract=off, stay in a build whatever CFLAGS the user sets, on
+ * make's command line or exported (they once replaced the Makefile's);
+ * common/fast/ still turns contraction on after them. Checked on the
+ * compiler lines of a dry run (make -n): nothing is built. */
+Test(build, a_users_cflags_keep_the_flags_the_numbers_need, .timeout = 60)
+{
+    char out[128], line[1024];
+    scratch_dir_make(out, sizeof out, "build_flags");
+    const char *ways[] = {"CFLAGS=-O1 make", "make CFLAGS=-O1"};
+    for (int w = 0; w < 2; w++) {
+        snprintf(line, sizeof line, "cd %s && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL %s -s -n "
+                 "-B V=1 OUT=%s %s/build/common/softmax.o %s/build/common/fast/fast_matmul.o",
+                 SOURCE_DIR, ways[w], out, out, out);
+        RunResult r = run_command_line(line);
+        cr_assert_eq(r.status, 0, "%s: %s", line, r.err);
+        const char *clear = strstr(r.out, "-O1 -std=c11 -ffp-contract=off -c -o");
+        const char *fast = strstr(r.out, "-O1 -std=c11 -ffp-contract=off -ffp-contract=fast");
+        cr_expect(clear != NULL && strstr(clear, "softmax.o") != NULL,
+                  "%s: common/softmax.c is not built with them:\n%s", ways[w], r.out);
+        cr_expect(fast != NULL && strstr(fast, "fast_matmul.o") != NULL,
+                  "%s: common/fast/ does not turn contraction on after them:\n%s", ways[w],
+                  r.out);
+        run_result_free(&r);
+    }
+    scratch_dir_remove(out);
 }

@@ -4,7 +4,9 @@
  * a file that does not compile or link (2), one that crashes, loops, exits,
  * writes past its output, changes its input or calls the repository's own
  * version (1), the starter (1, "not started yet") and a right answer
- * anywhere on disk (0). The answers, starters and zoo are graded in CI by
+ * anywhere on disk (0), however long its path and whatever characters it
+ * holds (make hands it over untouched; a line break or a name without .c
+ * gets one line); a verdict is remembered by the source with its headers. The answers, starters and zoo are graded in CI by
  * make check-grader; this is the grader's behaviour on the files around them.
  */
 #include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
@@ -317,4 +319,95 @@ Test(grader, describe_gives_the_exercise_s_settings)
     cr_expect(r.out && strstr(r.out, "chapter 02_softmax_mask\n"), "%s", r.out);
     cr_expect(r.out && strstr(r.out, "refuses softmax_row "), "%s", r.out);
     run_result_free(&r);
+}
+
+/* DIR/rel holding text, its folders made */
+static void write_at(const char *rel, const char *text)
+{
+    char path[1024], cmd[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname \"$GRADER_PATH\")\"");
+    cr_assert_eq(setenv("GRADER_PATH", path, 1), 0);
+    cr_assert_eq(system(cmd), 0, "cannot make the folder of %s", path);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* tests/grader/check on DIR/rel, the path passed through the environment
+ * (GRADER_PATH), so that no character of it meets the shell */
+static RunResult check_at(const char *rel)
+{
+    char path[1024], cmd[256];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    cr_assert_eq(setenv("GRADER_PATH", path, 1), 0);
+    snprintf(cmd, sizeof cmd, "BUILD='%s/build' tests/grader/check \"$GRADER_PATH\"", BIN_DIR);
+    return run_command_line(cmd);
+}
+
+/* A verdict is remembered by the source as the compiler reads it: a header
+ * it includes, changed to wrong code, is graded again. */
+Test(grader, a_changed_header_is_graded_again)
+{
+    write_at("inc/softmax_row.c", "#include \"helper.h\"\n");
+    write_at("inc/helper.h", RIGHT);
+    RunResult r = check_at("inc/softmax_row.c");
+    expect_verdict(&r, 0, "passed");
+    run_result_free(&r);
+    write_at("inc/helper.h", "void my_softmax_row(float *row, int n) { (void)row; (void)n; }\n");
+    r = check_at("inc/softmax_row.c");
+    expect_verdict(&r, 1, "failed");
+    run_result_free(&r);
+}
+
+/* A path longer than a file name may be (255) is graded like any other. */
+Test(grader, a_long_path_is_graded)
+{
+    char rel[400];
+    snprintf(rel, sizeof rel, "%0120d/%0120d/softmax_row.c", 1, 2);
+    cr_assert_geq(strlen(dir) + 1 + strlen(rel), 265);
+    write_at(rel, RIGHT);
+    RunResult r = check_at(rel);
+    expect_verdict(&r, 0, "passed, all 120 cases of exercise 2.1");
+    run_result_free(&r);
+}
+
+/* A file without .c, or a path with a line break, gets one line that says
+ * what to do. */
+Test(grader, a_name_without_dot_c_or_a_line_break_is_refused_in_one_line)
+{
+    const char *const cases[][2] = {
+        {"softmax_row", "a C file's name ends in .c: rename it softmax_row.c"},
+        {"line\nbreak/softmax_row.c", "the file's path holds a line break: rename the file"},
+    };
+    for (int i = 0; i < 2; i++) {
+        write_at(cases[i][0], RIGHT);
+        RunResult r = check_at(cases[i][0]);
+        cr_expect_eq(r.status, 2, "%s: status %d", cases[i][0], r.status);
+        cr_expect(is_one_line(r.err) && strstr(r.err, cases[i][1]) != NULL,
+                  "%s: stderr '%s'", cases[i][0], r.err);
+        run_result_free(&r);
+    }
+}
+
+/* make check EXERCISE=PATH hands the grader the path as typed: a folder
+ * named $(shell ...) runs nothing, a$HOME stays a$HOME, quotes and spaces
+ * are characters of the path (all in one folder's name: one make). */
+Test(grader, make_hands_the_path_over_untouched, .timeout = 120)
+{
+    const char *rel = "a$HOME $(shell touch ran_from_path)x it's \"quoted\"/softmax_row.c";
+    char ran[512], path[1024], cmd[512], want[1100];
+    snprintf(ran, sizeof ran, "%s/ran_from_path", SOURCE_DIR);
+    write_at(rel, RIGHT);
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    snprintf(cmd, sizeof cmd, "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s "
+             "--no-print-directory OUT='%s' check EXERCISE=\"$GRADER_PATH\"", BIN_DIR);
+    RunResult r = run_command_line(cmd);
+    snprintf(want, sizeof want, "%s: passed", path);
+    expect_verdict(&r, 0, want);
+    run_result_free(&r);
+    const bool ran_it = access(ran, F_OK) == 0;
+    unlink(ran);
+    cr_expect(!ran_it, "make ran the $(shell ...) of a folder's name");
 }

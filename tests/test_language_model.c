@@ -7,7 +7,9 @@
  * other parameter) against finite differences; the fast kernels against
  * the clear ones; the cached decoder against the full forward, bit for
  * bit, and sampling's restart of a full window; the learning rate's
- * schedule; the loss over a text; a model saved and loaded back.
+ * schedule; the loss over a text; a model saved and loaded back; the
+ * program's own AdamW settings and initialisation, through the functions
+ * it calls.
  *
  * Legend: B = batch_size, T = tokens of a sequence, C = context,
  * V = vocabulary, D = num_hiddens, H = num_heads, N = num_layers,
@@ -33,6 +35,7 @@
 #include "learn/layer_norm.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
+#include "run/saved_models.h"
 #include "tensor.h"
 
 #define FIXTURE "tests/fixtures/language_model"
@@ -122,16 +125,13 @@ Test(language_model, loss_and_gradients_equal_pytorch_autograd)
     language_model_free(model);
 }
 
-/* Adam set as the fixture's AdamW: betas (0.9, 0.99), eps 1e-8, weight
- * decay 0.1 (matrices only, optim.c's rule) */
+/* The fixture's AdamW is the program's (betas (0.9, 0.99), eps 1e-8,
+ * weight decay 0.1 on matrices), at the fixture's learning rate. */
 static Adam *fixture_adamw(LanguageModel *model)
 {
-    Adam *adam = adam_new(model->params, model->num_params, (float)LR);
-    adam->beta1 = 0.9f;
-    adam->beta2 = 0.99f;
-    adam->eps = 1e-8f;
-    adam->weight_decay = 0.1f;
-    return adam;
+    LanguageTraining t = LANGUAGE_TRAINING;
+    t.lr = LR;
+    return language_adamw_new(model, &t);
 }
 
 Test(language_model, three_clipped_adamw_steps_equal_pytorch)
@@ -162,6 +162,95 @@ Test(language_model, three_clipped_adamw_steps_equal_pytorch)
     TENSOR_FREE(losses, rates);
     free(tokens);
     language_model_free(expected);
+    language_model_free(model);
+}
+
+/* The optimiser the program trains with (language_adamw_new with its
+ * defaults, LANGUAGE_TRAINING) is nanoGPT's: lr 1e-3, betas (0.9, 0.99),
+ * eps 1e-8, weight decay 0.1 on the matrices (wte, wpe, every weight of
+ * attention and of the MLP) and on nothing else (biases, layer norms).
+ * Every value 1 and every gradient 0.5: after one step m = 0.05,
+ * v = 0.0025 (0.00025 with beta2 0.999), and a value moves by lr, after
+ * decaying to 1 - lr * 0.1 when it is a matrix's. */
+Test(language_model, the_programs_adamw_is_nanogpts)
+{
+    Rng rng = rng_new(1);
+    LanguageModel *model = language_model_new(BYTES, VOCAB, CONTEXT, HIDDENS, HEADS, LAYERS,
+                                              &rng);
+    const LanguageTraining t = LANGUAGE_TRAINING;
+    Adam *adam = language_adamw_new(model, &t);
+    cr_expect_eq(adam->lr, 1e-3f);
+    cr_expect_eq(adam->beta1, 0.9f);
+    cr_expect_eq(adam->beta2, 0.99f);
+    cr_expect_eq(adam->eps, 1e-8f);
+    cr_expect_eq(adam->weight_decay, 0.1f);
+    for (int i = 0; i < model->num_params; i++)
+        for (size_t j = 0; j < model->params[i].value->size; j++) {
+            model->params[i].value->data[j] = 1.0f;
+            model->params[i].grad->data[j] = 0.5f;
+        }
+    adam_step(adam);
+    int decayed = 0;
+    for (int i = 0; i < model->num_params; i++) {
+        const char *name = model->params[i].name;
+        const bool decays = strstr(name, "ln_") == NULL && strstr(name, "bias") == NULL;
+        decayed += decays;
+        const float expected = decays ? 1.0f - 1e-3f * 0.1f - 1e-3f : 1.0f - 1e-3f;
+        const Tensor *value = model->params[i].value;
+        for (size_t j = 0; j < value->size; j++)
+            cr_assert_float_eq(value->data[j], expected, 1e-6f, "%s[%zu] = %.7f, expected %.7f",
+                               name, j, (double)value->data[j], (double)expected);
+        cr_assert_float_eq(adam->m[i]->data[0], 0.05f, 1e-7f, "%s: m", name);
+        cr_assert_float_eq(adam->v[i]->data[0], 0.0025f, 1e-7f, "%s: v = %.7g", name,
+                           (double)adam->v[i]->data[0]);
+    }
+    /* wte, wpe; per block W_q, W_k, W_v, out_proj, fc, proj */
+    cr_expect_eq(decayed, 2 + 6 * LAYERS);
+    adam_free(adam);
+    language_model_free(model);
+}
+
+/* The initialisation the program draws (language_model_new), nanoGPT's:
+ * every weight and embedding N(0, 0.02); the two projections into the
+ * stream, attn.out_proj and mlp.proj, N(0, 0.02 / sqrt(2 N)); biases 0,
+ * layer norms' weights 1. The standard deviation of each matrix is within
+ * 6% (more than 4 standard errors at 4,096 draws) and its mean within 4
+ * standard errors of 0. */
+Test(language_model, initialisation_is_nanogpts)
+{
+    enum { V = 65, C = 64, D = 64, H = 4, N = 4 };
+    int bytes[V];
+    for (int i = 0; i < V; i++)
+        bytes[i] = 32 + i;
+    Rng rng = rng_new(7);
+    LanguageModel *model = language_model_new(bytes, V, C, D, H, N, &rng);
+    int residual = 0, plain = 0;
+    for (int i = 0; i < model->num_params; i++) {
+        const char *name = model->params[i].name;
+        const Tensor *x = model->params[i].value;
+        if (x->ndim == 1) {
+            const float expected = strstr(name, "ln_") && strstr(name, "weight") ? 1.0f : 0.0f;
+            for (size_t j = 0; j < x->size; j++)
+                cr_assert_eq(x->data[j], expected, "%s[%zu] = %g", name, j, (double)x->data[j]);
+            continue;
+        }
+        const bool into_stream = strstr(name, "out_proj.weight") || strstr(name, "mlp.proj");
+        residual += into_stream;
+        plain += !into_stream;
+        const double std_expected = into_stream ? 0.02 / sqrt(2.0 * N) : 0.02;
+        double sum = 0.0, squares = 0.0;
+        for (size_t j = 0; j < x->size; j++) {
+            sum += x->data[j];
+            squares += (double)x->data[j] * x->data[j];
+        }
+        const double n = (double)x->size, mean = sum / n;
+        const double std = sqrt(squares / n - mean * mean);
+        cr_expect(fabs(std - std_expected) < 0.06 * std_expected,
+                  "%s: std %.5f, expected %.5f", name, std, std_expected);
+        cr_expect(fabs(mean) < 4.0 * std_expected / sqrt(n), "%s: mean %.6f", name, mean);
+    }
+    cr_expect_eq(residual, 2 * N);
+    cr_expect_eq(plain, 2 + 4 * N);   /* wte, wpe; W_q, W_k, W_v and fc per block */
     language_model_free(model);
 }
 
@@ -698,4 +787,33 @@ Test(language_model, save_then_load_gives_the_same_model)
     scratch_dir_remove(dir);
     language_model_free(saved);
     language_model_free(loaded);
+}
+
+/* A saved model asks for its number of heads in num_heads.npy: one above
+ * LM_MAX_HEADS (the most --heads gives, and what the program's probe
+ * tables on the stack hold) is refused as the files are read. */
+Test(language_model, a_saved_model_with_too_many_heads_is_refused)
+{
+    const int bytes[3] = {10, 97, 98};
+    Rng rng = rng_new(33);
+    LanguageModel *m = language_model_new(bytes, 3, 4, 8, 2, 1, &rng);
+    char dir[64], err[MODEL_ERR_LEN];
+    scratch_dir_make(dir, sizeof dir, "language_model_heads");
+    for (int heads = LM_MAX_HEADS; heads <= LM_MAX_HEADS + 1; heads++) {
+        m->saved_heads = heads;   /* what num_heads.npy says; 8 hiddens split by neither */
+        cr_assert_eq(model_save(dir, m->files, m->num_files, err, sizeof err), 0, "%s", err);
+        err[0] = '\0';
+        const LanguageLimits limits = {.min_context = 2, .max_context = 4, .min_hiddens = 2,
+                                       .max_hiddens = 8};
+        cr_expect_null(language_model_load_new(dir, &limits, err, sizeof err));
+        char want[96];
+        snprintf(want, sizeof want, "num_heads.npy: %d, expected 1 to %d", heads, LM_MAX_HEADS);
+        if (heads > LM_MAX_HEADS)
+            cr_expect(strstr(err, want) != NULL, "err: %s", err);
+        else   /* within the limit, the split is what refuses it */
+            cr_expect(strstr(err, "num_heads.npy") != NULL && strstr(err, want) == NULL,
+                      "err: %s", err);
+    }
+    scratch_dir_remove(dir);
+    language_model_free(m);
 }

@@ -4,7 +4,10 @@
  * same held-out loss, and every bad input (a text that is missing, empty,
  * binary or too short, a context longer than the text, a model whose
  * vocabulary does not fit the text, weights whose loss is not a number,
- * options out of range) ending in one line and exit 1 or 2.
+ * options out of range, a named pipe, a saved set whose sizes break the
+ * options' limits, --from with sizing options) ending in one line and exit
+ * 1 or 2; --plot's loss curve holding every look, a full disk stopping the
+ * run at its first output, and a text without a newline.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -12,7 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -174,4 +182,184 @@ Test(language_model_program, refuses_options_out_of_range)
         {"--batch 0", "--batch"},
     };
     expect_bad_options(LM, cases, sizeof cases / sizeof cases[0]);
+}
+
+/* The smallest model, for the cases below: a second or less each. */
+#define TINY "--layers 1 --heads 1 --hiddens 8 --context 8 --batch 2 --sample 10"
+
+/* --plot's curve looks every 100 steps and at every --eval-every: with 150
+ * the rows are 0, 100, 150, 200, 250, one more than steps / 100 + 2 (the
+ * curve held that many, and the fifth was written past its end; make
+ * sanitize runs this test and the same command under AddressSanitizer). */
+Test(language_model_program, plot_curve_holds_every_look, .timeout = 60)
+{
+    char dir[128], path[256];
+    scratch_dir_make(dir, sizeof dir, "lm_curve");
+    write_shakespeare(dir, "text.txt", 20000);
+    RunResult r = run_in(dir, "--text @/text.txt " TINY " --steps 250 --eval-every 150 "
+                              "--plot @");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    snprintf(path, sizeof path, "%s/language_model_loss.dat", dir);
+    char *dat = read_text_file(path, NULL);
+    cr_assert(dat != NULL, "no %s", path);
+    const int expected[] = {0, 100, 150, 200, 250};
+    int rows = 0;
+    for (const char *line = dat; line != NULL && *line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        if (*line == '#' || *line == '\0')
+            continue;
+        cr_assert_lt(rows, 5, "more than 5 rows:\n%s", dat);
+        cr_expect_eq(atoi(line), expected[rows], "row %d is step %d:\n%s", rows, atoi(line),
+                     dat);
+        rows++;
+    }
+    cr_expect_eq(rows, 5, "%d rows:\n%s", rows, dat);
+    free(dat);
+    run_result_free(&r);
+    scratch_dir_remove(dir);
+}
+
+/* A full disk stops the run at its first output, before any training: a
+ * million steps would take hours. One line, said once. */
+Test(language_model_program, full_disk_stops_at_the_first_output, .timeout = 30)
+{
+    char dir[128], line[1024];
+    scratch_dir_make(dir, sizeof dir, "lm_full");
+    write_shakespeare(dir, "text.txt", 20000);
+    snprintf(line, sizeof line, "{ %s/%s --text %s/text.txt " TINY " --steps 1000000 "
+             ">/dev/full; }", BIN_DIR, LM, dir);
+    RunResult r = run_command_line(line);
+    cr_expect_eq(r.status, 1, "status %d", r.status);
+    cr_expect_str_eq(r.err, "language_model: cannot write the output: No space left on device\n");
+    run_result_free(&r);
+    scratch_dir_remove(dir);
+}
+
+/* A named pipe that nobody writes is refused at once, not waited on. Were
+ * the program to wait in open(), a child opens the pipe's other end after
+ * 3 s to let it go, and the time shows it. */
+Test(language_model_program, named_pipe_text_is_refused_at_once, .timeout = 30)
+{
+    char dir[128], path[256];
+    scratch_dir_make(dir, sizeof dir, "lm_pipe");
+    snprintf(path, sizeof path, "%s/pipe", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    const pid_t writer = fork();
+    cr_assert(writer >= 0);
+    if (writer == 0) {
+        sleep(3);
+        const int fd = open(path, O_WRONLY | O_NONBLOCK);   /* fails when no reader waits */
+        _exit(fd >= 0 ? 0 : 1);
+    }
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    expect_failure(dir, "--text @/pipe " TINY, 1, "pipe: is not a regular file");
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    kill(writer, SIGKILL);
+    waitpid(writer, NULL, 0);
+    const double seconds = (double)(end.tv_sec - start.tv_sec) +
+                           1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+    cr_expect_lt(seconds, 2.5, "the program waited %.1f s on the pipe", seconds);
+    scratch_dir_remove(dir);
+}
+
+/* dir/name.npy replaced by a float tensor of the shape given, filled with
+ * small numbers */
+static void write_floats(const char *dir, const char *name, int ndim, const int *shape)
+{
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    Tensor *x = tensor_zeros(ndim, shape);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = 0.01f * (float)(i % 7);
+    cr_assert_eq(npy_save(path, x, err, sizeof err), 0, "%s", err);
+    tensor_free(x);
+}
+
+static void write_int(const char *dir, const char *name, int value)
+{
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    cr_assert_eq(npy_save_ints(path, &value, 1, (const int[]){1}, err, sizeof err), 0, "%s",
+                 err);
+}
+
+/* A saved set whose sizes break the options' limits is refused, naming the
+ * file (wpe.weight with one row once passed, and part 4 read memory it
+ * never wrote); of three files that give num_hiddens, the one that differs
+ * is named; sizing and training options do not mix with --from. */
+Test(language_model_program, refuses_saved_sets_beyond_the_options_limits, .timeout = 60)
+{
+    char dir[128], model[160];
+    scratch_dir_make(dir, sizeof dir, "lm_limits");
+    snprintf(model, sizeof model, "%s/model", dir);
+    mkdir(model, 0755);
+    write_shakespeare(dir, "text.txt", 20000);
+    RunResult trained = run_in(dir, "--text @/text.txt --layers 1 --heads 2 --hiddens 16 "
+                                    "--context 8 --steps 0 --sample 0 --to @/model");
+    cr_assert_eq(trained.status, 0, "stderr: %s", trained.err);
+    const int V = 58;   /* the first 20,000 characters' vocabulary */
+    cr_assert(strstr(trained.out, "wte (58, 16)") != NULL, "%s", trained.out);
+    run_result_free(&trained);
+    const char *from = "--text @/text.txt --sample 0 --from @/model";
+
+    write_floats(model, "wpe.weight", 2, (const int[]){1, 16});
+    expect_failure(dir, from, 1, "wpe.weight.npy: a context of 1 position, expected 2 to 512");
+    write_floats(model, "wpe.weight", 2, (const int[]){513, 16});
+    expect_failure(dir, from, 1, "wpe.weight.npy: a context of 513 positions, expected 2 to "
+                                 "512");
+    write_floats(model, "wpe.weight", 2, (const int[]){8, 16});
+
+    write_floats(model, "wte.weight", 2, (const int[]){V, 17});
+    expect_failure(dir, from, 1, "wte.weight.npy: expected shape (58, 16), got (58, 17)");
+    write_floats(model, "wte.weight", 2, (const int[]){V, 16});
+    write_floats(model, "ln_f.weight", 1, (const int[]){17});
+    expect_failure(dir, from, 1, "ln_f.weight.npy: expected shape (16,), got (17,)");
+    write_floats(model, "wpe.weight", 2, (const int[]){8, 18});
+    expect_failure(dir, from, 1, "give num_hiddens 16, 18 and 17: no two agree");
+    write_floats(model, "wpe.weight", 2, (const int[]){8, 16});
+    write_floats(model, "ln_f.weight", 1, (const int[]){16});
+
+    write_int(model, "num_heads", 65);
+    expect_failure(dir, from, 1, "num_heads.npy: 65, expected 1 to 64");
+    write_int(model, "num_heads", 2);
+    RunResult loaded = run_in(dir, from);   /* whole again */
+    cr_expect_eq(loaded.status, 0, "stderr: %s", loaded.err);
+    run_result_free(&loaded);
+
+    expect_failure(dir, "--text @/text.txt --from @/model --layers 2", 2,
+                   "--from reads a trained model, its sizes from the saved set: it takes no "
+                   "--layers");
+    expect_failure(dir, "--text @/text.txt --from @/model --steps 5", 2,
+                   "it takes no --layers, --heads, --hiddens, --context, --batch, --steps, --lr "
+                   "or --eval-every");
+    scratch_dir_remove(model);
+    scratch_dir_remove(dir);
+}
+
+/* A text with no newline trains, and its samples start from its first
+ * character; --help shows --prompt's default in words, on its own line. */
+Test(language_model_program, text_without_a_newline_needs_no_prompt, .timeout = 60)
+{
+    char dir[128];
+    scratch_dir_make(dir, sizeof dir, "lm_line");
+    char text[4000];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = "to be or not to be, that is the question. "[i % 42];
+    write_file(dir, "line.txt", text, sizeof text);
+    RunResult r = run_in(dir, "--text @/line.txt " TINY " --steps 3 --eval-every 3");
+    cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "step     3") != NULL, "%s", r.out);
+    run_result_free(&r);
+    expect_failure(dir, "--text @/line.txt " TINY " --steps 3 --prompt 'x'", 2,
+                   "--prompt: character 0 (0x78) is not in the vocabulary");
+    RunResult help = run_in(dir, "--help");
+    const char *prompt = strstr(help.out, "--prompt TEXT");
+    cr_assert(prompt != NULL, "%s", help.out);
+    const char *next = strchr(prompt, '\n');
+    cr_expect(strncmp(next, "\n                     vocabulary's first character", 50) == 0 &&
+                  strncmp(strchr(next + 1, '\n'), "\n  --seed", 9) == 0,
+              "--prompt's help is not two lines:\n%s", prompt);
+    run_result_free(&help);
+    scratch_dir_remove(dir);
 }

@@ -242,9 +242,15 @@ static bool set_option(const char *prog, const CliOption *o, const char *text, c
 /* Standard output is checked like a file, as coreutils do: buffered
  * output that cannot be written (a full disk, a closed descriptor) ends the
  * program with one line and status 1 instead of a silent loss. A reader that
- * closed the pipe early stops the program through SIGPIPE, quietly. */
-static void close_stdout(void)
+ * closed the pipe early stops the program through SIGPIPE, quietly. The
+ * line is said once: a program that stopped at cli_stdout_check exits
+ * without a second one. */
+static bool stdout_reported = false;
+
+int cli_stdout_check(void)
 {
+    if (stdout_reported)
+        return 1;
     /* A write that failed earlier left the error flag set, but its errno
      * may since have been overwritten by any other call. The descriptor is
      * asked once more with an empty write, which reports a full device or
@@ -260,10 +266,16 @@ static void close_stdout(void)
         failed = true;
         error = errno;
     }
-    if (failed) {
-        fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error");
+    if (!failed)
+        return 0;
+    stdout_reported = true;
+    return fail("cannot write the output: %s", error != 0 ? strerror(error) : "write error");
+}
+
+static void close_stdout(void)
+{
+    if (cli_stdout_check() != 0)
         _exit(1);
-    }
 }
 
 /* The heads option's value splits the hiddens option's (heads.h), the two

@@ -84,6 +84,10 @@ typedef struct {
  * installs the handler of SIGINT, SIGTERM and SIGHUP (signals_install in
  * fileset.h): "PROG: stopped by SIGTERM", status 128 + the signal. */
 void cli_parse(const CliTable *table, int argc, char **argv);
+/* Standard output flushed and checked now, as at exit: 0, or that one line
+ * and 1 (fail), for a long run that stops at its first output lost rather
+ * than at its end. The line is said once, here or at exit. */
+int cli_stdout_check(void);
 
 /* A mode that is a tool of its own (the file modes, the benchmark mode)
  * keeps its place in the program's table, one row per flag of the tool's:

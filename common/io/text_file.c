@@ -6,10 +6,12 @@
 #include "io/text_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 
@@ -53,13 +55,21 @@ size_t utf8_first_invalid(const unsigned char *text, size_t n)
 int text_file_read(const char *path, unsigned char **bytes, size_t *length, char *err,
                    size_t err_len)
 {
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
+    /* without blocking: a named pipe that nobody writes would hold open()
+     * forever; it opens at once and is refused below as not a file */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0)
         return error_format(err, err_len, path, "cannot be read: %s", strerror(errno));
     struct stat info;
-    if (fstat(fileno(file), &info) != 0 || !S_ISREG(info.st_mode)) {
-        fclose(file);
+    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        close(fd);
         return error_format(err, err_len, path, "is not a regular file");
+    }
+    FILE *file = fdopen(fd, "rb");
+    if (file == NULL) {
+        const int error = errno;
+        close(fd);
+        return error_format(err, err_len, path, "cannot be read: %s", strerror(error));
     }
     const size_t n = (size_t)info.st_size;
     if (n == 0 || n > TEXT_FILE_MAX_BYTES) {

@@ -5,7 +5,9 @@
  * The language model's tokens are bytes: a text is read as its bytes,
  * and one in UTF-8 with letters beyond ASCII gives such a letter as two to
  * four tokens. A file is refused, with one line naming it, when it cannot
- * be read, is empty, is larger than TEXT_FILE_MAX_BYTES, or is not text:
+ * be read, is not a regular file (a folder, a named pipe: refused before
+ * any read, so a pipe nobody writes never holds the program), is empty,
+ * is larger than TEXT_FILE_MAX_BYTES, or is not text:
  * it holds a NUL byte, or bytes that are not UTF-8 (an image, a
  * compressed file, a text in another encoding).
  */

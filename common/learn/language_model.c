@@ -141,6 +141,8 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
             LM_MAX_VOCAB, vocab, context);
     if (num_layers < 1 || num_layers > LM_MAX_LAYERS)
         die(FUNC, "num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
+    if (num_heads < 1 || num_heads > LM_MAX_HEADS)
+        die(FUNC, "num_heads must be in [1, %d], got %d", LM_MAX_HEADS, num_heads);
     for (int i = 0; i < vocab; i++)
         if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
             die(FUNC, "the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,

@@ -54,6 +54,7 @@
 
 enum {
     LM_MAX_LAYERS = 8,
+    LM_MAX_HEADS = 64,                            /* of a block, as --heads or a saved model */
     LM_MAX_VOCAB = 256,                           /* a token is a byte */
     LM_BLOCK_PARAMS = 16,                         /* 8 of attention, 8 around it */
     LM_MAX_PARAMS = 4 + LM_BLOCK_PARAMS * LM_MAX_LAYERS,

@@ -32,7 +32,8 @@ void gelu_forward(const float *f, float *g, size_t n);
 void gelu_backward(const float *f, const float *grad_g, float *grad_f, size_t n);
 
 /* The pair a model runs, so that a program can hand it the fast one
- * (fast/fast_gelu.h) with the same results within rounding. */
+ * (fast_gelu_forward and fast_gelu_backward, fast/fast_exp.h) with the
+ * same results within rounding. */
 typedef void (*GeluForward)(const float *f, float *g, size_t n);
 typedef void (*GeluBackward)(const float *f, const float *grad_g, float *grad_f, size_t n);
 

@@ -292,26 +292,58 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len)
     return model;
 }
 
-/* The sizes a language model's files give, checked before it is built. */
-static int language_sizes(const char *dir, int max_context, int *V, int *C, int *D, int *H,
-                          int *N, int *bytes, char *err, size_t err_len)
+/* The length of DIR/NAME.npy, a vector. */
+static int read_vector_length(const char *dir, const char *name, int *length, char *err,
+                              size_t err_len)
 {
-    int D_positions = 0;
-    if (read_table_shape(dir, "wte.weight", V, D, err, err_len) != 0 ||
+    char *path = npy_path(dir, name);
+    Tensor *vector = npy_load(path, err, err_len);
+    int status = vector == NULL ? -1 : 0;
+    if (vector != NULL && vector->ndim != 1)
+        status = error_format(err, err_len, NULL, "%s: expected a vector (num_hiddens,), got %d "
+                              "dimensions", path, vector->ndim);
+    else if (vector != NULL)
+        *length = vector->shape[0];
+    tensor_free(vector);
+    free(path);
+    return status;
+}
+
+/* The sizes a language model's files give, checked against limits before
+ * it is built. num_hiddens is what two of wte.weight, wpe.weight and
+ * ln_f.weight agree on, so that the load blames the third (model_load
+ * names a file whose shape does not fit). */
+static int language_sizes(const char *dir, const LanguageLimits *limits, int *V, int *C, int *D,
+                          int *H, int *N, int *bytes, char *err, size_t err_len)
+{
+    int D_tokens = 0, D_positions = 0, D_norm = 0;
+    if (read_table_shape(dir, "wte.weight", V, &D_tokens, err, err_len) != 0 ||
         read_table_shape(dir, "wpe.weight", C, &D_positions, err, err_len) != 0 ||
+        read_vector_length(dir, "ln_f.weight", &D_norm, err, err_len) != 0 ||
         model_read_ints(dir, "num_heads", H, 1, err, err_len) != 0 ||
         model_read_ints(dir, "num_layers", N, 1, err, err_len) != 0)
         return -1;
+    if (D_tokens != D_positions && D_tokens != D_norm && D_positions != D_norm)
+        return error_format(err, err_len, NULL, "%s: wte.weight, wpe.weight and ln_f.weight "
+                            "give num_hiddens %d, %d and %d: no two agree", dir, D_tokens,
+                            D_positions, D_norm);
+    *D = D_tokens == D_positions || D_tokens == D_norm ? D_tokens : D_positions;
     if (*V < 2 || *V > LM_MAX_VOCAB)
         return error_format(err, err_len, NULL, "%s/wte.weight.npy: %d tokens, expected 2 to %d",
                             dir, *V, LM_MAX_VOCAB);
-    if (D_positions != *D || *C < 1 || *C > max_context)
-        return error_format(err, err_len, NULL, "%s/wpe.weight.npy: shape (%d, %d), expected "
-                            "(C, %d) with C from 1 to %d", dir, *C, D_positions, *D,
-                            max_context);
+    if (*D < limits->min_hiddens || *D > limits->max_hiddens)
+        return error_format(err, err_len, NULL, "%s/wte.weight.npy: num_hiddens %d, expected "
+                            "%d to %d", dir, *D, limits->min_hiddens, limits->max_hiddens);
+    if (*C < limits->min_context || *C > limits->max_context)
+        return error_format(err, err_len, NULL, "%s/wpe.weight.npy: a context of %d %s, "
+                            "expected %d to %d", dir, *C, *C == 1 ? "position" : "positions",
+                            limits->min_context, limits->max_context);
     if (*N < 1 || *N > LM_MAX_LAYERS)
         return error_format(err, err_len, NULL, "%s/num_layers.npy: %d, expected 1 to %d", dir,
                             *N, LM_MAX_LAYERS);
+    if (*H < 1 || *H > LM_MAX_HEADS)
+        return error_format(err, err_len, NULL, "%s/num_heads.npy: %d, expected 1 to %d", dir,
+                            *H, LM_MAX_HEADS);
     char why[160];
     if (!heads_split(*D, *H, "num_hiddens", "num_heads", why, sizeof why))
         return error_format(err, err_len, NULL, "%s/num_heads.npy: %s", dir, why);
@@ -324,11 +356,11 @@ static int language_sizes(const char *dir, int max_context, int *V, int *C, int 
     return 0;
 }
 
-LanguageModel *language_model_load_new(const char *dir, int max_context, char *err,
+LanguageModel *language_model_load_new(const char *dir, const LanguageLimits *limits, char *err,
                                        size_t err_len)
 {
     int V = 0, C = 0, D = 0, H = 0, N = 0, bytes[LM_MAX_VOCAB];
-    if (language_sizes(dir, max_context, &V, &C, &D, &H, &N, bytes, err, err_len) != 0)
+    if (language_sizes(dir, limits, &V, &C, &D, &H, &N, bytes, err, err_len) != 0)
         return NULL;
     /* every parameter is overwritten by the load: the draws do not matter */
     Rng rng = rng_new(0);

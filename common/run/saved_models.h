@@ -87,11 +87,18 @@ TwoKeyModel *two_key_from_dir(const char *dir, char *err, size_t err_len);
 /* ---- the language model (06_permutation_invariance/language_model.md) ----
  * A model saved with model_save(dir, model->files, model->num_files):
  * its sizes read from the files (wte.weight (V, D), wpe.weight (C, D),
- * num_heads, num_layers, vocab (V,)) and checked (H splits D, 1 to
- * LM_MAX_LAYERS layers, at most max_context positions, the vocabulary's
- * bytes increasing within [0, 255]), then loaded. NULL with one line in
- * err naming the file when anything does not fit. */
-LanguageModel *language_model_load_new(const char *dir, int max_context, char *err,
+ * ln_f.weight (D,), num_heads, num_layers, vocab (V,)) and checked against
+ * the ranges a program's options have (limits; 2 to LM_MAX_VOCAB tokens, 1
+ * to LM_MAX_LAYERS layers, 1 to LM_MAX_HEADS heads that split D, the vocabulary's bytes increasing
+ * within [0, 255]), then loaded. NULL with one line in err naming the file
+ * when anything does not fit; of three files that give D, the one that
+ * differs from the other two. */
+typedef struct {
+    int min_context, max_context;    /* C */
+    int min_hiddens, max_hiddens;    /* D */
+} LanguageLimits;
+
+LanguageModel *language_model_load_new(const char *dir, const LanguageLimits *limits, char *err,
                                        size_t err_len);
 
 #endif
