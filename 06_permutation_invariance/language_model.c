@@ -8,6 +8,7 @@
  * Part 3: the loss on all of the held-out text, and a longer sample.
  * Part 4: the heads' scores on probes that repeat, and the best silenced.
  * --to DIR saves the model; --from DIR reads one and runs parts 3 and 4.
+ * --ladder trains the build-up instead, six models, and prints their losses.
  *
  * Legend: B = batch_size, C = context, V = vocabulary, D = num_hiddens,
  * H = num_heads, N = num_layers, P = C / 2, a probe's half.
@@ -20,11 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast/fast_attention_layer.h"
-#include "fast/fast_exp.h"
 #include "io/cli.h"
 #include "io/model.h"
-#include "io/plot.h"
+#include "language_ladder.h"
 #include "language_probes.h"
 #include "language_run.h"
 #include "learn/language_model.h"
@@ -45,8 +44,8 @@ typedef struct {
     uint64_t seed;
     int eval_every, sample, num_threads;
     float temperature;
-    bool bench, trains;   /* trains: a sizing or training option given */
-    const char *text, *prompt, *plot_dir, *to_dir, *from_dir;
+    bool bench, trains, ladder;   /* trains: a sizing or training option given */
+    const char *text, *prompt, *plot_dir, *to_dir, *from_dir, *kernels;
 } Options;
 
 static void check_options(const Options *opt)
@@ -55,6 +54,8 @@ static void check_options(const Options *opt)
     cli_require_heads_split(PROG, t->num_hiddens, t->num_heads, "--hiddens", "--heads");
     if (opt->prompt != NULL && opt->prompt[0] == '\0')
         cli_fail(PROG, "--prompt is empty: give at least one character");
+    if (!language_kernels(opt->kernels, 1, &(LanguageKernels){0}))
+        cli_fail(PROG, "--kernels '%s': expected clear or fast", opt->kernels);
     if (opt->from_dir != NULL) {
         cli_check_input_dir(PROG, "--from", opt->from_dir);
         if (opt->to_dir != NULL || opt->bench)
@@ -64,6 +65,8 @@ static void check_options(const Options *opt)
                      "takes no --layers, --heads, --hiddens, --context, --batch, --steps, --lr "
                      "or --eval-every");
     }
+    if (opt->ladder && (opt->from_dir != NULL || opt->to_dir != NULL || opt->bench))
+        cli_fail(PROG, "--ladder trains six models of its own: it takes no --from, --to, --bench");
     /* per token and block, about 20 D floats, and H C of attention weights */
     const double per_token = t->num_layers * (20.0 * t->num_hiddens + t->num_heads * t->context);
     memory_require(4.0 * (per_token + 2.0 * LM_MAX_VOCAB) * t->batch_size * t->context,
@@ -74,7 +77,7 @@ static void check_options(const Options *opt)
 static Options parse_options(int argc, char **argv)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
-                   .num_threads = 2, .temperature = 0.8f};
+                   .num_threads = 2, .temperature = 0.8f, .kernels = "fast"};
     LanguageTraining *t = &opt.train;
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
@@ -105,12 +108,14 @@ static Options parse_options(int argc, char **argv)
          .help = "what the final sample continues (default: a newline, or the\n"
                  "vocabulary's first character when the text has none)"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "S", .help = "parameters, batches, samples"},
+        {"--kernels", CLI_STRING, &opt.kernels, .metavar = "K", .help = "clear or fast code"},
         {"--threads", CLI_INT, &opt.num_threads, .min = 1, .max = MAX_THREADS, .metavar = "N",
          .help = "threads of the fast path that trains"},
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the loss and heads"},
         {"--to", CLI_DIR, &opt.to_dir, .metavar = "DIR", .help = "save the model as .npy files"},
         {"--from", CLI_STRING, &opt.from_dir, .metavar = "DIR", .help = "read a model, not train"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
+        {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
     cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
                           "trained on Shakespeare.", CLI_COUNT(options), options},
@@ -152,11 +157,11 @@ static void part1_text(const Options *opt, const Corpus *c, const LanguageModel 
     if (opt->from_dir == NULL)
         printf("Training: %d AdamW steps of %d windows of %d characters; lr %g, warmed up\n"
                "over %d steps, then a cosine to %g; weight decay %g on matrices; gradients\n"
-               "clipped to a norm of %g; seed %llu.\n\n",
+               "clipped to a norm of %g; seed %llu; on the %s kernels (--kernels).\n\n",
                t->steps, t->batch_size, t->context, t->lr, t->warmup, t->min_lr,
-               t->weight_decay, t->clip, (unsigned long long)opt->seed);
+               t->weight_decay, t->clip, (unsigned long long)opt->seed, m->kernels.name);
     else
-        printf("Read from --from; not trained here.\n\n");
+        printf("Read from --from; not trained here; on the %s kernels.\n\n", m->kernels.name);
 }
 
 /* Both parts' losses into a row of curve; printed with a short sample when
@@ -247,6 +252,7 @@ static int part3_sample(const LanguageModel *m, const Options *opt, const Corpus
     printf("Part 3. The held-out loss and a sample\n\n"
            "The loss on all %zu held-out characters (each predicted from up to %d before\n"
            "it): %.4f nats.\n\n", held_n - 1, m->context, loss);
+    language_print_estimate(m, c, opt->train.batch_size, EVAL_BATCHES, opt->seed);
     if (opt->sample > 0) {
         printf("%d characters at temperature %g:\n\n", opt->sample, (double)opt->temperature);
         Rng rng = rng_use(opt->seed, RNG_ORDERS);
@@ -355,14 +361,6 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-static int run_bench(const Corpus *c, const Options *opt)
-{
-    for (int threads = 1; threads <= 2; threads++)
-        printf("c threads %d: %.2f steps/s\n", threads,
-               language_steps_per_second(c, &opt->train, threads, BENCH_STEPS));
-    return 0;
-}
-
 /* The text, in the model's vocabulary when there is one; 1 and a line if not. */
 static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
 {
@@ -409,8 +407,7 @@ static int save_model(const LanguageModel *m, const Options *opt)
 static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 {
     check_prompt(m, opt->prompt);
-    m->kernels = (LanguageKernels){fast_attention_layer(opt->num_threads), fast_gelu_forward,
-                                   fast_gelu_backward};
+    language_kernels(opt->kernels, opt->num_threads, &m->kernels);   /* checked: check_options */
     part1_text(opt, c, m);
     int status = cli_stdout_check();   /* a full disk stops the run before it trains */
     TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
@@ -431,19 +428,22 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 int main(int argc, char **argv)
 {
     const Options opt = parse_options(argc, argv);
-    const LanguageTraining *t = &opt.train;
     Corpus corpus = {0};
     LanguageModel *m = NULL;
     int status = 0;
     if (opt.from_dir != NULL) {
         m = load_model(&opt, &corpus, &status);
-    } else if ((status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench) {
+    } else if ((status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench && !opt.ladder) {
         Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
+        const LanguageTraining *t = &opt.train;
         m = language_model_new(corpus.bytes, corpus.vocab, t->context, t->num_hiddens,
                                t->num_heads, t->num_layers, &rng);
     }
     if (status == 0)
-        status = opt.bench ? run_bench(&corpus, &opt) : run(m, &opt, &corpus);
+        status = opt.bench    ? language_bench(&corpus, &opt.train, BENCH_STEPS)
+                 : opt.ladder ? ladder_part(&corpus, &opt.train, opt.seed, opt.kernels,
+                                            opt.num_threads, opt.plot_dir)
+                              : run(m, &opt, &corpus);
     language_model_free(m);
     corpus_free(&corpus);
     return status;

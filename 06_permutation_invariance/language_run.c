@@ -21,6 +21,8 @@
 #include "io/text_file.h"
 #include "memory.h"
 
+enum { MAX_TICKS = 128 };   /* a heatmap labels every character of a window this long */
+
 int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
                 char *err, size_t err_len)
 {
@@ -69,6 +71,21 @@ double language_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+bool language_kernels(const char *name, int num_threads, LanguageKernels *kernels)
+{
+    if (strcmp(name, "clear") == 0) {
+        *kernels = CLEAR_LANGUAGE_KERNELS;
+        return true;
+    }
+    if (strcmp(name, "fast") != 0)
+        return false;
+    const AttentionLayer fast = fast_attention_layer(num_threads);
+    *kernels = (LanguageKernels){"fast", fast.forward, fast.backward, fast.linear,
+                                 fast.linear_backward, fast_gelu_forward, fast_gelu_backward,
+                                 num_threads};
+    return true;
+}
+
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps)
 {
@@ -76,8 +93,7 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     Rng rng = rng_use(0, RNG_PARAMETERS), batches = rng_use(0, RNG_BATCHES);
     LanguageModel *m = language_model_new(corpus->bytes, corpus->vocab, t->context,
                                           t->num_hiddens, t->num_heads, t->num_layers, &rng);
-    m->kernels = (LanguageKernels){fast_attention_layer(num_threads), fast_gelu_forward,
-                                   fast_gelu_backward};
+    language_kernels("fast", num_threads, &m->kernels);
     Adam *adam = language_adamw_new(m, t);
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     TensorPool *pool = tensor_pool_open();   /* as a training run takes its memory */
@@ -98,6 +114,39 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     return rate;
 }
 
+void language_print_estimate(const LanguageModel *model, const Corpus *corpus, int batch_size,
+                             int batches, uint64_t seed)
+{
+    const int C = model->context;
+    const int *held = corpus->ids + corpus->train_n;
+    const size_t held_n = corpus->n - corpus->train_n;
+    int *tokens = CHECKED_MALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
+    Rng windows = rng_use(seed, RNG_HELDOUT);   /* part 2's looks draw these windows */
+    double sum = 0.0, sum_squares = 0.0;
+    for (int i = 0; i < batches; i++) {
+        text_batch_draw(held, held_n, batch_size, C, &windows, tokens);
+        const double loss = language_model_loss(model, tokens, batch_size, C);
+        sum += loss;
+        sum_squares += loss * loss;
+    }
+    free(tokens);
+    const double mean = sum / batches;
+    const double variance = batches > 1 ? (sum_squares - batches * mean * mean) / (batches - 1)
+                                        : 0.0;
+    printf("nanoGPT's estimate_loss takes the mean of %d random batches instead: on part\n"
+           "2's, %.4f. Such a mean varies from draw to draw: its standard deviation,\n"
+           "the batches' spread over sqrt %d, is %.4f.\n\n", batches, mean, batches,
+           sqrt(fmax(variance, 0.0) / batches));
+}
+
+int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
+{
+    for (int threads = 1; threads <= 2; threads++)
+        printf("c threads %d: %.2f steps/s\n", threads,
+               language_steps_per_second(corpus, t, threads, steps));
+    return 0;
+}
+
 int language_plot_curve(const char *dir, const Tensor *curve, int rows)
 {
     Tensor *xs = tensor_zeros(SHAPE(rows)), *ys = tensor_zeros(SHAPE(2, rows));
@@ -111,6 +160,20 @@ int language_plot_curve(const char *dir, const Tensor *curve, int rows)
                                    "cross-entropy loss (nats per character)", titles, false);
     TENSOR_FREE(xs, ys);
     return status;
+}
+
+/* token -> a label of one character for a heatmap's axis: the byte, or a
+ * sign for a space or a newline, or its code when it is not printable */
+static void char_label(int byte, char *label, size_t size)
+{
+    if (byte == ' ')
+        snprintf(label, size, "\u2423");   /* open box */
+    else if (byte == '\n')
+        snprintf(label, size, "\u23ce");   /* return symbol */
+    else if (byte > ' ' && byte < 0x7f)
+        snprintf(label, size, "%c", byte);
+    else
+        snprintf(label, size, "\\x%02x", (unsigned)byte);
 }
 
 /* --plot: every head on one line of held-out text, and on the first probe */
@@ -131,9 +194,18 @@ int language_plot_heads(const char *dir, const LanguageModel *m, const Corpus *c
         memcpy(probe->data + (size_t)l * H * C * C, probe_weights[l]->data,
                (size_t)H * C * C * sizeof(float));
     }
-    int status = plot_heatmaps_titled(dir, "language_model_heads",
+    /* the window's characters label both axes: query t reads keys 0 .. t */
+    char labels[MAX_TICKS][8];
+    const char *ticks[MAX_TICKS];
+    for (int t = 0; t < C && t < MAX_TICKS; t++) {
+        char_label(c->bytes[c->ids[start + 1 + (size_t)t]], labels[t], sizeof labels[t]);
+        ticks[t] = labels[t];
+    }
+    int status = plot_heatmaps_ticked(dir, "language_model_heads",
                                       "every head on a line of held-out text (rows: blocks)",
-                                      grid, "key position", "query position", NULL);
+                                      grid, "key: the character read",
+                                      "query: the character reading", NULL,
+                                      C <= MAX_TICKS ? ticks : NULL);
     if (status == 0)
         status = plot_heatmaps_titled(dir, "language_model_probe",
                                       "every head on repeated random characters", probe,

@@ -16,7 +16,9 @@
 #ifndef LANGUAGE_RUN_H
 #define LANGUAGE_RUN_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "learn/language_model.h"
 #include "tensor.h"
@@ -36,11 +38,30 @@ int corpus_load(const char *path, const int *bytes, int vocab, int context, Corp
                 char *err, size_t err_len);
 void corpus_free(Corpus *corpus);
 
+/* The model's kernels table (learn/language_model.h) by name: "clear",
+ * the chapters' code on one thread, or "fast", the fast path of
+ * fast/fast_attention_layer.h and fast/fast_exp.h on num_threads threads.
+ * Returns false, table untouched, for any other name. */
+bool language_kernels(const char *name, int num_threads, LanguageKernels *kernels);
+
 /* Training steps per second of a new model of t's sizes on the fast path
  * with num_threads threads, timed over steps steps after a few untimed
  * ones, on batches of the corpus's training part. */
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps);
+
+/* Part 3's comparison with nanoGPT: the mean of batches losses of
+ * batch_size held-out windows, the windows part 2's looks draw (seed's
+ * RNG_HELDOUT stream), as nanoGPT's estimate_loss measures, and the
+ * standard deviation of such a mean, estimated from the batches' spread
+ * (their sample standard deviation / sqrt(batches)); printed. */
+void language_print_estimate(const LanguageModel *model, const Corpus *corpus, int batch_size,
+                             int batches, uint64_t seed);
+
+/* language_model --bench: language_steps_per_second of t's sizes on 1 and
+ * 2 threads, a line each ("c threads 1: 31.78 steps/s", as
+ * make_language_model_fixtures.py --bench prints PyTorch's); returns 0. */
+int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps);
 
 /* DIR/language_model_loss.{dat,gp}: curve (rows, 3) holds a step, the
  * training and the held-out loss per row. DIR/language_model_heads and

@@ -113,6 +113,20 @@ void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache 
                            grad_values, grad_concat);
 }
 
+Tensor *clear_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                     int num_threads)
+{
+    (void)num_threads;
+    return linear(x, weight, bias);
+}
+
+Tensor *clear_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                              Tensor *grad_weight, Tensor *grad_bias, int num_threads)
+{
+    (void)num_threads;
+    return linear_backward(x, weight, grad_y, grad_weight, grad_bias);
+}
+
 Tensor *attention_layer_forward(const AttentionLayer *attend, const MultiHeadAttention *layer,
                                 const Tensor *queries, const Tensor *keys,
                                 const Tensor *values, LayerCache *cache,

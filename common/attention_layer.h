@@ -100,6 +100,12 @@ void clear_attention_backward(const MultiHeadAttention *layer, const LayerCache 
                               Tensor **grad_concat, int num_threads);
 #define CLEAR_ATTENTION \
     ((AttentionLayer){clear_attention_forward, clear_attention_backward, 1, NULL, NULL})
+/* ops.h's linear and linear_backward with the signatures of a pair,
+ * num_threads unused: the clear linear layers of a model's kernels table */
+Tensor *clear_linear(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                     int num_threads);
+Tensor *clear_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
+                              Tensor *grad_weight, Tensor *grad_bias, int num_threads);
 
 /* queries (B, T, Dq), keys (B, n_k, Dk), values (B, n_k, Dv) -> output (B, T, D)
  * through attend's forward in evaluation mode, no mask. cache, when not

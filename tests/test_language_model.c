@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast/fast_attention_layer.h"
+#include "../06_permutation_invariance/language_ladder.h"
+#include "../06_permutation_invariance/language_run.h"
 #include "fast/fast_exp.h"
 #include "gradcheck.h"
 #include "helpers.h"
@@ -562,13 +563,106 @@ Test(language_model, backward_equals_finite_differences)
     language_model_free(model);
 }
 
+/* ---- the rungs of the build-up (06_permutation_invariance/language_ladder.h) ---- */
+
+/* The fixture's sizes as a training's, and its vocabulary as a corpus's */
+static LanguageTraining small_training(Corpus *corpus)
+{
+    *corpus = (Corpus){.vocab = VOCAB};
+    memcpy(corpus->bytes, BYTES, sizeof BYTES);
+    LanguageTraining t = LANGUAGE_TRAINING;
+    t.context = CONTEXT;
+    t.num_hiddens = HIDDENS;
+    t.num_heads = HEADS;
+    t.num_layers = LAYERS;
+    return t;
+}
+
+/* Each rung's backward against finite differences, every parameter it has
+ * moved off its initial values (layer norms 1 and biases 0 would hide a
+ * wrong term), on windows shorter than the context. The parameters each
+ * rung lists are what it has: the bigram wte alone, (V, V); one block of
+ * attention (wte, wpe and attention's 8); the MLP's 4 more; two blocks;
+ * the layer norms, 2 in each of a block's halves and 2 of ln_f. */
+Test(language_model, every_rung_of_the_ladder_has_its_backward, .timeout = 60)
+{
+    Corpus corpus;
+    const LanguageTraining t = small_training(&corpus);
+    const int params[LADDER_RUNGS] = {1, 10, 10, 14, 26, 36};
+    enum { T = CONTEXT - 2 };
+    int window[BATCH * (T + 1)];
+    Rng rng = rng_new(5);
+    for (int i = 0; i < BATCH * (T + 1); i++)
+        window[i] = (int)rng_below(&rng, VOCAB);
+    for (int r = 0; r < LADDER_RUNGS; r++) {
+        LanguageModel *model = ladder_rung_new(r, &corpus, &t, 3);
+        cr_expect_eq(model->num_params, params[r], "rung %d lists %d parameters, not %d", r + 1,
+                     model->num_params, params[r]);
+        for (int i = 0; i < model->num_params; i++)
+            for (size_t j = 0; j < model->params[i].value->size; j++)
+                model->params[i].value->data[j] += 0.3f * rng_normal(&rng);
+        language_model_loss_grad(model, window, BATCH, T);
+        LossContext ctx = {model, window, BATCH, T};
+        const float largest_model = largest_grad(model->params, model->num_params, false);
+        for (int i = 0; i < model->num_params; i++) {
+            const Parameter *p = &model->params[i];
+            double largest;
+            const double difference = sampled_difference(&ctx, p, 1e-2, &largest);
+            if (is_key_bias(p))   /* 0: a key's bias adds the same score to every key */
+                continue;
+            cr_expect_gt(largest, 1e-4 * largest_model, "rung %d, %s: no gradient to check",
+                         r + 1, p->name);
+            cr_expect(difference < 2e-3 * largest, "rung %d, %s: relative error %.2e", r + 1,
+                      p->name, difference / largest);
+        }
+        language_model_free(model);
+    }
+    // the bigram is a table: token i's logits are row i of wte, whatever came before
+    LanguageModel *bigram = ladder_rung_new(0, &corpus, &t, 3);
+    cr_assert_eq(bigram->wte->shape[1], VOCAB);
+    Tensor *logits = language_model_forward(bigram, window, BATCH, T, NULL, NULL);
+    for (int i = 0; i < BATCH * T; i++)
+        cr_expect_eq(memcmp(logits->data + (size_t)i * VOCAB,
+                            bigram->wte->data + (size_t)window[i] * VOCAB, VOCAB * sizeof(float)),
+                     0, "the bigram's logits at %d are not wte's row", i);
+    tensor_free(logits);
+    language_model_free(bigram);
+}
+
+/* The last rung is the model language_model trains: drawn from the same
+ * stream, the same numbers, the same loss and gradients, bit for bit. */
+Test(language_model, the_last_rung_is_the_model_bit_for_bit)
+{
+    Corpus corpus;
+    const LanguageTraining t = small_training(&corpus);
+    Rng rng = rng_use(3, RNG_PARAMETERS);
+    LanguageModel *model = language_model_new(BYTES, VOCAB, CONTEXT, HIDDENS, HEADS, LAYERS,
+                                              &rng);
+    LanguageModel *rung = ladder_rung_new(LADDER_RUNGS - 1, &corpus, &t, 3);
+    int tokens[BATCH * (CONTEXT + 1)];
+    for (int i = 0; i < BATCH * (CONTEXT + 1); i++)
+        tokens[i] = (int)rng_below(&rng, VOCAB);
+    cr_assert_eq(rung->num_params, model->num_params);
+    const double loss = language_model_loss_grad(model, tokens, BATCH, CONTEXT);
+    cr_expect_eq(language_model_loss_grad(rung, tokens, BATCH, CONTEXT), loss);
+    for (int i = 0; i < model->num_params; i++) {
+        const Parameter *a = &model->params[i], *b = &rung->params[i];
+        cr_expect_str_eq(a->name, b->name);
+        cr_expect(a->value->size == b->value->size &&
+                      memcmp(a->value->data, b->value->data, a->value->size * 4) == 0 &&
+                      memcmp(a->grad->data, b->grad->data, a->grad->size * 4) == 0,
+                  "%s differs", a->name);
+    }
+    language_model_free(model);
+    language_model_free(rung);
+}
+
 /* ---- the fast kernels against the clear ones ------------------------------------- */
 
 static void expect_fast_equals_clear(LanguageModel *clear, LanguageModel *fast,
                                      const int *tokens, int B, int T)
 {
-    fast->kernels = (LanguageKernels){fast_attention_layer(2), fast_gelu_forward,
-                                      fast_gelu_backward};
+    cr_assert(language_kernels("fast", 2, &fast->kernels));
     const double loss_clear = language_model_loss_grad(clear, tokens, B, T);
     const double loss_fast = language_model_loss_grad(fast, tokens, B, T);
     cr_expect(fabs(loss_clear - loss_fast) <= 1e-5 * loss_clear, "loss %.7f, fast %.7f",

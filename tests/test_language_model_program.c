@@ -103,6 +103,58 @@ Test(language_model_program, trains_saves_and_reads_back_the_same_loss, .timeout
     scratch_dir_remove(dir);
 }
 
+/* --kernels clear trains on the chapters' code and says so; its losses
+ * are the fast path's within rounding */
+Test(language_model_program, clear_kernels_train_as_the_fast_ones, .timeout = 120)
+{
+    char dir[128];
+    scratch_dir_make(dir, sizeof dir, "lm_kernels");
+    write_shakespeare(dir, "text.txt", 20000);
+    RunResult clear = run_in(dir, "--text @/text.txt " SMALL " --steps 20 --kernels clear");
+    RunResult fast = run_in(dir, "--text @/text.txt " SMALL " --steps 20");
+    cr_assert_eq(clear.status, 0, "stderr: %s", clear.err);
+    cr_assert_eq(fast.status, 0, "stderr: %s", fast.err);
+    cr_expect(strstr(clear.out, "seed 0; on the clear kernels (--kernels).") != NULL,
+              "--kernels clear does not say so:\n%s", clear.out);
+    cr_expect(strstr(fast.out, "seed 0; on the fast kernels (--kernels).") != NULL,
+              "the default is not the fast path:\n%s", fast.out);
+    const double loss_clear = held_out_loss(clear.out), loss_fast = held_out_loss(fast.out);
+    cr_expect(fabs(loss_clear - loss_fast) < 1e-3, "held-out loss %.5f clear, %.5f fast",
+              loss_clear, loss_fast);
+    run_result_free(&clear);
+    run_result_free(&fast);
+    scratch_dir_remove(dir);
+}
+
+/* --ladder: six rungs in a table, the last the model the program trains
+ * with the same options, to the printed digit */
+Test(language_model_program, the_ladder_ends_at_the_model, .timeout = 120)
+{
+    char dir[128];
+    scratch_dir_make(dir, sizeof dir, "lm_ladder");
+    write_shakespeare(dir, "text.txt", 20000);
+    RunResult ladder = run_in(dir, "--text @/text.txt " SMALL " --steps 20 --ladder");
+    RunResult model = run_in(dir, "--text @/text.txt " SMALL " --steps 20");
+    cr_assert_eq(ladder.status, 0, "stderr: %s", ladder.err);
+    cr_assert_eq(model.status, 0, "stderr: %s", model.err);
+    const char *rows[] = {"  1. bigram", "  2. one causal", "  3. more heads", "  4. the MLP",
+                          "  5. residuals", "  6. layer norm", "For scale, the bigram counted"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        cr_expect(strstr(ladder.out, rows[i]) != NULL, "no '%s' in:\n%s", rows[i], ladder.out);
+    const char *last = strstr(ladder.out, "  6. layer norm: the page's model");
+    cr_assert(last != NULL);
+    char expected[32];
+    snprintf(expected, sizeof expected, "%.4f\n", held_out_loss(model.out));
+    const char *eol = strchr(last, '\n');
+    cr_assert(eol != NULL);
+    cr_expect(strncmp(eol - strlen(expected) + 1, expected, strlen(expected)) == 0,
+              "the last rung's loss is not the model's %s: %.*s", expected, (int)(eol - last),
+              last);
+    run_result_free(&ladder);
+    run_result_free(&model);
+    scratch_dir_remove(dir);
+}
+
 Test(language_model_program, refuses_texts_it_cannot_learn, .timeout = 60)
 {
     char dir[128];
@@ -180,6 +232,8 @@ Test(language_model_program, refuses_options_out_of_range)
         {"--prompt ''", "--prompt is empty"},
         {"--eval-every 0", "--eval-every"},
         {"--batch 0", "--batch"},
+        {"--kernels slow", "--kernels 'slow': expected clear or fast"},
+        {"--ladder --bench", "--ladder trains six models of its own"},
     };
     expect_bad_options(LM, cases, sizeof cases / sizeof cases[0]);
 }

@@ -415,6 +415,70 @@ Test(plot, curves_keep_their_key_below_and_off_the_frame, .init = make_scratch,
     tensor_free(ys);
 }
 
+/* gnuplot on scratch/name.gp, from another directory: it draws without a word */
+static void expect_gnuplot_draws(const char *name)
+{
+    if (!have_gnuplot())
+        return;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd / && gnuplot \"%s/%s.gp\" 2>\"%s/gnuplot.err\"", scratch,
+             name, scratch);
+    cr_expect_eq(system(cmd), 0, "gnuplot failed on %s.gp", name);
+    char *err = scratch_file("gnuplot.err");
+    cr_expect(err && *err == '\0', "gnuplot complained: %s", err ? err : "(nothing read)");
+    free(err);
+}
+
+/* ---- labelled axes and bars ------------------------------------------------ */
+
+Test(plot, ticked_heatmaps_label_every_row_and_column, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const float w[] = {1, 0, 0, 0.25f, 0.75f, 0, 0.5f, 0.25f, 0.25f};
+    Tensor *m = tensor_from(w, SHAPE(3, 3));
+    const char *const ticks[] = {"a", "it's", "c"};
+    cr_assert_eq(plot_heatmaps_ticked(scratch, "abc", NULL, m, "key", "query", NULL, ticks), 0);
+    char *gp = scratch_file("abc.gp");
+    cr_assert_not_null(gp);
+    cr_expect(strstr(gp, "set xtics ('a' 0, 'it''s' 1, 'c' 2) out nomirror") != NULL &&
+                  strstr(gp, "set ytics ('a' 0, 'it''s' 1, 'c' 2) out nomirror") != NULL,
+              "the labels are not on both axes:\n%s", gp);
+    expect_gnuplot_draws("abc");
+    free(gp);
+    Tensor *thin = tensor_from(w, SHAPE(1, 3));
+    cr_expect_eq(plot_heatmaps_ticked(scratch, "thin", NULL, thin, "k", "q", NULL, ticks), 1,
+                 "labels on a matrix that is not square were drawn");
+    TENSOR_FREE(m, thin);
+}
+
+Test(plot, bars_stand_from_zero_with_their_labels, .init = make_scratch,
+     .fini = remove_scratch)
+{
+    const char *const labels[] = {"1. bigram", "2. it's \"attention\""};
+    const double values[] = {2.5, 1.875};
+    cr_assert_eq(plot_bars(scratch, "ladder", labels, values, 2, "loss"), 0);
+    char *dat = scratch_file("ladder.dat");
+    cr_expect_str_eq(dat, "# ladder: 2 bars; columns: index, value, label\n"
+                          "0 2.5 \"1. bigram\"\n1 1.875 \"2. it's 'attention'\"\n");
+    char *gp = scratch_file("ladder.gp");
+    cr_expect(gp != NULL && strstr(gp, "set yrange [0:*]") && strstr(gp, "xticlabels(3)"),
+              "the bars do not stand from 0 with their labels:\n%s", gp);
+    expect_gnuplot_draws("ladder");
+    const double bad[] = {2.5, NAN};
+    cr_expect_eq(plot_bars(scratch, "nan", labels, bad, 2, "loss"), 1);
+    // and in the terminal: the largest bar full, the other in proportion
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    bars_terminal(out, labels, values, 2, 8);
+    fclose(out);
+    cr_expect_str_eq(text, "  1. bigram            \u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588 2.500\n"
+                           "  2. it's \"attention\"  \u2588\u2588\u2588\u2588\u2588\u2588   1.875\n");
+    free(text);
+    free(dat);
+    free(gp);
+}
+
 /* ---- failures -------------------------------------------------------------- */
 
 Test(plot, missing_directory_is_one_line_and_no_file, .init = make_scratch,

@@ -157,6 +157,7 @@ static void forget_runs(void)
     X(induction_heads, "06_permutation_invariance/induction_heads")                          \
     X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")         \
     X(language_model, "06_permutation_invariance/language_model --sample 300")              \
+    X(language_model_ladder, "06_permutation_invariance/language_model --ladder")           \
     X(language_model_context_8, "06_permutation_invariance/language_model --context 8 --sample 0") \
     X(language_model_context_8_batch_96,                                                     \
       "06_permutation_invariance/language_model --context 8 --batch 96 --sample 0")
@@ -258,6 +259,7 @@ static int check_quotes(const char *path, const char *only)
     X(chapter_05_heads, "05_multihead/heads.md")                             \
     X(chapter_05_training, "05_multihead/training.md")                       \
     X(chapter_06, "06_permutation_invariance/README.md")                     \
+    X(chapter_06_building_a_gpt, "06_permutation_invariance/building_a_gpt.md") \
     X(chapter_06_induction_heads, "06_permutation_invariance/induction_heads.md") \
     X(chapter_06_language_model, "06_permutation_invariance/language_model.md") \
     X(chapter_06_positions, "06_permutation_invariance/positions.md")        \
@@ -643,4 +645,82 @@ static void check_no_engineering(const char *path)
 Test(readmes, chapter_pages_leave_the_engineering_to_common_io)
 {
     for_every_chapter_page(check_no_engineering);
+}
+
+/* ---- listings of the source ------------------------------------------------
+ * A page shows a function as it is in the source with a marker naming the
+ * file and the function, followed by a fenced block:
+ *
+ *     <!-- source: common/learn/language_model.c block_forward -->
+ *     ```c
+ *     ...the function, from the line that names it to its closing brace...
+ *     ```
+ *
+ * The block must be the function's lines exactly, so that the page cannot
+ * drift from the code. */
+static const char SOURCE_MARK[] = "<!-- source: ";
+
+/* The definition of func in the text of a C file: from the line at column
+ * 0 that names it (its return type before it, not a declaration) to the
+ * first "}" at column 0 after it; NULL when there is none. */
+static char *function_lines(const char *source, const char *func)
+{
+    const size_t len = strlen(func);
+    for (const char *line = source; *line != '\0';) {
+        const char *eol = strchr(line, '\n');
+        const char *next = eol != NULL ? eol + 1 : line + strlen(line);
+        const char *at = strstr(line, func);
+        const bool names_it = at != NULL && at < next && at > line && at[len] == '(' &&
+                              (at[-1] == ' ' || at[-1] == '*') && isalpha((unsigned char)*line);
+        if (names_it) {
+            const char *end = strstr(line, "\n}\n");
+            const char *semicolon = strchr(line, ';');
+            if (end != NULL && (semicolon == NULL || semicolon > strchr(line, '{')))
+                return strndup(line, (size_t)(end + 3 - line));
+        }
+        line = next;
+    }
+    return NULL;
+}
+
+/* Every listing of page path equal to its source; returns how many. */
+static int check_listings(const char *path)
+{
+    char *text = read_text_file(path, NULL);
+    cr_assert(text, "cannot read %s", path);
+    int checked = 0;
+    for (char *p = strstr(text, SOURCE_MARK); p; p = strstr(p + 1, SOURCE_MARK)) {
+        char file[256], func[128];
+        cr_assert(sscanf(p + strlen(SOURCE_MARK), "%255s %127s", file, func) == 2,
+                  "%s: a source marker needs a file and a function", path);
+        char *fence = strstr(p, "```c\n");
+        cr_assert(fence != NULL, "%s: the listing of %s has no ```c block", path, func);
+        char *body = fence + 5, *body_end = strstr(body, "```");
+        cr_assert(body_end != NULL, "%s: the listing of %s is not closed", path, func);
+        char *source = read_text_file(file, NULL);
+        cr_assert(source != NULL, "%s: cannot read %s", path, file);
+        char *lines = function_lines(source, func);
+        cr_assert(lines != NULL, "%s: %s defines no %s", path, file, func);
+        cr_expect(strlen(lines) == (size_t)(body_end - body) &&
+                      strncmp(lines, body, strlen(lines)) == 0,
+                  "%s: the listing of %s differs from %s; the source has:\n%s", path, func,
+                  file, lines);
+        free(lines);
+        free(source);
+        checked++;
+    }
+    free(text);
+    return checked;
+}
+
+Test(readmes, listings_equal_their_source)
+{
+    int checked = 0;
+    for (int p = 0; p < NUM_QUOTED_PAGES; p++) {
+        const int n = check_listings(quoted_pages[p]);
+        if (strcmp(quoted_pages[p], "06_permutation_invariance/building_a_gpt.md") == 0)
+            cr_expect_gt(n, 0, "%s shows no block_forward", quoted_pages[p]);
+        checked += n;
+    }
+    cr_expect_gt(checked, 0, "no page shows a listing");
 }

@@ -91,12 +91,13 @@ static int write_files(const char *func, const char *dir, const char *name, Draw
 typedef struct {
     int rows, cols;           /* R x C panels */
     int num_rows, num_cols;   /* T x K cells in each panel */
+    const char *const *ticks; /* NULL, or a label per row and column (T == K) */
 } Grid;
 
 /* (T, K) -> 1 x 1, (P, T, K) -> 1 x P, (R, C, T, K) -> R x C. */
 static Grid grid_of(const Tensor *m)
 {
-    Grid g = {1, 1, m->shape[m->ndim - 2], m->shape[m->ndim - 1]};
+    Grid g = {1, 1, m->shape[m->ndim - 2], m->shape[m->ndim - 1], NULL};
     if (m->ndim == 3)
         g.cols = m->shape[0];
     if (m->ndim == 4) {
@@ -198,6 +199,8 @@ static Layout layout_of(const Grid *g, bool panel_titles, const char *title, boo
      * panel, and the colour bar beside it, stay at least 80 pixels high */
     int cell = 240 / longest;   /* a tensor has no empty dimension */
     cell = cell < 4 ? 4 : cell > 40 ? 40 : cell;
+    if (g->ticks != NULL && cell < 11)
+        cell = 11;   /* room for a label on every cell */
     l.cell_w = K * cell < 80 ? (80 + K - 1) / K : cell;
     l.cell_h = T * cell < 80 ? (80 + T - 1) / T : cell;
     l.panel_w = K * l.cell_w;
@@ -256,8 +259,21 @@ static void write_gp_setup(FILE *f, const char *name, const Grid *g, const Layou
      * The y range runs from T-0.5 down to -0.5 so that row 0 is at the top. */
     fprintf(f, "set xrange [-0.5:%d.5]\n", K - 1);
     fprintf(f, "set yrange [%d.5:-0.5]\n", T - 1);
-    fprintf(f, "set xtics 0, %ld out nomirror\n", tick_step(K));
-    fprintf(f, "set ytics 0, %ld out nomirror\n", tick_step(T));
+    if (g->ticks != NULL) {
+        // a label on every row and column, the same on both axes
+        for (int axis = 0; axis < 2; axis++) {
+            fputs(axis == 0 ? "set xtics (" : "set ytics (", f);
+            for (int k = 0; k < K; k++) {
+                fputs(k ? ", " : "", f);
+                gp_string(f, g->ticks[k]);
+                fprintf(f, " %d", k);
+            }
+            fputs(") out nomirror font ',7'\n", f);
+        }
+    } else {
+        fprintf(f, "set xtics 0, %ld out nomirror\n", tick_step(K));
+        fprintf(f, "set ytics 0, %ld out nomirror\n", tick_step(T));
+    }
     fputs("set cbtics 0.2\n", f);
     fputs("set tics scale 0.5\n", f);
 }
@@ -413,6 +429,13 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
                          const Tensor *matrices, const char *xlabel, const char *ylabel,
                          const char *const *panel_titles)
 {
+    return plot_heatmaps_ticked(dir, name, title, matrices, xlabel, ylabel, panel_titles, NULL);
+}
+
+int plot_heatmaps_ticked(const char *dir, const char *name, const char *title,
+                         const Tensor *matrices, const char *xlabel, const char *ylabel,
+                         const char *const *panel_titles, const char *const *ticks)
+{
     char buf[80];
     // pass 1: check everything before a file is touched
     int status = check_target("plot_heatmaps", dir, name);
@@ -426,7 +449,11 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
         if (!isfinite(matrices->data[i]))
             return fail("plot_heatmaps: %s: element %zu of the matrices is %g; nothing was "
                         "written", name, i, (double)matrices->data[i]);
-    const Grid g = grid_of(matrices);
+    Grid g = grid_of(matrices);
+    if (ticks != NULL && g.num_rows != g.num_cols)
+        return fail("plot_heatmaps: %s: labels on both axes need square matrices, got %d x %d",
+                    name, g.num_rows, g.num_cols);
+    g.ticks = ticks;
 
     // pass 2: both files drawn in memory, then written as one set
     const Heatmaps h = {matrices, &g, title, xlabel, ylabel, panel_titles};
@@ -511,6 +538,78 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
     const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,
                       log_y};
     return write_files("plot_curves", dir, name, draw_curves, &c);
+}
+
+/* ---- plot_bars ------------------------------------------------------------
+ * Legend: N = bars. */
+
+typedef struct {
+    const char *const *labels;
+    const double *values;
+    int n;
+    const char *ylabel;
+} Bars;
+
+static void draw_bars(FILE *dat, FILE *gp, const char *name, const void *what)
+{
+    const Bars *b = what;
+    fprintf(dat, "# %s: %d bars; columns: index, value, label\n", name, b->n);
+    for (int i = 0; i < b->n; i++) {
+        /* a data file quotes a column with double quotes, and has no escape
+         * for one inside: a label's double quote becomes a single one */
+        fprintf(dat, "%d %.9g \"", i, b->values[i]);
+        for (const char *c = b->labels[i]; *c != '\0'; c++)
+            fputc(*c == '"' ? '\'' : *c == '\n' ? ' ' : *c, dat);
+        fputs("\"\n", dat);
+    }
+    write_gp_start(gp, name, " as bars", 160 + 130 * b->n, 460);
+    fputs("set ylabel ", gp);
+    gp_string(gp, b->ylabel ? b->ylabel : "");
+    fputs("\nset grid ytics\nunset key\nset style fill solid 0.6 border -1\n"
+          "set boxwidth 0.7\nset yrange [0:*]\nset offsets 0.5, 0.5, graph 0.1, 0\n"
+          "set xtics rotate by -20 nomirror\nset bmargin 7\n", gp);
+    fputs("plot here.", gp);
+    char dat_name[512];
+    snprintf(dat_name, sizeof dat_name, "%s.dat", name);
+    gp_string(gp, dat_name);
+    fputs(" using 1:2:xticlabels(3) with boxes lc rgb '#cb181d', \\\n     here.", gp);
+    gp_string(gp, dat_name);
+    fputs(" using 1:2:(sprintf('%.3f', $2)) with labels offset 0, 0.8 notitle\n", gp);
+}
+
+int plot_bars(const char *dir, const char *name, const char *const *labels,
+              const double *values, int n, const char *ylabel)
+{
+    int status = check_target("plot_bars", dir, name);
+    if (status != 0)
+        return status;
+    if (n < 1)
+        return fail("plot_bars: %s: no bar to draw", name);
+    for (int i = 0; i < n; i++)
+        if (!isfinite(values[i]) || values[i] < 0.0)
+            return fail("plot_bars: %s: bar %d is %g, which a bar from 0 cannot show; "
+                        "nothing was written", name, i, values[i]);
+    const Bars b = {labels, values, n, ylabel};
+    return write_files("plot_bars", dir, name, draw_bars, &b);
+}
+
+void bars_terminal(FILE *out, const char *const *labels, const double *values, int n,
+                   int width)
+{
+    double largest = 0.0;
+    int label_w = 0;
+    for (int i = 0; i < n; i++) {
+        largest = values[i] > largest ? values[i] : largest;
+        label_w = (int)strlen(labels[i]) > label_w ? (int)strlen(labels[i]) : label_w;
+    }
+    for (int i = 0; i < n; i++) {
+        /* the bar in whole characters, rounded: a value of 0 draws none */
+        const int len = largest > 0.0 ? (int)lround(values[i] / largest * width) : 0;
+        fprintf(out, "  %-*s  ", label_w, labels[i]);
+        for (int j = 0; j < len; j++)
+            fputs("\u2588", out);
+        fprintf(out, "%*s %.3f\n", width - len, "", values[i]);
+    }
 }
 
 /* ---- heatmap_terminal ---------------------------------------------------- */

@@ -45,6 +45,14 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
                          const Tensor *matrices, const char *xlabel, const char *ylabel,
                          const char *const *panel_titles);
 
+/* The same with a label on every row and column of a panel (ticks: T
+ * labels, the same on both axes, for square (T, T) panels such as a
+ * sequence attending to itself: its characters), each cell large enough
+ * to carry one. ticks NULL: numbered positions, as plot_heatmaps_titled. */
+int plot_heatmaps_ticked(const char *dir, const char *name, const char *title,
+                         const Tensor *matrices, const char *xlabel, const char *ylabel,
+                         const char *const *panel_titles, const char *const *ticks);
+
 /* Line plots (a loss against training steps, an accuracy against heads
  * kept): xs (N,), ys (N,) for one curve or (S, N) for S curves over the
  * same xs. NAME.dat holds the columns "x y_0 y_1 ...", one line per point;
@@ -54,6 +62,18 @@ int plot_heatmaps_titled(const char *dir, const char *name, const char *title,
 int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tensor *ys,
                 const char *xlabel, const char *ylabel, const char *const *curve_titles,
                 bool log_y);
+
+/* Bars, one per label (a loss per model): NAME.dat holds index, value
+ * and the label in double quotes per line, NAME.gp draws the bars from 0, each with its label
+ * below and its value above. Every value finite and >= 0. Returns 0, or 1
+ * (fail) after one line on stderr. */
+int plot_bars(const char *dir, const char *name, const char *const *labels,
+              const double *values, int n, const char *ylabel);
+/* The same in the terminal: a line per bar, its label, a bar of full
+ * blocks (width of them for the largest value) and the value to 3
+ * decimals. */
+void bars_terminal(FILE *out, const char *const *labels, const double *values, int n,
+                   int width);
 
 /* What the picture's title line adds when a cell is exactly 0. */
 extern const char HEATMAP_MASKED_NOTE[];

@@ -101,14 +101,14 @@ void embed_tokens_backward(const Tensor *grad_x, const int *tokens, Tensor *grad
 }
 
 /* h (B, T, D), wte (V, D) -> logits (B, T, V) */
-Tensor *unembed(const AttentionLayer *attend, const Tensor *h, const Tensor *wte)
+Tensor *unembed(const LanguageKernels *kernels, const Tensor *h, const Tensor *wte)
 {
-    return attention_layer_linear(attend, h, wte, NULL);
+    return kernels->linear(h, wte, NULL, kernels->num_threads);
 }
 
 /* grad_logits (B, T, V) -> grad_h (B, T, D); grad_wte (V, D) += */
-Tensor *unembed_backward(const AttentionLayer *attend, const Tensor *h, const Tensor *wte,
+Tensor *unembed_backward(const LanguageKernels *kernels, const Tensor *h, const Tensor *wte,
                          const Tensor *grad_logits, Tensor *grad_wte)
 {
-    return attention_layer_linear_backward(attend, h, wte, grad_logits, grad_wte, NULL);
+    return kernels->linear_backward(h, wte, grad_logits, grad_wte, NULL, kernels->num_threads);
 }

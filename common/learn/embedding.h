@@ -13,7 +13,7 @@
 #ifndef EMBEDDING_H
 #define EMBEDDING_H
 
-#include "attention_layer.h"
+#include "learn/language_kernels.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -51,12 +51,12 @@ Tensor *embed_tokens(const Tensor *wte, const Tensor *wpe, const int *tokens, in
 void embed_tokens_backward(const Tensor *grad_x, const int *tokens, Tensor *grad_wte,
                            Tensor *grad_wpe);
 /* h (B, T, D), wte (V, D) -> logits (B, T, V) = h wte^T (new), through
- * attend's linear layer (attention_layer_linear). */
-Tensor *unembed(const AttentionLayer *attend, const Tensor *h, const Tensor *wte);
+ * the model's linear kernel (language_kernels.h). */
+Tensor *unembed(const LanguageKernels *kernels, const Tensor *h, const Tensor *wte);
 /* grad_logits (B, T, V) -> grad_h (B, T, D) = grad_logits wte (new), and
  * grad_wte (V, D) += grad_logits^T h: added to what is there, the
  * embedding's part coming in before or after. */
-Tensor *unembed_backward(const AttentionLayer *attend, const Tensor *h, const Tensor *wte,
+Tensor *unembed_backward(const LanguageKernels *kernels, const Tensor *h, const Tensor *wte,
                          const Tensor *grad_logits, Tensor *grad_wte);
 
 #endif

@@ -22,7 +22,10 @@
 #ifndef GPT_BLOCK_H
 #define GPT_BLOCK_H
 
+#include <stdbool.h>
+
 #include "attention_layer.h"
+#include "learn/language_kernels.h"
 #include "learn/mlp.h"
 #include "multihead.h"
 #include "tensor.h"
@@ -52,17 +55,25 @@ typedef struct {
     Tensor *f, *g;                    /* (B, T, F): the MLP's hidden layer before and after GELU */
 } BlockCache;
 
-/* The kernels a model runs: the attention layer's pair with its linear
- * layers (attention_layer.h), and GELU's pair. The clear ones unless a
- * program hands the model the fast ones. */
+/* What a rung of the build-up leaves out of its blocks (chapter 06's page
+ * "Building the GPT"); all false, {0}: the block above.
+ *   no_layer_norm  no ln_1, ln_2 (their tensors NULL): each half reads x as it is
+ *   no_residual    x_mid = attention(x), out = mlp(x_mid): each half's output
+ *                  replaces the stream instead of adding to it
+ *   no_mlp         the block ends after attention: out = x_mid (fc, proj NULL) */
 typedef struct {
-    AttentionLayer attend;
-    GeluForward gelu;
-    GeluBackward gelu_backward;
-} LanguageKernels;
+    bool no_layer_norm, no_residual, no_mlp;
+} BlockParts;
 
-#define CLEAR_LANGUAGE_KERNELS \
-    ((LanguageKernels){CLEAR_ATTENTION, gelu_forward, gelu_backward})
+/* The MLP of a block, through the kernels: h (B, T, D) -> proj(gelu(fc(h)))
+ * (B, T, D) (new), f = fc(h) and g = gelu(f) (B, T, F) (new), kept for
+ * the backward; and back: grad_out (B, T, D) -> grad_h (B, T, D) (new),
+ * from cache's h2, f and g, the four parameters' gradients added into
+ * grads. */
+Tensor *mlp_forward(const Block *block, const LanguageKernels *kernels, const Tensor *h,
+                    Tensor **f, Tensor **g);
+Tensor *mlp_backward(const Block *block, BlockGrads *grads, const LanguageKernels *kernels,
+                     const BlockCache *cache, const Tensor *grad_out);
 
 /* x (B, T, D) -> the stream after the block (new), through the kernels.
  * causal: valid_lens_causal(B, T). weights, when not NULL, receives the
@@ -76,6 +87,24 @@ Tensor *block_forward(const Block *block, const LanguageKernels *kernels, Tensor
  * its input, in place; every parameter's gradient added into grads. */
 void block_backward(const Block *block, BlockGrads *grads, const LanguageKernels *kernels,
                     const BlockCache *cache, Tensor *grad);
+/* block_forward and block_backward for a rung of the build-up: the same
+ * steps with parts left out, the same arguments and cache (what a part left
+ * out would keep stays NULL). With parts {0} they are block_forward and
+ * block_backward themselves. */
+Tensor *block_forward_parts(const Block *block, BlockParts parts,
+                            const LanguageKernels *kernels, Tensor *x, const ValidLens *causal,
+                            Tensor **weights, BlockCache *cache);
+void block_backward_parts(const Block *block, BlockParts parts, BlockGrads *grads,
+                          const LanguageKernels *kernels, const BlockCache *cache,
+                          Tensor *grad);
+/* layer_norm_tensor, or on a rung without layer norm (weight NULL) x
+ * itself (a copy) and no statistics (mean and rstd NULL); and its
+ * backward, which then adds all of grad_h into grad_x. */
+Tensor *norm_or_copy(const Tensor *x, const Tensor *weight, const Tensor *bias, Tensor **mean,
+                     Tensor **rstd);
+void norm_or_copy_backward(const Tensor *grad_h, const Tensor *x, const Tensor *weight,
+                           const Tensor *mean, const Tensor *rstd, Tensor *grad_x,
+                           Tensor *grad_weight, Tensor *grad_bias);
 /* Frees what a block's forward kept; the struct is the caller's. */
 void block_cache_free(BlockCache *cache);
 

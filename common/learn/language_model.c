@@ -59,6 +59,14 @@ static const char *block_name(LanguageModel *m, int *used, int l, const char *wh
     return name;
 }
 
+/* parameter_table_add for a tensor the model has: a rung of the build-up
+ * leaves some out (NULL) */
+static void add_kept(ParameterTable *t, const char *name, Tensor *value, Tensor *grad)
+{
+    if (value != NULL)
+        parameter_table_add(t, name, value, grad);
+}
+
 /* The model's parameters, listed once (learn/parameter_table.h), in the
  * order of the PyTorch module's state_dict. */
 static void list_parameters(LanguageModel *m)
@@ -66,30 +74,26 @@ static void list_parameters(LanguageModel *m)
     ParameterTable t = parameter_table(m->params, LM_MAX_PARAMS, m->files, LM_MAX_FILES);
     int used = 0;
     parameter_table_add(&t, "wte.weight", m->wte, m->grad_wte);
-    parameter_table_add(&t, "wpe.weight", m->wpe, m->grad_wpe);
+    add_kept(&t, "wpe.weight", m->wpe, m->grad_wpe);
     for (int l = 0; l < m->num_layers; l++) {
         Block *b = &m->blocks[l];
         BlockGrads *g = &m->grads[l];
         char prefix[32];   /* "blocks.%d.attn." for any int: 7 + 11 + 6 + 1 */
-        parameter_table_add(&t, block_name(m, &used, l, "ln_1.weight"), b->ln1_weight,
-                            g->ln1_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "ln_1.bias"), b->ln1_bias, g->ln1_bias);
+        add_kept(&t, block_name(m, &used, l, "ln_1.weight"), b->ln1_weight, g->ln1_weight);
+        add_kept(&t, block_name(m, &used, l, "ln_1.bias"), b->ln1_bias, g->ln1_bias);
         snprintf(prefix, sizeof prefix, "blocks.%d.attn.", l);
         parameter_table_layer(&t, prefix, m->layer_names[l], ATTENTION_STACKED, b->attn,
                               g->attn);
-        parameter_table_add(&t, block_name(m, &used, l, "ln_2.weight"), b->ln2_weight,
-                            g->ln2_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "ln_2.bias"), b->ln2_bias, g->ln2_bias);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.fc.weight"), b->fc_weight,
-                            g->fc_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.fc.bias"), b->fc_bias, g->fc_bias);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.proj.weight"), b->proj_weight,
-                            g->proj_weight);
-        parameter_table_add(&t, block_name(m, &used, l, "mlp.proj.bias"), b->proj_bias,
-                            g->proj_bias);
+        add_kept(&t, block_name(m, &used, l, "ln_2.weight"), b->ln2_weight, g->ln2_weight);
+        add_kept(&t, block_name(m, &used, l, "ln_2.bias"), b->ln2_bias, g->ln2_bias);
+        add_kept(&t, block_name(m, &used, l, "mlp.fc.weight"), b->fc_weight, g->fc_weight);
+        add_kept(&t, block_name(m, &used, l, "mlp.fc.bias"), b->fc_bias, g->fc_bias);
+        add_kept(&t, block_name(m, &used, l, "mlp.proj.weight"), b->proj_weight,
+                 g->proj_weight);
+        add_kept(&t, block_name(m, &used, l, "mlp.proj.bias"), b->proj_bias, g->proj_bias);
     }
-    parameter_table_add(&t, "ln_f.weight", m->lnf_weight, m->grad_lnf_weight);
-    parameter_table_add(&t, "ln_f.bias", m->lnf_bias, m->grad_lnf_bias);
+    add_kept(&t, "ln_f.weight", m->lnf_weight, m->grad_lnf_weight);
+    add_kept(&t, "ln_f.bias", m->lnf_bias, m->grad_lnf_bias);
     parameter_table_ints(&t, "vocab", m->bytes, m->vocab);
     parameter_table_ints(&t, "num_heads", &m->saved_heads, 1);
     parameter_table_ints(&t, "num_layers", &m->saved_layers, 1);
@@ -103,14 +107,28 @@ static void fill_normal(Tensor *x, float std, Rng *rng)
         x->data[i] = std * rng_normal(rng);
 }
 
+/* (D,) ones or zeros, or NULL where the model leaves a layer norm out */
+static Tensor *filled_kept(bool kept, int D, float value)
+{
+    return kept ? tensor_full(value, SHAPE(D)) : NULL;
+}
+
+/* a zero gradient of value's shape, or NULL where value is left out */
+static Tensor *grad_of(const Tensor *value)
+{
+    return value != NULL ? tensor_zeros(value->ndim, value->shape) : NULL;
+}
+
 /* One block's parameters and zero gradients: attention drawn by
- * multihead_new, then every weight drawn again as nanoGPT draws it. */
-static void block_new(Block *b, BlockGrads *g, int D, int H, int N, Rng *rng)
+ * multihead_new, then every weight drawn again as nanoGPT draws it; what
+ * the block leaves out (parts) neither drawn nor kept. */
+static void block_new(Block *b, BlockGrads *g, int D, int H, int N, BlockParts parts, Rng *rng)
 {
     const int F = 4 * D;
     const float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)N);
-    b->ln1_weight = tensor_ones(SHAPE(D));
-    b->ln1_bias = tensor_zeros(SHAPE(D));
+    const bool norm = !parts.no_layer_norm, mlp = !parts.no_mlp;
+    b->ln1_weight = filled_kept(norm, D, 1.0f);
+    b->ln1_bias = filled_kept(norm, D, 0.0f);
     b->attn = multihead_new(D, D, D, D, H, 0.0f, true, rng);
     Tensor *attn_weights[] = {b->attn->W_q, b->attn->W_k, b->attn->W_v};
     for (int i = 0; i < 3; i++)
@@ -119,27 +137,38 @@ static void block_new(Block *b, BlockGrads *g, int D, int H, int N, Rng *rng)
     Tensor *attn_biases[] = {b->attn->b_q, b->attn->b_k, b->attn->b_v, b->attn->b_o};
     for (int i = 0; i < 4; i++)
         memset(attn_biases[i]->data, 0, attn_biases[i]->size * sizeof(float));
-    b->ln2_weight = tensor_ones(SHAPE(D));
-    b->ln2_bias = tensor_zeros(SHAPE(D));
-    b->fc_weight = tensor_normal(rng, 0.0f, std, SHAPE(F, D));
-    b->fc_bias = tensor_zeros(SHAPE(F));
-    b->proj_weight = tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F));
-    b->proj_bias = tensor_zeros(SHAPE(D));
-    *g = (BlockGrads){.ln1_weight = tensor_zeros(SHAPE(D)), .ln1_bias = tensor_zeros(SHAPE(D)),
+    b->ln2_weight = filled_kept(norm, D, 1.0f);
+    b->ln2_bias = filled_kept(norm, D, 0.0f);
+    b->fc_weight = mlp ? tensor_normal(rng, 0.0f, std, SHAPE(F, D)) : NULL;
+    b->fc_bias = mlp ? tensor_zeros(SHAPE(F)) : NULL;
+    b->proj_weight = mlp ? tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F)) : NULL;
+    b->proj_bias = mlp ? tensor_zeros(SHAPE(D)) : NULL;
+    *g = (BlockGrads){.ln1_weight = grad_of(b->ln1_weight), .ln1_bias = grad_of(b->ln1_bias),
                       .attn = multihead_grads_new(b->attn),
-                      .ln2_weight = tensor_zeros(SHAPE(D)), .ln2_bias = tensor_zeros(SHAPE(D)),
-                      .fc_weight = tensor_zeros(SHAPE(F, D)), .fc_bias = tensor_zeros(SHAPE(F)),
-                      .proj_weight = tensor_zeros(SHAPE(D, F)),
-                      .proj_bias = tensor_zeros(SHAPE(D))};
+                      .ln2_weight = grad_of(b->ln2_weight), .ln2_bias = grad_of(b->ln2_bias),
+                      .fc_weight = grad_of(b->fc_weight), .fc_bias = grad_of(b->fc_bias),
+                      .proj_weight = grad_of(b->proj_weight),
+                      .proj_bias = grad_of(b->proj_bias)};
 }
 
 LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
                                   int num_heads, int num_layers, Rng *rng)
 {
+    return language_model_new_parts(bytes, vocab, context, num_hiddens, num_heads, num_layers,
+                                    (LanguageParts){0}, rng);
+}
+
+LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context,
+                                        int num_hiddens, int num_heads, int num_layers,
+                                        LanguageParts parts, Rng *rng)
+{
     if (vocab < 2 || vocab > LM_MAX_VOCAB || context < 1)
         die(FUNC, "the vocabulary must be in [2, %d] and the context positive, got %d and %d",
             LM_MAX_VOCAB, vocab, context);
-    if (num_layers < 1 || num_layers > LM_MAX_LAYERS)
+    if (parts.bigram && (num_hiddens != vocab || num_layers != 0))
+        die(FUNC, "the bigram is a (V, V) table without blocks: D = V = %d and N = 0, got "
+            "D = %d and N = %d", vocab, num_hiddens, num_layers);
+    if (!parts.bigram && (num_layers < 1 || num_layers > LM_MAX_LAYERS))
         die(FUNC, "num_layers must be in [1, %d], got %d", LM_MAX_LAYERS, num_layers);
     if (num_heads < 1 || num_heads > LM_MAX_HEADS)
         die(FUNC, "num_heads must be in [1, %d], got %d", LM_MAX_HEADS, num_heads);
@@ -151,19 +180,21 @@ LanguageModel *language_model_new(const int *bytes, int vocab, int context, int 
     const int V = vocab, C = context, D = num_hiddens;
     *m = (LanguageModel){.vocab = V, .context = C, .num_hiddens = D, .num_heads = num_heads,
                          .num_layers = num_layers, .saved_heads = num_heads,
-                         .saved_layers = num_layers, .kernels = CLEAR_LANGUAGE_KERNELS};
+                         .saved_layers = num_layers, .parts = parts,
+                         .kernels = CLEAR_LANGUAGE_KERNELS};
     memcpy(m->bytes, bytes, (size_t)V * sizeof *bytes);
-    // drawn in a fixed order, so a seed names one model
+    // drawn in a fixed order, so a seed names one model; the bigram is wte alone
+    const bool norm = !parts.bigram && !parts.block.no_layer_norm;
     m->wte = tensor_normal(rng, 0.0f, 0.02f, SHAPE(V, D));
-    m->wpe = tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
+    m->wpe = parts.bigram ? NULL : tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
     for (int l = 0; l < num_layers; l++)
-        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, rng);
-    m->lnf_weight = tensor_ones(SHAPE(D));
-    m->lnf_bias = tensor_zeros(SHAPE(D));
-    m->grad_wte = tensor_zeros(SHAPE(V, D));
-    m->grad_wpe = tensor_zeros(SHAPE(C, D));
-    m->grad_lnf_weight = tensor_zeros(SHAPE(D));
-    m->grad_lnf_bias = tensor_zeros(SHAPE(D));
+        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, parts.block, rng);
+    m->lnf_weight = filled_kept(norm, D, 1.0f);
+    m->lnf_bias = filled_kept(norm, D, 0.0f);
+    m->grad_wte = grad_of(m->wte);
+    m->grad_wpe = grad_of(m->wpe);
+    m->grad_lnf_weight = grad_of(m->lnf_weight);
+    m->grad_lnf_bias = grad_of(m->lnf_bias);
     list_parameters(m);
     return m;
 }
@@ -200,6 +231,11 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     const int B = batch_size, T = length;
     if (T < 1 || T > model->context)
         die(FUNC, "a sequence of %d tokens: the context holds 1 to %d", T, model->context);
+    if (model->parts.bigram) {   /* the first rung of the build-up: each token's row of scores */
+        if (cache != NULL)
+            *cache = (LanguageCache){.tokens = tokens, .batch_size = B, .length = T};
+        return embedding_forward(model->wte, tokens, SHAPE(B, T));
+    }
     // step 1: the stream starts as each token's vector plus its position's
     Tensor *x = embed_tokens(model->wte, model->wpe, tokens, B, T);
     ValidLens *causal = valid_lens_causal(B, T);   /* query t sees keys 0 .. t */
@@ -208,17 +244,18 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
                                  .causal = causal};
     // step 2: the blocks, each reading the stream and adding to it
     for (int l = 0; l < model->num_layers; l++) {
-        Tensor *next = block_forward(&model->blocks[l], &model->kernels, x, causal,
-                                     weights != NULL ? &weights[l] : NULL,
-                                     cache != NULL ? &cache->blocks[l] : NULL);
+        Tensor *next = block_forward_parts(&model->blocks[l], model->parts.block,
+                                           &model->kernels, x, causal,
+                                           weights != NULL ? &weights[l] : NULL,
+                                           cache != NULL ? &cache->blocks[l] : NULL);
         if (cache == NULL)
             tensor_free(x);
         x = next;
     }
     // step 3: the last layer norm, then every character's score, through wte
     Tensor *mean, *rstd;
-    Tensor *hf = layer_norm_tensor(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
-    Tensor *logits = unembed(&model->kernels.attend, hf, model->wte);
+    Tensor *hf = norm_or_copy(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
+    Tensor *logits = unembed(&model->kernels, hf, model->wte);
     if (cache != NULL) {
         cache->x_out = x;
         cache->hf = hf;
@@ -239,18 +276,21 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
     const int B = cache->batch_size, T = cache->length, D = model->num_hiddens;
     tensor_check_shape("language_model_backward", "grad_logits", grad_logits,
                        SHAPE(B, T, model->vocab));
+    if (model->parts.bigram) {   /* each token's row gets its position's gradient */
+        embedding_backward(model->grad_wte, cache->tokens, grad_logits);
+        return;
+    }
     // step 3 backwards: the unembedding (wte's first gradient), then ln_f
-    Tensor *grad_hf = unembed_backward(&model->kernels.attend, cache->hf, model->wte,
-                                       grad_logits, model->grad_wte);
+    Tensor *grad_hf = unembed_backward(&model->kernels, cache->hf, model->wte, grad_logits,
+                                       model->grad_wte);
     Tensor *grad = tensor_zeros(SHAPE(B, T, D));
-    layer_norm_tensor_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf,
-                               cache->rstdf, grad, model->grad_lnf_weight,
-                               model->grad_lnf_bias);
+    norm_or_copy_backward(grad_hf, cache->x_out, model->lnf_weight, cache->meanf, cache->rstdf,
+                          grad, model->grad_lnf_weight, model->grad_lnf_bias);
     tensor_free(grad_hf);
     // step 2 backwards, from the last block
     for (int l = model->num_layers - 1; l >= 0; l--)
-        block_backward(&model->blocks[l], &model->grads[l], &model->kernels, &cache->blocks[l],
-                       grad);
+        block_backward_parts(&model->blocks[l], model->parts.block, &model->grads[l],
+                             &model->kernels, &cache->blocks[l], grad);
     // step 1 backwards: x_0 = wte[token] + wpe[t], each row gets x_0's gradient
     // (wte's second part, added to the unembedding's)
     embed_tokens_backward(grad, cache->tokens, model->grad_wte, model->grad_wpe);
@@ -403,6 +443,9 @@ void language_model_restore_head(LanguageModel *model, int layer, int head, cons
 
 LanguageDecoder *language_decoder_new(const LanguageModel *model)
 {
+    const LanguageParts p = model->parts;
+    if (p.bigram || p.block.no_layer_norm || p.block.no_residual || p.block.no_mlp)
+        die(__func__, "a rung of the build-up has no decoder: only the whole model samples");
     LanguageDecoder *dec = CHECKED_CALLOC(1, sizeof *dec);
     dec->model = model;
     dec->logits = CHECKED_CALLOC((size_t)model->vocab, sizeof *dec->logits);

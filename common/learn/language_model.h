@@ -62,10 +62,23 @@ enum {
     LM_NAME_LEN = 40,
 };
 
+/* What a model leaves out: the rungs of the build-up (chapter 06's page
+ * "Building the GPT"). All false, {0}: the model of the page, the one
+ * language_model_new draws, and the only one saved or decoded.
+ *   bigram  logits = wte[token], wte (V, V): a table of next-character
+ *           scores and nothing else (no wpe, no block, no ln_f; D = V, N = 0)
+ *   block   what every block leaves out (gpt_block.h's BlockParts); without
+ *           layer norm, ln_f goes too and the unembedding reads the stream */
+typedef struct {
+    bool bigram;
+    BlockParts block;
+} LanguageParts;
+
 typedef struct {
     int vocab, context, num_hiddens, num_heads, num_layers;   /* V, C, D, H, N */
+    LanguageParts parts;
     int bytes[LM_MAX_VOCAB];                /* the byte token i stands for, increasing */
-    Tensor *wte, *wpe;                      /* (V, D), (C, D) */
+    Tensor *wte, *wpe;                      /* (V, D), (C, D); no wpe for the bigram */
     Block blocks[LM_MAX_LAYERS];
     Tensor *lnf_weight, *lnf_bias;          /* (D,) */
     LanguageKernels kernels;
@@ -100,6 +113,13 @@ size_t text_encode(const unsigned char *text, size_t n, const int *bytes, int vo
  * LM_MAX_LAYERS. */
 LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
                                   int num_heads, int num_layers, Rng *rng);
+/* The same with parts left out (LanguageParts): drawn in the same order,
+ * what is left out neither drawn nor kept (its tensors and gradients
+ * NULL, and not in the parameter list); {0} is language_model_new. The
+ * bigram needs D = V and N = 0. */
+LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context,
+                                        int num_hiddens, int num_heads, int num_layers,
+                                        LanguageParts parts, Rng *rng);
 void language_model_free(LanguageModel *model);   /* NULL is fine */
 /* The trainable numbers, the tied unembedding counted once. */
 size_t language_model_size(const LanguageModel *model);

@@ -1,0 +1,43 @@
+/*
+ * language_kernels.h - the kernels the character-level GPT runs, its own
+ * table (introduced in chapter 06's page "A language model"): attention,
+ * the linear layers (the MLP's and the tied unembedding), GELU, each with
+ * its backward, and the threads they may use.
+ *
+ * The model starts with the clear ones, the code the chapters teach
+ * (multihead.h's layer, ops.h's linear, mlp.h's GELU), on one thread; a
+ * program may hand it the fast ones (fast/fast_attention_layer.h and
+ * fast/fast_exp.h: language_kernels in 06_permutation_invariance/
+ * language_run.h), and the model stays as it is. name says which, so
+ * that a program can print it.
+ */
+#ifndef LANGUAGE_KERNELS_H
+#define LANGUAGE_KERNELS_H
+
+#include "attention_layer.h"
+#include "learn/mlp.h"
+
+typedef struct {
+    const char *name;                      /* "clear" or "fast" */
+    AttentionForward attention;
+    AttentionBackward attention_backward;
+    LinearForward linear;
+    LinearBackward linear_backward;
+    GeluForward gelu;
+    GeluBackward gelu_backward;
+    int num_threads;                       /* >= 1; the clear ones run on one */
+} LanguageKernels;
+
+#define CLEAR_LANGUAGE_KERNELS                                                        \
+    ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
+                       clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1})
+
+/* the table's attention as the pair attention_layer.h's calls take, its
+ * linear layers with it */
+static inline AttentionLayer language_attention(const LanguageKernels *k)
+{
+    return (AttentionLayer){k->attention, k->attention_backward, k->num_threads, k->linear,
+                            k->linear_backward};
+}
+
+#endif
