@@ -17,7 +17,7 @@ static void grade_case(Rng *rng, int index)
     case_describe("h (R = %d, D = %d), wte (V = %d, D = %d)", R, D, V, D);
     const Tensor *h = case_input("h", draw_normal(rng, 1.0f, SHAPE(R, D)));
     const Tensor *wte = case_input("wte", draw_normal(rng, 1.0f, SHAPE(V, D)));
-    const AttentionLayer clear = CLEAR_ATTENTION;
+    const LanguageKernels clear = CLEAR_LANGUAGE_KERNELS;
     Tensor *want = case_keep(unembed(&clear, h, wte));
     float *got = case_output("logits", (size_t)R * V);
     case_calling();

@@ -21,7 +21,7 @@ static void grade_case(Rng *rng, int index)
     const Tensor *grad_logits = case_input("grad_logits",
                                            draw_normal(rng, 1.0f, SHAPE(R, V)));
     Tensor *held = case_input("grad_wte (before)", draw_normal(rng, 1.0f, SHAPE(V, D)));
-    const AttentionLayer clear = CLEAR_ATTENTION;
+    const LanguageKernels clear = CLEAR_LANGUAGE_KERNELS;
     Tensor *want_wte = case_keep(tensor_copy(held));
     Tensor *want_h = case_keep(unembed_backward(&clear, h, wte, grad_logits, want_wte));
 
