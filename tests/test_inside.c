@@ -1,7 +1,7 @@
 /*
  * test_inside.c - a learner's pieces inside the language model (make
  * 06_permutation_invariance EXERCISE=FILE|DIR, tests/grader/inside_run;
- * 06_permutation_invariance/build_gpt.md): the worked answers plugged in
+ * 06_permutation_invariance/your_gpt.md): the worked answers plugged in
  * train to the repository's losses, the program names them first and is
  * dated so that a plain make builds the repository's again, and a piece
  * that fails its grader is refused before anything is linked.

@@ -1,6 +1,6 @@
 /*
  * Exercise 6.17: AdamW
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * param, grad, m, v (n,), step t = 1, 2, ... -> param, m and v updated in

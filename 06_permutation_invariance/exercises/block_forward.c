@@ -1,6 +1,6 @@
 /*
  * Exercise 6.19: one transformer block
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * x (B, T, D), causal = valid_lens_causal(B, T) -> out (B, T, D), new:

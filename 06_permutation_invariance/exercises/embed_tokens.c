@@ -1,6 +1,6 @@
 /*
  * Exercise 6.12: a GPT's embedding
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * wte (V, D), a row per token; wpe (C, D), a row per position; tokens

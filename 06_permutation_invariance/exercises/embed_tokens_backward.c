@@ -1,6 +1,6 @@
 /*
  * Exercise 6.13: the backward of a GPT's embedding
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * grad_x (B, T, D), the gradient of x = wte[tokens] + wpe[0 .. T-1], and

@@ -1,6 +1,6 @@
 /*
  * Exercise 6.14: GELU
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * f (n,) -> g (n,) = gelu(f), elementwise, in the tanh form GPT-2 uses:

@@ -1,6 +1,6 @@
 /*
  * Exercise 6.18: the learning-rate schedule
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * The learning rate at step = 0, 1, ..., nanoGPT's: a straight rise over

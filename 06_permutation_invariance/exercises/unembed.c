@@ -1,6 +1,6 @@
 /*
  * Exercise 6.15: the tied unembedding
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * h (R, D), the stream after the last layer norm, and wte (V, D), the

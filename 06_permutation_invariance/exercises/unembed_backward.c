@@ -1,6 +1,6 @@
 /*
  * Exercise 6.16: the backward of the tied unembedding
- * (06_permutation_invariance/build_gpt.md, "Exercises": three
+ * (06_permutation_invariance/your_gpt.md, "Exercises": three
  * hints there, each a step closer to the code).
  *
  * h (R, D), wte (V, D) and grad_logits (R, V), the gradient of logits =

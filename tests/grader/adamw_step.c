@@ -1,5 +1,5 @@
 /* adamw_step.c - grades exercise 6.17, AdamW's decoupled weight decay on
- * top of Adam's step (06_permutation_invariance/build_gpt.md), against
+ * top of Adam's step (06_permutation_invariance/your_gpt.md), against
  * adamw_update (common/learn/adamw.c) from the same parameters, gradients
  * and moments; decays from 0 to far above nanoGPT's 0.1, so that where the
  * decay goes shows. */
@@ -82,4 +82,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"adamw_step", "06_permutation_invariance", "6.17", 100, grade_case,
-                           "adamw_update adam_step", "build_gpt.md"};
+                           "adamw_update adam_step", "your_gpt.md"};

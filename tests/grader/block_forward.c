@@ -1,5 +1,5 @@
 /* block_forward.c - grades exercise 6.19, one transformer block's forward
- * (06_permutation_invariance/build_gpt.md), against block_forward
+ * (06_permutation_invariance/your_gpt.md), against block_forward
  * (common/learn/gpt_block.c) on the clear kernels: the output, every
  * tensor of the cache, and then block_backward run on the learner's cache,
  * whose gradients must be the repository's (so the attention's cache is
@@ -131,4 +131,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"block_forward", "06_permutation_invariance", "6.19", 100,
-                           grade_case, "block_forward", "build_gpt.md"};
+                           grade_case, "block_forward", "your_gpt.md"};

@@ -1,5 +1,5 @@
 /* embed_tokens.c - grades exercise 6.12, a GPT's embedding
- * (06_permutation_invariance/build_gpt.md), against embed_tokens
+ * (06_permutation_invariance/your_gpt.md), against embed_tokens
  * (common/learn/embedding.c): tokens met twice, T = 1, T = C, D odd. */
 #include "exercises.h"
 #include "grader.h"
@@ -67,4 +67,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"embed_tokens", "06_permutation_invariance", "6.12", 100, grade_case,
-                           "embed_tokens embedding_forward", "build_gpt.md"};
+                           "embed_tokens embedding_forward", "your_gpt.md"};

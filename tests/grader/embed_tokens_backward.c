@@ -1,5 +1,5 @@
 /* embed_tokens_backward.c - grades exercise 6.13, the backward of a GPT's
- * embedding (06_permutation_invariance/build_gpt.md), against
+ * embedding (06_permutation_invariance/your_gpt.md), against
  * embed_tokens_backward (common/learn/embedding.c). Both tables' gradients
  * hold other numbers before the call (the tied unembedding's part, an
  * earlier batch's), and small vocabularies make tokens repeat. */
@@ -84,4 +84,4 @@ static void grade_case(Rng *rng, int index)
 
 const Exercise exercise = {"embed_tokens_backward", "06_permutation_invariance", "6.13", 100,
                            grade_case, "embed_tokens_backward embedding_backward",
-                           "build_gpt.md"};
+                           "your_gpt.md"};

@@ -46,7 +46,7 @@ double my_clip_grad_norm(float *const *grads, const int *sizes, int count, doubl
 void my_relative_bias(const float *table, int max_distance, int num_queries, int num_keys,
                       float *bias);
 
-/* ---- the language model's pieces (06_permutation_invariance/build_gpt.md) ----
+/* ---- the language model's pieces (06_permutation_invariance/your_gpt.md) ----
  * Legend: B = batch_size, T = tokens of a sequence, R = B * T rows,
  * V = vocabulary, C = context, D = num_hiddens, n = numbers of a tensor. */
 #include "learn/gpt_block.h"

@@ -1,5 +1,5 @@
 /* gelu.c - grades exercise 6.14, GELU in GPT-2's tanh form
- * (06_permutation_invariance/build_gpt.md), against gelu_forward
+ * (06_permutation_invariance/your_gpt.md), against gelu_forward
  * (common/learn/mlp.c), on inputs from -8 to 8 and beyond. */
 #include "exercises.h"
 #include "grader.h"
@@ -48,4 +48,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"gelu", "06_permutation_invariance", "6.14", 100, grade_case,
-                           "gelu_forward fast_gelu_forward", "build_gpt.md"};
+                           "gelu_forward fast_gelu_forward", "your_gpt.md"};

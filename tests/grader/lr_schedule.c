@@ -1,5 +1,5 @@
 /* lr_schedule.c - grades exercise 6.18, the learning-rate schedule
- * (06_permutation_invariance/build_gpt.md), against lm_learning_rate
+ * (06_permutation_invariance/your_gpt.md), against lm_learning_rate
  * (common/learn/adamw.c): the steps at each edge (0, warmup - 1, warmup,
  * decay_steps - 1, decay_steps, after), no warmup at all, and a warmup as
  * long as the decay. */
@@ -47,4 +47,4 @@ static void grade_case(Rng *rng, int index)
 }
 
 const Exercise exercise = {"lr_schedule", "06_permutation_invariance", "6.18", 100, grade_case,
-                           "lm_learning_rate", "build_gpt.md"};
+                           "lm_learning_rate", "your_gpt.md"};

@@ -1,5 +1,5 @@
 /* unembed.c - grades exercise 6.15, the tied unembedding
- * (06_permutation_invariance/build_gpt.md), against unembed
+ * (06_permutation_invariance/your_gpt.md), against unembed
  * (common/learn/embedding.c) on the clear layer. V differs from D in most
  * cases, so reading wte as (D, V) shows. */
 #include "exercises.h"
@@ -40,4 +40,4 @@ static void grade_case(Rng *rng, int index)
 
 const Exercise exercise = {"unembed", "06_permutation_invariance", "6.15", 100, grade_case,
                            "unembed linear linear_output matmul_bt matmul_bt_raw",
-                           "build_gpt.md"};
+                           "your_gpt.md"};

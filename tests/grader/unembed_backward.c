@@ -1,5 +1,5 @@
 /* unembed_backward.c - grades exercise 6.16, the backward of the tied
- * unembedding (06_permutation_invariance/build_gpt.md), against
+ * unembedding (06_permutation_invariance/your_gpt.md), against
  * unembed_backward (common/learn/embedding.c) on the clear layer. grad_wte
  * holds the embedding's part before the call: the two are added. */
 #include "exercises.h"
@@ -45,4 +45,4 @@ static void grade_case(Rng *rng, int index)
 
 const Exercise exercise = {"unembed_backward", "06_permutation_invariance", "6.16", 100,
                            grade_case, "unembed_backward linear_backward",
-                           "build_gpt.md"};
+                           "your_gpt.md"};
