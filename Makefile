@@ -199,9 +199,11 @@ $(FAST_OBJ): $(OUT)/build/common/fast/%.o: common/fast/%.c
 
 # ---- one target per chapter: build it and run it --------------------------
 .PHONY: $(CHAPTERS)
-# make NN_chapter EXERCISE=FILE: the chapter's programs with a learner's
-# passed exercise linked in place of the repository's function (refused,
-# with its verdict, until it passes; tests/grader/inside_run).
+# make NN_chapter EXERCISE=FILE|DIR: the chapter's programs with a
+# learner's passed exercises linked in place of the repository's functions
+# (each refused, with its verdict, until it passes; tests/grader/inside_run),
+# built where the chapter's programs are, dated so that a plain make builds
+# the repository's again.
 $(foreach c,$(CHAPTERS),$(eval $(c): $(call program_of,$(c)/main.c)))
 # EXERCISE as the learner typed it: make never expands it ($(value ...)),
 # so a folder named $(shell ...) runs nothing and a$HOME stays a$HOME. It
@@ -211,8 +213,8 @@ unexport EXERCISE
 export EXERCISE_FILE := $(value EXERCISE)
 $(CHAPTERS):
 	@if [ -n "$$EXERCISE_FILE" ]; then \
-	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' COMMON_OBJ='$(COMMON_OBJ)' \
-	    COMMON_LIB='$(COMMON_LIB)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
+	  CC='$(CC)' CFLAGS='$(CFLAGS)' BUILD='$(OUT)/build' OUT='$(OUT)' COMMON_OBJ='$(COMMON_OBJ)' \
+	    COMMON_LIB='$(COMMON_LIB)' RUN_ARGS='$(RUN_ARGS)' WITH='$(foreach p,$(filter $@/%,$(PROGRAMS:$(OUT)/%=%)),$(p):$(call with_of,$(p));)' \
 	    tests/grader/inside_run '$@' "$$EXERCISE_FILE"; \
 	else $<; fi
 
@@ -433,24 +435,25 @@ $(OUT)/tests/kill_shim.so: tests/kill/kill_shim.c
 # The shim wraps Linux's loader (LD_PRELOAD) and its syscall(): built on
 # Linux only; elsewhere the kill test says it is skipped.
 KILL_SHIM := $(if $(filter Linux,$(shell uname -s)),$(OUT)/tests/kill_shim.so)
-# make test leaves out suite long_quotes: the quotes of the many-seed
-# experiments (tests/test_readmes.c lists them), minutes each, which
+# make test leaves out suites long_quotes, the quotes of the many-seed
+# experiments (tests/test_readmes.c lists them), and long_inside, the model
+# trained on every worked answer (tests/test_inside.c): minutes each, which
 # make test-long checks (CI runs both). TEST_ARGS adds Criterion options.
 # Both show their progress (tests/test_progress): a line per suite as it
 # ends, or one line redrawn in place on a terminal; a failure's lines as
 # they come, and the failed tests named again above Criterion's closing
 # Synthesis line, the last line of the run.
-TEST_FILTER ?= !(long_quotes/*)
+TEST_FILTER ?= !(@(long_quotes|long_inside)/*)
 run_suites = set -o pipefail; \
   export SUITES=$$($(OUT)/tests/run_tests --list | grep -cE '^[A-Za-z0-9_]+: [0-9]+ tests?$$'); \
   $(OUT)/tests/run_tests --verbose --filter '$(1)' $(TEST_ARGS) 2>&1 | tests/test_progress
 test: $(PROGRAMS) $(OUT)/tests/run_tests $(KILL_SHIM) program-list
 	tests/check_layers
-	@echo "make test: every suite but long_quotes (make test-long), about a minute on 2 cores"
+	@echo "make test: every suite but long_quotes and long_inside (make test-long), about a minute on 2 cores"
 	@$(call run_suites,$(TEST_FILTER))
 test-long: $(PROGRAMS) $(OUT)/tests/run_tests program-list
-	@echo "make test-long: the quotes of the many-seed experiments, minutes"
-	@$(call run_suites,long_quotes/*)
+	@echo "make test-long: the quotes of the many-seed experiments, and the language model on every worked answer, minutes"
+	@$(call run_suites,@(long_quotes|long_inside)/*)
 
 # What the tests and the fuzzer need from Debian is installed when missing
 # and we are root; otherwise the exact command is printed and make stops.

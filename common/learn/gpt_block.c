@@ -113,7 +113,7 @@ void block_backward(const Block *block, BlockGrads *grads, const LanguageKernels
 
 /* ---- the rungs of the build-up --------------------------------------------------- */
 
-static bool whole(BlockParts parts)
+bool block_parts_whole(BlockParts parts)
 {
     return !parts.no_layer_norm && !parts.no_residual && !parts.no_mlp;
 }
@@ -142,7 +142,7 @@ Tensor *block_forward_parts(const Block *block, BlockParts parts,
                             const LanguageKernels *kernels, Tensor *x, const ValidLens *causal,
                             Tensor **weights, BlockCache *cache)
 {
-    if (whole(parts))
+    if (block_parts_whole(parts))
         return block_forward(block, kernels, x, causal, weights, cache);
     const Block *b = block;
     const AttentionLayer attend = language_attention(kernels);
@@ -183,7 +183,7 @@ static void cut_residual(BlockParts parts, Tensor *grad)
 void block_backward_parts(const Block *block, BlockParts parts, BlockGrads *grads,
                           const LanguageKernels *kernels, const BlockCache *cache, Tensor *grad)
 {
-    if (whole(parts)) {
+    if (block_parts_whole(parts)) {
         block_backward(block, grads, kernels, cache, grad);
         return;
     }

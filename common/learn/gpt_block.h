@@ -91,6 +91,8 @@ void block_backward(const Block *block, BlockGrads *grads, const LanguageKernels
  * steps with parts left out, the same arguments and cache (what a part left
  * out would keep stays NULL). With parts {0} they are block_forward and
  * block_backward themselves. */
+/* true when parts leaves nothing out: the page's whole block */
+bool block_parts_whole(BlockParts parts);
 Tensor *block_forward_parts(const Block *block, BlockParts parts,
                             const LanguageKernels *kernels, Tensor *x, const ValidLens *causal,
                             Tensor **weights, BlockCache *cache);

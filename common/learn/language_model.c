@@ -243,10 +243,16 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
                                  .causal = causal};
     // step 2: the blocks, each reading the stream and adding to it
     for (int l = 0; l < model->num_layers; l++) {
-        Tensor *next = block_forward_parts(&model->blocks[l], model->parts.block,
-                                           &model->kernels, x, causal,
-                                           weights != NULL ? &weights[l] : NULL,
-                                           cache != NULL ? &cache->blocks[l] : NULL);
+        // the whole block through block_forward itself, a call into another
+        // file, so that a learner's block_forward is the one that runs
+        Tensor **block_weights = weights != NULL ? &weights[l] : NULL;
+        BlockCache *block_cache = cache != NULL ? &cache->blocks[l] : NULL;
+        Tensor *next = block_parts_whole(model->parts.block)
+                           ? block_forward(&model->blocks[l], &model->kernels, x, causal,
+                                           block_weights, block_cache)
+                           : block_forward_parts(&model->blocks[l], model->parts.block,
+                                                 &model->kernels, x, causal, block_weights,
+                                                 block_cache);
         if (cache == NULL)
             tensor_free(x);
         x = next;

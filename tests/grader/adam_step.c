@@ -92,5 +92,5 @@ static void grade_case(Rng *rng, int index)
     }
 }
 
-const Exercise exercise = {"adam_step", "05_multihead", "5.5", 120, grade_case, "adam_step",
-                           "training.md"};
+const Exercise exercise = {"adam_step", "05_multihead", "5.5", 120, grade_case,
+                           "adam_step adam_update", "training.md"};

@@ -45,3 +45,41 @@ double my_clip_grad_norm(float *const *grads, const int *sizes, int count, doubl
  * bias[i][j] = table[clip(j - i, -R, R) + R]. */
 void my_relative_bias(const float *table, int max_distance, int num_queries, int num_keys,
                       float *bias);
+
+/* ---- the language model's pieces (06_permutation_invariance/your_gpt.md) ----
+ * Legend: B = batch_size, T = tokens of a sequence, R = B * T rows,
+ * V = vocabulary, C = context, D = num_hiddens, n = numbers of a tensor. */
+#include "learn/gpt_block.h"
+
+/* 6.12 The embedding: wte (V, D), wpe (C, D), tokens (B, T), T <= C ->
+ * x (B, T, D), x[b][t] = wte[tokens[b][t]] + wpe[t]. */
+void my_embed_tokens(const float *wte, const float *wpe, const int *tokens, int B, int T,
+                     int D, float *x);
+/* 6.13 Its backward: grad_x (B, T, D) -> grad_wte (V, D) += row (b, t) into
+ * row tokens[b][t], grad_wpe (C, D) += row (b, t) into row t: both ADDED
+ * into what they hold. */
+void my_embed_tokens_backward(const float *grad_x, const int *tokens, int B, int T, int D,
+                              float *grad_wte, float *grad_wpe);
+/* 6.14 GELU (tanh form): f (n,) -> g (n,) = 0.5 f (1 + tanh(c (f + 0.044715
+ * f^3))), c = sqrt(2 / pi). */
+void my_gelu(const float *f, float *g, int n);
+/* 6.15 The tied unembedding: h (R, D), wte (V, D) -> logits (R, V) = h wte^T. */
+void my_unembed(const float *h, const float *wte, int R, int D, int V, float *logits);
+/* 6.16 Its backward: grad_logits (R, V) -> grad_h (R, D) = grad_logits wte,
+ * written; grad_wte (V, D) += grad_logits^T h, ADDED to the embedding's part. */
+void my_unembed_backward(const float *h, const float *wte, const float *grad_logits, int R,
+                         int D, int V, float *grad_h, float *grad_wte);
+/* 6.17 One AdamW step: param (n,) *= 1 - lr * weight_decay, then Adam's step
+ * (exercise 5.5) on param, m, v (n,) from grad (n,), step t = 1, 2, ... */
+void my_adamw_step(float *param, const float *grad, float *m, float *v, int n, int step,
+                   float lr, float beta1, float beta2, float eps, float weight_decay);
+/* 6.18 The learning rate at step s = 0, 1, ...: lr (s + 1) / (warmup + 1)
+ * while s < warmup, then a cosine from lr down to min_lr at decay_steps,
+ * min_lr from there on. */
+double my_lr_schedule(int step, double lr, double min_lr, int warmup, int decay_steps);
+/* 6.19 One block: x (B, T, D), causal = valid_lens_causal(B, T) -> out
+ * (B, T, D), new: x_mid = x + attention(ln_1(x)), out = x_mid +
+ * mlp(ln_2(x_mid)); every field of cache filled as block_backward reads
+ * it, except cache->x (the caller's). */
+Tensor *my_block_forward(const Block *block, const Tensor *x, const ValidLens *causal,
+                         BlockCache *cache);

@@ -1,0 +1,24 @@
+/* Bug: grad_wte = this part, written over the embedding's part of the
+ * same table's gradient instead of added to it. */
+#include "exercises.h"
+
+void my_unembed_backward(const float *h, const float *wte, const float *grad_logits, int R,
+                         int D, int V, float *grad_h, float *grad_wte)
+{
+    // grad_h = grad_logits wte, (R, V) @ (V, D), written
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < D; j++) {
+            float sum = 0.0f;
+            for (int v = 0; v < V; v++)
+                sum += grad_logits[(size_t)r * V + v] * wte[(size_t)v * D + j];
+            grad_h[(size_t)r * D + j] = sum;
+        }
+    // grad_wte += grad_logits^T h, (V, R) @ (R, D), added to the embedding's part
+    for (int v = 0; v < V; v++)
+        for (int j = 0; j < D; j++) {
+            float sum = 0.0f;
+            for (int r = 0; r < R; r++)
+                sum += grad_logits[(size_t)r * V + v] * h[(size_t)r * D + j];
+            grad_wte[(size_t)v * D + j] = sum;
+        }
+}
