@@ -263,7 +263,8 @@ static int check_quotes(const char *path, const char *only)
     X(chapter_06_induction_heads, "06_permutation_invariance/induction_heads.md") \
     X(chapter_06_language_model, "06_permutation_invariance/language_model.md") \
     X(chapter_06_positions, "06_permutation_invariance/positions.md")        \
-    X(chapter_06_relative_positions, "06_permutation_invariance/relative_positions.md")
+    X(chapter_06_relative_positions, "06_permutation_invariance/relative_positions.md") \
+    X(chapter_06_your_gpt, "06_permutation_invariance/your_gpt.md")
 
 static void check_page_quotes(const char *path)
 {
