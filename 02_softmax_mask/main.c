@@ -209,8 +209,8 @@ static void part2_masked_softmax(const Tensor *x, ValidLens *valid_lens, Panels 
  * ignores that. */
 static void additive_mask_on_every_key(const float *scores, int num_keys)
 {
-    float *row = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
-    float *unmasked = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
+    float *row = checked_malloc((size_t)num_keys, sizeof(float));
+    float *unmasked = checked_malloc((size_t)num_keys, sizeof(float));
     for (int j = 0; j < num_keys; j++) {
         row[j] = scores[j] + -1e6f;   /* scores + (-1e6) where masked */
         unmasked[j] = scores[j];
@@ -238,7 +238,7 @@ static void part3_query_without_keys(const Tensor *x)
 {
     const int num_keys = x->shape[2];
     const float *scores = &AT3(x, 0, 0, 0);
-    float *row = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
+    float *row = checked_malloc((size_t)num_keys, sizeof(float));
 
     printf("Part 3. A query with no valid key (valid_len = 0)\n\n");
     printf("Take the scores of query 0 of sequence 0 and mask every key:\n");

@@ -308,7 +308,7 @@ static void step_size(const Problem *p)
 static void jacobian_backward(const float *p, const float *g, float *grad_s, int n,
                               long long *ops)
 {
-    float *J = CHECKED_MALLOC((size_t)n * n, sizeof(float));
+    float *J = checked_malloc((size_t)n * n, sizeof(float));
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             J[(size_t)i * n + j] = p[i] * ((i == j ? 1.0f : 0.0f) - p[j]);
@@ -349,7 +349,7 @@ static bool row_formula_against_jacobian(const Options *opt, Rng *rng)
     int last_n = 0;
     float library_diff = 0.0f;
     for (int n = 4; n <= opt->jacobian_max; n *= 4) {
-        float *buf = CHECKED_MALLOC((size_t)n * 5, sizeof(float));
+        float *buf = checked_malloc((size_t)n * 5, sizeof(float));
         float *p = buf, *g = buf + n, *by_row = buf + 2 * (size_t)n;
         float *by_jacobian = buf + 3 * (size_t)n, *by_library = buf + 4 * (size_t)n;
         for (int j = 0; j < n; j++) {

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     int count = 0;
     for (long size = 1; count < MAX_SIZES && size * MIN_GROUPS <= opt.draws; size *= 10)
         sums[count++] = (GroupSums){size, 0,
-                                    CHECKED_CALLOC(eval_weights->size, sizeof(double)), 0.0};
+                                    checked_calloc(eval_weights->size, sizeof(double)), 0.0};
     printf("\ndropout p = %g, %d draws. The RMS gap is the root mean square of\n"
            "mean - evaluation over all %zu entries and every group of N draws.\n\n",
            (double)opt.dropout, opt.draws, eval_weights->size);

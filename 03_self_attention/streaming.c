@@ -171,7 +171,7 @@ static void part2_compare_with_clear(const Options *opt, Rng *rng)
     Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     Tensor *values = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     /* every other sequence sees only its first two thirds of the keys */
-    int *lens = CHECKED_MALLOC((size_t)B, sizeof(int));
+    int *lens = checked_malloc((size_t)B, sizeof(int));
     for (int b = 0; b < B; b++)
         lens[b] = b % 2 == 0 ? K : (2 * K + 2) / 3;
     ValidLens *valid_lens = valid_lens_1d(lens, B);

@@ -296,7 +296,7 @@ static void part5_valid_lens_over_heads(int B, int T, int H, const int *lens)
            B * H == 1 ? "is" : "are", B * H, plural(B * H, "matrix", "matrices"));
 
     ValidLens *interleaved = valid_lens_repeat_interleave(valid_lens, H);
-    int *tiled_lens = CHECKED_MALLOC((size_t)B * H, sizeof(int));
+    int *tiled_lens = checked_malloc((size_t)B * H, sizeof(int));
     for (int r = 0; r < B * H; r++)
         tiled_lens[r] = lens[r % B];   /* valid_lens.repeat(H): [l0, l1, l0, l1, ...] */
     ValidLens *tiled = valid_lens_1d(tiled_lens, B * H);
@@ -305,7 +305,7 @@ static void part5_valid_lens_over_heads(int B, int T, int H, const int *lens)
 
     /* 2-D valid_lens (B, T) repeat the same way, one row per query. The
      * lengths are made up so that every row differs. */
-    int *lens_2d = CHECKED_MALLOC((size_t)B * T, sizeof(int));
+    int *lens_2d = checked_malloc((size_t)B * T, sizeof(int));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             lens_2d[b * T + t] = T - (b + t) % T;

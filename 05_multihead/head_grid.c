@@ -77,7 +77,7 @@ static void print_grid(const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
     const int T = weights->shape[2], K = weights->shape[3];
-    Panel *panels = CHECKED_CALLOC((size_t)H, sizeof *panels);
+    Panel *panels = checked_calloc((size_t)H, sizeof *panels);
     for (int b = 0; b < B; b++) {
         int width = 0, num_lines = 0;
         if (b > 0)

@@ -381,7 +381,7 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
     printf("\nPart 4. Over %d seeds (%llu to %llu): the same for every model\n\n", opt->seeds,
            (unsigned long long)opt->seed,
            (unsigned long long)(opt->seed + (uint64_t)opt->seeds - 1));
-    Pruning *p = CHECKED_CALLOC((size_t)opt->seeds, sizeof *p);
+    Pruning *p = checked_calloc((size_t)opt->seeds, sizeof *p);
     uint64_t seeds[MAX_SEEDS];
     int n = 0, left_out = 0;
     printf("   models below %.0f%% held out, left out:", 100.0 * TRAINED);

@@ -298,7 +298,7 @@ static int part2_table(const Options *opt, const Task *task, const TaskBatch *he
 {
     const double N = held_out->batch_size;
     const int P = opt->pairs;
-    Runs *runs = CHECKED_CALLOC(1, sizeof *runs);
+    Runs *runs = checked_calloc(1, sizeof *runs);
     *runs = (Runs){.opt = opt, .task = task, .held_out = held_out};
     fflush(stdout);
     seeds_run(opt->num_rows * opt->seeds, opt->threads, run_job, runs);

@@ -71,9 +71,9 @@ static RowCheck check_rows(const Tensor *output, const ValidLens *valid_lens, co
     /* Over every pair of rows, the largest difference in column j is the
      * column's largest entry minus its smallest: one pass finds them per
      * sequence, hi and lo (B, D), instead of one pass per pair of rows. */
-    float *hi = CHECKED_MALLOC((size_t)B * D, sizeof(float));
-    float *lo = CHECKED_MALLOC((size_t)B * D, sizeof(float));
-    bool *has_rows = CHECKED_CALLOC((size_t)B, sizeof(bool));
+    float *hi = checked_malloc((size_t)B * D, sizeof(float));
+    float *lo = checked_malloc((size_t)B * D, sizeof(float));
+    bool *has_rows = checked_calloc((size_t)B, sizeof(bool));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *row = &AT3(output, b, t, 0);

@@ -172,7 +172,7 @@ static int part2_train(const Session *s, const Task *task, LossCurve *curve)
         printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)adam->lr, batch,
                s->steps);
     curve->first = (int)adam->step + 1;
-    curve->losses = CHECKED_CALLOC((size_t)(s->steps - curve->first + 1),
+    curve->losses = checked_calloc((size_t)(s->steps - curve->first + 1),
                                    sizeof *curve->losses);
     const int watch_status = train_steps(s, task, curve);
     return train_finish(s->model, adam, task, &s->run, watch_status);

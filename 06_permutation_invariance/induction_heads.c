@@ -392,7 +392,7 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
 {
     part1_task(opt, held_out, true);
     fflush(stdout);
-    InductionSeedResult *results = CHECKED_CALLOC((size_t)opt->seeds, sizeof *results);
+    InductionSeedResult *results = checked_calloc((size_t)opt->seeds, sizeof *results);
     InductionSetup setup = setup_of(opt);
     InductionExperiment e = {&setup, held_out, results};
     seeds_run(opt->seeds, opt->num_threads, induction_seed_job, &e);

@@ -208,7 +208,7 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     for (int step = 0; step <= t->steps; step++)
         looks += look_at(opt, every, step) > 0;
     Tensor *curve = tensor_zeros(SHAPE(looks, 3));
-    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
