@@ -111,7 +111,7 @@ static int part2_causal_and_padding(const Tensor *scores, int real_length)
     return failures;
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.num_tokens = 5, .seed = 0};
     const CliOption options[] = {
@@ -119,15 +119,18 @@ static Options parse_options(int argc, char **argv)
          .metavar = "N", .help = "number of tokens n"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the random scores"},
     };
-    cli_parse(&(CliTable){PROG, "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
-                                "with padding.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
+                                        "with padding.",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const int n = opt.num_tokens;
     Rng rng = rng_new(opt.seed);
     /* scores (1, n, n), like Q K^T / sqrt(d) of a self-attention */

@@ -279,7 +279,7 @@ static void part3_query_without_keys(const Tensor *x)
 
 /* ---- options --------------------------------------------------------------- */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .batch = 2, .num_queries = 2, .num_keys = 4};
     const CliOption options[] = {
@@ -298,8 +298,8 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the heatmaps as DIR/masked_softmax.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, n_k).",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, n_k).",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -352,7 +352,10 @@ static int write_plot(const char *dir, const Panels *panels)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     /* NULL: d2l's two examples; otherwise the lengths given, or random ones
      * for sizes chosen on the command line */

@@ -386,7 +386,7 @@ static bool row_formula_against_jacobian(const Options *opt, Rng *rng)
 
 /* ---- options and main ------------------------------------------------------ */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .num_tokens = 0, .num_hiddens = 3, .eps = 1e-2,
                    .jacobian_max = 1024};
@@ -403,10 +403,12 @@ static Options parse_options(int argc, char **argv)
         {"--jacobian-max", CLI_INT, &opt.jacobian_max, .min = 4, .max = MAX_JACOBIAN_N,
          .metavar = "N", .help = "largest row of Part 5"},
     };
-    cli_parse(&(CliTable){PROG, "Attention, backwards: dQ, dK and dV derived pass by pass, "
-                                "checked by finite\ndifferences, and the O(n) softmax backward "
-                                "against the full Jacobian.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Attention, backwards: dQ, dK and dV derived pass by pass, "
+                                        "checked by finite\ndifferences, and the O(n) softmax backward "
+                                        "against the full Jacobian.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (opt.hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three tokens have size 3)");
@@ -415,7 +417,10 @@ static Options parse_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     Problem p = forward_and_loss(&opt, &rng);
     bool agree = backward_by_hand(&p);

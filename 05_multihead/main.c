@@ -260,7 +260,7 @@ static int part3_random_inputs(Example *ex)
 
 /* ---- the command line --------------------------------------------------------------- */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.example = MULTIHEAD_EXAMPLE_D2L};
     MultiheadExampleSizes *s = &opt.example;
@@ -290,7 +290,7 @@ static Options parse_options(int argc, char **argv)
     static const char summary[] =
         "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
         "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs.";
-    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -316,7 +316,10 @@ static ValidLens *read_valid_lens(const Options *opt)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const MultiheadExampleSizes *s = &opt.example;
     /* Part 2's dropout draws from a stream of its own, so Part 3's example
      * is the one layer_files --to writes, in training mode too */

@@ -347,6 +347,17 @@ static bool takes_a_name(const char *line)
     return false;
 }
 
+/* A call of exit( (not _exit(, which only a signal handler, a forked child
+ * and an at-exit hook call, where no caller is left to return to; nor
+ * atexit(). */
+static bool calls_exit(const char *line)
+{
+    for (const char *p = line; (p = strstr(p, "exit(")) != NULL; p++)
+        if (p == line || !is_identifier_char(p[-1]))
+            return true;
+    return false;
+}
+
 /* The rule of error.h, line by line:
  * - a status is passed on as it is: no "return ... ? 0 : 1" or "exit(... ?
  *   0 : 1)" (nor "? 1 : 0") that turns a count or a test into one;
@@ -357,7 +368,9 @@ static bool takes_a_name(const char *line)
  *   constant FUNC or PROG, before it), and nothing but die's macro calls
  *   die_in;
  * - no function takes its caller's name (a parameter const char *func or
- *   *function, but die_in's, the macro's target): a check names itself. */
+ *   *function, but die_in's, the macro's target): a check names itself;
+ * - nothing in common/ ends the program but die and cli_fail (error.c): no
+ *   exit(, a part of the library returns its status to main. */
 static void check_by_hand(const char *path, char *text, void *state)
 {
     ByHand *seen = state;
@@ -417,6 +430,12 @@ static void check_by_hand(const char *path, char *text, void *state)
                                     strncmp(code, "_Noreturn void die_in(", 22) == 0)) {
             seen->refused++;
             cr_expect(false, "%s: a function takes its caller's name: %s", path, code);
+        }
+        if (strcmp(path, "common/error.c") != 0 && strncmp(path, "common/", 7) == 0 &&
+            calls_exit(line)) {
+            seen->refused++;
+            cr_expect(false, "%s: the library ends the program (return a status): %s", path,
+                      code);
         }
         seen->lines++;
     }

@@ -349,12 +349,12 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
     return status;
 }
 
-void cli_parse(const CliTable *table, int argc, char **argv)
+int cli_parse(const CliTable *table, int argc, char **argv)
 {
     program_name(table->prog);
     const CliOption *mode = mode_asked(table, argc, argv);
     if (mode != NULL)
-        exit(mode->mode(argc, argv));
+        return mode->mode(argc, argv);
     signals_install(table->prog);
     atexit(close_stdout);
     size_t len = CLI_ERR_LEN;   /* room for every word of argv in the line, escaped */
@@ -367,8 +367,9 @@ void cli_parse(const CliTable *table, int argc, char **argv)
     free(reason);
     if (status == CLI_HELP) {
         cli_print_help(table, stdout);
-        exit(0);
+        return 0;
     }
+    return CLI_RUN;
 }
 
 /* "1 to 16", "0 to 0.99" */
