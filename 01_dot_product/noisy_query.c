@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "io/cli.h"
+#include "memory.h"
 #include "ops.h"
 #include "random.h"
 #include "tensor.h"
@@ -102,6 +103,13 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv, &done);
     if (done != CLI_RUN)
         return done;
+    /* the keys (K, d), a query (1, d) and its scores (1, K), refused before
+     * they are made when the machine cannot hold them */
+    const int status = memory_require(4.0 * ((double)opt.num_keys * opt.dim + opt.dim +
+                                             opt.num_keys),
+                                      "the keys", "use fewer --keys or a smaller --dim");
+    if (status != 0)
+        return status;
     Rng rng = rng_new(opt.seed);
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(opt.num_keys, opt.dim));
     normalise_rows(keys);

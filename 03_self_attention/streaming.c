@@ -20,6 +20,7 @@
 
 #include "attention.h"
 #include "io/cli.h"
+#include "memory.h"
 #include "random.h"
 #include "softmax.h"
 #include "fast/streaming_attention.h"
@@ -240,6 +241,13 @@ static void part3_memory_table(void)
            "the same multiply-adds, in another order.\n");
 }
 
+/* Part 2 at once: queries, keys, values, both outputs, the scores */
+static double part2_bytes(const Options *opt)
+{
+    const double B = opt->batch, T = opt->num_queries, K = opt->num_keys, d = opt->num_hiddens;
+    return 4.0 * (B * T * d + 2.0 * B * K * d + 2.0 * B * T * d + B * T * K);
+}
+
 static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .block = 2, .batch = 2, .num_queries = 300, .num_keys = 700,
@@ -274,8 +282,7 @@ static Options parse_options(int argc, char **argv, int *done)
         cli_fail(PROG, "--batch %d --queries %d --keys %d would need %.1f GB for the clear "
                  "version's scores; keep B * T * n_k under 250 million",
                  opt.batch, opt.num_queries, opt.num_keys, clear_bytes / 1e9);
-    // everything at once: queries, keys, values, both outputs, the scores
-    const double total_bytes = 4.0 * (B * T * d + 2.0 * B * K * d + 2.0 * B * T * d + B * T * K);
+    const double total_bytes = part2_bytes(&opt);
     if (total_bytes > MAX_BYTES)
         cli_fail(PROG, "--batch %d --queries %d --keys %d --dim %d would need %.1f GB for "
                  "the inputs, outputs and scores; keep it under 1 GB",
@@ -295,6 +302,11 @@ int main(int argc, char **argv)
     Options opt = parse_options(argc, argv, &done);
     if (done != CLI_RUN)
         return done;
+    /* under 1 GB (checked above), but more than some machines can give */
+    const int status = memory_require(part2_bytes(&opt), "part 2's inputs, outputs and scores",
+                                      "use a smaller --batch, --queries, --keys or --dim");
+    if (status != 0)
+        return status;
     Rng rng = rng_new(opt.seed);
     part1_online_softmax(opt.block);         /* six keys, by hand */
     part2_compare_with_clear(&opt, &rng);    /* the real function */

@@ -128,7 +128,7 @@ _Noreturn void die_in(const char *function, const char *fmt, ...)
     va_start(args, fmt);
     say(function, fmt, args);
     va_end(args);
-    exit(1);
+    abort();   /* a bug: the stack stays for a debugger or a core file */
 }
 
 _Noreturn void cli_fail(const char *prog, const char *fmt, ...)

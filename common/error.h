@@ -7,8 +7,9 @@
  *              should have checked, an impossible state), or a buffer it
  *              cannot go on without (memory.h's checked_malloc): the line
  *              names the function, the argument and both shapes, and the
- *              program stops, exit 1. A learner meets these lines only
- *              after changing the code.
+ *              program aborts (SIGABRT, status 134 in the shell), leaving
+ *              the stack to a debugger. A learner meets these lines only
+ *              after changing the code; a user's input never reaches one.
  *   fail       a fault while running (a file, a value that overflowed, a
  *              check that did not hold): the line, and the exit status, 1,
  *              returned for the caller to return as it is,
@@ -27,9 +28,10 @@
  *              memory_check), the function says nothing: it returns -1 (or
  *              NULL) with the line in char *err, size_t err_len, and the
  *              caller fails with it.
- * Nothing else in the library ends the program: a run larger than the
- * machine's memory is memory_require's fail, its status returned before the
- * work starts. Where the caller could add nothing (the plot writers, a
+ * Nothing else in the library ends the program (no exit()): a run larger
+ * than the machine's memory is memory_require's fail, its status returned
+ * before the work starts, and cli_parse returns --help's 0 and a mode's
+ * status for main to return. Where the caller could add nothing (the plot writers, a
  * training run's steps in run/, the bench's child processes), the function
  * fails itself and returns the status. The clear path and learn/ take no
  * err buffer besides those checks; for anything else they die.
@@ -53,7 +55,7 @@
  * own name and gets the program's, and its lines read as the program's. */
 const char *program_name(const char *name);
 
-/* A bug: "[prog: ]function: message" on stderr, then exit(1); printf-style.
+/* A bug: "[prog: ]function: message" on stderr, then abort(); printf-style.
  *     die("valid_lens has %d rows, expected %d", rows, batch);
  * die is a macro: the function named is the one die is written in, its
  * __func__, so no caller spells a name; die_in is its target, for no one

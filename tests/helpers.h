@@ -5,6 +5,7 @@
 #ifndef TEST_HELPERS_H
 #define TEST_HELPERS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -65,14 +66,19 @@ int tensor_numbers_in(const char *text, const char *name, int occurrence, double
  * For errors that stop the process: the test can read the message. */
 char *stderr_of(void (*fn)(void), int *status);
 
-/* Criterion assertion that fn() stops the process with status 1 and writes
- * exactly message (one line, with its newline) on stderr: a death test that
- * a wrong or missing message fails too. */
+/* The status stderr_of gives for a process that die stopped: abort's
+ * SIGABRT, as the shell gives it. */
+enum { DIE_STATUS = 128 + SIGABRT };
+
+/* Criterion assertion that fn() stops the process as die does (abort) and
+ * writes exactly message (one line, with its newline) on stderr: a death
+ * test that a wrong or missing message fails too. */
 #define expect_stops_with(fn, message)                                                 \
     do {                                                                               \
         int stop_status_;                                                              \
         char *stop_err_ = stderr_of((fn), &stop_status_);                              \
-        cr_expect_eq(stop_status_, 1, "%s exited with status %d", #fn, stop_status_);  \
+        cr_expect_eq(stop_status_, DIE_STATUS, "%s ended with status %d", #fn,         \
+                     stop_status_);                                                    \
         cr_expect_str_eq(stop_err_ ? stop_err_ : "(stderr unreadable)", (message));    \
         free(stop_err_);                                                               \
     } while (0)

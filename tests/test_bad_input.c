@@ -942,9 +942,10 @@ static BadInput rows[] = {
     {NOISY, "--keys 99999999999999999999", 2, "--keys expects a whole number", NULL},
     {NOISY, "--keys 4096 --dim 4096 --trials 1000000", 2, "--keys 4096, --dim 4096 and "
      "--trials 1000000 take 1e+14 multiply-adds over the 6 noise levels, more than the 1e+10"},
-    /* 4096 x 4096 keys are 64 MB: more than the 32 MB allowed */
-    {NOISY, "--keys 4096 --dim 4096 --trials 1", 1, "out of memory: a tensor of shape (4096, 4096) "
-     "needs 67108864 bytes", NULL, NULL, 32, false},
+    /* 4096 x 4096 keys are 64 MB: more than the 32 MB allowed, refused before they are made */
+    {NOISY, "--keys 4096 --dim 4096 --trials 1", 1, "this run needs about 83.1 MB of memory (the "
+     "keys), more than the memory limit (ulimit -v), 33.6 MB: use fewer --keys", NULL, NULL, 32,
+     false},
 
     /* chapter 02 */
     {SOFTMAX, "--batch 0", 2, "--batch expects a whole number from 1 to 16, got '0'", NULL},
@@ -1033,10 +1034,10 @@ static BadInput rows[] = {
     /* 17.2 billion multiply-adds would take half a minute */
     {STREAMING, "--batch 1 --queries 4096 --keys 4096 --dim 1024", 2, "B * T * n_k * d = "
      "17.2 billion multiply-adds; keep it under 2 billion", NULL},
-    /* the queries are (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
+    /* the queries alone are (4, 4096, 1024), 64 MB: more than the 48 MB allowed */
     {STREAMING, "--batch 4 --queries 4096 --keys 100 --dim 1024", 1,
-     "out of memory: a tensor of shape (4, 4096, 1024) needs 67108864 bytes", NULL, NULL, 48,
-     false},
+     "this run needs about 227.2 MB of memory (part 2's inputs, outputs and scores), more than "
+     "the memory limit (ulimit -v), 50.3 MB", NULL, NULL, 48, false},
 
     /* chapter 04 */
     {TRANSPOSE, "--heads 0", 2, "--heads expects a whole number from 1 to 99, got '0'", NULL},

@@ -233,8 +233,9 @@ Test(grader, a_refusal_comes_before_the_verdict_that_quotes_it)
                         "Tensor *my_masked_softmax(const Tensor *scores, const ValidLens *v)\n{\n"
                         "    (void)scores; (void)v;\n"
                         "    return tensor_zeros(1, (int[]){-1});\n}\n", NULL);
-    expect_verdict(&r, 1, "ended the program (exit status 1) with this message: masked_softmax: "
-                          "tensor_alloc_with: cannot make a tensor");
+    expect_verdict(&r, 1, "stopped the program (abort: a check that failed, a library "
+                          "function's die or an assert): masked_softmax: tensor_alloc_with: "
+                          "cannot make a tensor");
     run_result_free(&r);
 }
 

@@ -118,7 +118,7 @@ Test(tensor, reshape_to_wrong_size_stops)
 {
     int status;
     char *err = stderr_of(reshape_wrong_size, &status);
-    cr_expect_eq(status, 1);
+    cr_expect_eq(status, DIE_STATUS);
     cr_expect_str_eq(err, "tensor_reshape: cannot view (2, 3) as (4, *): "
                           "6 elements do not divide by 4\n");
     free(err);
@@ -161,7 +161,7 @@ Test(tensor, shape_check_names_function_and_shapes)
 {
     int status;
     char *err = stderr_of(my_function, &status);
-    cr_expect_eq(status, 1);
+    cr_expect_eq(status, DIE_STATUS);
     cr_expect_str_eq(err, "tensor_check_shape: keys expected shape (2, *, 4), got (2, 3, 5)\n");
     free(err);
 }
@@ -295,7 +295,7 @@ Test(tensor, impossible_size_stops_with_a_message)
 {
     int status;
     char *err = stderr_of(make_impossible_tensor, &status);
-    cr_expect_eq(status, 1);
+    cr_expect_eq(status, DIE_STATUS);
     cr_expect_str_eq(err, "tensor_alloc_with: cannot make a tensor of shape "
                           "(1073741824, 1073741824, 1073741824): every size must be "
                           "positive and the total must fit in memory\n");

@@ -709,7 +709,8 @@ static void say_how_it_ended(int wait_status, const char *message, char *what, s
         else if (sig == SIGFPE)
             snprintf(what, len, "crashed (arithmetic error: an integer division by zero?)");
         else if (sig == SIGABRT)
-            snprintf(what, len, "stopped the program (abort: an assert that failed?)%s%s",
+            snprintf(what, len, "stopped the program (abort: a check that failed, a library "
+                                "function's die or an assert)%s%s",
                      message[0] ? ": " : "", message);
         else
             snprintf(what, len, "ended the program with signal %d (%s): a function returns "
