@@ -630,7 +630,7 @@ Test(npy, messages_fit_a_short_buffer)
 
     int status;
     char *text = stderr_of(load_without_a_buffer, &status);
-    cr_expect_eq(status, 1, "die's status: %d", status);
+    cr_expect_eq(status, DIE_STATUS, "die's abort: %d", status);
     cr_expect(text != NULL && strncmp(text, "attention: error_format: no buffer for the line",
                                       47) == 0,
               "%s", text ? text : "(none)");
