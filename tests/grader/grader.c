@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -664,14 +665,20 @@ static struct {
 static _Noreturn void runner_failed(bool unreadable)
 {
     int status = 0;
-    if (unreadable) {
-        kill(-runner.pid, SIGKILL);
-        shared->unreadable = 1;
+    /* the channel ended: the runner ends too, soon, unless it closed the
+     * channel or garbled it and lives on (then its answer is what fails) */
+    for (int i = 0; i < 20 && !unreadable; i++) {
+        if (waitpid(runner.pid, &status, WNOHANG) == runner.pid) {
+            shared->runner_ended = 1;
+            shared->runner_status = status;
+            fflush(stdout);
+            _exit(1);
+        }
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
     }
-    if (waitpid(runner.pid, &status, 0) == runner.pid && !unreadable) {
-        shared->runner_ended = 1;
-        shared->runner_status = status;
-    }
+    kill(-runner.pid, SIGKILL);
+    waitpid(runner.pid, &status, 0);
+    shared->unreadable = 1;
     fflush(stdout);
     _exit(1);
 }

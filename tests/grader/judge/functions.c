@@ -1,7 +1,10 @@
 /* functions.c - the functions exercise 6.3 measures (functions.h), built
  * from attention alone, so that the runner that holds them holds nothing
- * of permute_tokens.c, where the exercise's answer lives. */
+ * of permute_tokens.c, where the exercise's answer lives; and the runner's
+ * rtake_function (sides.h), here so that only that exercise's runner
+ * links them (an archive's member is linked when a name of it is used). */
 #include "functions.h"
+#include "wire.h"
 #include "attention.h"
 #include "positional.h"
 
@@ -24,3 +27,14 @@ static Tensor *causal(const Tensor *X)
 }
 
 const GraderFunction grader_functions[GRADER_FUNCTIONS] = {plain, with_positions, causal};
+
+GraderFunction rtake_function(WireIn *in);
+GraderFunction rtake_function(WireIn *in)
+{
+    uint32_t i = wire_take_u32(in);
+    if (i >= GRADER_FUNCTIONS) {
+        in->bad = true;
+        return NULL;
+    }
+    return grader_functions[i];
+}

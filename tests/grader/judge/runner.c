@@ -160,16 +160,6 @@ Rng *rtake_rng(WireIn *in)
     return r;
 }
 
-GraderFunction rtake_function(WireIn *in)
-{
-    uint32_t i = wire_take_u32(in);
-    if (i >= GRADER_FUNCTIONS) {
-        regions.bad = true;
-        return NULL;
-    }
-    return grader_functions[i];
-}
-
 bool runner_arguments_ok(WireIn *in) { return !in->bad && !regions.bad && in->at == in->len; }
 
 /* ---- results ------------------------------------------------------------------ */
