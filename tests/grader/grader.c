@@ -1,17 +1,19 @@
-#include "platform_names.h"   /* first: sigaltstack (XSI), and on macOS the rest */
+#include "platform_names.h"   /* first: strsignal and the rest under strict POSIX, and on macOS */
 /*
- * grader.c - the exercise grader's main: every case quietly, then the
- * smallest failing case again, printed for a learner to read (grader.h).
+ * grader.c - the judge's main: every case quietly, then the smallest
+ * failing case again, printed for a learner to read (grader.h).
  *
- *   grader [--one-line] [--file PATH]
+ *   grader --runner PROGRAM [--one-line] [--file PATH]
  *   grader --describe        the exercise's settings: name, chapter, number,
  *                            cases, and the repository functions it refuses
  *
- * PATH names the learner's file in the messages. Exit status: 0 when every
- * case passes, 1 when one fails, crashes, ends the program or the function
- * is not started, 3 when a sanitizer stopped it (check reads the report).
- * (tests/grader/check builds this program around the learner's file and
- * adds status 2 for a file that does not compile or link.)
+ * PROGRAM is the runner that holds the learner's function (judge/runner.c,
+ * built by tests/grader/check); PATH names the learner's file in the
+ * messages. Exit status: 0 when every case passes, 1 when one fails, the
+ * runner crashes, ends, hangs or answers what cannot be read, or the
+ * function is not started, 3 when a sanitizer stopped the runner (check
+ * reads the report). (tests/grader/check builds the two programs and adds
+ * status 2 for a file that does not compile or link.)
  */
 #include "grader.h"
 #include "exercises.h"
@@ -28,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
