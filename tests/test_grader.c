@@ -6,8 +6,12 @@
  * version (1), the starter (1, "not started yet") and a right answer
  * anywhere on disk (0), however long its path and whatever characters it
  * holds (make hands it over untouched; a line break or a name without .c
- * gets one line); a verdict is remembered by the source with its headers. The answers, starters and zoo are graded in CI by
- * make check-grader; this is the grader's behaviour on the files around them.
+ * gets one line); a verdict is remembered by the source with its headers.
+ * Nothing in the learner's file reaches the verdict: it runs in a runner
+ * of its own, and each way a file once tried (below the line that says so)
+ * gets its verdict in one line, in time. The answers, starters and zoo
+ * are graded in CI by make check-grader; this is the grader's behaviour on
+ * the files around them.
  */
 #include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
