@@ -614,15 +614,16 @@ Test(grader, a_forked_child_left_asleep_neither_hangs_nor_survives, .timeout = 6
     char source[2048], pid_file[300];
     snprintf(pid_file, sizeof pid_file, "%s/child.pid", dir);
     snprintf(source, sizeof source,
+             "#define _POSIX_C_SOURCE 200809L\n"
              "#include \"exercises.h\"\n#include <math.h>\n#include <stdio.h>\n"
              "#include <unistd.h>\n"
              "void my_softmax_row(float *row, int n)\n{\n"
              "    static int forked;\n"
              "    if (!forked) {\n        forked = 1;\n"
-             "        if (fork() == 0) {\n"
-             "            FILE *f = fopen(\"%s\", \"w\");\n"
-             "            if (f) { fprintf(f, \"%%d\\n\", (int)getpid()); fclose(f); }\n"
-             "            for (;;) sleep(100);\n        }\n    }\n"
+             "        pid_t child = fork();\n"
+             "        if (child == 0)\n            for (;;) sleep(100);\n"
+             "        FILE *f = fopen(\"%s\", \"w\");\n"
+             "        if (f) { fprintf(f, \"%%d\\n\", (int)child); fclose(f); }\n    }\n"
              "    float max = row[0], sum = 0.0f;\n"
              "    for (int j = 1; j < n; j++) max = fmaxf(max, row[j]);\n"
              "    for (int j = 0; j < n; j++) { row[j] = expf(row[j] - max); sum += row[j]; }\n"
