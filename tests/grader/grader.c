@@ -961,7 +961,7 @@ static Tensor *take_tensor(WireIn *in)
 {
     if (!wire_take_u32(in))
         return NULL;
-    Tensor *t = CHECKED_CALLOC(1, sizeof *t);
+    Tensor *t = checked_calloc(1, sizeof *t);
     t->ndim = (int)wire_take_u32(in);
     size_t size = 1;
     bool sane = t->ndim >= 1 && t->ndim <= TENSOR_MAX_DIMS;
@@ -979,7 +979,7 @@ static Tensor *take_tensor(WireIn *in)
         free(t);
         return NULL;
     }
-    t->data = CHECKED_MALLOC(size ? size : 1, sizeof(float));
+    t->data = checked_malloc(size ? size : 1, sizeof(float));
     memcpy(t->data, p, size * sizeof(float));
     return t;
 }
@@ -988,7 +988,7 @@ static ValidLens *take_valid_lens(WireIn *in)
 {
     if (!wire_take_u32(in))
         return NULL;
-    ValidLens *v = CHECKED_CALLOC(1, sizeof *v);
+    ValidLens *v = checked_calloc(1, sizeof *v);
     v->ndim = (int)wire_take_u32(in);
     v->shape[0] = (int)wire_take_u32(in);
     v->shape[1] = (int)wire_take_u32(in);
@@ -1001,7 +1001,7 @@ static ValidLens *take_valid_lens(WireIn *in)
         free(v);
         return NULL;
     }
-    v->data = CHECKED_MALLOC(count ? count : 1, sizeof(int));
+    v->data = checked_malloc(count ? count : 1, sizeof(int));
     memcpy(v->data, p, count * sizeof(int));
     return v;
 }
