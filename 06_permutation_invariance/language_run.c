@@ -58,6 +58,18 @@ int corpus_load(const char *path, const int *bytes, int vocab, int context, Corp
     return status;
 }
 
+static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.txt";
+
+int text_load(const char *path, const LanguageModel *model, int context, Corpus *corpus)
+{
+    char err[512];
+    if (corpus_load(path != NULL ? path : DEFAULT_TEXT, model != NULL ? model->bytes : NULL,
+                    model != NULL ? model->vocab : 0, context, corpus, err, sizeof err) == 0)
+        return 0;
+    return fail("%s%s", err, path != NULL ? "" : " (run from the repository's root, or give "
+                "--text FILE)");
+}
+
 void corpus_free(Corpus *corpus)
 {
     free(corpus->ids);
@@ -137,6 +149,17 @@ void language_print_estimate(const LanguageModel *model, const Corpus *corpus, i
            "2's, %.4f. Such a mean varies from draw to draw: its standard deviation,\n"
            "the batches' spread over sqrt %d, is %.4f.\n\n", batches, mean, batches,
            sqrt(fmax(variance, 0.0) / batches));
+}
+
+bool language_size(const char *name, LanguageTraining *t)
+{
+    if (strcmp(name, "small") == 0)
+        *t = LANGUAGE_TRAINING;
+    else if (strcmp(name, "large") == 0)
+        *t = LANGUAGE_LARGE;
+    else
+        return false;
+    return true;
 }
 
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
@@ -228,13 +251,23 @@ void language_progress(int step, int steps, double loss, double tokens_per_step,
 
 /* ---- samples ----------------------------------------------------------------------- */
 
-long text_unknown(const LanguageModel *model, const char *text)
+/* the offset of text's first character outside the model's vocabulary, -1
+ * when there is none */
+static long text_unknown(const LanguageModel *model, const char *text)
 {
     int ids[1];
     for (size_t i = 0; text[i] != '\0'; i++)
         if (text_encode((const unsigned char *)text + i, 1, model->bytes, model->vocab, ids) == 0)
             return (long)i;
     return -1;
+}
+
+void check_prompt(const LanguageModel *model, const char *prompt)
+{
+    const long bad = prompt != NULL ? text_unknown(model, prompt) : -1;
+    if (bad >= 0)
+        cli_fail(NULL, "--prompt: character %ld (0x%02x) is not in the vocabulary", bad,
+                 (unsigned)(unsigned char)prompt[bad]);
 }
 
 const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start)

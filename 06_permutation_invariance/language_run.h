@@ -37,6 +37,20 @@ typedef struct {
 int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
                 char *err, size_t err_len);
 void corpus_free(Corpus *corpus);
+/* The text at path, or the chapter's tinyshakespeare.txt when path is
+ * NULL, in model's vocabulary, or its own when model is NULL: corpus_load
+ * for windows of context. 0, or 1 after its line on stderr (fail). */
+int text_load(const char *path, const LanguageModel *model, int context, Corpus *corpus);
+
+/* --size's presets: "small", nanoGPT's CPU run (LANGUAGE_TRAINING), and
+ * "large", what 15 minutes on two cores buy (chapter 06's page "A
+ * language model", section "A larger model"), each a whole
+ * LanguageTraining. Returns false, t untouched, for any other name. */
+#define LANGUAGE_LARGE                                                                    \
+    ((LanguageTraining){.num_layers = 4, .num_heads = 8, .num_hiddens = 256, .context = 128, \
+                        .batch_size = 16, .steps = 2500, .warmup = 100, .lr = 1e-3,       \
+                        .min_lr = 1e-4, .weight_decay = 0.1, .clip = 1.0})
+bool language_size(const char *name, LanguageTraining *t);
 
 /* The model's kernels table (learn/language_model.h) by name: "clear",
  * the chapters' code on one thread, or "fast", the fast path of
@@ -73,13 +87,14 @@ int language_plot_curve(const char *dir, const Tensor *curve, int rows);
 int language_plot_heads(const char *dir, const LanguageModel *model, const Corpus *corpus,
                         Tensor *const *probe_weights);
 
-/* Samples as text. text_unknown: the offset of text's first character
- * outside the model's vocabulary, -1 when there is none. sample_prompt:
- * what a sample continues, prompt, or when it is NULL a newline, or the
- * vocabulary's first character when the text had none (written into
- * start, two characters). print_sample: n characters drawn after prompt
- * (every character known), printed, each line indented. */
-long text_unknown(const LanguageModel *model, const char *text);
+/* Samples as text. check_prompt: a usage error (cli_fail, once cli_parse
+ * has named the program), before any output, when a character of prompt
+ * (NULL: none) is not one the model knows. sample_prompt: what a sample
+ * continues, prompt, or when it is NULL a newline, or the vocabulary's
+ * first character when the text had none (written into start, two
+ * characters). print_sample: n characters drawn after prompt (every
+ * character known), printed, each line indented. */
+void check_prompt(const LanguageModel *model, const char *prompt);
 const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start);
 void print_sample(const LanguageModel *model, const char *prompt, float temperature, int n,
                   Rng *rng);
