@@ -117,11 +117,10 @@ static Options read_options(Options opt, int argc, char **argv, bool once)
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
         {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
-    const CliTable table = {PROG, "A character-level GPT built from chapter 05's layer, "
-                            "trained on Shakespeare.", CLI_COUNT(options), options};
+    const CliTable cli = {PROG, "A character-level GPT built from chapter 05's layer, "
+                          "trained on Shakespeare.", CLI_COUNT(options), options};
     char err[CLI_ERR_LEN];
-    once ? (void)cli_parse_args(&table, argc, argv, err, sizeof err)
-         : cli_parse(&table, argc, argv);
+    once ? (void)cli_parse_args(&cli, argc, argv, err, sizeof err) : cli_parse(&cli, argc, argv);
     return opt;
 }
 
