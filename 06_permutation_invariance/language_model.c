@@ -1,7 +1,6 @@
 /*
- * language_model - attention that writes: a character-level GPT built from
- * the chapters' multi-head layer, trained on Shakespeare's plays (chapter
- * 06's page "A language model").
+ * language_model - attention that writes: a character-level GPT built from the chapters'
+ * multi-head layer, trained on Shakespeare's plays (chapter 06's page "A language model").
  *
  * Part 1: the text and the model.
  * Part 2: training; both losses every few hundred steps, each with a sample.
@@ -31,6 +30,8 @@
 #include "tensor.h"
 
 static const char PROG[] = "language_model";
+static const char SUMMARY[] = "A character-level GPT built from chapter 05's layer, trained on "
+                              "Shakespeare.";
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
        EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
@@ -71,9 +72,9 @@ static int check_options(const Options *opt)
                           "use a smaller --batch, --context or --hiddens");
 }
 
-/* argv read by the table into opt, whose values are the defaults: once quietly, for --size
- * alone (what is wrong, the second reading says), or as cli_parse reads. */
-static Options read_options(Options opt, int argc, char **argv, bool once)
+/* argv read by the table into opt, whose values are the defaults, and the
+ * status (cli_parse's, or quietly cli_parse_args', for --size alone). */
+static Options read_options(Options opt, int argc, char **argv, bool quietly, int *status)
 {
     LanguageTraining *t = &opt.train;
     const CliOption options[] = {
@@ -117,22 +118,22 @@ static Options read_options(Options opt, int argc, char **argv, bool once)
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
         {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
-    const CliTable cli = {PROG, "A character-level GPT built from chapter 05's layer, "
-                          "trained on Shakespeare.", CLI_COUNT(options), options};
+    const CliTable cli = {PROG, SUMMARY, CLI_COUNT(options), options};
     char err[CLI_ERR_LEN];
-    once ? (void)cli_parse_args(&cli, argc, argv, err, sizeof err) : cli_parse(&cli, argc, argv);
+    *status = quietly ? (int)cli_parse_args(&cli, argc, argv, err, sizeof err)
+                      : cli_parse(&cli, argc, argv);
     return opt;
 }
 
 /* --size first: its preset (language_run.h) holds the defaults the other options change. */
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
                    .num_threads = 2, .temperature = 0.8f, .kernels = "fast", .size = "small"};
-    opt.size = read_options(opt, argc, argv, true).size;
+    opt.size = read_options(opt, argc, argv, true, done).size;
     if (!language_size(opt.size, &opt.train))
         cli_fail(PROG, "--size '%s': expected small or large", opt.size);
-    opt = read_options(opt, argc, argv, false);
+    opt = read_options(opt, argc, argv, false, done);
     opt.train.min_lr = opt.train.lr / 10.0;
     return opt;
 }
@@ -212,7 +213,7 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     for (int step = 0; step <= t->steps; step++)
         looks += look_at(opt, every, step) > 0;
     Tensor *curve = tensor_zeros(SHAPE(looks, 3));
-    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
@@ -287,9 +288,8 @@ static void silence_row(LanguageModel *m, const LanguageProbes *p, const int *he
     printf("  %-29s %14.3f %13.3f %10.3f\n", label, r.random_repeat, r.text_repeat, r.held_out);
 }
 
-/* The silencing table: no head, each induction head, all of them, and
- * as many of the lowest-scoring heads; the best head alone when none
- * passes the line. */
+/* The silencing table: no head, each induction head, all of them, and as many of the
+ * lowest-scoring heads; the best head alone when none passes the line. */
 static void silencing_table(LanguageModel *m, const LanguageProbes *p, const int *order,
                             int count)
 {
@@ -417,7 +417,10 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 
 int main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Corpus corpus = {0};
     LanguageModel *m = NULL;
     int status = check_options(&opt);
