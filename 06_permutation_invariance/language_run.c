@@ -96,7 +96,6 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     language_kernels("fast", num_threads, &m->kernels);
     Adam *adam = language_adamw_new(m, t);
     int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
-    TensorPool *pool = tensor_pool_open();   /* as a training run takes its memory */
     double start = language_seconds();
     for (int s = 0; s < UNTIMED + steps; s++) {
         if (s == UNTIMED)
@@ -107,7 +106,6 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
         language_model_train_step(m, adam, tokens, t->batch_size, t->clip);
     }
     const double rate = steps / (language_seconds() - start);
-    tensor_pool_close(pool);
     free(tokens);
     adam_free(adam);
     language_model_free(m);
