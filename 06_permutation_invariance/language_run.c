@@ -17,6 +17,7 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "fast/fast_exp.h"
+#include "fast/fast_threads.h"
 #include "io/plot.h"
 #include "io/text_file.h"
 #include "memory.h"
@@ -82,7 +83,7 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
     const AttentionLayer fast = fast_attention_layer(num_threads);
     *kernels = (LanguageKernels){"fast", fast.forward, fast.backward, fast.linear,
                                  fast.linear_backward, fast_gelu_forward, fast_gelu_backward,
-                                 num_threads};
+                                 num_threads, fast_parallel};
     return true;
 }
 
