@@ -17,6 +17,7 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "fast/fast_exp.h"
+#include "fast/fast_matmul.h"
 #include "fast/fast_threads.h"
 #include "io/plot.h"
 #include "io/text_file.h"
@@ -138,11 +139,25 @@ void language_print_estimate(const LanguageModel *model, const Corpus *corpus, i
            sqrt(fmax(variance, 0.0) / batches));
 }
 
+double language_step_flops(const LanguageTraining *t, int vocab)
+{
+    const double B = t->batch_size, T = t->context, D = t->num_hiddens, N = t->num_layers;
+    const double products = 12.0 * N * D * D + (double)vocab * D;   /* per token */
+    const double attention = 2.0 * T * D * N;                        /* per token */
+    return 3.0 * 2.0 * B * T * (products + attention);
+}
+
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
 {
+    // the machine's fp32 peak before the steps and after them, the larger kept
+    double peak[3] = {0.0, fast_peak_gflops(1, 0.5), fast_peak_gflops(2, 0.5)};
+    printf("c gflop per step: %.3f\n", language_step_flops(t, corpus->vocab) / 1e9);
     for (int threads = 1; threads <= 2; threads++)
         printf("c threads %d: %.2f steps/s\n", threads,
                language_steps_per_second(corpus, t, threads, steps));
+    for (int threads = 1; threads <= 2; threads++)
+        printf("peak threads %d: %.1f GFLOP/s\n", threads,
+               fmax(peak[threads], fast_peak_gflops(threads, 0.5)));
     return 0;
 }
 

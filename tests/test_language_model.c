@@ -773,6 +773,18 @@ Test(language_model, one_thread_and_two_train_to_the_same_bits)
     }
 }
 
+/* The bench's count of a step's work (make bench-language-model's share of
+ * the peak): at the defaults, with Shakespeare's 65 characters, 12 windows
+ * of 64 tokens, each through 4 blocks of 12 * 128^2 multiply-adds, the
+ * unembedding's 65 * 128, the attention's 2 * 64 * 128 a block; two FLOPs
+ * a multiply-add, and the backward twice the forward: about 4 GFLOP. */
+Test(language_model, a_default_step_is_about_4_gflop)
+{
+    const LanguageTraining t = LANGUAGE_TRAINING;
+    cr_expect_eq(language_step_flops(&t, 65), 3964207104.0, "%.0f",
+                 language_step_flops(&t, 65));
+}
+
 /* ---- decoding ------------------------------------------------------------------- */
 
 /* tokens (T,) -> the clear forward's logits (1, T, V) (new) */
