@@ -34,6 +34,7 @@
 #include "io/npy.h"
 #include "learn/language_model.h"
 #include "learn/layer_norm.h"
+#include "learn/loss.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
 #include "run/saved_models.h"
@@ -714,6 +715,22 @@ static void draw_tokens(int *tokens, int count, int V, Rng *rng)
         tokens[i] = (int)(rng_uniform(rng) * V) % V;
 }
 
+/* the loss of tokens (B, C + 1) from one forward of the whole batch */
+static double loss_of_whole_batch(const LanguageModel *model, const int *tokens, int B, int C)
+{
+    int inputs[4 * 64], targets[4 * 64];
+    cr_assert(B * C <= 4 * 64);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < C; t++) {
+            inputs[b * C + t] = tokens[b * (C + 1) + t];
+            targets[b * C + t] = tokens[b * (C + 1) + t + 1];
+        }
+    Tensor *logits = language_model_forward(model, inputs, B, C, NULL, NULL);
+    const double loss = cross_entropy(logits, targets);
+    tensor_free(logits);
+    return loss;
+}
+
 /* A step cuts the batch in shares, each run on a thread of its own or in
  * turn (language_model_train_step): one thread and two give the same bits,
  * step after step, for an even batch and an odd one; and the step's
@@ -760,6 +777,13 @@ Test(language_model, one_thread_and_two_train_to_the_same_bits)
             cr_expect(loss_one == loss_two, "B %d, step %d: loss %.9f on one thread, %.9f on "
                       "two", B, step, loss_one, loss_two);
         }
+        const double held_one = language_model_loss(one, tokens, B, C);
+        const double held_two = language_model_loss(two, tokens, B, C);
+        cr_expect(held_one == held_two, "B %d: loss without gradient %.9f on one thread, "
+                  "%.9f on two", B, held_one, held_two);
+        const double whole_loss = loss_of_whole_batch(two, tokens, B, C);
+        cr_expect(fabs(held_two - whole_loss) <= 1e-6 * whole_loss, "B %d: loss %.9f, of the "
+                  "whole batch %.9f", B, held_two, whole_loss);
         for (int i = 0; i < one->num_params; i++) {
             const Tensor *a = one->params[i].value, *b = two->params[i].value;
             cr_expect(memcmp(a->data, b->data, a->size * sizeof(float)) == 0,

@@ -249,8 +249,10 @@ size_t language_model_size(const LanguageModel *model)
 
 /* ---- forward --------------------------------------------------------------------- */
 
-Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
-                               int length, Tensor **weights, LanguageCache *cache)
+/* language_model_forward through the given kernels */
+static Tensor *forward_on(const LanguageModel *model, const LanguageKernels *kernels,
+                          const int *tokens, int batch_size, int length, Tensor **weights,
+                          LanguageCache *cache)
 {
     const int B = batch_size, T = length;
     if (T < 1 || T > model->context)
@@ -273,10 +275,10 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
         Tensor **block_weights = weights != NULL ? &weights[l] : NULL;
         BlockCache *block_cache = cache != NULL ? &cache->blocks[l] : NULL;
         Tensor *next = block_parts_whole(model->parts.block)
-                           ? block_forward(&model->blocks[l], &model->kernels, x, causal,
+                           ? block_forward(&model->blocks[l], kernels, x, causal,
                                            block_weights, block_cache)
                            : block_forward_parts(&model->blocks[l], model->parts.block,
-                                                 &model->kernels, x, causal, block_weights,
+                                                 kernels, x, causal, block_weights,
                                                  block_cache);
         if (cache == NULL)
             tensor_free(x);
@@ -285,7 +287,7 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     // step 3: the last layer norm, then every character's score, through wte
     Tensor *mean, *rstd;
     Tensor *hf = norm_or_copy(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
-    Tensor *logits = unembed(&model->kernels, hf, model->wte);
+    Tensor *logits = unembed(kernels, hf, model->wte);
     if (cache != NULL) {
         cache->x_out = x;
         cache->hf = hf;
@@ -296,6 +298,12 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
         valid_lens_free(causal);
     }
     return logits;
+}
+
+Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
+                               int length, Tensor **weights, LanguageCache *cache)
+{
+    return forward_on(model, &model->kernels, tokens, batch_size, length, weights, cache);
 }
 
 /* ---- backward -------------------------------------------------------------------- */
@@ -351,16 +359,75 @@ static int *split_tokens(const int *tokens, int B, int T, int **targets)
     return inputs;
 }
 
-double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
-                           int length)
+/* ---- a batch in shares (language_model_train_step) ---- */
+
+/* the windows of share s of a batch of B: first .. first + count - 1 */
+static int share_windows(int B, int s, int *first)
+{
+    *first = B * s / LM_SHARES;
+    return B * (s + 1) / LM_SHARES - *first;
+}
+
+/* the threads the shares run on: one each, or all on one */
+static int share_threads(const LanguageModel *model)
+{
+    return model->kernels.num_threads >= LM_SHARES ? LM_SHARES : 1;
+}
+
+/* the mean loss of B windows from each share's, weighted by its windows,
+ * summed in share order */
+static double shares_mean(const double *losses, int B)
+{
+    double loss = 0.0;
+    for (int s = 0; s < LM_SHARES; s++) {
+        int first;
+        loss += losses[s] * share_windows(B, s, &first) / B;
+    }
+    return loss;
+}
+
+/* tokens (B, T + 1) -> their loss through kernels, no gradient */
+static double loss_on(const LanguageModel *model, const LanguageKernels *kernels,
+                      const int *tokens, int batch_size, int length)
 {
     int *targets;
     int *inputs = split_tokens(tokens, batch_size, length, &targets);
-    Tensor *logits = language_model_forward(model, inputs, batch_size, length, NULL, NULL);
+    Tensor *logits = forward_on(model, kernels, inputs, batch_size, length, NULL, NULL);
     const double loss = cross_entropy(logits, targets);
     tensor_free(logits);
     free(inputs);
     return loss;
+}
+
+typedef struct {
+    const LanguageModel *model;
+    const int *tokens;                /* (B, T + 1) */
+    int batch_size, length, threads;  /* B, T, the threads the shares run on */
+    double losses[LM_SHARES];
+} LossShares;
+
+/* thread t runs shares t, t + threads, ...: the loss of its windows, its
+ * kernels on one thread */
+static void loss_shares(void *arg, int t)
+{
+    LossShares *st = arg;
+    LanguageKernels one = st->model->kernels;
+    one.num_threads = 1;
+    for (int s = t; s < LM_SHARES; s += st->threads) {
+        int first;
+        const int count = share_windows(st->batch_size, s, &first);
+        const int *windows = st->tokens + (size_t)first * (st->length + 1);
+        st->losses[s] = count == 0 ? 0.0
+                                   : loss_on(st->model, &one, windows, count, st->length);
+    }
+}
+
+double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
+                           int length)
+{
+    LossShares st = {model, tokens, batch_size, length, share_threads(model), {0}};
+    model->kernels.parallel(st.threads, loss_shares, &st);
+    return shares_mean(st.losses, batch_size);
 }
 
 double language_model_loss_grad(LanguageModel *model, const int *tokens, int batch_size,
@@ -430,13 +497,6 @@ typedef struct {
     double losses[LM_SHARES];
 } StepShares;
 
-/* the windows of share s: first .. first + count - 1 */
-static int share_windows(int B, int s, int *first)
-{
-    *first = B * s / LM_SHARES;
-    return B * (s + 1) / LM_SHARES - *first;
-}
-
 /* thread t runs shares t, t + threads, ...: the forward and backward of
  * its windows, into the share's gradients */
 static void step_shares(void *arg, int t)
@@ -486,21 +546,18 @@ static void sum_shares(void *arg, int t)
  * returns the loss */
 static double loss_grad_in_shares(LanguageModel *model, const int *tokens, int batch_size)
 {
-    const int threads = model->kernels.num_threads >= LM_SHARES ? LM_SHARES : 1;
+    const int threads = share_threads(model);
     StepShares st = {model, tokens, batch_size, threads, {0}};
     SumShares sum = {.model = model, .threads = threads};
     for (int s = 0; s < LM_SHARES; s++)
         share_of(model, s);
     model->kernels.parallel(threads, step_shares, &st);
-    double loss = 0.0;
     for (int s = 0; s < LM_SHARES; s++) {
         int first;
-        const int count = share_windows(batch_size, s, &first);
-        sum.weights[s] = (float)count / (float)batch_size;
-        loss += st.losses[s] * count / batch_size;
+        sum.weights[s] = (float)share_windows(batch_size, s, &first) / (float)batch_size;
     }
     model->kernels.parallel(threads, sum_shares, &sum);
-    return loss;
+    return shares_mean(st.losses, batch_size);
 }
 
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,

@@ -150,7 +150,9 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
 void language_cache_free(LanguageCache *cache);
 
 /* tokens (B, T + 1): inputs 0 .. T-1 of each row, targets 1 .. T -> the
- * mean cross-entropy over the B*T predictions, no gradient. */
+ * mean cross-entropy over the B*T predictions, no gradient. Computed in
+ * the shares of a training step (language_model_train_step), each on a
+ * thread of its own or in turn: the same bits on one thread and two. */
 double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
                            int length);
 /* The same with every gradient (zeroed first, then filled). */
