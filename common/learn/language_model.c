@@ -560,12 +560,26 @@ static double loss_grad_in_shares(LanguageModel *model, const int *tokens, int b
     return shares_mean(st.losses, batch_size);
 }
 
+typedef struct {
+    const Adam *adam;
+    int threads;
+} AdamParts;
+
+static void adam_part(void *arg, int t)
+{
+    const AdamParts *parts = arg;
+    adam_update_part(parts->adam, t, parts->threads);
+}
+
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
                                  int batch_size, double max_norm)
 {
     const double loss = loss_grad_in_shares(model, tokens, batch_size);
     parameters_clip_grad_norm(model->params, model->num_params, max_norm);
-    adam_step(adam);
+    // adam_step, each thread on its part of every parameter
+    adam->step++;
+    AdamParts parts = {adam, share_threads(model)};
+    model->kernels.parallel(parts.threads, adam_part, &parts);
     return loss;
 }
 
