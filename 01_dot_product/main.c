@@ -265,7 +265,7 @@ static void part3_fixed_versus_computed_weights(Rng *rng)
 
 /* The word asked for, checked against the vocabulary here: a usage error,
  * status 2, with the words that would do. */
-static Options parse_options(int argc, char **argv, int *query)
+static Options parse_options(int argc, char **argv, int *query, int *done)
 {
     Options opt = {.query_word = "Japan", .seed = 0};
     const CliOption options[] = {
@@ -274,9 +274,11 @@ static Options parse_options(int argc, char **argv, int *query)
         {"--seed", CLI_U64, &opt.seed, .metavar = "N",
          .help = "seed for the word vectors and the static layer"},
     };
-    cli_parse(&(CliTable){PROG, "A Python dictionary as attention: one-hot keys and queries, their dot\n"
-                                "products as 0/1 similarities, then real-valued word vectors.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "A Python dictionary as attention: one-hot keys and queries, their dot\n"
+                                        "products as 0/1 similarities, then real-valued word vectors.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     *query = word_index(opt.query_word);
     char words[256];
     if (*query < 0)
@@ -288,7 +290,10 @@ static Options parse_options(int argc, char **argv, int *query)
 int main(int argc, char **argv)
 {
     int query;
-    Options opt = parse_options(argc, argv, &query);
+    int done;
+    Options opt = parse_options(argc, argv, &query, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
 
     part1_dictionary_as_attention(query);

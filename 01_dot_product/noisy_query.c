@@ -71,7 +71,7 @@ static double percent_found(const Tensor *keys, float noise, int trials, Rng *rn
     return 100.0 * right / trials;
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.num_keys = 3, .dim = 4, .trials = 2000, .seed = 0};
     const CliOption options[] = {
@@ -83,8 +83,10 @@ static Options parse_options(int argc, char **argv)
          .help = "lookups per noise level"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed"},
     };
-    cli_parse(&(CliTable){PROG, "How often a noisy query still finds its key by the largest dot product.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "How often a noisy query still finds its key by the largest dot product.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     const double work = (double)NUM_LEVELS * opt.trials * opt.num_keys * opt.dim;
     if (work > MAX_MULTIPLY_ADDS)
         cli_fail(PROG, "--keys %d, --dim %d and --trials %d take %.2g multiply-adds over the %d "
@@ -96,7 +98,10 @@ static Options parse_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     Tensor *keys = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(opt.num_keys, opt.dim));
     normalise_rows(keys);

@@ -52,7 +52,7 @@ static int part1_causal_mask(const Tensor *scores)
 {
     const int n = scores->shape[1];
     printf("1. The causal mask: query i sees keys 0..i, so valid_len = i + 1.\n\n");
-    int *lens = CHECKED_MALLOC((size_t)n, sizeof(int));
+    int *lens = checked_malloc((size_t)n, sizeof(int));
     for (int q = 0; q < n; q++)
         lens[q] = q + 1;
     ValidLens *causal = valid_lens_2d(lens, 1, n);
@@ -83,7 +83,7 @@ static int part2_causal_and_padding(const Tensor *scores, int real_length)
     printf("2. Causal and padding together: sequence 1 has %d real token%s, then padding.\n"
            "   valid_len = min(i + 1, real length).\n\n", real_length, real_length == 1 ? "" : "s");
     Tensor *batch_scores = tensor_zeros(SHAPE(2, n, n));
-    int *lens = CHECKED_MALLOC(2 * (size_t)n, sizeof(int));
+    int *lens = checked_malloc(2 * (size_t)n, sizeof(int));
     for (int b = 0; b < 2; b++) {
         memcpy(batch_scores->data + (size_t)b * scores->size, scores->data,
                scores->size * sizeof(float));
@@ -111,7 +111,7 @@ static int part2_causal_and_padding(const Tensor *scores, int real_length)
     return failures;
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.num_tokens = 5, .seed = 0};
     const CliOption options[] = {
@@ -119,15 +119,18 @@ static Options parse_options(int argc, char **argv)
          .metavar = "N", .help = "number of tokens n"},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the random scores"},
     };
-    cli_parse(&(CliTable){PROG, "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
-                                "with padding.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "The causal mask of a decoder as d2l's 2-D valid_lens, alone and combined\n"
+                                        "with padding.",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const int n = opt.num_tokens;
     Rng rng = rng_new(opt.seed);
     /* scores (1, n, n), like Q K^T / sqrt(d) of a self-attention */

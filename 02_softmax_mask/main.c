@@ -209,8 +209,8 @@ static void part2_masked_softmax(const Tensor *x, ValidLens *valid_lens, Panels 
  * ignores that. */
 static void additive_mask_on_every_key(const float *scores, int num_keys)
 {
-    float *row = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
-    float *unmasked = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
+    float *row = checked_malloc((size_t)num_keys, sizeof(float));
+    float *unmasked = checked_malloc((size_t)num_keys, sizeof(float));
     for (int j = 0; j < num_keys; j++) {
         row[j] = scores[j] + -1e6f;   /* scores + (-1e6) where masked */
         unmasked[j] = scores[j];
@@ -238,7 +238,7 @@ static void part3_query_without_keys(const Tensor *x)
 {
     const int num_keys = x->shape[2];
     const float *scores = &AT3(x, 0, 0, 0);
-    float *row = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
+    float *row = checked_malloc((size_t)num_keys, sizeof(float));
 
     printf("Part 3. A query with no valid key (valid_len = 0)\n\n");
     printf("Take the scores of query 0 of sequence 0 and mask every key:\n");
@@ -279,7 +279,7 @@ static void part3_query_without_keys(const Tensor *x)
 
 /* ---- options --------------------------------------------------------------- */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .batch = 2, .num_queries = 2, .num_keys = 4};
     const CliOption options[] = {
@@ -298,8 +298,8 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the heatmaps as DIR/masked_softmax.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, n_k).",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Stable softmax, and d2l's masked_softmax on scores of shape (B, T, n_k).",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -352,7 +352,10 @@ static int write_plot(const char *dir, const Panels *panels)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     /* NULL: d2l's two examples; otherwise the lengths given, or random ones
      * for sizes chosen on the command line */

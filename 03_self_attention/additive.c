@@ -39,7 +39,7 @@ typedef struct {
     const char *plot_dir;
 } Options;
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .num_points = 50, .noise = 1.0f};
     const CliOption options[] = {
@@ -52,10 +52,10 @@ static Options parse_options(int argc, char **argv)
          .help = "write DIR/additive_check, DIR/kernel_weights and\n"
                  "DIR/kernel_fit (.dat and .gp)"},
     };
-    cli_parse(&(CliTable){PROG, "Additive attention w_v . tanh(W_q q + W_k k) on d2l's check, "
-                                "and Nadaraya-Watson\nkernel regression as attention pooling "
-                                "on d2l's toy data.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Additive attention w_v . tanh(W_q q + W_k k) on d2l's check, "
+                                        "and Nadaraya-Watson\nkernel regression as attention pooling "
+                                        "on d2l's toy data.",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -362,7 +362,10 @@ static int write_plots(const char *dir, Tensor *check_weights, const KernelPlots
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     Tensor *check_weights = part1_additive(&rng);   /* d2l's check, additive scores */
     KernelPlots kernel = part2_kernel_regression(&rng, &opt);   /* the kernel view */

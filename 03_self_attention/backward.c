@@ -308,7 +308,7 @@ static void step_size(const Problem *p)
 static void jacobian_backward(const float *p, const float *g, float *grad_s, int n,
                               long long *ops)
 {
-    float *J = CHECKED_MALLOC((size_t)n * n, sizeof(float));
+    float *J = checked_malloc((size_t)n * n, sizeof(float));
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             J[(size_t)i * n + j] = p[i] * ((i == j ? 1.0f : 0.0f) - p[j]);
@@ -349,7 +349,7 @@ static bool row_formula_against_jacobian(const Options *opt, Rng *rng)
     int last_n = 0;
     float library_diff = 0.0f;
     for (int n = 4; n <= opt->jacobian_max; n *= 4) {
-        float *buf = CHECKED_MALLOC((size_t)n * 5, sizeof(float));
+        float *buf = checked_malloc((size_t)n * 5, sizeof(float));
         float *p = buf, *g = buf + n, *by_row = buf + 2 * (size_t)n;
         float *by_jacobian = buf + 3 * (size_t)n, *by_library = buf + 4 * (size_t)n;
         for (int j = 0; j < n; j++) {
@@ -386,7 +386,7 @@ static bool row_formula_against_jacobian(const Options *opt, Rng *rng)
 
 /* ---- options and main ------------------------------------------------------ */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .num_tokens = 0, .num_hiddens = 3, .eps = 1e-2,
                    .jacobian_max = 1024};
@@ -403,10 +403,12 @@ static Options parse_options(int argc, char **argv)
         {"--jacobian-max", CLI_INT, &opt.jacobian_max, .min = 4, .max = MAX_JACOBIAN_N,
          .metavar = "N", .help = "largest row of Part 5"},
     };
-    cli_parse(&(CliTable){PROG, "Attention, backwards: dQ, dK and dV derived pass by pass, "
-                                "checked by finite\ndifferences, and the O(n) softmax backward "
-                                "against the full Jacobian.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Attention, backwards: dQ, dK and dV derived pass by pass, "
+                                        "checked by finite\ndifferences, and the O(n) softmax backward "
+                                        "against the full Jacobian.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (opt.hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three tokens have size 3)");
@@ -415,7 +417,10 @@ static Options parse_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     Problem p = forward_and_loss(&opt, &rng);
     bool agree = backward_by_hand(&p);

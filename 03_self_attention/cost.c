@@ -30,7 +30,7 @@ typedef struct {
     int cost_max;      /* the largest n */
 } Options;
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .num_hiddens = 64, .cost_max = 4096};
     const CliOption options[] = {
@@ -40,10 +40,10 @@ static Options parse_options(int argc, char **argv)
         {"--cost-max", CLI_INT, &opt.cost_max, .min = 128, .max = MAX_COST_N, .metavar = "N",
          .help = "largest n of the table"},
     };
-    cli_parse(&(CliTable){PROG, "Part 5 of chapter 03: time one self-attention forward pass "
-                                "for n = 128, 256, ...\nand count the bytes of the n x n "
-                                "weight matrix.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Part 5 of chapter 03: time one self-attention forward pass "
+                                        "for n = 128, 256, ...\nand count the bytes of the n x n "
+                                        "weight matrix.",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -127,7 +127,10 @@ static int check_memory(const Options *opt)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const int status = check_memory(&opt);
     if (status != 0)
         return status;

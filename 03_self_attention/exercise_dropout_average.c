@@ -36,7 +36,7 @@ typedef struct {
     uint64_t seed;
 } Options;
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.dropout = 0.5f, .draws = 100000, .seed = 0};
     const CliOption options[] = {
@@ -46,10 +46,10 @@ static Options parse_options(int argc, char **argv)
          .help = "draws in all, cut into groups of 1, 10, 100, ..."},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed for the tokens and the coin flips"},
     };
-    cli_parse(&(CliTable){PROG, "Average dropout's training-mode attention weights over groups of "
-                                "draws and\nmeasure how far the mean stays from the evaluation "
-                                "weights.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Average dropout's training-mode attention weights over groups of "
+                                        "draws and\nmeasure how far the mean stays from the evaluation "
+                                        "weights.",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -110,7 +110,10 @@ static void report(const GroupSums *sums, int count, size_t entries, double p, d
 
 int main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     enum { N = 4, D = 3 };
     Rng rng = rng_new(opt.seed);
     Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, N, D));
@@ -127,7 +130,7 @@ int main(int argc, char **argv)
     int count = 0;
     for (long size = 1; count < MAX_SIZES && size * MIN_GROUPS <= opt.draws; size *= 10)
         sums[count++] = (GroupSums){size, 0,
-                                    CHECKED_CALLOC(eval_weights->size, sizeof(double)), 0.0};
+                                    checked_calloc(eval_weights->size, sizeof(double)), 0.0};
     printf("\ndropout p = %g, %d draws. The RMS gap is the root mean square of\n"
            "mean - evaluation over all %zu entries and every group of N draws.\n\n",
            (double)opt.dropout, opt.draws, eval_weights->size);

@@ -36,7 +36,7 @@ typedef struct {
     const char *plot_dir;
 } Options;
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .num_hiddens = 3, .dropout = 0.5f};
     bool hiddens_given = false;
@@ -54,10 +54,12 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write heatmaps: DIR/self_attention.{dat,gp} and\nDIR/d2l_check.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V: d2l's "
-                                "check,\nself-attention on a few tokens, why sqrt(d) and dropout.\n"
-                                "Part 5, the n^2 cost, is ./03_self_attention/cost.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V: d2l's "
+                                        "check,\nself-attention on a few tokens, why sqrt(d) and dropout.\n"
+                                        "Part 5, the n^2 cost, is ./03_self_attention/cost.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (hiddens_given && opt.num_tokens == 0)
         cli_fail(PROG, "--dim sizes random tokens: give --tokens N too "
                  "(the three fixed tokens have size 3)");
@@ -354,7 +356,10 @@ static int write_plots(const char *dir, Tensor *check_weights, const Tensor *sel
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     Tensor *check_weights = part1_d2l_check(&rng);   /* d2l's example, checked */
     Tensor *x = make_tokens(&opt, &rng);

@@ -171,7 +171,7 @@ static void part2_compare_with_clear(const Options *opt, Rng *rng)
     Tensor *keys = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     Tensor *values = tensor_normal(rng, 0.0f, 1.0f, SHAPE(B, K, d));
     /* every other sequence sees only its first two thirds of the keys */
-    int *lens = CHECKED_MALLOC((size_t)B, sizeof(int));
+    int *lens = checked_malloc((size_t)B, sizeof(int));
     for (int b = 0; b < B; b++)
         lens[b] = b % 2 == 0 ? K : (2 * K + 2) / 3;
     ValidLens *valid_lens = valid_lens_1d(lens, B);
@@ -240,7 +240,7 @@ static void part3_memory_table(void)
            "the same multiply-adds, in another order.\n");
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .block = 2, .batch = 2, .num_queries = 300, .num_keys = 700,
                    .num_hiddens = 64, .threads = 1};
@@ -259,10 +259,12 @@ static Options parse_options(int argc, char **argv)
         {"--threads", CLI_INT, &opt.threads, .min = 1, .max = 64, .metavar = "N",
          .help = "threads for streaming_attention; the answer does not\ndepend on it"},
     };
-    cli_parse(&(CliTable){PROG, "Attention computed over blocks of keys with a running maximum "
-                                "and sum\n(the online softmax), so the T x n_k matrix of weights "
-                                "is never stored.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Attention computed over blocks of keys with a running maximum "
+                                        "and sum\n(the online softmax), so the T x n_k matrix of weights "
+                                        "is never stored.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     /* Part 2 must fit in memory and finish in seconds, so three sizes are
      * checked before anything is made. */
     const double B = opt.batch, T = opt.num_queries, K = opt.num_keys, d = opt.num_hiddens;
@@ -289,7 +291,10 @@ static Options parse_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     part1_online_softmax(opt.block);         /* six keys, by hand */
     part2_compare_with_clear(&opt, &rng);    /* the real function */

@@ -167,11 +167,13 @@ int main(int argc, char **argv)
     const CliOption options[] = {
         {"--seed", CLI_U64, &seed, .metavar = "N", .help = "seed of the random tensors"},
     };
-    cli_parse(&(CliTable){PROG,
-                          "Checks the formulas of chapter 04's exercise 2 (where an element lands\n"
-                          "after the head split, right and wrong) and the sequence-first split of\n"
-                          "exercise 3 on random tensors of several shapes.",
-                          CLI_COUNT(options), options}, argc, argv);
+    const int done = cli_parse(&(CliTable){PROG,
+        "Checks the formulas of chapter 04's exercise 2 (where an element lands\n"
+        "after the head split, right and wrong) and the sequence-first split of\n"
+        "exercise 3 on random tensors of several shapes.", CLI_COUNT(options), options},
+        argc, argv);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(seed);
     int failures = exercise2_where_elements_land(&rng);
     failures += exercise3_sequence_first(&rng);

@@ -296,7 +296,7 @@ static void part5_valid_lens_over_heads(int B, int T, int H, const int *lens)
            B * H == 1 ? "is" : "are", B * H, plural(B * H, "matrix", "matrices"));
 
     ValidLens *interleaved = valid_lens_repeat_interleave(valid_lens, H);
-    int *tiled_lens = CHECKED_MALLOC((size_t)B * H, sizeof(int));
+    int *tiled_lens = checked_malloc((size_t)B * H, sizeof(int));
     for (int r = 0; r < B * H; r++)
         tiled_lens[r] = lens[r % B];   /* valid_lens.repeat(H): [l0, l1, l0, l1, ...] */
     ValidLens *tiled = valid_lens_1d(tiled_lens, B * H);
@@ -305,7 +305,7 @@ static void part5_valid_lens_over_heads(int B, int T, int H, const int *lens)
 
     /* 2-D valid_lens (B, T) repeat the same way, one row per query. The
      * lengths are made up so that every row differs. */
-    int *lens_2d = CHECKED_MALLOC((size_t)B * T, sizeof(int));
+    int *lens_2d = checked_malloc((size_t)B * T, sizeof(int));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             lens_2d[b * T + t] = T - (b + t) % T;
@@ -327,7 +327,7 @@ static void part5_valid_lens_over_heads(int B, int T, int H, const int *lens)
 
 /* ---- options --------------------------------------------------------------- */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.batch = 2, .num_queries = 3, .num_hiddens = 6, .num_heads = 2, .seed = 0};
     const CliOption options[] = {
@@ -345,11 +345,11 @@ static Options parse_options(int argc, char **argv)
         {"--seed", CLI_U64, &opt.seed, .metavar = "N",
          .help = "seed of the random tensor used for the round trip"},
     };
-    cli_parse(&(CliTable){PROG,
-                          "Follows every element of X (batch, queries, hiddens) through the head split\n"
-                          "(B, T, D) -> (B, T, H, d) -> (B, H, T, d) -> (B*H, T, d) and back.\n"
-                          "X[b, t, j] = 1000*b + 100*t + j, so 1205 is sequence 1, token 2, hidden 5.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG,
+                                  "Follows every element of X (batch, queries, hiddens) through the head split\n"
+                                  "(B, T, D) -> (B, T, H, d) -> (B, H, T, d) -> (B*H, T, d) and back.\n"
+                                  "X[b, t, j] = 1000*b + 100*t + j, so 1205 is sequence 1, token 2, hidden 5.",
+                                  CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -378,7 +378,10 @@ static void valid_lens_of(const Options *opt, int *lens)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     int lens[MAX_SMALL];
     valid_lens_of(&opt, lens);
     const int H = opt.num_heads;

@@ -230,7 +230,7 @@ static bool one_head_by_hand(const Problem *p, int h)
 
 /* ---- options and main ------------------------------------------------------ */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .num_heads = 2, .head = 1};
     const CliOption options[] = {
@@ -241,10 +241,12 @@ static Options parse_options(int argc, char **argv)
         {"--head", CLI_INT, &opt.head, .min = 0, .max = D - 1, .metavar = "h",
          .help = "the head worked by hand in Part 3, below H"},
     };
-    cli_parse(&(CliTable){PROG, "The multi-head layer backwards: every gradient against "
-                                "finite differences,\nthe key bias that learns nothing, and "
-                                "one head's dK by hand.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "The multi-head layer backwards: every gradient against "
+                                        "finite differences,\nthe key bias that learns nothing, and "
+                                        "one head's dK by hand.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     char why[CLI_ERR_LEN];
     if (!heads_split(D, opt.num_heads, "num_hiddens", "--heads", why, sizeof why))
         cli_fail(PROG, "%s", why);
@@ -255,7 +257,10 @@ static Options parse_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     Problem p = forward_and_backward(&opt, &rng);
     key_bias(&p, &rng);

@@ -171,7 +171,7 @@ static void parse_pytorch(Options *opt)
         cli_fail(PROG, "%s", err);
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .repeats = 5, .threads = 2, .clear_max = 2048, .scale = 1.0};
     const CliOption options[] = {
@@ -196,16 +196,18 @@ static Options parse_options(int argc, char **argv)
                  "tests/fixtures/\ntime_pytorch_multihead.py prints them when run\njust "
                  "before the bench: the speed-ups then\ninclude PyTorch's"},
     };
-    cli_parse(&(CliTable){PROG,
-                          "Time and peak memory of the multi-head attention layer, the clear "
-                          "version\nof the chapters against the fast one "
-                          "(common/fast/fast_multihead.c):\nthe forward on (B, n, D, H) = "
-                          "(8, 512, 512, 8), (1, 2048, 512, 8),\n(1, 8192, 512, 8) and the d2l "
-                          "toy, forward + backward on the toy and\n(8, 512, 512, 8), attention's "
-                          "backward alone on the heads of\n(1, 8192, 512, 8), causal streaming "
-                          "attention against full on the\nheads of (1, 2048, 512, 8), and the "
-                          "fast forward alone at n = 16384\nand 32768.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG,
+                                  "Time and peak memory of the multi-head attention layer, the clear "
+                                  "version\nof the chapters against the fast one "
+                                  "(common/fast/fast_multihead.c):\nthe forward on (B, n, D, H) = "
+                                  "(8, 512, 512, 8), (1, 2048, 512, 8),\n(1, 8192, 512, 8) and the d2l "
+                                  "toy, forward + backward on the toy and\n(8, 512, 512, 8), attention's "
+                                  "backward alone on the heads of\n(1, 8192, 512, 8), causal streaming "
+                                  "attention against full on the\nheads of (1, 2048, 512, 8), and the "
+                                  "fast forward alone at n = 16384\nand 32768.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (opt.config_text != NULL)
         parse_config(&opt);
     if (opt.pytorch_text != NULL)
@@ -343,7 +345,10 @@ static const BenchConfig CONFIGS[] = {
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const BenchConfig *list = CONFIGS;
     int count = (int)(sizeof CONFIGS / sizeof CONFIGS[0]);
     if (opt.config_text != NULL) {

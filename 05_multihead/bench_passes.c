@@ -85,7 +85,7 @@ static void *work_new(const void *spec_arg)
     Rng rng = rng_new(spec->seed);
     const float s = (float)spec->scale;
     const int D = c->num_hiddens, B = c->batch, H = c->num_heads, n = c->num_queries;
-    Work *w = CHECKED_CALLOC(1, sizeof *w);
+    Work *w = checked_calloc(1, sizeof *w);
     *w = (Work){.c = c, .fast = spec->fast, .threads = spec->threads};
     if (bench_is_attention_alone(c)) {
         const int d = D / H;

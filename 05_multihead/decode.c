@@ -355,7 +355,7 @@ static int part_sharing(const Options *opt)
 
 /* ---- options and main ------------------------------------------------------------------------ */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .seeds = 16, .steps = 200};
     static const char files_help[] = "decode a layer given as .npy files";
@@ -379,13 +379,16 @@ static Options parse_options(int argc, char **argv)
         "Attention one token at a time with a key-value cache: the cache against the\n"
         "causal layer, its memory per token, the time per token with and without it,\n"
         "and its read speed against the memory's.";
-    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     if (opt.sharing)
         return part_sharing(&opt);
     const int status = opt.no_timings ? 0 : memory_require(STREAM_BYTES, "the buffer of the "

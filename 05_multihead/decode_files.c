@@ -85,7 +85,7 @@ static int decode_files(const Options *opt)
     return status;
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.prog = program_name("decode_files"), .num_heads = 8,
                    .num_kv_heads = 8, .capacity = 4096};
@@ -105,7 +105,9 @@ static Options parse_options(int argc, char **argv)
     static const char summary[] =
         "Decode a layer of G key-value heads given as .npy files, one token at a time\n"
         "with a key-value cache (decode --from runs this tool).";
-    cli_parse(&(CliTable){opt.prog, summary, CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){opt.prog, summary, CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (opt.from_dir == NULL)
         cli_fail(opt.prog, "--heads, --kv-heads and --to go with --from DIR");
     if (!opt.num_heads_given || !opt.num_kv_heads_given)
@@ -120,7 +122,10 @@ static Options parse_options(int argc, char **argv)
 /* The tool's entry: its own program's, and decode's --from. */
 int decode_files_main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     return decode_files(&opt);
 }
 

@@ -61,7 +61,7 @@ Tensor *fast_decode_recompute(const MultiHeadAttention *layer, const Tensor *pre
 double stream_read_rate(double bytes)
 {
     const size_t n = (size_t)(bytes / sizeof(float));
-    float *buffer = CHECKED_MALLOC(n, sizeof(float));
+    float *buffer = checked_malloc(n, sizeof(float));
     for (size_t i = 0; i < n; i++)
         buffer[i] = (float)(i & 1023);   /* written: every page resident before timing */
     double best = INFINITY;

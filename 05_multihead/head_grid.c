@@ -77,7 +77,7 @@ static void print_grid(const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
     const int T = weights->shape[2], K = weights->shape[3];
-    Panel *panels = CHECKED_CALLOC((size_t)H, sizeof *panels);
+    Panel *panels = checked_calloc((size_t)H, sizeof *panels);
     for (int b = 0; b < B; b++) {
         int width = 0, num_lines = 0;
         if (b > 0)
@@ -194,7 +194,7 @@ static int part3_random_inputs_every_head(const MultiHeadAttention *layer,
     return status;
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.hiddens = 100, .heads = 5, .scale = 3.0, .seed = 0};
     const CliOption options[] = {
@@ -215,13 +215,16 @@ static Options parse_options(int argc, char **argv)
         "d2l's exercise 1: the attention weights of every head of the toy example\n"
         "(batch 2, 4 queries, 6 key-value pairs, valid_lens [3, 2]) as a grid of\n"
         "heatmaps, one row per sequence and one column per head.";
-    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Rng rng = rng_new(opt.seed);
     MultiHeadAttention *layer = multihead_new(opt.hiddens, opt.hiddens, opt.hiddens, opt.hiddens,
                                               opt.heads, 0.5f, false, &rng);

@@ -1,14 +1,12 @@
 /*
- * head_importance - d2l's exercise 2 on a trained model: how important is
- * each head, and which heads can be pruned? (05_multihead/heads.md; the
- * pruning itself is head_pruning.c, beside this file)
+ * head_importance - d2l's exercise 2 on a trained model: how important is each head, and which
+ * heads can be pruned? (05_multihead/heads.md; the pruning itself is head_pruning.c, beside it)
  *
  * Part 1: a model trained on heads_experiment's two-key task (or --from),
  *         and its held-out accuracy with every head.
- * Part 2: each head's importance, Michel, Levy and Neubig's I_h =
- *         E|dL/dxi_h| for a gate xi_h = 1 on its output (head_gates.h), on
- *         training examples, beside the held-out accuracy lost when that
- *         head alone is masked; a finite difference checks one slope.
+ * Part 2: each head's importance, Michel, Levy and Neubig's I_h = E|dL/dxi_h| for a gate
+ *         xi_h = 1 on its output (head_gates.h), on training examples, beside the held-out
+ *         accuracy lost when that head alone is masked; a finite difference checks one slope.
  * Part 3: held-out accuracy as heads are pruned one at a time, least or most
  *         important first and in random orders, beside the best subset of
  *         each size: the bound no ranking can pass.
@@ -82,7 +80,7 @@ static void check_options(const Options *opt)
         cli_fail(PROG, "--to saves one model: --seeds %d trains %d", opt->seeds, opt->seeds);
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .heads = 8, .hiddens = 32, .pairs = 6, .countries = 16,
                    .steps = 1500, .batch = 32, .examples = 1000, .orders = 20, .seeds = 1,
@@ -120,10 +118,11 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write the pruning curves as DIR/head_pruning.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "d2l's exercise 2 on a trained model: each head's importance, "
-                          "and held-out\naccuracy as heads are pruned.",
-                          CLI_COUNT(options), options}, argc, argv);
-    check_options(&opt);
+    *done = cli_parse(&(CliTable){PROG, "d2l's exercise 2 on a trained model: each head's importance, "
+                                  "and held-out\naccuracy as heads are pruned.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done == CLI_RUN)
+        check_options(&opt);
     return opt;
 }
 
@@ -266,10 +265,9 @@ static void part2_importance(TwoKeyModel *model, const TaskBatch *ranking, const
            "   head   importance   share   rank   masked   accuracy lost   rank\n");
     head_worth(model, ranking, held, worth);
     const HeadWorth w = *worth;
-    /* a well-trained model's loss is near 0, and so are its slopes: the
-     * share of the total compares them. Michel et al. divide a layer's
-     * importances by their l2 norm instead; with one layer both divide
-     * every head by the same number, so the ranking is the same */
+    /* a well-trained model's loss is near 0, and so are its slopes: the share of the total
+     * compares them. Michel et al. divide a layer's importances by their l2 norm instead; with
+     * one layer both divide every head by the same number, so the ranking is the same */
     double total = 0.0;
     for (int h = 0; h < H; h++)
         total += w.importance[h];
@@ -381,7 +379,7 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
     printf("\nPart 4. Over %d seeds (%llu to %llu): the same for every model\n\n", opt->seeds,
            (unsigned long long)opt->seed,
            (unsigned long long)(opt->seed + (uint64_t)opt->seeds - 1));
-    Pruning *p = CHECKED_CALLOC((size_t)opt->seeds, sizeof *p);
+    Pruning *p = checked_calloc((size_t)opt->seeds, sizeof *p);
     uint64_t seeds[MAX_SEEDS];
     int n = 0, left_out = 0;
     printf("   models below %.0f%% held out, left out:", 100.0 * TRAINED);
@@ -413,7 +411,10 @@ static void part4_seeds(const Options *opt, const Task *task, TwoKeyModel *const
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     TwoKeyModel *models[MAX_SEEDS] = {NULL};
     int status = opt.from_dir != NULL ? load(&opt, models) : train_all(&opt, models);
     if (status != 0)

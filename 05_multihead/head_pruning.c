@@ -167,7 +167,7 @@ double pruning_margin(const Pruning *pruning, int num_heads)
 /* prunings (n,) -> median: by_least, by_most, random, best (H + 1,) */
 void pruning_median(const Pruning *prunings, int n, int num_heads, Pruning *median)
 {
-    double *values = CHECKED_CALLOC(4 * (size_t)n, sizeof *values);
+    double *values = checked_calloc(4 * (size_t)n, sizeof *values);
     double *least = values, *most = values + n, *random = values + 2 * n, *best = values + 3 * n;
     *median = (Pruning){.has_best = prunings[0].has_best};
     for (int k = 0; k <= num_heads; k++) {

@@ -100,7 +100,7 @@ static int check_memory(const Options *opt)
                           detail, "use fewer --threads, a smaller --batch or --examples");
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .heads_text = "1,2,4", .num_hiddens = 32, .pairs = 6,
                    .countries = 16, .steps = 600, .batch = 32, .seeds = 4, .examples = 1000,
@@ -134,9 +134,11 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write DIR/two_keys_H_heads[_mlp].{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Why several heads: a query that names two keys, answered with "
-                          "1, 2 and 4 heads\nat the same num_hiddens, each from many seeds.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Why several heads: a query that names two keys, answered with "
+                                  "1, 2 and 4 heads\nat the same num_hiddens, each from many seeds.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     read_head_counts(&opt);
     return opt;
 }
@@ -298,7 +300,7 @@ static int part2_table(const Options *opt, const Task *task, const TaskBatch *he
 {
     const double N = held_out->batch_size;
     const int P = opt->pairs;
-    Runs *runs = CHECKED_CALLOC(1, sizeof *runs);
+    Runs *runs = checked_calloc(1, sizeof *runs);
     *runs = (Runs){.opt = opt, .task = task, .held_out = held_out};
     fflush(stdout);
     seeds_run(opt->num_rows * opt->seeds, opt->threads, run_job, runs);
@@ -418,7 +420,10 @@ static void part4_by_hand(const Options *opt, const TaskBatch *held_out)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     int status = check_memory(&opt);
     if (status != 0)
         return status;

@@ -172,7 +172,7 @@ static int layer_to_files(const Options *opt)
 
 /* ---- the command line --------------------------------------------------------------- */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.example = MULTIHEAD_EXAMPLE_D2L};
     MultiheadExampleSizes *s = &opt.example;
@@ -213,7 +213,7 @@ static Options parse_options(int argc, char **argv)
         "The multi-head layer as .npy files: with --from, a layer whose inputs and\n"
         "weights are files, compared with PyTorch's results; with --to alone, the layer\n"
         "of multihead's Part 3 and its random inputs, written for --from to read.";
-    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -240,7 +240,10 @@ static void check_options(const Options *opt)
 int layer_files_main(int argc, char **argv)
 {
     PROG = program_name("layer_files");
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     check_options(&opt);
     return opt.from_dir ? layer_from_files(&opt) : layer_to_files(&opt);
 }

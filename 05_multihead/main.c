@@ -71,9 +71,9 @@ static RowCheck check_rows(const Tensor *output, const ValidLens *valid_lens, co
     /* Over every pair of rows, the largest difference in column j is the
      * column's largest entry minus its smallest: one pass finds them per
      * sequence, hi and lo (B, D), instead of one pass per pair of rows. */
-    float *hi = CHECKED_MALLOC((size_t)B * D, sizeof(float));
-    float *lo = CHECKED_MALLOC((size_t)B * D, sizeof(float));
-    bool *has_rows = CHECKED_CALLOC((size_t)B, sizeof(bool));
+    float *hi = checked_malloc((size_t)B * D, sizeof(float));
+    float *lo = checked_malloc((size_t)B * D, sizeof(float));
+    bool *has_rows = checked_calloc((size_t)B, sizeof(bool));
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *row = &AT3(output, b, t, 0);
@@ -260,7 +260,7 @@ static int part3_random_inputs(Example *ex)
 
 /* ---- the command line --------------------------------------------------------------- */
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.example = MULTIHEAD_EXAMPLE_D2L};
     MultiheadExampleSizes *s = &opt.example;
@@ -290,7 +290,7 @@ static Options parse_options(int argc, char **argv)
     static const char summary[] =
         "Multi-head attention: d2l's check (num_hiddens 100, 5 heads, batch 2, 4 queries,\n"
         "6 key-value pairs, valid_lens [3, 2]) on all-ones and then random inputs.";
-    cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, summary, CLI_COUNT(options), options}, argc, argv);
     return opt;
 }
 
@@ -316,7 +316,10 @@ static ValidLens *read_valid_lens(const Options *opt)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const MultiheadExampleSizes *s = &opt.example;
     /* Part 2's dropout draws from a stream of its own, so Part 3's example
      * is the one layer_files --to writes, in training mode too */

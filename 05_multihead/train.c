@@ -97,10 +97,9 @@ static void print_example(const Task *task, const TaskBatch *batch, int b, bool 
     free(text);
 }
 
-/* The generator streams (random.h): the parameters and the held-out
- * examples each have their own (tests/fixtures/make_train_fixtures.py
- * draws the held-out ones from the same stream), and each step's batch one
- * of its own (rng_step, BATCH_OF_STEP), so that changing --steps leaves
+/* The generator streams (random.h): the parameters and the held-out examples each have their
+ * own (tests/fixtures/make_train_fixtures.py draws the held-out ones from the same stream), and
+ * each step's batch one of its own (rng_step, BATCH_OF_STEP), so that changing --steps leaves
  * every batch as it was. */
 static void part1_the_task(const Task *task, uint64_t seed)
 {
@@ -138,11 +137,10 @@ static void describe_model(const Session *s)
                s->threads > 1 ? "s" : "");
 }
 
-/* From adam->step + 1 to s->steps by the loop of learn/training.h,
- * watched (the progress line, divergence, signals); curve->losses
- * receives each step's loss. Returns 0, or the exit status when the loss
- * diverged: adam (and the model) are then back at the last state whose loss
- * was a number. */
+/* From adam->step + 1 to s->steps by the loop of learn/training.h, watched (the progress line,
+ * divergence, signals); curve->losses receives each step's loss. Returns 0, or the exit status
+ * when the loss diverged: adam (and the model) are then back at the last state whose loss was a
+ * number. */
 static int train_steps(const Session *s, const Task *task, LossCurve *curve)
 {
     const LookupTraining *t = &s->run.training;
@@ -172,7 +170,7 @@ static int part2_train(const Session *s, const Task *task, LossCurve *curve)
         printf("  Adam, learning rate %g, batches of %d, %d steps:\n", (double)adam->lr, batch,
                s->steps);
     curve->first = (int)adam->step + 1;
-    curve->losses = CHECKED_CALLOC((size_t)(s->steps - curve->first + 1),
+    curve->losses = checked_calloc((size_t)(s->steps - curve->first + 1),
                                    sizeof *curve->losses);
     const int watch_status = train_steps(s, task, curve);
     return train_finish(s->model, adam, task, &s->run, watch_status);
@@ -228,11 +226,10 @@ static int asked_entry(const TaskBatch *batch, int b)
     return asked;
 }
 
-/* Over the held-out examples, for each head: the mean weight it puts on
- * the entry whose key the query names, and the share of examples whose
- * largest weight falls there (the first largest, like argmax):
- * weights (N, H, 1, P) -> mean_weight (H,), largest_share (H,), added into
- * zeros. */
+/* Over the held-out examples, for each head: the mean weight it puts on the entry whose key the
+ * query names, and the share of examples whose largest weight falls there (the first largest,
+ * like argmax): weights (N, H, 1, P) -> mean_weight (H,), largest_share (H,), added into zeros.
+ */
 static void weight_on_the_key(const Tensor *weights, const TaskBatch *heldout,
                               double *mean_weight, double *largest_share)
 {
@@ -313,7 +310,7 @@ static void check_options(const Options *opt)
                  "train it on up to step N");
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     const DictionaryTraining d = DICTIONARY_TRAINING;
     Options opt = {.seed = 0, .steps = d.steps, .batch = d.batch_size, .pairs = d.pairs,
@@ -354,10 +351,11 @@ static Options parse_options(int argc, char **argv)
         {"--bench", CLI_MODE, .tool = "train_bench", .mode = train_bench_main,
          .help = "training steps per second, clear and fast"},
     };
-    cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "
-                                "in a dictionary.", CLI_COUNT(options), options},
-              argc, argv);
-    check_options(&opt);
+    *done = cli_parse(&(CliTable){PROG, "Train one multi-head attention layer to look countries up "
+                                        "in a dictionary.", CLI_COUNT(options), options},
+                      argc, argv);
+    if (*done == CLI_RUN)
+        check_options(&opt);
     return opt;
 }
 
@@ -423,7 +421,10 @@ static int evaluate_and_show(const Session *s, const Task *task, const LossCurve
 
 int main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     /* every step frees and allocates the same tensors: memory given back to
      * the system comes back as fresh zeroed pages (with --batch 256 glibc's
      * made a step five times as long); kept, it costs nothing */

@@ -139,7 +139,7 @@ static void bench(const Options *opt)
                PYTORCH_TRAINING);
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     const DictionaryTraining d = DICTIONARY_TRAINING;
     Options opt = {.prog = program_name("train_bench"),
@@ -164,10 +164,12 @@ static Options parse_options(int argc, char **argv)
          .help = "the fast layer's threads beside 1", .default_text = "2"},
         {"--bench", CLI_FLAG, &opt.bench, .help = "what this tool does (train --bench runs it)"},
     };
-    cli_parse(&(CliTable){opt.prog, "Training steps per second of train's model at these sizes "
-                                    "and at\n(batch 256, 16 pairs, num_hiddens 256, 8 heads), "
-                                    "clear and fast (1 and N threads).",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){opt.prog, "Training steps per second of train's model at these sizes "
+                                            "and at\n(batch 256, 16 pairs, num_hiddens 256, 8 heads), "
+                                            "clear and fast (1 and N threads).",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (opt.countries < s->pairs)
         cli_fail(opt.prog, "--countries %d is fewer than --pairs %d: a dictionary needs %d "
                  "different countries", opt.countries, s->pairs, s->pairs);
@@ -177,7 +179,10 @@ static Options parse_options(int argc, char **argv)
 /* The tool's entry: its own program's, and train's --bench. */
 int train_bench_main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     bench(&opt);
     return 0;
 }

@@ -131,7 +131,7 @@ static void read_perm(Options *opt)
         cli_fail(PROG, "--perm must list each of 0..%d once, got '%s'", T - 1, opt->perm_text);
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.tokens = 5, .hiddens = 4, .seed = 0};
     const CliOption options[] = {
@@ -144,11 +144,13 @@ static Options parse_options(int argc, char **argv)
          .default_text = "tokens 1 and 2 swapped, 0,2,1,3,..."},
         {"--seed", CLI_U64, &opt.seed, .metavar = "N", .help = "seed of the tokens"},
     };
-    cli_parse(&(CliTable){PROG, "Causal self-attention (query i sees keys 0..i) under a "
-                                "permutation of the\ntokens: which positions keep their output, "
-                                "predicted and measured, then the\nprediction checked on every "
-                                "permutation of T tokens.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Causal self-attention (query i sees keys 0..i) under a "
+                                        "permutation of the\ntokens: which positions keep their output, "
+                                        "predicted and measured, then the\nprediction checked on every "
+                                        "permutation of T tokens.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     read_perm(&opt);
     return opt;
 }
@@ -213,7 +215,10 @@ static long check_every_permutation(const Tensor *X, const Tensor *fX, float tol
 
 int main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const int T = opt.tokens, D = opt.hiddens;
     Rng rng = rng_new(opt.seed);
     Tensor *X = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(1, T, D));

@@ -157,7 +157,7 @@ double induction_least_seen_loss(const InductionHeldOut *held_out, int length)
 static int *held_out_inputs(const InductionHeldOut *held_out, int T)
 {
     const int B = held_out->count;
-    int *inputs = CHECKED_CALLOC((size_t)B * T, sizeof *inputs);
+    int *inputs = checked_calloc((size_t)B * T, sizeof *inputs);
     for (int b = 0; b < B; b++)
         memcpy(inputs + (size_t)b * T, held_out->tokens + (size_t)b * (T + 1),
                (size_t)T * sizeof *inputs);
@@ -230,11 +230,11 @@ double induction_mean_ablated(InductionModel *model, const InductionHeldOut *hel
     const int H = model->num_heads[layer];
     const size_t head_floats = (size_t)D * D / (size_t)H;
     int *inputs = held_out_inputs(held_out, T);
-    double *with = CHECKED_CALLOC((size_t)T * D, sizeof *with);
-    double *without = CHECKED_CALLOC((size_t)T * D, sizeof *without);
-    float *offset = CHECKED_CALLOC((size_t)T * D, sizeof *offset);
-    float *saved = CHECKED_CALLOC((size_t)D * D, sizeof *saved);
-    float *losses = CHECKED_CALLOC((size_t)B * T, sizeof *losses);
+    double *with = checked_calloc((size_t)T * D, sizeof *with);
+    double *without = checked_calloc((size_t)T * D, sizeof *without);
+    float *offset = checked_calloc((size_t)T * D, sizeof *offset);
+    float *saved = checked_calloc((size_t)D * D, sizeof *saved);
+    float *losses = checked_calloc((size_t)B * T, sizeof *losses);
     mean_layer_output(model, inputs, B, layer, with);
     for (int h = 0; h < H; h++)
         if (head < 0 || h == head)
@@ -264,11 +264,11 @@ InductionMeasures induction_measure(InductionModel *model, const InductionHeldOu
 {
     const int B = held_out->count, T = model->length, D = model->num_hiddens;
     InductionMeasures m = {0};
-    float *losses = CHECKED_CALLOC((size_t)B * T, sizeof *losses);
+    float *losses = checked_calloc((size_t)B * T, sizeof *losses);
     m.repeated = induction_heldout_parts(model, held_out, losses, &m.first);
     measure_scores(model, held_out, &m);
 
-    float *saved = CHECKED_CALLOC((size_t)D * D, sizeof *saved);
+    float *saved = checked_calloc((size_t)D * D, sizeof *saved);
     double first;
     for (int l = 0; l < model->num_layers; l++) {
         const int H = model->num_heads[l];
@@ -365,9 +365,9 @@ static InductionModel *induction_train(const InductionSetup *setup, int num_laye
     t.model = induction_new(setup->vocab, T, setup->num_hiddens, setup->num_heads, num_layers,
                             &init);   /* the first num_layers of num_heads */
     t.model->attend = setup->attend;
-    t.tokens = CHECKED_CALLOC((size_t)B * (T + 1), sizeof *t.tokens);
-    t.periods = CHECKED_CALLOC((size_t)B, sizeof *t.periods);
-    t.losses = CHECKED_CALLOC((size_t)B * T, sizeof *t.losses);
+    t.tokens = checked_calloc((size_t)B * (T + 1), sizeof *t.tokens);
+    t.periods = checked_calloc((size_t)B, sizeof *t.periods);
+    t.losses = checked_calloc((size_t)B * T, sizeof *t.losses);
     Adam *adam = adam_new(t.model->params, t.model->num_params, setup->lr);
     const BatchDraw repeats = {&t, draw_repeats, t.tokens};
     const TrainingPlan plan = {.seed = seed, .first_step = 1, .last_step = setup->steps,
@@ -392,8 +392,8 @@ void induction_seed_job(void *arg, int j)
     const InductionSetup *setup = e->setup;
     InductionSeedResult *r = &e->results[j];
     const uint64_t seed = setup->seed + (uint64_t)j;
-    r->first_curve = CHECKED_CALLOC((size_t)setup->steps, sizeof *r->first_curve);
-    r->repeated_curve = CHECKED_CALLOC((size_t)setup->steps, sizeof *r->repeated_curve);
+    r->first_curve = checked_calloc((size_t)setup->steps, sizeof *r->first_curve);
+    r->repeated_curve = checked_calloc((size_t)setup->steps, sizeof *r->repeated_curve);
     InductionModel *model = induction_train(setup, 2, seed, r->first_curve, r->repeated_curve);
     InductionModel *control = induction_train(setup, 1, seed, NULL, NULL);
     if (model == NULL || control == NULL) {
@@ -423,8 +423,8 @@ void induction_seed_job(void *arg, int j)
 InductionHeldOut induction_held_out_new(const InductionSetup *setup)
 {
     InductionHeldOut h = {.count = setup->examples};
-    h.tokens = CHECKED_CALLOC((size_t)h.count * (setup->length + 1), sizeof *h.tokens);
-    h.periods = CHECKED_CALLOC((size_t)h.count, sizeof *h.periods);
+    h.tokens = checked_calloc((size_t)h.count * (setup->length + 1), sizeof *h.tokens);
+    h.periods = checked_calloc((size_t)h.count, sizeof *h.periods);
     Rng rng = rng_use(setup->seed, RNG_HELDOUT);
     repeats_draw(h.tokens, h.periods, h.count, setup->length, setup->vocab, induction_min_period(setup),
                  induction_max_period(setup), &rng);
@@ -620,7 +620,7 @@ void induction_print_previous_by_query(const InductionModel *model,
                                        const InductionHeldOut *held_out, int hp)
 {
     const int T = model->length;
-    double *by_query = CHECKED_CALLOC((size_t)T, sizeof *by_query);
+    double *by_query = checked_calloc((size_t)T, sizeof *by_query);
     induction_previous_by_query(model, held_out, 0, hp, by_query);
     printf("Layer 1, head %d: the weight on key t - 1 at each query t, on the held-out set\n\n",
            hp);

@@ -84,7 +84,7 @@ static int check_options(const Options *opt)
                           detail, "use a smaller --examples, --batch or --threads");
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .vocab = 64, .length = 32, .num_hiddens = 64, .num_heads = {2, 1},
                    .steps = 600, .batch = 32, .seeds = 8, .examples = 200, .num_threads = 2,
@@ -122,10 +122,10 @@ static Options parse_options(int argc, char **argv)
         {"--from", CLI_FROM_DIR, &opt.from_dir, .metavar = "DIR",
          .help = "read a model saved with --to instead of training"},
     };
-    cli_parse(&(CliTable){PROG, "Two attention layers learn to copy from context: a "
-                          "previous-token head and an induction head.", CLI_COUNT(options),
-                          options},
-              argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Two attention layers learn to copy from context: a "
+                                  "previous-token head and an induction head.", CLI_COUNT(options),
+                                  options},
+                      argc, argv);
     return opt;
 }
 
@@ -392,7 +392,7 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
 {
     part1_task(opt, held_out, true);
     fflush(stdout);
-    InductionSeedResult *results = CHECKED_CALLOC((size_t)opt->seeds, sizeof *results);
+    InductionSeedResult *results = checked_calloc((size_t)opt->seeds, sizeof *results);
     InductionSetup setup = setup_of(opt);
     InductionExperiment e = {&setup, held_out, results};
     seeds_run(opt->seeds, opt->num_threads, induction_seed_job, &e);
@@ -432,7 +432,10 @@ static int run_experiment(const Options *opt, const InductionHeldOut *held_out)
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     int status = check_options(&opt);
     if (status != 0)
         return status;

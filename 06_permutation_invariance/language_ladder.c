@@ -55,7 +55,7 @@ LanguageModel *ladder_rung_new(int r, const Corpus *corpus, const LanguageTraini
 static int train(LanguageModel *m, const Corpus *c, const LanguageTraining *t, uint64_t seed)
 {
     Adam *adam = language_adamw_new(m, t);
-    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(seed, RNG_BATCHES);
     int diverged_at = 0;
     const double start = language_seconds();
@@ -93,8 +93,8 @@ static LadderRung climb(int r, const Corpus *c, const LanguageTraining *t, uint6
 static double counted_bigram_loss(const Corpus *c)
 {
     const int V = c->vocab;
-    double *counts = CHECKED_CALLOC((size_t)V * V, sizeof *counts);
-    double *rows = CHECKED_CALLOC((size_t)V, sizeof *rows);
+    double *counts = checked_calloc((size_t)V * V, sizeof *counts);
+    double *rows = checked_calloc((size_t)V, sizeof *rows);
     for (size_t i = 0; i + 1 < c->train_n; i++) {
         counts[(size_t)c->ids[i] * V + c->ids[i + 1]] += 1.0;
         rows[c->ids[i]] += 1.0;

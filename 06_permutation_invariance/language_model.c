@@ -1,7 +1,6 @@
 /*
- * language_model - attention that writes: a character-level GPT built from
- * the chapters' multi-head layer, trained on Shakespeare's plays (chapter
- * 06's page "A language model").
+ * language_model - attention that writes: a character-level GPT built from the chapters'
+ * multi-head layer, trained on Shakespeare's plays (chapter 06's page "A language model").
  *
  * Part 1: the text and the model.
  * Part 2: training; both losses every few hundred steps, each with a sample.
@@ -72,7 +71,7 @@ static int check_options(const Options *opt)
                           "use a smaller --batch, --context or --hiddens");
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
                    .num_threads = 2, .temperature = 0.8f, .kernels = "fast"};
@@ -116,9 +115,9 @@ static Options parse_options(int argc, char **argv)
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
         {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
-    cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
-                          "trained on Shakespeare.", CLI_COUNT(options), options},
-              argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
+                                  "trained on Shakespeare.", CLI_COUNT(options), options},
+                      argc, argv);
     t->min_lr = t->lr / 10.0;
     return opt;
 }
@@ -208,7 +207,7 @@ static int part2_training(LanguageModel *m, const Options *opt, const Corpus *c)
     for (int step = 0; step <= t->steps; step++)
         looks += look_at(opt, every, step) > 0;
     Tensor *curve = tensor_zeros(SHAPE(looks, 3));
-    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     Rng batches = rng_use(opt->seed, RNG_BATCHES);
     int rows = 0, status = 0;
     const double start = language_seconds();
@@ -283,9 +282,8 @@ static void silence_row(LanguageModel *m, const LanguageProbes *p, const int *he
     printf("  %-29s %14.3f %13.3f %10.3f\n", label, r.random_repeat, r.text_repeat, r.held_out);
 }
 
-/* The silencing table: no head, each induction head, all of them, and
- * as many of the lowest-scoring heads; the best head alone when none
- * passes the line. */
+/* The silencing table: no head, each induction head, all of them, and as many of the
+ * lowest-scoring heads; the best head alone when none passes the line. */
 static void silencing_table(LanguageModel *m, const LanguageProbes *p, const int *order,
                             int count)
 {
@@ -423,7 +421,10 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
 
 int main(int argc, char **argv)
 {
-    const Options opt = parse_options(argc, argv);
+    int done;
+    const Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     Corpus corpus = {0};
     LanguageModel *m = NULL;
     int status = check_options(&opt);

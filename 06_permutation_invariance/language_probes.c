@@ -21,7 +21,7 @@ int *language_probes_new(const LanguageModel *model, const int *text, size_t n, 
     if (text != NULL && n < (size_t)P)
         die("a text of %zu tokens is shorter than a probe's half, %d", n,
             P);
-    int *tokens = CHECKED_MALLOC((size_t)count * (C + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)count * (C + 1), sizeof *tokens);
     Rng rng = rng_use(0, RNG_PROBES);   /* the same probes for every model */
     for (int s = 0; s < count; s++) {
         int *row = tokens + (size_t)s * (C + 1);
@@ -101,7 +101,7 @@ LanguageSilenced language_silence(LanguageModel *model, const LanguageProbes *pr
 {
     const int H = model->num_heads, C = model->context;
     const size_t per_head = (size_t)(model->num_hiddens + 1) * (model->num_hiddens / H);
-    float *saved = CHECKED_MALLOC((size_t)k * per_head, sizeof *saved);
+    float *saved = checked_malloc((size_t)k * per_head, sizeof *saved);
     for (int i = 0; i < k; i++)
         language_model_ablate_head(model, heads[i] / H, heads[i] % H, saved + i * per_head);
     const LanguageSilenced result = {

@@ -36,7 +36,7 @@ int corpus_load(const char *path, const int *bytes, int vocab, int context, Corp
     c.vocab = bytes != NULL ? vocab : text_vocabulary(text, n, c.bytes);
     if (bytes != NULL)
         memcpy(c.bytes, bytes, (size_t)vocab * sizeof *bytes);
-    c.ids = CHECKED_MALLOC(n, sizeof *c.ids);
+    c.ids = checked_malloc(n, sizeof *c.ids);
     const size_t bad = text_encode(text, n, c.bytes, c.vocab, c.ids);
     const unsigned bad_byte = bad < n ? text[bad] : 0;
     free(text);
@@ -97,7 +97,7 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
                                           t->num_hiddens, t->num_heads, t->num_layers, &rng);
     language_kernels("fast", num_threads, &m->kernels);
     Adam *adam = language_adamw_new(m, t);
-    int *tokens = CHECKED_MALLOC((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
     double start = language_seconds();
     for (int s = 0; s < UNTIMED + steps; s++) {
         if (s == UNTIMED)
@@ -120,7 +120,7 @@ void language_print_estimate(const LanguageModel *model, const Corpus *corpus, i
     const int C = model->context;
     const int *held = corpus->ids + corpus->train_n;
     const size_t held_n = corpus->n - corpus->train_n;
-    int *tokens = CHECKED_MALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)batch_size * (C + 1), sizeof *tokens);
     Rng windows = rng_use(seed, RNG_HELDOUT);   /* part 2's looks draw these windows */
     double sum = 0.0, sum_squares = 0.0;
     for (int i = 0; i < batches; i++) {
@@ -275,7 +275,7 @@ void print_sample(const LanguageModel *model, const char *prompt, float temperat
                   Rng *rng)
 {
     const int length = (int)strlen(prompt);
-    int *tokens = CHECKED_MALLOC((size_t)length + n, sizeof *tokens);
+    int *tokens = checked_malloc((size_t)length + n, sizeof *tokens);
     if (text_encode((const unsigned char *)prompt, (size_t)length, model->bytes, model->vocab,
                     tokens) < (size_t)length)
         die("the prompt holds a character outside the vocabulary");

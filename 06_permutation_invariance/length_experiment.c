@@ -180,7 +180,7 @@ static void train_and_score(void *arg, int j)
 
 LengthExperiment *length_experiment_run(const LengthSetup *setup)
 {
-    LengthExperiment *e = CHECKED_CALLOC(1, sizeof *e);
+    LengthExperiment *e = checked_calloc(1, sizeof *e);
     e->setup = *setup;
     for (int i = 0; i < LENGTH_SIZES; i++) {
         /* the same sequences for both tasks, only the answers differ */
@@ -194,7 +194,7 @@ LengthExperiment *length_experiment_run(const LengthSetup *setup)
         }
     }
     e->count = LENGTH_TASKS * POSITION_SCHEMES * setup->seeds;
-    e->runs = CHECKED_CALLOC((size_t)e->count, sizeof *e->runs);
+    e->runs = checked_calloc((size_t)e->count, sizeof *e->runs);
     seeds_run(e->count, setup->num_threads, train_and_score, e);
     return e;
 }
@@ -218,7 +218,7 @@ static SeedSummary runs_summary(const LengthExperiment *e, LengthTask task,
                                 int size, double line)
 {
     const int S = e->setup.seeds;
-    double *values = CHECKED_CALLOC((size_t)S, sizeof *values);
+    double *values = checked_calloc((size_t)S, sizeof *values);
     for (int s = 0; s < S; s++)
         values[s] = number(&e->runs[((int)task * POSITION_SCHEMES + (int)scheme) * S + s], size);
     const SeedSummary summary = seeds_summary(values, S, line);

@@ -68,7 +68,7 @@ static void read_valid_lens(Options *opt)
         opt->valid_lens[b] = (int)lens[n == 1 ? 0 : b];
 }
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .tokens = 6, .hiddens = 8, .heads = 2, .samples = 1000};
     const CliOption options[] = {
@@ -88,14 +88,16 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "also write the heatmaps permutation_weights.dat/.gp into DIR"},
     };
-    cli_parse(&(CliTable){PROG, "Self-attention is permutation equivariant, f(P X) = P f(X), "
-                                "not invariant.\nChecks it on seeded random tokens for plain "
-                                "attention and the multi-head\nlayer, then the invariant cases, "
-                                "masks, positional encoding and rounding.\nSizes that follow: "
-                                "B = 2 sequences unless --valid-lens gives one length\nper "
-                                "sequence, K = T - 1 key-value pairs in part 4 (at least 2), "
-                                "and\n4 random permutations in each table.",
-                          CLI_COUNT(options), options}, argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Self-attention is permutation equivariant, f(P X) = P f(X), "
+                                        "not invariant.\nChecks it on seeded random tokens for plain "
+                                        "attention and the multi-head\nlayer, then the invariant cases, "
+                                        "masks, positional encoding and rounding.\nSizes that follow: "
+                                        "B = 2 sequences unless --valid-lens gives one length\nper "
+                                        "sequence, K = T - 1 key-value pairs in part 4 (at least 2), "
+                                        "and\n4 random permutations in each table.",
+                                  CLI_COUNT(options), options}, argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     read_valid_lens(&opt);
     opt.keys = opt.tokens > 2 ? opt.tokens - 1 : 2;   /* a count other than T where it can */
     return opt;
@@ -405,7 +407,10 @@ static void part7_rounding(const Options *opts, const Tensor *X, Rng *rng)
 
 int main(int argc, char **argv)
 {
-    Options opts = parse_options(argc, argv);
+    int done;
+    Options opts = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     const int B = opts.batch, T = opts.tokens, D = opts.hiddens;
     printf("Self-attention and permutations: equivariant, not invariant\n\n");
 

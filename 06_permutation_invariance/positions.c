@@ -49,7 +49,7 @@ typedef struct {
     const char *plot_dir;
 } Options;
 
-static Options parse_options(int argc, char **argv)
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.seed = 0, .length = 8, .letters = 16, .num_hiddens = 32, .num_heads = 1,
                    .steps = 400, .batch = 32, .seeds = 3, .examples = 1000, .lr = 0.01f};
@@ -77,9 +77,11 @@ static Options parse_options(int argc, char **argv)
         {"--plot", CLI_DIR, &opt.plot_dir, .metavar = "DIR",
          .help = "write DIR/positions_attention.{dat,gp}"},
     };
-    cli_parse(&(CliTable){PROG, "Self-attention learns to reverse sequences only when it is "
-                          "told the positions.", CLI_COUNT(options), options},
-              argc, argv);
+    *done = cli_parse(&(CliTable){PROG, "Self-attention learns to reverse sequences only when it is "
+                                  "told the positions.", CLI_COUNT(options), options},
+                      argc, argv);
+    if (*done != CLI_RUN)
+        return opt;
     if (opt.letters < opt.length)
         cli_fail(PROG, "--letters %d is fewer than --length %d: a sequence holds %d different "
                  "letters", opt.letters, opt.length, opt.length);
@@ -329,7 +331,10 @@ static int part3_heatmaps(const Options *opt, const Task *task, const TaskBatch 
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     int status = check_memory(&opt);
     if (status != 0)
         return status;

@@ -142,7 +142,9 @@ int relative_files_main(int argc, char **argv)
     };
     const CliTable table = {opt.prog, "RoPE or ALiBi attention on heads from .npy files, as "
                             "PyTorch would compute it.", CLI_COUNT(options), options};
-    cli_parse(&table, argc, argv);
+    const int done = cli_parse(&table, argc, argv);
+    if (done != CLI_RUN)
+        return done;
     if (argc == 1) {   /* a tool has no built-in example: it says what it takes */
         cli_print_help(&table, stdout);
         return 0;

@@ -353,7 +353,10 @@ static void check_options(const Options *opt)
         cli_fail(PROG, "--back %d must be below --length %d", t->back, t->length);
 }
 
-static Options parse_options(int argc, char **argv)
+static const char SUMMARY[] = "Which symmetry each way of adding positions keeps, and what a model "
+                               "learns with it.";
+
+static Options parse_options(int argc, char **argv, int *done)
 {
     Options opt = {.tokens = 8, .offset = 1000, .pairs = 64, .setup = LENGTH_DEFAULTS};
     LengthSetup *t = &opt.setup;
@@ -397,16 +400,18 @@ static Options parse_options(int argc, char **argv)
         {"--positions", CLI_MODE, .tool = "relative_files", .mode = relative_files_main},
         {"--causal", CLI_MODE, .tool = "relative_files", .mode = relative_files_main},
     };
-    cli_parse(&(CliTable){PROG, "Which symmetry each way of adding positions keeps, and what "
-                          "a model learns with it.", CLI_COUNT(options), options},
-              argc, argv);
-    check_options(&opt);
+    *done = cli_parse(&(CliTable){PROG, SUMMARY, CLI_COUNT(options), options}, argc, argv);
+    if (*done == CLI_RUN)
+        check_options(&opt);
     return opt;
 }
 
 int main(int argc, char **argv)
 {
-    Options opt = parse_options(argc, argv);
+    int done;
+    Options opt = parse_options(argc, argv, &done);
+    if (done != CLI_RUN)
+        return done;
     part1_symmetry(&opt);
     part2_rope_relative(&opt);
     int status = part3_alibi(&opt);

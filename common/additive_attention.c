@@ -33,24 +33,22 @@ void additive_attention_free(AdditiveAttention *layer)
 }
 
 /* Stop naming the tensor unless the inputs and the weights fit together. */
-static void check_shapes_in(const char *function, const AdditiveAttention *layer,
-                            const Tensor *queries, const Tensor *keys, const Tensor *values,
-                            const ValidLens *valid_lens)
+static void check_shapes(const AdditiveAttention *layer, const Tensor *queries, const Tensor *keys,
+                         const Tensor *values, const ValidLens *valid_lens)
 {
-    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, -1));
+    tensor_check_shape("queries", queries, SHAPE(-1, -1, -1));
     const int batch_size = queries->shape[0];
     /* Unlike a dot product, the score never multiplies a query by a key,
      * so their sizes are free: only the projections must fit them. */
-    tensor_check_shape_in(function, "keys", keys, SHAPE(batch_size, -1, -1));
+    tensor_check_shape("keys", keys, SHAPE(batch_size, -1, -1));
     const int num_keys = keys->shape[1];
-    tensor_check_shape_in(function, "values", values, SHAPE(batch_size, num_keys, -1));
-    tensor_check_shape_in(function, "W_q", layer->W_q, SHAPE(-1, queries->shape[2]));
+    tensor_check_shape("values", values, SHAPE(batch_size, num_keys, -1));
+    tensor_check_shape("W_q", layer->W_q, SHAPE(-1, queries->shape[2]));
     const int num_hiddens = layer->W_q->shape[0];
-    tensor_check_shape_in(function, "W_k", layer->W_k, SHAPE(num_hiddens, keys->shape[2]));
-    tensor_check_shape_in(function, "w_v", layer->w_v, SHAPE(1, num_hiddens));
-    valid_lens_check_in(function, valid_lens, batch_size, queries->shape[1], num_keys);
+    tensor_check_shape("W_k", layer->W_k, SHAPE(num_hiddens, keys->shape[2]));
+    tensor_check_shape("w_v", layer->w_v, SHAPE(1, num_hiddens));
+    valid_lens_check(valid_lens, batch_size, queries->shape[1], num_keys);
 }
-#define check_shapes(...) check_shapes_in(__func__, __VA_ARGS__)
 
 /* projected_queries (B, T, h), projected_keys (B, K, h), w_v (1, h)
  * -> scores (B, T, K), score = w_v . tanh(q_row + k_row). d2l broadcasts

@@ -54,7 +54,7 @@ void alibi_add_bias(Tensor *scores, int num_heads)
 /* -> bias (H, T, K) */
 Tensor *alibi_bias(int num_heads, int num_queries, int num_keys)
 {
-    double *slopes = CHECKED_MALLOC((size_t)num_heads, sizeof *slopes);
+    double *slopes = checked_malloc((size_t)num_heads, sizeof *slopes);
     alibi_slopes(num_heads, slopes);
     Tensor *bias = tensor_zeros(SHAPE(num_heads, num_queries, num_keys));
     for (int h = 0; h < num_heads; h++)

@@ -37,22 +37,21 @@ void dropout_inplace(Tensor *x, const Dropout *dropout)
     }
 }
 
-AttentionSizes attention_check_shapes_in(const char *function, const Tensor *queries,
-                                         const Tensor *keys, const Tensor *values,
-                                         const ValidLens *valid_lens)
+AttentionSizes attention_check_shapes(const Tensor *queries, const Tensor *keys,
+                                      const Tensor *values, const ValidLens *valid_lens)
 {
     AttentionSizes n;
-    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, -1));
+    tensor_check_shape("queries", queries, SHAPE(-1, -1, -1));
     n.batch_size = queries->shape[0];
     n.num_queries = queries->shape[1];
     n.d = queries->shape[2];
     /* A query is compared with every key by a dot product, so both have
      * size d; each key has one value, so keys and values agree on K. */
-    tensor_check_shape_in(function, "keys", keys, SHAPE(n.batch_size, -1, n.d));
+    tensor_check_shape("keys", keys, SHAPE(n.batch_size, -1, n.d));
     n.num_keys = keys->shape[1];
-    tensor_check_shape_in(function, "values", values, SHAPE(n.batch_size, n.num_keys, -1));
+    tensor_check_shape("values", values, SHAPE(n.batch_size, n.num_keys, -1));
     n.v = values->shape[2];
-    valid_lens_check_in(function, valid_lens, n.batch_size, n.num_queries, n.num_keys);
+    valid_lens_check(valid_lens, n.batch_size, n.num_queries, n.num_keys);
     return n;
 }
 
@@ -192,22 +191,20 @@ static Tensor *transpose_last_two(const Tensor *x)
 
 /* Stop with a message naming the backward unless the inputs, the cache
  * (B, T, K) and grad_output (B, T, v) fit together; returns the sizes. */
-static AttentionSizes check_backward_shapes_in(const char *function, const Tensor *queries,
-                                               const Tensor *keys, const Tensor *values,
-                                               const AttentionCache *cache,
-                                               const Tensor *grad_output)
+static AttentionSizes check_backward_shapes(const Tensor *queries, const Tensor *keys,
+                                            const Tensor *values, const AttentionCache *cache,
+                                            const Tensor *grad_output)
 {
-    const AttentionSizes n = attention_check_shapes_in(function, queries, keys, values, NULL);
-    tensor_check_shape_in(function, "cache weights", cache->weights,
+    const AttentionSizes n = attention_check_shapes(queries, keys, values, NULL);
+    tensor_check_shape("cache weights", cache->weights,
                        SHAPE(n.batch_size, n.num_queries, n.num_keys));
     if (cache->dropout_scale != NULL)
-        tensor_check_shape_in(function, "cache dropout_scale", cache->dropout_scale,
+        tensor_check_shape("cache dropout_scale", cache->dropout_scale,
                            SHAPE(n.batch_size, n.num_queries, n.num_keys));
-    tensor_check_shape_in(function, "grad_output", grad_output,
+    tensor_check_shape("grad_output", grad_output,
                        SHAPE(n.batch_size, n.num_queries, n.v));
     return n;
 }
-#define check_backward_shapes(...) check_backward_shapes_in(__func__, __VA_ARGS__)
 
 /* queries (B, T, d), keys (B, K, d), values (B, K, v), cached weights and
  * dropout scale (B, T, K), grad_output (B, T, v) -> grad_queries (B, T, d),

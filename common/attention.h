@@ -37,14 +37,12 @@ typedef struct {
     int d, v;                                 /* query/key size, value size */
 } AttentionSizes;
 
-/* Stop with a message naming the caller unless queries (B, T, d), keys (B, n_k, d),
+/* Stop (die) with a message unless queries (B, T, d), keys (B, n_k, d),
  * values (B, n_k, v) and valid_lens (NULL, (B,) or (B, T), each in [0, n_k])
  * fit together; returns their sizes. Every attention function checks its
  * inputs with this one rule. */
-AttentionSizes attention_check_shapes_in(const char *function, const Tensor *queries,
-                                         const Tensor *keys, const Tensor *values,
-                                         const ValidLens *valid_lens);
-#define attention_check_shapes(...) attention_check_shapes_in(__func__, __VA_ARGS__)
+AttentionSizes attention_check_shapes(const Tensor *queries, const Tensor *keys,
+                                      const Tensor *values, const ValidLens *valid_lens);
 
 /* queries (B, T, d), keys (B, n_k, d), values (B, n_k, v), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, v). When attention_weights is not NULL it

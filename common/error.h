@@ -5,7 +5,7 @@
  * what is wrong", and there are two ways to fail, and four names for them:
  *   die        a bug in the program (shapes that do not fit, sizes a caller
  *              should have checked, an impossible state), or a buffer it
- *              cannot go on without (memory.h's CHECKED_MALLOC): the line
+ *              cannot go on without (memory.h's checked_malloc): the line
  *              names the function, the argument and both shapes, and the
  *              program stops, exit 1. A learner meets these lines only
  *              after changing the code.
@@ -34,10 +34,10 @@
  * fails itself and returns the status. The clear path and learn/ take no
  * err buffer besides those checks; for anything else they die.
  * The function a line names is never spelled by hand: die is a macro that
- * gives die_in the __func__ of the function it is written in, and a check
- * made for a caller (tensor_check_shape, head_size, CHECKED_MALLOC) is a
- * macro the same way, so its line names the caller. tests/test_error.c
- * holds the sources to these rules.
+ * gives die_in the __func__ of the function it is written in, and it is the
+ * only one; no function takes its caller's name. A check (tensor_check_shape,
+ * head_size, checked_malloc) names itself, and its line says what is wrong
+ * with which sizes. tests/test_error.c holds the sources to these rules.
  */
 #ifndef ERROR_H
 #define ERROR_H
@@ -56,11 +56,8 @@ const char *program_name(const char *name);
 /* A bug: "[prog: ]function: message" on stderr, then exit(1); printf-style.
  *     die("valid_lens has %d rows, expected %d", rows, batch);
  * die is a macro: the function named is the one die is written in, its
- * __func__, so no caller spells a name. A check made on a caller's behalf
- * (tensor_check_shape, CHECKED_MALLOC, head_size) is a macro the same way,
- * over a function of the same name with _in that takes the caller's
- * __func__ and passes it to die_in: the line names the caller, and no
- * caller passes a name by hand. */
+ * __func__, so no caller spells a name; die_in is its target, for no one
+ * else to call. */
 #define die(...) die_in(__func__, __VA_ARGS__)
 _Noreturn void die_in(const char *function, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -66,14 +66,13 @@ double gradcheck_dot_loss(const Tensor *out, const Tensor *g)
 
 enum { MAX_N = ATTENTION64_MAX_TOKENS };
 
-static void check_sizes_in(const char *function, const Attention64 *p)
+static void check_sizes(const Attention64 *p)
 {
     if (p->n < 1 || p->n > ATTENTION64_MAX_TOKENS || p->d < 1 ||
         p->d > ATTENTION64_MAX_HIDDENS)
-        die_in(function, "n %d and d %d must be 1 to %d and 1 to %d", p->n, p->d,
+        die("n %d and d %d must be 1 to %d and 1 to %d", p->n, p->d,
             ATTENTION64_MAX_TOKENS, ATTENTION64_MAX_HIDDENS);
 }
-#define check_sizes(...) check_sizes_in(__func__, __VA_ARGS__)
 
 /* q, k (n, d) -> P = softmax(q k^T / sqrt(d)) (n, n) */
 static void weights64(const Attention64 *p, double *P)

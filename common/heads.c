@@ -52,11 +52,11 @@ bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
     return false;
 }
 
-int head_size_in(const char *function, int num_hiddens, int num_heads)
+int head_size(int num_hiddens, int num_heads)
 {
     char why[160];
     if (!heads_split(num_hiddens, num_heads, "num_hiddens", "num_heads", why, sizeof why))
-        die_in(function, "%s", why);
+        die("%s", why);
     return num_hiddens / num_heads;
 }
 
@@ -136,26 +136,24 @@ bool kv_heads_split(int num_heads, int num_kv_heads, const char *heads_name,
     return false;
 }
 
-void require_kv_heads_in(const char *function, int num_heads, int num_kv_heads)
+void require_kv_heads(int num_heads, int num_kv_heads)
 {
     char why[160];
     if (!kv_heads_split(num_heads, num_kv_heads, "num_heads", "num_kv_heads", why, sizeof why))
-        die_in(function, "%s", why);
+        die("%s", why);
 }
 
 /* Stop unless G divides H and x (B*heads, T, d) has a first size that
  * divides by heads (G or H, whichever x is split into); returns B. */
-static int kv_batch_size_in(const char *function, const Tensor *x, int num_kv_heads, int num_heads,
-                            int heads)
+static int kv_batch_size(const Tensor *x, int num_kv_heads, int num_heads, int heads)
 {
-    tensor_check_shape_in(function, "x", x, SHAPE(-1, -1, -1));
-    require_kv_heads_in(function, num_heads, num_kv_heads);
+    tensor_check_shape("x", x, SHAPE(-1, -1, -1));
+    require_kv_heads(num_heads, num_kv_heads);
     if (x->shape[0] % heads != 0)
-        die_in(function, "the first size %d of x does not divide by its %d heads", x->shape[0],
+        die("the first size %d of x does not divide by its %d heads", x->shape[0],
                heads);
     return x->shape[0] / heads;
 }
-#define kv_batch_size(...) kv_batch_size_in(__func__, __VA_ARGS__)
 
 /* x (B*G, T, d) -> out (B*H, T, d) */
 Tensor *repeat_kv_heads(const Tensor *x, int num_kv_heads, int num_heads)
@@ -233,7 +231,7 @@ ValidLens *valid_lens_repeat_interleave(const ValidLens *valid_lens, int num_hea
      * copied H times in a row: [3, 2] -> [3, 3, 2, 2] for H = 2. Tiling
      * instead ([3, 2, 3, 2]) would give head 1 of sequence 0 the mask of
      * sequence 1. */
-    int *lens = CHECKED_MALLOC((size_t)B * H * per_row, sizeof(int));
+    int *lens = checked_malloc((size_t)B * H * per_row, sizeof(int));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int q = 0; q < per_row; q++)

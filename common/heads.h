@@ -32,11 +32,10 @@
  *   "--hiddens 100 does not divide by --heads 3: every head needs the same size"
  * head_size: d = D / H for a caller whose sizes were checked before (the
  * layer, the head split); when H does not split D that is a bug, and it
- * dies with the same message, naming the caller (error.h). */
+ * dies with the same message (error.h). */
 bool heads_split(int num_hiddens, int num_heads, const char *hiddens_name,
                  const char *heads_name, char *err, size_t err_len);
-int head_size_in(const char *function, int num_hiddens, int num_heads);
-#define head_size(...) head_size_in(__func__, __VA_ARGS__)
+int head_size(int num_hiddens, int num_heads);
 
 Tensor *transpose_qkv(const Tensor *x, int num_heads);
 Tensor *transpose_output(const Tensor *x, int num_heads);
@@ -53,11 +52,10 @@ Tensor *transpose_output_backward(const Tensor *grad, int num_heads);  /* (B, T,
  *   "--kv-heads 3 does not divide --heads 4: each key-value head serves the
  *    same number of query heads"
  * require_kv_heads: for a caller whose sizes were checked before; dies
- * naming the caller when they do not fit (a bug). */
+ * when they do not fit (a bug). */
 bool kv_heads_split(int num_heads, int num_kv_heads, const char *heads_name,
                     const char *kv_heads_name, char *err, size_t err_len);
-void require_kv_heads_in(const char *function, int num_heads, int num_kv_heads);
-#define require_kv_heads(...) require_kv_heads_in(__func__, __VA_ARGS__)
+void require_kv_heads(int num_heads, int num_kv_heads);
 
 /* Grouped-query attention (05_multihead/decoding.md): G key-value heads
  * serve H query heads, H / G each, so query head h reads key-value head

@@ -43,7 +43,7 @@ KVCache *kv_cache_new(int batch_size, int num_kv_heads, int capacity, int head_s
     const double bytes = kv_cache_bytes(batch_size, num_kv_heads, capacity, head_size);
     if (bytes / 2 > (double)(SIZE_MAX / 2))
         die("a cache of %.3g bytes does not fit in this machine's addresses", bytes);
-    KVCache *cache = CHECKED_CALLOC(1, sizeof *cache);
+    KVCache *cache = checked_calloc(1, sizeof *cache);
     *cache = (KVCache){batch_size, num_kv_heads, capacity, head_size, 0, NULL, NULL};
     cache->keys = map_floats(cache_floats(cache));
     cache->values = map_floats(cache_floats(cache));
@@ -155,7 +155,7 @@ Tensor *decode_step(const MultiHeadAttention *layer, KVCache *cache, const Tenso
     // pass 3: query head h attends over the T cached tokens of key-value
     // head h / (H/G), its output going where transpose_output puts head h
     Tensor *concat = tensor_zeros(SHAPE(B, D));
-    float *scores = CHECKED_MALLOC((size_t)cache->length, sizeof(float));
+    float *scores = checked_malloc((size_t)cache->length, sizeof(float));
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *q_row = q->data + (size_t)b * D + (size_t)h * d;

@@ -12,24 +12,24 @@
 #include "error.h"
 #include "platform.h"
 
-void *checked_calloc_in(const char *function, size_t count, size_t elem)
+void *checked_calloc(size_t count, size_t elem)
 {
     if (elem != 0 && count > SIZE_MAX / elem)
-        die_in(function, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
+        die("cannot allocate %zu x %zu bytes: the size overflows", count, elem);
     void *p = calloc(count ? count : 1, elem ? elem : 1);
     if (p == NULL)
-        die_in(function, "out of memory allocating %zu bytes (%.1f MB)",
+        die("out of memory allocating %zu bytes (%.1f MB)",
             count * elem, (double)(count * elem) / 1e6);
     return p;
 }
 
-void *checked_malloc_in(const char *function, size_t count, size_t elem)
+void *checked_malloc(size_t count, size_t elem)
 {
     if (elem != 0 && count > SIZE_MAX / elem)
-        die_in(function, "cannot allocate %zu x %zu bytes: the size overflows", count, elem);
+        die("cannot allocate %zu x %zu bytes: the size overflows", count, elem);
     void *p = malloc(count * elem > 0 ? count * elem : 1);
     if (p == NULL)
-        die_in(function, "out of memory allocating %zu bytes (%.1f MB)",
+        die("out of memory allocating %zu bytes (%.1f MB)",
             count * elem, (double)(count * elem) / 1e6);
     return p;
 }

@@ -2,9 +2,9 @@
  * memory.h - memory that is never missing silently (introduced in chapter 01).
  *
  * Two things a program asks of the machine's memory:
- *   - a buffer: CHECKED_MALLOC and CHECKED_CALLOC, which stop the program
- *     with one line naming the function that asked and the bytes, as
- *     llm.c's mallocCheck does, when the memory is not there;
+ *   - a buffer: checked_malloc and checked_calloc, which stop the program
+ *     (die) with one line and the bytes, as llm.c's mallocCheck does, when
+ *     the memory is not there;
  *   - a whole run: memory_check and memory_require, which compare what a
  *     run's sizes need with what the machine has before the work starts,
  *     so that a run too large fails at once, not after minutes of swapping.
@@ -15,18 +15,14 @@
 #include <stddef.h>
 
 /* malloc(count * elem) and calloc(count, elem) that cannot return NULL:
- *     float *row = CHECKED_MALLOC(n, sizeof *row);
- * When the memory is not there, or count * elem overflows, one line on
- * stderr, "[prog: ]softmax_rows: out of memory allocating 4096 bytes
- * (0.0 MB)", and exit 1. The macros name the function they stand in (its
- * __func__), a static helper by its own name; a check that allocates for
- * its caller (fast_tensor_zeros, a macro over fast_tensor_zeros_in, as
- * error.h's die over die_in) passes the caller's name it was given to the
- * _in functions. A request for 0 bytes returns a valid pointer to free. */
-#define CHECKED_MALLOC(count, elem) checked_malloc_in(__func__, (count), (elem))
-#define CHECKED_CALLOC(count, elem) checked_calloc_in(__func__, (count), (elem))
-void *checked_malloc_in(const char *function, size_t count, size_t elem);
-void *checked_calloc_in(const char *function, size_t count, size_t elem);
+ *     float *row = checked_malloc(n, sizeof *row);
+ * When the memory is not there, or count * elem overflows, die's line,
+ * "[prog: ]checked_malloc: out of memory allocating 4096 bytes (0.0 MB)",
+ * and the program stops: a run that is too large for the machine is
+ * memory_require's to refuse before its work, so a buffer that cannot be had
+ * is a bug. A request for 0 bytes returns a valid pointer to free. */
+void *checked_malloc(size_t count, size_t elem);
+void *checked_calloc(size_t count, size_t elem);
 
 /* Bytes a program may hope to allocate: the physical memory, or the
  * address-space limit (ulimit -v) when that is smaller; *what names which

@@ -42,20 +42,19 @@ static void draw_linear(Rng *rng, int out_features, int fan_in, bool with_bias,
     *bias = with_bias ? init_uniform(rng, out_features, fan_in, true) : NULL;
 }
 
-/* Stops, naming the caller, unless the sizes are positive, num_heads splits
+/* Stops (die) unless the sizes are positive, num_heads splits
  * num_hiddens and dropout is in [0, 1); returns the head size d. */
-static int check_layer_sizes_in(const char *function, int query_size, int key_size, int value_size,
-                                int num_hiddens, int num_heads, float dropout)
+static int check_layer_sizes(int query_size, int key_size, int value_size, int num_hiddens,
+                             int num_heads, float dropout)
 {
     if (query_size < 1 || key_size < 1 || value_size < 1 || num_hiddens < 1)
-        die_in(function, "sizes must be positive: query_size %d, key_size %d, value_size %d, "
+        die("sizes must be positive: query_size %d, key_size %d, value_size %d, "
             "num_hiddens %d", query_size, key_size, value_size, num_hiddens);
-    const int d = head_size_in(function, num_hiddens, num_heads);   /* dies unless H splits D */
+    const int d = head_size(num_hiddens, num_heads);   /* dies unless H splits D */
     if (!(dropout >= 0.0f && dropout < 1.0f))
-        die_in(function, "dropout must be in [0, 1), got %g", (double)dropout);
+        die("dropout must be in [0, 1), got %g", (double)dropout);
     return d;
 }
-#define check_layer_sizes(...) check_layer_sizes_in(__func__, __VA_ARGS__)
 
 /* The layer around its parameters (W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o),
  * whose sizes its constructor has checked; the sizes read from them. */
@@ -72,14 +71,13 @@ static MultiHeadAttention layer_of(int num_heads, int num_kv_heads, float dropou
 }
 
 /* layer_of, on the heap (multihead_free frees it) */
-static MultiHeadAttention *layer_new_in(const char *function, int num_heads, int num_kv_heads,
-                                        float dropout, Tensor *const p[MULTIHEAD_PARAMETERS])
+static MultiHeadAttention *layer_new(int num_heads, int num_kv_heads, float dropout,
+                                     Tensor *const p[MULTIHEAD_PARAMETERS])
 {
-    MultiHeadAttention *layer = checked_calloc_in(function, 1, sizeof *layer);
+    MultiHeadAttention *layer = checked_calloc(1, sizeof *layer);
     *layer = layer_of(num_heads, num_kv_heads, dropout, p);
     return layer;
 }
-#define layer_new(...) layer_new_in(__func__, __VA_ARGS__)
 
 MultiHeadAttention *multihead_new(int query_size, int key_size, int value_size,
                                   int num_hiddens, int num_heads, float dropout,
@@ -152,33 +150,31 @@ void multihead_free(MultiHeadAttention *layer)
     free(layer);
 }
 
-/* Stops, naming the caller, unless queries (B, T, Dq), keys (B, K, Dk), values
+/* Stops (die) unless queries (B, T, Dq), keys (B, K, Dk), values
  * (B, K, Dv) and valid_lens fit the layer, and dropout in training mode has
  * a generator to draw from. */
-static void check_inputs_in(const char *function, const MultiHeadAttention *layer,
-                            const Tensor *queries, const Tensor *keys, const Tensor *values,
-                            const ValidLens *valid_lens, bool training, const Rng *rng)
+static void check_inputs(const MultiHeadAttention *layer, const Tensor *queries, const Tensor *keys,
+                         const Tensor *values, const ValidLens *valid_lens, bool training,
+                         const Rng *rng)
 {
-    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, layer->query_size));
+    tensor_check_shape("queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0];
-    tensor_check_shape_in(function, "keys", keys, SHAPE(B, -1, layer->key_size));
+    tensor_check_shape("keys", keys, SHAPE(B, -1, layer->key_size));
     const int K = keys->shape[1];
-    tensor_check_shape_in(function, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check_in(function, valid_lens, B, queries->shape[1], K);
+    tensor_check_shape("values", values, SHAPE(B, K, layer->value_size));
+    valid_lens_check(valid_lens, B, queries->shape[1], K);
     if (training && layer->dropout > 0.0f && rng == NULL)
-        die_in(function, "dropout in training mode needs a random generator, got NULL");
+        die("dropout in training mode needs a random generator, got NULL");
 }
-#define check_inputs(...) check_inputs_in(__func__, __VA_ARGS__)
 
-/* Stops, naming the caller, when the layer shares its key-value heads (G < H):
+/* Stops (die) when the layer shares its key-value heads (G < H):
  * that layer has a forward of its own (attention_layer.h). */
-static void check_all_kv_heads_in(const char *function, const MultiHeadAttention *layer)
+static void check_all_kv_heads(const MultiHeadAttention *layer)
 {
     if (layer->num_kv_heads != layer->num_heads)
-        die_in(function, "the layer shares %d key-value heads between %d query heads: run it with "
+        die("the layer shares %d key-value heads between %d query heads: run it with "
             "grouped_forward_cache (attention_layer.h)", layer->num_kv_heads, layer->num_heads);
 }
-#define check_all_kv_heads(...) check_all_kv_heads_in(__func__, __VA_ARGS__)
 
 /* queries (B, T, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens NULL,
  * (B,) or (B, T) -> output (B, T, D), attention_weights (B, H, T, K).
@@ -231,12 +227,11 @@ Tensor *multihead_forward(const MultiHeadAttention *layer, const Tensor *queries
     return output;
 }
 
-void multihead_cache_inputs_in(const char *function, const MultiHeadAttention *layer,
-                               const Tensor *queries, const Tensor *keys, const Tensor *values,
-                               const ValidLens *valid_lens, bool training, Rng *rng,
-                               MultiHeadCache *cache)
+void multihead_cache_inputs(const MultiHeadAttention *layer, const Tensor *queries,
+                            const Tensor *keys, const Tensor *values, const ValidLens *valid_lens,
+                            bool training, Rng *rng, MultiHeadCache *cache)
 {
-    check_inputs_in(function, layer, queries, keys, values, valid_lens, training, rng);
+    check_inputs(layer, queries, keys, values, valid_lens, training, rng);
     *cache = (MultiHeadCache){.queries = queries, .keys = keys, .values = values,
                               .valid_lens = valid_lens};
 }
@@ -298,7 +293,7 @@ Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rn
 
 MultiHeadGrads *multihead_grads_new(const MultiHeadAttention *layer)
 {
-    MultiHeadGrads *grads = CHECKED_CALLOC(1, sizeof *grads);
+    MultiHeadGrads *grads = checked_calloc(1, sizeof *grads);
     grads->W_q = tensor_zeros(layer->W_q->ndim, layer->W_q->shape);
     grads->W_k = tensor_zeros(layer->W_k->ndim, layer->W_k->shape);
     grads->W_v = tensor_zeros(layer->W_v->ndim, layer->W_v->shape);

@@ -144,13 +144,11 @@ void multihead_cache_free(MultiHeadCache *cache);
  * keys and values its own way (grouped_forward_cache in attention_layer.h) writes
  * its own pass 1 and runs the rest with these. */
 
-/* The inputs checked against the layer (the messages name the caller) and kept,
+/* The inputs checked against the layer (die when they do not fit) and kept,
  * borrowed, in cache; everything else in cache set to NULL. */
-void multihead_cache_inputs_in(const char *function, const MultiHeadAttention *layer,
-                               const Tensor *queries, const Tensor *keys, const Tensor *values,
-                               const ValidLens *valid_lens, bool training, Rng *rng,
-                               MultiHeadCache *cache);
-#define multihead_cache_inputs(...) multihead_cache_inputs_in(__func__, __VA_ARGS__)
+void multihead_cache_inputs(const MultiHeadAttention *layer, const Tensor *queries,
+                            const Tensor *keys, const Tensor *values, const ValidLens *valid_lens,
+                            bool training, Rng *rng, MultiHeadCache *cache);
 /* Passes 2 and 3: cache->Q (B*H, T, d), cache->K and cache->V (B*H, n_k, d)
  * -> output (B, T, D), the weights and concat kept in cache. */
 Tensor *multihead_attend(const MultiHeadAttention *layer, bool training, Rng *rng,

@@ -26,7 +26,7 @@ void matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n
     /* A dot product per output would walk B's rows fine, but its sum is a
      * chain the compiler may not reorder. Transposing B once (k * n moves)
      * turns the product back into the vectorisable i, p, j loop above. */
-    float *b_t = CHECKED_MALLOC((size_t)k * (size_t)n, sizeof(float));
+    float *b_t = checked_malloc((size_t)k * (size_t)n, sizeof(float));
     for (int j = 0; j < n; j++)
         for (int p = 0; p < k; p++)
             b_t[(size_t)p * n + j] = b[(size_t)j * k + p];
@@ -34,8 +34,7 @@ void matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, int n
     free(b_t);
 }
 
-Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b, bool transposed,
-                          ProductSizes *sizes)
+Tensor *product_output(const Tensor *a, const Tensor *b, bool transposed, ProductSizes *sizes)
 {
     char sa[80], sb[80];
     bool ok = (a->ndim == 2 && b->ndim == 2) ||
@@ -50,7 +49,7 @@ Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b
     n.n = transposed ? n.b_rows : n.b_cols;
     ok = ok && (transposed ? n.b_cols : n.b_rows) == n.k;
     if (!ok)
-        die_in(function, "shapes do not fit: %s and %s%s",
+        die("shapes do not fit: %s and %s%s",
             shape_str(sa, sizeof sa, a->ndim, a->shape),
             shape_str(sb, sizeof sb, b->ndim, b->shape),
             transposed ? " (the second is transposed: it needs the same last size)" : "");
@@ -59,10 +58,10 @@ Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b
 }
 
 /* (batch, m, k) with B's two sizes; transposed says which of B's sizes is k. */
-static Tensor *product_in(const char *function, const Tensor *a, const Tensor *b, bool transposed)
+static Tensor *product(const Tensor *a, const Tensor *b, bool transposed)
 {
     ProductSizes n;
-    Tensor *c = product_output_in(function, a, b, transposed, &n);
+    Tensor *c = product_output(a, b, transposed, &n);
     for (int i = 0; i < n.batch; i++) {
         const float *a_mat = a->data + (size_t)i * n.m * n.k;
         const float *b_mat = b->data + (size_t)i * n.b_rows * n.b_cols;
@@ -74,7 +73,6 @@ static Tensor *product_in(const char *function, const Tensor *a, const Tensor *b
     }
     return c;
 }
-#define product(...) product_in(__func__, __VA_ARGS__)
 
 Tensor *matmul(const Tensor *a, const Tensor *b)
 {
@@ -86,25 +84,24 @@ Tensor *matmul_bt(const Tensor *a, const Tensor *b)
     return product(a, b, true);
 }
 
-void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight,
-                     const Tensor *bias, int y_shape[TENSOR_MAX_DIMS], int *rows)
+void linear_shape(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                  int y_shape[TENSOR_MAX_DIMS], int *rows)
 {
     int in = x->shape[x->ndim - 1];
-    tensor_check_shape_in(function, "weight", weight, SHAPE(-1, in));
+    tensor_check_shape("weight", weight, SHAPE(-1, in));
     int out = weight->shape[0];
     if (bias != NULL)
-        tensor_check_shape_in(function, "bias", bias, SHAPE(out));
+        tensor_check_shape("bias", bias, SHAPE(out));
     /* Every row of x, whatever the leading dims, is one input vector. */
     *rows = (int)(x->size / (size_t)in);
     memcpy(y_shape, x->shape, TENSOR_MAX_DIMS * sizeof *y_shape);
     y_shape[x->ndim - 1] = out;
 }
 
-Tensor *linear_output_in(const char *function, const Tensor *x, const Tensor *weight,
-                         const Tensor *bias, int *rows)
+Tensor *linear_output(const Tensor *x, const Tensor *weight, const Tensor *bias, int *rows)
 {
     int y_shape[TENSOR_MAX_DIMS];
-    linear_shape_in(function, x, weight, bias, y_shape, rows);
+    linear_shape(x, weight, bias, y_shape, rows);
     return tensor_zeros(x->ndim, y_shape);
 }
 
@@ -149,11 +146,11 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
     // first, then one addition per element, so the accumulated gradient is
     // this step's gradient added once (as .grad += in PyTorch)
     if (grad_weight != NULL) {
-        float *grad_y_t = CHECKED_MALLOC((size_t)out * rows, sizeof(float));
+        float *grad_y_t = checked_malloc((size_t)out * rows, sizeof(float));
         for (int r = 0; r < rows; r++)
             for (int j = 0; j < out; j++)
                 grad_y_t[(size_t)j * rows + r] = grad_y->data[(size_t)r * out + j];
-        float *step = CHECKED_MALLOC((size_t)out * in, sizeof(float));
+        float *step = checked_malloc((size_t)out * in, sizeof(float));
         matmul_raw(grad_y_t, x->data, step, out, rows, in);
         for (size_t i = 0; i < (size_t)out * in; i++)
             grad_weight->data[i] += step[i];

@@ -47,28 +47,23 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
                         Tensor *grad_weight, Tensor *grad_bias);
 
 /* The shape rules of a product and of a linear layer, stated once for the
- * clear versions here and the fast ones in fast_matmul.c. Each stops with
- * both shapes, naming the caller, unless the inputs fit, and returns the zeroed
- * output with its sizes. */
+ * clear versions here and the fast ones in fast_matmul.c. Each stops (die)
+ * with both shapes unless the inputs fit, and returns the zeroed output with
+ * its sizes. */
 typedef struct {
     int batch;          /* 1 for 2-D inputs */
     int m, k, n;        /* A (m, k), C (m, n) */
     int b_rows, b_cols; /* B as stored: (k, n), or (n, k) when transposed */
 } ProductSizes;
-Tensor *product_output_in(const char *function, const Tensor *a, const Tensor *b, bool transposed,
-                          ProductSizes *sizes);
-#define product_output(...) product_output_in(__func__, __VA_ARGS__)
+Tensor *product_output(const Tensor *a, const Tensor *b, bool transposed, ProductSizes *sizes);
 /* x (..., in), weight (out, in), bias (out,) or NULL checked: y_shape
  * receives y's shape (..., out), x->ndim dims, and *rows the number of
- * input vectors, the product of x's leading dims. Stops naming the caller when
- * the shapes do not fit. */
-void linear_shape_in(const char *function, const Tensor *x, const Tensor *weight,
-                     const Tensor *bias, int y_shape[TENSOR_MAX_DIMS], int *rows);
-#define linear_shape(...) linear_shape_in(__func__, __VA_ARGS__)
+ * input vectors, the product of x's leading dims. Stops (die) when the
+ * shapes do not fit. */
+void linear_shape(const Tensor *x, const Tensor *weight, const Tensor *bias,
+                  int y_shape[TENSOR_MAX_DIMS], int *rows);
 /* linear_shape, then y (..., out) zeroed */
-Tensor *linear_output_in(const char *function, const Tensor *x, const Tensor *weight,
-                         const Tensor *bias, int *rows);
-#define linear_output(...) linear_output_in(__func__, __VA_ARGS__)
+Tensor *linear_output(const Tensor *x, const Tensor *weight, const Tensor *bias, int *rows);
 
 /* Elementwise helpers that chapters reuse. */
 void relu_inplace(Tensor *x);

@@ -78,7 +78,7 @@ bool is_permutation(const int *perm, int n)
 {
     if (n < 0 || (n > 0 && perm == NULL))
         return false;
-    bool *seen = CHECKED_CALLOC((size_t)n + 1, sizeof *seen);
+    bool *seen = checked_calloc((size_t)n + 1, sizeof *seen);
     bool ok = true;
     for (int i = 0; i < n && ok; i++) {
         if (perm[i] < 0 || perm[i] >= n || seen[perm[i]])
@@ -238,7 +238,7 @@ EquivarianceTally equivariance_table(const MultiHeadAttention *layer, const Tens
            (double)FLT_EPSILON);
     printf("%5s  %-26s  %-28s  %-11s  %s\n", "trial", "perm", "max |f(PX) - P f(X)|",
            "weights", "max |f(PX) - f(X)|");
-    int *perm = CHECKED_MALLOC((size_t)T, sizeof *perm);
+    int *perm = checked_malloc((size_t)T, sizeof *perm);
     for (int trial = 1; trial <= trials; trial++) {
         rng_permutation(rng, perm, T);
         if (trial == 1 && first_perm)

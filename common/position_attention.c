@@ -19,7 +19,7 @@
 /* valid_lens (N, T): query i sees keys 0 ... i */
 ValidLens *causal_valid_lens(int num_matrices, int num_queries)
 {
-    int *lens = CHECKED_MALLOC((size_t)num_matrices * num_queries,
+    int *lens = checked_malloc((size_t)num_matrices * num_queries,
                                sizeof *lens);
     for (int n = 0; n < num_matrices; n++)
         for (int i = 0; i < num_queries; i++)

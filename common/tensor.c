@@ -43,18 +43,18 @@ size_t shape_size(int ndim, const int *shape, bool *overflow)
     return size;
 }
 
-Tensor *tensor_alloc_with_in(const char *function, int ndim, const int *shape,
-                             float *(*allocate)(size_t count), bool zero)
+Tensor *tensor_alloc_with(int ndim, const int *shape, float *(*allocate)(size_t count),
+                          bool zero)
 {
     char buf[80];
     bool overflow;
     if (ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        die_in(function, "a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
+        die("a tensor has 1 to %d dimensions, not %d", TENSOR_MAX_DIMS, ndim);
     size_t size = shape_size(ndim, shape, &overflow);
     if (overflow)
-        die_in(function, "cannot make a tensor of shape %s: every size must be positive "
+        die("cannot make a tensor of shape %s: every size must be positive "
             "and the total must fit in memory", shape_str(buf, sizeof buf, ndim, shape));
-    Tensor *x = checked_malloc_in(function, 1, sizeof *x);
+    Tensor *x = checked_malloc(1, sizeof *x);
     x->ndim = ndim;
     for (int i = 0; i < TENSOR_MAX_DIMS; i++)
         x->shape[i] = i < ndim ? shape[i] : 1;
@@ -62,7 +62,7 @@ Tensor *tensor_alloc_with_in(const char *function, int ndim, const int *shape,
     x->data = allocate(size);
     if (x->data == NULL) {
         free(x);
-        die_in(function, "out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
+        die("out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
             shape_str(buf, sizeof buf, ndim, shape), size * sizeof(float),
             (double)(size * sizeof(float)) / 1e6);
     }
@@ -76,11 +76,10 @@ static float *uninitialised_floats(size_t count)
     return malloc(count * sizeof(float));   /* shape_size kept count * 4 in range */
 }
 
-static Tensor *tensor_alloc_in(const char *function, int ndim, const int *shape, bool zero)
+static Tensor *tensor_alloc(int ndim, const int *shape, bool zero)
 {
-    return tensor_alloc_with_in(function, ndim, shape, uninitialised_floats, zero);
+    return tensor_alloc_with(ndim, shape, uninitialised_floats, zero);
 }
-#define tensor_alloc(...) tensor_alloc_in(__func__, __VA_ARGS__)
 
 Tensor *tensor_zeros(int ndim, const int *shape)
 {
@@ -320,15 +319,14 @@ bool tensor_has_shape(const Tensor *x, int ndim, const int *shape)
     return true;
 }
 
-void tensor_check_shape_in(const char *function, const char *name, const Tensor *x,
-                           int ndim, const int *shape)
+void tensor_check_shape(const char *name, const Tensor *x, int ndim, const int *shape)
 {
     char want[80], have[80];
     if (x == NULL)
-        die_in(function, "%s is missing; expected shape %s", name,
+        die("%s is missing; expected shape %s", name,
             shape_str(want, sizeof want, ndim, shape));
     if (!tensor_has_shape(x, ndim, shape))
-        die_in(function, "%s expected shape %s, got %s", name,
+        die("%s expected shape %s, got %s", name,
             shape_str(want, sizeof want, ndim, shape),
             shape_str(have, sizeof have, x->ndim, x->shape));
 }

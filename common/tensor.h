@@ -58,11 +58,9 @@ Tensor *tensor_empty(int ndim, const int *shape);
 /* A tensor whose data comes from allocate(size), for code with an
  * allocator of its own (the fast path wants 64-byte alignment); the data
  * must be freeable with free(), and is set to zeros when zero is true.
- * Shapes are checked and a NULL from allocate stops as tensor_zeros does,
- * naming the caller. */
-Tensor *tensor_alloc_with_in(const char *function, int ndim, const int *shape,
-                             float *(*allocate)(size_t count), bool zero);
-#define tensor_alloc_with(...) tensor_alloc_with_in(__func__, __VA_ARGS__)
+ * Shapes are checked and a NULL from allocate stops as tensor_zeros does. */
+Tensor *tensor_alloc_with(int ndim, const int *shape, float *(*allocate)(size_t count),
+                          bool zero);
 Tensor *tensor_ones(int ndim, const int *shape);
 Tensor *tensor_full(float value, int ndim, const int *shape);
 /* values holds product(shape) floats, copied in row-major order. */
@@ -121,11 +119,10 @@ Tensor *tensor_stack(const Tensor *const *tensors, int count);
 /* true when x has this shape; -1 in shape matches any size. */
 bool tensor_has_shape(const Tensor *x, int ndim, const int *shape);
 
-/* Stop with "CALLER: NAME expected shape (2, *, 4), got (2, 3, 5)" unless x
- * has the shape; -1 in shape matches any size and prints as '*'. */
-void tensor_check_shape_in(const char *function, const char *name, const Tensor *x,
-                           int ndim, const int *shape);
-#define tensor_check_shape(...) tensor_check_shape_in(__func__, __VA_ARGS__)
+/* Stop (die) with "tensor_check_shape: NAME expected shape (2, *, 4), got
+ * (2, 3, 5)" unless x has the shape; -1 in shape matches any size and
+ * prints as '*'. A bug's line: the stack under a debugger names the caller. */
+void tensor_check_shape(const char *name, const Tensor *x, int ndim, const int *shape);
 
 /* "(2, 3, 4)" into buf (at least 64 bytes); returns buf. */
 char *shape_str(char *buf, size_t len, int ndim, const int *shape);

@@ -14,20 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ValidLens *valid_lens_alloc_in(const char *function, int ndim, int batch, int num_queries)
+static ValidLens *valid_lens_alloc(int ndim, int batch, int num_queries)
 {
     if (batch < 1 || num_queries < 1)
-        die_in(function, "valid_lens needs positive sizes, got batch %d and num_queries %d",
+        die("valid_lens needs positive sizes, got batch %d and num_queries %d",
             batch, num_queries);
-    ValidLens *valid_lens = checked_malloc_in(function, 1, sizeof *valid_lens);
+    ValidLens *valid_lens = checked_malloc(1, sizeof *valid_lens);
     valid_lens->ndim = ndim;
     valid_lens->shape[0] = batch;
     valid_lens->shape[1] = ndim == 2 ? num_queries : 1;
-    valid_lens->data = checked_malloc_in(function, (size_t)batch * (size_t)valid_lens->shape[1],
+    valid_lens->data = checked_malloc((size_t)batch * (size_t)valid_lens->shape[1],
                                       sizeof(int));
     return valid_lens;
 }
-#define valid_lens_alloc(...) valid_lens_alloc_in(__func__, __VA_ARGS__)
 
 static size_t valid_lens_count(const ValidLens *valid_lens)
 {
@@ -83,8 +82,7 @@ int valid_len_at(const ValidLens *valid_lens, int b, int q)
     return valid_lens->data[(size_t)b * valid_lens->shape[1] + (size_t)q];
 }
 
-void valid_lens_check_in(const char *function, const ValidLens *valid_lens,
-                         int batch, int num_queries, int num_keys)
+void valid_lens_check(const ValidLens *valid_lens, int batch, int num_queries, int num_keys)
 {
     char have[80], scores[80];
     if (valid_lens == NULL)
@@ -95,7 +93,7 @@ void valid_lens_check_in(const char *function, const ValidLens *valid_lens,
                 (valid_lens->ndim == 2 && valid_lens->shape[0] == batch &&
                  valid_lens->shape[1] == num_queries);
     if (!fits)
-        die_in(function, "valid_lens has shape %s; scores of shape %s need (%d,) or (%d, %d)",
+        die("valid_lens has shape %s; scores of shape %s need (%d,) or (%d, %d)",
             have, scores, batch, batch, num_queries);
     for (int b = 0; b < batch; b++) {
         for (int q = 0; q < (valid_lens->ndim == 2 ? num_queries : 1); q++) {
@@ -107,7 +105,7 @@ void valid_lens_check_in(const char *function, const ValidLens *valid_lens,
                 snprintf(where, sizeof where, "[%d, %d]", b, q);
             else
                 snprintf(where, sizeof where, "[%d]", b);
-            die_in(function, "valid_lens%s = %d is outside 0..%d: a length counts keys, and "
+            die("valid_lens%s = %d is outside 0..%d: a length counts keys, and "
                 "there are %d", where, len, num_keys, num_keys);
         }
     }

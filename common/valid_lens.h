@@ -28,12 +28,10 @@ ValidLens *valid_lens_causal(int batch, int num_queries);
 void valid_lens_free(ValidLens *valid_lens);   /* NULL is fine */
 /* The length that applies to query q of sequence b. */
 int valid_len_at(const ValidLens *valid_lens, int b, int q);
-/* Stop with a message naming the caller unless valid_lens fits scores of shape
+/* Stop (die) with a message unless valid_lens fits scores of shape
  * (B, T, n_k): 1-D of size B or 2-D of (B, T), every length in [0, n_k].
  * NULL (no mask) always fits. */
-void valid_lens_check_in(const char *function, const ValidLens *valid_lens,
-                         int batch, int num_queries, int num_keys);
-#define valid_lens_check(...) valid_lens_check_in(__func__, __VA_ARGS__)
+void valid_lens_check(const ValidLens *valid_lens, int batch, int num_queries, int num_keys);
 /* Print like PyTorch: tensor([2, 3]) */
 void valid_lens_print_named(const char *name, const ValidLens *valid_lens);
 

@@ -249,7 +249,7 @@ static void sigma_of_zero(void)
 Test(additive, shapes_that_do_not_fit_stop_with_a_message)
 {
     expect_stops_with(w_k_of_the_wrong_key_size,
-                      "additive_attention: W_k expected shape (8, 3), got (8, 2)\n");
+                      "tensor_check_shape: W_k expected shape (8, 3), got (8, 2)\n");
     expect_stops_with(sigma_of_zero,
                       "nadaraya_watson: sigma must be a finite number above 0, got 0\n");
 }

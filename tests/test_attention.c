@@ -336,7 +336,7 @@ static void keys_of_size_3(void)
 Test(attention, keys_of_another_size_than_queries_is_an_error)
 {
     expect_stops_with(keys_of_size_3,
-                      "dot_product_attention: keys expected shape (2, *, 4), got (2, 5, 3)\n");
+                      "tensor_check_shape: keys expected shape (2, *, 4), got (2, 5, 3)\n");
 }
 
 static void values_for_6_keys(void)
@@ -347,7 +347,7 @@ static void values_for_6_keys(void)
 Test(attention, values_for_another_number_of_keys_is_an_error)
 {
     expect_stops_with(values_for_6_keys,
-                      "dot_product_attention: values expected shape (2, 5, *), got (2, 6, 3)\n");
+                      "tensor_check_shape: values expected shape (2, 5, *), got (2, 6, 3)\n");
 }
 
 static void valid_len_6_of_5_keys(void)
@@ -359,7 +359,7 @@ static void valid_len_6_of_5_keys(void)
 Test(attention, valid_len_above_num_keys_is_an_error)
 {
     expect_stops_with(valid_len_6_of_5_keys,
-                      "dot_product_attention: valid_lens[1] = 6 is outside 0..5: a length counts "
+                      "valid_lens_check: valid_lens[1] = 6 is outside 0..5: a length counts "
                       "keys, and there are 5\n");
 }
 

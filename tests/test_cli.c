@@ -41,8 +41,9 @@ static void parse(void)
         {"--verbose", CLI_FLAG, &opts.verbose, .help = "say more"},
         {"--name", CLI_STRING, &opts.name, .metavar = "WORD", .help = "a name"},
     };
-    cli_parse(&(CliTable){"prog", "A table under test.", CLI_COUNT(options), options},
-              test_argc, test_argv);
+    const int done = cli_parse(&(CliTable){"prog", "A table under test.", CLI_COUNT(options),
+                                           options}, test_argc, test_argv);
+    cr_assert_eq(done, CLI_RUN, "a command line without --help goes on to the work: %d", done);
 }
 
 static void parse_args(char **argv)
@@ -236,6 +237,56 @@ Test(cli, help_lists_range_and_default_from_the_table)
                            "                     over two lines, -2 to 2 (default 1)\n"
                            "  --help             this text\n");
     free(text);
+}
+
+/* --help and a mode end the parse without exiting: cli_parse returns the
+ * status for main to return (0 after the help; the mode's own), and nothing
+ * else is read. The child exits 10 + what it returned. */
+static int mode_of_a_tool(int argc, char **argv)
+{
+    return argc == 3 && strcmp(argv[2], "5") == 0 ? 7 : 8;
+}
+
+static int parse_with_a_mode(char **argv)
+{
+    int batch = 2;
+    const CliOption options[] = {
+        {"--batch", CLI_INT, &batch, .min = 1, .max = 16, .metavar = "B", .help = "batch_size"},
+        {"--tool", CLI_MODE, .tool = "tool", .mode = mode_of_a_tool, .help = "a mode"},
+    };
+    int argc = 0;
+    while (argv[argc] != NULL)
+        argc++;
+    if (freopen("/dev/null", "w", stdout) == NULL)
+        exit(3);
+    return cli_parse(&(CliTable){"prog", "A table under test.", CLI_COUNT(options), options},
+                     argc, argv);
+}
+
+static void parse_help(void)
+{
+    /* --help before a value out of range: the help, not the error */
+    char *argv[] = {"prog", "--help", "--batch", "17", NULL};
+    exit(10 + parse_with_a_mode(argv));
+}
+
+static void parse_mode(void)
+{
+    char *argv[] = {"prog", "--tool", "5", NULL};
+    exit(10 + parse_with_a_mode(argv));
+}
+
+Test(cli, help_and_a_mode_return_the_status_for_main)
+{
+    int status;
+    char *err = stderr_of(parse_help, &status);
+    cr_expect_eq(status, 10, "--help: 0 returned, got %d", status - 10);
+    cr_expect_str_eq(err, "");
+    free(err);
+    err = stderr_of(parse_mode, &status);
+    cr_expect_eq(status, 17, "the mode's status returned, got %d", status - 10);
+    cr_expect_str_eq(err, "");
+    free(err);
 }
 
 /* Standard output that cannot be written: one line, status 1. */

@@ -207,7 +207,7 @@ static void plain_layer_on_shared_heads(void)
 Test(grouped, chapter_05s_layer_sends_shared_heads_to_the_grouped_one)
 {
     expect_stops_with(plain_layer_on_shared_heads,
-                      "multihead_forward: the layer shares 2 key-value heads between 4 query "
+                      "check_all_kv_heads: the layer shares 2 key-value heads between 4 query "
                       "heads: run it with grouped_forward_cache (attention_layer.h)\n");
 }
 

@@ -234,7 +234,7 @@ Test(grader, a_refusal_comes_before_the_verdict_that_quotes_it)
                         "    (void)scores; (void)v;\n"
                         "    return tensor_zeros(1, (int[]){-1});\n}\n", NULL);
     expect_verdict(&r, 1, "ended the program (exit status 1) with this message: masked_softmax: "
-                          "tensor_zeros: cannot make a tensor");
+                          "tensor_alloc_with: cannot make a tensor");
     run_result_free(&r);
 }
 

@@ -160,7 +160,7 @@ static void split_10_hiddens_into_3(void)
 Test(heads, hiddens_not_divisible_by_heads_stops)
 {
     expect_stops_with(split_10_hiddens_into_3,
-                      "transpose_qkv: num_hiddens 10 does not divide by num_heads 3: every head "
+                      "head_size: num_hiddens 10 does not divide by num_heads 3: every head "
                       "needs the same size\n");
 }
 
@@ -184,7 +184,7 @@ Test(heads, heads_split_is_the_one_check_of_the_sizes)
     cr_expect_eq(head_size(12, 4), 3);
 }
 
-/* a split into 0 heads, asked by a function as transpose_qkv asks */
+/* a split into 0 heads, asked as transpose_qkv asks */
 static void split_into_0_heads(void)
 {
     head_size(12, 0);
@@ -193,7 +193,7 @@ static void split_into_0_heads(void)
 Test(heads, head_size_stops_on_0_heads)
 {
     expect_stops_with(split_into_0_heads,
-                      "split_into_0_heads: num_heads 0: a layer needs at least one head\n");
+                      "head_size: num_heads 0: a layer needs at least one head\n");
 }
 
 static void merge_5_rows_into_2_heads(void)

@@ -396,7 +396,7 @@ static void layer_of_10_hiddens_3_heads(void)
 Test(multihead, hiddens_must_divide_by_heads)
 {
     expect_stops_with(layer_of_10_hiddens_3_heads,
-                      "multihead_new: num_hiddens 10 does not divide by num_heads 3: every head "
+                      "head_size: num_hiddens 10 does not divide by num_heads 3: every head "
                       "needs the same size\n");
 }
 
@@ -453,7 +453,7 @@ static void weights_of_10_hiddens_as_3_heads(void)
 Test(multihead, from_weights_stops_when_the_heads_do_not_split)
 {
     expect_stops_with(weights_of_10_hiddens_as_3_heads,
-                      "multihead_from_weights: num_hiddens 10 does not divide by num_heads 3: "
+                      "head_size: num_hiddens 10 does not divide by num_heads 3: "
                       "every head needs the same size\n");
 }
 
@@ -468,7 +468,7 @@ static void training_dropout_without_rng(void)
 Test(multihead, training_with_dropout_needs_an_rng)
 {
     expect_stops_with(training_dropout_without_rng,
-                      "multihead_forward: dropout in training mode needs a random generator, "
+                      "check_inputs: dropout in training mode needs a random generator, "
                       "got NULL\n");
 }
 

@@ -497,7 +497,7 @@ Test(plot, missing_directory_is_one_line_and_no_file, .init = make_scratch,
     cr_expect_eq(status, 1, "fail's exit status, for the program to return");
     char expected[600];
     snprintf(expected, sizeof expected,
-             "plot_heatmaps: cannot write into '%s': No such file or directory\n", dir);
+             "plot w: cannot write into '%s': No such file or directory\n", dir);
     cr_expect_str_eq(err, expected);
     char *listing = scratch_listing();
     cr_expect_str_eq(listing, "", "nothing may be created");
@@ -521,7 +521,7 @@ Test(plot, nan_is_refused_and_the_old_files_stay, .init = make_scratch, .fini = 
     char *err = captured_stderr(&cap);
 
     cr_expect_eq(status, 1);
-    cr_expect_str_eq(err, "plot_heatmaps: w: element 1 of the matrices is nan; nothing was written\n");
+    cr_expect_str_eq(err, "plot w: element 1 of the matrices is nan; nothing was written\n");
     char *after = scratch_file("w.dat");
     cr_expect_str_eq(after, before, "the earlier file is untouched");
     char *listing = scratch_listing();
@@ -546,8 +546,8 @@ Test(plot, bad_name_and_bad_shape_are_refused, .init = make_scratch, .fini = rem
     cr_expect_eq(by_name, 1);
     cr_expect_eq(by_shape, 1);
     cr_expect_str_eq(err,
-                     "plot_heatmaps: 'sub/w' is not a plain file name (no '/', at most 200 characters)\n"
-                     "plot_heatmaps: v: matrices must be (T, K), (P, T, K) or (R, C, T, K), got (2,)\n");
+                     "plot 'sub/w': not a plain file name (no '/', at most 200 characters)\n"
+                     "plot v: matrices must be (T, K), (P, T, K) or (R, C, T, K), got (2,)\n");
     char *listing = scratch_listing();
     cr_expect_str_eq(listing, "");
     free(listing);

@@ -282,7 +282,7 @@ static void valid_len_above_num_keys(void)
 Test(masked_softmax, valid_len_above_num_keys_is_an_error)
 {
     expect_stops_with(valid_len_above_num_keys,
-                      "masked_softmax: valid_lens[1] = 5 is outside 0..4: a length counts keys, "
+                      "valid_lens_check: valid_lens[1] = 5 is outside 0..4: a length counts keys, "
                       "and there are 4\n");
 }
 
@@ -295,7 +295,7 @@ static void negative_valid_len(void)
 Test(masked_softmax, negative_valid_len_is_an_error)
 {
     expect_stops_with(negative_valid_len,
-                      "masked_softmax: valid_lens[1, 0] = -1 is outside 0..4: a length counts "
+                      "valid_lens_check: valid_lens[1, 0] = -1 is outside 0..4: a length counts "
                       "keys, and there are 4\n");
 }
 
@@ -308,7 +308,7 @@ static void valid_lens_1d_of_wrong_batch(void)
 Test(masked_softmax, valid_lens_1d_of_wrong_batch_is_an_error)
 {
     expect_stops_with(valid_lens_1d_of_wrong_batch,
-                      "masked_softmax: valid_lens has shape (3,); scores of shape (2, 2, 4) "
+                      "valid_lens_check: valid_lens has shape (3,); scores of shape (2, 2, 4) "
                       "need (2,) or (2, 2)\n");
 }
 
@@ -321,7 +321,7 @@ static void valid_lens_2d_of_wrong_num_queries(void)
 Test(masked_softmax, valid_lens_2d_of_wrong_num_queries_is_an_error)
 {
     expect_stops_with(valid_lens_2d_of_wrong_num_queries,
-                      "masked_softmax: valid_lens has shape (2, 3); scores of shape (2, 2, 4) "
+                      "valid_lens_check: valid_lens has shape (2, 3); scores of shape (2, 2, 4) "
                       "need (2,) or (2, 2)\n");
 }
 
@@ -347,7 +347,7 @@ static void scores_2d_with_valid_lens(void)
 Test(masked_softmax, scores_must_be_3d_with_valid_lens)
 {
     expect_stops_with(scores_2d_with_valid_lens,
-                      "masked_softmax: x expected shape (*, *, *), got (4, 4)\n");
+                      "tensor_check_shape: x expected shape (*, *, *), got (4, 4)\n");
 }
 
 /* ---- the chapter 02 programs -------------------------------------------- */

@@ -162,7 +162,7 @@ Test(tensor, shape_check_names_function_and_shapes)
     int status;
     char *err = stderr_of(my_function, &status);
     cr_expect_eq(status, 1);
-    cr_expect_str_eq(err, "my_function: keys expected shape (2, *, 4), got (2, 3, 5)\n");
+    cr_expect_str_eq(err, "tensor_check_shape: keys expected shape (2, *, 4), got (2, 3, 5)\n");
     free(err);
 }
 
@@ -296,7 +296,7 @@ Test(tensor, impossible_size_stops_with_a_message)
     int status;
     char *err = stderr_of(make_impossible_tensor, &status);
     cr_expect_eq(status, 1);
-    cr_expect_str_eq(err, "tensor_zeros: cannot make a tensor of shape "
+    cr_expect_str_eq(err, "tensor_alloc_with: cannot make a tensor of shape "
                           "(1073741824, 1073741824, 1073741824): every size must be "
                           "positive and the total must fit in memory\n");
     free(err);

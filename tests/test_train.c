@@ -123,7 +123,7 @@ static void forward_with_a_bad_id(void)
 Test(embedding, an_id_outside_the_vocabulary_stops)
 {
     expect_stops_with(forward_with_a_bad_id,
-                      "embedding_forward: id 3 at position 1 is outside the vocabulary [0, 3)\n");
+                      "check_ids: id 3 at position 1 is outside the vocabulary [0, 3)\n");
 }
 
 /* ---- cross-entropy ------------------------------------------------------- */

@@ -31,7 +31,7 @@ static Tensor *fast_forward(const MultiHeadAttention *layer, const Tensor *queri
     if (training && layer->dropout > 0.0f)
         die("dropout %g in training mode: the fast layer has no "
             "dropout; train with the clear layer", (double)layer->dropout);
-    FastMultiHeadCache *fast = CHECKED_MALLOC(1, sizeof *fast);
+    FastMultiHeadCache *fast = checked_malloc(1, sizeof *fast);
     *cache = (LayerCache){.other = fast, .other_free = fast_cache_free};
     return fast_multihead_forward_cache(layer, queries, keys, values, valid_lens, num_threads,
                                         fast);

@@ -121,7 +121,7 @@ void fast_decode_attend(const KVCache *cache, int num_heads, const float *q, flo
     if (cache->length < 1)
         die("the cache is empty: append the token first");
     const int group = H / G;
-    float *scores = CHECKED_MALLOC((size_t)group * cache->length + group,
+    float *scores = checked_malloc((size_t)group * cache->length + group,
                                    sizeof(float));
     float *inv_sum = scores + (size_t)group * cache->length;
     for (int b = 0; b < B; b++)

@@ -70,14 +70,14 @@ static float *aligned_floats(size_t count)
     return p;
 }
 
-float *fast_alloc_panels_in(const char *function, size_t count)
+float *fast_alloc_panels(size_t count)
 {
     /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
      * cache line, and no vector load straddles two lines (a straddling load
      * costs two). */
     float *panels = aligned_floats(count);
     if (panels == NULL)
-        die_in(function, "out of memory allocating %zu floats (%.1f MB)", count,
+        die("out of memory allocating %zu floats (%.1f MB)", count,
             (double)count * sizeof(float) / 1e6);
     return panels;
 }
@@ -87,15 +87,15 @@ void fast_free_panels(float *panels)
     free(panels);
 }
 
-Tensor *fast_tensor_zeros_in(const char *function, int ndim, const int *shape)
+Tensor *fast_tensor_zeros(int ndim, const int *shape)
 {
     /* freed by tensor_free's free() like any other */
-    return tensor_alloc_with_in(function, ndim, shape, aligned_floats, true);
+    return tensor_alloc_with(ndim, shape, aligned_floats, true);
 }
 
-Tensor *fast_tensor_empty_in(const char *function, int ndim, const int *shape)
+Tensor *fast_tensor_empty(int ndim, const int *shape)
 {
-    return tensor_alloc_with_in(function, ndim, shape, aligned_floats, false);
+    return tensor_alloc_with(ndim, shape, aligned_floats, false);
 }
 
 /* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
@@ -625,10 +625,10 @@ static void gemm_threads(Gemm *g, int num_threads)
     /* a chunk of B is at most (FAST_KC, FAST_NC), and no larger than B */
     const size_t chunk = fast_panels_size(g->k < FAST_KC ? g->k : FAST_KC,
                                           g->n < FAST_NC ? g->n : FAST_NC);
-    g->b_copies = g->panels == NULL ? CHECKED_CALLOC((size_t)T, sizeof(float *)) : NULL;
+    g->b_copies = g->panels == NULL ? checked_calloc((size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         g->b_copies[t] = fast_alloc_panels(chunk);
-    g->a_copies = g->a_transposed ? CHECKED_CALLOC((size_t)T, sizeof(float *)) : NULL;
+    g->a_copies = g->a_transposed ? checked_calloc((size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->a_copies != NULL && t < T; t++)
         g->a_copies[t] = fast_alloc_panels((size_t)FAST_MC * FAST_KC);
     fast_parallel(T, gemm_band, g);
@@ -691,18 +691,16 @@ void fast_matmul_bt_raw(const float *a, const float *b, float *c, int m, int k, 
 
 /* ---- tensor forms ------------------------------------------------------------ */
 
-static Tensor *product_in(const char *function, const Tensor *a, const Tensor *b, bool transposed,
-                          int num_threads)
+static Tensor *product(const Tensor *a, const Tensor *b, bool transposed, int num_threads)
 {
     ProductSizes n;   /* the same shape rule as the clear matmul */
-    Tensor *c = product_output_in(function, a, b, transposed, &n);
+    Tensor *c = product_output(a, b, transposed, &n);
     for (int i = 0; i < n.batch; i++)
         fast_gemm(n.m, n.n, n.k, a->data + (size_t)i * n.m * n.k, (size_t)n.k, false,
                   b->data + (size_t)i * n.b_rows * n.b_cols, (size_t)n.b_cols, transposed,
                   c->data + (size_t)i * n.m * n.n, (size_t)n.n, false, num_threads);
     return c;
 }
-#define product(...) product_in(__func__, __VA_ARGS__)
 
 Tensor *fast_matmul(const Tensor *a, const Tensor *b, int num_threads)
 {

@@ -99,21 +99,18 @@ int fast_vector_width(void);
 size_t fast_panels_size(int k, int n);
 /* count floats aligned to 64 bytes (one cache line), for panels and other
  * scratch that vector code reads; free with fast_free_panels (NULL is
- * fine). Stops with a message
- * naming the caller when memory runs out. From 4 MB up, the memory is aligned to
+ * fine). Stops (die) when
+ * memory runs out. From 4 MB up, the memory is aligned to
  * 2 MB and asks the system for 2 MB pages (platform_advise_huge_pages), which turns 512 page
  * faults into one (fast_matmul.c says why that matters). */
-float *fast_alloc_panels_in(const char *function, size_t count);
-#define fast_alloc_panels(...) fast_alloc_panels_in(__func__, __VA_ARGS__)
+float *fast_alloc_panels(size_t count);
 void fast_free_panels(float *panels);
 /* tensor_zeros with the memory of fast_alloc_panels, for the large
  * tensors the fast path makes; tensor_free frees it as any other. */
-Tensor *fast_tensor_zeros_in(const char *function, int ndim, const int *shape);
-#define fast_tensor_zeros(...) fast_tensor_zeros_in(__func__, __VA_ARGS__)
+Tensor *fast_tensor_zeros(int ndim, const int *shape);
 /* The same memory left as it comes (torch.empty): for a tensor whose every
  * element is written next, where zeroing would only cost time. */
-Tensor *fast_tensor_empty_in(const char *function, int ndim, const int *shape);
-#define fast_tensor_empty(...) fast_tensor_empty_in(__func__, __VA_ARGS__)
+Tensor *fast_tensor_empty(int ndim, const int *shape);
 /* Copy B (k, n) - or, with transposed, B given as (n, k) rows - into
  * panels: panel j holds columns j*NR .. j*NR + NR-1 (NR = FAST_NR), row p
  * of it at panels + (j * k + p) * NR; columns past n are zero. */

@@ -144,7 +144,7 @@ static Stacked stacked_new(const MultiHeadAttention *layer, const Tensor *querie
     stacked.parts = parts;
     stacked.panels = fast_alloc_panels(fast_panels_size(in, parts * D));
     if (layer->b_k != NULL)
-        stacked.bias = CHECKED_MALLOC((size_t)parts * D, sizeof(float));
+        stacked.bias = checked_malloc((size_t)parts * D, sizeof(float));
     for (int h = 0; h < H; h++)
         for (int part = 0; part < parts; part++) {
             const int which = first + part;
@@ -175,7 +175,7 @@ static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 static Tensor *kept[KEPT];   /* oldest first; NULL past the last */
 
 /* A tensor of this shape, its contents unspecified: a kept one, or new. */
-static Tensor *reused_or_empty_in(const char *function, int ndim, const int *shape)
+static Tensor *reused_or_empty(int ndim, const int *shape)
 {
     size_t size = 1;
     for (int i = 0; i < ndim; i++)
@@ -190,9 +190,8 @@ static Tensor *reused_or_empty_in(const char *function, int ndim, const int *sha
         }
     pthread_mutex_unlock(&kept_lock);
     return found != NULL ? tensor_reshape(found, ndim, shape)
-                         : fast_tensor_empty_in(function, ndim, shape);
+                         : fast_tensor_empty(ndim, shape);
 }
-#define reused_or_empty(...) reused_or_empty_in(__func__, __VA_ARGS__)
 
 /* x (or NULL) is no longer needed: kept for the next call, the oldest kept
  * one freed to make room */
@@ -321,37 +320,36 @@ static double layer_flops(const MultiHeadAttention *layer, int B, int T, int K)
     return 2.0 * B * (inputs * D + (double)T * D * D + 2.0 * (double)T * K * D);
 }
 
-/* Stops, naming the caller, unless queries (B, T, Dq), keys (B, K, Dk), values
+/* Stops (die) unless queries (B, T, Dq), keys (B, K, Dk), values
  * (B, K, Dv) and valid_lens fit the layer, whose heads split D and are not
  * shared (G = H). */
-static void check_forward_inputs_in(const char *function, const MultiHeadAttention *layer,
-                                    const Tensor *queries, const Tensor *keys,
-                                    const Tensor *values, const ValidLens *valid_lens)
+static void check_forward_inputs(const MultiHeadAttention *layer, const Tensor *queries,
+                                 const Tensor *keys, const Tensor *values,
+                                 const ValidLens *valid_lens)
 {
     const int H = layer->num_heads;
-    tensor_check_shape_in(function, "queries", queries, SHAPE(-1, -1, layer->query_size));
+    tensor_check_shape("queries", queries, SHAPE(-1, -1, layer->query_size));
     const int B = queries->shape[0], T = queries->shape[1];
-    tensor_check_shape_in(function, "keys", keys, SHAPE(B, -1, layer->key_size));
+    tensor_check_shape("keys", keys, SHAPE(B, -1, layer->key_size));
     const int K = keys->shape[1];
-    tensor_check_shape_in(function, "values", values, SHAPE(B, K, layer->value_size));
-    valid_lens_check_in(function, valid_lens, B, T, K);
-    head_size_in(function, layer->num_hiddens, H);   /* dies unless H splits D */
+    tensor_check_shape("values", values, SHAPE(B, K, layer->value_size));
+    valid_lens_check(valid_lens, B, T, K);
+    head_size(layer->num_hiddens, H);   /* dies unless H splits D */
     if (layer->num_kv_heads != H)
-        die_in(function, "num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
+        die("num_kv_heads %d: the fast layer is multi-head attention, num_kv_heads = "
             "num_heads = %d (grouped layers decode with fast_decode.h)", layer->num_kv_heads, H);
 }
-#define check_forward_inputs(...) check_forward_inputs_in(__func__, __VA_ARGS__)
 
 /* One Workspace for each of count threads, for heads of size d over T
  * queries and K keys, with parts projections stacked (Stacked) */
 static Workspace *workspaces_new(int count, int T, int K, int d, int parts)
 {
-    Workspace *workspaces = CHECKED_CALLOC((size_t)count, sizeof *workspaces);
+    Workspace *workspaces = checked_calloc((size_t)count, sizeof *workspaces);
     /* K then V, or the stacked parts side by side: 2d or 3d floats a row */
     const int chunk_width = (parts == 3 ? 3 : 2) * d;
     for (int t = 0; t < count; t++) {
-        workspaces[t].q_head = CHECKED_MALLOC((size_t)T * d, sizeof(float));
-        workspaces[t].chunk = CHECKED_MALLOC((size_t)KEY_CHUNK * chunk_width,
+        workspaces[t].q_head = checked_malloc((size_t)T * d, sizeof(float));
+        workspaces[t].chunk = checked_malloc((size_t)KEY_CHUNK * chunk_width,
                                              sizeof(float));
         packed_kv_alloc(&workspaces[t].kv, K, d, d);
     }
@@ -550,8 +548,8 @@ static void attention_backward(const FastMultiHeadCache *cache, int num_heads,
     HeadBackwardJobs jobs = {cache, num_heads, grad_concat, reused_or_empty(SHAPE(B, T, D)),
                              reused_or_empty(SHAPE(B, K, D)),
                              reused_or_empty(SHAPE(B, K, D)),
-                             CHECKED_CALLOC((size_t)threads, sizeof(StreamingBackwardScratch)),
-                             CHECKED_CALLOC((size_t)threads, sizeof(float *)), 0};
+                             checked_calloc((size_t)threads, sizeof(StreamingBackwardScratch)),
+                             checked_calloc((size_t)threads, sizeof(float *)), 0};
     atomic_init(&jobs.next_job, 0);
     for (int t = 0; t < threads; t++) {
         streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, d);

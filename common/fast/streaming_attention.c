@@ -268,9 +268,9 @@ static void scratch_alloc(Scratch *w, int d, int v)
     w->q = fast_alloc_panels((size_t)BR * d);
     w->s = fast_alloc_panels((size_t)STREAM_TILE_QUERIES * BC);
     w->o = fast_alloc_panels((size_t)BR * v);
-    w->m = CHECKED_MALLOC(BR, sizeof(float));
-    w->l = CHECKED_MALLOC(BR, sizeof(float));
-    w->len = CHECKED_MALLOC(BR, sizeof(int));
+    w->m = checked_malloc(BR, sizeof(float));
+    w->l = checked_malloc(BR, sizeof(float));
+    w->len = checked_malloc(BR, sizeof(int));
 }
 
 static void scratch_free(Scratch *w)
@@ -447,8 +447,8 @@ void streaming_backward_scratch_alloc(StreamingBackwardScratch *w, int num_queri
     w->grad_output_panels_t = fast_alloc_panels(fast_panels_size(v, T));
     w->grad_output_panels = fast_alloc_panels(fast_panels_size(T, v));
     w->key_panels = fast_alloc_panels(fast_panels_size(BK, d));
-    w->delta = CHECKED_MALLOC((size_t)T, sizeof(float));
-    w->len = CHECKED_MALLOC((size_t)T, sizeof(int));
+    w->delta = checked_malloc((size_t)T, sizeof(float));
+    w->len = checked_malloc((size_t)T, sizeof(int));
     w->p = fast_alloc_panels((size_t)BK * BQ);
     w->dp = fast_alloc_panels((size_t)BK * BQ);
 }
@@ -668,7 +668,7 @@ static void part_key_range(const ValidLens *valid_lens, int b, int T, int K, int
                            int parts, int *first, int *last)
 {
     const int key_blocks = (K + BK - 1) / BK, query_blocks = (T + BQ - 1) / BQ;
-    int *longest = CHECKED_CALLOC((size_t)query_blocks,
+    int *longest = checked_calloc((size_t)query_blocks,
                                   sizeof(int));
     for (int q = 0; q < T; q++) {
         const int len = valid_lens ? valid_len_at(valid_lens, b, q) : K;
@@ -793,7 +793,7 @@ void streaming_attention_backward(const Tensor *queries, const Tensor *keys,
     atomic_init(&jobs.next_job, 0);
     if (parts > 1)
         jobs.partial_grad_queries = fast_alloc_panels((size_t)B * (parts - 1) * T * d);
-    jobs.scratch = CHECKED_CALLOC((size_t)threads, sizeof *jobs.scratch);
+    jobs.scratch = checked_calloc((size_t)threads, sizeof *jobs.scratch);
     for (int t = 0; t < threads; t++)
         streaming_backward_scratch_alloc(&jobs.scratch[t], T, d, v);
     fast_parallel(threads, backward_worker, &jobs);

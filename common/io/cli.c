@@ -30,7 +30,7 @@ static bool refuse(char *err, size_t err_len, const char *fmt, ...)
     va_copy(again, args);
     const int len = vsnprintf(NULL, 0, fmt, again);
     va_end(again);
-    char *reason = CHECKED_MALLOC(len > 0 ? (size_t)len + 1 : 1, 1);
+    char *reason = checked_malloc(len > 0 ? (size_t)len + 1 : 1, 1);
     vsnprintf(reason, len > 0 ? (size_t)len + 1 : 1, fmt, args);
     va_end(args);
     error_format(err, err_len, NULL, "%s", reason);
@@ -146,7 +146,7 @@ static bool cli_read_dir(const char *flag, const char *dir, char *err,
                   size_t err_len)
 {
     const size_t len = 2 * strlen(dir) + 256;   /* the reason names dir, whole */
-    char *reason = CHECKED_MALLOC(len, 1);
+    char *reason = checked_malloc(len, 1);
     const bool fits = fileset_check_dir(dir, reason, len) == 0;
     if (!fits)
         refuse(err, err_len, "%s: %s", flag, reason);
@@ -349,26 +349,27 @@ CliStatus cli_parse_args(const CliTable *table, int argc, char **argv, char *err
     return status;
 }
 
-void cli_parse(const CliTable *table, int argc, char **argv)
+int cli_parse(const CliTable *table, int argc, char **argv)
 {
     program_name(table->prog);
     const CliOption *mode = mode_asked(table, argc, argv);
     if (mode != NULL)
-        exit(mode->mode(argc, argv));
+        return mode->mode(argc, argv);
     signals_install(table->prog);
     atexit(close_stdout);
     size_t len = CLI_ERR_LEN;   /* room for every word of argv in the line, escaped */
     for (int i = 1; i < argc; i++)
         len += 4 * strlen(argv[i]);
-    char *reason = CHECKED_MALLOC(len, 1);
+    char *reason = checked_malloc(len, 1);
     const CliStatus status = parse_args(table, argc, argv, reason, len);
     if (status == CLI_ERROR)
         cli_fail(table->prog, "%s", reason);
     free(reason);
     if (status == CLI_HELP) {
         cli_print_help(table, stdout);
-        exit(0);
+        return 0;
     }
+    return CLI_RUN;
 }
 
 /* "1 to 16", "0 to 0.99" */

@@ -15,8 +15,10 @@
  *          .help = "batch_size"},
  *         {"--plot",  CLI_DIR, &opt.plot_dir, .metavar = "DIR", .help = "write the heatmaps"},
  *     };
- *     cli_parse(&(CliTable){PROG, "Stable softmax and masks.", CLI_COUNT(options), options},
- *               argc, argv);
+ *     *done = cli_parse(&(CliTable){PROG, "Stable softmax and masks.",
+ *                                   CLI_COUNT(options), options}, argc, argv);
+ *     if (*done != CLI_RUN)
+ *         return opt;   // and main returns *done: --help was printed, or a mode ran
  *
  * Bad user input never reaches the tensor code: each error prints one line
  * on stderr, "PROGRAM: what is wrong", and exits with status 2. Name the
@@ -78,14 +80,17 @@ typedef struct {
  * library keeps, so 0.99999999 (1 as a float) is refused as 1 is. */
 #define CLI_DROPOUT_RANGE .min = 0, .max = 0.99, .metavar = "P"
 
-/* Parse argv by the table. --help prints the help on stdout and exits 0;
- * every error prints one line and exits 2. Numbers are read strictly: no
+/* Parse argv by the table. Returns CLI_RUN when the program goes on to its
+ * work; otherwise the status main returns at once: 0 after --help printed
+ * the help on stdout, or what a mode's tool returned (below). Every error
+ * prints one line and exits 2 (cli_fail). Numbers are read strictly: no
  * white space, no leading '+'. cli_parse also arranges for standard output
  * to be checked at exit: an output that could not be written ends the
  * program with "PROG: cannot write the output: REASON" and status 1; and
  * installs the handler of SIGINT, SIGTERM and SIGHUP (signals_install in
  * fileset.h): "PROG: stopped by SIGTERM", status 128 + the signal. */
-void cli_parse(const CliTable *table, int argc, char **argv);
+enum { CLI_RUN = -1 };
+int cli_parse(const CliTable *table, int argc, char **argv) __attribute__((warn_unused_result));
 /* Standard output flushed and checked now, as at exit: 0, or that one line
  * and 1 (fail), for a long run that stops at its first output lost rather
  * than at its end. The line is said once, here or at exit. */
@@ -98,7 +103,7 @@ int cli_stdout_check(void);
  *     {"--to",   CLI_MODE, .tool = "layer_files", .mode = layer_files_main},
  * When argv holds such a flag as an option (not as the value of one of the
  * program's options), cli_parse calls the mode's function in this process
- * with the same arguments, and the program exits with what it returns.
+ * with the same arguments and returns what it returns, for main to return.
  * The tool's file is linked into the program (see the Makefile), and is a
  * program of its own too; its lines start with program_name's name
  * (error.h), so the program's old command lines print what they printed
@@ -115,8 +120,8 @@ static inline const char *plural(long n, const char *one, const char *many)
 }
 
 /* ---- the parser without the exits -----------------------------------------
- * What cli_parse does, returning instead of exiting, for a caller that
- * must go on (the fuzz target tests/fuzz/cli_fuzz.c): the error is the
+ * What cli_parse does, returning the error instead of exiting, for a caller
+ * that must go on (the fuzz target tests/fuzz/cli_fuzz.c): the error is the
  * same line cli_parse prints, "PROG: what is wrong", written into err (cut
  * to err_len). A character of the user's text that would break the line (a
  * newline, a carriage return, a vertical tab, a form feed) is shown

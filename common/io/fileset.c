@@ -39,7 +39,7 @@ static FileSet *open_set;
 /* A copy of s, new. */
 static char *copied(const char *s)
 {
-    char *copy = CHECKED_MALLOC(strlen(s) + 1, 1);
+    char *copy = checked_malloc(strlen(s) + 1, 1);
     return strcpy(copy, s);
 }
 
@@ -47,7 +47,7 @@ static char *copied(const char *s)
 static char *joined(const char *dir, const char *name)
 {
     const size_t len = strlen(dir) + 1 + strlen(name) + 1;
-    char *path = CHECKED_MALLOC(len, 1);
+    char *path = checked_malloc(len, 1);
     snprintf(path, len, "%s/%s", dir, name);
     return path;
 }
@@ -143,8 +143,8 @@ static bool starts_with(const char *s, const char *prefix)
  * back to BASE when BASE is missing, else goes too. */
 static void clean_up_after_kills(int parent_fd, const char *base)
 {
-    char *new_stem = CHECKED_MALLOC(strlen(base) + 8, 1);
-    char *old_stem = CHECKED_MALLOC(strlen(base) + 8, 1);
+    char *new_stem = checked_malloc(strlen(base) + 8, 1);
+    char *old_stem = checked_malloc(strlen(base) + 8, 1);
     sprintf(new_stem, ".%s.new-", base);
     sprintf(old_stem, ".%s.old-", base);
     const int fd = dup(parent_fd);
@@ -224,7 +224,7 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
     }
     signal(SIGXFSZ, SIG_IGN);   /* a file past ulimit -f: EFBIG, one line, not a silent end */
     signals_hold(true);
-    FileSet *set = CHECKED_CALLOC(1, sizeof *set);
+    FileSet *set = checked_calloc(1, sizeof *set);
     set->parent_fd = set->temp_fd = -1;
     set->dir = copied(dir);
     if (lock_parent(set, err, err_len) != 0) {
@@ -232,7 +232,7 @@ FileSet *fileset_begin(const char *dir, char *err, size_t err_len)
         return NULL;
     }
     // build: a fresh directory beside dir, with dir's permissions
-    char *stem = CHECKED_MALLOC(strlen(set->base) + 16, 1);
+    char *stem = checked_malloc(strlen(set->base) + 16, 1);
     sprintf(stem, ".%s.new-XXXXXX", set->base);
     char *temp_path = joined(set->parent, stem);
     free(stem);
@@ -376,7 +376,7 @@ static int exchange(FileSet *set, char *err, size_t err_len)
     if (saved != ENOTSUP)
         return error_format(err, err_len, set->dir, "cannot replace: %s", strerror(saved));
     /* no exchange here: DIR aside for an instant (see clean_up_after_kills) */
-    char *aside = CHECKED_MALLOC(strlen(set->base) + 16, 1);
+    char *aside = checked_malloc(strlen(set->base) + 16, 1);
     sprintf(aside, ".%s.old-%.6s", set->base, set->temp + strlen(set->temp) - 6);
     int status = 0;
     if (renameat(set->parent_fd, set->base, set->parent_fd, aside) != 0)
@@ -503,7 +503,7 @@ void signals_install(const char *prog)
         if (stop_lines[i] == NULL) {
             const char *name = signal_name(STOP_SIGNALS[i]);
             const size_t len = strlen(prog) + strlen(": stopped by \n") + strlen(name) + 1;
-            char *line = CHECKED_MALLOC(len, 1);
+            char *line = checked_malloc(len, 1);
             snprintf(line, len, "%s: stopped by %s\n", prog, name);
             stop_lines[i] = line;
         }

@@ -45,16 +45,15 @@ static bool stacked_shape(const ModelFile *file, int *ndim, int *shape)
     return true;
 }
 
-static void check_files_in(const char *function, const ModelFile *files, int count)
+static void check_files(const ModelFile *files, int count)
 {
     for (int i = 0; i < count; i++) {
         int ndim, shape[TENSOR_MAX_DIMS];
         if (files[i].name == NULL || !stacked_shape(&files[i], &ndim, shape))
-            die_in(function, "file %d (%s): its parts must stack along dimension 0, or it must "
+            die("file %d (%s): its parts must stack along dimension 0, or it must "
                 "hold at least one whole number", i, files[i].name ? files[i].name : "NULL");
     }
 }
-#define check_files(...) check_files_in(__func__, __VA_ARGS__)
 
 /* ---- saving -------------------------------------------------------------- */
 
@@ -180,7 +179,7 @@ int model_load(const char *dir, const ModelFile *files, int count, char *err, si
     check_files(files, count);
     if (err != NULL && err_len > 0)
         err[0] = '\0';
-    Loaded *loaded = CHECKED_CALLOC((size_t)count, sizeof *loaded);
+    Loaded *loaded = checked_calloc((size_t)count, sizeof *loaded);
     const int lock = fileset_read_lock(dir);   /* one set, not half of the next */
     int status = 0;
     // pass 1: read and check every file

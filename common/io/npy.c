@@ -542,7 +542,7 @@ static int convert_ints(const NpyArray *arr, const ErrSink *sink, NpyInts *out)
     if (DTYPES[arr->dtype_index].is_float)
         return npy_fail(sink, "holds floating-point data ('%s'), but integers were expected "
                         "('<i4' or '<i8', such as np.array([3, 2]))", arr->descr);
-    int *data = CHECKED_MALLOC(arr->count, sizeof *data);
+    int *data = checked_malloc(arr->count, sizeof *data);
     for (size_t i = 0; i < arr->count; i++) {
         const int64_t v = int_item(arr->data + i * DTYPES[arr->dtype_index].itemsize,
                                    DTYPES[arr->dtype_index].dtype);
@@ -622,7 +622,7 @@ static int load_array(const char *path, const ErrSink *sink, NpyArray *arr,
             !read_exact(fd, preamble, size < PREAMBLE_LEN ? size : PREAMBLE_LEN))
             read_failed(sink);
         else if (parse_preamble(preamble, size, sink, &header_len) == 0) {
-            header = CHECKED_MALLOC(header_len + 1, 1);
+            header = checked_malloc(header_len + 1, 1);
             if (!read_exact(fd, (unsigned char *)header, header_len))
                 read_failed(sink);
             else if (parse_header(header, header_len, sink, arr) == 0 &&

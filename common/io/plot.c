@@ -38,26 +38,24 @@
 
 /* The checks every plot makes before a file is touched: 0, or fail's status
  * after the line. */
-static int check_target_in(const char *function, const char *dir, const char *name)
+static int check_target(const char *dir, const char *name)
 {
     if (dir == NULL || *dir == '\0')
-        return fail("%s: no output directory given", function);
+        return fail("plot %s: no output directory given", name ? name : "(null)");
     if (name == NULL || *name == '\0' || strchr(name, '/') != NULL || strlen(name) > 200)
-        return fail("%s: '%s' is not a plain file name (no '/', at most 200 characters)",
-                    function, name ? name : "(null)");
+        return fail("plot '%s': not a plain file name (no '/', at most 200 characters)",
+                    name ? name : "(null)");
     return 0;
 }
-#define check_target(...) check_target_in(__func__, __VA_ARGS__)
 
 /* Draws NAME.dat into dat and NAME.gp into gp, from what. */
 typedef void (*DrawFiles)(FILE *dat, FILE *gp, const char *name, const void *what);
 
 /* Both files drawn into memory, then written into dir as one set
  * (fileset.h), so a failure or a kill leaves the previous pair or the new
- * one: 0, or fail's status after one line, "[prog: ]CALLER: DIR/NAME.dat:
+ * one: 0, or fail's status after one line, "[prog: ]plot NAME: DIR/NAME.dat:
  * cannot write: REASON". */
-static int write_files_in(const char *function, const char *dir, const char *name, DrawFiles draw,
-                          const void *what)
+static int write_files(const char *dir, const char *name, DrawFiles draw, const void *what)
 {
     char *text[2] = {NULL, NULL}, *file[2];
     size_t len[2] = {0, 0};
@@ -73,7 +71,7 @@ static int write_files_in(const char *function, const char *dir, const char *nam
     status = set == NULL ? -1 : 0;
     for (int i = 0; i < 2; i++) {
         const size_t file_len = strlen(name) + 5;
-        file[i] = CHECKED_MALLOC(file_len, 1);
+        file[i] = checked_malloc(file_len, 1);
         snprintf(file[i], file_len, "%s%s", name, i == 0 ? ".dat" : ".gp");
         if (status == 0)
             status = fileset_write(set, file[i], text[i], len[i], err, sizeof err);
@@ -84,9 +82,8 @@ static int write_files_in(const char *function, const char *dir, const char *nam
         free(file[i]);
         free(text[i]);
     }
-    return status == 0 ? 0 : fail("%s: %s", function, err);
+    return status == 0 ? 0 : fail("plot %s: %s", name, err);
 }
-#define write_files(...) write_files_in(__func__, __VA_ARGS__)
 
 /* ---- the panel grid ------------------------------------------------------ */
 
@@ -420,37 +417,35 @@ static void draw_heatmaps(FILE *dat, FILE *gp, const char *name, const void *wha
     write_gp(gp, name, h->title, h->matrices, h->grid, h->xlabel, h->ylabel, h->panel_titles);
 }
 
-/* The heatmaps, a failure named as the writer called (plot_heatmaps,
- * plot_heatmaps_titled or plot_heatmaps_ticked) */
-static int heatmaps_in(const char *function, const char *dir, const char *name,
-                       const char *title, const Tensor *matrices, const char *xlabel,
-                       const char *ylabel, const char *const *panel_titles,
-                       const char *const *ticks)
+/* The heatmaps of plot_heatmaps, plot_heatmaps_titled and
+ * plot_heatmaps_ticked; a failure's line starts "plot NAME: " */
+static int heatmaps(const char *dir, const char *name, const char *title, const Tensor *matrices,
+                    const char *xlabel, const char *ylabel, const char *const *panel_titles,
+                    const char *const *ticks)
 {
     char buf[80];
     // pass 1: check everything before a file is touched
-    int status = check_target_in(function, dir, name);
+    int status = check_target(dir, name);
     if (status != 0)
         return status;
     if (matrices == NULL || matrices->ndim < 2 || matrices->ndim > 4)
-        return fail("%s: %s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s",
-                    function, name, matrices ? shape_str(buf, sizeof buf, matrices->ndim,
-                                                         matrices->shape) : "NULL");
+        return fail("plot %s: matrices must be (T, K), (P, T, K) or (R, C, T, K), got %s", name,
+                    matrices ? shape_str(buf, sizeof buf, matrices->ndim, matrices->shape)
+                             : "NULL");
     for (size_t i = 0; i < matrices->size; i++)
         if (!isfinite(matrices->data[i]))
-            return fail("%s: %s: element %zu of the matrices is %g; nothing was written",
-                        function, name, i, (double)matrices->data[i]);
+            return fail("plot %s: element %zu of the matrices is %g; nothing was written",
+                        name, i, (double)matrices->data[i]);
     Grid g = grid_of(matrices);
     if (ticks != NULL && g.num_rows != g.num_cols)
-        return fail("%s: %s: labels on both axes need square matrices, got %d x %d", function,
-                    name, g.num_rows, g.num_cols);
+        return fail("plot %s: labels on both axes need square matrices, got %d x %d", name,
+                    g.num_rows, g.num_cols);
     g.ticks = ticks;
 
     // pass 2: both files drawn in memory, then written as one set
     const Heatmaps h = {matrices, &g, title, xlabel, ylabel, panel_titles};
-    return write_files_in(function, dir, name, draw_heatmaps, &h);
+    return write_files(dir, name, draw_heatmaps, &h);
 }
-#define heatmaps(...) heatmaps_in(__func__, __VA_ARGS__)
 
 int plot_heatmaps(const char *dir, const char *name, const Tensor *matrices,
                   const char *xlabel, const char *ylabel,
@@ -540,11 +535,11 @@ int plot_curves(const char *dir, const char *name, const Tensor *xs, const Tenso
         return status;
     if (xs == NULL || ys == NULL || xs->ndim != 1 || ys->ndim > 2 ||
         ys->shape[ys->ndim - 1] != xs->shape[0])
-        return fail("%s: %s: ys must be (N,) or (S, N) for xs (N,)", __func__, name);
+        return fail("plot %s: ys must be (N,) or (S, N) for xs (N,)", name);
     for (size_t i = 0; i < ys->size; i++)
         if (!isfinite(ys->data[i]) || (log_y && ys->data[i] <= 0.0f))
-            return fail("%s: %s: point %zu is %g, which a%s axis cannot show; nothing was "
-                        "written", __func__, name, i, (double)ys->data[i], log_y ? " log" : "n");
+            return fail("plot %s: point %zu is %g, which a%s axis cannot show; nothing was "
+                        "written", name, i, (double)ys->data[i], log_y ? " log" : "n");
 
     // pass 2: both files drawn in memory, then written as one set
     const Curves c = {xs, ys, ys->ndim == 2 ? ys->shape[0] : 1, xlabel, ylabel, curve_titles,
@@ -596,11 +591,11 @@ int plot_bars(const char *dir, const char *name, const char *const *labels,
     if (status != 0)
         return status;
     if (n < 1)
-        return fail("%s: %s: no bar to draw", __func__, name);
+        return fail("plot %s: no bar to draw", name);
     for (int i = 0; i < n; i++)
         if (!isfinite(values[i]) || values[i] < 0.0)
-            return fail("%s: %s: bar %d is %g, which a bar from 0 cannot show; nothing was "
-                        "written", __func__, name, i, values[i]);
+            return fail("plot %s: bar %d is %g, which a bar from 0 cannot show; nothing was "
+                        "written", name, i, values[i]);
     const Bars b = {labels, values, n, ylabel};
     return write_files(dir, name, draw_bars, &b);
 }

@@ -17,14 +17,13 @@ Tensor *embedding_new(int num_embeddings, int embedding_dim, Rng *rng)
 }
 
 /* Stop unless every id is a row of the table. */
-static void check_ids_in(const char *function, const int *ids, size_t count, int vocab)
+static void check_ids(const int *ids, size_t count, int vocab)
 {
     for (size_t i = 0; i < count; i++)
         if (ids[i] < 0 || ids[i] >= vocab)
-            die_in(function, "id %d at position %zu is outside the vocabulary [0, %d)", ids[i], i,
+            die("id %d at position %zu is outside the vocabulary [0, %d)", ids[i], i,
                 vocab);
 }
-#define check_ids(...) check_ids_in(__func__, __VA_ARGS__)
 
 /* weight (V, D), ids (...) -> out (..., D) */
 Tensor *embedding_forward(const Tensor *weight, const int *ids, int ndim, const int *shape)

@@ -57,7 +57,7 @@ InductionModel *induction_new(int vocab, int length, int num_hiddens, const int 
             length);
     if (num_layers < 1 || num_layers > INDUCTION_MAX_LAYERS)
         die("num_layers must be in [1, %d], got %d", INDUCTION_MAX_LAYERS, num_layers);
-    InductionModel *m = CHECKED_CALLOC(1, sizeof *m);
+    InductionModel *m = checked_calloc(1, sizeof *m);
     const int D = num_hiddens;
     *m = (InductionModel){.vocab = vocab, .length = length, .num_hiddens = D,
                           .num_layers = num_layers, .saved_layers = num_layers};
@@ -192,8 +192,8 @@ void induction_cache_free(InductionCache *cache)
 /* tokens (B, T + 1) -> inputs (B, T) and targets (B, T), new arrays */
 static void split_tokens(const int *tokens, int B, int T, int **inputs, int **targets)
 {
-    *inputs = CHECKED_CALLOC((size_t)B * T, sizeof **inputs);
-    *targets = CHECKED_CALLOC((size_t)B * T, sizeof **targets);
+    *inputs = checked_calloc((size_t)B * T, sizeof **inputs);
+    *targets = checked_calloc((size_t)B * T, sizeof **targets);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             (*inputs)[b * T + t] = tokens[b * (T + 1) + t];
@@ -274,7 +274,7 @@ void repeats_draw(int *tokens, int *periods, int batch_size, int length, int voc
     if (max_period > vocab)
         die("a period of %d different tokens needs a vocabulary of at least "
             "%d, got %d", max_period, max_period, vocab);
-    int *order = CHECKED_CALLOC((size_t)vocab, sizeof *order);
+    int *order = checked_calloc((size_t)vocab, sizeof *order);
     for (int b = 0; b < batch_size; b++) {
         int *row = tokens + (size_t)b * (length + 1);   /* T + 1 tokens */
         const int P = min_period + (int)rng_below(rng, (uint32_t)(max_period - min_period + 1));

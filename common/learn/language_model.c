@@ -203,7 +203,7 @@ LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context
         if (bytes[i] < 0 || bytes[i] > 255 || (i > 0 && bytes[i] <= bytes[i - 1]))
             die("the vocabulary's bytes must increase within [0, 255]: token %d is %d", i,
                 bytes[i]);
-    LanguageModel *m = CHECKED_CALLOC(1, sizeof *m);
+    LanguageModel *m = checked_calloc(1, sizeof *m);
     const int V = vocab, C = context, D = num_hiddens;
     *m = (LanguageModel){.vocab = V, .context = C, .num_hiddens = D, .num_heads = num_heads,
                          .num_layers = num_layers, .saved_heads = num_heads,
@@ -349,7 +349,7 @@ void language_cache_free(LanguageCache *cache)
 /* tokens (B, T + 1) -> inputs (B, T) and targets (B, T), one new array */
 static int *split_tokens(const int *tokens, int B, int T, int **targets)
 {
-    int *inputs = CHECKED_CALLOC(2 * (size_t)B * T, sizeof *inputs);
+    int *inputs = checked_calloc(2 * (size_t)B * T, sizeof *inputs);
     *targets = inputs + (size_t)B * T;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
@@ -474,7 +474,7 @@ static LanguageModel *share_of(LanguageModel *model, int s)
 {
     LanguageModel *share = model->shares[s];
     if (share == NULL) {
-        share = model->shares[s] = CHECKED_MALLOC(1, sizeof *share);
+        share = model->shares[s] = checked_malloc(1, sizeof *share);
         *share = *model;
         for (int i = 0; i < LM_SHARES; i++)
             share->shares[i] = NULL;
@@ -587,7 +587,7 @@ double language_model_sampled_loss(const LanguageModel *model, const int *ids, s
                                    int batch_size, int batches, Rng *rng)
 {
     const int C = model->context;
-    int *tokens = CHECKED_MALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
+    int *tokens = checked_malloc((size_t)batch_size * (C + 1), sizeof *tokens);
     double sum = 0.0;
     for (int i = 0; i < batches; i++) {
         text_batch_draw(ids, n, batch_size, C, rng, tokens);
@@ -601,7 +601,7 @@ double language_model_text_loss(const LanguageModel *model, const int *ids, size
                                 int batch_size)
 {
     const int C = model->context;
-    int *tokens = CHECKED_CALLOC((size_t)batch_size * (C + 1), sizeof *tokens);
+    int *tokens = checked_calloc((size_t)batch_size * (C + 1), sizeof *tokens);
     double sum = 0.0;
     size_t start = 0, counted = 0;
     while (start + 1 < n) {
@@ -650,9 +650,9 @@ LanguageDecoder *language_decoder_new(const LanguageModel *model)
     const LanguageParts p = model->parts;
     if (p.bigram || p.block.no_layer_norm || p.block.no_residual || p.block.no_mlp)
         die("a rung of the build-up has no decoder: only the whole model samples");
-    LanguageDecoder *dec = CHECKED_CALLOC(1, sizeof *dec);
+    LanguageDecoder *dec = checked_calloc(1, sizeof *dec);
     dec->model = model;
-    dec->logits = CHECKED_CALLOC((size_t)model->vocab, sizeof *dec->logits);
+    dec->logits = checked_calloc((size_t)model->vocab, sizeof *dec->logits);
     language_decoder_reset(dec);
     return dec;
 }
@@ -746,7 +746,7 @@ void language_model_sample(const LanguageModel *model, const int *prompt, int pr
         die("the prompt needs at least one token, got %d",
             prompt_length);
     // the whole text so far: the prompt, then what is drawn
-    int *text = CHECKED_CALLOC((size_t)prompt_length + n, sizeof *text);
+    int *text = checked_calloc((size_t)prompt_length + n, sizeof *text);
     memcpy(text, prompt, (size_t)prompt_length * sizeof *prompt);
     int length = prompt_length;
     LanguageDecoder *dec = language_decoder_new(model);

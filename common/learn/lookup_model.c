@@ -69,7 +69,7 @@ LookupModel *lookup_new_grouped(int key_vocab, int value_vocab, int num_hiddens,
     if (key_vocab < 1 || value_vocab < 1)
         die("vocabularies must be positive: key_vocab %d, value_vocab %d", key_vocab,
             value_vocab);
-    LookupModel *m = CHECKED_CALLOC(1, sizeof *m);
+    LookupModel *m = checked_calloc(1, sizeof *m);
     *m = (LookupModel){.key_vocab = key_vocab, .value_vocab = value_vocab,
                        .num_hiddens = num_hiddens, .num_heads = num_heads,
                        .num_kv_heads = num_kv_heads, .saved_num_heads = num_heads};
@@ -104,13 +104,12 @@ void lookup_free(LookupModel *m)
 
 /* ---- forward and backward --------------------------------------------------------- */
 
-static void check_batch_in(const char *function, const TaskBatch *batch)
+static void check_batch(const TaskBatch *batch)
 {
     if (batch->num_answers != batch->num_queries)
-        die_in(function, "each query word gives one answer: the batch has %d query and %d answer "
+        die("each query word gives one answer: the batch has %d query and %d answer "
             "words", batch->num_queries, batch->num_answers);
 }
-#define check_batch(...) check_batch_in(__func__, __VA_ARGS__)
 
 /* batch -> logits (B, Q, Vv) */
 Tensor *lookup_forward(const LookupModel *m, const TaskBatch *batch,

@@ -11,19 +11,17 @@
 #include "ops.h"
 
 /* logits (..., C) -> the number of rows N and C; stops on a bad target. */
-static int rows_of_in(const char *function, const Tensor *logits, const int *targets,
-                      int *num_classes)
+static int rows_of(const Tensor *logits, const int *targets, int *num_classes)
 {
     const int C = logits->shape[logits->ndim - 1];
     const size_t N = logits->size / (size_t)C;
     for (size_t i = 0; i < N; i++)
         if (targets[i] < 0 || targets[i] >= C)
-            die_in(function, "target %d of row %zu is outside the classes [0, %d)", targets[i],
+            die("target %d of row %zu is outside the classes [0, %d)", targets[i],
                    i, C);
     *num_classes = C;
     return (int)N;
 }
-#define rows_of(...) rows_of_in(__func__, __VA_ARGS__)
 
 /* logits (C,) -> log(sum_j exp(z_j)) */
 double logsumexp_row(const float *logits, int num_classes)

@@ -52,14 +52,13 @@ bool parameters_finite(const Parameter *params, int count)
 }
 
 /* Stop unless each gradient has its value's shape. */
-static void check_params_in(const char *function, const Parameter *params, int count)
+static void check_params(const Parameter *params, int count)
 {
     for (int i = 0; i < count; i++) {
         const Tensor *value = params[i].value;
-        tensor_check_shape_in(function, params[i].name, params[i].grad, value->ndim, value->shape);
+        tensor_check_shape(params[i].name, params[i].grad, value->ndim, value->shape);
     }
 }
-#define check_params(...) check_params_in(__func__, __VA_ARGS__)
 
 double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm)
 {
@@ -83,15 +82,15 @@ double parameters_clip_grad_norm(const Parameter *params, int count, double max_
 Adam *adam_new(const Parameter *params, int count, float lr)
 {
     check_params(params, count);
-    Adam *adam = CHECKED_CALLOC(1, sizeof *adam);
+    Adam *adam = checked_calloc(1, sizeof *adam);
     adam->lr = lr;
     adam->beta1 = 0.9f;
     adam->beta2 = 0.999f;
     adam->eps = 1e-8f;
     adam->count = count;
     adam->params = params;
-    adam->m = CHECKED_CALLOC((size_t)count, sizeof *adam->m);
-    adam->v = CHECKED_CALLOC((size_t)count, sizeof *adam->v);
+    adam->m = checked_calloc((size_t)count, sizeof *adam->m);
+    adam->v = checked_calloc((size_t)count, sizeof *adam->v);
     for (int i = 0; i < count; i++) {
         adam->m[i] = tensor_zeros(params[i].value->ndim, params[i].value->shape);
         adam->v[i] = tensor_zeros(params[i].value->ndim, params[i].value->shape);
@@ -157,11 +156,11 @@ void adam_free(Adam *adam)
 
 AdamSnapshot *adam_snapshot_new(const Adam *adam)
 {
-    AdamSnapshot *s = CHECKED_CALLOC(1, sizeof *s);
+    AdamSnapshot *s = checked_calloc(1, sizeof *s);
     s->count = adam->count;
-    s->values = CHECKED_CALLOC((size_t)adam->count, sizeof *s->values);
-    s->m = CHECKED_CALLOC((size_t)adam->count, sizeof *s->m);
-    s->v = CHECKED_CALLOC((size_t)adam->count, sizeof *s->v);
+    s->values = checked_calloc((size_t)adam->count, sizeof *s->values);
+    s->m = checked_calloc((size_t)adam->count, sizeof *s->m);
+    s->v = checked_calloc((size_t)adam->count, sizeof *s->v);
     for (int i = 0; i < adam->count; i++) {
         s->values[i] = tensor_copy(adam->params[i].value);
         s->m[i] = tensor_copy(adam->m[i]);

@@ -31,7 +31,7 @@ PositionModel *position_model_new(int vocab, int num_hiddens, int num_heads,
     if (scheme == POSITIONS_ROPE && num_heads > 0 && (num_hiddens / num_heads) % 2 != 0)
         die("RoPE turns pairs: the head size %d / %d must be even", num_hiddens,
             num_heads);
-    PositionModel *m = CHECKED_CALLOC(1, sizeof *m);
+    PositionModel *m = checked_calloc(1, sizeof *m);
     const int D = num_hiddens;
     *m = (PositionModel){.vocab = vocab, .num_hiddens = D, .num_heads = num_heads,
                          .max_length = max_length, .scheme = scheme, .causal = causal};
@@ -75,7 +75,7 @@ void position_model_free(PositionModel *model)
 /* ids (B, T) = S + t: the positions, as ids into a table */
 static int *position_ids(int batch_size, int length, int first_position)
 {
-    int *ids = CHECKED_MALLOC((size_t)batch_size * length, sizeof *ids);
+    int *ids = checked_malloc((size_t)batch_size * length, sizeof *ids);
     for (int b = 0; b < batch_size; b++)
         for (int t = 0; t < length; t++)
             ids[(size_t)b * length + t] = first_position + t;
@@ -225,7 +225,7 @@ static Tensor *scored_rows(const Tensor *logits, const int *answers, int first_s
     const int B = logits->shape[0], T = logits->shape[1];
     const int n = T - first_scored;
     Tensor *rows = tensor_slice(logits, 1, first_scored, n);
-    *targets = CHECKED_MALLOC((size_t)B * n, sizeof **targets);
+    *targets = checked_malloc((size_t)B * n, sizeof **targets);
     for (int b = 0; b < B; b++)
         memcpy(*targets + (size_t)b * n, answers + (size_t)b * T + first_scored,
                (size_t)n * sizeof(int));

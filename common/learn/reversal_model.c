@@ -47,7 +47,7 @@ ReversalModel *reversal_new(int vocab, int num_hiddens, int num_heads, bool posi
 {
     if (vocab < 1)
         die("the vocabulary must be positive, got %d", vocab);
-    ReversalModel *m = CHECKED_CALLOC(1, sizeof *m);
+    ReversalModel *m = checked_calloc(1, sizeof *m);
     const int D = num_hiddens;
     *m = (ReversalModel){.vocab = vocab, .num_hiddens = D, .num_heads = num_heads,
                          .positions = positions, .saved_num_heads = num_heads};

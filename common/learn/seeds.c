@@ -26,7 +26,7 @@ double seeds_median(double *values, int runs)
 
 SeedSummary seeds_summary(const double *values, int runs, double success)
 {
-    double *sorted = CHECKED_CALLOC((size_t)runs, sizeof *sorted);
+    double *sorted = checked_calloc((size_t)runs, sizeof *sorted);
     memcpy(sorted, values, (size_t)runs * sizeof *sorted);
     SeedSummary s = {0, runs, seeds_median(sorted, runs), sorted[0], sorted[runs - 1]};
     for (int i = 0; i < runs; i++)
@@ -71,9 +71,9 @@ void seeds_run(int jobs, int num_threads, void (*job)(void *arg, int j), void *a
         num_threads = 1;
     Pool pool = {jobs, num_threads, 0, job, arg, isatty(STDERR_FILENO) == 1,
                  PTHREAD_MUTEX_INITIALIZER};
-    pthread_t *ids = CHECKED_CALLOC((size_t)num_threads, sizeof *ids);
-    Worker *workers = CHECKED_CALLOC((size_t)num_threads, sizeof *workers);
-    bool *started = CHECKED_CALLOC((size_t)num_threads, sizeof *started);
+    pthread_t *ids = checked_calloc((size_t)num_threads, sizeof *ids);
+    Worker *workers = checked_calloc((size_t)num_threads, sizeof *workers);
+    bool *started = checked_calloc((size_t)num_threads, sizeof *started);
     for (int t = 0; t < num_threads; t++)
         workers[t] = (Worker){&pool, t};
     for (int t = 1; t < num_threads; t++)

@@ -91,16 +91,16 @@ TaskBatch *task_batch_new(const Task *task, int batch_size)
 {
     if (batch_size < 1)
         die("batch_size must be at least 1, got %d", batch_size);
-    TaskBatch *batch = CHECKED_CALLOC(1, sizeof *batch);
+    TaskBatch *batch = checked_calloc(1, sizeof *batch);
     const size_t B = (size_t)batch_size;
     batch->batch_size = batch_size;
     batch->num_pairs = task->num_pairs;
     batch->num_queries = task->num_queries;
     batch->num_answers = task->num_answers;
-    batch->keys = CHECKED_CALLOC(B * task->num_pairs, sizeof(int));
-    batch->values = CHECKED_CALLOC(B * task->num_pairs, sizeof(int));
-    batch->queries = CHECKED_CALLOC(B * task->num_queries, sizeof(int));
-    batch->answers = CHECKED_CALLOC(B * task->num_answers, sizeof(int));
+    batch->keys = checked_calloc(B * task->num_pairs, sizeof(int));
+    batch->values = checked_calloc(B * task->num_pairs, sizeof(int));
+    batch->queries = checked_calloc(B * task->num_queries, sizeof(int));
+    batch->answers = checked_calloc(B * task->num_answers, sizeof(int));
     return batch;
 }
 
@@ -120,12 +120,12 @@ TaskBatch *task_batch_example(const TaskBatch *batch, int b)
     if (b < 0 || b >= batch->batch_size)
         die("example %d of a batch of %d", b, batch->batch_size);
     const int P = batch->num_pairs, Q = batch->num_queries, A = batch->num_answers;
-    TaskBatch *one = CHECKED_CALLOC(1, sizeof *one);
+    TaskBatch *one = checked_calloc(1, sizeof *one);
     *one = (TaskBatch){.batch_size = 1, .num_pairs = P, .num_queries = Q, .num_answers = A};
-    one->keys = CHECKED_MALLOC((size_t)P, sizeof(int));
-    one->values = CHECKED_MALLOC((size_t)P, sizeof(int));
-    one->queries = CHECKED_MALLOC((size_t)Q, sizeof(int));
-    one->answers = CHECKED_MALLOC((size_t)A, sizeof(int));
+    one->keys = checked_malloc((size_t)P, sizeof(int));
+    one->values = checked_malloc((size_t)P, sizeof(int));
+    one->queries = checked_malloc((size_t)Q, sizeof(int));
+    one->answers = checked_malloc((size_t)A, sizeof(int));
     memcpy(one->keys, batch->keys + (size_t)b * P, (size_t)P * sizeof(int));
     memcpy(one->values, batch->values + (size_t)b * P, (size_t)P * sizeof(int));
     memcpy(one->queries, batch->queries + (size_t)b * Q, (size_t)Q * sizeof(int));
@@ -198,7 +198,7 @@ void task_draw(const Task *task, TaskBatch *batch, TaskSplit split, Rng *rng)
             "task has %d, %d and %d", batch->num_pairs, batch->num_queries,
             batch->num_answers, task->name, P, Q, A);
     const int vocab = task->key_vocab > task->value_vocab ? task->key_vocab : task->value_vocab;
-    int *scratch = CHECKED_MALLOC((size_t)vocab, sizeof(int));
+    int *scratch = checked_malloc((size_t)vocab, sizeof(int));
     for (int b = 0; b < batch->batch_size; b++) {
         int *keys = batch->keys + (size_t)b * P, *values = batch->values + (size_t)b * P;
         int *query = batch->queries + (size_t)b * Q, *answer = batch->answers + (size_t)b * A;

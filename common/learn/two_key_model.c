@@ -57,7 +57,7 @@ TwoKeyModel *two_key_new_mlp(int key_vocab, int value_vocab, int num_hiddens, in
     if (key_vocab < 1 || value_vocab < 1 || mlp_hiddens < 0)
         die("vocabularies must be positive and the MLP's size not negative, got %d "
             "keys, %d values and %d", key_vocab, value_vocab, mlp_hiddens);
-    TwoKeyModel *m = CHECKED_CALLOC(1, sizeof *m);
+    TwoKeyModel *m = checked_calloc(1, sizeof *m);
     const int D = num_hiddens;
     *m = (TwoKeyModel){.key_vocab = key_vocab, .value_vocab = value_vocab, .num_hiddens = D,
                        .num_heads = num_heads, .mlp_hiddens = mlp_hiddens,
@@ -155,13 +155,12 @@ void two_key_set_by_hand(TwoKeyModel *model)
         }
 }
 
-static void check_batch_in(const char *function, const TaskBatch *batch)
+static void check_batch(const TaskBatch *batch)
 {
     if (batch->num_queries != 2 || batch->num_answers != 2)
-        die_in(function, "the model reads two query words and gives two answers, the batch has "
+        die("the model reads two query words and gives two answers, the batch has "
             "%d and %d", batch->num_queries, batch->num_answers);
 }
-#define check_batch(...) check_batch_in(__func__, __VA_ARGS__)
 
 /* out (B, 1, D) -> logits (B, 2, Vv); hidden (B, 1, N) and block_out
  * (B, 1, D), the readout's input, are kept for the backward (hidden NULL
@@ -459,7 +458,7 @@ void two_key_head_importance(TwoKeyModel *model, const TaskBatch *batch, double 
 double two_key_gate_slope(const TwoKeyModel *model, const TaskBatch *batch, int head, float eps)
 {
     const int H = model->num_heads;
-    float *gates = CHECKED_CALLOC((size_t)H, sizeof *gates);
+    float *gates = checked_calloc((size_t)H, sizeof *gates);
     for (int h = 0; h < H; h++)
         gates[h] = 1.0f;
     const float above = 1.0f + eps, below = 1.0f - eps;

@@ -87,7 +87,7 @@ static int optional_file_present(const char *path, char *err, size_t err_len)
     if (lstat(path, &st) != 0)
         return 0;
     const int saved = errno;
-    char *target = CHECKED_CALLOC((size_t)st.st_size + 1, 1);
+    char *target = checked_calloc((size_t)st.st_size + 1, 1);
     const ssize_t len = readlink(path, target, (size_t)st.st_size);
     target[len > 0 ? len : 0] = '\0';
     error_format(err, err_len, NULL, "%s is a symbolic link to '%s', which cannot be opened (%s): "
@@ -583,8 +583,8 @@ int layer_files_plot_weights(const char *dir, const char *name, const char *titl
                              const Tensor *weights)
 {
     const int B = weights->shape[0], H = weights->shape[1];
-    char (*titles)[48] = CHECKED_MALLOC((size_t)B * H, sizeof *titles);
-    const char **title_ptrs = CHECKED_MALLOC((size_t)B * H, sizeof *title_ptrs);
+    char (*titles)[48] = checked_malloc((size_t)B * H, sizeof *titles);
+    const char **title_ptrs = checked_malloc((size_t)B * H, sizeof *title_ptrs);
     for (int i = 0; i < B * H; i++) {
         snprintf(titles[i], sizeof titles[0], "sequence %d, head %d", i / H, i % H);
         title_ptrs[i] = titles[i];

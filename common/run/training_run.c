@@ -193,7 +193,7 @@ struct TrainWatch {
 
 TrainWatch *train_watch_new(Adam *adam, const TrainRun *run, int last_step, LossCurve *curve)
 {
-    TrainWatch *w = CHECKED_MALLOC(1, sizeof *w);
+    TrainWatch *w = checked_malloc(1, sizeof *w);
     *w = (TrainWatch){.log = train_log_start(last_step, run->training.batch_size),
                       .guard = {adam, run, adam_snapshot_new(adam), adam_snapshot_new(adam)},
                       .curve = curve};

@@ -6,11 +6,12 @@
 # every file of common/ is written.
 #
 # A macro that only supplies its caller's name to a function, such as
-#     #define linear_output(...) linear_output_in(__func__, __VA_ARGS__)
+# error.h's
+#     #define die(...) die_in(__func__, __VA_ARGS__)
 # makes the two names one function: a line each way, so that refusing
-# either refuses both (a call to the macro is a call to linear_output_in
-# in the object, and common/'s source names the macro). Headers are read
-# for these lines alone.
+# either refuses both (a call to the macro is a call to die_in in the
+# object, and common/'s source names the macro). Headers are read for
+# these lines alone.
 match($0, /^#define [A-Za-z_][A-Za-z0-9_]*\([^)]*\)[ \t]+[A-Za-z_][A-Za-z0-9_]*\(/) {
     macro = substr($0, 9, RLENGTH - 9)
     target = macro

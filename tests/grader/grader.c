@@ -216,7 +216,7 @@ ValidLens *case_valid_lens(const char *name, ValidLens *valid_lens)
     it->valid_lens = valid_lens;
     if (valid_lens) {
         it->count = (size_t)valid_lens->shape[0] * (valid_lens->ndim == 2 ? valid_lens->shape[1] : 1);
-        it->copy = CHECKED_MALLOC(it->count, sizeof(int));
+        it->copy = checked_malloc(it->count, sizeof(int));
         memcpy(it->copy, valid_lens->data, it->count * sizeof(int));
     }
     return valid_lens;
@@ -227,7 +227,7 @@ int *case_ints(const char *name, int *values, int count)
     Item *it = add_item(ITEM_INTS, name);
     it->ints = values;
     it->count = (size_t)count;
-    it->copy = CHECKED_MALLOC((size_t)count + 1, sizeof(int));
+    it->copy = checked_malloc((size_t)count + 1, sizeof(int));
     memcpy(it->copy, values, (size_t)count * sizeof(int));
     g.case_size += (size_t)count;
     return values;
@@ -255,7 +255,7 @@ float *case_output(const char *name, size_t n)
     Item *it = add_item(ITEM_OUTPUT, name);
     it->count = n;
     it->guard = guard_for(n);
-    it->block = CHECKED_MALLOC(n + 2 * it->guard, sizeof(float));
+    it->block = checked_malloc(n + 2 * it->guard, sizeof(float));
     for (size_t i = 0; i < n + 2 * it->guard; i++)
         memcpy(&it->block[i], &GUARD_BITS, sizeof GUARD_BITS);
     for (size_t i = 0; i < n; i++)
@@ -268,7 +268,7 @@ int *case_output_ints(const char *name, size_t n)
     Item *it = add_item(ITEM_OUTPUT_INTS, name);
     it->count = n;
     it->guard = guard_for(n);
-    it->int_block = CHECKED_MALLOC(n + 2 * it->guard, sizeof(int));
+    it->int_block = checked_malloc(n + 2 * it->guard, sizeof(int));
     for (size_t i = 0; i < n + 2 * it->guard; i++)
         memcpy(&it->int_block[i], &GUARD_BITS, sizeof GUARD_BITS);
     for (size_t i = 0; i < n; i++)
@@ -591,7 +591,7 @@ Tensor *draw_normal(Rng *rng, float scale, int ndim, const int *shape)
 ValidLens *draw_valid_lens(Rng *rng, int batch, int num_queries, int num_keys, bool two_d)
 {
     int count = two_d ? batch * num_queries : batch;
-    int *lens = CHECKED_MALLOC((size_t)count, sizeof(int));
+    int *lens = checked_malloc((size_t)count, sizeof(int));
     for (int i = 0; i < count; i++) {
         switch (rng_below(rng, 4)) {
         case 0:  lens[i] = 0; break;

@@ -44,7 +44,7 @@ static void grade_case(Rng *rng, int index)
     Tensor *keys = draw_normal(rng, 1.0f, SHAPE(num_keys, d));
     if (dictionary) {
         /* key j is word perm[j]; the query is any word, a key or not */
-        int *perm = CHECKED_MALLOC((size_t)d, sizeof(int));
+        int *perm = checked_malloc((size_t)d, sizeof(int));
         rng_permutation(rng, perm, d);
         for (int j = 0; j < num_keys; j++)
             one_hot(keys->data + (size_t)j * d, d, perm[j]);
@@ -54,7 +54,7 @@ static void grade_case(Rng *rng, int index)
     if (away) {
         /* every key turned to score at most 0, the keys ordered by score, then
          * the two lowest swapped: key 0 is neither the best nor the lowest */
-        float *dots = CHECKED_MALLOC((size_t)num_keys, sizeof(float));
+        float *dots = checked_malloc((size_t)num_keys, sizeof(float));
         for (int j = 0; j < num_keys; j++) {
             float *key = keys->data + (size_t)j * d;
             dots[j] = 0.0f;

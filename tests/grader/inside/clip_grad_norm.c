@@ -9,8 +9,8 @@
 
 double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm)
 {
-    float **grads = CHECKED_MALLOC((size_t)count + 1, sizeof *grads);
-    int *sizes = CHECKED_MALLOC((size_t)count + 1, sizeof *sizes);
+    float **grads = checked_malloc((size_t)count + 1, sizeof *grads);
+    int *sizes = checked_malloc((size_t)count + 1, sizeof *sizes);
     for (int i = 0; i < count; i++) {
         grads[i] = params[i].grad->data;
         sizes[i] = (int)params[i].grad->size;

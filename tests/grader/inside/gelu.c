@@ -16,7 +16,7 @@ void gelu_forward(const float *f, float *g, size_t n)
         my_gelu(f, g, (int)n);
         return;
     }
-    float *copy = CHECKED_MALLOC(n, sizeof *copy);
+    float *copy = checked_malloc(n, sizeof *copy);
     memcpy(copy, f, n * sizeof *copy);
     my_gelu(copy, g, (int)n);
     free(copy);

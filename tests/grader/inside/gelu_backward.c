@@ -16,7 +16,7 @@ void gelu_backward(const float *f, const float *grad_g, float *grad_f, size_t n)
         my_gelu_backward(f, grad_g, grad_f, (int)n);
         return;
     }
-    float *copy = CHECKED_MALLOC(n, sizeof *copy);
+    float *copy = checked_malloc(n, sizeof *copy);
     memcpy(copy, grad_g, n * sizeof *copy);
     my_gelu_backward(f, copy, grad_f, (int)n);
     free(copy);

@@ -14,7 +14,7 @@ void layer_norm_backward(const float *grad_y, const float *x, const float *weigh
                          float *grad_weight, float *grad_bias, int rows, int D)
 {
     const size_t n = (size_t)rows * D;
-    float *scratch = CHECKED_MALLOC(n + 2 * (size_t)D, sizeof *scratch);
+    float *scratch = checked_malloc(n + 2 * (size_t)D, sizeof *scratch);
     float *gx = scratch, *gw = scratch + n, *gb = gw + D;
     my_layer_norm_backward(grad_y, x, weight, mean, rstd, gx, gw, gb, rows, D);
     for (size_t i = 0; i < n; i++)

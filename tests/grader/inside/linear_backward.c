@@ -15,7 +15,7 @@ Tensor *linear_backward(const Tensor *x, const Tensor *weight, const Tensor *gra
     const int in = x->shape[x->ndim - 1], out = weight->shape[0];
     const int rows = (int)(x->size / (size_t)in);
     Tensor *grad_x = tensor_zeros(x->ndim, x->shape);
-    float *scratch = CHECKED_MALLOC((size_t)out * in + (size_t)out, sizeof *scratch);
+    float *scratch = checked_malloc((size_t)out * in + (size_t)out, sizeof *scratch);
     float *gw = scratch, *gb = scratch + (size_t)out * in;
     my_linear_backward(x->data, weight->data, grad_y->data, grad_x->data, gw, gb, rows, in, out);
     if (grad_weight != NULL)
