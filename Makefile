@@ -246,8 +246,10 @@ run: $(PROGRAMS)
 # make check grades every chapter's exercises (NN_chapter/exercises/NAME.c), a
 # line each; make check EXERCISE=FILE grades one file, wherever it lies, in
 # place of the starter NAME.c; make zoo grades the bug zoo. Seconds, and no
-# Criterion: tests/grader/check builds each file against its grader and says
-# what it does (make check-grader: what CI asks of the grader itself).
+# Criterion: tests/grader/check builds each file into a runner of its own,
+# which the exercise's judge (grader.c and its tests/grader/NAME.c, never
+# linked with the file) sends the cases to, and says what it does (make
+# check-grader: what CI asks of the grader itself; tests/grader/grader.h).
 GRADER_SRC ?= $(wildcard tests/grader/*.c)
 GRADER_OBJ := $(patsubst %.c,$(OUT)/build/%.o,$(GRADER_SRC))
 ifneq ($(value EXERCISE),)

@@ -6,14 +6,21 @@
  * version (1), the starter (1, "not started yet") and a right answer
  * anywhere on disk (0), however long its path and whatever characters it
  * holds (make hands it over untouched; a line break or a name without .c
- * gets one line); a verdict is remembered by the source with its headers. The answers, starters and zoo are graded in CI by
- * make check-grader; this is the grader's behaviour on the files around them.
+ * gets one line); a verdict is remembered by the source with its headers.
+ * Nothing in the learner's file reaches the verdict: it runs in a runner
+ * of its own, and each way a file once tried (below the line that says so)
+ * gets its verdict in one line, in time. The answers, starters and zoo
+ * are graded in CI by make check-grader; this is the grader's behaviour on
+ * the files around them.
  */
 #include "platform_names.h"   /* first: mkdtemp, which macOS hides under strict POSIX */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -410,4 +417,282 @@ Test(grader, make_hands_the_path_over_untouched, .timeout = 120)
     const bool ran_it = access(ran, F_OK) == 0;
     unlink(ran);
     cr_expect(!ran_it, "make ran the $(shell ...) of a folder's name");
+}
+
+/* ---- the judge and the runner: nothing in the learner's file reaches the verdict ----
+ * The learner's function runs in a program of its own (the runner); the
+ * judge, which draws the cases, computes the repository's answers and says
+ * the verdict, never links it. Each file below tried to pass, or to hang
+ * the grading, from inside the learner's file; each gets its verdict in
+ * one line, in time. */
+
+/* A wrong file that looks for a shared page to write "done, status 0"
+ * into (as the grader once had): the runner has none, and says so. */
+Test(grader, a_wrong_file_finds_no_shared_page_to_write_its_verdict_in)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <stdio.h>\n"
+                        "void my_softmax_row(float *row, int n)\n{\n"
+                        "    FILE *maps = fopen(\"/proc/self/maps\", \"r\");\n"
+                        "    char line[512];\n"
+                        "    while (maps && fgets(line, sizeof line, maps)) {\n"
+                        "        unsigned long lo, hi; char perms[8];\n"
+                        "        if (sscanf(line, \"%lx-%lx %7s\", &lo, &hi, perms) == 3 &&\n"
+                        "            perms[1] == 'w' && perms[3] == 's') {\n"
+                        "            fprintf(stderr, \"FOUND A SHARED PAGE\\n\");\n"
+                        "            int *p = (int *)lo; p[3] = 1; p[4] = 0;\n        }\n    }\n"
+                        "    if (maps) fclose(maps);\n"
+                        "    for (int j = 0; j < n; j++) row[j] = 0.0f;\n}\n", NULL);
+    expect_verdict(&r, 1, "failed, case 1 of 120 (the smallest that fails)");
+    cr_expect(r.err && !strstr(r.err, "FOUND A SHARED PAGE"), "the runner shares a page:\n%s",
+              r.err);
+    run_result_free(&r);
+}
+
+/* A constructor that prints the pass line and leaves before any call. */
+Test(grader, a_constructor_that_prints_passed_and_exits_fails)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <stdio.h>\n#include <unistd.h>\n"
+                        "__attribute__((constructor)) static void early(void)\n{\n"
+                        "    printf(\"softmax_row.c: passed, all 120 cases of exercise 2.1\\n\");\n"
+                        "    printf(\"passed\\n\");\n    fflush(stdout);\n    _exit(0);\n}\n"
+                        "void my_softmax_row(float *row, int n) { (void)row; (void)n; }\n", NULL);
+    expect_verdict(&r, 1, "failed: your file, before its function was called, ended the "
+                          "program (exit status 0");
+    /* one line, the judge's: what the runner printed is quoted inside it */
+    cr_expect(is_one_line(r.out), "more than the verdict's line on stdout:\n%s", r.out);
+    cr_expect(r.out && strncmp(r.out, dir, strlen(dir)) == 0 && strstr(r.out, ".c: failed: "),
+              "%s", r.out);
+    run_result_free(&r);
+}
+
+/* A destructor that exits 0 after the runner's main returned: the runner's
+ * status is not the verdict. */
+Test(grader, a_destructor_that_exits_0_does_not_make_a_pass)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <unistd.h>\n"
+                        "__attribute__((destructor)) static void late(void) { _exit(0); }\n"
+                        "void my_softmax_row(float *row, int n)\n"
+                        "{\n    for (int j = 0; j < n; j++) row[j] = 0.5f;\n}\n", NULL);
+    expect_verdict(&r, 1, "failed, case 1 of 120");
+    run_result_free(&r);
+}
+
+/* expf of the learner's own lives in the runner: the repository's softmax,
+ * in the judge, still gives its own weights, and a uniform answer fails. */
+Test(grader, the_learner_s_own_expf_does_not_change_the_reference)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "float expf(float x) { (void)x; return 1.0f; }\n"
+                        "void my_softmax_row(float *row, int n)\n{\n"
+                        "    float sum = 0.0f;\n"
+                        "    for (int j = 0; j < n; j++) { row[j] = expf(row[j]); sum += row[j]; }\n"
+                        "    for (int j = 0; j < n; j++) row[j] /= sum;\n}\n", NULL);
+    expect_verdict(&r, 1, "expected");
+    run_result_free(&r);
+}
+
+/* The repository's function looked up by its name at run time: dlsym
+ * finds nothing (the runner holds none of softmax.c, and exports
+ * nothing). */
+Test(grader, the_library_s_function_is_not_found_by_dlsym)
+{
+    RunResult r = grade("softmax_row",
+                        "#define _GNU_SOURCE\n#include \"exercises.h\"\n#include <dlfcn.h>\n"
+                        "#include <stdio.h>\n"
+                        "void my_softmax_row(float *row, int n)\n{\n"
+                        "    void *f = dlsym(RTLD_DEFAULT, \"softmax\" \"_row\");\n"
+                        "    if (f) { fprintf(stderr, \"FOUND IT\\n\"); ((void (*)(float *, int))f)(row, n); return; }\n"
+                        "    for (int j = 0; j < n; j++) row[j] = 0.0f;\n}\n", NULL);
+    expect_verdict(&r, 1, "failed");
+    cr_expect(r.err && !strstr(r.err, "FOUND IT"), "dlsym found softmax_row:\n%s", r.err);
+    run_result_free(&r);
+}
+
+/* A weak reference to it is a use of its name: refused. */
+Test(grader, a_weak_reference_to_the_library_s_function_is_refused)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "extern void hidden(float *row, int n) __asm__(\"softmax_\" \"row\") "
+                        "__attribute__((weak));\n"
+                        "void my_softmax_row(float *row, int n)\n{\n"
+                        "    if (hidden) { hidden(row, n); return; }\n"
+                        "    for (int j = 0; j < n; j++) row[j] = 0.0f;\n}\n", NULL);
+    expect_verdict(&r, 1, "calls softmax_row, the repository's version");
+    run_result_free(&r);
+}
+
+/* The program's own symbol table, read from /proc/self/exe: no name of the
+ * function the exercise asks for (not linked, and its name stripped from a
+ * runner that links its file for another reason). */
+Test(grader, the_runner_s_symbol_table_has_no_name_of_the_answer)
+{
+    const char *const names[][2] = {{"softmax_row", "softmax_row"},
+                                    {"masked_softmax_row", "masked_softmax_row"}};
+    for (int i = 0; i < 2; i++) {
+        char source[4096];
+        snprintf(source, sizeof source,
+                 "#include \"exercises.h\"\n#include \"softmax.h\"\n#include <elf.h>\n"
+                 "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+                 "static int found(const char *want)\n{\n"
+                 "    FILE *f = fopen(\"/proc/self/exe\", \"rb\");\n"
+                 "    if (!f) return 0;\n"
+                 "    fseek(f, 0, SEEK_END); long n = ftell(f); rewind(f);\n"
+                 "    unsigned char *b = malloc((size_t)n);\n"
+                 "    size_t got = fread(b, 1, (size_t)n, f); fclose(f);\n"
+                 "    int hit = 0;\n"
+                 "    Elf64_Ehdr *e = (Elf64_Ehdr *)b;\n"
+                 "    Elf64_Shdr *sh = (Elf64_Shdr *)(b + e->e_shoff);\n"
+                 "    for (int s = 0; got == (size_t)n && s < e->e_shnum; s++) {\n"
+                 "        if (sh[s].sh_type != SHT_SYMTAB && sh[s].sh_type != SHT_DYNSYM) continue;\n"
+                 "        Elf64_Sym *sym = (Elf64_Sym *)(b + sh[s].sh_offset);\n"
+                 "        const char *names = (const char *)(b + sh[sh[s].sh_link].sh_offset);\n"
+                 "        for (size_t k = 0; k < sh[s].sh_size / sizeof *sym; k++)\n"
+                 "            if (strcmp(names + sym[k].st_name, want) == 0 && sym[k].st_value) hit = 1;\n"
+                 "    }\n"
+                 "    free(b);\n    return hit;\n}\n"
+                 "void my_%s(float *row, int n%s)\n{\n"
+                 "    if (found(\"%s\")) fprintf(stderr, \"FOUND IT\\n\");\n"
+                 "    for (int j = 0; j < n; j++) row[j] = 0.0f;\n%s}\n",
+                 names[i][0], i ? ", int valid_len" : "", names[i][1],
+                 i ? "    (void)valid_len;\n    float x[2] = {0, 1};\n    softmax_row(x, 2);\n" : "");
+        RunResult r = grade(names[i][0], source, NULL);
+        expect_verdict(&r, 1, "failed");
+        cr_expect(r.err && !strstr(r.err, "FOUND IT"), "%s: the runner's symbol table names "
+                  "%s:\n%s", names[i][0], names[i][1], r.err);
+        run_result_free(&r);
+    }
+}
+
+/* A file that is right only when it sees the grader's variables, or the
+ * sanitizer's settings, in its environment: the runner's is empty. */
+Test(grader, a_file_cannot_tell_it_is_graded_from_its_environment)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <math.h>\n#include <stdio.h>\n"
+                        "extern char **environ;\n"
+                        "void my_softmax_row(float *row, int n)\n{\n"
+                        "    if (environ && environ[0]) {\n"
+                        "        fprintf(stderr, \"SEES %s\\n\", environ[0]);\n"
+                        "        float max = row[0], sum = 0.0f;\n"
+                        "        for (int j = 1; j < n; j++) max = fmaxf(max, row[j]);\n"
+                        "        for (int j = 0; j < n; j++) { row[j] = expf(row[j] - max); sum += row[j]; }\n"
+                        "        for (int j = 0; j < n; j++) row[j] /= sum;\n"
+                        "        return;\n    }\n"
+                        "    for (int j = 0; j < n; j++) row[j] = 0.0f;\n}\n",
+                        "GRADER_TRACE=1 ASAN_OPTIONS=detect_leaks=0");
+    expect_verdict(&r, 1, "failed");
+    cr_expect(r.err && !strstr(r.err, "SEES "), "the runner has an environment:\n%s", r.err);
+    run_result_free(&r);
+}
+
+/* A constructor that never returns: the time limit counts from the
+ * runner's start, not from the first case. */
+Test(grader, a_constructor_that_loops_is_stopped_in_time, .timeout = 60)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n"
+                        "__attribute__((constructor)) static void spin(void)\n"
+                        "{\n    for (volatile int i = 0; i >= 0; i += 0) {}\n}\n"
+                        "void my_softmax_row(float *row, int n) { (void)row; (void)n; }\n",
+                        "GRADER_TIME_LIMIT=2");
+    expect_verdict(&r, 1, "failed: your file, before its function was called, did not finish "
+                          "in time");
+    cr_expect(is_one_line(r.out), "%s", r.out);
+    run_result_free(&r);
+}
+
+/* A child that the function forks and leaves asleep, holding the runner's
+ * output: the verdict comes, and the child is killed with the runner's
+ * process group. */
+Test(grader, a_forked_child_left_asleep_neither_hangs_nor_survives, .timeout = 60)
+{
+    char source[2048], pid_file[300];
+    snprintf(pid_file, sizeof pid_file, "%s/child.pid", dir);
+    snprintf(source, sizeof source,
+             "#define _POSIX_C_SOURCE 200809L\n"
+             "#include \"exercises.h\"\n#include <math.h>\n#include <stdio.h>\n"
+             "#include <unistd.h>\n"
+             "void my_softmax_row(float *row, int n)\n{\n"
+             "    static int forked;\n"
+             "    if (!forked) {\n        forked = 1;\n"
+             "        pid_t child = fork();\n"
+             "        if (child == 0)\n            for (;;) sleep(100);\n"
+             "        FILE *f = fopen(\"%s\", \"w\");\n"
+             "        if (f) { fprintf(f, \"%%d\\n\", (int)child); fclose(f); }\n    }\n"
+             "    float max = row[0], sum = 0.0f;\n"
+             "    for (int j = 1; j < n; j++) max = fmaxf(max, row[j]);\n"
+             "    for (int j = 0; j < n; j++) { row[j] = expf(row[j] - max); sum += row[j]; }\n"
+             "    for (int j = 0; j < n; j++) row[j] /= sum;\n}\n", pid_file);
+    RunResult r = grade("softmax_row", source, "GRADER_TIME_LIMIT=20");
+    expect_verdict(&r, 0, "passed, all 120 cases");
+    run_result_free(&r);
+    FILE *f = fopen(pid_file, "r");
+    int pid = 0;
+    cr_assert(f && fscanf(f, "%d", &pid) == 1 && pid > 0, "the child wrote no pid");
+    fclose(f);
+    bool gone = false;
+    for (int i = 0; i < 40 && !gone; i++) {
+        gone = kill(pid, 0) != 0;
+        if (!gone)
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    cr_expect(gone, "the runner's child %d outlived the grading", pid);
+    if (!gone)
+        kill(pid, SIGKILL);
+}
+
+/* What the runner writes over the channel its results come back on is no
+ * result. */
+Test(grader, garbage_on_the_runner_s_channel_is_a_failure)
+{
+    RunResult r = grade("softmax_row",
+                        "#include \"exercises.h\"\n#include <unistd.h>\n"
+                        "void my_softmax_row(float *row, int n)\n{\n"
+                        "    for (int j = 0; j < n; j++) row[j] = 1.0f / (float)n;\n"
+                        "    static const char junk[] = \"passed passed passed passed\";\n"
+                        "    ssize_t w = write(4, junk, sizeof junk);\n    (void)w;\n}\n", NULL);
+    expect_verdict(&r, 1, "your function sent back results the grader cannot read");
+    run_result_free(&r);
+}
+
+/* Compiling has a limit of its own: an #include of a pipe nobody writes
+ * (or of /dev/stdin) does not wait for ever. */
+Test(grader, an_include_that_never_ends_is_stopped, .timeout = 60)
+{
+    char fifo[300], source[1024];
+    snprintf(fifo, sizeof fifo, "%s/never", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo failed");
+    snprintf(source, sizeof source, "#include \"%s\"\n%s", fifo, RIGHT);
+    RunResult r = grade("softmax_row", source, "GRADER_COMPILE_LIMIT=2");
+    expect_verdict(&r, 2, "the compiler did not finish in time");
+    run_result_free(&r);
+    /* /dev/stdin is the compiler's empty input, never the terminal */
+    snprintf(source, sizeof source, "#include \"/dev/stdin\"\n%s", RIGHT);
+    r = grade("softmax_row", source, "GRADER_COMPILE_LIMIT=2");
+    expect_verdict(&r, 0, "passed");
+    run_result_free(&r);
+}
+
+/* The judge links none of the learner's file: a function the file defines
+ * is in the runner, never in the judge's symbol table. */
+Test(grader, the_judge_links_none_of_the_learner_s_file)
+{
+    char source[1024];
+    snprintf(source, sizeof source, "int learner_marker_4417(void);\n"
+             "int learner_marker_4417(void) { return 4417; }\n%s", RIGHT);
+    RunResult r = grade("softmax_row", source, NULL);
+    expect_verdict(&r, 0, "passed");
+    run_result_free(&r);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "nm '%s/build/check/judge/judge_softmax_row'", BIN_DIR);
+    r = run_command_line(cmd);
+    cr_assert_eq(r.status, 0, "nm failed: %s", r.err);
+    cr_expect(strstr(r.out, " T my_softmax_row\n") != NULL, "the judge has no stub:\n%.300s", r.out);
+    cr_expect(!strstr(r.out, "learner_marker_4417"), "the judge holds the learner's code");
+    run_result_free(&r);
 }

@@ -7,6 +7,7 @@
  * fails. Under the identity permutation every gap is exactly 0. A gap
  * measured against the unmoved f(X), the distance from invariance, is named. */
 #include "exercises.h"
+#include "judge/functions.h"
 #include "attention.h"
 #include "grader.h"
 #include "permute_tokens.h"
@@ -14,29 +15,11 @@
 
 #include <math.h>
 
-static Tensor *plain(const Tensor *X) { return self_attend(NULL, X, NULL, NULL); }
-
-static Tensor *with_positions(const Tensor *X)
-{
-    Tensor *Y = add_positional_encoding(X);
-    Tensor *out = self_attend(NULL, Y, NULL, NULL);
-    tensor_free(Y);
-    return out;
-}
-
-static Tensor *causal(const Tensor *X)
-{
-    ValidLens *mask = valid_lens_causal(X->shape[0], X->shape[1]);
-    Tensor *out = dot_product_attention(X, X, X, mask, NULL, NULL);
-    valid_lens_free(mask);
-    return out;
-}
-
 static void grade_case(Rng *rng, int index)
 {
     static const char *const names[] = {"self-attention", "self-attention after positions",
                                         "causal self-attention"};
-    Tensor *(*const functions[])(const Tensor *) = {plain, with_positions, causal};
+    const GraderFunction *functions = grader_functions;   /* judge/functions.c */
     int which = index % 3;
     int batch = index < 3 ? 1 : draw_size(rng, index, 120, 1, 3);
     int T = draw_size(rng, index, 120, 2, 6), D = draw_size(rng, index, 120, 2, 5);

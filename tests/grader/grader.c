@@ -1,21 +1,26 @@
-#include "platform_names.h"   /* first: sigaltstack (XSI), and on macOS the rest */
+#include "platform_names.h"   /* first: strsignal and the rest under strict POSIX, and on macOS */
 /*
- * grader.c - the exercise grader's main: every case quietly, then the
- * smallest failing case again, printed for a learner to read (grader.h).
+ * grader.c - the judge's main: every case quietly, then the smallest
+ * failing case again, printed for a learner to read (grader.h).
  *
- *   grader [--one-line] [--file PATH]
+ *   grader --runner PROGRAM [--one-line] [--file PATH]
  *   grader --describe        the exercise's settings: name, chapter, number,
  *                            cases, and the repository functions it refuses
  *
- * PATH names the learner's file in the messages. Exit status: 0 when every
- * case passes, 1 when one fails, crashes, ends the program or the function
- * is not started, 3 when a sanitizer stopped it (check reads the report).
- * (tests/grader/check builds this program around the learner's file and
- * adds status 2 for a file that does not compile or link.)
+ * PROGRAM is the runner that holds the learner's function (judge/runner.c,
+ * built by tests/grader/check); PATH names the learner's file in the
+ * messages. Exit status: 0 when every case passes, 1 when one fails, the
+ * runner crashes, ends, hangs or answers what cannot be read, or the
+ * function is not started, 3 when a sanitizer stopped the runner (check
+ * reads the report). (tests/grader/check builds the two programs and adds
+ * status 2 for a file that does not compile or link.)
  */
 #include "grader.h"
 #include "exercises.h"
+#define JUDGE   /* judge/sides.h: the judge's side of each call */
+#include "judge/sides.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -82,7 +87,6 @@ static bool started_flag = true;
  * is running (the child's side of run_in_child below). */
 static void note_call(bool in_call);
 
-void not_started(void) { started_flag = false; }
 
 /* ---- the report --------------------------------------------------------------- */
 
@@ -296,19 +300,7 @@ static void end_case(void)
     g.description[0] = '\0';
 }
 
-/* With GRADER_TRACE set, every call is announced on stderr first: when a
- * sanitizer stops the program inside the learner's function, check reads
- * the last announcement to say which case it was. */
-void case_calling(void)
-{
-    static int trace = -1;
-    if (trace < 0)
-        trace = getenv("GRADER_TRACE") != NULL;
-    if (trace)
-        fprintf(stderr, "grader: case %d of %d: %s\n", g.index + 1, exercise.num_cases,
-                g.description);
-    note_call(true);
-}
+void case_calling(void) { note_call(true); }
 
 void case_called(void)
 {
@@ -604,29 +596,40 @@ ValidLens *draw_valid_lens(Rng *rng, int batch, int num_queries, int num_keys, b
     return v;
 }
 
-/* ---- crashes, exits and loops inside the learner's function ------------------------ */
+/* ---- the runner: the learner's function in a program of its own ------------------- */
 /*
- * The cases run in a child process; the parent only waits. A verdict counts
- * when the child's grader code reached it (`done` below), never because the
- * process ended with status 0: a function that calls exit(0), _exit(0) or
- * raise(SIGTERM), that overflows the stack or loops, ends the child, and
- * the parent says how, naming the case that was running. What the child
- * wrote on stderr (a library's refusal, a sanitizer's report) is read by
- * the parent, quoted in the verdict when it is the reason, and passed on.
+ * The cases run in a child of the judge (the judge's own code: a grader
+ * that trips over a strange result is named as such); the parent only
+ * waits, within the time limit. The child starts the runner (judge/runner.c,
+ * the learner's file and what it calls of common/, nothing else) in a
+ * process group of its own with an empty environment, and each call of
+ * my_NAME is a message to it and its answer (judge/sides.h, made from
+ * exercises_0N.h by judge/stubs.awk). The runner shares no memory with the
+ * judge: whatever it does, its answers can only be wrong, late or missing,
+ * and the verdict is always the judge's. A runner that ends, or whose
+ * answer cannot be read, ends the grading: the parent says how, naming the
+ * case that was running. What the runner wrote on stdout and stderr (a
+ * library's refusal, a sanitizer's report) is read by the parent, quoted in
+ * the verdict when it is the reason, and passed on on stderr.
  */
 
-/* What the child tells the parent, in memory they share. */
+/* What the child tells the parent, in memory they share (the runner never
+ * sees it: it is another program). */
 typedef struct {
-    int index;                 /* the case running now */
+    int index;                 /* the case running now; -1 before the first */
     int in_call;               /* inside the learner's function */
-    int stack_overflow;        /* a fault on an address next to the stack */
+    int stack_overflow;        /* the runner said: a fault next to its stack */
     int done;                  /* the grader's code reached its verdict */
     int status;                /* that verdict: 0 passed, 1 failed */
+    int runner_ended;          /* the runner ended: runner_status says how */
+    int runner_status;
+    int unreadable;            /* the runner's answer could not be read */
+    pid_t runner_group;        /* the runner's process group, killed at the end */
     char description[256];
 } Shared;
 
 static Shared *shared;
-static uintptr_t stack_top;    /* an address near the top of the child's stack */
+static const char *runner_path;
 
 static void note_call(bool in_call)
 {
@@ -638,46 +641,433 @@ static void note_call(bool in_call)
     }
 }
 
-/* The child's fault handler, on a stack of its own: notes whether the
- * address is next to the stack (an overflow), then lets the fault kill the
- * child as it would have (SA_RESETHAND: the retried access meets the
- * default action). */
-static void on_fault(int sig, siginfo_t *info, void *context)
+enum { MAX_REGIONS = 256 };
+#define NO_REGION UINT32_MAX
+
+struct Wire {
+    WireOut args;
+    struct {
+        unsigned char *base;
+        size_t bytes;
+    } regions[MAX_REGIONS];
+    uint32_t count;
+    unsigned char *buf;        /* the answer */
+    size_t cap, len;
+    WireIn in;
+};
+static struct Wire wire;
+static struct {
+    pid_t pid;
+    int requests, answers;
+} runner;
+
+/* The runner is gone, or said what cannot be read: the child ends, and the
+ * parent says which (Shared). */
+static _Noreturn void runner_failed(bool unreadable)
 {
-    (void)context;
-    uintptr_t at = (uintptr_t)info->si_addr;
-    struct rlimit limit;
-    uintptr_t reach = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
-                          ? (uintptr_t)limit.rlim_cur : (uintptr_t)1 << 30;
-    if (sig == SIGSEGV && at < stack_top && stack_top - at <= reach + (1u << 20))
-        shared->stack_overflow = 1;
+    int status = 0;
+    /* the channel ended: the runner ends too, soon, unless it closed the
+     * channel or garbled it and lives on (then its answer is what fails) */
+    for (int i = 0; i < 20 && !unreadable; i++) {
+        if (waitpid(runner.pid, &status, WNOHANG) == runner.pid) {
+            shared->runner_ended = 1;
+            shared->runner_status = status;
+            fflush(stdout);
+            _exit(1);
+        }
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+    }
+    kill(-runner.pid, SIGKILL);
+    waitpid(runner.pid, &status, 0);
+    shared->unreadable = 1;
+    fflush(stdout);
+    _exit(1);
 }
 
-static void catch_faults(void)
+/* Asked while no answer comes: is the runner still there? (A child of its
+ * own may hold the channel open after it ended.) */
+static bool runner_alive(void)
 {
-    static char alternate[1 << 16];
-    stack_t ss = {.ss_sp = alternate, .ss_size = sizeof alternate, .ss_flags = 0};
-    sigaltstack(&ss, NULL);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, NULL);
-    sigaction(SIGBUS, &sa, NULL);
+    int status;
+    if (waitpid(runner.pid, &status, WNOHANG) != runner.pid)
+        return true;
+    shared->runner_ended = 1;
+    shared->runner_status = status;
+    fflush(stdout);
+    _exit(1);
+}
+
+/* The next frame from the runner; a word that it overflowed its stack is
+ * noted and read past. */
+static WireIn receive_frame(void)
+{
+    for (;;) {
+        if (!wire_receive(runner.answers, &wire.buf, &wire.cap, &wire.len, runner_alive))
+            runner_failed(false);
+        WireIn in = {wire.buf, wire.len, 0, false};
+        uint32_t tag = wire_take_u32(&in);
+        if (tag == WIRE_STACK) {
+            shared->stack_overflow = 1;
+            continue;
+        }
+        in.at = 0;   /* the caller reads the tag again */
+        return in;
+    }
+}
+
+/* Start the runner: fd 3 its requests, fd 4 its answers, stdout and stderr
+ * the child's stderr (read by the parent), nothing in its environment. */
+static void start_runner(void)
+{
+    int requests[2], answers[2];
+    if (pipe(requests) != 0 || pipe(answers) != 0) {
+        fprintf(stderr, "grader: cannot make the pipes to the runner\n");
+        exit(2);
+    }
+    signal(SIGPIPE, SIG_IGN);   /* a runner gone is seen as such, not as a signal */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "grader: cannot start the runner\n");
+        exit(2);
+    }
+    if (pid == 0) {
+        setsid();
+        signal(SIGPIPE, SIG_DFL);
+        int in = fcntl(requests[0], F_DUPFD, 10), out = fcntl(answers[1], F_DUPFD, 10);
+        int null = open("/dev/null", O_RDONLY);
+        if (in < 0 || out < 0 || null < 0 || dup2(null, 0) < 0 || dup2(2, 1) < 0 ||
+            dup2(in, 3) < 0 || dup2(out, 4) < 0)
+            _exit(127);
+        long max = sysconf(_SC_OPEN_MAX);
+        for (int fd = 5; fd < (max > 0 && max < 4096 ? max : 4096); fd++)
+            close(fd);
+        char *const argv[] = {(char *)"runner", NULL};
+        char *const envp[] = {NULL};
+        const char *path = runner_path ? runner_path : "runner";
+        execve(path, argv, envp);
+        fprintf(stderr, "grader: cannot run %s\n", path);
+        _exit(127);
+    }
+    runner.pid = pid;
+    shared->runner_group = pid;
+    close(requests[0]);
+    close(answers[1]);
+    runner.requests = requests[1];
+    runner.answers = answers[0];
+    WireIn in = receive_frame();
+    if (wire_take_u32(&in) != WIRE_READY)
+        runner_failed(true);
+}
+
+static void stop_runner(void)
+{
+    close(runner.requests);
+    close(runner.answers);
+    kill(-runner.pid, SIGKILL);
+    waitpid(runner.pid, NULL, 0);
+}
+
+Wire *judge_begin(void)
+{
+    wire_reset(&wire.args);
+    wire.count = 0;
+    return &wire;
+}
+
+void jput_int(Wire *w, int v) { wire_u32(&w->args, (uint32_t)v); }
+void jput_size(Wire *w, size_t v) { wire_u64(&w->args, v); }
+void jput_float(Wire *w, float v) { wire_f32(&w->args, v); }
+void jput_double(Wire *w, double v) { wire_f64(&w->args, v); }
+
+/* The region that holds p: one of this call's, a case's item (an output
+ * with its guard zones), or `bytes` of its own (-1: the grader's mistake). */
+static void put_pointer(Wire *w, const void *p, long long bytes)
+{
+    if (!p) {
+        wire_u32(&w->args, NO_REGION);
+        wire_u64(&w->args, 0);
+        return;
+    }
+    const unsigned char *at = p;
+    uint32_t r = 0;
+    for (; r < w->count; r++)
+        if (at >= w->regions[r].base && at < w->regions[r].base + w->regions[r].bytes)
+            break;
+    if (r == w->count) {
+        unsigned char *base = NULL;
+        size_t size = 0;
+        for (int i = 0; i < g.num_items && !base; i++) {
+            const Item *it = &g.items[i];
+            unsigned char *b = NULL;
+            size_t n = 0;
+            if ((it->kind == ITEM_INPUT || it->kind == ITEM_KEEP) && it->tensor)
+                b = (unsigned char *)it->tensor->data, n = it->tensor->size * sizeof(float);
+            else if (it->kind == ITEM_OUTPUT)
+                b = (unsigned char *)it->block, n = (it->count + 2 * it->guard) * sizeof(float);
+            else if (it->kind == ITEM_OUTPUT_INTS)
+                b = (unsigned char *)it->int_block, n = (it->count + 2 * it->guard) * sizeof(int);
+            else if (it->kind == ITEM_INTS)
+                b = (unsigned char *)it->ints, n = it->count * sizeof(int);
+            else if ((it->kind == ITEM_VALID_LENS || it->kind == ITEM_KEEP_VALID_LENS) &&
+                     it->valid_lens) {
+                const ValidLens *v = it->valid_lens;
+                b = (unsigned char *)v->data;
+                n = (size_t)v->shape[0] * (v->ndim == 2 ? (size_t)v->shape[1] : 1) * sizeof(int);
+            }
+            if (b && at >= b && at < b + n)
+                base = b, size = n;
+        }
+        if (!base && bytes >= 0)
+            base = (unsigned char *)at, size = (size_t)bytes;
+        if (!base || w->count == MAX_REGIONS) {
+            fprintf(stderr, "grader: my_%s: an argument points into memory no case_* call "
+                    "registered (the grader's mistake)\n", exercise.name);
+            exit(2);
+        }
+        w->regions[r].base = base;
+        w->regions[r].bytes = size;
+        w->count++;
+    }
+    wire_u32(&w->args, r);
+    wire_u64(&w->args, (uint64_t)(at - w->regions[r].base));
+}
+
+void jput_floats(Wire *w, const float *p, long count)
+{
+    put_pointer(w, p, count < 0 ? -1 : (long long)count * (long long)sizeof(float));
+}
+
+void jput_ints(Wire *w, const int *p, long count)
+{
+    put_pointer(w, p, count < 0 ? -1 : (long long)count * (long long)sizeof(int));
+}
+
+void jput_floats_array(Wire *w, float *const *p, int count)
+{
+    wire_u32(&w->args, (uint32_t)count);
+    for (int i = 0; i < count; i++)
+        put_pointer(w, p[i], -1);
+}
+
+void jput_tensor(Wire *w, const Tensor *t)
+{
+    wire_u32(&w->args, t != NULL);
+    if (!t)
+        return;
+    wire_u32(&w->args, (uint32_t)t->ndim);
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++)
+        wire_u32(&w->args, (uint32_t)(i < t->ndim ? t->shape[i] : 0));
+    put_pointer(w, t->data, (long long)(t->size * sizeof(float)));
+}
+
+void jput_tensor_out(Wire *w, Tensor **out) { (void)w; (void)out; }
+
+void jput_valid_lens(Wire *w, const ValidLens *v)
+{
+    wire_u32(&w->args, v != NULL);
+    if (!v)
+        return;
+    wire_u32(&w->args, (uint32_t)v->ndim);
+    wire_u32(&w->args, (uint32_t)v->shape[0]);
+    wire_u32(&w->args, (uint32_t)(v->ndim == 2 ? v->shape[1] : 0));
+    put_pointer(w, v->data,
+                (long long)((size_t)v->shape[0] * (v->ndim == 2 ? (size_t)v->shape[1] : 1) *
+                            sizeof(int)));
+}
+
+void jput_mha(Wire *w, const MultiHeadAttention *m)
+{
+    const int sizes[] = {m->query_size, m->key_size, m->value_size, m->num_hiddens,
+                         m->num_heads, m->num_kv_heads};
+    for (int i = 0; i < 6; i++)
+        jput_int(w, sizes[i]);
+    jput_float(w, m->dropout);
+    jput_int(w, m->bias);
+    const Tensor *fields[] = {m->W_q, m->W_k, m->W_v, m->W_o, m->b_q, m->b_k, m->b_v, m->b_o};
+    for (int i = 0; i < 8; i++)
+        jput_tensor(w, fields[i]);
+}
+
+void jput_kv_cache(Wire *w, const KVCache *c)
+{
+    const int ints[] = {c->batch_size, c->num_kv_heads, c->capacity, c->head_size, c->length};
+    for (int i = 0; i < 5; i++)
+        jput_int(w, ints[i]);
+    long n = (long)c->batch_size * c->num_kv_heads * c->capacity * c->head_size;
+    jput_floats(w, c->keys, n);
+    jput_floats(w, c->values, n);
+}
+
+void jput_block(Wire *w, const Block *b)
+{
+    jput_tensor(w, b->ln1_weight);
+    jput_tensor(w, b->ln1_bias);
+    jput_mha(w, b->attn);
+    const Tensor *fields[] = {b->ln2_weight, b->ln2_bias, b->fc_weight, b->fc_bias,
+                              b->proj_weight, b->proj_bias};
+    for (int i = 0; i < 6; i++)
+        jput_tensor(w, fields[i]);
+}
+
+void jput_block_cache(Wire *w, const BlockCache *cache) { (void)w; (void)cache; }
+
+void jput_rng(Wire *w, const Rng *rng) { wire_bytes(&w->args, rng, sizeof *rng); }
+
+void jput_function(Wire *w, GraderFunction f)
+{
+    uint32_t i = 0;
+    while (i < GRADER_FUNCTIONS && grader_functions[i] != f)
+        i++;
+    if (i == GRADER_FUNCTIONS) {
+        fprintf(stderr, "grader: my_%s: a function not in judge/functions.c\n", exercise.name);
+        exit(2);
+    }
+    wire_u32(&w->args, i);
+}
+
+void judge_call(Wire *w)
+{
+    static WireOut frame;
+    wire_reset(&frame);
+    wire_u32(&frame, WIRE_CALL);
+    wire_u32(&frame, w->count);
+    for (uint32_t r = 0; r < w->count; r++) {
+        wire_u64(&frame, w->regions[r].bytes);
+        wire_bytes(&frame, w->regions[r].base, w->regions[r].bytes);
+    }
+    wire_bytes(&frame, w->args.data, w->args.len);
+    if (!wire_send(runner.requests, &frame))
+        runner_failed(false);
+    w->in = receive_frame();
+    WireIn *in = &w->in;
+    if (wire_take_u32(in) != WIRE_REPLY)
+        runner_failed(true);
+    if (wire_take_u32(in))
+        started_flag = false;
+    if (wire_take_u32(in) != w->count)
+        runner_failed(true);
+    for (uint32_t r = 0; r < w->count; r++) {
+        const void *p = wire_take(in, w->regions[r].bytes);
+        if (!p)
+            runner_failed(true);
+        memcpy(w->regions[r].base, p, w->regions[r].bytes);
+    }
+}
+
+/* A tensor as the runner sent it; NULL for none (and *bad when it makes no
+ * sense: no shape of 1 to 4 dimensions, or not as many numbers). */
+static Tensor *take_tensor(WireIn *in)
+{
+    if (!wire_take_u32(in))
+        return NULL;
+    Tensor *t = checked_calloc(1, sizeof *t);
+    t->ndim = (int)wire_take_u32(in);
+    size_t size = 1;
+    bool sane = t->ndim >= 1 && t->ndim <= TENSOR_MAX_DIMS;
+    for (int i = 0; i < TENSOR_MAX_DIMS; i++) {
+        t->shape[i] = (int)wire_take_u32(in);
+        if (i < t->ndim && sane) {
+            sane = t->shape[i] >= 0 && (t->shape[i] == 0 || size <= SIZE_MAX / (size_t)t->shape[i]);
+            size *= sane ? (size_t)t->shape[i] : 1;
+        }
+    }
+    t->size = wire_take_u64(in);
+    const void *p = sane && t->size == size ? wire_take(in, size * sizeof(float)) : NULL;
+    if (!p) {
+        in->bad = true;
+        free(t);
+        return NULL;
+    }
+    t->data = checked_malloc(size ? size : 1, sizeof(float));
+    memcpy(t->data, p, size * sizeof(float));
+    return t;
+}
+
+static ValidLens *take_valid_lens(WireIn *in)
+{
+    if (!wire_take_u32(in))
+        return NULL;
+    ValidLens *v = checked_calloc(1, sizeof *v);
+    v->ndim = (int)wire_take_u32(in);
+    v->shape[0] = (int)wire_take_u32(in);
+    v->shape[1] = (int)wire_take_u32(in);
+    uint64_t count = wire_take_u64(in);
+    bool sane = (v->ndim == 1 || v->ndim == 2) && v->shape[0] >= 0 && v->shape[1] >= 0 &&
+                count == (uint64_t)v->shape[0] * (uint64_t)(v->ndim == 2 ? v->shape[1] : 1);
+    const void *p = sane ? wire_take(in, count * sizeof(int)) : NULL;
+    if (!p) {
+        in->bad = true;
+        free(v);
+        return NULL;
+    }
+    v->data = checked_malloc(count ? count : 1, sizeof(int));
+    memcpy(v->data, p, count * sizeof(int));
+    return v;
+}
+
+void jback_tensor_out(Wire *w, Tensor **out)
+{
+    Tensor *t = take_tensor(&w->in);
+    if (out)
+        *out = t;
+    else
+        tensor_free(t);
+}
+
+void jback_kv_cache(Wire *w, KVCache *cache) { cache->length = (int)wire_take_u32(&w->in); }
+
+void jback_block_cache(Wire *w, BlockCache *c)
+{
+    Tensor **fields[] = {&c->h1, &c->mean1, &c->rstd1, &c->x_mid, &c->h2, &c->mean2,
+                         &c->rstd2, &c->f, &c->g};
+    for (int i = 0; i < 9; i++)
+        *fields[i] = take_tensor(&w->in);
+    MultiHeadCache *m = &c->attn.clear;
+    /* the inputs the layer's cache borrows live as long as the case */
+    m->queries = case_keep(take_tensor(&w->in));
+    m->keys = case_keep(take_tensor(&w->in));
+    m->values = case_keep(take_tensor(&w->in));
+    Tensor **owned[] = {&m->Q, &m->K, &m->V, &m->attention.weights,
+                        &m->attention.dropout_scale, &m->concat};
+    for (int i = 0; i < 6; i++)
+        *owned[i] = take_tensor(&w->in);
+    m->valid_lens = case_keep_valid_lens(take_valid_lens(&w->in));
+    c->attn.other = NULL;
+    c->attn.other_free = NULL;
+}
+
+void jback_rng(Wire *w, Rng *rng)
+{
+    const void *p = wire_take(&w->in, sizeof *rng);
+    if (p)
+        memcpy(rng, p, sizeof *rng);
+}
+
+Tensor *jret_tensor(Wire *w) { return take_tensor(&w->in); }
+ValidLens *jret_valid_lens(Wire *w) { return take_valid_lens(&w->in); }
+int jret_int(Wire *w) { return (int)wire_take_u32(&w->in); }
+size_t jret_size(Wire *w) { return (size_t)wire_take_u64(&w->in); }
+float jret_float(Wire *w) { return wire_take_f32(&w->in); }
+double jret_double(Wire *w) { return wire_take_f64(&w->in); }
+
+void judge_end(Wire *w)
+{
+    if (w->in.bad || w->in.at != w->in.len)
+        runner_failed(true);
 }
 
 static volatile sig_atomic_t timed_out;
 static void on_alarm(int sig) { (void)sig; timed_out = 1; }
 
-/* The first line of text that is not the grader's own trace, or "". */
+/* The first line of text that is not empty, or "". */
 static void first_message(const char *text, char *line, size_t len)
 {
     line[0] = '\0';
     for (const char *at = text; *at;) {
         const char *end = strchr(at, '\n');
         size_t n = end ? (size_t)(end - at) : strlen(at);
-        if (n > 0 && strncmp(at, "grader: case ", 13) != 0) {
+        if (n > 0) {
             snprintf(line, len, "%.*s", (int)n, at);
             return;
         }
@@ -691,11 +1081,14 @@ static bool sanitizer_report(const char *text)
            strstr(text, ": runtime error: ");
 }
 
-/* What ended the child, in words: "crashed (...)", "ended the program ...". */
+/* What ended the runner (or the child), in words: "crashed (...)", ... */
 static void say_how_it_ended(int wait_status, const char *message, char *what, size_t len)
 {
     if (timed_out) {
         snprintf(what, len, "did not finish in time (a loop that never ends?)");
+    } else if (shared->unreadable) {
+        snprintf(what, len, "sent back results the grader cannot read (something wrote "
+                            "over the channel they come back on)");
     } else if (WIFSIGNALED(wait_status)) {
         int sig = WTERMSIG(wait_status);
         if (sig == SIGSEGV && shared->stack_overflow)
@@ -719,7 +1112,7 @@ static void say_how_it_ended(int wait_status, const char *message, char *what, s
                  WEXITSTATUS(wait_status), message);
     } else {
         snprintf(what, len, "ended the program (exit status %d, no message): a function "
-                            "returns to its caller; exit and _exit end the whole grader",
+                            "returns to its caller; exit and _exit end the whole program",
                  WEXITSTATUS(wait_status));
     }
 }
@@ -744,6 +1137,15 @@ static int run_in_child(int (*run_cases)(void))
     }
     memset(shared, 0, sizeof *shared);
     shared->index = -1;
+
+    /* the time limit counts from here: the runner starts next */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;   /* no SA_RESTART: waitpid returns at the alarm */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    const char *limit = getenv("GRADER_TIME_LIMIT");   /* shorter, for the grader's tests */
+    alarm(limit && atoi(limit) > 0 ? (unsigned)atoi(limit) : TIME_LIMIT);
     fflush(NULL);
     pid_t child = fork();
     if (child < 0) {
@@ -752,10 +1154,9 @@ static int run_in_child(int (*run_cases)(void))
     }
     if (child == 0) {
         dup2(fileno(errors), STDERR_FILENO);
-        int here = 0;
-        stack_top = (uintptr_t)&here;
-        catch_faults();
+        start_runner();
         int status = run_cases();
+        stop_runner();
         fflush(stdout);
         shared->status = status;
         shared->done = 1;
@@ -763,28 +1164,24 @@ static int run_in_child(int (*run_cases)(void))
     }
 
     /* the parent: wait, within the time limit */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;   /* no SA_RESTART: waitpid returns at the alarm */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
-    const char *limit = getenv("GRADER_TIME_LIMIT");   /* shorter, for the grader's tests */
-    alarm(limit && atoi(limit) > 0 ? (unsigned)atoi(limit) : TIME_LIMIT);
     int wait_status = 0;
     while (waitpid(child, &wait_status, 0) < 0) {
         if (timed_out)
             kill(child, SIGKILL);
     }
     alarm(0);
+    if (shared->runner_group > 0)
+        kill(-shared->runner_group, SIGKILL);   /* the runner, and whatever it started */
+    if (shared->runner_ended)
+        wait_status = shared->runner_status;
 
-    /* what the child wrote on stderr, passed on */
+    /* what the child and the runner wrote on stderr, passed on */
     char *text = NULL;
     size_t text_len = 0;
     FILE *mem = open_memstream(&text, &text_len);
     rewind(errors);
     char chunk[4096];
     for (size_t n; (n = fread(chunk, 1, sizeof chunk, errors)) > 0;) {
-        fwrite(chunk, 1, n, stderr);
         if (mem)
             fwrite(chunk, 1, n, mem);
     }
@@ -794,19 +1191,30 @@ static int run_in_child(int (*run_cases)(void))
     const char *written = text ? text : "";
 
     int status;
+    const char *who = shared->index < 0 ? "your file, before its function was called,"
+                      : shared->in_call || timed_out || shared->runner_ended || shared->unreadable
+                          ? "your function"
+                          : "the grader, reading what your function returned,";
     if (shared->done && !timed_out) {
+        fputs(written, stderr);
         status = shared->status;
-    } else if (!timed_out && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 3 &&
-               sanitizer_report(written)) {
-        status = 3;   /* a sanitizer stopped it: check reads the report */
+    } else if (!timed_out && shared->runner_ended && WIFEXITED(wait_status) &&
+               WEXITSTATUS(wait_status) == 3 && sanitizer_report(written)) {
+        /* a sanitizer stopped it: check reads the report and this line */
+        fprintf(stderr, "grader: case %d of %d: %s\n", shared->index + 1, exercise.num_cases,
+                shared->description);
+        fputs(written, stderr);
+        status = 3;
     } else {
+        fputs(written, stderr);
         char message[256], what[512];
         first_message(written, message, sizeof message);
         say_how_it_ended(wait_status, message, what, sizeof what);
-        const char *who = shared->in_call || timed_out || shared->index < 0
-                              ? "your function"
-                              : "the grader, reading what your function returned,";
-        if (g.one_line)
+        if (shared->index < 0 && g.one_line)
+            printf("failed: %s %s\n", who, what);
+        else if (shared->index < 0)
+            printf("%s: failed: %s %s\n", g.file, who, what);
+        else if (g.one_line)
             printf("failed: case %d: %s %s\n", shared->index + 1, who, what);
         else
             printf("%s: failed, case %d of %d: %s %s\n  the case: %s\n", g.file,
@@ -902,10 +1310,17 @@ int main(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--file") == 0 && i + 1 < argc)
             g.file = argv[++i];
+        else if (strcmp(argv[i], "--runner") == 0 && i + 1 < argc)
+            runner_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--one-line] [--file PATH] | --describe\n", argv[0]);
+            fprintf(stderr, "usage: %s --runner PROGRAM [--one-line] [--file PATH] | --describe\n",
+                    argv[0]);
             return 2;
         }
+    }
+    if (!runner_path) {
+        fprintf(stderr, "%s: --runner PROGRAM: the learner's runner to grade\n", argv[0]);
+        return 2;
     }
     program_name(exercise.name);
     setvbuf(stdout, NULL, _IOLBF, 0);

@@ -4,9 +4,24 @@
  *
  * An exercise NAME is three files: the starter NN_chapter/exercises/NAME.c
  * (compiles, fails), the worked answer NN_chapter/exercises/answers/NAME.c,
- * and its grader tests/grader/NAME.c, which defines `exercise` below. The
- * learner's file is linked in place of the starter against grader.c (main,
- * the cases and the report) and tests/grader/NAME.c.
+ * and its grader tests/grader/NAME.c, which defines `exercise` below.
+ *
+ * Grading takes two programs. The judge is grader.c (main, the cases and
+ * the report) with tests/grader/NAME.c and common/: it draws the cases,
+ * computes the repository's answers, compares and says the verdict, and
+ * never links or loads the learner's code. The runner is the learner's
+ * file with judge/runner.c and only what the file calls of common/ (no
+ * name of the exercise's answer in it). In the judge, my_NAME is a stub
+ * (judge/stubs.awk writes it from the declaration in exercises_0N.h) that
+ * sends the arguments, with the memory they point into (an input's data,
+ * an output with its guard zones), over a pipe to the runner, which calls
+ * the learner's function and sends back that memory and the results; a
+ * grade_case reads as if it called the function itself. The runner starts
+ * with an empty environment in a process group of its own, which the
+ * judge kills at the end; the time limit counts from its start. Whatever
+ * the runner does (constructors, its own expf, exit, fork, a hang, bytes
+ * written to the channel) makes its results wrong, late or missing, and
+ * each of those is a verdict of the judge's, in one line.
  *
  * A grader draws its cases from a fixed seed, case by case: case i always
  * gets the same numbers, so a failure can be run again. The first cases are
@@ -21,7 +36,9 @@
  *
  * In a grade_case function, checks that fail do not return: the case ends
  * there. Every tensor a case makes is handed to case_input or case_keep,
- * which free it when the case ends.
+ * which free it when the case ends. Every buffer a learner's function gets
+ * is one a case_* call registered (the stub finds it there and sends it
+ * whole), or a tensor, or memory judge/stubs.awk knows the size of.
  */
 #ifndef GRADER_H
 #define GRADER_H
