@@ -400,7 +400,6 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
     language_kernels(opt->kernels, opt->num_threads, &m->kernels);   /* checked: check_options */
     part1_text(opt, c, m);
     int status = cli_stdout_check();   /* a full disk stops the run before it trains */
-    TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
     if (status == 0 && opt->from_dir == NULL)
         status = part2_training(m, opt, c);
     if (status == 0 && opt->to_dir != NULL)
@@ -411,7 +410,6 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
         status = cli_stdout_check();
     if (status == 0)
         status = part4_heads(m, opt, c);
-    tensor_pool_close(pool);
     return status;
 }
 

@@ -17,6 +17,8 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "fast/fast_exp.h"
+#include "fast/fast_matmul.h"
+#include "fast/fast_threads.h"
 #include "io/plot.h"
 #include "io/text_file.h"
 #include "memory.h"
@@ -94,7 +96,7 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
     const AttentionLayer fast = fast_attention_layer(num_threads);
     *kernels = (LanguageKernels){"fast", fast.forward, fast.backward, fast.linear,
                                  fast.linear_backward, fast_gelu_forward, fast_gelu_backward,
-                                 num_threads};
+                                 num_threads, fast_parallel};
     return true;
 }
 
@@ -108,7 +110,6 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     language_kernels("fast", num_threads, &m->kernels);
     Adam *adam = language_adamw_new(m, t);
     int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
-    TensorPool *pool = tensor_pool_open();   /* as a training run takes its memory */
     double start = language_seconds();
     for (int s = 0; s < UNTIMED + steps; s++) {
         if (s == UNTIMED)
@@ -119,7 +120,6 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
         language_model_train_step(m, adam, tokens, t->batch_size, t->clip);
     }
     const double rate = steps / (language_seconds() - start);
-    tensor_pool_close(pool);
     free(tokens);
     adam_free(adam);
     language_model_free(m);
@@ -162,11 +162,25 @@ bool language_size(const char *name, LanguageTraining *t)
     return true;
 }
 
+double language_step_flops(const LanguageTraining *t, int vocab)
+{
+    const double B = t->batch_size, T = t->context, D = t->num_hiddens, N = t->num_layers;
+    const double products = 12.0 * N * D * D + (double)vocab * D;   /* per token */
+    const double attention = 2.0 * T * D * N;                        /* per token */
+    return 3.0 * 2.0 * B * T * (products + attention);
+}
+
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
 {
+    // the machine's fp32 peak before the steps and after them, the larger kept
+    double peak[3] = {0.0, fast_peak_gflops(1, 0.5), fast_peak_gflops(2, 0.5)};
+    printf("c gflop per step: %.3f\n", language_step_flops(t, corpus->vocab) / 1e9);
     for (int threads = 1; threads <= 2; threads++)
         printf("c threads %d: %.2f steps/s\n", threads,
                language_steps_per_second(corpus, t, threads, steps));
+    for (int threads = 1; threads <= 2; threads++)
+        printf("peak threads %d: %.1f GFLOP/s\n", threads,
+               fmax(peak[threads], fast_peak_gflops(threads, 0.5)));
     return 0;
 }
 

@@ -72,9 +72,20 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
 void language_print_estimate(const LanguageModel *model, const Corpus *corpus, int batch_size,
                              int batches, uint64_t seed);
 
+/* The floating-point operations of one training step at t's sizes, as
+ * llm.c and nanoGPT count them: 2 per multiply-add of the forward's
+ * products (each block's Q, K, V, out, fc and proj, 12 D^2 a token, and
+ * the unembedding, V D), the attention's scores and weighted sum over the
+ * whole window (2 T D a token and block, the masked half counted too),
+ * the backward twice the forward. */
+double language_step_flops(const LanguageTraining *t, int vocab);
+
 /* language_model --bench: language_steps_per_second of t's sizes on 1 and
  * 2 threads, a line each ("c threads 1: 31.78 steps/s", as
- * make_language_model_fixtures.py --bench prints PyTorch's); returns 0. */
+ * make_language_model_fixtures.py --bench prints PyTorch's), the GFLOP of
+ * a step ("c gflop per step: 3.968") and the machine's fp32 peak on 1 and
+ * 2 threads (fast_peak_gflops, measured before the steps and after, the
+ * larger kept: "peak threads 2: 234.0 GFLOP/s"); returns 0. */
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps);
 
 /* DIR/language_model_loss.{dat,gp}: curve (rows, 3) holds a step, the
