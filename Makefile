@@ -287,7 +287,9 @@ bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train $(OUT)/05_multihead/t
 # The language model's training steps per second, this program against a
 # PyTorch model of the same shape, data, batch and AdamW
 # (tests/fixtures/make_language_model_fixtures.py --bench, Debian's
-# python3-torch), on 1 and 2 threads, and the ratio: at the default sizes,
+# python3-torch), on 1 and 2 threads, the ratio of the best of each, and
+# the share of the machine's fp32 peak (on as many threads, measured in
+# the same run) that this program's steps reach: at the default sizes,
 # and at sizes where the products dominate (D 256, 8 heads, context 128,
 # batch 16). Run it on a quiet machine.
 PYTHON ?= /usr/bin/python3
@@ -299,9 +301,16 @@ bench-language-model: $(OUT)/06_permutation_invariance/language_model
 	  $(PYTHON) tests/fixtures/make_language_model_fixtures.py --bench --steps 30 $$args \
 	    > $(OUT)/build/bench_lm_torch.txt || exit 1; \
 	  echo "language model, $$size sizes$${args:+ ($$args)}: training steps per second"; \
-	  echo "  threads         C   PyTorch   C / PyTorch"; \
-	  awk '/^c threads/ {c[$$3 + 0] = $$4} /^pytorch threads/ {t[$$3 + 0] = $$4} \
-	    END {for (n = 1; n <= 2; n++) printf "  %7d  %8.2f  %8.2f  %12.2f\n", n, c[n], t[n], c[n] / t[n]}' \
+	  awk '/^c gflop/ {flop = $$5} /^c threads/ {c[$$3 + 0] = $$4} \
+	    /^peak threads/ {peak[$$3 + 0] = $$4} /^pytorch threads/ {t[$$3 + 0] = $$4} \
+	    END {printf "  threads         C   PyTorch   C / PyTorch   C GFLOP/s   peak GFLOP/s   C / peak\n"; \
+	      for (n = 1; n <= 2; n++) { \
+	        printf "  %7d  %8.2f  %8.2f  %12.2f  %10.1f  %13.1f  %8.0f%%\n", n, c[n], t[n], \
+	          c[n] / t[n], c[n] * flop, peak[n], 100 * c[n] * flop / peak[n]; \
+	        if (c[n] > cb) {cb = c[n]; cn = n} if (t[n] > tb) {tb = t[n]; tn = n} } \
+	      printf "  best against best, C (%d threads) / PyTorch (%d): %.2f; C on 2 threads / on 1: %.2f\n", \
+	        cn, tn, cb / tb, c[2] / c[1]; \
+	      printf "  (a step is %.3f GFLOP; the peak: an FMA loop, as 05_multihead/bench measures it)\n", flop}' \
 	    $(OUT)/build/bench_lm_c.txt $(OUT)/build/bench_lm_torch.txt; \
 	done
 .PHONY: bench-language-model

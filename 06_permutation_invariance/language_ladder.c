@@ -136,7 +136,6 @@ int ladder_part(const Corpus *c, const LanguageTraining *t, uint64_t seed,
     const char *labels[LADDER_RUNGS];
     double losses[LADDER_RUNGS];
     int drawn = 0;
-    TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
     for (int r = 0; r < LADDER_RUNGS; r++) {
         rungs[r] = climb(r, c, t, seed, kernels);
         print_row(&rungs[r]);
@@ -145,7 +144,6 @@ int ladder_part(const Corpus *c, const LanguageTraining *t, uint64_t seed,
             losses[drawn++] = rungs[r].held_out;
         }
     }
-    tensor_pool_close(pool);
     printf("\nFor scale, the bigram counted instead of trained (every pair of the training\n"
            "text counted, plus one, as the lecture's first model): %.4f.\n",
            counted_bigram_loss(c));

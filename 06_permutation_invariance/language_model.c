@@ -30,7 +30,8 @@
 #include "tensor.h"
 
 static const char PROG[] = "language_model";
-static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.txt";
+static const char SUMMARY[] = "A character-level GPT built from chapter 05's layer, trained on "
+                              "Shakespeare.";
 
 enum { MAX_CONTEXT = 512, MAX_THREADS = 64, PROBES = 40, SAMPLE_AT_EVAL = 160,
        EVAL_BATCHES = 20, BENCH_STEPS = 30, CURVE_EVERY = 100 };
@@ -44,7 +45,7 @@ typedef struct {
     int eval_every, sample, num_threads;
     float temperature;
     bool bench, trains, ladder;   /* trains: a sizing or training option given */
-    const char *text, *prompt, *plot_dir, *to_dir, *from_dir, *kernels;
+    const char *text, *prompt, *plot_dir, *to_dir, *from_dir, *kernels, *size;
 } Options;
 
 /* The checks between options (exit 2), then the memory: 0, or the exit
@@ -60,7 +61,7 @@ static int check_options(const Options *opt)
         cli_fail(PROG, "--from reads a trained model: it takes neither --to nor --bench");
     if (opt->from_dir != NULL && opt->trains)
         cli_fail(PROG, "--from reads a trained model, its sizes from the saved set: it takes no "
-                 "--layers, --heads, --hiddens, --context, --batch, --steps, --lr or "
+                 "--size, --layers, --heads, --hiddens, --context, --batch, --steps, --lr or "
                  "--eval-every");
     if (opt->ladder && (opt->from_dir != NULL || opt->to_dir != NULL || opt->bench))
         cli_fail(PROG, "--ladder trains six models of its own: it takes no --from, --to, --bench");
@@ -71,14 +72,16 @@ static int check_options(const Options *opt)
                           "use a smaller --batch, --context or --hiddens");
 }
 
-static Options parse_options(int argc, char **argv, int *done)
+/* argv read by the table into opt, whose values are the defaults, and the
+ * status (cli_parse's, or quietly cli_parse_args', for --size alone). */
+static Options read_options(Options opt, int argc, char **argv, bool quietly, int *status)
 {
-    Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
-                   .num_threads = 2, .temperature = 0.8f, .kernels = "fast"};
     LanguageTraining *t = &opt.train;
     const CliOption options[] = {
         {"--text", CLI_STRING, &opt.text, .metavar = "FILE",
          .help = "the text to learn, UTF-8 (default: the chapter's tinyshakespeare.txt)"},
+        {"--size", CLI_STRING, &opt.size, .metavar = "S", .given = &opt.trains,
+         .help = "small or large: the sizes, steps and lr; those given win"},
         {"--layers", CLI_INT, &t->num_layers, .min = 1, .max = LM_MAX_LAYERS, .metavar = "N",
          .help = "transformer blocks", .given = &opt.trains},
         {"--heads", CLI_INT, &t->num_heads, .min = 1, .max = LM_MAX_HEADS, .metavar = "H",
@@ -115,21 +118,24 @@ static Options parse_options(int argc, char **argv, int *done)
         {"--bench", CLI_FLAG, &opt.bench, .help = "time training steps on 1 and 2 threads"},
         {"--ladder", CLI_FLAG, &opt.ladder, .help = "the build-up: six models trained, a table"},
     };
-    *done = cli_parse(&(CliTable){PROG, "A character-level GPT built from chapter 05's layer, "
-                                  "trained on Shakespeare.", CLI_COUNT(options), options},
-                      argc, argv);
-    t->min_lr = t->lr / 10.0;
+    const CliTable cli = {PROG, SUMMARY, CLI_COUNT(options), options};
+    char err[CLI_ERR_LEN];
+    *status = quietly ? (int)cli_parse_args(&cli, argc, argv, err, sizeof err)
+                      : cli_parse(&cli, argc, argv);
     return opt;
 }
 
-/* A usage error, before any output, when a character of --prompt is not
- * one the model knows. */
-static void check_prompt(const LanguageModel *model, const char *prompt)
+/* --size first: its preset (language_run.h) holds the defaults the other options change. */
+static Options parse_options(int argc, char **argv, int *done)
 {
-    const long bad = prompt != NULL ? text_unknown(model, prompt) : -1;
-    if (bad >= 0)
-        cli_fail(PROG, "--prompt: character %ld (0x%02x) is not in the vocabulary", bad,
-                 (unsigned)(unsigned char)prompt[bad]);
+    Options opt = {.train = LANGUAGE_TRAINING, .eval_every = 500, .sample = 500,
+                   .num_threads = 2, .temperature = 0.8f, .kernels = "fast", .size = "small"};
+    opt.size = read_options(opt, argc, argv, true, done).size;
+    if (!language_size(opt.size, &opt.train))
+        cli_fail(PROG, "--size '%s': expected small or large", opt.size);
+    opt = read_options(opt, argc, argv, false, done);
+    opt.train.min_lr = opt.train.lr / 10.0;
+    return opt;
 }
 
 /* ---- the parts ----------------------------------------------------------------------- */
@@ -357,18 +363,6 @@ static int part4_heads(LanguageModel *m, const Options *opt, const Corpus *c)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-/* The text, in the model's vocabulary when there is one; 1 and a line if not. */
-static int text_load(const Options *opt, const LanguageModel *m, Corpus *c)
-{
-    char err[512];
-    const char *path = opt->text != NULL ? opt->text : DEFAULT_TEXT;
-    if (corpus_load(path, m != NULL ? m->bytes : NULL, m != NULL ? m->vocab : 0,
-                    m != NULL ? m->context : opt->train.context, c, err, sizeof err) == 0)
-        return 0;
-    return fail("%s%s", err, opt->text != NULL ? "" : " (run from the "
-                "repository's root, or give --text FILE)");
-}
-
 /* --from: the model, then the text in its vocabulary; refused when its
  * loss on the text is not a number (finite weights can overflow). */
 static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
@@ -379,7 +373,7 @@ static LanguageModel *load_model(const Options *opt, Corpus *c, int *status)
         *status = fail("%s", err);
         return NULL;
     }
-    *status = text_load(opt, m, c);
+    *status = text_load(opt->text, m, m->context, c);
     if (*status == 0) {
         const double loss = language_model_text_loss(m, c->ids + c->train_n, 4 * m->context, 4);
         if (!isfinite(loss))
@@ -406,7 +400,6 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
     language_kernels(opt->kernels, opt->num_threads, &m->kernels);   /* checked: check_options */
     part1_text(opt, c, m);
     int status = cli_stdout_check();   /* a full disk stops the run before it trains */
-    TensorPool *pool = tensor_pool_open();   /* a step's tensors reuse the last step's memory */
     if (status == 0 && opt->from_dir == NULL)
         status = part2_training(m, opt, c);
     if (status == 0 && opt->to_dir != NULL)
@@ -417,7 +410,6 @@ static int run(LanguageModel *m, const Options *opt, const Corpus *c)
         status = cli_stdout_check();
     if (status == 0)
         status = part4_heads(m, opt, c);
-    tensor_pool_close(pool);
     return status;
 }
 
@@ -432,8 +424,9 @@ int main(int argc, char **argv)
     int status = check_options(&opt);
     if (status == 0 && opt.from_dir != NULL) {
         m = load_model(&opt, &corpus, &status);
-    } else if (status == 0 && (status = text_load(&opt, NULL, &corpus)) == 0 && !opt.bench &&
-               !opt.ladder) {
+    } else if (status == 0 &&
+               (status = text_load(opt.text, NULL, opt.train.context, &corpus)) == 0 &&
+               !opt.bench && !opt.ladder) {
         Rng rng = rng_use(opt.seed, RNG_PARAMETERS);
         const LanguageTraining *t = &opt.train;
         m = language_model_new(corpus.bytes, corpus.vocab, t->context, t->num_hiddens,

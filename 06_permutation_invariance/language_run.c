@@ -17,6 +17,8 @@
 #include "error.h"
 #include "fast/fast_attention_layer.h"
 #include "fast/fast_exp.h"
+#include "fast/fast_matmul.h"
+#include "fast/fast_threads.h"
 #include "io/plot.h"
 #include "io/text_file.h"
 #include "memory.h"
@@ -58,6 +60,18 @@ int corpus_load(const char *path, const int *bytes, int vocab, int context, Corp
     return status;
 }
 
+static const char DEFAULT_TEXT[] = "06_permutation_invariance/tinyshakespeare.txt";
+
+int text_load(const char *path, const LanguageModel *model, int context, Corpus *corpus)
+{
+    char err[512];
+    if (corpus_load(path != NULL ? path : DEFAULT_TEXT, model != NULL ? model->bytes : NULL,
+                    model != NULL ? model->vocab : 0, context, corpus, err, sizeof err) == 0)
+        return 0;
+    return fail("%s%s", err, path != NULL ? "" : " (run from the repository's root, or give "
+                "--text FILE)");
+}
+
 void corpus_free(Corpus *corpus)
 {
     free(corpus->ids);
@@ -82,7 +96,7 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
     const AttentionLayer fast = fast_attention_layer(num_threads);
     *kernels = (LanguageKernels){"fast", fast.forward, fast.backward, fast.linear,
                                  fast.linear_backward, fast_gelu_forward, fast_gelu_backward,
-                                 num_threads};
+                                 num_threads, fast_parallel};
     return true;
 }
 
@@ -96,7 +110,6 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
     language_kernels("fast", num_threads, &m->kernels);
     Adam *adam = language_adamw_new(m, t);
     int *tokens = checked_malloc((size_t)t->batch_size * (t->context + 1), sizeof *tokens);
-    TensorPool *pool = tensor_pool_open();   /* as a training run takes its memory */
     double start = language_seconds();
     for (int s = 0; s < UNTIMED + steps; s++) {
         if (s == UNTIMED)
@@ -107,7 +120,6 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
         language_model_train_step(m, adam, tokens, t->batch_size, t->clip);
     }
     const double rate = steps / (language_seconds() - start);
-    tensor_pool_close(pool);
     free(tokens);
     adam_free(adam);
     language_model_free(m);
@@ -139,11 +151,36 @@ void language_print_estimate(const LanguageModel *model, const Corpus *corpus, i
            sqrt(fmax(variance, 0.0) / batches));
 }
 
+bool language_size(const char *name, LanguageTraining *t)
+{
+    if (strcmp(name, "small") == 0)
+        *t = LANGUAGE_TRAINING;
+    else if (strcmp(name, "large") == 0)
+        *t = LANGUAGE_LARGE;
+    else
+        return false;
+    return true;
+}
+
+double language_step_flops(const LanguageTraining *t, int vocab)
+{
+    const double B = t->batch_size, T = t->context, D = t->num_hiddens, N = t->num_layers;
+    const double products = 12.0 * N * D * D + (double)vocab * D;   /* per token */
+    const double attention = 2.0 * T * D * N;                        /* per token */
+    return 3.0 * 2.0 * B * T * (products + attention);
+}
+
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps)
 {
+    // the machine's fp32 peak before the steps and after them, the larger kept
+    double peak[3] = {0.0, fast_peak_gflops(1, 0.5), fast_peak_gflops(2, 0.5)};
+    printf("c gflop per step: %.3f\n", language_step_flops(t, corpus->vocab) / 1e9);
     for (int threads = 1; threads <= 2; threads++)
         printf("c threads %d: %.2f steps/s\n", threads,
                language_steps_per_second(corpus, t, threads, steps));
+    for (int threads = 1; threads <= 2; threads++)
+        printf("peak threads %d: %.1f GFLOP/s\n", threads,
+               fmax(peak[threads], fast_peak_gflops(threads, 0.5)));
     return 0;
 }
 
@@ -228,13 +265,23 @@ void language_progress(int step, int steps, double loss, double tokens_per_step,
 
 /* ---- samples ----------------------------------------------------------------------- */
 
-long text_unknown(const LanguageModel *model, const char *text)
+/* the offset of text's first character outside the model's vocabulary, -1
+ * when there is none */
+static long text_unknown(const LanguageModel *model, const char *text)
 {
     int ids[1];
     for (size_t i = 0; text[i] != '\0'; i++)
         if (text_encode((const unsigned char *)text + i, 1, model->bytes, model->vocab, ids) == 0)
             return (long)i;
     return -1;
+}
+
+void check_prompt(const LanguageModel *model, const char *prompt)
+{
+    const long bad = prompt != NULL ? text_unknown(model, prompt) : -1;
+    if (bad >= 0)
+        cli_fail(NULL, "--prompt: character %ld (0x%02x) is not in the vocabulary", bad,
+                 (unsigned)(unsigned char)prompt[bad]);
 }
 
 const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start)

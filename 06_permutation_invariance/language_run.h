@@ -37,6 +37,20 @@ typedef struct {
 int corpus_load(const char *path, const int *bytes, int vocab, int context, Corpus *corpus,
                 char *err, size_t err_len);
 void corpus_free(Corpus *corpus);
+/* The text at path, or the chapter's tinyshakespeare.txt when path is
+ * NULL, in model's vocabulary, or its own when model is NULL: corpus_load
+ * for windows of context. 0, or 1 after its line on stderr (fail). */
+int text_load(const char *path, const LanguageModel *model, int context, Corpus *corpus);
+
+/* --size's presets: "small", nanoGPT's CPU run (LANGUAGE_TRAINING), and
+ * "large", what 15 minutes on two cores buy (chapter 06's page "A
+ * language model", section "A larger model"), each a whole
+ * LanguageTraining. Returns false, t untouched, for any other name. */
+#define LANGUAGE_LARGE                                                                    \
+    ((LanguageTraining){.num_layers = 4, .num_heads = 8, .num_hiddens = 256, .context = 128, \
+                        .batch_size = 16, .steps = 2500, .warmup = 100, .lr = 1e-3,       \
+                        .min_lr = 1e-4, .weight_decay = 0.1, .clip = 1.0})
+bool language_size(const char *name, LanguageTraining *t);
 
 /* The model's kernels table (learn/language_model.h) by name: "clear",
  * the chapters' code on one thread, or "fast", the fast path of
@@ -58,9 +72,20 @@ double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t
 void language_print_estimate(const LanguageModel *model, const Corpus *corpus, int batch_size,
                              int batches, uint64_t seed);
 
+/* The floating-point operations of one training step at t's sizes, as
+ * llm.c and nanoGPT count them: 2 per multiply-add of the forward's
+ * products (each block's Q, K, V, out, fc and proj, 12 D^2 a token, and
+ * the unembedding, V D), the attention's scores and weighted sum over the
+ * whole window (2 T D a token and block, the masked half counted too),
+ * the backward twice the forward. */
+double language_step_flops(const LanguageTraining *t, int vocab);
+
 /* language_model --bench: language_steps_per_second of t's sizes on 1 and
  * 2 threads, a line each ("c threads 1: 31.78 steps/s", as
- * make_language_model_fixtures.py --bench prints PyTorch's); returns 0. */
+ * make_language_model_fixtures.py --bench prints PyTorch's), the GFLOP of
+ * a step ("c gflop per step: 3.968") and the machine's fp32 peak on 1 and
+ * 2 threads (fast_peak_gflops, measured before the steps and after, the
+ * larger kept: "peak threads 2: 234.0 GFLOP/s"); returns 0. */
 int language_bench(const Corpus *corpus, const LanguageTraining *t, int steps);
 
 /* DIR/language_model_loss.{dat,gp}: curve (rows, 3) holds a step, the
@@ -73,13 +98,14 @@ int language_plot_curve(const char *dir, const Tensor *curve, int rows);
 int language_plot_heads(const char *dir, const LanguageModel *model, const Corpus *corpus,
                         Tensor *const *probe_weights);
 
-/* Samples as text. text_unknown: the offset of text's first character
- * outside the model's vocabulary, -1 when there is none. sample_prompt:
- * what a sample continues, prompt, or when it is NULL a newline, or the
- * vocabulary's first character when the text had none (written into
- * start, two characters). print_sample: n characters drawn after prompt
- * (every character known), printed, each line indented. */
-long text_unknown(const LanguageModel *model, const char *text);
+/* Samples as text. check_prompt: a usage error (cli_fail, once cli_parse
+ * has named the program), before any output, when a character of prompt
+ * (NULL: none) is not one the model knows. sample_prompt: what a sample
+ * continues, prompt, or when it is NULL a newline, or the vocabulary's
+ * first character when the text had none (written into start, two
+ * characters). print_sample: n characters drawn after prompt (every
+ * character known), printed, each line indented. */
+void check_prompt(const LanguageModel *model, const char *prompt);
 const char *sample_prompt(const LanguageModel *model, const char *prompt, char *start);
 void print_sample(const LanguageModel *model, const char *prompt, float temperature, int n,
                   Rng *rng);

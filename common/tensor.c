@@ -43,71 +43,6 @@ size_t shape_size(int ndim, const int *shape, bool *overflow)
     return size;
 }
 
-/* ---- the pool a training run opens (see tensor.h) ------------------------
- * Blocks under POOL_MIN_FLOATS (1 KB) go back to the C library as usual:
- * any allocator keeps those. A pool parks at most POOL_BLOCKS blocks; one
- * more is freed. Each thread has its own open pool, or none: a tensor freed
- * on a thread with none (a worker of the fast path) is freed at once. */
-enum { POOL_BLOCKS = 128, POOL_MIN_FLOATS = 256 };
-
-struct TensorPool {
-    struct {
-        float *data;
-        size_t size;
-        float *(*origin)(size_t count);
-    } parked[POOL_BLOCKS];
-    int num_parked;
-};
-
-static _Thread_local TensorPool *open_pool;
-
-TensorPool *tensor_pool_open(void)
-{
-    if (open_pool != NULL)
-        return NULL;   /* the pool open already serves */
-    open_pool = checked_calloc(1, sizeof *open_pool);
-    return open_pool;
-}
-
-void tensor_pool_close(TensorPool *pool)
-{
-    if (pool == NULL)
-        return;
-    if (pool != open_pool)
-        die("a pool is closed on the thread that opened it");
-    for (int i = 0; i < pool->num_parked; i++)
-        free(pool->parked[i].data);
-    open_pool = NULL;
-    free(pool);
-}
-
-float *tensor_pool_take(size_t size, float *(*origin)(size_t count))
-{
-    TensorPool *pool = open_pool;
-    if (pool == NULL || size < POOL_MIN_FLOATS)
-        return NULL;
-    for (int i = pool->num_parked - 1; i >= 0; i--)
-        if (pool->parked[i].size == size && pool->parked[i].origin == origin) {
-            float *data = pool->parked[i].data;
-            pool->parked[i] = pool->parked[--pool->num_parked];
-            return data;
-        }
-    return NULL;
-}
-
-bool tensor_pool_give(float *data, size_t size, float *(*origin)(size_t count))
-{
-    TensorPool *pool = open_pool;
-    if (pool == NULL || origin == NULL || size < POOL_MIN_FLOATS ||
-        pool->num_parked == POOL_BLOCKS)
-        return false;
-    pool->parked[pool->num_parked].data = data;
-    pool->parked[pool->num_parked].size = size;
-    pool->parked[pool->num_parked].origin = origin;
-    pool->num_parked++;
-    return true;
-}
-
 Tensor *tensor_alloc_with(int ndim, const int *shape, float *(*allocate)(size_t count),
                           bool zero)
 {
@@ -124,10 +59,7 @@ Tensor *tensor_alloc_with(int ndim, const int *shape, float *(*allocate)(size_t 
     for (int i = 0; i < TENSOR_MAX_DIMS; i++)
         x->shape[i] = i < ndim ? shape[i] : 1;
     x->size = size;
-    x->origin = allocate;
-    x->data = tensor_pool_take(size, allocate);
-    if (x->data == NULL)
-        x->data = allocate(size);
+    x->data = allocate(size);
     if (x->data == NULL) {
         free(x);
         die("out of memory: a tensor of shape %s needs %zu bytes (%.1f MB)",
@@ -212,8 +144,7 @@ void tensor_free(Tensor *x)
 {
     if (x == NULL)
         return;
-    if (!tensor_pool_give(x->data, x->size, x->origin))
-        free(x->data);
+    free(x->data);
     free(x);
 }
 

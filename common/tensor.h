@@ -34,10 +34,6 @@ typedef struct {
     int shape[TENSOR_MAX_DIMS];   /* shape[ndim - 1] is the fastest index */
     size_t size;                  /* product of the shape */
     float *data;                  /* size floats, row-major */
-    /* where data came from (tensor_alloc_with's allocate), so that a
-     * training run's pool (below) can lend it again; NULL for a tensor
-     * built by hand, whose data tensor_free never parks */
-    float *(*origin)(size_t count);
 } Tensor;
 
 /* SHAPE(2, 3, 4) expands to "3, (const int[]){2, 3, 4}": a count and a list. */
@@ -87,29 +83,6 @@ void tensor_free_all(Tensor *const *tensors, int count);
 #define TENSOR_FREE(...)                                  \
     tensor_free_all((Tensor *const[]){__VA_ARGS__},       \
                     (int)(sizeof((Tensor *const[]){__VA_ARGS__}) / sizeof(Tensor *)))
-
-/* ---- memory a training run takes once (05_multihead/training.md) ------
- * A training step makes the same tensors every step, and frees them at
- * its end. Between tensor_pool_open and tensor_pool_close, on the thread
- * that opened it, tensor_free parks a tensor's data instead of handing it
- * back to the C library, and the next tensor of the same size and
- * allocator takes it again (zeroed when asked): step 1 allocates, the
- * steps after it reuse. Without it an allocator that gives every large
- * block back to the system (musl's) maps and unmaps each tensor, each
- * step. Numbers do not change: a parked block is handed out as a new one
- * would be. Close frees what is parked. While one is open on a thread,
- * open returns NULL (the open one serves), and close(NULL) does nothing:
- * a training loop opens one, and so does a program that trains a model
- * per seed, around all of a seed's work. */
-typedef struct TensorPool TensorPool;
-TensorPool *tensor_pool_open(void);
-void tensor_pool_close(TensorPool *pool);
-/* The same for scratch that is not a tensor (the fast path's panels):
- * take returns a parked block of count floats from origin, or NULL; give
- * parks data, or returns false (no pool open on this thread, a small or a
- * full one) and the caller frees it. */
-float *tensor_pool_take(size_t count, float *(*origin)(size_t count));
-bool tensor_pool_give(float *data, size_t count, float *(*origin)(size_t count));
 
 /* ---- shape ------------------------------------------------------------- */
 /* Product of a shape, or 0 with *overflow set when it does not fit size_t

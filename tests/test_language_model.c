@@ -34,6 +34,7 @@
 #include "io/npy.h"
 #include "learn/language_model.h"
 #include "learn/layer_norm.h"
+#include "learn/loss.h"
 #include "learn/mlp.h"
 #include "learn/optim.h"
 #include "run/saved_models.h"
@@ -703,6 +704,109 @@ Test(language_model, fast_kernels_give_the_clear_loss_and_gradients)
     expect_fast_equals_clear(clear, fast, text, B, C);
     language_model_free(clear);
     language_model_free(fast);
+}
+
+/* ---- a training step's shares --------------------------------------------------- */
+
+/* tokens (B, C + 1) drawn from rng */
+static void draw_tokens(int *tokens, int count, int V, Rng *rng)
+{
+    for (int i = 0; i < count; i++)
+        tokens[i] = (int)(rng_uniform(rng) * V) % V;
+}
+
+/* the loss of tokens (B, C + 1) from one forward of the whole batch */
+static double loss_of_whole_batch(const LanguageModel *model, const int *tokens, int B, int C)
+{
+    int inputs[4 * 64], targets[4 * 64];
+    cr_assert(B * C <= 4 * 64);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < C; t++) {
+            inputs[b * C + t] = tokens[b * (C + 1) + t];
+            targets[b * C + t] = tokens[b * (C + 1) + t + 1];
+        }
+    Tensor *logits = language_model_forward(model, inputs, B, C, NULL, NULL);
+    const double loss = cross_entropy(logits, targets);
+    tensor_free(logits);
+    return loss;
+}
+
+/* A step cuts the batch in shares, each run on a thread of its own or in
+ * turn (language_model_train_step): one thread and two give the same bits,
+ * step after step, for an even batch and an odd one; and the step's
+ * gradient is the whole batch's (language_model_loss_grad) up to the order
+ * of the sums over the windows. */
+Test(language_model, one_thread_and_two_train_to_the_same_bits)
+{
+    enum { V = 20, C = 33, D = 40, H = 5, N = 2, STEPS_TAKEN = 3 };
+    int bytes[V];
+    for (int i = 0; i < V; i++)
+        bytes[i] = 40 + i;
+    for (int B = 3; B <= 4; B++) {
+        Rng rng = rng_new(5), again = rng_new(5), whole_rng = rng_new(5), text_rng = rng_new(6);
+        LanguageModel *one = language_model_new(bytes, V, C, D, H, N, &rng);
+        LanguageModel *two = language_model_new(bytes, V, C, D, H, N, &again);
+        LanguageModel *whole = language_model_new(bytes, V, C, D, H, N, &whole_rng);
+        cr_assert(language_kernels("fast", 1, &one->kernels));
+        cr_assert(language_kernels("fast", 2, &two->kernels));
+        cr_assert(language_kernels("fast", 2, &whole->kernels));
+        const LanguageTraining t = LANGUAGE_TRAINING;
+        Adam *adam_one = language_adamw_new(one, &t), *adam_two = language_adamw_new(two, &t);
+        int tokens[4 * (C + 1)];
+        for (int step = 0; step < STEPS_TAKEN; step++) {
+            draw_tokens(tokens, B * (C + 1), V, &text_rng);
+            if (step == 0) {   /* the first step's gradient against the whole batch's */
+                const double loss = language_model_loss_grad(whole, tokens, B, C);
+                const double loss_shares = language_model_train_step(two, adam_two, tokens, B,
+                                                                     1e9);
+                cr_expect(fabs(loss - loss_shares) <= 1e-6 * loss, "B %d: loss %.9f, "
+                          "in shares %.9f", B, loss, loss_shares);
+                for (int i = 0; i < two->num_params; i++) {
+                    if (is_key_bias(&two->params[i]))
+                        continue;   /* rounding noise only (see above) */
+                    const double error = gradcheck_rel_error(two->params[i].grad,
+                                                             whole->params[i].grad);
+                    cr_expect(error <= 1e-5, "B %d: %s: relative error %.2e", B,
+                              two->params[i].name, error);
+                }
+                language_model_train_step(one, adam_one, tokens, B, 1e9);
+                continue;
+            }
+            const double loss_one = language_model_train_step(one, adam_one, tokens, B, 1.0);
+            const double loss_two = language_model_train_step(two, adam_two, tokens, B, 1.0);
+            cr_expect(loss_one == loss_two, "B %d, step %d: loss %.9f on one thread, %.9f on "
+                      "two", B, step, loss_one, loss_two);
+        }
+        const double held_one = language_model_loss(one, tokens, B, C);
+        const double held_two = language_model_loss(two, tokens, B, C);
+        cr_expect(held_one == held_two, "B %d: loss without gradient %.9f on one thread, "
+                  "%.9f on two", B, held_one, held_two);
+        const double whole_loss = loss_of_whole_batch(two, tokens, B, C);
+        cr_expect(fabs(held_two - whole_loss) <= 1e-6 * whole_loss, "B %d: loss %.9f, of the "
+                  "whole batch %.9f", B, held_two, whole_loss);
+        for (int i = 0; i < one->num_params; i++) {
+            const Tensor *a = one->params[i].value, *b = two->params[i].value;
+            cr_expect(memcmp(a->data, b->data, a->size * sizeof(float)) == 0,
+                      "B %d: %s differs between one thread and two", B, one->params[i].name);
+        }
+        adam_free(adam_one);
+        adam_free(adam_two);
+        language_model_free(one);
+        language_model_free(two);
+        language_model_free(whole);
+    }
+}
+
+/* The bench's count of a step's work (make bench-language-model's share of
+ * the peak): at the defaults, with Shakespeare's 65 characters, 12 windows
+ * of 64 tokens, each through 4 blocks of 12 * 128^2 multiply-adds, the
+ * unembedding's 65 * 128, the attention's 2 * 64 * 128 a block; two FLOPs
+ * a multiply-add, and the backward twice the forward: about 4 GFLOP. */
+Test(language_model, a_default_step_is_about_4_gflop)
+{
+    const LanguageTraining t = LANGUAGE_TRAINING;
+    cr_expect_eq(language_step_flops(&t, 65), 3964207104.0, "%.0f",
+                 language_step_flops(&t, 65));
 }
 
 /* ---- decoding ------------------------------------------------------------------- */

@@ -6,8 +6,9 @@
  * vocabulary does not fit the text, weights whose loss is not a number,
  * options out of range, a named pipe, a saved set whose sizes break the
  * options' limits, --from with sizing options) ending in one line and exit
- * 1 or 2; --plot's loss curve holding every look, a full disk stopping the
- * run at its first output, and a text without a newline.
+ * 1 or 2; --size's two presets, each exactly its values, with the options
+ * given beside it winning; --plot's loss curve holding every look, a full
+ * disk stopping the run at its first output, and a text without a newline.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -233,9 +234,72 @@ Test(language_model_program, refuses_options_out_of_range)
         {"--eval-every 0", "--eval-every"},
         {"--batch 0", "--batch"},
         {"--kernels slow", "--kernels 'slow': expected clear or fast"},
+        {"--size medium", "--size 'medium': expected small or large"},
+        {"--size LARGE", "--size 'LARGE': expected small or large"},
+        {"--size", "--size needs a value"},
         {"--ladder --bench", "--ladder trains six models of its own"},
     };
     expect_bad_options(LM, cases, sizeof cases / sizeof cases[0]);
+}
+
+/* The default of option in --help's text: "4" from "  --layers N  ... (default 4)". */
+static void help_default(const char *help, const char *option, char *value, size_t len)
+{
+    char line[64];
+    snprintf(line, sizeof line, "\n  %s ", option);
+    const char *at = strstr(help, line);
+    cr_assert(at != NULL, "--help lists no %s:\n%s", option, help);
+    const char *end = strchr(at + 1, '\n'), *open = strstr(at, "(default ");
+    cr_assert(open != NULL && open < end, "--help gives %s no default", option);
+    open += strlen("(default ");
+    const size_t n = (size_t)(strchr(open, ')') - open);
+    cr_assert(n < len);
+    memcpy(value, open, n);
+    value[n] = '\0';
+}
+
+/* --size small and large set exactly their values, which --help prints as
+ * the defaults; an option given beside --size wins, before it or after. */
+Test(language_model_program, sizes_set_their_presets_and_given_options_win, .timeout = 120)
+{
+    static const char *const options[] = {"--layers", "--heads", "--hiddens", "--context",
+                                          "--batch", "--steps", "--lr", "--size"};
+    static const char *const sizes[][8] = {
+        {"4", "4", "128", "64", "12", "2000", "0.001", "small"},
+        {"4", "8", "256", "128", "16", "2500", "0.001", "large"},
+    };
+    const char *const args[] = {"--help", "--size large --help"};
+    for (int s = 0; s < 2; s++) {
+        char line[256], value[32];
+        snprintf(line, sizeof line, "%s/%s %s", BIN_DIR, LM, args[s]);
+        RunResult r = run_command_line(line);
+        cr_assert_eq(r.status, 0, "%s: %s", args[s], r.err);
+        for (int o = 0; o < 8; o++) {
+            help_default(r.out, options[o], value, sizeof value);
+            cr_expect_str_eq(value, sizes[s][o], "%s: %s defaults to %s, not %s", args[s],
+                             options[o], value, sizes[s][o]);
+        }
+        run_result_free(&r);
+    }
+    char dir[128];
+    scratch_dir_make(dir, sizeof dir, "lm_sizes");
+    write_shakespeare(dir, "text.txt", 20000);
+    const char *const given[] = {"--size large --layers 2 --steps 0", "--layers 2 --steps 0 "
+                                 "--size large"};
+    for (int g = 0; g < 2; g++) {
+        char line[256];
+        snprintf(line, sizeof line, "--text @/text.txt --sample 0 %s", given[g]);
+        RunResult r = run_in(dir, line);
+        cr_assert_eq(r.status, 0, "%s: %s", given[g], r.err);
+        cr_expect(strstr(r.out, "wte (58, 256) + wpe (128, 256), 2 blocks") != NULL &&
+                      strstr(r.out, "attention with 8 heads of 32") != NULL &&
+                      strstr(r.out, "Training: 0 AdamW steps of 16 windows of 128 characters; "
+                                    "lr 0.001") != NULL &&
+                      strstr(r.out, "then a cosine to 0.0001") != NULL,
+                  "%s: part 1 reads\n%s", given[g], r.out);
+        run_result_free(&r);
+    }
+    scratch_dir_remove(dir);
 }
 
 /* The smallest model, for the cases below: a second or less each. */
@@ -383,10 +447,11 @@ Test(language_model_program, refuses_saved_sets_beyond_the_options_limits, .time
 
     expect_failure(dir, "--text @/text.txt --from @/model --layers 2", 2,
                    "--from reads a trained model, its sizes from the saved set: it takes no "
-                   "--layers");
+                   "--size, --layers");
     expect_failure(dir, "--text @/text.txt --from @/model --steps 5", 2,
-                   "it takes no --layers, --heads, --hiddens, --context, --batch, --steps, --lr "
-                   "or --eval-every");
+                   "it takes no --size, --layers, --heads, --hiddens, --context, --batch, "
+                   "--steps, --lr or --eval-every");
+    expect_failure(dir, "--text @/text.txt --from @/model --size small", 2, "it takes no --size");
     scratch_dir_remove(model);
     scratch_dir_remove(dir);
 }

@@ -157,6 +157,7 @@ static void forget_runs(void)
     X(induction_heads, "06_permutation_invariance/induction_heads")                          \
     X(induction_heads_seed_8, "06_permutation_invariance/induction_heads --seed 8")         \
     X(language_model, "06_permutation_invariance/language_model --sample 300")              \
+    X(language_model_large, "06_permutation_invariance/language_model --size large --sample 300") \
     X(language_model_ladder, "06_permutation_invariance/language_model --ladder")           \
     X(language_model_context_8, "06_permutation_invariance/language_model --context 8 --sample 0") \
     X(language_model_context_8_batch_96,                                                     \
@@ -262,6 +263,7 @@ static int check_quotes(const char *path, const char *only)
     X(chapter_06_building_a_gpt, "06_permutation_invariance/building_a_gpt.md") \
     X(chapter_06_induction_heads, "06_permutation_invariance/induction_heads.md") \
     X(chapter_06_language_model, "06_permutation_invariance/language_model.md") \
+    X(chapter_06_language_model_large, "06_permutation_invariance/language_model_large.md") \
     X(chapter_06_positions, "06_permutation_invariance/positions.md")        \
     X(chapter_06_relative_positions, "06_permutation_invariance/relative_positions.md") \
     X(chapter_06_your_gpt, "06_permutation_invariance/your_gpt.md")

@@ -449,35 +449,3 @@ Test(non_finite, first_non_finite_and_its_index)
     cr_expect_str_eq(tensor_index_str(where, sizeof where, 0, x->ndim, x->shape), "[0, 0, 0]");
     tensor_free(x);
 }
-
-/* A training run's pool (tensor.h): a freed tensor's data is lent to the
- * next tensor of its size, zeroed when tensor_zeros asks, never to two at
- * once; close frees what is parked (the leak check sees no block left). */
-Test(pool, a_freed_block_is_lent_again_to_the_same_size)
-{
-    TensorPool *pool = tensor_pool_open();
-    cr_assert(pool != NULL);
-    cr_expect(tensor_pool_open() == NULL, "a second open on the thread must return NULL");
-    tensor_pool_close(NULL);   /* what a nested user does: nothing */
-
-    Tensor *a = tensor_full(7.0f, SHAPE(32, 64));
-    float *block = a->data;
-    tensor_free(a);
-    Tensor *other_size = tensor_empty(SHAPE(64, 64));
-    cr_expect(other_size->data != block, "a block of another size was lent");
-    Tensor *b = tensor_zeros(SHAPE(64, 32));   /* the same 2048 floats */
-    cr_expect(b->data == block, "the parked block was not lent again");
-    int nonzero = 0;
-    for (size_t i = 0; i < b->size; i++)
-        nonzero += b->data[i] != 0.0f;
-    cr_expect_eq(nonzero, 0, "tensor_zeros on a lent block left %d values", nonzero);
-    Tensor *c = tensor_empty(SHAPE(2048));
-    cr_expect(c->data != block, "one block was lent twice");
-
-    TENSOR_FREE(b, c, other_size);
-    tensor_pool_close(pool);   /* frees what is parked: the leak check sees none */
-
-    TensorPool *again = tensor_pool_open();
-    cr_expect(again != NULL, "after close, open must start a new pool");
-    tensor_pool_close(again);
-}

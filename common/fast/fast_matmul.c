@@ -70,37 +70,21 @@ static float *aligned_floats(size_t count)
     return p;
 }
 
-/* A block of panels starts with PANEL_HEADER floats that hold its whole
- * size (fast_free_panels reads it): 64 bytes, so the data after them stays
- * aligned as the block is. */
-enum { PANEL_HEADER = 64 / sizeof(float) };
-
 float *fast_alloc_panels(size_t count)
 {
     /* 64-byte alignment: a row of a panel (16 or 32 floats) then starts a
      * cache line, and no vector load straddles two lines (a straddling load
-     * costs two). In a training run the block comes from its pool when
-     * one of this size is parked there (tensor.h). */
-    const size_t total = count + PANEL_HEADER;
-    float *block = total < count ? NULL : tensor_pool_take(total, aligned_floats);
-    if (block == NULL && total > count)
-        block = aligned_floats(total);
-    if (block == NULL)
+     * costs two). */
+    float *panels = aligned_floats(count);
+    if (panels == NULL)
         die("out of memory allocating %zu floats (%.1f MB)", count,
             (double)count * sizeof(float) / 1e6);
-    memcpy(block, &total, sizeof total);
-    return block + PANEL_HEADER;
+    return panels;
 }
 
 void fast_free_panels(float *panels)
 {
-    if (panels == NULL)
-        return;
-    float *block = panels - PANEL_HEADER;
-    size_t total;
-    memcpy(&total, block, sizeof total);
-    if (!tensor_pool_give(block, total, aligned_floats))
-        free(block);
+    free(panels);
 }
 
 Tensor *fast_tensor_zeros(int ndim, const int *shape)

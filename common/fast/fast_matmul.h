@@ -99,7 +99,7 @@ int fast_vector_width(void);
 size_t fast_panels_size(int k, int n);
 /* count floats aligned to 64 bytes (one cache line), for panels and other
  * scratch that vector code reads; free with fast_free_panels (NULL is
- * fine), which parks it in an open training run's pool. Stops (die) when
+ * fine). Stops (die) when
  * memory runs out. From 4 MB up, the memory is aligned to
  * 2 MB and asks the system for 2 MB pages (platform_advise_huge_pages), which turns 512 page
  * faults into one (fast_matmul.c says why that matters). */

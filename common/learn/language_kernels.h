@@ -26,11 +26,22 @@ typedef struct {
     GeluForward gelu;
     GeluBackward gelu_backward;
     int num_threads;                       /* >= 1; the clear ones run on one */
+    /* work(arg, t) for t = 0 .. n-1, each share on a thread of its own
+     * (fast_threads.h's fast_parallel), or one after the other */
+    void (*parallel)(int n, void (*work)(void *arg, int t), void *arg);
 } LanguageKernels;
+
+/* The clear table's parallel: every share on the calling thread, in turn. */
+static inline void shares_in_turn(int n, void (*work)(void *arg, int t), void *arg)
+{
+    for (int t = 0; t < n; t++)
+        work(arg, t);
+}
 
 #define CLEAR_LANGUAGE_KERNELS                                                        \
     ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
-                       clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1})
+                       clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1, \
+                       shares_in_turn})
 
 /* the table's attention as the pair attention_layer.h's calls take, its
  * linear layers with it */

@@ -118,10 +118,44 @@ static Tensor *grad_of(const Tensor *value)
     return value != NULL ? tensor_zeros(value->ndim, value->shape) : NULL;
 }
 
-/* One block's parameters and zero gradients: attention drawn by
+/* zero gradients for a block's parameters (NULL where it leaves one out) */
+static BlockGrads block_grads_new(const Block *b)
+{
+    return (BlockGrads){.ln1_weight = grad_of(b->ln1_weight), .ln1_bias = grad_of(b->ln1_bias),
+                        .attn = multihead_grads_new(b->attn),
+                        .ln2_weight = grad_of(b->ln2_weight), .ln2_bias = grad_of(b->ln2_bias),
+                        .fc_weight = grad_of(b->fc_weight), .fc_bias = grad_of(b->fc_bias),
+                        .proj_weight = grad_of(b->proj_weight),
+                        .proj_bias = grad_of(b->proj_bias)};
+}
+
+/* zero gradients for all of m's parameters, listed with them */
+static void grads_new(LanguageModel *m)
+{
+    for (int l = 0; l < m->num_layers; l++)
+        m->grads[l] = block_grads_new(&m->blocks[l]);
+    m->grad_wte = grad_of(m->wte);
+    m->grad_wpe = grad_of(m->wpe);
+    m->grad_lnf_weight = grad_of(m->lnf_weight);
+    m->grad_lnf_bias = grad_of(m->lnf_bias);
+    list_parameters(m);
+}
+
+static void grads_free(LanguageModel *m)
+{
+    for (int l = 0; l < m->num_layers; l++) {
+        BlockGrads *g = &m->grads[l];
+        multihead_grads_free(g->attn);
+        TENSOR_FREE(g->ln1_weight, g->ln1_bias, g->ln2_weight, g->ln2_bias, g->fc_weight,
+                    g->fc_bias, g->proj_weight, g->proj_bias);
+    }
+    TENSOR_FREE(m->grad_wte, m->grad_wpe, m->grad_lnf_weight, m->grad_lnf_bias);
+}
+
+/* One block's parameters: attention drawn by
  * multihead_new, then every weight drawn again as nanoGPT draws it; what
  * the block leaves out (parts) neither drawn nor kept. */
-static void block_new(Block *b, BlockGrads *g, int D, int H, int N, BlockParts parts, Rng *rng)
+static void block_new(Block *b, int D, int H, int N, BlockParts parts, Rng *rng)
 {
     const int F = 4 * D;
     const float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)N);
@@ -142,12 +176,6 @@ static void block_new(Block *b, BlockGrads *g, int D, int H, int N, BlockParts p
     b->fc_bias = mlp ? tensor_zeros(SHAPE(F)) : NULL;
     b->proj_weight = mlp ? tensor_normal(rng, 0.0f, residual_std, SHAPE(D, F)) : NULL;
     b->proj_bias = mlp ? tensor_zeros(SHAPE(D)) : NULL;
-    *g = (BlockGrads){.ln1_weight = grad_of(b->ln1_weight), .ln1_bias = grad_of(b->ln1_bias),
-                      .attn = multihead_grads_new(b->attn),
-                      .ln2_weight = grad_of(b->ln2_weight), .ln2_bias = grad_of(b->ln2_bias),
-                      .fc_weight = grad_of(b->fc_weight), .fc_bias = grad_of(b->fc_bias),
-                      .proj_weight = grad_of(b->proj_weight),
-                      .proj_bias = grad_of(b->proj_bias)};
 }
 
 LanguageModel *language_model_new(const int *bytes, int vocab, int context, int num_hiddens,
@@ -187,14 +215,10 @@ LanguageModel *language_model_new_parts(const int *bytes, int vocab, int context
     m->wte = tensor_normal(rng, 0.0f, 0.02f, SHAPE(V, D));
     m->wpe = parts.bigram ? NULL : tensor_normal(rng, 0.0f, 0.02f, SHAPE(C, D));
     for (int l = 0; l < num_layers; l++)
-        block_new(&m->blocks[l], &m->grads[l], D, num_heads, num_layers, parts.block, rng);
+        block_new(&m->blocks[l], D, num_heads, num_layers, parts.block, rng);
     m->lnf_weight = filled_kept(norm, D, 1.0f);
     m->lnf_bias = filled_kept(norm, D, 0.0f);
-    m->grad_wte = grad_of(m->wte);
-    m->grad_wpe = grad_of(m->wpe);
-    m->grad_lnf_weight = grad_of(m->lnf_weight);
-    m->grad_lnf_bias = grad_of(m->lnf_bias);
-    list_parameters(m);
+    grads_new(m);
     return m;
 }
 
@@ -202,18 +226,19 @@ void language_model_free(LanguageModel *model)
 {
     if (model == NULL)
         return;
+    for (int s = 0; s < LM_SHARES; s++)
+        if (model->shares[s] != NULL) {   /* its gradients; the parameters are model's */
+            grads_free(model->shares[s]);
+            free(model->shares[s]);
+        }
     for (int l = 0; l < model->num_layers; l++) {
         Block *b = &model->blocks[l];
-        BlockGrads *g = &model->grads[l];
         multihead_free(b->attn);
-        multihead_grads_free(g->attn);
         TENSOR_FREE(b->ln1_weight, b->ln1_bias, b->ln2_weight, b->ln2_bias, b->fc_weight,
                     b->fc_bias, b->proj_weight, b->proj_bias);
-        TENSOR_FREE(g->ln1_weight, g->ln1_bias, g->ln2_weight, g->ln2_bias, g->fc_weight,
-                    g->fc_bias, g->proj_weight, g->proj_bias);
     }
-    TENSOR_FREE(model->wte, model->wpe, model->lnf_weight, model->lnf_bias, model->grad_wte,
-                model->grad_wpe, model->grad_lnf_weight, model->grad_lnf_bias);
+    grads_free(model);
+    TENSOR_FREE(model->wte, model->wpe, model->lnf_weight, model->lnf_bias);
     free(model);
 }
 
@@ -224,8 +249,10 @@ size_t language_model_size(const LanguageModel *model)
 
 /* ---- forward --------------------------------------------------------------------- */
 
-Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
-                               int length, Tensor **weights, LanguageCache *cache)
+/* language_model_forward through the given kernels */
+static Tensor *forward_on(const LanguageModel *model, const LanguageKernels *kernels,
+                          const int *tokens, int batch_size, int length, Tensor **weights,
+                          LanguageCache *cache)
 {
     const int B = batch_size, T = length;
     if (T < 1 || T > model->context)
@@ -248,10 +275,10 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
         Tensor **block_weights = weights != NULL ? &weights[l] : NULL;
         BlockCache *block_cache = cache != NULL ? &cache->blocks[l] : NULL;
         Tensor *next = block_parts_whole(model->parts.block)
-                           ? block_forward(&model->blocks[l], &model->kernels, x, causal,
+                           ? block_forward(&model->blocks[l], kernels, x, causal,
                                            block_weights, block_cache)
                            : block_forward_parts(&model->blocks[l], model->parts.block,
-                                                 &model->kernels, x, causal, block_weights,
+                                                 kernels, x, causal, block_weights,
                                                  block_cache);
         if (cache == NULL)
             tensor_free(x);
@@ -260,7 +287,7 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
     // step 3: the last layer norm, then every character's score, through wte
     Tensor *mean, *rstd;
     Tensor *hf = norm_or_copy(x, model->lnf_weight, model->lnf_bias, &mean, &rstd);
-    Tensor *logits = unembed(&model->kernels, hf, model->wte);
+    Tensor *logits = unembed(kernels, hf, model->wte);
     if (cache != NULL) {
         cache->x_out = x;
         cache->hf = hf;
@@ -271,6 +298,12 @@ Tensor *language_model_forward(const LanguageModel *model, const int *tokens, in
         valid_lens_free(causal);
     }
     return logits;
+}
+
+Tensor *language_model_forward(const LanguageModel *model, const int *tokens, int batch_size,
+                               int length, Tensor **weights, LanguageCache *cache)
+{
+    return forward_on(model, &model->kernels, tokens, batch_size, length, weights, cache);
 }
 
 /* ---- backward -------------------------------------------------------------------- */
@@ -326,16 +359,75 @@ static int *split_tokens(const int *tokens, int B, int T, int **targets)
     return inputs;
 }
 
-double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
-                           int length)
+/* ---- a batch in shares (language_model_train_step) ---- */
+
+/* the windows of share s of a batch of B: first .. first + count - 1 */
+static int share_windows(int B, int s, int *first)
+{
+    *first = B * s / LM_SHARES;
+    return B * (s + 1) / LM_SHARES - *first;
+}
+
+/* the threads the shares run on: one each, or all on one */
+static int share_threads(const LanguageModel *model)
+{
+    return model->kernels.num_threads >= LM_SHARES ? LM_SHARES : 1;
+}
+
+/* the mean loss of B windows from each share's, weighted by its windows,
+ * summed in share order */
+static double shares_mean(const double *losses, int B)
+{
+    double loss = 0.0;
+    for (int s = 0; s < LM_SHARES; s++) {
+        int first;
+        loss += losses[s] * share_windows(B, s, &first) / B;
+    }
+    return loss;
+}
+
+/* tokens (B, T + 1) -> their loss through kernels, no gradient */
+static double loss_on(const LanguageModel *model, const LanguageKernels *kernels,
+                      const int *tokens, int batch_size, int length)
 {
     int *targets;
     int *inputs = split_tokens(tokens, batch_size, length, &targets);
-    Tensor *logits = language_model_forward(model, inputs, batch_size, length, NULL, NULL);
+    Tensor *logits = forward_on(model, kernels, inputs, batch_size, length, NULL, NULL);
     const double loss = cross_entropy(logits, targets);
     tensor_free(logits);
     free(inputs);
     return loss;
+}
+
+typedef struct {
+    const LanguageModel *model;
+    const int *tokens;                /* (B, T + 1) */
+    int batch_size, length, threads;  /* B, T, the threads the shares run on */
+    double losses[LM_SHARES];
+} LossShares;
+
+/* thread t runs shares t, t + threads, ...: the loss of its windows, its
+ * kernels on one thread */
+static void loss_shares(void *arg, int t)
+{
+    LossShares *st = arg;
+    LanguageKernels one = st->model->kernels;
+    one.num_threads = 1;
+    for (int s = t; s < LM_SHARES; s += st->threads) {
+        int first;
+        const int count = share_windows(st->batch_size, s, &first);
+        const int *windows = st->tokens + (size_t)first * (st->length + 1);
+        st->losses[s] = count == 0 ? 0.0
+                                   : loss_on(st->model, &one, windows, count, st->length);
+    }
+}
+
+double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
+                           int length)
+{
+    LossShares st = {model, tokens, batch_size, length, share_threads(model), {0}};
+    model->kernels.parallel(st.threads, loss_shares, &st);
+    return shares_mean(st.losses, batch_size);
 }
 
 double language_model_loss_grad(LanguageModel *model, const int *tokens, int batch_size,
@@ -375,12 +467,119 @@ void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng 
     }
 }
 
+/* share s of the step: model's parameters and kernels (read now, for a
+ * program may hand the model other kernels between steps), the share's
+ * kernels on one thread, its own gradients made by the first step */
+static LanguageModel *share_of(LanguageModel *model, int s)
+{
+    LanguageModel *share = model->shares[s];
+    if (share == NULL) {
+        share = model->shares[s] = checked_malloc(1, sizeof *share);
+        *share = *model;
+        for (int i = 0; i < LM_SHARES; i++)
+            share->shares[i] = NULL;
+        grads_new(share);
+    }
+    share->wte = model->wte;
+    share->wpe = model->wpe;
+    memcpy(share->blocks, model->blocks, sizeof model->blocks);
+    share->lnf_weight = model->lnf_weight;
+    share->lnf_bias = model->lnf_bias;
+    share->kernels = model->kernels;
+    share->kernels.num_threads = 1;
+    return share;
+}
+
+typedef struct {
+    LanguageModel *model;
+    const int *tokens;                /* (B, C + 1) */
+    int batch_size, threads;          /* B, the threads the shares run on */
+    double losses[LM_SHARES];
+} StepShares;
+
+/* thread t runs shares t, t + threads, ...: the forward and backward of
+ * its windows, into the share's gradients */
+static void step_shares(void *arg, int t)
+{
+    StepShares *st = arg;
+    const int C = st->model->context;
+    for (int s = t; s < LM_SHARES; s += st->threads) {
+        int first;
+        const int count = share_windows(st->batch_size, s, &first);
+        LanguageModel *share = st->model->shares[s];
+        st->losses[s] = count == 0 ? 0.0
+                                   : language_model_loss_grad(share, st->tokens +
+                                                              (size_t)first * (C + 1), count, C);
+    }
+}
+
+typedef struct {
+    LanguageModel *model;
+    float weights[LM_SHARES];         /* B_s / B */
+    int threads;
+} SumShares;
+
+/* thread t's part of every gradient: the shares' gradients weighted and
+ * summed, share 0 first, each number the same whichever thread sums it */
+static void sum_shares(void *arg, int t)
+{
+    const SumShares *sum = arg;
+    const LanguageModel *m = sum->model;
+    for (int i = 0; i < m->num_params; i++) {
+        const size_t n = m->params[i].grad->size;
+        const size_t start = n * (size_t)t / (size_t)sum->threads;
+        const size_t end = n * (size_t)(t + 1) / (size_t)sum->threads;
+        float *grad = m->params[i].grad->data;
+        for (size_t j = start; j < end; j++)
+            grad[j] = 0.0f;
+        for (int s = 0; s < LM_SHARES; s++) {
+            const float w = sum->weights[s];
+            const float *g = m->shares[s]->params[i].grad->data;
+            if (w != 0.0f)
+                for (size_t j = start; j < end; j++)
+                    grad[j] += w * g[j];
+        }
+    }
+}
+
+/* tokens (B, C + 1) -> model's gradients, as language_model_train_step says;
+ * returns the loss */
+static double loss_grad_in_shares(LanguageModel *model, const int *tokens, int batch_size)
+{
+    const int threads = share_threads(model);
+    StepShares st = {model, tokens, batch_size, threads, {0}};
+    SumShares sum = {.model = model, .threads = threads};
+    for (int s = 0; s < LM_SHARES; s++)
+        share_of(model, s);
+    model->kernels.parallel(threads, step_shares, &st);
+    for (int s = 0; s < LM_SHARES; s++) {
+        int first;
+        sum.weights[s] = (float)share_windows(batch_size, s, &first) / (float)batch_size;
+    }
+    model->kernels.parallel(threads, sum_shares, &sum);
+    return shares_mean(st.losses, batch_size);
+}
+
+typedef struct {
+    const Adam *adam;
+    int threads;
+} AdamParts;
+
+static void adam_part(void *arg, int t)
+{
+    const AdamParts *parts = arg;
+    adam_update_part(parts->adam, t, parts->threads);
+}
+
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
                                  int batch_size, double max_norm)
 {
-    const double loss = language_model_loss_grad(model, tokens, batch_size, model->context);
+    const double loss = loss_grad_in_shares(model, tokens, batch_size);
     parameters_clip_grad_norm(model->params, model->num_params, max_norm);
-    adam_step(adam);
+    // adam_step, each thread on its part of every parameter
+    adam->step++;
+    AdamParts parts = {adam, share_threads(model)};
+    model->kernels.parallel(parts.threads, adam_part, &parts);
     return loss;
 }
 

@@ -60,6 +60,7 @@ enum {
     LM_MAX_PARAMS = 4 + LM_BLOCK_PARAMS * LM_MAX_LAYERS,
     LM_MAX_FILES = 7 + 12 * LM_MAX_LAYERS,
     LM_NAME_LEN = 40,
+    LM_SHARES = 2,                                /* of a training step's batch */
 };
 
 /* What a model leaves out: the rungs of the build-up (chapter 06's page
@@ -74,7 +75,7 @@ typedef struct {
     BlockParts block;
 } LanguageParts;
 
-typedef struct {
+typedef struct LanguageModel {
     int vocab, context, num_hiddens, num_heads, num_layers;   /* V, C, D, H, N */
     LanguageParts parts;
     int bytes[LM_MAX_VOCAB];                /* the byte token i stands for, increasing */
@@ -93,6 +94,10 @@ typedef struct {
     int saved_heads, saved_layers;          /* num_heads, num_layers, as saved */
     char names[LM_MAX_PARAMS][LM_NAME_LEN];
     LayerNames layer_names[LM_MAX_LAYERS];
+    /* a training step's shares of the batch (language_model_train_step):
+     * each a model that borrows these parameters and has gradients of its
+     * own; made by the first step, NULL before */
+    struct LanguageModel *shares[LM_SHARES];
 } LanguageModel;
 
 /* ---- the vocabulary: a token is a byte ----------------------------------------- */
@@ -145,7 +150,9 @@ void language_model_backward(LanguageModel *model, const LanguageCache *cache,
 void language_cache_free(LanguageCache *cache);
 
 /* tokens (B, T + 1): inputs 0 .. T-1 of each row, targets 1 .. T -> the
- * mean cross-entropy over the B*T predictions, no gradient. */
+ * mean cross-entropy over the B*T predictions, no gradient. Computed in
+ * the shares of a training step (language_model_train_step), each on a
+ * thread of its own or in turn: the same bits on one thread and two. */
 double language_model_loss(const LanguageModel *model, const int *tokens, int batch_size,
                            int length);
 /* The same with every gradient (zeroed first, then filled). */
@@ -178,7 +185,18 @@ void text_batch_draw(const int *ids, size_t n, int batch_size, int context, Rng 
 
 /* One training step on tokens (B, C + 1): the gradients, clipped to a
  * global norm of max_norm, then AdamW at adam's learning rate. Returns
- * the loss before the update. */
+ * the loss before the update.
+ *
+ * The batch is cut in LM_SHARES shares of windows (B / 2 each when B is
+ * even), and each share's forward and backward runs on a model of its own
+ * (model->shares) that reads these parameters and writes gradients of its
+ * own: on a thread of its own when the kernels have two or more threads,
+ * each share's kernels then on one, or in turn. The gradient is then the
+ * shares' gradients weighted by their windows, B_s / B, summed in share
+ * order. The shares and the order are the same whatever the thread count,
+ * so one thread and two give the same bits; against one forward over the
+ * whole batch (language_model_loss_grad) the gradient differs only by the
+ * order of the sums over the windows. */
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
                                  int batch_size, double max_norm);
 

@@ -121,17 +121,24 @@ void adam_update(float *param, const float *grad, float *m, float *v, size_t n, 
     }
 }
 
+void adam_update_part(const Adam *adam, int part, int parts)
+{
+    for (int i = 0; i < adam->count; i++) {
+        const Tensor *value = adam->params[i].value;
+        const size_t start = value->size * (size_t)part / (size_t)parts;
+        const size_t end = value->size * (size_t)(part + 1) / (size_t)parts;
+        /* AdamW decays matrices only (optim.h); Adam decays nothing */
+        const float weight_decay = value->ndim >= 2 ? adam->weight_decay : 0.0f;
+        adamw_update(value->data + start, adam->params[i].grad->data + start,
+                     adam->m[i]->data + start, adam->v[i]->data + start, end - start,
+                     adam->step, adam->lr, adam->beta1, adam->beta2, adam->eps, weight_decay);
+    }
+}
+
 void adam_step(Adam *adam)
 {
     adam->step++;
-    for (int i = 0; i < adam->count; i++) {
-        const Tensor *value = adam->params[i].value;
-        /* AdamW decays matrices only (optim.h); Adam decays nothing */
-        const float weight_decay = value->ndim >= 2 ? adam->weight_decay : 0.0f;
-        adamw_update(value->data, adam->params[i].grad->data, adam->m[i]->data,
-                     adam->v[i]->data, value->size, adam->step, adam->lr, adam->beta1,
-                     adam->beta2, adam->eps, weight_decay);
-    }
+    adam_update_part(adam, 0, 1);
 }
 
 void adam_free(Adam *adam)

@@ -70,6 +70,12 @@ Adam *adam_new(const Parameter *params, int count, float lr);
  * each with the optimiser's weight decay for a matrix and none for a
  * vector. */
 void adam_step(Adam *adam);
+/* adam_step's update, step t not counted, of part `part` of every
+ * parameter: its elements n * part / parts .. n * (part + 1) / parts - 1.
+ * Each element's update reads that element alone, so the parts, run on
+ * threads of their own, give adam_step's bits:
+ *     adam->step++;  then part t = 0 .. parts-1 on thread t */
+void adam_update_part(const Adam *adam, int part, int parts);
 
 /* One tensor's step, the pieces adam_step is made of.
  * param, grad, m, v (n,), step t >= 1 -> param, m and v updated in place

@@ -53,11 +53,7 @@ static void *work(void *p)
     const Worker *w = p;
     Pool *pool = w->pool;
     for (int j = w->thread; j < pool->jobs; j += pool->num_threads) {
-        /* a seed's model makes the same tensors again and again (each
-         * training step, each held-out batch): its memory is taken once */
-        TensorPool *memory = tensor_pool_open();
         pool->job(pool->arg, j);
-        tensor_pool_close(memory);
         pthread_mutex_lock(&pool->lock);
         pool->done++;
         if (pool->terminal && pool->done < pool->jobs)

@@ -30,9 +30,6 @@ TrainingStatus training_loop(const Trainee *trainee, const TrainingPlan *plan,
 {
     const TrainingWatch none = {0};
     const TrainingWatch *w = watch != NULL ? watch : &none;
-    /* every step makes the same tensors: the first allocates them, the
-     * others take them again from the run's pool (tensor.h) */
-    TensorPool *pool = tensor_pool_open();
     /* the plan's own batches, or its task's */
     TaskExamples examples = {plan->task, plan->draw == NULL
                                              ? task_batch_new(plan->task, plan->batch_size)
@@ -63,6 +60,5 @@ TrainingStatus training_loop(const Trainee *trainee, const TrainingPlan *plan,
         }
     }
     task_batch_free(examples.examples);
-    tensor_pool_close(pool);
     return status;
 }
