@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-#include "learn/optim.h"
+#include "learn/adam_update.h"
 
 static const double PI = 3.14159265358979323846;
 

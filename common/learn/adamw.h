@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 /* param, grad, m, v (n,), step t >= 1 -> param *= 1 - lr * weight_decay
- * (skipped when weight_decay is 0), then adam_update (optim.h): param, m
+ * (skipped when weight_decay is 0), then adam_update (adam_update.h): param, m
  * and v updated in place. */
 void adamw_update(float *param, const float *grad, float *m, float *v, size_t n, long step,
                   float lr, float beta1, float beta2, float eps, float weight_decay);

@@ -33,6 +33,7 @@
 #ifndef OPTIM_H
 #define OPTIM_H
 
+#include "learn/adam_update.h"
 #include "tensor.h"
 
 typedef struct {
@@ -77,11 +78,8 @@ void adam_step(Adam *adam);
  *     adam->step++;  then part t = 0 .. parts-1 on thread t */
 void adam_update_part(const Adam *adam, int part, int parts);
 
-/* One tensor's step, the pieces adam_step is made of.
- * param, grad, m, v (n,), step t >= 1 -> param, m and v updated in place
- * by Adam's rule above (no decay). */
-void adam_update(float *param, const float *grad, float *m, float *v, size_t n, long step,
-                 float lr, float beta1, float beta2, float eps);
+/* One tensor's step, the pieces adam_step is made of: adam_update
+ * (adam_update.h, included above), Adam's rule with no decay, and */
 /* adamw.h: the same with AdamW's decay first, and the learning-rate schedule. */
 void adam_free(Adam *adam);   /* NULL is fine */
 
