@@ -1015,3 +1015,61 @@ Test(language_model, a_saved_model_with_too_many_heads_is_refused)
     scratch_dir_remove(dir);
     language_model_free(m);
 }
+
+Test(language_model, layer_norm_grouped_is_the_plain_one_bit_for_bit)
+{
+    // 8 rows at a time, then the rest: row counts below, at and past a
+    // group, and widths that are not a multiple of a vector; both add into
+    // gradients that already hold numbers
+    const int shapes[][2] = {{1, 5}, {7, 3}, {8, 16}, {13, 33}, {40, 128}};
+    Rng rng = rng_new(23);
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        const int R = shapes[c][0], D = shapes[c][1];
+        const size_t n = (size_t)R * D;
+        float *x = checked_malloc(n, sizeof *x), *grad_y = checked_malloc(n, sizeof *grad_y);
+        float *y[2], *grad_x[2], *stats[2], *params[2];   /* plain, grouped */
+        float *weight = checked_malloc((size_t)D, sizeof *weight);
+        float *bias = checked_malloc((size_t)D, sizeof *bias);
+        for (size_t i = 0; i < n; i++) {
+            x[i] = 3.0f + 2.0f * rng_normal(&rng);
+            grad_y[i] = rng_normal(&rng);
+        }
+        for (int j = 0; j < D; j++) {
+            weight[j] = 1.0f + 0.5f * rng_normal(&rng);
+            bias[j] = 0.3f * rng_normal(&rng);
+        }
+        for (int v = 0; v < 2; v++) {
+            y[v] = checked_malloc(n, sizeof(float));
+            grad_x[v] = checked_malloc(n, sizeof(float));
+            stats[v] = checked_malloc(2 * (size_t)R, sizeof(float));     /* mean, rstd */
+            params[v] = checked_malloc(2 * (size_t)D, sizeof(float));    /* grad_weight, grad_bias */
+            for (size_t i = 0; i < n; i++)
+                grad_x[v][i] = 0.25f;
+            for (int j = 0; j < 2 * D; j++)
+                params[v][j] = -0.5f;
+        }
+        layer_norm_forward(x, weight, bias, y[0], stats[0], stats[0] + R, R, D);
+        layer_norm_forward_grouped(x, weight, bias, y[1], stats[1], stats[1] + R, R, D);
+        layer_norm_backward(grad_y, x, weight, stats[0], stats[0] + R, grad_x[0], params[0],
+                            params[0] + D, R, D);
+        layer_norm_backward_grouped(grad_y, x, weight, stats[1], stats[1] + R, grad_x[1],
+                                    params[1], params[1] + D, R, D);
+        cr_expect(memcmp(y[0], y[1], n * sizeof(float)) == 0, "(%d, %d): y differs", R, D);
+        cr_expect(memcmp(stats[0], stats[1], 2 * (size_t)R * sizeof(float)) == 0,
+                  "(%d, %d): mean or rstd differs", R, D);
+        cr_expect(memcmp(grad_x[0], grad_x[1], n * sizeof(float)) == 0, "(%d, %d): grad_x differs",
+                  R, D);
+        cr_expect(memcmp(params[0], params[1], 2 * (size_t)D * sizeof(float)) == 0,
+                  "(%d, %d): grad_weight or grad_bias differs", R, D);
+        for (int v = 0; v < 2; v++) {
+            free(y[v]);
+            free(grad_x[v]);
+            free(stats[v]);
+            free(params[v]);
+        }
+        free(x);
+        free(grad_y);
+        free(weight);
+        free(bias);
+    }
+}

@@ -19,7 +19,7 @@ Tensor *layer_norm_tensor(const Tensor *x, const Tensor *weight, const Tensor *b
     Tensor *y = tensor_empty(x->ndim, x->shape);
     *mean = tensor_empty(SHAPE(R));
     *rstd = tensor_empty(SHAPE(R));
-    layer_norm_forward(x->data, weight->data, bias->data, y->data, (*mean)->data,
+    layer_norm_forward_grouped(x->data, weight->data, bias->data, y->data, (*mean)->data,
                        (*rstd)->data, R, D);
     return y;
 }
@@ -29,7 +29,7 @@ void layer_norm_tensor_backward(const Tensor *grad_h, const Tensor *x, const Ten
                                 Tensor *grad_weight, Tensor *grad_bias)
 {
     const int D = x->shape[x->ndim - 1], R = (int)(x->size / (size_t)D);
-    layer_norm_backward(grad_h->data, x->data, weight->data, mean->data, rstd->data,
+    layer_norm_backward_grouped(grad_h->data, x->data, weight->data, mean->data, rstd->data,
                         grad_x->data, grad_weight->data, grad_bias->data, R, D);
 }
 

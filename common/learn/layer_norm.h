@@ -42,4 +42,13 @@ void layer_norm_backward(const float *grad_y, const float *x, const float *weigh
                          const float *mean, const float *rstd, float *grad_x,
                          float *grad_weight, float *grad_bias, int rows, int D);
 
+/* The same two, LN_GROUP rows at a time (layer_norm.c says why): the same
+ * bits, faster. The language model's blocks call these; the pair above
+ * is the one to read (and a learner's layer_norm replaces both). */
+void layer_norm_forward_grouped(const float *x, const float *weight, const float *bias,
+                                float *y, float *mean, float *rstd, int rows, int D);
+void layer_norm_backward_grouped(const float *grad_y, const float *x, const float *weight,
+                                 const float *mean, const float *rstd, float *grad_x,
+                                 float *grad_weight, float *grad_bias, int rows, int D);
+
 #endif
