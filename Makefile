@@ -132,7 +132,7 @@ WITH_05_multihead/bench                           := bench_passes bench_lines
 WITH_05_multihead/head_importance                 := head_pruning
 WITH_06_permutation_invariance/relative_positions := relative_files.mode length_experiment
 WITH_06_permutation_invariance/induction_heads    := induction_experiment
-WITH_06_permutation_invariance/language_model     := language_probes language_run language_ladder
+WITH_06_permutation_invariance/language_model     := language_probes language_run language_ladder language_step
 # with_of,PROGRAM (as NN_chapter/name): the objects of its WITH_ list
 with_of = $(foreach f,$(WITH_$(1)),$(OUT)/build/$(dir $(1))$(f).o)
 
@@ -425,11 +425,12 @@ BREW_PREFIX := $(shell command -v brew >/dev/null 2>&1 && brew --prefix 2>/dev/n
 CRITERION_FLAGS := $(if $(BREW_PREFIX),-I$(BREW_PREFIX)/include -L$(BREW_PREFIX)/lib)
 # The test binary finds the chapter programs under BIN_DIR. It links the
 # siblings its suites check (test_induction.c, test_relative_positions.c,
-# test_language_model.c: its kernels and the ladder's rungs).
+# test_language_model.c: its kernels, the ladder's rungs and the share step).
 TEST_WITH := $(OUT)/build/06_permutation_invariance/induction_experiment.o \
              $(OUT)/build/06_permutation_invariance/length_experiment.o \
              $(OUT)/build/06_permutation_invariance/language_run.o \
-             $(OUT)/build/06_permutation_invariance/language_ladder.o
+             $(OUT)/build/06_permutation_invariance/language_ladder.o \
+             $(OUT)/build/06_permutation_invariance/language_step.o
 $(OUT)/tests/run_tests: $(TEST_SRC) $(TEST_WITH) $(COMMON_LIB) | criterion $(GRADER_OBJ)
 	@mkdir -p $(@D) $(OUT)/build/deps
 	$(call say,LD,$(patsubst ./%,%,$@))

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "memory.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,21 @@
 #include "error.h"
 #include "platform.h"
 
+static atomic_size_t allocations;
+
+size_t memory_allocations(void)
+{
+    return atomic_load_explicit(&allocations, memory_order_relaxed);
+}
+
+void memory_counted(void)
+{
+    atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+}
+
 void *checked_calloc(size_t count, size_t elem)
 {
+    memory_counted();
     if (elem != 0 && count > SIZE_MAX / elem)
         die("cannot allocate %zu x %zu bytes: the size overflows", count, elem);
     void *p = calloc(count ? count : 1, elem ? elem : 1);
@@ -25,6 +39,7 @@ void *checked_calloc(size_t count, size_t elem)
 
 void *checked_malloc(size_t count, size_t elem)
 {
+    memory_counted();
     if (elem != 0 && count > SIZE_MAX / elem)
         die("cannot allocate %zu x %zu bytes: the size overflows", count, elem);
     void *p = malloc(count * elem > 0 ? count * elem : 1);

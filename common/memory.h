@@ -24,6 +24,15 @@
 void *checked_malloc(size_t count, size_t elem);
 void *checked_calloc(size_t count, size_t elem);
 
+/* Allocations made so far, by checked_malloc and checked_calloc and by
+ * the allocators with their own alignment (a tensor's numbers,
+ * fast_alloc_panels), which call memory_counted: a test asks how many a
+ * piece of work made (a training step that makes none once its memory is
+ * laid out, 06_permutation_invariance/language_step.h). Counted on every
+ * thread, at the cost of one atomic addition each. */
+size_t memory_allocations(void);
+void memory_counted(void);
+
 /* Bytes a program may hope to allocate: the physical memory, or the
  * address-space limit (ulimit -v) when that is smaller; *what names which
  * of the two it is, for a message. SIZE_MAX when neither is known. */

@@ -73,6 +73,7 @@ Tensor *tensor_alloc_with(int ndim, const int *shape, float *(*allocate)(size_t 
 
 static float *uninitialised_floats(size_t count)
 {
+    memory_counted();
     return malloc(count * sizeof(float));   /* shape_size kept count * 4 in range */
 }
 

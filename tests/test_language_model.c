@@ -27,6 +27,7 @@
 
 #include "../06_permutation_invariance/language_ladder.h"
 #include "../06_permutation_invariance/language_run.h"
+#include "../06_permutation_invariance/language_step.h"
 #include "fast/fast_exp.h"
 #include "gradcheck.h"
 #include "helpers.h"
@@ -1071,5 +1072,90 @@ Test(language_model, layer_norm_grouped_is_the_plain_one_bit_for_bit)
         free(grad_y);
         free(weight);
         free(bias);
+    }
+}
+
+/* A share of a step in memory laid out once (language_step.h) against the
+ * pieces one by one on the same fast kernels: the same losses, step after
+ * step, and the same parameters after, bit for bit; for an odd width of
+ * head (d = 8, not whole panels), an even batch and an odd one (shares of
+ * 2 and 1 windows, then 2 and 2), on one thread and two. */
+Test(language_model, the_share_step_is_the_pieces_bit_for_bit)
+{
+    enum { V = 20, C = 33, D = 40, H = 5, N = 2, STEPS_TAKEN = 4 };
+    int bytes[V];
+    for (int i = 0; i < V; i++)
+        bytes[i] = 40 + i;
+    for (int B = 3; B <= 4; B++)
+        for (int threads = 1; threads <= 2; threads++) {
+            Rng rng = rng_new(5), again = rng_new(5), text_rng = rng_new(6);
+            LanguageModel *fused = language_model_new(bytes, V, C, D, H, N, &rng);
+            LanguageModel *pieces = language_model_new(bytes, V, C, D, H, N, &again);
+            cr_assert(language_kernels("fast", threads, &fused->kernels));
+            cr_assert(language_kernels("fast", threads, &pieces->kernels));
+            cr_assert(fused->kernels.share_step == language_share_step,
+                      "the fast kernels run the share step");
+            pieces->kernels.share_step = NULL;
+            const LanguageTraining t = LANGUAGE_TRAINING;
+            Adam *adam_fused = language_adamw_new(fused, &t);
+            Adam *adam_pieces = language_adamw_new(pieces, &t);
+            int tokens[4 * (C + 1)];
+            for (int step = 0; step < STEPS_TAKEN; step++) {
+                draw_tokens(tokens, B * (C + 1), V, &text_rng);
+                const double a = language_model_train_step(fused, adam_fused, tokens, B, 1.0);
+                const double b = language_model_train_step(pieces, adam_pieces, tokens, B, 1.0);
+                cr_expect(a == b, "B %d, %d threads, step %d: loss %.9f in one pass, %.9f "
+                          "by the pieces", B, threads, step, a, b);
+            }
+            for (int i = 0; i < fused->num_params; i++) {
+                const Tensor *x = fused->params[i].value, *y = pieces->params[i].value;
+                cr_expect(memcmp(x->data, y->data, x->size * sizeof(float)) == 0,
+                          "B %d, %d threads: %s differs", B, threads, fused->params[i].name);
+            }
+            adam_free(adam_fused);
+            adam_free(adam_pieces);
+            language_model_free(fused);
+            language_model_free(pieces);
+        }
+}
+
+/* Memory laid out once: at the default sizes on two threads, after the
+ * first step (which makes the shares, their memory and the thread pool),
+ * 100 more steps allocate nothing (every allocation counted, memory.h);
+ * the pieces one by one allocate at every step. */
+Test(language_model, a_hundred_steps_after_the_first_allocate_nothing, .timeout = 120)
+{
+    const LanguageTraining t = LANGUAGE_TRAINING;
+    enum { V = 65, STEPS_TAKEN = 100 };
+    int bytes[V];
+    for (int i = 0; i < V; i++)
+        bytes[i] = 32 + i;
+    for (int fused = 1; fused >= 0; fused--) {
+        Rng rng = rng_new(1), text_rng = rng_new(2);
+        LanguageModel *m = language_model_new(bytes, V, t.context, t.num_hiddens, t.num_heads,
+                                              t.num_layers, &rng);
+        cr_assert(language_kernels("fast", 2, &m->kernels));
+        if (!fused)
+            m->kernels.share_step = NULL;
+        Adam *adam = language_adamw_new(m, &t);
+        int *tokens = checked_malloc((size_t)t.batch_size * (t.context + 1), sizeof *tokens);
+        draw_tokens(tokens, t.batch_size * (t.context + 1), V, &text_rng);
+        language_model_train_step(m, adam, tokens, t.batch_size, t.clip);
+        const size_t before = memory_allocations();
+        const int steps = fused ? STEPS_TAKEN : 2;
+        for (int step = 0; step < steps; step++) {
+            draw_tokens(tokens, t.batch_size * (t.context + 1), V, &text_rng);
+            language_model_train_step(m, adam, tokens, t.batch_size, t.clip);
+        }
+        const size_t made = memory_allocations() - before;
+        if (fused)
+            cr_expect(made == 0, "%d steps in memory laid out once made %zu allocations",
+                      steps, made);
+        else
+            cr_expect(made > 0, "the pieces one by one made no allocation: the count "
+                      "counts nothing");
+        free(tokens);
+        adam_free(adam);
+        language_model_free(m);
     }
 }

@@ -55,6 +55,7 @@ size_t fast_panels_size(int k, int n)
  * it takes 4. */
 static float *aligned_floats(size_t count)
 {
+    memory_counted();
     enum { HUGE_PAGE = 2 << 20, LARGE = 4 << 20 };
     size_t bytes = (count ? count : 1) * sizeof(float);
     if (bytes / sizeof(float) != (count ? count : 1))
@@ -488,6 +489,7 @@ typedef struct {
     atomic_int next_block;
     float **b_copies;       /* per thread: one chunk of B, (FAST_KC, FAST_NC) as panels */
     float **a_copies;       /* per thread, a_transposed: (FAST_MC, FAST_KC) of A as strips */
+    FastGemmScratch *scratch;   /* or NULL: one thread, these copies made by the caller */
 } Gemm;
 
 /* Of count items in groups of size, thread t's share [*first, *last), in
@@ -604,6 +606,8 @@ static void gemm_band(void *arg, int thread)
  * fast_multihead.c on why not in the workers). */
 static void gemm_threads(Gemm *g, int num_threads)
 {
+    if (g->scratch != NULL)
+        num_threads = 1;
     /* Threads that share C's rows each pack all of B; sharing its columns,
      * each packs its own part of B and reads all of A. The first suits a
      * tall C (a layer's m rows against a small weight), the second a
@@ -625,6 +629,12 @@ static void gemm_threads(Gemm *g, int num_threads)
     /* a chunk of B is at most (FAST_KC, FAST_NC), and no larger than B */
     const size_t chunk = fast_panels_size(g->k < FAST_KC ? g->k : FAST_KC,
                                           g->n < FAST_NC ? g->n : FAST_NC);
+    if (g->scratch != NULL) {   /* one thread, the caller's copies: nothing to allocate */
+        g->b_copies = &g->scratch->b_copy;
+        g->a_copies = &g->scratch->a_copy;
+        gemm_band(g, 0);
+        return;
+    }
     g->b_copies = g->panels == NULL ? checked_calloc((size_t)T, sizeof(float *)) : NULL;
     for (int t = 0; g->b_copies != NULL && t < T; t++)
         g->b_copies[t] = fast_alloc_panels(chunk);
@@ -723,6 +733,30 @@ static void linear_rows(int rows, int in, int out, const float *x, const float *
     gemm_threads(&g, num_threads);
 }
 
+void fast_gemm_scratch_alloc(FastGemmScratch *scratch)
+{
+    scratch->b_copy = fast_alloc_panels(fast_panels_size(FAST_KC, FAST_NC));
+    scratch->a_copy = fast_alloc_panels((size_t)FAST_MC * FAST_KC);
+}
+
+void fast_gemm_scratch_free(FastGemmScratch *scratch)
+{
+    fast_free_panels(scratch->b_copy);
+    fast_free_panels(scratch->a_copy);
+    *scratch = (FastGemmScratch){NULL, NULL};
+}
+
+void fast_linear_scratch(int rows, int in, int out, const float *x, const float *weight,
+                         const float *bias, float *y, FastGemmScratch *scratch)
+{
+    if (rows <= 0 || in <= 0 || out <= 0)
+        die("fast_linear_scratch: sizes (%d, %d, %d) must be positive", rows, in, out);
+    Gemm g = {.m = rows, .n = out, .k = in, .a = x, .lda = (size_t)in, .b = weight,
+              .ldb = (size_t)in, .b_transposed = true, .c = y, .ldc = (size_t)out,
+              .bias = bias, .scratch = scratch};
+    gemm_threads(&g, 1);
+}
+
 Tensor *fast_linear(const Tensor *x, const Tensor *weight, const Tensor *bias, int num_threads)
 {
     int rows, y_shape[TENSOR_MAX_DIMS];
@@ -801,22 +835,51 @@ static void add_column_sums(const float *grad_y, int rows, int out, float *bias_
     fast_parallel(job.num_threads, column_sums_band, &job);
 }
 
+/* fast_linear_backward_raw, on the caller's scratch (one thread) when
+ * scratch is not NULL */
+static void linear_backward_rows(int rows, int in, int out, const float *x,
+                                 const float *weight, const float *grad_y, float *grad_x,
+                                 float *grad_weight, float *grad_bias, int num_threads,
+                                 FastGemmScratch *scratch)
+{
+    if (rows <= 0 || in <= 0 || out <= 0) {   /* fast_gemm's empty products */
+        if (grad_x != NULL)
+            empty_product(rows, in, grad_x, (size_t)in, false);
+        return;
+    }
+    // y = x W^T + b backwards:
+    // grad_x (rows, in) = grad_y (rows, out) @ W (out, in)
+    if (grad_x != NULL) {
+        Gemm g = {.m = rows, .n = in, .k = out, .a = grad_y, .lda = (size_t)out, .b = weight,
+                  .ldb = (size_t)in, .c = grad_x, .ldc = (size_t)in, .scratch = scratch};
+        gemm_threads(&g, num_threads);
+    }
+    // grad_W (out, in) += grad_y^T (out, rows) @ x (rows, in)
+    if (grad_weight != NULL) {
+        Gemm g = {.m = out, .n = in, .k = rows, .a = grad_y, .lda = (size_t)out,
+                  .a_transposed = true, .b = x, .ldb = (size_t)in, .c = grad_weight,
+                  .ldc = (size_t)in, .accumulate = true, .scratch = scratch};
+        gemm_threads(&g, num_threads);
+    }
+    // grad_b (out,) += the sum of grad_y's rows
+    if (grad_bias != NULL)
+        add_column_sums(grad_y, rows, out, grad_bias, scratch != NULL ? 1 : num_threads);
+}
+
 void fast_linear_backward_raw(int rows, int in, int out, const float *x, const float *weight,
                               const float *grad_y, float *grad_x, float *grad_weight,
                               float *grad_bias, int num_threads)
 {
-    // y = x W^T + b backwards:
-    // grad_x (rows, in) = grad_y (rows, out) @ W (out, in)
-    if (grad_x != NULL)
-        fast_gemm(rows, in, out, grad_y, (size_t)out, false, weight, (size_t)in, false,
-                  grad_x, (size_t)in, false, num_threads);
-    // grad_W (out, in) += grad_y^T (out, rows) @ x (rows, in)
-    if (grad_weight != NULL)
-        fast_gemm(out, in, rows, grad_y, (size_t)out, true, x, (size_t)in, false,
-                  grad_weight, (size_t)in, true, num_threads);
-    // grad_b (out,) += the sum of grad_y's rows
-    if (grad_bias != NULL)
-        add_column_sums(grad_y, rows, out, grad_bias, num_threads);
+    linear_backward_rows(rows, in, out, x, weight, grad_y, grad_x, grad_weight, grad_bias,
+                         num_threads, NULL);
+}
+
+void fast_linear_backward_scratch(int rows, int in, int out, const float *x,
+                                  const float *weight, const float *grad_y, float *grad_x,
+                                  float *grad_weight, float *grad_bias, FastGemmScratch *scratch)
+{
+    linear_backward_rows(rows, in, out, x, weight, grad_y, grad_x, grad_weight, grad_bias, 1,
+                         scratch);
 }
 
 Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,

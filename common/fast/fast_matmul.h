@@ -92,6 +92,27 @@ void fast_linear_backward_raw(int rows, int in, int out, const float *x, const f
                               const float *grad_y, float *grad_x, float *grad_weight,
                               float *grad_bias, int num_threads);
 
+/* ---- products run again and again on one thread -------------------------
+ * fast_gemm makes its copies of B (and of A, when A is given transposed)
+ * at every call. A caller that runs many products on one thread (a share
+ * of a training step, 06_permutation_invariance/language_step.h) makes
+ * that memory once and hands it to the two below, which then allocate
+ * nothing. The same tiles in the same order as fast_linear_into and
+ * fast_linear_backward_raw on one thread: the same bits. */
+typedef struct {
+    float *b_copy;   /* one chunk of B as panels, (FAST_KC, FAST_NC) */
+    float *a_copy;   /* A^T's strips, (FAST_MC, FAST_KC) */
+} FastGemmScratch;
+void fast_gemm_scratch_alloc(FastGemmScratch *scratch);
+void fast_gemm_scratch_free(FastGemmScratch *scratch);
+/* y (rows, out) = x (rows, in) W^T + bias (NULL: none), W (out, in) */
+void fast_linear_scratch(int rows, int in, int out, const float *x, const float *weight,
+                         const float *bias, float *y, FastGemmScratch *scratch);
+/* fast_linear_backward_raw's three, on one thread with scratch */
+void fast_linear_backward_scratch(int rows, int in, int out, const float *x,
+                                  const float *weight, const float *grad_y, float *grad_x,
+                                  float *grad_weight, float *grad_bias, FastGemmScratch *scratch);
+
 /* ---- the pieces, for kernels that build their own loops ---------------- */
 /* Floats per vector in the fast files: 16 with AVX-512, else 8. */
 int fast_vector_width(void);

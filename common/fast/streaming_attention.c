@@ -119,14 +119,15 @@ static float dot_row(const float *a, const float *b, int n)
 
 /* ---- one block of queries ---------------------------------------------------- */
 
-typedef struct {
+struct StreamingScratch {
     float *q;      /* (Br, d)  the block's queries, already divided by sqrt(d) */
     float *s;      /* (FAST_MR, Bc) scores, then weights, of one tile's queries */
     float *o;      /* (Br, v)  running output, not yet divided by l */
     float *m;      /* (Br,)    running maximum */
     float *l;      /* (Br,)    running sum of exponentials */
     int *len;      /* (Br,)    valid length of each query */
-} Scratch;
+};
+typedef struct StreamingScratch Scratch;
 
 enum { BR = STREAM_BLOCK_QUERIES, BC = STREAM_BLOCK_KEYS };
 _Static_assert((int)FAST_MR <= (int)STREAM_TILE_QUERIES, "a tile's scores fit in the scratch");
@@ -312,6 +313,32 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
     rows_in_blocks(kv, queries, query_stride, num_queries, valid_lens, batch_index, first_query,
                    out, out_stride, logsumexp, &w);
     scratch_free(&w);
+}
+
+StreamingScratch *streaming_scratch_new(int key_size, int value_size)
+{
+    StreamingScratch *w = checked_malloc(1, sizeof *w);
+    scratch_alloc(w, key_size, value_size);
+    return w;
+}
+
+void streaming_scratch_free(StreamingScratch *scratch)
+{
+    if (scratch == NULL)
+        return;
+    scratch_free(scratch);
+    free(scratch);
+}
+
+void streaming_attention_rows_scratch(const PackedKeysValues *kv, const float *queries,
+                                      size_t query_stride, int num_queries,
+                                      const ValidLens *valid_lens, int batch_index,
+                                      int first_query, float *out, size_t out_stride,
+                                      float *logsumexp, StreamingScratch *scratch)
+{
+    if (num_queries > 0)
+        rows_in_blocks(kv, queries, query_stride, num_queries, valid_lens, batch_index,
+                       first_query, out, out_stride, logsumexp, scratch);
 }
 
 /* ---- the tensor form ----------------------------------------------------------- */

@@ -133,6 +133,18 @@ void streaming_attention_rows(const PackedKeysValues *kv, const float *queries,
                               const ValidLens *valid_lens, int batch_index, int first_query,
                               float *out, size_t out_stride, float *logsumexp);
 
+/* The same with the scratch memory the call needs made once by the caller
+ * (streaming_scratch_new, for heads of key_size d and value_size v), for
+ * a caller that runs it again and again on one thread: nothing allocated. */
+typedef struct StreamingScratch StreamingScratch;
+StreamingScratch *streaming_scratch_new(int key_size, int value_size);
+void streaming_scratch_free(StreamingScratch *scratch);   /* NULL is fine */
+void streaming_attention_rows_scratch(const PackedKeysValues *kv, const float *queries,
+                                      size_t query_stride, int num_queries,
+                                      const ValidLens *valid_lens, int batch_index,
+                                      int first_query, float *out, size_t out_stride,
+                                      float *logsumexp, StreamingScratch *scratch);
+
 /* One sequence (one head) for the backward: its rows anywhere in memory,
  * each matrix at its own row stride (in floats), so a head's columns of a
  * (B, T, D) tensor are used in place. The gradients are added into. */

@@ -17,6 +17,8 @@
 #include "attention_layer.h"
 #include "learn/mlp.h"
 
+struct LanguageModel;
+
 typedef struct {
     const char *name;                      /* "clear" or "fast" */
     AttentionForward attention;
@@ -29,6 +31,10 @@ typedef struct {
     /* work(arg, t) for t = 0 .. n-1, each share on a thread of its own
      * (fast_threads.h's fast_parallel), or one after the other */
     void (*parallel)(int n, void (*work)(void *arg, int t), void *arg);
+    /* a share of a training step (language_model_train_step) in one pass
+     * over memory laid out once, the same bits as the pieces one by one
+     * (06_permutation_invariance/language_step.h); NULL: the pieces */
+    double (*share_step)(struct LanguageModel *share, const int *tokens, int batch_size);
 } LanguageKernels;
 
 /* The clear table's parallel: every share on the calling thread, in turn. */
@@ -41,7 +47,7 @@ static inline void shares_in_turn(int n, void (*work)(void *arg, int t), void *a
 #define CLEAR_LANGUAGE_KERNELS                                                        \
     ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
                        clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1, \
-                       shares_in_turn})
+                       shares_in_turn, NULL})
 
 /* the table's attention as the pair attention_layer.h's calls take, its
  * linear layers with it */

@@ -228,6 +228,8 @@ void language_model_free(LanguageModel *model)
         return;
     for (int s = 0; s < LM_SHARES; s++)
         if (model->shares[s] != NULL) {   /* its gradients; the parameters are model's */
+            if (model->shares[s]->step_memory_free != NULL)
+                model->shares[s]->step_memory_free(model->shares[s]->step_memory);
             grads_free(model->shares[s]);
             free(model->shares[s]);
         }
@@ -478,6 +480,8 @@ static LanguageModel *share_of(LanguageModel *model, int s)
         *share = *model;
         for (int i = 0; i < LM_SHARES; i++)
             share->shares[i] = NULL;
+        share->step_memory = NULL;
+        share->step_memory_free = NULL;
         grads_new(share);
     }
     share->wte = model->wte;
@@ -507,9 +511,14 @@ static void step_shares(void *arg, int t)
         int first;
         const int count = share_windows(st->batch_size, s, &first);
         LanguageModel *share = st->model->shares[s];
+        const int *windows = st->tokens + (size_t)first * (C + 1);
+        // in one pass over the share's own memory when the kernels offer it
+        // and the model is whole, else the pieces one by one: the same bits
+        const bool whole = !share->parts.bigram && block_parts_whole(share->parts.block);
         st->losses[s] = count == 0 ? 0.0
-                                   : language_model_loss_grad(share, st->tokens +
-                                                              (size_t)first * (C + 1), count, C);
+                        : share->kernels.share_step != NULL && whole
+                            ? share->kernels.share_step(share, windows, count)
+                            : language_model_loss_grad(share, windows, count, C);
     }
 }
 

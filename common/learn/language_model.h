@@ -98,6 +98,10 @@ typedef struct LanguageModel {
      * each a model that borrows these parameters and has gradients of its
      * own; made by the first step, NULL before */
     struct LanguageModel *shares[LM_SHARES];
+    /* a share's memory for kernels.share_step, made by its first call and
+     * freed with the model by step_memory_free; NULL before */
+    void *step_memory;
+    void (*step_memory_free)(void *memory);
 } LanguageModel;
 
 /* ---- the vocabulary: a token is a byte ----------------------------------------- */

@@ -53,16 +53,14 @@ double cross_entropy(const Tensor *logits, const int *targets)
     return total / N;
 }
 
-/* logits (N, C), targets (N,) -> grad_logits (N, C) = grad_loss (softmax - onehot) / N */
-Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float grad_loss)
+/* logits (N, C), targets (N,) -> grad (N, C) = grad_loss (softmax - onehot) / N */
+void cross_entropy_backward_rows(const float *logits, const int *targets, int N, int C,
+                                 float grad_loss, float *grad)
 {
-    int C;
-    const int N = rows_of(logits, targets, &C);
-    Tensor *grad = tensor_zeros(logits->ndim, logits->shape);
     const double scale = (double)grad_loss / N;
     for (int i = 0; i < N; i++) {
-        const float *row = logits->data + (size_t)i * C;
-        float *grad_row = grad->data + (size_t)i * C;
+        const float *row = logits + (size_t)i * C;
+        float *grad_row = grad + (size_t)i * C;
         /* softmax(z)_j = exp(z_j - logsumexp(z)): the log-sum-exp of the
          * forward gives the probabilities without a second normalisation */
         const double lse = logsumexp_row(row, C);
@@ -71,6 +69,14 @@ Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float g
             grad_row[j] = (float)(scale * (p - (j == targets[i] ? 1.0 : 0.0)));
         }
     }
+}
+
+Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float grad_loss)
+{
+    int C;
+    const int N = rows_of(logits, targets, &C);
+    Tensor *grad = tensor_empty(logits->ndim, logits->shape);   /* every element written */
+    cross_entropy_backward_rows(logits->data, targets, N, C, grad_loss, grad->data);
     return grad;
 }
 
