@@ -73,6 +73,28 @@ static float *take(float **next, size_t count)
     return p;
 }
 
+/* block memory b, its buffers taken from the arena (R rows, D wide, F
+ * in the MLP, heads * T logsumexps) */
+static void lay_out_block(BlockMemory *b, float **next, size_t R, size_t D, size_t F,
+                          size_t logsumexps)
+{
+    b->x = take(next, R * D);
+    b->h1 = take(next, R * D);
+    b->mean1 = take(next, R);
+    b->rstd1 = take(next, R);
+    b->q = take(next, R * D);
+    b->k = take(next, R * D);
+    b->v = take(next, R * D);
+    b->concat = take(next, R * D);
+    b->logsumexp = take(next, logsumexps);
+    b->x_mid = take(next, R * D);
+    b->h2 = take(next, R * D);
+    b->mean2 = take(next, R);
+    b->rstd2 = take(next, R);
+    b->f = take(next, R * F);
+    b->g = take(next, R * F);
+}
+
 /* Every buffer of a share of B windows of T tokens, in one arena. */
 static ShareMemory *share_memory_new(const LanguageModel *m, int B, int T)
 {
@@ -86,24 +108,8 @@ static ShareMemory *share_memory_new(const LanguageModel *m, int B, int T)
     s->length = T;
     s->arena = fast_alloc_panels(total);
     float *next = s->arena;
-    for (int l = 0; l < m->num_layers; l++) {
-        BlockMemory *b = &s->blocks[l];
-        b->x = take(&next, R * D);
-        b->h1 = take(&next, R * D);
-        b->mean1 = take(&next, R);
-        b->rstd1 = take(&next, R);
-        b->q = take(&next, R * D);
-        b->k = take(&next, R * D);
-        b->v = take(&next, R * D);
-        b->concat = take(&next, R * D);
-        b->logsumexp = take(&next, (size_t)B * H * T);
-        b->x_mid = take(&next, R * D);
-        b->h2 = take(&next, R * D);
-        b->mean2 = take(&next, R);
-        b->rstd2 = take(&next, R);
-        b->f = take(&next, R * F);
-        b->g = take(&next, R * F);
-    }
+    for (int l = 0; l < m->num_layers; l++)
+        lay_out_block(&s->blocks[l], &next, R, D, F, (size_t)B * H * T);
     s->x_out = take(&next, R * D);
     s->hf = take(&next, R * D);
     s->meanf = take(&next, R);
