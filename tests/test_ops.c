@@ -3,6 +3,7 @@
 #include <criterion/redirect.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "helpers.h"
 #include "ops.h"
@@ -46,6 +47,33 @@ Test(ops, matmul_bt_uses_rows_of_b)
     tensor_free(B);
     tensor_free(C);
     tensor_free(expected);
+}
+
+/* matmul_bt_raw takes a few rows of A (a decoder's one token) as dot
+ * products and more rows through a copy of B^T: either way each output is
+ * summed in p order from 0, so it equals matmul_raw on B^T bit for bit */
+Test(ops, matmul_bt_is_matmul_of_the_transpose_bit_for_bit)
+{
+    Rng rng = rng_new(17);
+    const int sizes[][3] = {{1, 1, 1}, {1, 128, 512}, {1, 37, 5}, {3, 64, 65},
+                            {7, 33, 9}, {8, 17, 31}, {12, 40, 3}, {20, 70, 70}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const int m = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
+        Tensor *a = tensor_uniform(&rng, -1.0f, 1.0f, SHAPE(m, k));
+        Tensor *b = tensor_uniform(&rng, -3.0f, 3.0f, SHAPE(n, k));
+        Tensor *b_t = tensor_zeros(SHAPE(k, n));
+        for (int j = 0; j < n; j++)
+            for (int p = 0; p < k; p++)
+                AT2(b_t, p, j) = AT2(b, j, p);
+        Tensor *want = tensor_zeros(SHAPE(m, n)), *got = tensor_zeros(SHAPE(m, n));
+        matmul_raw(a->data, b_t->data, want->data, m, k, n);
+        matmul_bt_raw(a->data, b->data, got->data, m, k, n);
+        for (size_t i = 0; i < want->size; i++)
+            cr_assert(memcmp(&got->data[i], &want->data[i], sizeof(float)) == 0,
+                      "(%d, %d, %d): element %zu is %.9g, matmul of B^T gives %.9g", m, k, n,
+                      i, (double)got->data[i], (double)want->data[i]);
+        TENSOR_FREE(a, b, b_t, want, got);
+    }
 }
 
 Test(ops, batched_matmul_keeps_batches_apart)
