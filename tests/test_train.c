@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <float.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <math.h>
@@ -293,6 +294,34 @@ Test(optim, sgd_and_zero_grad)
     tensor_free(expected);
     tensor_free(grad);
     tensor_free(value);
+}
+
+/* parameters_finite looks at every number, in chunks: an infinity or a NaN
+ * anywhere (the first, inside a later chunk, the very last) is found, and
+ * the largest float, the smallest subnormal and -0 are finite */
+Test(train, parameters_finite_finds_every_infinity_and_nan)
+{
+    const size_t n = 10001;
+    Tensor *value = tensor_zeros(SHAPE((int)n)), *grad = tensor_zeros(SHAPE((int)n));
+    const Parameter params[2] = {{"small", grad, grad}, {"large", value, grad}};
+    value->data[5] = FLT_MAX;
+    value->data[6] = -FLT_MAX;
+    value->data[7] = 1e-45f;
+    value->data[8] = -0.0f;
+    cr_expect(parameters_finite(params, 2));
+    const float bad[] = {INFINITY, -INFINITY, NAN, -NAN};
+    const size_t at[] = {0, 4095, 4096, 8191, 9000, n - 1};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+        for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+            const float kept = value->data[at[i]];
+            value->data[at[i]] = bad[b];
+            cr_expect(!parameters_finite(params, 2), "%g at %zu not found", (double)bad[b],
+                      at[i]);
+            value->data[at[i]] = kept;
+        }
+    cr_expect(parameters_finite(params, 2));
+    tensor_free(value);
+    tensor_free(grad);
 }
 
 /* ---- tasks ----------------------------------------------------------------- */

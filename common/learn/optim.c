@@ -12,6 +12,7 @@
 #include "learn/internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,14 +30,27 @@ size_t parameters_count(const Parameter *params, int count)
     return total;
 }
 
-/* Every number of the values (or of the gradients) finite. */
+/* Every number of the values (or of the gradients) finite. A float is not
+ * finite when its eight exponent bits are all ones (an infinity or a NaN);
+ * the test runs on the bits, without a branch, so the loop runs in vectors,
+ * and a chunk's answers are looked at when the chunk ends. */
 static bool all_finite(const Parameter *params, int count, bool grads)
 {
+    enum { CHUNK = 4096 };
+    const uint32_t exponent = 0x7f800000u;
     for (int i = 0; i < count; i++) {
         const Tensor *x = grads ? params[i].grad : params[i].value;
-        for (size_t j = 0; j < x->size; j++)
-            if (!isfinite(x->data[j]))
+        for (size_t start = 0; start < x->size; start += CHUNK) {
+            const size_t end = x->size - start < CHUNK ? x->size : start + CHUNK;
+            uint32_t not_finite = 0;
+            for (size_t j = start; j < end; j++) {
+                uint32_t bits;
+                memcpy(&bits, &x->data[j], sizeof bits);
+                not_finite |= (bits & exponent) == exponent;
+            }
+            if (not_finite)
                 return false;
+        }
     }
     return true;
 }
