@@ -324,10 +324,8 @@ double language_share_step(LanguageModel *share, const int *tokens, int batch_si
     parameters_zero_grad(m->params, m->num_params);
     forward_share(m, s);
     // the loss and its gradient (cross_entropy_with_grad)
-    Tensor logits = {.data = s->logits, .ndim = 2, .shape = {R, m->vocab},
-                     .size = (size_t)R * m->vocab};
-    cross_entropy_backward_rows(s->logits, s->targets, R, m->vocab, 1.0f, s->grad_logits);
-    const double loss = cross_entropy(&logits, s->targets);
+    const double loss =
+        cross_entropy_backward_rows(s->logits, s->targets, R, m->vocab, 1.0f, s->grad_logits);
     backward_share(m, s);
     return loss;
 }

@@ -53,22 +53,26 @@ double cross_entropy(const Tensor *logits, const int *targets)
     return total / N;
 }
 
-/* logits (N, C), targets (N,) -> grad (N, C) = grad_loss (softmax - onehot) / N */
-void cross_entropy_backward_rows(const float *logits, const int *targets, int N, int C,
-                                 float grad_loss, float *grad)
+/* logits (N, C), targets (N,) -> grad (N, C) = grad_loss (softmax - onehot) / N;
+ * returns the mean of logsumexp(z) - z[y], summed as cross_entropy sums it */
+double cross_entropy_backward_rows(const float *logits, const int *targets, int N, int C,
+                                   float grad_loss, float *grad)
 {
     const double scale = (double)grad_loss / N;
+    double total = 0.0;
     for (int i = 0; i < N; i++) {
         const float *row = logits + (size_t)i * C;
         float *grad_row = grad + (size_t)i * C;
         /* softmax(z)_j = exp(z_j - logsumexp(z)): the log-sum-exp of the
          * forward gives the probabilities without a second normalisation */
         const double lse = logsumexp_row(row, C);
+        total += lse - (double)row[targets[i]];
         for (int j = 0; j < C; j++) {
             const double p = exp((double)row[j] - lse);
             grad_row[j] = (float)(scale * (p - (j == targets[i] ? 1.0 : 0.0)));
         }
     }
+    return total / N;
 }
 
 Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float grad_loss)
@@ -83,10 +87,12 @@ Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float g
 double cross_entropy_with_grad(const Tensor *logits, const int *targets, int *correct,
                                Tensor **grad_logits)
 {
+    int C;
+    const int N = rows_of(logits, targets, &C);
     if (correct != NULL)
         *correct = count_correct(logits, targets);
-    *grad_logits = cross_entropy_backward(logits, targets, 1.0f);
-    return cross_entropy(logits, targets);
+    *grad_logits = tensor_empty(logits->ndim, logits->shape);   /* every element written */
+    return cross_entropy_backward_rows(logits->data, targets, N, C, 1.0f, (*grad_logits)->data);
 }
 
 int count_correct(const Tensor *logits, const int *targets)

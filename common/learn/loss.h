@@ -33,9 +33,11 @@ double cross_entropy(const Tensor *logits, const int *targets);
  * grad_loss is dL/d(loss), 1 when the loss is what is minimised. */
 Tensor *cross_entropy_backward(const Tensor *logits, const int *targets, float grad_loss);
 /* The same on raw rows, into grad (N, C) that the caller holds (every
- * element written): for memory laid out once. */
-void cross_entropy_backward_rows(const float *logits, const int *targets, int N, int C,
-                                 float grad_loss, float *grad);
+ * element written): for memory laid out once. Returns the mean
+ * cross-entropy as cross_entropy gives it (the same bits), from the same
+ * log-sum-exp of each row. targets must be in [0, C): they are not checked. */
+double cross_entropy_backward_rows(const float *logits, const int *targets, int N, int C,
+                                   float grad_loss, float *grad);
 
 /* A training step's loss and its gradient at once: the mean cross-entropy
  * (returned), *correct (when not NULL) as count_correct gives it, and
