@@ -11,6 +11,7 @@
  */
 #include "language_step.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,6 +304,65 @@ static void backward_share(LanguageModel *m, ShareMemory *s)
 }
 
 /* ---- the step ---------------------------------------------------------------------- */
+
+/* ---- the end of the step ------------------------------------------------------------ */
+
+/* The shares' gradients summed with weights into model's (sum_shares'
+ * numbers: 0, then each share's added in turn), and the sum of their
+ * squares in double, parameter after parameter, in
+ * parameters_clip_grad_norm's order: one pass, on one thread. */
+static double sum_and_square(const LanguageModel *m, const float *weights)
+{
+    double square_sum = 0.0;
+    for (int i = 0; i < m->num_params; i++) {
+        float *grad = m->params[i].grad->data;
+        const float *share[LM_SHARES];
+        for (int s = 0; s < LM_SHARES; s++)
+            share[s] = m->shares[s]->params[i].grad->data;
+        for (size_t j = 0; j < m->params[i].grad->size; j++) {
+            float sum = 0.0f;
+            for (int s = 0; s < LM_SHARES; s++)
+                if (weights[s] != 0.0f)
+                    sum += weights[s] * share[s][j];
+            grad[j] = sum;
+            square_sum += (double)sum * sum;
+        }
+    }
+    return square_sum;
+}
+
+typedef struct {
+    const Adam *adam;
+    float coef;       /* the clip's factor, or 1: none */
+    int threads;
+} UpdateParts;
+
+/* thread t's part of every parameter (adam_update_part's): scaled by the
+ * clip's factor, then AdamW's step */
+static void update_part(void *arg, int t)
+{
+    const UpdateParts *u = arg;
+    for (int i = 0; u->coef < 1.0f && i < u->adam->count; i++) {
+        const Tensor *grad = u->adam->params[i].grad;
+        const size_t start = grad->size * (size_t)t / (size_t)u->threads;
+        const size_t end = grad->size * (size_t)(t + 1) / (size_t)u->threads;
+        for (size_t j = start; j < end; j++)
+            grad->data[j] *= u->coef;
+    }
+    adam_update_part(u->adam, t, u->threads);
+}
+
+void language_update(LanguageModel *model, Adam *adam, const float *weights, double max_norm,
+                     int threads)
+{
+    if (adam->params != model->params || adam->count != model->num_params)
+        die("language_update: adam must hold the model's own parameters");
+    // parameters_clip_grad_norm's factor, from the norm of the summed gradients
+    const double norm = sqrt(sum_and_square(model, weights));
+    const double coef = max_norm / (norm + 1e-6);
+    UpdateParts parts = {adam, coef < 1.0 ? (float)coef : 1.0f, threads < 1 ? 1 : threads};
+    model->kernels.parallel(parts.threads, update_part, &parts);
+}
 
 double language_share_step(LanguageModel *share, const int *tokens, int batch_size)
 {

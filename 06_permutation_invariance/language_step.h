@@ -42,4 +42,16 @@
  * thread. */
 double language_share_step(LanguageModel *share, const int *tokens, int batch_size);
 
+/* The end of language_model_train_step, after the shares (adam->step
+ * already counted): the shares' gradients summed with weights (LM_SHARES,)
+ * into model's, clipped to max_norm, and AdamW's step on threads threads.
+ * The pieces take four passes over the gradients: the sum (on the threads),
+ * the norm (on one: its sum is a chain, in order), the scaling (on one) and
+ * AdamW (on the threads). Here the sum and the norm are one pass on one
+ * thread, which costs what the chain costs, and the scaling is done by each
+ * thread on its part before AdamW: the same numbers in the same order, the
+ * same bits. */
+void language_update(LanguageModel *model, Adam *adam, const float *weights, double max_norm,
+                     int threads);
+
 #endif

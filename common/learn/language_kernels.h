@@ -16,6 +16,7 @@
 
 #include "attention_layer.h"
 #include "learn/mlp.h"
+#include "learn/optim.h"
 
 struct LanguageModel;
 
@@ -35,6 +36,12 @@ typedef struct {
      * over memory laid out once, the same bits as the pieces one by one
      * (06_permutation_invariance/language_step.h); NULL: the pieces */
     double (*share_step)(struct LanguageModel *share, const int *tokens, int batch_size);
+    /* with share_step: the end of a training step (the shares' gradients
+     * summed with weights[s], clipped to max_norm, AdamW's step taken) in
+     * fewer passes over memory, the same bits (language_step.h); NULL: the
+     * pieces */
+    void (*update)(struct LanguageModel *model, Adam *adam, const float *weights,
+                   double max_norm, int threads);
 } LanguageKernels;
 
 /* The clear table's parallel: every share on the calling thread, in turn. */
@@ -47,7 +54,7 @@ static inline void shares_in_turn(int n, void (*work)(void *arg, int t), void *a
 #define CLEAR_LANGUAGE_KERNELS                                                        \
     ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
                        clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1, \
-                       shares_in_turn, NULL})
+                       shares_in_turn, NULL, NULL})
 
 /* the table's attention as the pair attention_layer.h's calls take, its
  * linear layers with it */

@@ -551,21 +551,19 @@ static void sum_shares(void *arg, int t)
     }
 }
 
-/* tokens (B, C + 1) -> model's gradients, as language_model_train_step says;
- * returns the loss */
-static double loss_grad_in_shares(LanguageModel *model, const int *tokens, int batch_size)
+/* tokens (B, C + 1) -> each share's gradients, and weights[s] = B_s / B
+ * to sum them with; returns the loss */
+static double shares_loss_grad(LanguageModel *model, const int *tokens, int batch_size,
+                               float *weights)
 {
-    const int threads = share_threads(model);
-    StepShares st = {model, tokens, batch_size, threads, {0}};
-    SumShares sum = {.model = model, .threads = threads};
+    StepShares st = {model, tokens, batch_size, share_threads(model), {0}};
     for (int s = 0; s < LM_SHARES; s++)
         share_of(model, s);
-    model->kernels.parallel(threads, step_shares, &st);
+    model->kernels.parallel(st.threads, step_shares, &st);
     for (int s = 0; s < LM_SHARES; s++) {
         int first;
-        sum.weights[s] = (float)share_windows(batch_size, s, &first) / (float)batch_size;
+        weights[s] = (float)share_windows(batch_size, s, &first) / (float)batch_size;
     }
-    model->kernels.parallel(threads, sum_shares, &sum);
     return shares_mean(st.losses, batch_size);
 }
 
@@ -583,11 +581,19 @@ static void adam_part(void *arg, int t)
 double language_model_train_step(LanguageModel *model, Adam *adam, const int *tokens,
                                  int batch_size, double max_norm)
 {
-    const double loss = loss_grad_in_shares(model, tokens, batch_size);
+    SumShares sum = {.model = model, .threads = share_threads(model)};
+    const double loss = shares_loss_grad(model, tokens, batch_size, sum.weights);
+    adam->step++;
+    const bool whole = !model->parts.bigram && block_parts_whole(model->parts.block);
+    if (model->kernels.update != NULL && model->kernels.share_step != NULL && whole) {
+        // the three steps below in fewer passes over memory, the same bits
+        model->kernels.update(model, adam, sum.weights, max_norm, sum.threads);
+        return loss;
+    }
+    model->kernels.parallel(sum.threads, sum_shares, &sum);
     parameters_clip_grad_norm(model->params, model->num_params, max_norm);
     // adam_step, each thread on its part of every parameter
-    adam->step++;
-    AdamParts parts = {adam, share_threads(model)};
+    AdamParts parts = {adam, sum.threads};
     model->kernels.parallel(parts.threads, adam_part, &parts);
     return loss;
 }
