@@ -44,7 +44,6 @@ typedef struct {
     float *grad;                   /* (R, D) the stream's gradient */
     float *grad_h, *grad_q, *grad_k, *grad_v, *grad_x_k, *grad_x_v;   /* (R, D) */
     float *grad_f;                 /* (R, F) */
-    float *head_rows;              /* a head's K, V (T, d), dQ (T, d), dK, dV (T, d) */
     PackedKeysValues kv;           /* a head's keys and values, packed */
     StreamingScratch *forward_scratch;
     StreamingBackwardScratch backward_scratch;
@@ -103,7 +102,7 @@ static ShareMemory *share_memory_new(const LanguageModel *m, int B, int T)
     const size_t V = (size_t)m->vocab, H = (size_t)m->num_heads, d = D / H;
     const size_t per_block = 8 * R * D + 4 * R + 2 * R * F + (size_t)B * H * T;
     const size_t total = (size_t)m->num_layers * per_block + 2 * R * D + 2 * R + 2 * R * V +
-                         7 * R * D + R * F + 5 * (size_t)T * d;
+                         7 * R * D + R * F;
     ShareMemory *s = checked_calloc(1, sizeof *s);
     s->batch_size = B;
     s->length = T;
@@ -125,7 +124,6 @@ static ShareMemory *share_memory_new(const LanguageModel *m, int B, int T)
     s->grad_x_k = take(&next, R * D);
     s->grad_x_v = take(&next, R * D);
     s->grad_f = take(&next, R * F);
-    s->head_rows = take(&next, 5 * (size_t)T * d);
     s->inputs = checked_malloc(2 * R, sizeof *s->inputs);
     s->targets = s->inputs + R;
     s->causal = valid_lens_causal(B, T);
@@ -212,40 +210,33 @@ static void forward_share(const LanguageModel *m, ShareMemory *s)
 /* ---- backward ---------------------------------------------------------------------- */
 
 /* concat's gradient in s->grad_h -> grad_q, grad_k, grad_v, one (window,
- * head) at a time (fast_multihead.c's head_backward_worker) */
+ * head) at a time (fast_multihead.c's head_backward_worker), each head's
+ * columns read and written in place, at the stream's stride */
 static void attention_heads_backward(const LanguageModel *m, ShareMemory *s,
                                      const BlockMemory *b)
 {
     const int B = s->batch_size, T = s->length, D = m->num_hiddens, H = m->num_heads;
     const int d = D / H;
-    float *k_rows = s->head_rows, *v_rows = k_rows + (size_t)T * d;
-    float *dq = v_rows + (size_t)T * d, *dk = dq + (size_t)T * d, *dv = dk + (size_t)T * d;
+    const size_t stride = (size_t)D;
+    /* the heads add into their columns, which start at 0 */
+    memset(s->grad_q, 0, (size_t)B * T * D * sizeof(float));
+    memset(s->grad_k, 0, (size_t)B * T * D * sizeof(float));
+    memset(s->grad_v, 0, (size_t)B * T * D * sizeof(float));
     for (int job = 0; job < B * H; job++) {
         const size_t rows = (size_t)(job / H) * T * D + (size_t)(job % H) * d;
-        for (int t = 0; t < T; t++) {   /* the head's keys and values, rows of their own */
-            memcpy(k_rows + (size_t)t * d, b->k + rows + (size_t)t * D, (size_t)d * sizeof(float));
-            memcpy(v_rows + (size_t)t * d, b->v + rows + (size_t)t * D, (size_t)d * sizeof(float));
-        }
-        memset(dq, 0, 3 * (size_t)T * d * sizeof(float));
         AttentionRowsBackward head = {
             T, T, d, d,
-            b->q + rows, (size_t)D,
-            k_rows, (size_t)d,
-            v_rows, (size_t)d,
-            b->concat + rows, (size_t)D,
-            s->grad_h + rows, (size_t)D,
+            b->q + rows, stride,
+            b->k + rows, stride,
+            b->v + rows, stride,
+            b->concat + rows, stride,
+            s->grad_h + rows, stride,
             b->logsumexp + (size_t)job * T, s->causal, job / H,
-            dq, (size_t)d,
-            dk, (size_t)d,
-            dv, (size_t)d,
+            s->grad_q + rows, stride,
+            s->grad_k + rows, stride,
+            s->grad_v + rows, stride,
         };
         streaming_attention_backward_rows(&head, 0, T, &s->backward_scratch);
-        for (int t = 0; t < T; t++) {   /* into the head's columns */
-            const size_t at = rows + (size_t)t * D, own = (size_t)t * d;
-            memcpy(s->grad_q + at, dq + own, (size_t)d * sizeof(float));
-            memcpy(s->grad_k + at, dk + own, (size_t)d * sizeof(float));
-            memcpy(s->grad_v + at, dv + own, (size_t)d * sizeof(float));
-        }
     }
 }
 
