@@ -44,6 +44,7 @@ typedef struct {
     float *grad;                   /* (R, D) the stream's gradient */
     float *grad_h, *grad_q, *grad_k, *grad_v, *grad_x_k, *grad_x_v;   /* (R, D) */
     float *grad_f;                 /* (R, F) */
+    float *h1_panels;              /* a block's ln_1(x) as panels, for the Q, K, V weights */
     PackedKeysValues kv;           /* a head's keys and values, packed */
     StreamingScratch *forward_scratch;
     StreamingBackwardScratch backward_scratch;
@@ -102,7 +103,7 @@ static ShareMemory *share_memory_new(const LanguageModel *m, int B, int T)
     const size_t V = (size_t)m->vocab, H = (size_t)m->num_heads, d = D / H;
     const size_t per_block = 8 * R * D + 4 * R + 2 * R * F + (size_t)B * H * T;
     const size_t total = (size_t)m->num_layers * per_block + 2 * R * D + 2 * R + 2 * R * V +
-                         7 * R * D + R * F;
+                         7 * R * D + R * F + fast_panels_size((int)R, (int)D);
     ShareMemory *s = checked_calloc(1, sizeof *s);
     s->batch_size = B;
     s->length = T;
@@ -124,6 +125,7 @@ static ShareMemory *share_memory_new(const LanguageModel *m, int B, int T)
     s->grad_x_k = take(&next, R * D);
     s->grad_x_v = take(&next, R * D);
     s->grad_f = take(&next, R * F);
+    s->h1_panels = take(&next, fast_panels_size((int)R, (int)D));
     s->inputs = checked_malloc(2 * R, sizeof *s->inputs);
     s->targets = s->inputs + R;
     s->causal = valid_lens_causal(B, T);
@@ -262,12 +264,18 @@ static void block_backward_share(LanguageModel *m, ShareMemory *s, int l)
     fast_linear_backward_scratch(R, D, D, b->concat, a->W_o->data, s->grad, s->grad_h,
                                  ga->W_o->data, ga->b_o->data, &s->gemm);
     attention_heads_backward(m, s, b);
-    fast_linear_backward_scratch(R, D, D, b->h1, a->W_q->data, s->grad_q, s->grad_h,
-                                 ga->W_q->data, ga->b_q->data, &s->gemm);
-    fast_linear_backward_scratch(R, D, D, b->h1, a->W_k->data, s->grad_k, s->grad_x_k,
-                                 ga->W_k->data, ga->b_k->data, &s->gemm);
-    fast_linear_backward_scratch(R, D, D, b->h1, a->W_v->data, s->grad_v, s->grad_x_v,
-                                 ga->W_v->data, ga->b_v->data, &s->gemm);
+    // the three read ln_1(x): packed once for their weights' gradients
+    fast_pack_panels(b->h1, (size_t)D, false, R, D, s->h1_panels);
+    const float *weights[3] = {a->W_q->data, a->W_k->data, a->W_v->data};
+    const float *grads_y[3] = {s->grad_q, s->grad_k, s->grad_v};
+    float *grads_x[3] = {s->grad_h, s->grad_x_k, s->grad_x_v};
+    float *grads_w[3] = {ga->W_q->data, ga->W_k->data, ga->W_v->data};
+    float *grads_b[3] = {ga->b_q->data, ga->b_k->data, ga->b_v->data};
+    for (int i = 0; i < 3; i++) {
+        fast_linear_backward_scratch(R, D, D, b->h1, weights[i], grads_y[i], grads_x[i], NULL,
+                                     grads_b[i], &s->gemm);
+        fast_weight_grad_packed(R, D, D, s->h1_panels, grads_y[i], grads_w[i], &s->gemm);
+    }
     // ln_1(x) was read three times: its gradient is the three summed, then ln_1
     add_into(s->grad_h, s->grad_x_k, (size_t)R * D);
     add_into(s->grad_h, s->grad_x_v, (size_t)R * D);

@@ -1089,6 +1089,35 @@ Test(fast_backward, linear_and_its_backward_give_the_same_bits_on_any_thread_cou
     TENSOR_FREE(x, weight, bias, grad_y, expected);
 }
 
+/* A weight's gradient from its input packed once (fast_weight_grad_packed)
+ * against fast_linear_backward_raw's: the same bits, for rows past a chunk
+ * of k (FAST_KC), widths that are not whole panels, and a gradient that
+ * already holds a sum (it is added to). */
+Test(fast_backward, weight_gradient_from_a_packed_input_is_the_same_bits)
+{
+    const int shapes[][3] = {{5, 40, 7}, {384, 128, 128}, {700, 70, 33}, {1030, 32, 64}};
+    Rng rng = rng_new(43);
+    FastGemmScratch scratch;
+    fast_gemm_scratch_alloc(&scratch);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int rows = shapes[i][0], in = shapes[i][1], out = shapes[i][2];
+        Tensor *x = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(rows, in));
+        Tensor *weight = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in));
+        Tensor *grad_y = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(rows, out));
+        Tensor *want = tensor_normal(&rng, 0.0f, 1.0f, SHAPE(out, in)), *got = tensor_copy(want);
+        fast_linear_backward_raw(rows, in, out, x->data, weight->data, grad_y->data, NULL,
+                                 want->data, NULL, 1);
+        float *panels = fast_alloc_panels(fast_panels_size(rows, in));
+        fast_pack_panels(x->data, (size_t)in, false, rows, in, panels);
+        fast_weight_grad_packed(rows, in, out, panels, grad_y->data, got->data, &scratch);
+        cr_expect(same_bits(got, want), "(%d, %d, %d): the packed input's gradient differs",
+                  rows, in, out);
+        fast_free_panels(panels);
+        TENSOR_FREE(x, weight, grad_y, want, got);
+    }
+    fast_gemm_scratch_free(&scratch);
+}
+
 /* The streaming backward against dot_product_attention_backward on the
  * same inputs, with 1, 2 and 3 threads; masked keys and queries with no
  * key must get exactly 0. */

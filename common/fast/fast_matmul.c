@@ -882,6 +882,18 @@ void fast_linear_backward_scratch(int rows, int in, int out, const float *x,
                          scratch);
 }
 
+void fast_weight_grad_packed(int rows, int in, int out, const float *x_panels,
+                             const float *grad_y, float *grad_weight, FastGemmScratch *scratch)
+{
+    if (rows <= 0 || in <= 0 || out <= 0)
+        return;   /* an empty sum adds nothing */
+    // grad_W (out, in) += grad_y^T (out, rows) @ x (rows, in), as linear_backward_rows
+    Gemm g = {.m = out, .n = in, .k = rows, .a = grad_y, .lda = (size_t)out,
+              .a_transposed = true, .panels = x_panels, .c = grad_weight, .ldc = (size_t)in,
+              .accumulate = true, .scratch = scratch};
+    gemm_threads(&g, 1);
+}
+
 Tensor *fast_linear_backward(const Tensor *x, const Tensor *weight, const Tensor *grad_y,
                              Tensor *grad_weight, Tensor *grad_bias, int num_threads)
 {

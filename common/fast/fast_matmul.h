@@ -112,6 +112,12 @@ void fast_linear_scratch(int rows, int in, int out, const float *x, const float 
 void fast_linear_backward_scratch(int rows, int in, int out, const float *x,
                                   const float *weight, const float *grad_y, float *grad_x,
                                   float *grad_weight, float *grad_bias, FastGemmScratch *scratch);
+/* Its weight gradient alone, grad_weight (out, in) += grad_y^T x, with x
+ * (rows, in) given as panels (fast_pack_panels(x, in, false, rows, in,
+ * x_panels)): for an input that several layers read (Q, K and V read the
+ * same ln_1(x)), packed once. The same bits. */
+void fast_weight_grad_packed(int rows, int in, int out, const float *x_panels,
+                             const float *grad_y, float *grad_weight, FastGemmScratch *scratch);
 
 /* ---- the pieces, for kernels that build their own loops ---------------- */
 /* Floats per vector in the fast files: 16 with AVX-512, else 8. */
