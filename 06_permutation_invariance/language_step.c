@@ -277,8 +277,8 @@ static void block_backward_share(LanguageModel *m, ShareMemory *s, int l)
         fast_weight_grad_packed(R, D, D, s->h1_panels, grads_y[i], grads_w[i], &s->gemm);
     }
     // ln_1(x) was read three times: its gradient is the three summed, then ln_1
-    add_into(s->grad_h, s->grad_x_k, (size_t)R * D);
-    add_into(s->grad_h, s->grad_x_v, (size_t)R * D);
+    for (size_t i = 0; i < (size_t)R * D; i++)   /* (q + k) + v, in one pass */
+        s->grad_h[i] = s->grad_h[i] + s->grad_x_k[i] + s->grad_x_v[i];
     layer_norm_backward_grouped(s->grad_h, b->x, w->ln1_weight->data, b->mean1, b->rstd1,
                                 s->grad, gr->ln1_weight->data, gr->ln1_bias->data, R, D);
 }
