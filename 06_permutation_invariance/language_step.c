@@ -307,27 +307,39 @@ static void backward_share(LanguageModel *m, ShareMemory *s)
 /* ---- the end of the step ------------------------------------------------------------ */
 
 /* The shares' gradients summed with weights into model's (sum_shares'
- * numbers: 0, then each share's added in turn), and the sum of their
- * squares in double, parameter after parameter, in
- * parameters_clip_grad_norm's order: one pass, on one thread. */
-static double sum_and_square(const LanguageModel *m, const float *weights)
+ * numbers: 0, then each share's added in turn), and each sum's
+ * squares_sum, on the threads: thread t takes the parameters that start
+ * in its part of all the floats, whole, so every parameter's numbers are
+ * the same on any number of threads. */
+typedef struct {
+    const LanguageModel *model;
+    const float *weights;         /* (LM_SHARES,) */
+    size_t total;                 /* floats in all parameters */
+    int threads;
+    double squares[LM_MAX_PARAMS];
+} SumParts;
+
+static void sum_part(void *arg, int t)
 {
-    double square_sum = 0.0;
+    SumParts *p = arg;
+    const LanguageModel *m = p->model;
+    size_t offset = 0;
     for (int i = 0; i < m->num_params; i++) {
         float *grad = m->params[i].grad->data;
-        const float *share[LM_SHARES];
-        for (int s = 0; s < LM_SHARES; s++)
-            share[s] = m->shares[s]->params[i].grad->data;
-        for (size_t j = 0; j < m->params[i].grad->size; j++) {
-            float sum = 0.0f;
-            for (int s = 0; s < LM_SHARES; s++)
-                if (weights[s] != 0.0f)
-                    sum += weights[s] * share[s][j];
-            grad[j] = sum;
-            square_sum += (double)sum * sum;
+        const size_t size = m->params[i].grad->size;
+        const int owner = (int)(offset * (size_t)p->threads / p->total);
+        offset += size;
+        if (owner != t)
+            continue;
+        memset(grad, 0, size * sizeof *grad);   /* each sum starts at 0 */
+        for (int s = 0; s < LM_SHARES; s++) {
+            const float weight = p->weights[s], *share = m->shares[s]->params[i].grad->data;
+            if (weight != 0.0f)   /* the test out of the loop: it runs in vectors */
+                for (size_t j = 0; j < size; j++)
+                    grad[j] += weight * share[j];
         }
+        p->squares[i] = squares_sum(grad, size);
     }
-    return square_sum;
 }
 
 typedef struct {
@@ -356,8 +368,14 @@ void language_update(LanguageModel *model, Adam *adam, const float *weights, dou
 {
     if (adam->params != model->params || adam->count != model->num_params)
         die("language_update: adam must hold the model's own parameters");
-    // parameters_clip_grad_norm's factor, from the norm of the summed gradients
-    const double norm = sqrt(sum_and_square(model, weights));
+    // the shares summed, and parameters_clip_grad_norm's factor from their norm
+    SumParts sums = {model, weights, parameters_count(model->params, model->num_params),
+                     threads < 1 ? 1 : threads, {0}};
+    model->kernels.parallel(sums.threads, sum_part, &sums);
+    double square_sum = 0.0;
+    for (int i = 0; i < model->num_params; i++)   /* in parameter order */
+        square_sum += sums.squares[i];
+    const double norm = sqrt(square_sum);
     const double coef = max_norm / (norm + 1e-6);
     UpdateParts parts = {adam, coef < 1.0 ? (float)coef : 1.0f, threads < 1 ? 1 : threads};
     model->kernels.parallel(parts.threads, update_part, &parts);

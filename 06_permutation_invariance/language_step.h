@@ -46,11 +46,11 @@ double language_share_step(LanguageModel *share, const int *tokens, int batch_si
  * already counted): the shares' gradients summed with weights (LM_SHARES,)
  * into model's, clipped to max_norm, and AdamW's step on threads threads.
  * The pieces take four passes over the gradients: the sum (on the threads),
- * the norm (on one: its sum is a chain, in order), the scaling (on one) and
- * AdamW (on the threads). Here the sum and the norm are one pass on one
- * thread, which costs what the chain costs, and the scaling is done by each
- * thread on its part before AdamW: the same numbers in the same order, the
- * same bits. */
+ * the norm (on one: each parameter's squares_sum, added in order), the
+ * scaling (on one) and AdamW (on the threads). Here each thread sums whole
+ * parameters and takes their squares_sum while they are in its cache; the
+ * sums of squares are added in parameter order; and each thread scales its
+ * part before AdamW: the same numbers in the same order, the same bits. */
 void language_update(LanguageModel *model, Adam *adam, const float *weights, double max_norm,
                      int threads);
 

@@ -324,6 +324,26 @@ Test(train, parameters_finite_finds_every_infinity_and_nan)
     tensor_free(grad);
 }
 
+/* squares_sum counts every element once (whole numbers, whose sums of
+ * squares are exact in double), and adds in its documented order: 2^27
+ * and seven 1s give 2^54 + 4 from the eight sums, where one running sum
+ * would lose every 1 against 2^54 (its spacing there is 4). */
+Test(train, squares_sum_counts_every_element_in_its_order)
+{
+    float x[1000];
+    for (int j = 0; j < 1000; j++)
+        x[j] = (float)(j + 1);
+    const size_t sizes[] = {0, 1, 5, 8, 13, 999, 1000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const double n = (double)sizes[i];
+        cr_expect_eq(squares_sum(x, sizes[i]), n * (n + 1) * (2 * n + 1) / 6, "n = %zu",
+                     sizes[i]);
+    }
+    const float order[8] = {0x1p27f, 1, 1, 1, 1, 1, 1, 1};
+    cr_expect_eq(squares_sum(order, 8), 0x1p54 + 4, "got 2^54 + %g",
+                 squares_sum(order, 8) - 0x1p54);
+}
+
 /* ---- tasks ----------------------------------------------------------------- */
 
 Test(tasks, dictionary_examples_are_lookups)

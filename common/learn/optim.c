@@ -74,14 +74,26 @@ static void check_params(const Parameter *params, int count)
     }
 }
 
+double squares_sum(const float *x, size_t n)
+{
+    enum { SUMS = 8 };
+    double sums[SUMS] = {0};
+    size_t j = 0;
+    for (; j + SUMS <= n; j += SUMS)
+#pragma GCC unroll 8   /* so that the eight sums live in registers */
+        for (int s = 0; s < SUMS; s++)
+            sums[s] += (double)x[j + s] * x[j + s];
+    for (int s = 0; j + s < n; s++)   /* the last few, each to its own sum */
+        sums[s] += (double)x[j + s] * x[j + s];
+    return ((sums[0] + sums[1]) + (sums[2] + sums[3])) +
+           ((sums[4] + sums[5]) + (sums[6] + sums[7]));
+}
+
 double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm)
 {
     double square_sum = 0.0;
-    for (int i = 0; i < count; i++) {
-        const Tensor *g = params[i].grad;
-        for (size_t j = 0; j < g->size; j++)
-            square_sum += (double)g->data[j] * g->data[j];
-    }
+    for (int i = 0; i < count; i++)
+        square_sum += squares_sum(params[i].grad->data, params[i].grad->size);
     const double norm = sqrt(square_sum);
     const double coef = max_norm / (norm + 1e-6);
     if (coef < 1.0)

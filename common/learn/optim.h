@@ -48,10 +48,17 @@ void parameters_zero_grad(const Parameter *params, int count);
 size_t parameters_count(const Parameter *params, int count);
 /* true when every value is finite. */
 bool parameters_finite(const Parameter *params, int count);
+/* The sum of x[j]^2 over x (n,), in double: eight running sums, x[j]^2
+ * added to sum j % 8, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)).
+ * One running sum makes each addition wait for the one before (four
+ * cycles each); eight do not wait, and their order is fixed, so the bits
+ * are the same on every machine and thread count. */
+double squares_sum(const float *x, size_t n);
 /* Gradient clipping by global norm, torch.nn.utils.clip_grad_norm_: the
- * norm of all gradients as one vector; when it exceeds max_norm, every
- * gradient is multiplied by max_norm / (norm + 1e-6). Returns the norm
- * before clipping. */
+ * norm of all gradients as one vector (each gradient's squares_sum, added
+ * in parameter order); when it exceeds max_norm, every gradient is
+ * multiplied by max_norm / (norm + 1e-6). Returns the norm before
+ * clipping. */
 double parameters_clip_grad_norm(const Parameter *params, int count, double max_norm);
 
 typedef struct {
