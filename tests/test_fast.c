@@ -1049,7 +1049,7 @@ static bool same_bits(const Tensor *a, const Tensor *b)
 }
 
 /* Large enough that the rows and the column sums are shared out
- * (columns past one 256 chunk): every output the same bits on 1, 2 and 3
+ * (columns in several chunks, the last one short): every output the same bits on 1, 2 and 3
  * threads, and the bias gradient the sum of grad_y's rows taken in order,
  * in double, as the clear rule says. */
 Test(fast_backward, linear_and_its_backward_give_the_same_bits_on_any_thread_count)

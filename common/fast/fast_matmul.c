@@ -787,12 +787,33 @@ typedef struct {
 /* Thread t's band of columns, COLUMN_CHUNK at a time: each column summed
  * over every row in order, in double (rows may be many thousands), and
  * added once. A column is summed by one thread, whichever: the same bits
- * on any number of threads. The sums run HALF columns to a vector of
- * doubles (HALF floats widened), row after row: each column's sum is
- * still its own, taken in the order of the rows. */
-enum { COLUMN_CHUNK = 256, HALF = FAST_VEC / 2 };
+ * on any number of threads. A whole chunk is summed HALF columns to a
+ * vector of doubles (HALF floats widened), row after row, its eight
+ * vectors held in registers; each column's sum is still its own, taken in
+ * the order of the rows. */
+enum { HALF = FAST_VEC / 2, COLUMN_CHUNK = 8 * HALF };
 typedef float vhalf __attribute__((vector_size(HALF * sizeof(float))));
 typedef double vdouble __attribute__((vector_size(HALF * sizeof(double))));
+
+/* sums (COLUMN_CHUNK,) = the sums over rows rows of y's first
+ * COLUMN_CHUNK columns, y's rows at stride */
+static void chunk_sums(const float *y, int rows, size_t stride, double *sums)
+{
+    vdouble v[COLUMN_CHUNK / HALF];
+#pragma GCC unroll 8
+    for (int k = 0; k < COLUMN_CHUNK / HALF; k++)
+        v[k] = (vdouble){0};
+    for (int r = 0; r < rows; r++) {
+        const float *row = y + (size_t)r * stride;
+#pragma GCC unroll 8
+        for (int k = 0; k < COLUMN_CHUNK / HALF; k++) {
+            vhalf x;
+            memcpy(&x, row + k * HALF, sizeof x);
+            v[k] += __builtin_convertvector(x, vdouble);
+        }
+    }
+    memcpy(sums, v, sizeof v);
+}
 
 static void column_sums_band(void *arg, int thread)
 {
@@ -802,23 +823,13 @@ static void column_sums_band(void *arg, int thread)
         return;
     for (int c0 = first; c0 < last; c0 += COLUMN_CHUNK) {
         const int width = last - c0 < COLUMN_CHUNK ? last - c0 : COLUMN_CHUNK;
-        const int whole = width / HALF * HALF;   /* columns summed by vectors */
-        vdouble vsums[COLUMN_CHUNK / HALF];
-        double sums[COLUMN_CHUNK] = {0};          /* the rest, one by one */
-        for (int v = 0; v < whole / HALF; v++)
-            vsums[v] = (vdouble){0};
-        for (int r = 0; r < job->rows; r++) {
-            const float *row = job->grad_y + (size_t)r * job->out + c0;
-            for (int v = 0; v < whole / HALF; v++) {
-                vhalf x;
-                memcpy(&x, row + v * HALF, sizeof x);
-                vsums[v] += __builtin_convertvector(x, vdouble);
-            }
-            for (int c = whole; c < width; c++)
-                sums[c] += row[c];
-        }
-        for (int v = 0; v < whole / HALF; v++)
-            memcpy(sums + v * HALF, &vsums[v], sizeof vsums[v]);
+        double sums[COLUMN_CHUNK] = {0};
+        if (width == COLUMN_CHUNK)
+            chunk_sums(job->grad_y + c0, job->rows, (size_t)job->out, sums);
+        else   /* the last few columns, one by one */
+            for (int r = 0; r < job->rows; r++)
+                for (int c = 0; c < width; c++)
+                    sums[c] += job->grad_y[(size_t)r * job->out + c0 + c];
         for (int c = 0; c < width; c++)
             job->bias_grad[c0 + c] += (float)sums[c];
     }
