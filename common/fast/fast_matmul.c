@@ -275,12 +275,18 @@ static inline void kernel_tile(int kc, const float *a, size_t lda, const float *
 static void store_edge_tile(const float *tile, int tile_rows, int tile_cols, float *c,
                             size_t ldc, bool accumulate, const float *bias)
 {
-    for (int r = 0; r < tile_rows; r++)
-        for (int col = 0; col < tile_cols; col++) {
-            float *dst = c + (size_t)r * ldc + col;
-            const float value = tile[r * FAST_NR + col];
-            *dst = bias != NULL ? bias[col] + value : accumulate ? *dst + value : value;
-        }
+    for (int r = 0; r < tile_rows; r++) {
+        float *dst = c + (size_t)r * ldc;
+        const float *src = tile + r * FAST_NR;
+        if (bias != NULL)
+            for (int col = 0; col < tile_cols; col++)
+                dst[col] = bias[col] + src[col];
+        else if (accumulate)
+            for (int col = 0; col < tile_cols; col++)
+                dst[col] += src[col];
+        else
+            memcpy(dst, src, (size_t)tile_cols * sizeof(float));
+    }
 }
 
 /* A short group of rows (rows < MR) copied into MR rows of kc floats, the
