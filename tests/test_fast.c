@@ -616,6 +616,41 @@ Test(fast_exp, row_max_over_every_length)
         }
 }
 
+/* The padded forms read the last vector whole: over every length from 1
+ * to 70, with NaN, inf and huge values in the padding after n, the same
+ * maximum, the same sum and the same n weights, bit for bit, as the plain
+ * forms, and the padding of the exps set to 0. */
+Test(fast_exp, padded_forms_are_the_plain_ones_bit_for_bit)
+{
+    enum { N = 70, PAD = 16 };
+    const float junk[4] = {NAN, INFINITY, 1e30f, -INFINITY};
+    for (int n = 1; n <= N; n++) {
+        const int end = (n + fast_vector_width() - 1) / fast_vector_width() *
+                        fast_vector_width();
+        float plain[N + PAD], padded[N + PAD];
+        for (int j = 0; j < N + PAD; j++)
+            plain[j] = j >= n ? junk[j % 4] : 0.37f * (float)((j * 29) % 17) - 2.5f;
+        if (n > 3)
+            plain[n / 2] = -INFINITY;   /* a masked score */
+        memcpy(padded, plain, sizeof plain);
+        const float max = fast_row_max(plain, (size_t)n);
+        const float max_padded = fast_row_max_padded(padded, (size_t)n);
+        cr_expect(memcmp(&max, &max_padded, sizeof max) == 0, "n %d: max %a, padded %a", n,
+                  (double)max, (double)max_padded);
+        const float sum = fast_exp_shift_sum(plain, (size_t)n, max);
+        const float sum_padded = fast_exp_shift_sum_padded(padded, (size_t)n, max);
+        cr_expect(memcmp(&sum, &sum_padded, sizeof sum) == 0, "n %d: sum %a, padded %a", n,
+                  (double)sum, (double)sum_padded);
+        cr_expect(memcmp(plain, padded, (size_t)n * sizeof(float)) == 0, "n %d: weights", n);
+        for (int j = n; j < end; j++)
+            cr_expect(padded[j] == 0.0f, "n %d: padding [%d] is %g, not 0", n, j,
+                      (double)padded[j]);
+        for (int j = end; j < N + PAD; j++)
+            cr_expect(memcmp(&padded[j], &plain[j], sizeof(float)) == 0,
+                      "n %d: [%d] past the last vector was written", n, j);
+    }
+}
+
 /* ---- streaming attention ----------------------------------------------------- */
 
 /* atol 1e-5 of the output's magnitude, as the fast path promises */

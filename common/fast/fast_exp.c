@@ -190,7 +190,19 @@ static inline vf load_partial(const float *x, size_t n, float fill)
     return load_vec(lanes);
 }
 
-float fast_row_max(const float *row, size_t n)
+/* The first n lanes (n < FAST_VEC) of the vector at x, the others fill,
+ * from a load of the whole vector: x must be readable that far. The
+ * same lanes as load_partial, without its trip through memory. */
+static inline vf load_first(const float *x, size_t n, float fill)
+{
+    static const int32_t index[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    vi lanes;
+    memcpy(&lanes, index, sizeof lanes);
+    return select_vec(lanes < (int32_t)n, load_vec(x), (vf){0} + fill);
+}
+
+/* fast_row_max, and (padded) fast_row_max_padded */
+static inline float row_max(const float *row, size_t n, bool padded)
 {
     /* four running maxima: one alone would make every step wait for the
      * comparison before it */
@@ -205,11 +217,24 @@ float fast_row_max(const float *row, size_t n)
     for (; i + FAST_VEC <= n; i += FAST_VEC)
         m1 = max_vec(load_vec(row + i), m1);
     if (i < n)
-        m2 = max_vec(load_partial(row + i, n - i, -__builtin_inff()), m2);
+        m2 = max_vec(padded ? load_first(row + i, n - i, -__builtin_inff())
+                            : load_partial(row + i, n - i, -__builtin_inff()),
+                     m2);
     return reduce_lanes(max_vec(max_vec(m0, m1), max_vec(m2, m3)), true);
 }
 
-float fast_exp_shift_sum(float *row, size_t n, float shift)
+float fast_row_max(const float *row, size_t n)
+{
+    return row_max(row, n, false);
+}
+
+float fast_row_max_padded(const float *row, size_t n)
+{
+    return row_max(row, n, true);
+}
+
+/* fast_exp_shift_sum, and (padded) fast_exp_shift_sum_padded */
+static inline float exp_shift_sum(float *row, size_t n, float shift, bool padded)
 {
     /* One partial sum per lane, added together at the end: the vector
      * form of the sum (a different order than a scalar loop, so the
@@ -221,7 +246,12 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
         store_vec(row + i, e);
         sum += e;
     }
-    if (i < n) {
+    if (i < n && padded) {
+        /* the lanes past n are -inf, whose exp is 0, stored as such */
+        const vf e = exp_weights(load_first(row + i, n - i, -__builtin_inff()) - shift);
+        store_vec(row + i, e);
+        sum += e;
+    } else if (i < n) {
         /* the last few values through one vector padded with -inf, whose
          * exp is 0: they add nothing to the sum */
         float lanes[FAST_VEC];
@@ -230,6 +260,16 @@ float fast_exp_shift_sum(float *row, size_t n, float shift)
         memcpy(row + i, lanes, (n - i) * sizeof(float));
     }
     return reduce_lanes(sum, false);
+}
+
+float fast_exp_shift_sum(float *row, size_t n, float shift)
+{
+    return exp_shift_sum(row, n, shift, false);
+}
+
+float fast_exp_shift_sum_padded(float *row, size_t n, float shift)
+{
+    return exp_shift_sum(row, n, shift, true);
 }
 
 void fast_exp_sub(const float *x, const float *shift, float *y, size_t n)

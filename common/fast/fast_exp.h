@@ -33,6 +33,10 @@ float fast_expf(float x);
 /* The softmax's first step: the largest of row[0..n), n >= 1 (NaN
  * entries are passed over). */
 float fast_row_max(const float *row, size_t n);
+/* The same, for a row whose memory runs on to a whole number of vectors
+ * (n rounded up to a multiple of FAST_VEC floats): the last vector is
+ * read whole and its lanes past n set aside, not copied out first. */
+float fast_row_max_padded(const float *row, size_t n);
 
 /* The two softmax steps below take the exp of weights, exp(s - shift)
  * with shift at least the row's largest score, so every argument is at
@@ -45,6 +49,9 @@ float fast_row_max(const float *row, size_t n);
 /* The softmax step: row[i] = exp(row[i] - shift) in place, and return the
  * sum of the new row; -inf entries (masked scores) become exactly 0. */
 float fast_exp_shift_sum(float *row, size_t n, float shift);
+/* The same, for a row that runs on to a whole number of vectors: the
+ * floats past n in the last vector are set to 0. */
+float fast_exp_shift_sum_padded(float *row, size_t n, float shift);
 
 /* The backward's step: y[i] = exp(x[i] - shift[i]) for i < n, one shift
  * per element (y may be x). With shift = a row's logsumexp, this is the

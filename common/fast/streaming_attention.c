@@ -131,6 +131,7 @@ typedef struct StreamingScratch Scratch;
 
 enum { BR = STREAM_BLOCK_QUERIES, BC = STREAM_BLOCK_KEYS };
 _Static_assert((int)FAST_MR <= (int)STREAM_TILE_QUERIES, "a tile's scores fit in the scratch");
+_Static_assert(BC % FAST_VEC == 0, "a row of scores is a whole number of vectors");
 
 /* After the last block: out (rows, v) = o / l, and lse (rows,) when not
  * NULL. A query that saw no key (valid_len 0) has l = 0 and gets zeros,
@@ -196,7 +197,9 @@ static void online_softmax_tile(const Scratch *w, int r0, int tile_rows, const i
         if (valid == 0)
             continue;   /* nothing new for this query: m, l, o unchanged */
         /* pass 2: the new maximum and the weights under it */
-        float m_new = fast_row_max(s_row, (size_t)valid);
+        /* s_row runs on to BC floats, a whole number of vectors: the
+         * padded forms read the last vector whole */
+        float m_new = fast_row_max_padded(s_row, (size_t)valid);
         if (w->m[r] > m_new)
             m_new = w->m[r];
         /* exp(m - m') <= 1 shrinks what was summed under the old maximum;
@@ -205,7 +208,7 @@ static void online_softmax_tile(const Scratch *w, int r0, int tile_rows, const i
         float rescale = m_new == w->m[r]     ? 1.0f
                       : w->m[r] == -INFINITY ? 0.0f
                                              : fast_expf(w->m[r] - m_new);
-        w->l[r] = w->l[r] * rescale + fast_exp_shift_sum(s_row, (size_t)valid, m_new);
+        w->l[r] = w->l[r] * rescale + fast_exp_shift_sum_padded(s_row, (size_t)valid, m_new);
         w->m[r] = m_new;
         /* pass 3: o *= exp(m - m'), skipped when the maximum did not move */
         if (rescale != 1.0f)
