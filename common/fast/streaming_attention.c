@@ -481,6 +481,10 @@ void streaming_backward_scratch_alloc(StreamingBackwardScratch *w, int num_queri
     w->len = checked_malloc((size_t)T, sizeof(int));
     w->p = fast_alloc_panels((size_t)BK * BQ);
     w->dp = fast_alloc_panels((size_t)BK * BQ);
+    /* never read before written, but a skipped tile leaves what was there
+     * (block_pair): let that be numbers from the start */
+    memset(w->p, 0, (size_t)BK * BQ * sizeof(float));
+    memset(w->dp, 0, (size_t)BK * BQ * sizeof(float));
 }
 
 void streaming_backward_scratch_free(StreamingBackwardScratch *w)
@@ -527,13 +531,47 @@ static int prepare_sequence(const AttentionRowsBackward *a, StreamingBackwardScr
     return longest;
 }
 
+/* The causal mask's savings, at the grain of the register tile. Under a
+ * mask most of a block pair's corner is 0 (every weight and score
+ * gradient of a key no query sees), and a product term whose factor is
+ * exactly 0 changes no sum (an accumulator starts at +0, so it is never
+ * -0, and x + 0 = x): leaving the term out gives the same bits. So:
+ *
+ * - S^T and dP^T (keys, queries): in the rows of one tile of keys, the
+ *   panels of queries before the first that sees the tile's first key
+ *   are not computed (weights_and_score_grads writes their 0s);
+ * - dV += P^T dO and dK += dS^T Q, a sum over queries for each key: a tile
+ *   of keys starts its sum at the first query that sees its first key;
+ * - dQ += dS K, a sum over keys for each query: a tile of queries stops
+ *   its sum after the last key one of them sees.
+ *
+ * first_seeing[k] is the first query of the block that sees key k0 + k,
+ * counted in whole leading queries that do not (queries when none does). */
+static void first_seeing_queries(const int *len, int keys, int queries, int k0,
+                                 int *first_seeing)
+{
+    for (int k = 0; k < keys; k++) {
+        int q = 0;
+        while (q < queries && len[q] <= k0 + k)
+            q++;
+        first_seeing[k] = q;
+    }
+}
+
 /* p (keys, queries) at row stride BQ: its first `seen` rows S^T become
- * P^T = exp(S^T - lse), lse one value per query (column). */
-static void weights_of_scores(float *p, int seen, int queries, const float *lse)
+ * P^T = exp(S^T - lse), lse one value per query (column), from the vector
+ * that holds each row's first seeing query on (the columns before it are
+ * masked). */
+static void weights_of_scores(float *p, int seen, int queries, const float *lse,
+                              const int *first_seeing)
 {
     if (queries >= FAST_VEC) {
-        for (int k = 0; k < seen; k++)
-            fast_exp_sub(p + (size_t)k * BQ, lse, p + (size_t)k * BQ, (size_t)queries);
+        for (int k = 0; k < seen; k++) {
+            const int from = first_seeing[k] / FAST_VEC * FAST_VEC;
+            float *row = p + (size_t)k * BQ + from;
+            if (from < queries)
+                fast_exp_sub(row, lse + from, row, (size_t)(queries - from));
+        }
         return;
     }
     /* fewer queries than a vector has lanes (one query per sequence, say):
@@ -559,12 +597,14 @@ static void weights_of_scores(float *p, int seen, int queries, const float *lse)
  * (keys, queries) holds S^T and becomes P^T = exp(S^T - lse); dp holds
  * dP^T and becomes dS^T = P^T * (dP^T - delta), delta one value per query
  * (column). Key first_key + k is masked for query q when
- * first_key + k >= len[q]: its weight is exactly 0 (replaced, as the
- * forward's masked weights), and so is its score gradient. The mask as
- * loop bounds: rows below every length need none, rows at or past every
- * length are all 0. */
+ * first_key + k >= len[q]: its weight and its score gradient are set to
+ * exactly 0 (replaced, as the forward's masked weights), whatever p and dp
+ * held there: block_pair leaves the tiles that are wholly masked
+ * uncomputed. The mask as loop bounds: rows below every length need none,
+ * rows at or past every length are all 0. */
 static void weights_and_score_grads(float *p, float *dp, int keys, int queries, int first_key,
-                                    const float *lse, const float *delta, const int *len)
+                                    const float *lse, const float *delta, const int *len,
+                                    const int *first_seeing)
 {
     int shortest = len[0], longest = len[0];
     for (int q = 1; q < queries; q++) {
@@ -574,69 +614,105 @@ static void weights_and_score_grads(float *p, float *dp, int keys, int queries, 
     /* keys from longest on are seen by no query of the block */
     int seen = longest - first_key;
     seen = seen < 0 ? 0 : seen > keys ? keys : seen;
-    weights_of_scores(p, seen, queries, lse);
+    weights_of_scores(p, seen, queries, lse, first_seeing);
     for (int k = 0; k < keys; k++) {
         float *p_row = p + (size_t)k * BQ;
         float *dp_row = dp + (size_t)k * BQ;
         const int key = first_key + k;
-        if (k >= seen)
+        if (k >= seen) {
             memset(p_row, 0, (size_t)queries * sizeof(float));
-        const bool masked = key >= shortest && key < longest;
+            memset(dp_row, 0, (size_t)queries * sizeof(float));
+            continue;
+        }
+        const bool masked = key >= shortest;
         int q = 0;
         for (; q + FAST_VEC <= queries; q += FAST_VEC) {
             vf x = load_vec(p_row + q);
+            vf ds = x * (load_vec(dp_row + q) - load_vec(delta + q));
             if (masked) {
                 /* lanes whose query's length is at most key become 0 */
                 vi lens;
                 memcpy(&lens, len + q, sizeof lens);
-                x = (vf)((vi)x & (lens > key));
+                const vi seen_by = lens > key;
+                x = (vf)((vi)x & seen_by);
+                ds = (vf)((vi)ds & seen_by);
                 store_vec(p_row + q, x);
             }
-            store_vec(dp_row + q, x * (load_vec(dp_row + q) - load_vec(delta + q)));
+            store_vec(dp_row + q, ds);
         }
         for (; q < queries; q++) {
-            if (key >= len[q])
-                p_row[q] = 0.0f;
-            dp_row[q] = p_row[q] * (dp_row[q] - delta[q]);
+            const bool seen_by = key < len[q];
+            dp_row[q] = seen_by ? p_row[q] * (dp_row[q] - delta[q]) : 0.0f;
+            p_row[q] = seen_by ? p_row[q] : 0.0f;
         }
     }
 }
 
 /* The five products of one block pair: keys k0 .. k0 + keys - 1 against
- * queries q0 .. q0 + queries - 1. */
+ * queries q0 .. q0 + queries - 1, each a register tile of keys (or of
+ * queries, for dQ) at a time so that the masked corner is skipped (see
+ * first_seeing_queries). */
 static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch *w,
                        int k0, int keys, int q0, int queries)
 {
     const int T = a->num_queries, d = a->key_size, v = a->value_size;
-    const float *key_rows = a->keys + (size_t)k0 * a->key_stride;
-    const float *value_rows = a->values + (size_t)k0 * a->value_stride;
-    float *grad_keys = a->grad_keys + (size_t)k0 * a->grad_key_stride;
-    float *grad_values = a->grad_values + (size_t)k0 * a->grad_value_stride;
-    float *grad_queries = a->grad_queries + (size_t)q0 * a->grad_query_stride;
+    const int *len = w->len + q0;
     /* A transposed panel starts every FAST_NR queries, and q0 is a
      * multiple of BQ, itself a multiple of FAST_NR; a plain panel holds all
      * T rows, this block's from row q0. */
-    const size_t q_panel = (size_t)(q0 / FAST_NR);
+    const float *q_panels_t = w->query_panels_t + (size_t)(q0 / FAST_NR) * d * FAST_NR;
+    const float *go_panels_t = w->grad_output_panels_t + (size_t)(q0 / FAST_NR) * v * FAST_NR;
     const size_t rows_stride = (size_t)T * FAST_NR;
+    int first_seeing[BK];
+    first_seeing_queries(len, keys, queries, k0, first_seeing);
 
-    // pass 1 again: S^T = K_j (Q_i / sqrt(d))^T, (keys, queries)
-    fast_block(keys, queries, d, key_rows, a->key_stride,
-               w->query_panels_t + q_panel * d * FAST_NR, (size_t)d * FAST_NR, w->p, BQ, false);
-    // pass 4 backwards, its half that needs no weight: dP^T = V_j dO_i^T
-    fast_block(keys, queries, v, value_rows, a->value_stride,
-               w->grad_output_panels_t + q_panel * v * FAST_NR, (size_t)v * FAST_NR,
-               w->dp, BQ, false);
+    for (int i0 = 0; i0 < keys; i0 += FAST_MR) {
+        const int rows = keys - i0 < FAST_MR ? keys - i0 : FAST_MR;
+        const int from = first_seeing[i0] / FAST_NR * FAST_NR;   /* a whole panel */
+        if (from >= queries)
+            continue;
+        const size_t key = (size_t)(k0 + i0);
+        // pass 1 again: S^T = K_j (Q_i / sqrt(d))^T, (keys, queries)
+        fast_block(rows, queries - from, d, a->keys + key * a->key_stride, a->key_stride,
+                   q_panels_t + (size_t)from * d, (size_t)d * FAST_NR,
+                   w->p + (size_t)i0 * BQ + from, BQ, false);
+        // pass 4 backwards, its half that needs no weight: dP^T = V_j dO_i^T
+        fast_block(rows, queries - from, v, a->values + key * a->value_stride, a->value_stride,
+                   go_panels_t + (size_t)from * v, (size_t)v * FAST_NR,
+                   w->dp + (size_t)i0 * BQ + from, BQ, false);
+    }
     // pass 2 again: P^T = exp(S^T - lse), masked; pass 2 backwards: dS^T = P^T * (dP^T - delta)
     weights_and_score_grads(w->p, w->dp, keys, queries, k0, a->logsumexp + q0, w->delta + q0,
-                            w->len + q0);
-    // pass 4 backwards, the other half: dV_j += P^T dO_i
-    fast_block(keys, v, queries, w->p, BQ, w->grad_output_panels + (size_t)q0 * FAST_NR,
-               rows_stride, grad_values, a->grad_value_stride, true);
-    // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d), dQ_i += dS K_j / sqrt(d)
-    fast_block(keys, d, queries, w->dp, BQ, w->query_panels + (size_t)q0 * FAST_NR,
-               rows_stride, grad_keys, a->grad_key_stride, true);
-    fast_block_at(queries, d, keys, w->dp, BQ, w->key_panels, (size_t)keys * FAST_NR,
-                  grad_queries, a->grad_query_stride, true);
+                            len, first_seeing);
+    for (int i0 = 0; i0 < keys; i0 += FAST_MR) {
+        const int rows = keys - i0 < FAST_MR ? keys - i0 : FAST_MR;
+        const int from = first_seeing[i0];
+        if (from >= queries)
+            continue;
+        const size_t key = (size_t)(k0 + i0);
+        const float *go_panels = w->grad_output_panels + (size_t)(q0 + from) * FAST_NR;
+        const float *q_panels = w->query_panels + (size_t)(q0 + from) * FAST_NR;
+        // pass 4 backwards, the other half: dV_j += P^T dO_i
+        fast_block(rows, v, queries - from, w->p + (size_t)i0 * BQ + from, BQ, go_panels,
+                   rows_stride, a->grad_values + key * a->grad_value_stride,
+                   a->grad_value_stride, true);
+        // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d)
+        fast_block(rows, d, queries - from, w->dp + (size_t)i0 * BQ + from, BQ, q_panels,
+                   rows_stride, a->grad_keys + key * a->grad_key_stride, a->grad_key_stride,
+                   true);
+    }
+    // pass 1 backwards: dQ_i += dS K_j / sqrt(d), up to the last key a tile of queries sees
+    for (int i0 = 0; i0 < queries; i0 += FAST_MR) {
+        const int rows = queries - i0 < FAST_MR ? queries - i0 : FAST_MR;
+        int seen = 0;
+        for (int q = i0; q < i0 + rows; q++)
+            seen = len[q] - k0 > seen ? len[q] - k0 : seen;
+        seen = seen > keys ? keys : seen;
+        if (seen > 0)
+            fast_block_at(rows, d, seen, w->dp + i0, BQ, w->key_panels, (size_t)keys * FAST_NR,
+                          a->grad_queries + (size_t)(q0 + i0) * a->grad_query_stride,
+                          a->grad_query_stride, true);
+    }
 }
 
 void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first_key,
