@@ -648,24 +648,17 @@ static void weights_and_score_grads(float *p, float *dp, int keys, int queries, 
     }
 }
 
-/* The five products of one block pair: keys k0 .. k0 + keys - 1 against
- * queries q0 .. q0 + queries - 1, each a register tile of keys (or of
- * queries, for dQ) at a time so that the masked corner is skipped (see
- * first_seeing_queries). */
-static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch *w,
-                       int k0, int keys, int q0, int queries)
+/* The products of one block pair before the weights: S^T and dP^T
+ * (keys, queries), a register tile of keys at a time from the first panel
+ * of queries that sees the tile's first key (see first_seeing_queries). */
+static void score_tiles(const AttentionRowsBackward *a, StreamingBackwardScratch *w, int k0,
+                        int keys, int q0, int queries, const int *first_seeing)
 {
-    const int T = a->num_queries, d = a->key_size, v = a->value_size;
-    const int *len = w->len + q0;
+    const int d = a->key_size, v = a->value_size;
     /* A transposed panel starts every FAST_NR queries, and q0 is a
-     * multiple of BQ, itself a multiple of FAST_NR; a plain panel holds all
-     * T rows, this block's from row q0. */
+     * multiple of BQ, itself a multiple of FAST_NR. */
     const float *q_panels_t = w->query_panels_t + (size_t)(q0 / FAST_NR) * d * FAST_NR;
     const float *go_panels_t = w->grad_output_panels_t + (size_t)(q0 / FAST_NR) * v * FAST_NR;
-    const size_t rows_stride = (size_t)T * FAST_NR;
-    int first_seeing[BK];
-    first_seeing_queries(len, keys, queries, k0, first_seeing);
-
     for (int i0 = 0; i0 < keys; i0 += FAST_MR) {
         const int rows = keys - i0 < FAST_MR ? keys - i0 : FAST_MR;
         const int from = first_seeing[i0] / FAST_NR * FAST_NR;   /* a whole panel */
@@ -681,38 +674,59 @@ static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch 
                    go_panels_t + (size_t)from * v, (size_t)v * FAST_NR,
                    w->dp + (size_t)i0 * BQ + from, BQ, false);
     }
-    // pass 2 again: P^T = exp(S^T - lse), masked; pass 2 backwards: dS^T = P^T * (dP^T - delta)
-    weights_and_score_grads(w->p, w->dp, keys, queries, k0, a->logsumexp + q0, w->delta + q0,
-                            len, first_seeing);
+}
+
+/* The products of one block pair after the weights: dV_j += P^T dO_i and
+ * dK_j += dS^T Q_i / sqrt(d), a tile of keys at a time from the first query
+ * that sees its first key; dQ_i += dS K_j / sqrt(d), a tile of queries at a
+ * time up to the last key one of them sees. */
+static void gradient_tiles(const AttentionRowsBackward *a, StreamingBackwardScratch *w, int k0,
+                           int keys, int q0, int queries, const int *first_seeing)
+{
+    const int T = a->num_queries, d = a->key_size, v = a->value_size;
+    const int *len = w->len + q0;
+    const size_t rows_stride = (size_t)T * FAST_NR;   /* a plain panel holds all T rows */
     for (int i0 = 0; i0 < keys; i0 += FAST_MR) {
         const int rows = keys - i0 < FAST_MR ? keys - i0 : FAST_MR;
         const int from = first_seeing[i0];
         if (from >= queries)
             continue;
         const size_t key = (size_t)(k0 + i0);
-        const float *go_panels = w->grad_output_panels + (size_t)(q0 + from) * FAST_NR;
-        const float *q_panels = w->query_panels + (size_t)(q0 + from) * FAST_NR;
         // pass 4 backwards, the other half: dV_j += P^T dO_i
-        fast_block(rows, v, queries - from, w->p + (size_t)i0 * BQ + from, BQ, go_panels,
-                   rows_stride, a->grad_values + key * a->grad_value_stride,
-                   a->grad_value_stride, true);
+        fast_block(rows, v, queries - from, w->p + (size_t)i0 * BQ + from, BQ,
+                   w->grad_output_panels + (size_t)(q0 + from) * FAST_NR, rows_stride,
+                   a->grad_values + key * a->grad_value_stride, a->grad_value_stride, true);
         // pass 1 backwards: dK_j += dS^T Q_i / sqrt(d)
-        fast_block(rows, d, queries - from, w->dp + (size_t)i0 * BQ + from, BQ, q_panels,
-                   rows_stride, a->grad_keys + key * a->grad_key_stride, a->grad_key_stride,
-                   true);
+        fast_block(rows, d, queries - from, w->dp + (size_t)i0 * BQ + from, BQ,
+                   w->query_panels + (size_t)(q0 + from) * FAST_NR, rows_stride,
+                   a->grad_keys + key * a->grad_key_stride, a->grad_key_stride, true);
     }
-    // pass 1 backwards: dQ_i += dS K_j / sqrt(d), up to the last key a tile of queries sees
     for (int i0 = 0; i0 < queries; i0 += FAST_MR) {
         const int rows = queries - i0 < FAST_MR ? queries - i0 : FAST_MR;
         int seen = 0;
         for (int q = i0; q < i0 + rows; q++)
             seen = len[q] - k0 > seen ? len[q] - k0 : seen;
         seen = seen > keys ? keys : seen;
+        // pass 1 backwards: dQ_i += dS K_j / sqrt(d)
         if (seen > 0)
             fast_block_at(rows, d, seen, w->dp + i0, BQ, w->key_panels, (size_t)keys * FAST_NR,
                           a->grad_queries + (size_t)(q0 + i0) * a->grad_query_stride,
                           a->grad_query_stride, true);
     }
+}
+
+/* The five products of one block pair: keys k0 .. k0 + keys - 1 against
+ * queries q0 .. q0 + queries - 1, with the masked corner skipped. */
+static void block_pair(const AttentionRowsBackward *a, StreamingBackwardScratch *w,
+                       int k0, int keys, int q0, int queries)
+{
+    int first_seeing[BK];
+    first_seeing_queries(w->len + q0, keys, queries, k0, first_seeing);
+    score_tiles(a, w, k0, keys, q0, queries, first_seeing);
+    // pass 2 again: P^T = exp(S^T - lse), masked; pass 2 backwards: dS^T = P^T * (dP^T - delta)
+    weights_and_score_grads(w->p, w->dp, keys, queries, k0, a->logsumexp + q0, w->delta + q0,
+                            w->len + q0, first_seeing);
+    gradient_tiles(a, w, k0, keys, q0, queries, first_seeing);
 }
 
 void streaming_attention_backward_rows(const AttentionRowsBackward *a, int first_key,
