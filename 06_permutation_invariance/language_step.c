@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fast/fast_exp.h"
 #include "fast/fast_matmul.h"
 #include "fast/streaming_attention.h"
 #include "learn/embedding.h"
@@ -29,7 +30,7 @@ typedef struct {
     float *logsumexp;              /* (B H, T) */
     float *x_mid;                  /* (R, D) the stream after attention */
     float *h2, *mean2, *rstd2;     /* ln_2(x_mid) */
-    float *f, *g;                  /* (R, F) before and after GELU */
+    float *slope, *g;              /* (R, F) GELU's slope at fc's output, GELU's output */
 } BlockMemory;
 
 typedef struct {
@@ -92,7 +93,7 @@ static void lay_out_block(BlockMemory *b, float **next, size_t R, size_t D, size
     b->h2 = take(next, R * D);
     b->mean2 = take(next, R);
     b->rstd2 = take(next, R);
-    b->f = take(next, R * F);
+    b->slope = take(next, R * F);
     b->g = take(next, R * F);
 }
 
@@ -181,8 +182,9 @@ static void block_forward_share(const LanguageModel *m, ShareMemory *s, int l, f
     // step 2: out = x_mid + mlp(ln_2(x_mid))
     layer_norm_forward_grouped(b->x_mid, w->ln2_weight->data, w->ln2_bias->data, b->h2,
                                b->mean2, b->rstd2, R, D);
-    fast_linear_scratch(R, D, F, b->h2, w->fc_weight->data, w->fc_bias->data, b->f, &s->gemm);
-    m->kernels.gelu(b->f, b->g, (size_t)R * F);
+    fast_linear_scratch(R, D, F, b->h2, w->fc_weight->data, w->fc_bias->data, b->slope,
+                        &s->gemm);
+    fast_gelu_forward_slope(b->slope, b->g, (size_t)R * F);   /* fc's output -> the slope */
     fast_linear_scratch(R, F, D, b->g, w->proj_weight->data, w->proj_bias->data, next,
                         &s->gemm);
     add_into(next, b->x_mid, (size_t)R * D);
@@ -255,7 +257,8 @@ static void block_backward_share(LanguageModel *m, ShareMemory *s, int l)
     // step 2 backwards: proj, GELU, fc (mlp_backward), then ln_2
     fast_linear_backward_scratch(R, F, D, b->g, w->proj_weight->data, s->grad, s->grad_f,
                                  gr->proj_weight->data, gr->proj_bias->data, &s->gemm);
-    m->kernels.gelu_backward(b->f, s->grad_f, s->grad_f, (size_t)R * F);
+    for (size_t i = 0; i < (size_t)R * F; i++)   /* fast_gelu_backward, its slope kept */
+        s->grad_f[i] *= b->slope[i];
     fast_linear_backward_scratch(R, D, F, b->h2, w->fc_weight->data, s->grad_f, s->grad_h,
                                  gr->fc_weight->data, gr->fc_bias->data, &s->gemm);
     layer_norm_backward_grouped(s->grad_h, b->x_mid, w->ln2_weight->data, b->mean2, b->rstd2,

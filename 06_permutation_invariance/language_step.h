@@ -20,7 +20,9 @@
  * lives in one ShareMemory, sized for (B, T) by the first step:
  *
  *     per block l   x_l (R, D)       the stream coming in (x_N: after the last)
- *                   h1, Q, K, V, concat, x_mid, h2 (R, D); f, g (R, F)
+ *                   h1, Q, K, V, concat, x_mid, h2 (R, D); g (R, F) GELU's
+ *                   output, and its slope (R, F) at fc's output, kept for the
+ *                   backward (fast_gelu_forward_slope)
  *                   mean1, rstd1, mean2, rstd2 (R,); logsumexp (B H, T)
  *     after them    hf (R, D), meanf, rstdf (R,); logits, grad_logits (R, V)
  *     backward      grad (R, D) the stream's; six (R, D) and one (R, F) on

@@ -483,6 +483,42 @@ Test(language_model, fast_gelu_equals_clear)
     }
 }
 
+/* fast_gelu_forward_slope gives fast_gelu_forward's values bit for bit,
+ * and a slope that, times grad_g, is fast_gelu_backward's gradient bit
+ * for bit: at every length up to GELU_N (every tail), on the grid and at
+ * values where the gate's exp overflows or vanishes, and NaN. Nothing
+ * past n is written. */
+Test(language_model, fast_gelu_slope_is_the_forward_and_backward_bit_for_bit)
+{
+    float u[GELU_N + 6], grad_g[GELU_N + 6];
+    gelu_inputs(u);
+    const float extremes[6] = {-1e30f, -200.0f, 60.0f, 1e30f, -INFINITY, NAN};
+    memcpy(u + GELU_N, extremes, sizeof extremes);
+    Rng rng = rng_new(7);
+    for (int i = 0; i < GELU_N + 6; i++)
+        grad_g[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+    for (int n = 0; n <= GELU_N + 6; n++) {
+        const int first = n > GELU_N ? n - GELU_N : 0;   /* the extremes at the front too */
+        float value[GELU_N + 7], grad_f[GELU_N + 6], g[GELU_N + 7], slope[GELU_N + 7];
+        float *in = u + first;
+        const int count = n - first;
+        fast_gelu_forward(in, value, (size_t)count);
+        fast_gelu_backward(in, grad_g, grad_f, (size_t)count);
+        memcpy(slope, in, (size_t)count * sizeof(float));
+        slope[count] = g[count] = 7.0f;   /* past n: left alone */
+        fast_gelu_forward_slope(slope, g, (size_t)count);
+        cr_assert(slope[count] == 7.0f && g[count] == 7.0f, "n %d: wrote past n", count);
+        for (int i = 0; i < count; i++) {
+            const float product = grad_g[i] * slope[i];
+            cr_assert(memcmp(&g[i], &value[i], sizeof(float)) == 0 &&
+                          memcmp(&product, &grad_f[i], sizeof(float)) == 0,
+                      "n %d, gelu(%g): %.9g and %.9g, not %.9g and %.9g", count,
+                      (double)in[i], (double)g[i], (double)product, (double)value[i],
+                      (double)grad_f[i]);
+        }
+    }
+}
+
 /* ---- the whole backward against finite differences ------------------------------- */
 
 typedef struct {

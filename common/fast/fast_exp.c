@@ -335,3 +335,21 @@ void fast_gelu_backward(const float *f, const float *grad_g, float *grad_f, size
         memcpy(grad_f + i, lanes, (n - i) * sizeof(float));
     }
 }
+
+void fast_gelu_forward_slope(float *f, float *g, size_t n)
+{
+    size_t i = 0;
+    for (; i + FAST_VEC <= n; i += FAST_VEC) {
+        const vf u = load_vec(f + i);
+        store_vec(g + i, gelu_vec(u));
+        store_vec(f + i, gelu_slope_vec(u));
+    }
+    if (i < n) {
+        const vf u = load_partial(f + i, n - i, 0.0f);
+        float value[FAST_VEC], slope[FAST_VEC];
+        store_vec(value, gelu_vec(u));
+        store_vec(slope, gelu_slope_vec(u));
+        memcpy(g + i, value, (n - i) * sizeof(float));
+        memcpy(f + i, slope, (n - i) * sizeof(float));
+    }
+}

@@ -66,4 +66,11 @@ void fast_exp_sub(const float *x, const float *shift, float *y, size_t n);
 void fast_gelu_forward(const float *f, float *g, size_t n);
 void fast_gelu_backward(const float *f, const float *grad_g, float *grad_f, size_t n);
 
+/* Both at once for a training step: g = GELU(f), and f replaced by
+ * GELU's slope at f, all the backward needs of it. The gate is computed
+ * once for both, and the backward is then one product,
+ * grad_f[i] = grad_g[i] * slope[i]: the same bits as
+ * fast_gelu_backward(f, grad_g, grad_f, n) on the f before. */
+void fast_gelu_forward_slope(float *f, float *g, size_t n);
+
 #endif
