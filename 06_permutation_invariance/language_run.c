@@ -105,13 +105,14 @@ bool language_kernels(const char *name, int num_threads, LanguageKernels *kernel
     *kernels = (LanguageKernels){"fast", fast.forward, fast.backward, fast.linear,
                                  fast.linear_backward, fast_gelu_forward, fast_gelu_backward,
                                  num_threads, fast_parallel, language_share_step,
-                                 language_update};
+                                 language_update, language_prepare};
     // a build with a learner's pieces (make 06_permutation_invariance
     // EXERCISE=..., tests/grader/inside_run) defines inside_pieces: there
     // the pieces run one by one, each reaching the learner's code
     if (inside_pieces() != NULL) {
         kernels->share_step = NULL;
         kernels->update = NULL;
+        kernels->prepare = NULL;
     }
     return true;
 }

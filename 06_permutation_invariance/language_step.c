@@ -23,6 +23,109 @@
 #include "learn/loss.h"
 #include "learn/optim.h"
 
+/* ---- the weights, packed once a step ------------------------------------------------- */
+
+/* Every product of the step reads a weight as panels (fast_matmul.h):
+ * the forward W^T's (y = x W^T + b), the backward W's (grad_x = grad_y W).
+ * Packed by each share, every weight would be packed once per share
+ * and direction; here once a step, on the threads, for every share. */
+enum {
+    BLOCK_WEIGHTS = 6,   /* W_q, W_k, W_v, W_o, fc, proj */
+    PACKS = 2 * (BLOCK_WEIGHTS * LM_MAX_LAYERS + 1),   /* and wte, the unembedding */
+};
+
+typedef struct {
+    const float *weight;   /* (out, in) */
+    int out, in;
+    bool forward;          /* W^T's panels (k = in rows), or W's (k = out) */
+    size_t size;           /* floats of the panels */
+    float *panels;
+} Pack;
+
+/* pack[2 i] is weight i's forward panels, pack[2 i + 1] its backward
+ * ones; weight 6 l + j is block l's j-th (BLOCK_WEIGHTS' order), then wte */
+typedef struct {
+    Pack pack[PACKS];
+    int count, threads;
+    size_t total;          /* floats of every pack */
+    float *arena;
+} PackedWeights;
+
+static void packed_weights_free(void *memory)
+{
+    PackedWeights *p = memory;
+    if (p != NULL)
+        fast_free_panels(p->arena);
+    free(p);
+}
+
+/* p's packs for m's weights in their order, laid out in p->arena when it
+ * is not NULL (else only counted, into p->total) */
+static void list_packs(const LanguageModel *m, PackedWeights *p)
+{
+    const Tensor *weights[BLOCK_WEIGHTS * LM_MAX_LAYERS + 1];
+    int n = 0;
+    for (int l = 0; l < m->num_layers; l++) {
+        const Block *b = &m->blocks[l];
+        const MultiHeadAttention *a = b->attn;
+        const Tensor *own[BLOCK_WEIGHTS] = {a->W_q, a->W_k, a->W_v, a->W_o, b->fc_weight,
+                                            b->proj_weight};
+        for (int j = 0; j < BLOCK_WEIGHTS; j++)
+            weights[n++] = own[j];
+    }
+    weights[n++] = m->wte;
+    p->count = 2 * n;
+    p->total = 0;
+    for (int i = 0; i < p->count; i++) {
+        const Tensor *w = weights[i / 2];
+        const int out = w->shape[0], in = w->shape[1];
+        const bool forward = i % 2 == 0;
+        const size_t size = forward ? fast_panels_size(in, out) : fast_panels_size(out, in);
+        p->pack[i] = (Pack){w->data, out, in, forward, size,
+                            p->arena != NULL ? p->arena + p->total : NULL};
+        p->total += size;
+    }
+}
+
+/* thread t's packs: those that start in its part of all the floats */
+static void pack_part(void *arg, int t)
+{
+    const PackedWeights *p = arg;
+    size_t offset = 0;
+    for (int i = 0; i < p->count; i++) {
+        const Pack *k = &p->pack[i];
+        if ((int)(offset * (size_t)p->threads / p->total) == t)
+            fast_pack_panels(k->weight, (size_t)k->in, k->forward, k->forward ? k->in : k->out,
+                             k->forward ? k->out : k->in, k->panels);
+        offset += k->size;
+    }
+}
+
+/* m's weights packed into *memory (made by the first call, freed with
+ * free_memory), on threads threads by parallel */
+static const PackedWeights *pack_weights(const LanguageModel *m, void **memory,
+                                         void (**free_memory)(void *memory), int threads,
+                                         void (*parallel)(int, void (*)(void *, int), void *))
+{
+    PackedWeights *p = *memory;
+    if (p == NULL) {
+        p = *memory = checked_calloc(1, sizeof *p);
+        *free_memory = packed_weights_free;
+        list_packs(m, p);
+        p->arena = fast_alloc_panels(p->total);
+    }
+    list_packs(m, p);   /* the weights' addresses, read again each step */
+    p->threads = threads < 1 ? 1 : threads;
+    parallel(p->threads, pack_part, p);
+    return p;
+}
+
+const void *language_prepare(LanguageModel *model, int threads)
+{
+    return pack_weights(model, &model->step_memory, &model->step_memory_free, threads,
+                        model->kernels.parallel);
+}
+
 typedef struct {
     float *x;                      /* (R, D) the stream coming in */
     float *h1, *mean1, *rstd1;     /* ln_1(x) and its (R,) statistics */
@@ -50,6 +153,9 @@ typedef struct {
     StreamingScratch *forward_scratch;
     StreamingBackwardScratch backward_scratch;
     FastGemmScratch gemm;
+    const PackedWeights *weights;  /* this step's: the whole model's (prepared), or own */
+    void *own;                     /* the share's own packs, made when none are prepared */
+    void (*own_free)(void *memory);
 } ShareMemory;
 
 static void share_memory_free(void *memory)
@@ -64,6 +170,8 @@ static void share_memory_free(void *memory)
     streaming_scratch_free(s->forward_scratch);
     streaming_backward_scratch_free(&s->backward_scratch);
     fast_gemm_scratch_free(&s->gemm);
+    if (s->own_free != NULL)
+        s->own_free(s->own);
     free(s);
 }
 
@@ -144,6 +252,35 @@ static void add_into(float *x, const float *y, size_t n)
         x[i] += y[i];
 }
 
+/* the weights in BLOCK_WEIGHTS' order, and the index of block l's j-th */
+enum { W_Q, W_K, W_V, W_O, FC, PROJ };
+#define WEIGHT(l, j) (BLOCK_WEIGHTS * (l) + (j))
+
+/* y (R, out) = x (R, in) W^T + b, weight's forward panels (fast_linear_scratch) */
+static void linear_packed(const ShareMemory *s, int weight, const float *x, const float *bias,
+                          float *y)
+{
+    const Pack *w = &s->weights->pack[2 * weight];
+    const int R = s->batch_size * s->length;
+    fast_gemm_packed(R, w->out, w->in, x, (size_t)w->in, w->panels, bias, y, (size_t)w->out,
+                     false, 1);
+}
+
+/* grad_x (R, in) = grad_y (R, out) W, on weight's backward panels; then
+ * W's and b's gradients added, each when not NULL, from x (R, in)
+ * (fast_linear_backward_scratch) */
+static void linear_backward_packed(ShareMemory *s, int weight, const float *x,
+                                   const float *grad_y, float *grad_x, float *grad_weight,
+                                   float *grad_bias)
+{
+    const Pack *w = &s->weights->pack[2 * weight + 1];
+    const int R = s->batch_size * s->length;
+    fast_gemm_packed(R, w->in, w->out, grad_y, (size_t)w->out, w->panels, NULL, grad_x,
+                     (size_t)w->in, false, 1);
+    fast_linear_backward_scratch(R, w->in, w->out, x, w->weight, grad_y, NULL, grad_weight,
+                                 grad_bias, &s->gemm);
+}
+
 /* ---- forward ----------------------------------------------------------------------- */
 
 /* Attention of block l's Q, K, V, one (window, head) at a time in order,
@@ -173,20 +310,18 @@ static void block_forward_share(const LanguageModel *m, ShareMemory *s, int l, f
     // step 1: x_mid = x + attention(ln_1(x))
     layer_norm_forward_grouped(b->x, w->ln1_weight->data, w->ln1_bias->data, b->h1, b->mean1,
                                b->rstd1, R, D);
-    fast_linear_scratch(R, D, D, b->h1, a->W_q->data, a->b_q->data, b->q, &s->gemm);
-    fast_linear_scratch(R, D, D, b->h1, a->W_k->data, a->b_k->data, b->k, &s->gemm);
-    fast_linear_scratch(R, D, D, b->h1, a->W_v->data, a->b_v->data, b->v, &s->gemm);
+    linear_packed(s, WEIGHT(l, W_Q), b->h1, a->b_q->data, b->q);
+    linear_packed(s, WEIGHT(l, W_K), b->h1, a->b_k->data, b->k);
+    linear_packed(s, WEIGHT(l, W_V), b->h1, a->b_v->data, b->v);
     attention_heads(m, s, b);
-    fast_linear_scratch(R, D, D, b->concat, a->W_o->data, a->b_o->data, b->x_mid, &s->gemm);
+    linear_packed(s, WEIGHT(l, W_O), b->concat, a->b_o->data, b->x_mid);
     add_into(b->x_mid, b->x, (size_t)R * D);
     // step 2: out = x_mid + mlp(ln_2(x_mid))
     layer_norm_forward_grouped(b->x_mid, w->ln2_weight->data, w->ln2_bias->data, b->h2,
                                b->mean2, b->rstd2, R, D);
-    fast_linear_scratch(R, D, F, b->h2, w->fc_weight->data, w->fc_bias->data, b->slope,
-                        &s->gemm);
+    linear_packed(s, WEIGHT(l, FC), b->h2, w->fc_bias->data, b->slope);
     fast_gelu_forward_slope(b->slope, b->g, (size_t)R * F);   /* fc's output -> the slope */
-    fast_linear_scratch(R, F, D, b->g, w->proj_weight->data, w->proj_bias->data, next,
-                        &s->gemm);
+    linear_packed(s, WEIGHT(l, PROJ), b->g, w->proj_bias->data, next);
     add_into(next, b->x_mid, (size_t)R * D);
 }
 
@@ -208,7 +343,7 @@ static void forward_share(const LanguageModel *m, ShareMemory *s)
     // step 3: ln_f, then the tied unembedding (unembed)
     layer_norm_forward_grouped(s->x_out, m->lnf_weight->data, m->lnf_bias->data, s->hf,
                                s->meanf, s->rstdf, R, D);
-    fast_linear_scratch(R, D, m->vocab, s->hf, m->wte->data, NULL, s->logits, &s->gemm);
+    linear_packed(s, WEIGHT(m->num_layers, 0), s->hf, NULL, s->logits);   /* wte */
 }
 
 /* ---- backward ---------------------------------------------------------------------- */
@@ -249,34 +384,32 @@ static void attention_heads_backward(const LanguageModel *m, ShareMemory *s,
 static void block_backward_share(LanguageModel *m, ShareMemory *s, int l)
 {
     const Block *w = &m->blocks[l];
-    const MultiHeadAttention *a = w->attn;
     BlockGrads *gr = &m->grads[l];
     MultiHeadGrads *ga = gr->attn;
     const BlockMemory *b = &s->blocks[l];
     const int R = s->batch_size * s->length, D = m->num_hiddens, F = 4 * D;
     // step 2 backwards: proj, GELU, fc (mlp_backward), then ln_2
-    fast_linear_backward_scratch(R, F, D, b->g, w->proj_weight->data, s->grad, s->grad_f,
-                                 gr->proj_weight->data, gr->proj_bias->data, &s->gemm);
+    linear_backward_packed(s, WEIGHT(l, PROJ), b->g, s->grad, s->grad_f, gr->proj_weight->data,
+                           gr->proj_bias->data);
     for (size_t i = 0; i < (size_t)R * F; i++)   /* fast_gelu_backward, its slope kept */
         s->grad_f[i] *= b->slope[i];
-    fast_linear_backward_scratch(R, D, F, b->h2, w->fc_weight->data, s->grad_f, s->grad_h,
-                                 gr->fc_weight->data, gr->fc_bias->data, &s->gemm);
+    linear_backward_packed(s, WEIGHT(l, FC), b->h2, s->grad_f, s->grad_h, gr->fc_weight->data,
+                           gr->fc_bias->data);
     layer_norm_backward_grouped(s->grad_h, b->x_mid, w->ln2_weight->data, b->mean2, b->rstd2,
                                 s->grad, gr->ln2_weight->data, gr->ln2_bias->data, R, D);
     // step 1 backwards: W_o, the heads, the three projections (fast_multihead_backward)
-    fast_linear_backward_scratch(R, D, D, b->concat, a->W_o->data, s->grad, s->grad_h,
-                                 ga->W_o->data, ga->b_o->data, &s->gemm);
+    linear_backward_packed(s, WEIGHT(l, W_O), b->concat, s->grad, s->grad_h, ga->W_o->data,
+                           ga->b_o->data);
     attention_heads_backward(m, s, b);
     // the three read ln_1(x): packed once for their weights' gradients
     fast_pack_panels(b->h1, (size_t)D, false, R, D, s->h1_panels);
-    const float *weights[3] = {a->W_q->data, a->W_k->data, a->W_v->data};
     const float *grads_y[3] = {s->grad_q, s->grad_k, s->grad_v};
     float *grads_x[3] = {s->grad_h, s->grad_x_k, s->grad_x_v};
     float *grads_w[3] = {ga->W_q->data, ga->W_k->data, ga->W_v->data};
     float *grads_b[3] = {ga->b_q->data, ga->b_k->data, ga->b_v->data};
     for (int i = 0; i < 3; i++) {
-        fast_linear_backward_scratch(R, D, D, b->h1, weights[i], grads_y[i], grads_x[i], NULL,
-                                     grads_b[i], &s->gemm);
+        linear_backward_packed(s, WEIGHT(l, W_Q + i), b->h1, grads_y[i], grads_x[i], NULL,
+                               grads_b[i]);
         fast_weight_grad_packed(R, D, D, s->h1_panels, grads_y[i], grads_w[i], &s->gemm);
     }
     // ln_1(x) was read three times: its gradient is the three summed, then ln_1
@@ -291,8 +424,8 @@ static void backward_share(LanguageModel *m, ShareMemory *s)
 {
     const int B = s->batch_size, T = s->length, R = B * T, D = m->num_hiddens;
     // step 3 backwards: the unembedding (wte's first part), then ln_f
-    fast_linear_backward_scratch(R, D, m->vocab, s->hf, m->wte->data, s->grad_logits, s->grad_h,
-                                 m->grad_wte->data, NULL, &s->gemm);
+    linear_backward_packed(s, WEIGHT(m->num_layers, 0), s->hf, s->grad_logits, s->grad_h,
+                           m->grad_wte->data, NULL);
     memset(s->grad, 0, (size_t)R * D * sizeof(float));
     layer_norm_backward_grouped(s->grad_h, s->x_out, m->lnf_weight->data, s->meanf, s->rstdf,
                                 s->grad, m->grad_lnf_weight->data, m->grad_lnf_bias->data, R, D);
@@ -396,6 +529,11 @@ double language_share_step(LanguageModel *share, const int *tokens, int batch_si
         s = m->step_memory = share_memory_new(m, B, T);
         m->step_memory_free = share_memory_free;
     }
+    // the weights as the products read them: packed for every share by
+    // language_prepare, or here
+    s->weights = m->prepared != NULL
+                     ? m->prepared
+                     : pack_weights(m, &s->own, &s->own_free, 1, shares_in_turn);
     for (int b = 0; b < B; b++)   /* split_tokens */
         for (int t = 0; t < T; t++) {
             s->inputs[b * T + t] = tokens[b * (T + 1) + t];

@@ -44,6 +44,15 @@
  * thread. */
 double language_share_step(LanguageModel *share, const int *tokens, int batch_size);
 
+/* The beginning of language_model_train_step, before the shares
+ * (kernels.prepare): every weight model's products read (each block's
+ * six, and wte for the unembedding) packed as panels (fast_matmul.h), for
+ * the forward and for the backward, on threads threads; made by the first
+ * call in model's step memory. Each share's step reads them, where it
+ * would otherwise pack each weight itself: once a step, not once per
+ * share. The same numbers, so the same bits. */
+const void *language_prepare(LanguageModel *model, int threads);
+
 /* The end of language_model_train_step, after the shares (adam->step
  * already counted): the shares' gradients summed with weights (LM_SHARES,)
  * into model's, clipped to max_norm, and AdamW's step on threads threads.

@@ -1116,7 +1116,8 @@ Test(language_model, layer_norm_grouped_is_the_plain_one_bit_for_bit)
  * kernels: the same losses, step after step, and the same parameters after,
  * bit for bit; for an odd width of head (d = 8, not whole panels), batches
  * of 1, 3 and 4 windows (shares of 1 and 0, 2 and 1, 2 and 2), steps clipped
- * and steps not, on one thread and two. */
+ * and steps not, on one thread and two; with the weights packed once a
+ * step for both shares (language_prepare) and by each share itself. */
 Test(language_model, the_share_step_is_the_pieces_bit_for_bit)
 {
     enum { V = 20, C = 33, D = 40, H = 5, N = 2, STEPS_TAKEN = 4 };
@@ -1125,18 +1126,23 @@ Test(language_model, the_share_step_is_the_pieces_bit_for_bit)
         bytes[i] = 40 + i;
     const int batches[] = {1, 3, 4};
     for (int b = 0; b < 3; b++)
-        for (int threads = 1; threads <= 2; threads++) {
-            const int B = batches[b];
+        for (int run = 0; run < 4; run++) {
+            const int B = batches[b], threads = 1 + run % 2;
+            const bool prepared = run < 2;
             Rng rng = rng_new(5), again = rng_new(5), text_rng = rng_new(6);
             LanguageModel *fused = language_model_new(bytes, V, C, D, H, N, &rng);
             LanguageModel *pieces = language_model_new(bytes, V, C, D, H, N, &again);
             cr_assert(language_kernels("fast", threads, &fused->kernels));
             cr_assert(language_kernels("fast", threads, &pieces->kernels));
             cr_assert(fused->kernels.share_step == language_share_step &&
-                          fused->kernels.update == language_update,
-                      "the fast kernels run the share step and the update");
+                          fused->kernels.update == language_update &&
+                          fused->kernels.prepare == language_prepare,
+                      "the fast kernels run the share step, the update and the packing");
+            if (!prepared)
+                fused->kernels.prepare = NULL;   /* each share packs its own */
             pieces->kernels.share_step = NULL;
             pieces->kernels.update = NULL;
+            pieces->kernels.prepare = NULL;
             const LanguageTraining t = LANGUAGE_TRAINING;
             Adam *adam_fused = language_adamw_new(fused, &t);
             Adam *adam_pieces = language_adamw_new(pieces, &t);
@@ -1147,13 +1153,17 @@ Test(language_model, the_share_step_is_the_pieces_bit_for_bit)
                 const double l1 = language_model_train_step(fused, adam_fused, tokens, B, max_norm);
                 const double l2 =
                     language_model_train_step(pieces, adam_pieces, tokens, B, max_norm);
-                cr_expect(l1 == l2, "B %d, %d threads, step %d: loss %.9f in one pass, %.9f "
-                          "by the pieces", B, threads, step, l1, l2);
+                cr_expect(l1 == l2, "B %d, %d threads, %s, step %d: loss %.9f in one pass, "
+                          "%.9f by the pieces", B, threads, prepared ? "prepared" : "own packs",
+                          step, l1, l2);
+                for (int sh = 0; sh < LM_SHARES; sh++)   /* the packs: for one step only */
+                    cr_assert(fused->shares[sh]->prepared == NULL, "share %d keeps its packs", sh);
             }
             for (int i = 0; i < fused->num_params; i++) {
                 const Tensor *x = fused->params[i].value, *y = pieces->params[i].value;
                 cr_expect(memcmp(x->data, y->data, x->size * sizeof(float)) == 0,
-                          "B %d, %d threads: %s differs", B, threads, fused->params[i].name);
+                          "B %d, %d threads, %s: %s differs", B, threads,
+                          prepared ? "prepared" : "own packs", fused->params[i].name);
             }
             adam_free(adam_fused);
             adam_free(adam_pieces);

@@ -42,6 +42,11 @@ typedef struct {
      * pieces */
     void (*update)(struct LanguageModel *model, Adam *adam, const float *weights,
                    double max_norm, int threads);
+    /* with share_step: the work every share of a step would do alike, done
+     * once before they run, on threads threads (the weights packed for the
+     * products); returns what each share's share_step reads in its model's
+     * prepared, kept in model. NULL: each share does its own */
+    const void *(*prepare)(struct LanguageModel *model, int threads);
 } LanguageKernels;
 
 /* The clear table's parallel: every share on the calling thread, in turn. */
@@ -54,7 +59,7 @@ static inline void shares_in_turn(int n, void (*work)(void *arg, int t), void *a
 #define CLEAR_LANGUAGE_KERNELS                                                        \
     ((LanguageKernels){"clear", clear_attention_forward, clear_attention_backward,     \
                        clear_linear, clear_linear_backward, gelu_forward, gelu_backward, 1, \
-                       shares_in_turn, NULL, NULL})
+                       shares_in_turn, NULL, NULL, NULL})
 
 /* the table's attention as the pair attention_layer.h's calls take, its
  * linear layers with it */

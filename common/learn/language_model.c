@@ -233,6 +233,8 @@ void language_model_free(LanguageModel *model)
             grads_free(model->shares[s]);
             free(model->shares[s]);
         }
+    if (model->step_memory_free != NULL)
+        model->step_memory_free(model->step_memory);
     for (int l = 0; l < model->num_layers; l++) {
         Block *b = &model->blocks[l];
         multihead_free(b->attn);
@@ -482,6 +484,7 @@ static LanguageModel *share_of(LanguageModel *model, int s)
             share->shares[i] = NULL;
         share->step_memory = NULL;
         share->step_memory_free = NULL;
+        share->prepared = NULL;
         grads_new(share);
     }
     share->wte = model->wte;
@@ -559,7 +562,17 @@ static double shares_loss_grad(LanguageModel *model, const int *tokens, int batc
     StepShares st = {model, tokens, batch_size, share_threads(model), {0}};
     for (int s = 0; s < LM_SHARES; s++)
         share_of(model, s);
+    // the shares' common work once, for this step only (kernels.prepare)
+    const bool whole = !model->parts.bigram && block_parts_whole(model->parts.block);
+    const void *prepared = model->kernels.prepare != NULL && model->kernels.share_step != NULL &&
+                                   whole
+                               ? model->kernels.prepare(model, st.threads)
+                               : NULL;
+    for (int s = 0; s < LM_SHARES; s++)
+        model->shares[s]->prepared = prepared;
     model->kernels.parallel(st.threads, step_shares, &st);
+    for (int s = 0; s < LM_SHARES; s++)
+        model->shares[s]->prepared = NULL;
     for (int s = 0; s < LM_SHARES; s++) {
         int first;
         weights[s] = (float)share_windows(batch_size, s, &first) / (float)batch_size;

@@ -98,10 +98,14 @@ typedef struct LanguageModel {
      * each a model that borrows these parameters and has gradients of its
      * own; made by the first step, NULL before */
     struct LanguageModel *shares[LM_SHARES];
-    /* a share's memory for kernels.share_step, made by its first call and
-     * freed with the model by step_memory_free; NULL before */
+    /* memory for the kernels' step, made by its first call and freed with
+     * the model by step_memory_free, NULL before: a share's for
+     * kernels.share_step, the whole model's for kernels.prepare */
     void *step_memory;
     void (*step_memory_free)(void *memory);
+    /* in a share, during a step: what kernels.prepare made for it (in the
+     * whole model's memory); NULL otherwise */
+    const void *prepared;
 } LanguageModel;
 
 /* ---- the vocabulary: a token is a byte ----------------------------------------- */
