@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fast/fast_exp.h"
+#include "fast/fast_layer_norm.h"
 #include "fast/fast_matmul.h"
 #include "fast/streaming_attention.h"
 #include "learn/embedding.h"
@@ -308,8 +309,8 @@ static void block_forward_share(const LanguageModel *m, ShareMemory *s, int l, f
     BlockMemory *b = &s->blocks[l];
     const int R = s->batch_size * s->length, D = m->num_hiddens, F = 4 * D;
     // step 1: x_mid = x + attention(ln_1(x))
-    layer_norm_forward_grouped(b->x, w->ln1_weight->data, w->ln1_bias->data, b->h1, b->mean1,
-                               b->rstd1, R, D);
+    fast_layer_norm_forward(b->x, w->ln1_weight->data, w->ln1_bias->data, LAYER_NORM_EPS, b->h1,
+                            b->mean1, b->rstd1, R, D);
     linear_packed(s, WEIGHT(l, W_Q), b->h1, a->b_q->data, b->q);
     linear_packed(s, WEIGHT(l, W_K), b->h1, a->b_k->data, b->k);
     linear_packed(s, WEIGHT(l, W_V), b->h1, a->b_v->data, b->v);
@@ -317,8 +318,8 @@ static void block_forward_share(const LanguageModel *m, ShareMemory *s, int l, f
     linear_packed(s, WEIGHT(l, W_O), b->concat, a->b_o->data, b->x_mid);
     add_into(b->x_mid, b->x, (size_t)R * D);
     // step 2: out = x_mid + mlp(ln_2(x_mid))
-    layer_norm_forward_grouped(b->x_mid, w->ln2_weight->data, w->ln2_bias->data, b->h2,
-                               b->mean2, b->rstd2, R, D);
+    fast_layer_norm_forward(b->x_mid, w->ln2_weight->data, w->ln2_bias->data, LAYER_NORM_EPS,
+                            b->h2, b->mean2, b->rstd2, R, D);
     linear_packed(s, WEIGHT(l, FC), b->h2, w->fc_bias->data, b->slope);
     fast_gelu_forward_slope(b->slope, b->g, (size_t)R * F);   /* fc's output -> the slope */
     linear_packed(s, WEIGHT(l, PROJ), b->g, w->proj_bias->data, next);
@@ -341,8 +342,8 @@ static void forward_share(const LanguageModel *m, ShareMemory *s)
     for (int l = 0; l < m->num_layers; l++)
         block_forward_share(m, s, l, l + 1 < m->num_layers ? s->blocks[l + 1].x : s->x_out);
     // step 3: ln_f, then the tied unembedding (unembed)
-    layer_norm_forward_grouped(s->x_out, m->lnf_weight->data, m->lnf_bias->data, s->hf,
-                               s->meanf, s->rstdf, R, D);
+    fast_layer_norm_forward(s->x_out, m->lnf_weight->data, m->lnf_bias->data, LAYER_NORM_EPS,
+                            s->hf, s->meanf, s->rstdf, R, D);
     linear_packed(s, WEIGHT(m->num_layers, 0), s->hf, NULL, s->logits);   /* wte */
 }
 
@@ -395,8 +396,8 @@ static void block_backward_share(LanguageModel *m, ShareMemory *s, int l)
         s->grad_f[i] *= b->slope[i];
     linear_backward_packed(s, WEIGHT(l, FC), b->h2, s->grad_f, s->grad_h, gr->fc_weight->data,
                            gr->fc_bias->data);
-    layer_norm_backward_grouped(s->grad_h, b->x_mid, w->ln2_weight->data, b->mean2, b->rstd2,
-                                s->grad, gr->ln2_weight->data, gr->ln2_bias->data, R, D);
+    fast_layer_norm_backward(s->grad_h, b->x_mid, w->ln2_weight->data, b->mean2, b->rstd2, s->grad,
+                             gr->ln2_weight->data, gr->ln2_bias->data, R, D);
     // step 1 backwards: W_o, the heads, the three projections (fast_multihead_backward)
     linear_backward_packed(s, WEIGHT(l, W_O), b->concat, s->grad, s->grad_h, ga->W_o->data,
                            ga->b_o->data);
@@ -415,8 +416,8 @@ static void block_backward_share(LanguageModel *m, ShareMemory *s, int l)
     // ln_1(x) was read three times: its gradient is the three summed, then ln_1
     for (size_t i = 0; i < (size_t)R * D; i++)   /* (q + k) + v, in one pass */
         s->grad_h[i] = s->grad_h[i] + s->grad_x_k[i] + s->grad_x_v[i];
-    layer_norm_backward_grouped(s->grad_h, b->x, w->ln1_weight->data, b->mean1, b->rstd1,
-                                s->grad, gr->ln1_weight->data, gr->ln1_bias->data, R, D);
+    fast_layer_norm_backward(s->grad_h, b->x, w->ln1_weight->data, b->mean1, b->rstd1, s->grad,
+                             gr->ln1_weight->data, gr->ln1_bias->data, R, D);
 }
 
 /* grad_logits (R, V) -> every parameter's gradient added (language_model_backward) */
@@ -427,8 +428,8 @@ static void backward_share(LanguageModel *m, ShareMemory *s)
     linear_backward_packed(s, WEIGHT(m->num_layers, 0), s->hf, s->grad_logits, s->grad_h,
                            m->grad_wte->data, NULL);
     memset(s->grad, 0, (size_t)R * D * sizeof(float));
-    layer_norm_backward_grouped(s->grad_h, s->x_out, m->lnf_weight->data, s->meanf, s->rstdf,
-                                s->grad, m->grad_lnf_weight->data, m->grad_lnf_bias->data, R, D);
+    fast_layer_norm_backward(s->grad_h, s->x_out, m->lnf_weight->data, s->meanf, s->rstdf, s->grad,
+                             m->grad_lnf_weight->data, m->grad_lnf_bias->data, R, D);
     // step 2 backwards, from the last block
     for (int l = m->num_layers - 1; l >= 0; l--)
         block_backward_share(m, s, l);

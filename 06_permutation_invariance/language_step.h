@@ -13,11 +13,12 @@
  * one, each returning new tensors: the forward of a block, of its
  * attention, of its MLP, each freed after the backward. That is the code to
  * read, and what a learner's pieces plug into. This file runs the same
- * kernels in the same order (layer_norm_forward_grouped, the products of
- * fast_matmul.h, streaming attention per (window, head), fast GELU,
- * cross-entropy), so every loss and gradient has the same bits, but every
- * activation, every gradient on its way down and every kernel's scratch
- * lives in one ShareMemory, sized for (B, T) by the first step:
+ * arithmetic in the same order (layer norm as learn/ rounds it, in
+ * fast_layer_norm.h's vectors; the products of fast_matmul.h; streaming
+ * attention per (window, head); fast GELU; cross-entropy), so every loss
+ * and gradient has the same bits, but every activation, every gradient on
+ * its way down and every kernel's scratch lives in one ShareMemory, sized
+ * for (B, T) by the first step:
  *
  *     per block l   x_l (R, D)       the stream coming in (x_N: after the last)
  *                   h1, Q, K, V, concat, x_mid, h2 (R, D); g (R, F) GELU's

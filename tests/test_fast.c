@@ -33,8 +33,10 @@
 #include "attention.h"
 #include "fast/fast_exp.h"
 #include "fast/fast_internal.h"
+#include "fast/fast_layer_norm.h"
 #include "fast/fast_matmul.h"
 #include "helpers.h"
+#include "learn/layer_norm.h"
 #include "multihead.h"
 #include "fast/fast_multihead.h"
 #include "fast/fast_threads.h"
@@ -1797,4 +1799,71 @@ Test(fast_programs, streaming_program_checks_itself_at_other_sizes)
     cr_expect(strstr(r.out, "score [-0.1414]\n"), "%s", r.out);
     cr_expect(strstr(strstr(r.out, "[1.0550, 0.4547]") + 1, "[1.0550, 0.4547]"), "%s", r.out);
     run_result_free(&r);
+}
+
+/* ---- layer norm, rows side by side ------------------------------------------------- */
+
+/* The fast layer norm gives the clear one's bits, forward and backward
+ * (y, the statistics, grad_x added to, the parameters' gradients added
+ * to): for row counts that fill no group, one, several and a part of one,
+ * and widths that are a part of a square, whole squares and squares and
+ * a part; with rows far from 0 (cancellation in the variance) and
+ * constant rows (a variance of 0). Nothing past the last row is written. */
+Test(fast_layer_norm, the_clear_bits_forward_and_backward)
+{
+    const int all_rows[] = {1, 3, 15, 16, 17, 40, 48};
+    const int widths[] = {1, 2, 7, 16, 17, 40, 128};
+    Rng rng = rng_new(31);
+    for (int a = 0; a < 7; a++)
+        for (int b = 0; b < 7; b++) {
+            const int R = all_rows[a], D = widths[b];
+            const size_t n = (size_t)R * D;
+            float *x = checked_malloc(n, sizeof *x), *dy = checked_malloc(n, sizeof *dy);
+            float *y[2], *dx[2], *stats[2], *params[2];   /* [0] clear, [1] fast */
+            float w[128], bias[128];
+            for (size_t i = 0; i < n; i++) {
+                const int row = (int)(i / (size_t)D);
+                x[i] = row % 5 == 3 ? 2.5f   /* a constant row */
+                       : (row % 5 == 4 ? 1000.0f : 0.0f) + (float)rng_normal(&rng);
+                dy[i] = (float)rng_normal(&rng);
+            }
+            for (int j = 0; j < D; j++) {
+                w[j] = 1.0f + 0.1f * (float)rng_normal(&rng);
+                bias[j] = 0.1f * (float)rng_normal(&rng);
+            }
+            for (int v = 0; v < 2; v++) {
+                y[v] = checked_malloc(n + 1, sizeof(float));
+                dx[v] = checked_malloc(n + 1, sizeof(float));
+                stats[v] = checked_malloc(2 * (size_t)R + 2, sizeof(float));
+                params[v] = checked_malloc(2 * (size_t)D, sizeof(float));
+                y[v][n] = dx[v][n] = stats[v][R] = stats[v][2 * R + 1] = 7.0f;
+                for (size_t i = 0; i < n; i++)
+                    dx[v][i] = 0.5f;   /* added to */
+                for (int j = 0; j < 2 * D; j++)
+                    params[v][j] = 0.25f;
+            }
+            layer_norm_forward(x, w, bias, y[0], stats[0], stats[0] + R + 1, R, D);
+            fast_layer_norm_forward(x, w, bias, LAYER_NORM_EPS, y[1], stats[1], stats[1] + R + 1,
+                                    R, D);
+            layer_norm_backward(dy, x, w, stats[0], stats[0] + R + 1, dx[0], params[0],
+                                params[0] + D, R, D);
+            fast_layer_norm_backward(dy, x, w, stats[1], stats[1] + R + 1, dx[1], params[1],
+                                     params[1] + D, R, D);
+            cr_assert(memcmp(y[0], y[1], (n + 1) * sizeof(float)) == 0,
+                      "(%d, %d): y differs (or was written past its end)", R, D);
+            cr_assert(memcmp(stats[0], stats[1], (2 * (size_t)R + 2) * sizeof(float)) == 0,
+                      "(%d, %d): mean or rstd differs", R, D);
+            cr_assert(memcmp(dx[0], dx[1], (n + 1) * sizeof(float)) == 0,
+                      "(%d, %d): grad_x differs", R, D);
+            cr_assert(memcmp(params[0], params[1], 2 * (size_t)D * sizeof(float)) == 0,
+                      "(%d, %d): grad_weight or grad_bias differs", R, D);
+            for (int v = 0; v < 2; v++) {
+                free(y[v]);
+                free(dx[v]);
+                free(stats[v]);
+                free(params[v]);
+            }
+            free(x);
+            free(dy);
+        }
 }

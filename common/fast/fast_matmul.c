@@ -99,37 +99,6 @@ Tensor *fast_tensor_empty(int ndim, const int *shape)
     return tensor_alloc_with(ndim, shape, aligned_floats, false);
 }
 
-/* Eight rows of eight floats, transposed in registers: out[i][j] = in[j][i].
- * Three rounds of shuffles, each mixing pairs of vectors: after the first,
- * pairs of rows are interleaved float by float; after the second, groups
- * of four rows two floats at a time; after the third, each vector holds
- * one column. 24 shuffles instead of 64 single loads and stores. */
-typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
-
-static inline void transpose_8x8(v8f r[8])
-{
-    v8f t[8], u[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i += 4)
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2],
-                                                   0, 1, 8, 9, 4, 5, 12, 13);
-            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2],
-                                                       2, 3, 10, 11, 6, 7, 14, 15);
-        }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
 /* B (k, n) -> panels [j][p][16]: rows of B are contiguous, so each is
  * read whole (one stream for the hardware prefetcher) and cut into NR
  * floats per panel */
