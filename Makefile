@@ -294,7 +294,9 @@ bench: $(OUT)/05_multihead/bench $(OUT)/05_multihead/train $(OUT)/05_multihead/t
 # the share of the machine's fp32 peak (on as many threads, measured in
 # the same run) that this program's steps reach: at the default sizes,
 # and at sizes where the products dominate (D 256, 8 heads, context 128,
-# batch 16). Run it on a quiet machine.
+# batch 16). Each rate is the fastest of three timed rounds of 30 steps, on
+# both sides (a round another program slowed does not count). Run it on a
+# quiet machine.
 PYTHON ?= /usr/bin/python3
 LM_BENCH_LARGE := --hiddens 256 --heads 8 --context 128 --batch 16
 bench-language-model: $(OUT)/06_permutation_invariance/language_model

@@ -59,8 +59,12 @@ bool language_size(const char *name, LanguageTraining *t);
 bool language_kernels(const char *name, int num_threads, LanguageKernels *kernels);
 
 /* Training steps per second of a new model of t's sizes on the fast path
- * with num_threads threads, timed over steps steps after a few untimed
- * ones, on batches of the corpus's training part. */
+ * with num_threads threads, on batches of the corpus's training part:
+ * after BENCH_UNTIMED untimed steps, BENCH_ROUNDS rounds of steps steps
+ * each timed, the fastest round's rate. A round that another program on
+ * the machine slowed down does not count; make_language_model_fixtures.py
+ * --bench times PyTorch the same way. */
+enum { BENCH_UNTIMED = 3, BENCH_ROUNDS = 3 };
 double language_steps_per_second(const Corpus *corpus, const LanguageTraining *t,
                                  int num_threads, int steps);
 
