@@ -123,6 +123,8 @@ static const PackedWeights *pack_weights(const LanguageModel *m, void **memory,
 
 const void *language_prepare(LanguageModel *model, int threads)
 {
+    if (model->step_memory != NULL && model->step_memory_free != packed_weights_free)
+        die("this model's step memory is a share's: prepare the whole model");
     return pack_weights(model, &model->step_memory, &model->step_memory_free, threads,
                         model->kernels.parallel);
 }
@@ -504,7 +506,7 @@ void language_update(LanguageModel *model, Adam *adam, const float *weights, dou
                      int threads)
 {
     if (adam->params != model->params || adam->count != model->num_params)
-        die("language_update: adam must hold the model's own parameters");
+        die("adam must hold the model's own parameters");
     // the shares summed, and parameters_clip_grad_norm's factor from their norm
     SumParts sums = {model, weights, parameters_count(model->params, model->num_params),
                      threads < 1 ? 1 : threads, {0}};
@@ -523,7 +525,10 @@ double language_share_step(LanguageModel *share, const int *tokens, int batch_si
     LanguageModel *m = share;
     const int B = batch_size, T = m->context, R = B * T;
     if (m->parts.bigram || !block_parts_whole(m->parts.block))
-        die("language_share_step: the whole model only, not a rung of the build-up");
+        die("the whole model only, not a rung of the build-up");
+    if (m->step_memory != NULL && m->step_memory_free != share_memory_free)
+        die("this model's step memory is a whole model's packed weights: run the step on a "
+            "share (language_model_train_step)");
     ShareMemory *s = m->step_memory;
     if (s == NULL || s->batch_size != B) {
         share_memory_free(s);

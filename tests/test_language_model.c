@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1170,6 +1171,58 @@ Test(language_model, the_share_step_is_the_pieces_bit_for_bit)
             language_model_free(fused);
             language_model_free(pieces);
         }
+}
+
+/* A whole model's step memory holds its packed weights, a share's its
+ * activations: run on the other kind, each stops as on a bug (error.h's
+ * die: one line, then abort) rather than read the memory as the wrong
+ * thing. */
+enum { TINY_V = 20, TINY_C = 16, TINY_B = 2 };
+
+/* a one-block model on the fast kernels, one thread, and tokens (B, C + 1) for it */
+static LanguageModel *tiny_fast_model(int *tokens)
+{
+    int bytes[TINY_V];
+    for (int i = 0; i < TINY_V; i++)
+        bytes[i] = 40 + i;
+    Rng rng = rng_new(3), text_rng = rng_new(4);
+    LanguageModel *m = language_model_new(bytes, TINY_V, TINY_C, 32, 4, 1, &rng);
+    language_kernels("fast", 1, &m->kernels);
+    draw_tokens(tokens, TINY_B * (TINY_C + 1), TINY_V, &text_rng);
+    return m;
+}
+
+static void share_step_on_a_trained_whole_model(void)
+{
+    int tokens[TINY_B * (TINY_C + 1)];
+    LanguageModel *m = tiny_fast_model(tokens);
+    const LanguageTraining t = LANGUAGE_TRAINING;
+    Adam *adam = language_adamw_new(m, &t);
+    language_model_train_step(m, adam, tokens, TINY_B, 1.0);   /* m's memory: the packs */
+    language_share_step(m, tokens, TINY_B);
+}
+
+static void prepare_on_a_share(void)
+{
+    int tokens[TINY_B * (TINY_C + 1)];
+    LanguageModel *m = tiny_fast_model(tokens);
+    language_share_step(m, tokens, TINY_B);   /* m's memory: a share's */
+    language_prepare(m, 1);
+}
+
+Test(language_model, step_memory_of_the_other_kind_is_refused)
+{
+    void (*const calls[2])(void) = {share_step_on_a_trained_whole_model, prepare_on_a_share};
+    const char *says[2] = {"language_share_step: this model's step memory is a whole model's",
+                           "language_prepare: this model's step memory is a share's"};
+    for (int i = 0; i < 2; i++) {
+        int status;
+        char *err = stderr_of(calls[i], &status);
+        cr_expect(status == 128 + SIGABRT && err != NULL && strstr(err, says[i]) != NULL &&
+                      is_one_line(err),
+                  "call %d: status %d, stderr %s", i, status, err ? err : "(none)");
+        free(err);
+    }
 }
 
 /* Memory laid out once: at the default sizes on two threads, after the
